@@ -1,0 +1,39 @@
+/*
+ * alloc.h - allocation hooks.
+ *
+ * All of spillway allocates through these wrappers so that tests can make
+ * the Nth allocation fail (curl's torture mode) and prove that every parser
+ * unwinds cleanly, and so that benchmarks can count allocations.
+ */
+#ifndef SW_COMMON_ALLOC_H
+#define SW_COMMON_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** malloc(3) through the hooks; returns NULL on failure (real or injected). */
+void *sw_malloc(size_t n);
+/** calloc(3) through the hooks; checks nmemb * size for overflow. */
+void *sw_calloc(size_t nmemb, size_t size);
+/** realloc(3) through the hooks; on failure `p` is left untouched. */
+void *sw_realloc(void *p, size_t n);
+/** free(3); NULL is fine. */
+void sw_free(void *p);
+/** Returns a new copy of `s` (NULL in, NULL out), owned by the caller. */
+char *sw_strdup(const char *s);
+/** Returns a new NUL-terminated copy of the first `n` bytes of `s`. */
+char *sw_strndup(const char *s, size_t n);
+
+/**
+ * Test hook: the next `n - 1` allocations succeed and the nth fails, and
+ * every one after it too, until sw_alloc_reset(). n == 0 disables injection.
+ */
+void sw_alloc_fail_at(uint64_t n);
+/** Test hook: disables failure injection. */
+void sw_alloc_reset(void);
+/** Number of allocations (malloc, calloc, realloc) made so far. */
+uint64_t sw_alloc_count(void);
+/** Whether an allocation has been refused by injection since the last fail_at. */
+int sw_alloc_injected(void);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * json.h - cJSON helpers whose errors name the object and the field.
+ *
+ * Every accessor takes `what`, a short description of the object being read
+ * (e.g. "Job default/train-1"), so that a failure reads
+ *   Job default/train-1: field "spec.parallelism": expected a number, got a string
+ */
+#ifndef SW_COMMON_JSON_H
+#define SW_COMMON_JSON_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/** Routes cJSON's allocations through sw_malloc/sw_free (idempotent). */
+void sw_json_init_hooks(void);
+
+/**
+ * Parses `len` bytes of JSON into a new tree (*out, owned by the caller,
+ * freed with cJSON_Delete). Trailing garbage is an error.
+ */
+int sw_json_parse(const char *text, size_t len, const char *what, cJSON **out,
+                  struct sw_error *err);
+
+/** Returns a short name for the JSON type of `item` ("string", "number", ...). */
+const char *sw_json_type_name(const cJSON *item);
+
+/**
+ * Looks up a dotted path ("spec.template.metadata") in `obj`. Returns the
+ * item (borrowed) or NULL when any step is missing or not an object.
+ */
+const cJSON *sw_json_path(const cJSON *obj, const char *path);
+
+/**
+ * The typed accessors below read `path` under `obj`. When the field is
+ * missing they return SW_ENOENT if `required`, else 0 leaving *out as it
+ * was (so callers set defaults first). A field of the wrong type or value is
+ * SW_EPARSE. Strings are borrowed from the tree.
+ */
+int sw_json_string(const cJSON *obj, const char *path, bool required, const char *what,
+                   const char **out, struct sw_error *err);
+int sw_json_number(const cJSON *obj, const char *path, bool required, const char *what,
+                   double *out, struct sw_error *err);
+int sw_json_int64(const cJSON *obj, const char *path, bool required, const char *what,
+                  int64_t *out, struct sw_error *err);
+int sw_json_bool(const cJSON *obj, const char *path, bool required, const char *what, bool *out,
+                 struct sw_error *err);
+
+#endif
