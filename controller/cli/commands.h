@@ -1,0 +1,25 @@
+/*
+ * commands.h - the subcommands of spillctl.
+ *
+ * Each subcommand lives in its own file under controller/cli/ and is listed
+ * once in the table in spillctl.c. A subcommand receives argv starting at its
+ * own name (argv[0] == "simulate", say), prints its own --help, and returns
+ * the process exit status: 0 success, 1 failure it has explained on stderr,
+ * 2 bad usage.
+ */
+#ifndef SW_CONTROLLER_CLI_COMMANDS_H
+#define SW_CONTROLLER_CLI_COMMANDS_H
+
+struct sw_cli_command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+};
+
+/** Exit statuses shared by every subcommand. */
+enum { SW_EXIT_OK = 0, SW_EXIT_FAIL = 1, SW_EXIT_USAGE = 2 };
+
+/** `spillctl version`. */
+int sw_cli_version(int argc, char **argv);
+
+#endif

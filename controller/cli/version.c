@@ -1,0 +1,15 @@
+/*
+ * version.c - `spillctl version`.
+ */
+#include <stdio.h>
+
+#include "controller/cli/commands.h"
+#include "controller/version.h"
+
+int sw_cli_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("spillctl %s\n", SW_VERSION);
+    return SW_EXIT_OK;
+}
