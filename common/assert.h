@@ -10,7 +10,6 @@
 /** Prints the failed expression with its place and aborts. */
 _Noreturn void sw__assert_fail(const char *expr, const char *file, int line, const char *func);
 
-#define sw_assert(expr)                                                                            \
-    ((expr) ? (void)0 : sw__assert_fail(#expr, __FILE__, __LINE__, __func__))
+#define sw_assert(expr) ((expr) ? (void)0 : sw__assert_fail(#expr, __FILE__, __LINE__, __func__))
 
 #endif

@@ -28,8 +28,7 @@ void sw_json_init_hooks(void)
     done = 1;
 }
 
-int sw_json_parse(const char *text, size_t len, const char *what, cJSON **out,
-                  struct sw_error *err)
+int sw_json_parse(const char *text, size_t len, const char *what, cJSON **out, struct sw_error *err)
 {
     sw_json_init_hooks();
     *out = NULL;
@@ -126,8 +125,8 @@ int sw_json_string(const cJSON *obj, const char *path, bool required, const char
     return 0;
 }
 
-int sw_json_number(const cJSON *obj, const char *path, bool required, const char *what,
-                   double *out, struct sw_error *err)
+int sw_json_number(const cJSON *obj, const char *path, bool required, const char *what, double *out,
+                   struct sw_error *err)
 {
     const cJSON *item;
     int rc = lookup(obj, path, required, what, &item, err);
@@ -142,8 +141,8 @@ int sw_json_number(const cJSON *obj, const char *path, bool required, const char
     return 0;
 }
 
-int sw_json_int64(const cJSON *obj, const char *path, bool required, const char *what,
-                  int64_t *out, struct sw_error *err)
+int sw_json_int64(const cJSON *obj, const char *path, bool required, const char *what, int64_t *out,
+                  struct sw_error *err)
 {
     double d = 0;
     const cJSON *item;

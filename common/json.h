@@ -42,10 +42,10 @@ const cJSON *sw_json_path(const cJSON *obj, const char *path);
  */
 int sw_json_string(const cJSON *obj, const char *path, bool required, const char *what,
                    const char **out, struct sw_error *err);
-int sw_json_number(const cJSON *obj, const char *path, bool required, const char *what,
-                   double *out, struct sw_error *err);
-int sw_json_int64(const cJSON *obj, const char *path, bool required, const char *what,
-                  int64_t *out, struct sw_error *err);
+int sw_json_number(const cJSON *obj, const char *path, bool required, const char *what, double *out,
+                   struct sw_error *err);
+int sw_json_int64(const cJSON *obj, const char *path, bool required, const char *what, int64_t *out,
+                  struct sw_error *err);
 int sw_json_bool(const cJSON *obj, const char *path, bool required, const char *what, bool *out,
                  struct sw_error *err);
 

@@ -41,8 +41,8 @@ void sw__log(enum sw_log_level level, const char *msg, const char *fmt, ...)
     gmtime_r(&tv.tv_sec, &tm);
     char ts[32];
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(out, "%s.%03ldZ level=%s msg=\"%s\"", ts, (long)(tv.tv_usec / 1000),
-            level_names[level], msg);
+    fprintf(out, "%s.%03ldZ level=%s msg=\"%s\"", ts, (long)(tv.tv_usec / 1000), level_names[level],
+            msg);
     if (fmt != NULL && fmt[0] != '\0') {
         fputc(' ', out);
         va_list ap;

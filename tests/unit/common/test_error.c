@@ -34,7 +34,8 @@ static void test_error_set_and_wrap(void **state)
     assert_string_equal(err.msg, "field \"server\": expected a URL");
     rc = sw_error_wrap(&err, "kubeconfig %s, context %s", "a.yaml", "prod");
     assert_int_equal(rc, SW_EPARSE);
-    assert_string_equal(err.msg, "kubeconfig a.yaml, context prod: field \"server\": expected a URL");
+    assert_string_equal(err.msg,
+                        "kubeconfig a.yaml, context prod: field \"server\": expected a URL");
     /* A NULL error is allowed and only returns the code. */
     assert_int_equal(sw_error_set(NULL, SW_ENOENT, "x"), SW_ENOENT);
 }

@@ -46,7 +46,8 @@ static void test_errors_name_object_and_field(void **state)
     assert_int_equal(sw_json_parse(doc, strlen(doc), "Job a/b", &root, &err), 0);
     int64_t n;
     assert_int_equal(sw_json_int64(root, "metadata.name", true, "Job a/b", &n, &err), SW_EPARSE);
-    assert_string_equal(err.msg, "Job a/b: field \"metadata.name\": expected an integer, got a string");
+    assert_string_equal(err.msg,
+                        "Job a/b: field \"metadata.name\": expected an integer, got a string");
     assert_int_equal(sw_json_int64(root, "spec.ratio", true, "Job a/b", &n, &err), SW_EPARSE);
     assert_non_null(strstr(err.msg, "expected an integer, got 0.5"));
     const char *s;
