@@ -67,6 +67,7 @@ int sw_http_curl_error(CURLcode code)
     case CURLE_PARTIAL_FILE:
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
+    case CURLE_SEND_FAIL_REWIND:
         return SW_ENET;
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_PEER_FAILED_VERIFICATION:
@@ -337,6 +338,18 @@ static size_t on_read(char *dst, size_t size, size_t nmemb, void *userp)
     return c->req.on_read(dst, room, c->ctx);
 }
 
+/* curl rewinds an upload when it must send it again (a reused connection
+ * that turned out dead, a redirect, an auth retry). In-memory bodies can
+ * always rewind; streamed ones cannot. */
+static int on_seek(void *userp, curl_off_t offset, int origin)
+{
+    struct sw_http_call *c = userp;
+    if (c->req.body == NULL || origin != SEEK_SET || offset < 0 || (size_t)offset > c->req.body_len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    c->upload_off = (size_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
 /* ---- public API --------------------------------------------------------- */
 
 int sw_http_header(const struct sw_http_response *resp, const char *name, char *out, size_t outlen)
@@ -465,6 +478,8 @@ static int setup_easy(struct sw_http_call *c)
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
         curl_easy_setopt(e, CURLOPT_READDATA, c);
+        curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(e, CURLOPT_SEEKDATA, c);
         curl_off_t len = req->body != NULL ? (curl_off_t)req->body_len : req->upload_len;
         curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, len);
         if (strcmp(method, "PUT") != 0)

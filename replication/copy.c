@@ -26,7 +26,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 
-#define MIN_PART ((size_t)5 << 20)
+#define MIN_PART  ((size_t)5 << 20)
 #define MAX_PARTS 10000
 
 struct part {
@@ -50,10 +50,12 @@ struct copy {
     sw_copy_cb done;
     void *ctx;
     struct sw_copy_result res;
-    char expect_sha[65]; /* known or from the source's metadata; "" if unknown */
-    int meta_at_create;  /* sw-sha256 was set when the upload was created */
-    int server;          /* server-side copy */
-    EVP_MD_CTX *whole; /* owned */
+    char expect_sha[65];                /* known or from the source's metadata; "" if unknown */
+    char src_etag[SW_S3_ETAG_MAX];      /* as the source sent it (quotes kept) */
+    char src_etag_bare[SW_S3_ETAG_MAX]; /* recorded in the target's metadata */
+    int meta_at_create;                 /* sw-sha256 was set when the upload was created */
+    int server;                         /* server-side copy */
+    EVP_MD_CTX *whole;                  /* owned */
     struct sw_buf small;
     struct part *parts;
     int nparts;
@@ -225,6 +227,12 @@ static void maybe_abort_and_report(struct copy *c)
     report(c);
 }
 
+static void set_src_etag(struct copy *c, const char *etag)
+{
+    snprintf(c->src_etag, sizeof(c->src_etag), "%s", etag);
+    sw_s3_etag_bare(etag, c->src_etag_bare, sizeof(c->src_etag_bare));
+}
+
 /* ---- small objects ------------------------------------------------------ */
 
 static void on_small_put(struct sw_s3_response *r, void *ctx)
@@ -255,18 +263,20 @@ static void on_small_get(struct sw_s3_response *r, void *ctx)
     sw_s3_head_from_headers(r->http, &h);
     if (c->expect_sha[0] == '\0' && h.sha256[0] != '\0')
         memcpy(c->expect_sha, h.sha256, 65);
+    set_src_etag(c, h.etag);
     c->res.size = (int64_t)c->small.len;
     sw_sha256_hex(c->small.data ? c->small.data : "", c->small.len, c->res.sha256);
     if (check_sha(c, c->res.sha256) != 0) {
         maybe_abort_and_report(c);
         return;
     }
-    struct sw_sigv4_pair meta[] = {{SW_S3_META_SHA256, c->res.sha256}};
+    struct sw_sigv4_pair meta[] = {{SW_S3_META_SHA256, c->res.sha256},
+                                   {SW_S3_META_SOURCE_ETAG, c->src_etag_bare}};
     struct sw_s3_request req = {.method = "PUT",
                                 .bucket = c->dst_bucket,
                                 .key = c->dst_key,
                                 .headers = meta,
-                                .nheaders = 1,
+                                .nheaders = 2,
                                 .body = c->small.data ? c->small.data : "",
                                 .body_len = c->small.len,
                                 .body_sha256 = c->res.sha256};
@@ -393,8 +403,8 @@ static void upload_part(struct copy *c, struct part *p)
         req.body_sha256 = NULL;
     }
     struct sw_error e;
-    int rc = src.len == 0 && c->server ? SW_ENOMEM
-                                       : sw_s3_send(c->spec.dst, &req, on_part_put, p, &e);
+    int rc =
+        src.len == 0 && c->server ? SW_ENOMEM : sw_s3_send(c->spec.dst, &req, on_part_put, p, &e);
     sw_buf_free(&src);
     if (rc != 0) {
         fail(c, &e);
@@ -435,8 +445,8 @@ static void on_part_get(struct sw_s3_response *r, void *ctx)
         set_error(c, SW_EIO,
                   "store %s: GET s3://%s/%s bytes %" PRId64 "-%" PRId64 ": got %zu bytes, expected "
                   "%" PRId64 " (the object changed during the copy?)",
-                  sw_s3_name(c->spec.src), c->src_bucket, c->src_key, p->off,
-                  p->off + p->len - 1, r->http->body.len, p->len);
+                  sw_s3_name(c->spec.src), c->src_bucket, c->src_key, p->off, p->off + p->len - 1,
+                  r->http->body.len, p->len);
         maybe_abort_and_report(c);
         return;
     }
@@ -460,12 +470,13 @@ static void fetch_part(struct copy *c, struct part *p)
     }
     char range[80];
     snprintf(range, sizeof(range), "bytes=%" PRId64 "-%" PRId64, p->off, p->off + p->len - 1);
-    struct sw_sigv4_pair h[] = {{"Range", range}};
+    /* If-Match: every part comes from the version the HEAD saw. */
+    struct sw_sigv4_pair h[] = {{"Range", range}, {"If-Match", c->src_etag}};
     struct sw_s3_request req = {.method = "GET",
                                 .bucket = c->src_bucket,
                                 .key = c->src_key,
                                 .headers = h,
-                                .nheaders = 1,
+                                .nheaders = c->src_etag[0] ? 2 : 1,
                                 .max_body = (size_t)p->len + 1};
     struct sw_error e;
     if (sw_s3_send(c->spec.src, &req, on_part_get, p, &e) != 0) {
@@ -493,8 +504,8 @@ static void pump(struct copy *c)
         struct part *p = &c->parts[c->next_fetch];
         if (!p->throttled && !c->server) {
             p->throttled = 1;
-            int64_t wait = sw_throttle_reserve(c->spec.throttle, (int64_t)uv_now(loop_of(c)),
-                                               (size_t)p->len);
+            int64_t wait =
+                sw_throttle_reserve(c->spec.throttle, (int64_t)uv_now(loop_of(c)), (size_t)p->len);
             if (wait > 0) {
                 uv_timer_start(&c->pump_timer, on_pump_timer, (uint64_t)wait, 0);
                 return;
@@ -530,9 +541,10 @@ static void set_metadata(struct copy *c)
     sw_sigv4_uri_encode(&src, c->dst_key, strlen(c->dst_key), 1);
     struct sw_sigv4_pair h[] = {{"x-amz-copy-source", src.data ? src.data : ""},
                                 {"x-amz-metadata-directive", "REPLACE"},
-                                {SW_S3_META_SHA256, c->res.sha256}};
+                                {SW_S3_META_SHA256, c->res.sha256},
+                                {SW_S3_META_SOURCE_ETAG, c->src_etag_bare}};
     struct sw_s3_request req = {
-        .method = "PUT", .bucket = c->dst_bucket, .key = c->dst_key, .headers = h, .nheaders = 3};
+        .method = "PUT", .bucket = c->dst_bucket, .key = c->dst_key, .headers = h, .nheaders = 4};
     struct sw_error e;
     int rc = src.data == NULL ? SW_ENOMEM : sw_s3_send(c->spec.dst, &req, on_meta_copy, c, &e);
     sw_buf_free(&src);
@@ -675,7 +687,8 @@ static void start_multipart(struct copy *c)
         fail(c, &e);
         return;
     }
-    struct sw_sigv4_pair meta[] = {{SW_S3_META_SHA256, c->expect_sha}};
+    struct sw_sigv4_pair meta[] = {{SW_S3_META_SHA256, c->expect_sha},
+                                   {SW_S3_META_SOURCE_ETAG, c->src_etag_bare}};
     c->meta_at_create = c->expect_sha[0] != '\0';
     if (c->server)
         memcpy(c->res.sha256, c->expect_sha, 65);
@@ -686,7 +699,7 @@ static void start_multipart(struct copy *c)
                                 .query = q,
                                 .nquery = 1,
                                 .headers = meta,
-                                .nheaders = c->meta_at_create ? 1 : 0};
+                                .nheaders = c->meta_at_create ? 2 : 0};
     struct sw_error e;
     if (sw_s3_send(c->spec.dst, &req, on_create, c, &e) != 0) {
         fail(c, &e);
@@ -707,8 +720,8 @@ static void on_copy_object(struct sw_s3_response *r, void *ctx)
     }
     char etag[SW_S3_ETAG_MAX];
     struct sw_error e;
-    if (sw_s3xml_parse_etag_result(r->http->body.data, r->http->body.len, "CopyObjectResult",
-                                   etag, NULL, &e) != 0) {
+    if (sw_s3xml_parse_etag_result(r->http->body.data, r->http->body.len, "CopyObjectResult", etag,
+                                   NULL, &e) != 0) {
         sw_error_wrap(&e, "store %s: copy to s3://%s/%s", sw_s3_name(c->spec.dst), c->dst_bucket,
                       c->dst_key);
         fail(c, &e);
@@ -735,9 +748,14 @@ static void start_server_copy(struct copy *c)
     sw_sigv4_uri_encode(&src, c->src_key, strlen(c->src_key), 1);
     struct sw_sigv4_pair h[] = {{"x-amz-copy-source", src.data ? src.data : ""},
                                 {"x-amz-metadata-directive", "REPLACE"},
-                                {SW_S3_META_SHA256, c->res.sha256}};
-    struct sw_s3_request req = {
-        .method = "PUT", .bucket = c->dst_bucket, .key = c->dst_key, .headers = h, .nheaders = 3};
+                                {SW_S3_META_SHA256, c->res.sha256},
+                                {SW_S3_META_SOURCE_ETAG, c->src_etag_bare},
+                                {"x-amz-copy-source-if-match", c->src_etag}};
+    struct sw_s3_request req = {.method = "PUT",
+                                .bucket = c->dst_bucket,
+                                .key = c->dst_key,
+                                .headers = h,
+                                .nheaders = c->src_etag[0] ? 5 : 4};
     struct sw_error e;
     int rc = src.data == NULL ? SW_ENOMEM : sw_s3_send(c->spec.dst, &req, on_copy_object, c, &e);
     sw_buf_free(&src);
@@ -761,6 +779,7 @@ static void on_src_head(struct sw_s3_response *r, void *ctx)
     struct sw_s3_head h;
     sw_s3_head_from_headers(r->http, &h);
     c->res.size = h.size;
+    set_src_etag(c, h.etag);
     if (c->expect_sha[0] == '\0' && h.sha256[0] != '\0')
         memcpy(c->expect_sha, h.sha256, 65);
     if (c->spec.allow_server_copy && sw_s3_same_endpoint(c->spec.src, c->spec.dst) &&
@@ -774,8 +793,7 @@ static void on_src_head(struct sw_s3_response *r, void *ctx)
     }
 }
 
-int sw_copy_start(const struct sw_copy_spec *spec, sw_copy_cb done, void *ctx,
-                  struct sw_error *err)
+int sw_copy_start(const struct sw_copy_spec *spec, sw_copy_cb done, void *ctx, struct sw_error *err)
 {
     struct copy *c = sw_calloc(1, sizeof(*c));
     if (c == NULL)

@@ -48,11 +48,11 @@ struct sw_copy_spec {
     struct sw_s3 *dst;
     const char *dst_bucket;
     const char *dst_key;
-    int64_t size;            /* from the listing; the GET is authoritative */
-    const char *known_sha256; /* the source's SHA-256 if known (cache), or NULL */
-    size_t part_size;        /* 0 = SW_COPY_DEFAULT_PART (min 5 MiB) */
-    int concurrency;         /* parts in flight; 0 = 4 */
-    int allow_server_copy;   /* use CopyObject when src and dst share an endpoint */
+    int64_t size;                 /* from the listing; the GET is authoritative */
+    const char *known_sha256;     /* the source's SHA-256 if known (cache), or NULL */
+    size_t part_size;             /* 0 = SW_COPY_DEFAULT_PART (min 5 MiB) */
+    int concurrency;              /* parts in flight; 0 = 4 */
+    int allow_server_copy;        /* use CopyObject when src and dst share an endpoint */
     struct sw_throttle *throttle; /* optional, borrowed */
     /** A multipart upload was created (record it before parts are sent). */
     void (*on_upload)(const char *upload_id, void *ctx);
@@ -65,11 +65,11 @@ struct sw_copy_spec {
 struct sw_copy_result {
     int rc;
     struct sw_error err;
-    char sha256[65];       /* of the bytes copied */
+    char sha256[65]; /* of the bytes copied */
     int64_t size;
-    char upload_id[256];   /* the multipart upload used ("" if none); aborted on failure */
-    int aborted;           /* the upload was aborted */
-    int server_side;       /* copied by the server */
+    char upload_id[256]; /* the multipart upload used ("" if none); aborted on failure */
+    int aborted;         /* the upload was aborted */
+    int server_side;     /* copied by the server */
 };
 
 typedef void (*sw_copy_cb)(const struct sw_copy_result *res, void *ctx);

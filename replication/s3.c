@@ -645,6 +645,20 @@ void sw_s3_head_from_headers(const struct sw_http_response *resp, struct sw_s3_h
         sw_s3_parse_time(v, &out->last_modified_ms);
     if (sw_http_header(resp, SW_S3_META_SHA256, v, sizeof(v)) == 0 && strlen(v) == 64)
         memcpy(out->sha256, v, 65);
+    sw_http_header(resp, SW_S3_META_SOURCE_ETAG, out->source_etag, sizeof(out->source_etag));
+}
+
+void sw_s3_etag_bare(const char *etag, char *out, size_t outlen)
+{
+    size_t n = strlen(etag);
+    if (n >= 2 && etag[0] == '"' && etag[n - 1] == '"') {
+        etag++;
+        n -= 2;
+    }
+    if (n >= outlen)
+        n = outlen - 1;
+    memcpy(out, etag, n);
+    out[n] = '\0';
 }
 
 int sw_s3_head_sync(struct sw_s3 *s3, const char *bucket, const char *key, struct sw_s3_head *out,

@@ -30,6 +30,8 @@
 
 /** The metadata header that carries an object's SHA-256 (hex). */
 #define SW_S3_META_SHA256 "x-amz-meta-sw-sha256"
+/** The metadata header that names the source version a copy was made from. */
+#define SW_S3_META_SOURCE_ETAG "x-amz-meta-sw-source-etag"
 
 /** How to reach one store. Strings are copied by sw_s3_new. */
 struct sw_s3_config {
@@ -153,8 +155,12 @@ struct sw_s3_head {
     int64_t size;
     int64_t last_modified_ms;
     char etag[SW_S3_ETAG_MAX];
-    char sha256[65]; /* "" when the object has no sw-sha256 metadata */
+    char sha256[65];                  /* "" when the object has no sw-sha256 metadata */
+    char source_etag[SW_S3_ETAG_MAX]; /* sw-source-etag metadata, "" if none */
 };
+
+/** Copies an ETag without its quotes (bounded). */
+void sw_s3_etag_bare(const char *etag, char *out, size_t outlen);
 int sw_s3_head_sync(struct sw_s3 *s3, const char *bucket, const char *key, struct sw_s3_head *out,
                     struct sw_error *err);
 

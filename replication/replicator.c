@@ -1,0 +1,598 @@
+/*
+ * replicator.c - one run of a replication rule: recover the journal, list
+ * both sides, plan, copy with bounded concurrency, record, report RPO.
+ *
+ * Listing and planning are blocking (they are bounded by the listing
+ * size); the copies run concurrently on the loop through copy.c.
+ */
+#include "replication/replicator.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "store/redis.h"
+
+/* Listing more than this many objects in one rule is refused: split the rule. */
+#define MAX_OBJECTS 1000000
+
+struct objs {
+    struct sw_s3_object *v;
+    size_t n, cap;
+};
+
+static void objs_free(struct objs *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        sw_free(o->v[i].key);
+    sw_free(o->v);
+    memset(o, 0, sizeof(*o));
+}
+
+static int list_all(struct sw_s3 *s3, const char *bucket, const char *prefix, struct objs *out,
+                    struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    char *token = NULL;
+    for (;;) {
+        struct sw_s3_list page;
+        int rc = sw_s3_list_sync(s3, bucket, prefix, token, &page, err);
+        sw_free(token);
+        token = NULL;
+        if (rc != 0) {
+            objs_free(out);
+            return rc;
+        }
+        if (out->n + page.n > MAX_OBJECTS) {
+            sw_s3_list_free(&page);
+            objs_free(out);
+            return sw_error_set(err, SW_ETOOBIG, "s3://%s/%s: more than %d objects; split the rule",
+                                bucket, prefix, MAX_OBJECTS);
+        }
+        if (out->n + page.n > out->cap) {
+            size_t cap = out->cap ? out->cap * 2 : 1024;
+            while (cap < out->n + page.n)
+                cap *= 2;
+            struct sw_s3_object *v = sw_realloc(out->v, cap * sizeof(*v));
+            if (v == NULL) {
+                sw_s3_list_free(&page);
+                objs_free(out);
+                return sw_error_set(err, SW_ENOMEM, "listing s3://%s/%s: out of memory", bucket,
+                                    prefix);
+            }
+            out->v = v;
+            out->cap = cap;
+        }
+        memcpy(out->v + out->n, page.objects, page.n * sizeof(*page.objects));
+        out->n += page.n;
+        /* The keys moved into out; free only the array. */
+        sw_free(page.objects);
+        page.objects = NULL;
+        page.n = 0;
+        int more = page.truncated;
+        if (more)
+            token = page.next_token, page.next_token = NULL;
+        sw_s3_list_free(&page);
+        if (!more)
+            return 0;
+    }
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+    return strcmp(((const struct sw_s3_object *)a)->key, ((const struct sw_s3_object *)b)->key);
+}
+
+static const struct sw_s3_object *find(const struct objs *o, const char *key)
+{
+    struct sw_s3_object k = {.key = (char *)key};
+    return bsearch(&k, o->v, o->n, sizeof(*o->v), cmp_obj);
+}
+
+/* ---- journal ---------------------------------------------------------------- */
+
+struct done_rec {
+    char *key;
+    char etag[SW_S3_ETAG_MAX];
+    int64_t size;
+    char sha[65];
+};
+
+struct done_set {
+    struct done_rec *v;
+    size_t n;
+};
+
+static int cmp_done(const void *a, const void *b)
+{
+    return strcmp(((const struct done_rec *)a)->key, ((const struct done_rec *)b)->key);
+}
+
+static void done_free(struct done_set *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        sw_free(d->v[i].key);
+    sw_free(d->v);
+    memset(d, 0, sizeof(*d));
+}
+
+static void journal_key(char *out, size_t n, const char *rule, const char *what, const char *target)
+{
+    snprintf(out, n, "sw:repl:%s:%s%s%s", rule, what, target ? ":" : "", target ? target : "");
+}
+
+static int load_done(redisContext *j, const char *rule, const char *target, struct done_set *out,
+                     struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (j == NULL)
+        return 0;
+    char k[512];
+    journal_key(k, sizeof(k), rule, "done", target);
+    redisReply *r = NULL;
+    int rc = sw_redis_sync_command(j, &r, err, "HGETALL %s", k);
+    if (rc != 0)
+        return rc;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2) {
+        out->v = sw_calloc(r->elements / 2, sizeof(*out->v));
+        if (out->v == NULL) {
+            freeReplyObject(r);
+            return sw_error_set(err, SW_ENOMEM, "journal: out of memory");
+        }
+        for (size_t i = 0; i + 1 < r->elements; i += 2) {
+            struct done_rec *d = &out->v[out->n];
+            if (sscanf(r->element[i + 1]->str, "%127s %" SCNd64 " %64s", d->etag, &d->size,
+                       d->sha) != 3)
+                continue; /* an unreadable record only costs a re-check */
+            d->key = sw_strdup(r->element[i]->str);
+            if (d->key == NULL) {
+                freeReplyObject(r);
+                done_free(out);
+                return sw_error_set(err, SW_ENOMEM, "journal: out of memory");
+            }
+            out->n++;
+        }
+        qsort(out->v, out->n, sizeof(*out->v), cmp_done);
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
+static const struct done_rec *find_done(const struct done_set *d, const char *key)
+{
+    struct done_rec k = {.key = (char *)key};
+    return d->n ? bsearch(&k, d->v, d->n, sizeof(*d->v), cmp_done) : NULL;
+}
+
+static void journal_cmd(redisContext *j, const char *fmt, ...)
+{
+    if (j == NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(j, fmt, ap);
+    va_end(ap);
+    if (r == NULL)
+        SW_LOG(SW_LOG_WARN, "journal write failed", "error=\"%s\"", j->errstr);
+    else
+        freeReplyObject(r);
+}
+
+/* Aborts the uploads a crashed run recorded, then every upload still open
+ * under each target prefix. */
+static int recover(const struct sw_repl_rule *rule, redisContext *j, struct sw_repl_stats *st,
+                   struct sw_error *err)
+{
+    char k[512];
+    journal_key(k, sizeof(k), rule->name, "uploads", NULL);
+    if (j != NULL) {
+        redisReply *r = NULL;
+        int rc = sw_redis_sync_command(j, &r, err, "HGETALL %s", k);
+        if (rc != 0)
+            return rc;
+        for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+            const char *field = r->element[i]->str;
+            const char *nl = strchr(field, '\n');
+            if (nl == NULL)
+                continue;
+            for (size_t t = 0; t < rule->ntargets; t++) {
+                const struct sw_repl_target *tg = &rule->targets[t];
+                if (strlen(tg->name) != (size_t)(nl - field) ||
+                    strncmp(tg->name, field, (size_t)(nl - field)) != 0)
+                    continue;
+                struct sw_error e;
+                if (sw_copy_abort_sync(tg->s3, tg->bucket, nl + 1, r->element[i + 1]->str, &e) ==
+                    0) {
+                    st->aborted_uploads++;
+                    journal_cmd(j, "HDEL %s %s", k, field);
+                    SW_LOG(SW_LOG_INFO, "aborted a journaled upload", "rule=%s target=%s",
+                           rule->name, tg->name);
+                } else {
+                    SW_LOG(SW_LOG_WARN, "abort failed", "rule=%s target=%s", rule->name, tg->name);
+                }
+            }
+        }
+        freeReplyObject(r);
+    }
+    for (size_t t = 0; t < rule->ntargets; t++) {
+        const struct sw_repl_target *tg = &rule->targets[t];
+        struct sw_s3_uploads ups;
+        int rc = sw_s3_list_uploads_sync(tg->s3, tg->bucket, tg->prefix, &ups, err);
+        if (rc != 0)
+            return rc;
+        for (size_t i = 0; i < ups.n; i++) {
+            struct sw_error e;
+            if (sw_copy_abort_sync(tg->s3, tg->bucket, ups.uploads[i].key, ups.uploads[i].upload_id,
+                                   &e) == 0)
+                st->aborted_uploads++;
+        }
+        sw_s3_uploads_free(&ups);
+    }
+    return 0;
+}
+
+/* ---- the run ---------------------------------------------------------------- */
+
+struct job {
+    struct run *run;
+    size_t obj;
+    size_t target;
+    char *dst_key;
+    char known_sha[65];
+};
+
+struct run {
+    const struct sw_repl_rule *rule;
+    redisContext *j;
+    struct objs src;
+    struct job *jobs;
+    size_t njobs, next, active, finished;
+    int64_t *oldest_pending; /* per target, ms; INT64_MAX if none */
+    struct sw_throttle throttle;
+    struct sw_repl_stats *st;
+    struct sw_repl_progress prog;
+    sw_repl_progress_cb progress;
+    void *ctx;
+    int64_t last_progress_ms;
+};
+
+static char *dst_key_for(const struct sw_repl_rule *rule, size_t t, const char *key)
+{
+    const char *rest = key + strlen(rule->prefix);
+    const char *p = rule->targets[t].prefix ? rule->targets[t].prefix : rule->prefix;
+    size_t n = strlen(p) + strlen(rest) + 1;
+    char *d = sw_malloc(n);
+    if (d != NULL)
+        snprintf(d, n, "%s%s", p, rest);
+    return d;
+}
+
+static void on_upload(const char *upload_id, void *ctx)
+{
+    struct job *jb = ctx;
+    struct run *r = jb->run;
+    char k[512];
+    journal_key(k, sizeof(k), r->rule->name, "uploads", NULL);
+    journal_cmd(r->j, "HSET %s %s\n%s %s", k, r->rule->targets[jb->target].name, jb->dst_key,
+                upload_id);
+}
+
+static void report_progress(struct run *r, int force)
+{
+    if (r->progress == NULL)
+        return;
+    int64_t now = (int64_t)uv_now(sw_s3_loop(r->rule->src));
+    if (!force && now - r->last_progress_ms < 200)
+        return;
+    r->last_progress_ms = now;
+    r->progress(&r->prog, r->ctx);
+}
+
+static void on_bytes(int64_t n, void *ctx)
+{
+    struct job *jb = ctx;
+    jb->run->prog.bytes_done += n;
+    report_progress(jb->run, 0);
+}
+
+static void start_next(struct run *r);
+
+static void on_copied(const struct sw_copy_result *res, void *ctx)
+{
+    struct job *jb = ctx;
+    struct run *r = jb->run;
+    const struct sw_repl_target *tg = &r->rule->targets[jb->target];
+    const struct sw_s3_object *o = &r->src.v[jb->obj];
+    char k[512];
+    if (res->upload_id[0] == '\0' || res->aborted) {
+        journal_key(k, sizeof(k), r->rule->name, "uploads", NULL);
+        journal_cmd(r->j, "HDEL %s %s\n%s", k, tg->name, jb->dst_key);
+    }
+    r->active--;
+    r->finished++;
+    r->prog.objects_done++;
+    if (res->rc == 0) {
+        r->st->copied++;
+        r->st->bytes_copied += res->size;
+        journal_key(k, sizeof(k), r->rule->name, "done", tg->name);
+        journal_cmd(r->j, "HSET %s %s %s %" PRId64 " %s", k, jb->dst_key,
+                    o->etag[0] ? o->etag : "-", res->size, res->sha256);
+    } else {
+        r->st->failed++;
+        if (r->st->first_error.code == 0)
+            r->st->first_error = res->err;
+        if (o->last_modified_ms < r->oldest_pending[jb->target])
+            r->oldest_pending[jb->target] = o->last_modified_ms;
+        SW_LOG(SW_LOG_WARN, "copy failed", "rule=%s target=%s code=%s", r->rule->name, tg->name,
+               sw_err_name(res->rc));
+    }
+    sw_free(jb->dst_key);
+    jb->dst_key = NULL;
+    report_progress(r, 0);
+    start_next(r);
+}
+
+static void start_next(struct run *r)
+{
+    int limit = r->rule->concurrency > 0 ? r->rule->concurrency : 16;
+    while (r->next < r->njobs && r->active < (size_t)limit) {
+        struct job *jb = &r->jobs[r->next++];
+        const struct sw_s3_object *o = &r->src.v[jb->obj];
+        const struct sw_repl_target *tg = &r->rule->targets[jb->target];
+        struct sw_copy_spec spec = {
+            .src = r->rule->src,
+            .src_bucket = r->rule->bucket,
+            .src_key = o->key,
+            .dst = tg->s3,
+            .dst_bucket = tg->bucket,
+            .dst_key = jb->dst_key,
+            .size = o->size,
+            .known_sha256 = jb->known_sha[0] ? jb->known_sha : NULL,
+            .part_size = r->rule->part_size,
+            .concurrency = r->rule->part_concurrency,
+            .allow_server_copy = r->rule->allow_server_copy,
+            .throttle = &r->throttle,
+            .on_upload = on_upload,
+            .on_bytes = on_bytes,
+            .ctx = jb,
+        };
+        struct sw_error e;
+        if (sw_copy_start(&spec, on_copied, jb, &e) != 0) {
+            r->st->failed++;
+            r->finished++;
+            if (r->st->first_error.code == 0)
+                r->st->first_error = e;
+            continue;
+        }
+        r->active++;
+    }
+}
+
+/* Decides whether object o must go to target t; fills jb->known_sha. */
+static int plan_one(struct run *r, size_t t, const struct objs *dst, const struct done_set *done,
+                    const struct sw_s3_object *o, struct job *jb, int *conflict,
+                    struct sw_error *err)
+{
+    const struct sw_repl_target *tg = &r->rule->targets[t];
+    *conflict = 0;
+    const struct sw_s3_object *there = find(dst, jb->dst_key);
+    const struct done_rec *rec = find_done(done, jb->dst_key);
+    if (rec != NULL && strcmp(rec->etag, o->etag[0] ? o->etag : "-") == 0 && rec->size == o->size)
+        memcpy(jb->known_sha, rec->sha, 65);
+    if (there == NULL)
+        return 1;
+    if (there->size == o->size && rec != NULL && jb->known_sha[0] != '\0')
+        return 0; /* verified earlier, same source version, still there */
+    /* Compare checksums by metadata. */
+    struct sw_s3_head th, sh;
+    struct sw_error e;
+    if (sw_s3_head_sync(tg->s3, tg->bucket, jb->dst_key, &th, &e) != 0)
+        return 1;
+    /* The target says which source version it was copied from and what its
+     * bytes hash to (both checked when it was written). */
+    char bare[SW_S3_ETAG_MAX];
+    sw_s3_etag_bare(o->etag, bare, sizeof(bare));
+    if (th.size == o->size && th.sha256[0] != '\0' && bare[0] != '\0' &&
+        strcmp(th.source_etag, bare) == 0) {
+        char k[512];
+        journal_key(k, sizeof(k), r->rule->name, "done", tg->name);
+        journal_cmd(r->j, "HSET %s %s %s %" PRId64 " %s", k, jb->dst_key,
+                    o->etag[0] ? o->etag : "-", o->size, th.sha256);
+        return 0;
+    }
+    if (jb->known_sha[0] == '\0') {
+        if (sw_s3_head_sync(r->rule->src, r->rule->bucket, o->key, &sh, err) != 0)
+            return -1;
+        memcpy(jb->known_sha, sh.sha256, 65);
+    }
+    int same = th.size == o->size && th.sha256[0] != '\0' && strcmp(th.sha256, jb->known_sha) == 0;
+    if (same) {
+        char k[512];
+        journal_key(k, sizeof(k), r->rule->name, "done", tg->name);
+        journal_cmd(r->j, "HSET %s %s %s %" PRId64 " %s", k, jb->dst_key,
+                    o->etag[0] ? o->etag : "-", o->size, th.sha256);
+        return 0;
+    }
+    if (r->rule->immutable &&
+        (th.size != o->size || (th.sha256[0] != '\0' && jb->known_sha[0] != '\0'))) {
+        *conflict = 1;
+        sw_error_set(err, SW_ECONFLICT,
+                     "rule %s: s3://%s/%s on %s differs from the source s3://%s/%s (size %" PRId64
+                     " vs %" PRId64 ", sha256 %s vs %s), but model versions are immutable: not "
+                     "overwritten",
+                     r->rule->name, tg->bucket, jb->dst_key, tg->name, r->rule->bucket, o->key,
+                     th.size, o->size, th.sha256[0] ? th.sha256 : "unknown",
+                     jb->known_sha[0] ? jb->known_sha : "unknown");
+        return 0;
+    }
+    return 1;
+}
+
+int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
+                     sw_repl_progress_cb progress, void *ctx, struct sw_repl_stats *st,
+                     struct sw_error *err)
+{
+    memset(st, 0, sizeof(*st));
+    int64_t t0 = sw_mono_ms(sw_clock_system());
+    if (rule->ntargets == 0 || rule->ntargets > SW_REPL_MAX_TARGETS)
+        return sw_error_set(err, SW_EINVAL, "rule %s: between 1 and %d targets are required",
+                            rule->name, SW_REPL_MAX_TARGETS);
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    r.rule = rule;
+    r.j = journal;
+    r.st = st;
+    r.progress = progress;
+    r.ctx = ctx;
+    r.throttle.bytes_per_s = rule->bytes_per_s;
+    int64_t oldest[SW_REPL_MAX_TARGETS];
+    r.oldest_pending = oldest;
+    for (size_t t = 0; t < rule->ntargets; t++)
+        oldest[t] = INT64_MAX;
+
+    int rc = recover(rule, journal, st, err);
+    if (rc != 0)
+        return sw_error_wrap(err, "rule %s: recovering the journal", rule->name);
+    rc = list_all(rule->src, rule->bucket, rule->prefix, &r.src, err);
+    if (rc != 0)
+        return rc;
+    st->listed = (int64_t)r.src.n;
+    r.jobs = sw_calloc(r.src.n * rule->ntargets + 1, sizeof(*r.jobs));
+    if (r.jobs == NULL) {
+        objs_free(&r.src);
+        return sw_error_set(err, SW_ENOMEM, "rule %s: out of memory", rule->name);
+    }
+    for (size_t t = 0; t < rule->ntargets && rc == 0; t++) {
+        const struct sw_repl_target *tg = &rule->targets[t];
+        struct objs dst;
+        struct done_set done;
+        rc = list_all(tg->s3, tg->bucket, tg->prefix ? tg->prefix : rule->prefix, &dst, err);
+        if (rc != 0)
+            break;
+        qsort(dst.v, dst.n, sizeof(*dst.v), cmp_obj);
+        rc = load_done(journal, rule->name, tg->name, &done, err);
+        for (size_t i = 0; rc == 0 && i < r.src.n; i++) {
+            const struct sw_s3_object *o = &r.src.v[i];
+            struct job *jb = &r.jobs[r.njobs];
+            jb->run = &r;
+            jb->obj = i;
+            jb->target = t;
+            jb->dst_key = dst_key_for(rule, t, o->key);
+            if (jb->dst_key == NULL) {
+                rc = sw_error_set(err, SW_ENOMEM, "rule %s: out of memory", rule->name);
+                break;
+            }
+            int conflict = 0;
+            struct sw_error pe;
+            sw_error_clear(&pe);
+            int need = plan_one(&r, t, &dst, &done, o, jb, &conflict, &pe);
+            if (need < 0 || conflict) {
+                st->failed++;
+                if (st->first_error.code == 0)
+                    st->first_error = pe;
+                if (o->last_modified_ms < oldest[t])
+                    oldest[t] = o->last_modified_ms;
+                need = 0;
+            } else if (need == 0) {
+                st->skipped++;
+            }
+            if (need) {
+                r.prog.objects_total++;
+                r.prog.bytes_total += o->size;
+                r.njobs++;
+            } else {
+                sw_free(jb->dst_key);
+                jb->dst_key = NULL;
+            }
+        }
+        done_free(&done);
+        objs_free(&dst);
+    }
+    if (rc == 0) {
+        SW_LOG(SW_LOG_INFO, "replication run",
+               "rule=%s listed=%" PRId64 " to_copy=%zu "
+               "skipped=%" PRId64,
+               rule->name, st->listed, r.njobs, st->skipped);
+        report_progress(&r, 1);
+        start_next(&r);
+        uv_loop_t *loop = sw_s3_loop(rule->src);
+        while (r.finished < r.njobs)
+            uv_run(loop, UV_RUN_ONCE);
+        report_progress(&r, 1);
+    }
+    int64_t now = sw_now_ms(sw_clock_system());
+    for (size_t t = 0; t < rule->ntargets; t++) {
+        st->rpo_ms[t] = oldest[t] == INT64_MAX ? 0 : now - oldest[t];
+        char k[512];
+        journal_key(k, sizeof(k), rule->name, "rpo", rule->targets[t].name);
+        journal_cmd(journal, "SET %s %" PRId64 " %" PRId64, k,
+                    oldest[t] == INT64_MAX ? (int64_t)0 : oldest[t], now);
+    }
+    for (size_t i = 0; i < r.njobs; i++)
+        sw_free(r.jobs[i].dst_key);
+    sw_free(r.jobs);
+    objs_free(&r.src);
+    st->elapsed_ms = sw_mono_ms(sw_clock_system()) - t0;
+    if (rc == 0 && st->failed > 0) {
+        rc = st->first_error.code ? st->first_error.code : SW_EIO;
+        if (err)
+            *err = st->first_error;
+        sw_error_wrap(err, "rule %s: %" PRId64 " of %" PRId64 " copies failed; first", rule->name,
+                      st->failed, st->failed + st->copied);
+    }
+    return rc;
+}
+
+int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, double bytes_per_s,
+                     int64_t *objects, int64_t *bytes, double *seconds, struct sw_error *err)
+{
+    *objects = 0;
+    *bytes = 0;
+    *seconds = 0;
+    struct objs src;
+    int rc = list_all(rule->src, rule->bucket, rule->prefix, &src, err);
+    if (rc != 0)
+        return rc;
+    for (size_t t = 0; t < rule->ntargets && rc == 0; t++) {
+        const struct sw_repl_target *tg = &rule->targets[t];
+        struct objs dst;
+        struct done_set done;
+        rc = list_all(tg->s3, tg->bucket, tg->prefix ? tg->prefix : rule->prefix, &dst, err);
+        if (rc != 0)
+            break;
+        qsort(dst.v, dst.n, sizeof(*dst.v), cmp_obj);
+        rc = load_done(journal, rule->name, tg->name, &done, err);
+        int64_t n = 0, b = 0;
+        for (size_t i = 0; rc == 0 && i < src.n; i++) {
+            char *dk = dst_key_for(rule, t, src.v[i].key);
+            if (dk == NULL) {
+                rc = sw_error_set(err, SW_ENOMEM, "estimate: out of memory");
+                break;
+            }
+            const struct sw_s3_object *there = find(&dst, dk);
+            const struct done_rec *rec = find_done(&done, dk);
+            int same = there != NULL && there->size == src.v[i].size &&
+                       (rec == NULL || strcmp(rec->etag, src.v[i].etag) == 0);
+            if (!same) {
+                n++;
+                b += src.v[i].size;
+            }
+            sw_free(dk);
+        }
+        if (b > *bytes || (b == *bytes && n > *objects)) {
+            *bytes = b;
+            *objects = n;
+        }
+        done_free(&done);
+        objs_free(&dst);
+    }
+    objs_free(&src);
+    if (rc == 0 && bytes_per_s > 0)
+        *seconds = (double)*bytes / bytes_per_s;
+    return rc;
+}

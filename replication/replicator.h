@@ -1,0 +1,100 @@
+/*
+ * replicator.h - replication rules: copy s3://bucket/prefix of a source
+ * store to one or more targets (one per region), incrementally, verified,
+ * resumable from a journal in Redis, with bounded concurrency and
+ * bandwidth, progress, and the RPO of every target.
+ *
+ * Journal (Redis, all keys under sw:repl:RULE:):
+ *   uploads        hash "TARGET\nKEY" -> multipart upload id, written before
+ *                  the first part is sent and removed once the upload is
+ *                  completed or aborted; a run starts by aborting whatever
+ *                  a crashed run left there, and by aborting every upload
+ *                  still open under the target prefix (a rule owns its
+ *                  target prefix), so no upload is ever left orphaned.
+ *   done:TARGET    hash KEY -> "SOURCE-ETAG SIZE SHA256" of each verified
+ *                  copy; a rerun skips objects whose source ETag and size
+ *                  match and whose target is still there with that size.
+ *   rpo:TARGET     "OLDEST-PENDING-MS LAST-RUN-MS" after each run.
+ * Without Redis the same run works from HEAD requests alone (objects whose
+ * sw-sha256 metadata match on both sides are skipped).
+ */
+#ifndef SW_REPLICATION_REPLICATOR_H
+#define SW_REPLICATION_REPLICATOR_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "replication/copy.h"
+#include "replication/s3.h"
+
+#define SW_REPL_MAX_TARGETS 8
+
+/** One target of a rule. Borrowed. */
+struct sw_repl_target {
+    const char *name; /* store name, e.g. "us-east-1" */
+    struct sw_s3 *s3;
+    const char *bucket;
+    const char *prefix; /* source prefix is replaced by this one */
+};
+
+/** A rule. Borrowed for the duration of a run. */
+struct sw_repl_rule {
+    const char *name;
+    const char *src_name;
+    struct sw_s3 *src;
+    const char *bucket;
+    const char *prefix;
+    struct sw_repl_target targets[SW_REPL_MAX_TARGETS];
+    size_t ntargets;
+    int immutable;         /* model registry: never overwrite a differing object */
+    int concurrency;       /* objects in flight; 0 = 16 */
+    int part_concurrency;  /* parts in flight per object; 0 = 4 */
+    size_t part_size;      /* 0 = 16 MiB */
+    double bytes_per_s;    /* 0 = unlimited */
+    int allow_server_copy; /* server-side copy when the endpoints match */
+};
+
+/** Progress, reported as it happens. */
+struct sw_repl_progress {
+    int64_t objects_total; /* object x target pairs to copy this run */
+    int64_t objects_done;
+    int64_t bytes_total;
+    int64_t bytes_done;
+};
+
+/** What a run did. */
+struct sw_repl_stats {
+    int64_t listed;  /* source objects */
+    int64_t copied;  /* object x target copies made and verified */
+    int64_t skipped; /* already identical */
+    int64_t failed;
+    int64_t bytes_copied;
+    int64_t aborted_uploads; /* orphans aborted at start */
+    int64_t elapsed_ms;
+    int64_t rpo_ms[SW_REPL_MAX_TARGETS]; /* age of the oldest unreplicated object, 0 if none */
+    struct sw_error first_error;
+};
+
+typedef void (*sw_repl_progress_cb)(const struct sw_repl_progress *p, void *ctx);
+
+/**
+ * Runs a rule once to completion on the stores' loop (blocking: for the
+ * CLI, tests and a worker thread). `journal` is a connected Redis context
+ * or NULL. Returns 0 when every object is replicated and verified, else the
+ * first error (stats->first_error says which object and why).
+ */
+int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
+                     sw_repl_progress_cb progress, void *ctx, struct sw_repl_stats *stats,
+                     struct sw_error *err);
+
+/**
+ * Estimates what replicating `rule` would move now: the objects and bytes
+ * missing or different on its slowest target, and the seconds that takes
+ * at `bytes_per_s` (measured or configured). Blocking; lists both sides.
+ */
+int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, double bytes_per_s,
+                     int64_t *objects, int64_t *bytes, double *seconds, struct sw_error *err);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * rule.h - replication rules and object stores as the platform team
+ * defines them, and where they are kept.
+ *
+ * A store is an endpoint, a region, addressing and TLS options, plus
+ * credentials that are kept sealed (store/seal.h, context
+ * "store/NAME/credentials") and never logged. A rule copies
+ * STORE:BUCKET/PREFIX to one or more STORE:BUCKET/PREFIX targets. Both are
+ * kept in Redis as JSON:
+ *   sw:stores (set of names)      sw:store:NAME    (JSON, credentials sealed)
+ *   sw:repl:rules (set of names)  sw:repl:rule:NAME (JSON)
+ * Parsing and printing are pure and unit-tested; the Redis helpers block
+ * (CLI and worker use).
+ */
+#ifndef SW_REPLICATION_RULE_H
+#define SW_REPLICATION_RULE_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "net/http.h"
+#include "replication/replicator.h"
+#include "store/seal.h"
+
+#define SW_NAME_MAX 64
+
+/** An object store, without its credentials. */
+struct sw_store_spec {
+    char name[SW_NAME_MAX];
+    char endpoint[512];
+    char region[SW_NAME_MAX];
+    int virtual_host;
+    int insecure_tls;
+    char ca_file[512];
+};
+
+/** STORE:BUCKET/PREFIX. */
+struct sw_rule_loc {
+    char store[SW_NAME_MAX];
+    char bucket[SW_NAME_MAX];
+    char prefix[1024];
+};
+
+/** A rule as stored. */
+struct sw_rule_spec {
+    char name[SW_NAME_MAX];
+    struct sw_rule_loc source;
+    struct sw_rule_loc targets[SW_REPL_MAX_TARGETS];
+    size_t ntargets;
+    int model_registry; /* models/NAME/VERSION/ prefixes, immutable, replicated continuously */
+    int concurrency;
+    int part_concurrency;
+    int64_t part_size;
+    double bytes_per_s;
+    int server_copy;
+};
+
+/**
+ * Parses "STORE:BUCKET/PREFIX" or "STORE:s3://BUCKET/PREFIX" (prefix may be
+ * empty). Errors name the part that is wrong.
+ */
+int sw_rule_loc_parse(const char *s, struct sw_rule_loc *out, struct sw_error *err);
+
+/** Checks names and limits; errors name the field. */
+int sw_rule_validate(const struct sw_rule_spec *r, struct sw_error *err);
+
+/** Serialises to JSON; *out is new (sw_free). */
+int sw_rule_to_json(const struct sw_rule_spec *r, char **out);
+
+/** Parses JSON written by sw_rule_to_json; errors name the field. */
+int sw_rule_from_json(const char *json, size_t len, struct sw_rule_spec *out, struct sw_error *err);
+
+/**
+ * Splits a model-registry key "models/NAME/VERSION/FILE" below `prefix`
+ * (e.g. "models/") into NAME and VERSION. Returns 0, or SW_EPARSE when the
+ * key has no NAME/VERSION/ part.
+ */
+int sw_model_key_parse(const char *prefix, const char *key, char *name, size_t name_len,
+                       char *version, size_t version_len);
+
+/* ---- Redis ------------------------------------------------------------------ */
+
+/** Saves a store with its credentials sealed under `key`. */
+int sw_store_save(redisContext *c, const struct sw_seal_key *key, const struct sw_store_spec *s,
+                  const char *access_key, const char *secret_key, struct sw_error *err);
+
+/**
+ * Loads a store; *access_key and *secret_key are new (wipe with
+ * sw_seal_wipe_free(p, strlen(p))). SW_ENOENT names the store.
+ */
+int sw_store_load(redisContext *c, const struct sw_seal_key *key, const char *name,
+                  struct sw_store_spec *out, char **access_key, char **secret_key,
+                  struct sw_error *err);
+
+/** Removes a store. */
+int sw_store_remove(redisContext *c, const char *name, struct sw_error *err);
+
+/** Saves, loads and removes rules. */
+int sw_rule_save(redisContext *c, const struct sw_rule_spec *r, struct sw_error *err);
+int sw_rule_load(redisContext *c, const char *name, struct sw_rule_spec *out, struct sw_error *err);
+int sw_rule_remove(redisContext *c, const char *name, struct sw_error *err);
+
+/**
+ * The names in a set ("sw:stores" or "sw:repl:rules"), sorted; *names is a
+ * new array of new strings (free with sw_names_free).
+ */
+int sw_names_list(redisContext *c, const char *set, char ***names, size_t *n, struct sw_error *err);
+void sw_names_free(char **names, size_t n);
+
+/** A rule bound to live S3 clients. */
+struct sw_rule_bound {
+    struct sw_repl_rule rule;
+    struct sw_rule_spec spec;
+    struct sw_s3 *clients[SW_REPL_MAX_TARGETS + 1];
+    size_t nclients;
+};
+
+/**
+ * Loads the stores a rule names and makes S3 clients for them on `loop`
+ * and `http` (borrowed). *out is new (sw_rule_bound_free).
+ */
+int sw_rule_bind(redisContext *c, const struct sw_seal_key *key, const struct sw_rule_spec *spec,
+                 uv_loop_t *loop, struct sw_http *http, struct sw_rule_bound **out,
+                 struct sw_error *err);
+void sw_rule_bound_free(struct sw_rule_bound *b);
+
+#endif
