@@ -391,7 +391,9 @@ static int retryable(const struct sw_http_response *h, const struct sw_s3_error_
 static int status_code(long status, const char *s3code)
 {
     if (strcmp(s3code, "InvalidAccessKeyId") == 0 || strcmp(s3code, "SignatureDoesNotMatch") == 0 ||
-        strcmp(s3code, "InvalidToken") == 0 || strcmp(s3code, "ExpiredToken") == 0)
+        strcmp(s3code, "InvalidToken") == 0 || strcmp(s3code, "ExpiredToken") == 0 ||
+        /* versitygw's answer for an unknown access key. */
+        strcmp(s3code, "XAdminUserNotFound") == 0)
         return SW_EAUTH;
     switch (status) {
     case 401:
