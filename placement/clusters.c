@@ -262,6 +262,8 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
             (rc = get_name(jd, "input_region", false, what, p, d->input_region, err)) != 0 ||
             (rc = get_name(jd, "burst", false, what, p, burst, err)) != 0 ||
             (rc = get_num(jd, "deadline_slack", false, what, p, &d->deadline_slack, err)) != 0 ||
+            (rc = get_num(jd, "deadline_allowance_seconds", false, what, p,
+                          &d->deadline_allowance_s, err)) != 0 ||
             (rc = get_num(jd, "deadline_fraction", false, what, p, &d->deadline_fraction, err)) !=
                 0)
             goto out;

@@ -21,8 +21,10 @@ struct sw_job_defaults {
     double input_gb;
     char input_region[SW_NAME_MAX];
     enum sw_burst_mode burst;
-    /* When > 0, jobs without a deadline get submit + slack x duration. */
+    /* When > 0, jobs without a deadline get
+     * submit + allowance + slack x duration. */
     double deadline_slack;
+    double deadline_allowance_s;
     /* Fraction (0..1) of jobs that get the slack deadline, chosen by name hash. */
     double deadline_fraction;
 };

@@ -442,7 +442,7 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
         const struct sw_job_defaults *d = &c->defaults;
         if (jb->deadline == 0 && d->deadline_slack > 0 &&
             (double)(name_hash(tj->name) % 10000) < d->deadline_fraction * 10000.0)
-            jb->deadline = tj->submit + d->deadline_slack * tj->duration;
+            jb->deadline = tj->submit + d->deadline_allowance_s + d->deadline_slack * tj->duration;
     }
     size_t next = 0;
     while (next < n || s.nheap > 0) {
