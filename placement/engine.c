@@ -236,12 +236,19 @@ struct release {
 };
 
 /* The FIFO queue of one pool: GPUs free at `cursor`, releases after it. */
+#define PEEK_CACHE 33
+
 struct lq {
     struct release *h; /* min-heap on t */
     size_t n, cap;
     double cursor;
     int free;
     int total;
+    /* Start times already answered since the last commit, per GPU count:
+     * most workloads ask the same few sizes of an unchanged queue. */
+    unsigned version;
+    unsigned cache_v[PEEK_CACHE];
+    double cache_t[PEEK_CACHE];
 };
 
 static void heap_push(struct lq *q, struct release r)
@@ -531,6 +538,7 @@ static int prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explai
         if (grow(&q->h, &q->cap, need, sizeof(*q->h)))
             goto nomem;
         q->n = 0;
+        q->version++;
         q->cursor = s->now;
         q->free = s->pools[pool].free_gpus;
         q->total = s->pools[pool].total_gpus;
@@ -567,6 +575,8 @@ nomem:
 static double lq_start(struct sw_engine *e, struct lq *q, int gpus, double now, bool commit,
                        double hold)
 {
+    if (!commit && gpus < PEEK_CACHE && q->cache_v[gpus] == q->version)
+        return q->cache_t[gpus];
     int free = q->free;
     double t = q->cursor > now ? q->cursor : now;
     size_t popped = 0;
@@ -584,8 +594,13 @@ static double lq_start(struct sw_engine *e, struct lq *q, int gpus, double now, 
     if (!commit || !isfinite(t)) {
         for (size_t i = 0; i < popped; i++)
             heap_push(q, e->scratch[i]);
+        if (!commit && gpus < PEEK_CACHE) {
+            q->cache_v[gpus] = q->version;
+            q->cache_t[gpus] = t;
+        }
         return t;
     }
+    q->version++;
     q->cursor = t;
     q->free = free - gpus;
     heap_push(q, (struct release){t + hold, gpus});
@@ -650,10 +665,18 @@ static void evaluate(struct sw_engine *e, const struct sw_snapshot *s, const str
 {
     const struct sw_pool *p = &s->pools[pi];
     const struct sw_workload *w = c->w;
-    memset(o, 0, sizeof(*o));
+    /* Only the fields an excluded option shows are set up front: clearing
+     * the whole struct for a million options costs more than evaluating. */
     o->pool = (int)pi;
     o->stay = e->pcluster[pi] == c->origin;
     o->deadline_ok = true;
+    o->detail = 0;
+    o->borrowed = 0;
+    o->wait_s = 0;
+    o->provision_s = 0;
+    o->transfer_s = 0;
+    o->score = 0;
+    o->excluded = SW_EX_NONE;
     if (c->product_unknown || (c->product_mask && !(c->product_mask >> e->pproduct[pi] & 1u))) {
         o->excluded = SW_EX_PRODUCT;
         return;
@@ -683,9 +706,18 @@ static void evaluate(struct sw_engine *e, const struct sw_snapshot *s, const str
         o->excluded = SW_EX_NEVER_FITS;
         return;
     }
-    int qi = -1;
+    /* Capacity first: late in a long queue most pools are full, and this
+     * check is cheaper than quotas, egress and costs. */
+    bool needs_provision = false;
+    if (queue < 0 && c->gpus > e->pfree[pi]) {
+        if (c->gpus > e->pfree[pi] + e->proom[pi]) {
+            o->excluded = SW_EX_CAPACITY;
+            return;
+        }
+        needs_provision = true;
+    }
     if (c->team >= 0 && e->team_has_quota[c->team]) {
-        qi = e->team_quota[(size_t)c->team * e->flavours.n + (size_t)e->pflavour[pi]];
+        int qi = e->team_quota[(size_t)c->team * e->flavours.n + (size_t)e->pflavour[pi]];
         if (qi < 0) {
             o->excluded = SW_EX_QUOTA;
             o->detail = SW_QUOTA_NOMINAL;
@@ -714,14 +746,11 @@ static void evaluate(struct sw_engine *e, const struct sw_snapshot *s, const str
         }
         o->start = t > now + transfer ? t : now + transfer;
         o->wait_s = o->start - now;
-    } else if (c->gpus <= e->pfree[pi]) {
-        o->start = now + transfer;
-    } else if (c->gpus <= e->pfree[pi] + e->proom[pi]) {
+    } else if (needs_provision) {
         o->provision_s = p->provision_s;
         o->start = now + transfer + p->provision_s;
     } else {
-        o->excluded = SW_EX_CAPACITY;
-        return;
+        o->start = now + transfer;
     }
     double rt_h = c->runtime_s / 3600.0;
     double rate = p->capacity == SW_CAP_OWNED ? 0 : p->interrupt_per_h;
