@@ -6,6 +6,10 @@
  *   test_s3_live versitygw   uses SW_LAB_S3_ENDPOINT_ONPREM -> _US_EAST_1
  *   test_s3_live second      uses SW_LAB_S3_SECOND_ENDPOINT (two buckets)
  *
+ * The lab runs each versitygw with --region set to its region's name
+ * ("onprem", "us-east-1"), which signatures must name; SW_LAB_S3_REGION_*
+ * override that.
+ *
  * Objects are generated in memory at test time and removed afterwards;
  * every test works under a prefix unique to this run.
  */
@@ -524,7 +528,7 @@ int main(int argc, char **argv)
         snprintf(access_key, sizeof(access_key), "%s", need_env("SW_LAB_S3_ACCESS_KEY"));
         snprintf(secret_key, sizeof(secret_key), "%s", need_env("SW_LAB_S3_SECRET_KEY"));
         snprintf(region_src, sizeof(region_src), "%s",
-                 env_or("SW_LAB_S3_REGION_ONPREM", "us-east-1"));
+                 env_or("SW_LAB_S3_REGION_ONPREM", "onprem"));
         snprintf(region_dst, sizeof(region_dst), "%s",
                  env_or("SW_LAB_S3_REGION_US_EAST_1", "us-east-1"));
         src_bucket = "datasets";
