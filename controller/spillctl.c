@@ -10,6 +10,7 @@
 #include "controller/cli/commands.h"
 
 static const struct sw_cli_command commands[] = {
+    {"replicate", "replicate S3 data between stores and report RPO", sw_cli_replicate},
     {"simulate", "replay a job trace under placement policies", sw_cli_simulate},
     {"version", "print spillctl's version", sw_cli_version},
 };

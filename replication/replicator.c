@@ -183,6 +183,17 @@ static void journal_cmd(redisContext *j, const char *fmt, ...)
         freeReplyObject(r);
 }
 
+/* Records a verified copy: done:TARGET KEY -> "SOURCE-ETAG SIZE SHA256"
+ * (one Redis argument; hiredis splits the format only at literal spaces). */
+static void record_done(redisContext *j, const char *rule, const char *target, const char *key,
+                        const char *etag, int64_t size, const char *sha)
+{
+    char k[512], v[SW_S3_ETAG_MAX + 96];
+    journal_key(k, sizeof(k), rule, "done", target);
+    snprintf(v, sizeof(v), "%s %" PRId64 " %s", etag[0] ? etag : "-", size, sha);
+    journal_cmd(j, "HSET %s %s %s", k, key, v);
+}
+
 /* Aborts the uploads a crashed run recorded, then every upload still open
  * under each target prefix. */
 static int recover(const struct sw_repl_rule *rule, redisContext *j, struct sw_repl_stats *st,
@@ -319,9 +330,7 @@ static void on_copied(const struct sw_copy_result *res, void *ctx)
     if (res->rc == 0) {
         r->st->copied++;
         r->st->bytes_copied += res->size;
-        journal_key(k, sizeof(k), r->rule->name, "done", tg->name);
-        journal_cmd(r->j, "HSET %s %s %s %" PRId64 " %s", k, jb->dst_key,
-                    o->etag[0] ? o->etag : "-", res->size, res->sha256);
+        record_done(r->j, r->rule->name, tg->name, jb->dst_key, o->etag, res->size, res->sha256);
     } else {
         r->st->failed++;
         if (r->st->first_error.code == 0)
@@ -399,10 +408,7 @@ static int plan_one(struct run *r, size_t t, const struct objs *dst, const struc
     sw_s3_etag_bare(o->etag, bare, sizeof(bare));
     if (th.size == o->size && th.sha256[0] != '\0' && bare[0] != '\0' &&
         strcmp(th.source_etag, bare) == 0) {
-        char k[512];
-        journal_key(k, sizeof(k), r->rule->name, "done", tg->name);
-        journal_cmd(r->j, "HSET %s %s %s %" PRId64 " %s", k, jb->dst_key,
-                    o->etag[0] ? o->etag : "-", o->size, th.sha256);
+        record_done(r->j, r->rule->name, tg->name, jb->dst_key, o->etag, o->size, th.sha256);
         return 0;
     }
     if (jb->known_sha[0] == '\0') {
@@ -412,22 +418,19 @@ static int plan_one(struct run *r, size_t t, const struct objs *dst, const struc
     }
     int same = th.size == o->size && th.sha256[0] != '\0' && strcmp(th.sha256, jb->known_sha) == 0;
     if (same) {
-        char k[512];
-        journal_key(k, sizeof(k), r->rule->name, "done", tg->name);
-        journal_cmd(r->j, "HSET %s %s %s %" PRId64 " %s", k, jb->dst_key,
-                    o->etag[0] ? o->etag : "-", o->size, th.sha256);
+        record_done(r->j, r->rule->name, tg->name, jb->dst_key, o->etag, o->size, th.sha256);
         return 0;
     }
-    if (r->rule->immutable &&
-        (th.size != o->size || (th.sha256[0] != '\0' && jb->known_sha[0] != '\0'))) {
+    /* Model versions are immutable: an object already on the target that
+     * is not provably the same is a conflict, never overwritten. */
+    if (r->rule->immutable) {
         *conflict = 1;
         sw_error_set(err, SW_ECONFLICT,
                      "rule %s: s3://%s/%s on %s differs from the source s3://%s/%s (size %" PRId64
-                     " vs %" PRId64 ", sha256 %s vs %s), but model versions are immutable: not "
-                     "overwritten",
+                     " vs %" PRId64 ", copied from ETag %s, source ETag now %s), but model "
+                     "versions are immutable: not overwritten",
                      r->rule->name, tg->bucket, jb->dst_key, tg->name, r->rule->bucket, o->key,
-                     th.size, o->size, th.sha256[0] ? th.sha256 : "unknown",
-                     jb->known_sha[0] ? jb->known_sha : "unknown");
+                     th.size, o->size, th.source_etag[0] ? th.source_etag : "unknown", bare);
         return 0;
     }
     return 1;
@@ -479,6 +482,8 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
         for (size_t i = 0; rc == 0 && i < r.src.n; i++) {
             const struct sw_s3_object *o = &r.src.v[i];
             struct job *jb = &r.jobs[r.njobs];
+            /* The slot may hold what a skipped object left. */
+            memset(jb, 0, sizeof(*jb));
             jb->run = &r;
             jb->obj = i;
             jb->target = t;
@@ -530,8 +535,10 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
         st->rpo_ms[t] = oldest[t] == INT64_MAX ? 0 : now - oldest[t];
         char k[512];
         journal_key(k, sizeof(k), rule->name, "rpo", rule->targets[t].name);
-        journal_cmd(journal, "SET %s %" PRId64 " %" PRId64, k,
-                    oldest[t] == INT64_MAX ? (int64_t)0 : oldest[t], now);
+        char v[64];
+        snprintf(v, sizeof(v), "%" PRId64 " %" PRId64,
+                 oldest[t] == INT64_MAX ? (int64_t)0 : oldest[t], now);
+        journal_cmd(journal, "SET %s %s", k, v);
     }
     for (size_t i = 0; i < r.njobs; i++)
         sw_free(r.jobs[i].dst_key);

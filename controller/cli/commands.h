@@ -22,6 +22,9 @@ enum { SW_EXIT_OK = 0, SW_EXIT_FAIL = 1, SW_EXIT_USAGE = 2 };
 /** `spillctl version`. */
 int sw_cli_version(int argc, char **argv);
 
+/** `spillctl replicate`: object stores, replication rules, runs, RPO. */
+int sw_cli_replicate(int argc, char **argv);
+
 /** `spillctl simulate`: replays a job trace under placement policies. */
 int sw_cli_simulate(int argc, char **argv);
 
