@@ -527,8 +527,7 @@ int main(int argc, char **argv)
                  need_env("SW_LAB_S3_ENDPOINT_US_EAST_1"));
         snprintf(access_key, sizeof(access_key), "%s", need_env("SW_LAB_S3_ACCESS_KEY"));
         snprintf(secret_key, sizeof(secret_key), "%s", need_env("SW_LAB_S3_SECRET_KEY"));
-        snprintf(region_src, sizeof(region_src), "%s",
-                 env_or("SW_LAB_S3_REGION_ONPREM", "onprem"));
+        snprintf(region_src, sizeof(region_src), "%s", env_or("SW_LAB_S3_REGION_ONPREM", "onprem"));
         snprintf(region_dst, sizeof(region_dst), "%s",
                  env_or("SW_LAB_S3_REGION_US_EAST_1", "us-east-1"));
         src_bucket = "datasets";
