@@ -465,6 +465,8 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
     if (rc != 0)
         return rc;
     st->listed = (int64_t)r.src.n;
+    for (size_t i = 0; i < r.src.n; i++)
+        st->bytes_listed += r.src.v[i].size;
     r.jobs = sw_calloc(r.src.n * rule->ntargets + 1, sizeof(*r.jobs));
     if (r.jobs == NULL) {
         objs_free(&r.src);

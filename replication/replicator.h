@@ -66,9 +66,10 @@ struct sw_repl_progress {
 
 /** What a run did. */
 struct sw_repl_stats {
-    int64_t listed;  /* source objects */
-    int64_t copied;  /* object x target copies made and verified */
-    int64_t skipped; /* already identical */
+    int64_t listed;       /* source objects */
+    int64_t bytes_listed; /* their total size */
+    int64_t copied;       /* object x target copies made and verified */
+    int64_t skipped;      /* already identical */
     int64_t failed;
     int64_t bytes_copied;
     int64_t aborted_uploads; /* orphans aborted at start */

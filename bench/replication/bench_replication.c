@@ -41,8 +41,8 @@ static const char *env(const char *name, const char *dflt)
 {
     const char *v = getenv(name);
     if ((v == NULL || *v == '\0') && dflt == NULL) {
-        fprintf(stderr, "bench_replication: %s is not set (eval \"$(tests/testbed/testbed env)\")\n",
-                name);
+        fprintf(stderr,
+                "bench_replication: %s is not set (eval \"$(tests/testbed/testbed env)\")\n", name);
         exit(2);
     }
     return v && *v ? v : dflt;
@@ -76,14 +76,13 @@ static void on_put(struct sw_s3_response *r, void *ctx)
     }
 }
 
-static int put_set(struct sw_s3 *s3, const char *bucket, const char *prefix, int count,
-                   size_t size)
+static int put_set(struct sw_s3 *s3, const char *bucket, const char *prefix, int count, size_t size)
 {
     char *buf = sw_malloc(size ? size : 1);
     if (buf == NULL)
         return -1;
     struct bulk b = {0, 0};
-    char (*keys)[256] = sw_calloc(64, 256);
+    char(*keys)[256] = sw_calloc(64, 256);
     for (int i = 0; i < count; i++) {
         while (b.inflight >= (size > (8u << 20) ? 1 : 32))
             uv_run(&loop, UV_RUN_ONCE);
@@ -215,10 +214,13 @@ int main(int argc, char **argv)
 
     uv_loop_init(&loop);
     sw_http_new(&loop, &http);
-    struct sw_s3_config cs = {.name = "onprem", .endpoint = ep_src, .region = rg_src,
-                              .access_key = ak, .secret_key = sk};
-    struct sw_s3_config cd = {.name = "us-east-1", .endpoint = ep_dst, .region = rg_dst,
-                              .access_key = ak, .secret_key = sk};
+    struct sw_s3_config cs = {
+        .name = "onprem", .endpoint = ep_src, .region = rg_src, .access_key = ak, .secret_key = sk};
+    struct sw_s3_config cd = {.name = "us-east-1",
+                              .endpoint = ep_dst,
+                              .region = rg_dst,
+                              .access_key = ak,
+                              .secret_key = sk};
     struct sw_s3 *src, *dst;
     struct sw_error err;
     if (sw_s3_new(&loop, http, &cs, &src, &err) != 0 || sw_s3_new(&loop, http, &cd, &dst, &err)) {
@@ -248,8 +250,8 @@ int main(int argc, char **argv)
         double t0 = now_s();
         if (put_set(src, bucket, p, sets[s].count, sets[s].size) != 0)
             return 1;
-        printf("  generated %d x %zu bytes in the source in %.1f s\n", sets[s].count,
-               sets[s].size, now_s() - t0);
+        printf("  generated %d x %zu bytes in the source in %.1f s\n", sets[s].count, sets[s].size,
+               now_s() - t0);
         fflush(stdout);
     }
     for (int round = 0; round < rounds; round++) {
@@ -270,7 +272,8 @@ int main(int argc, char **argv)
                 tr = run_rclone(bucket, from, to_r);
             }
             if ((double)copied != bytes) {
-                fprintf(stderr, "bench_replication: spillway copied %" PRId64 " bytes, expected %.0f\n",
+                fprintf(stderr,
+                        "bench_replication: spillway copied %" PRId64 " bytes, expected %.0f\n",
                         copied, bytes);
                 return 1;
             }

@@ -1,0 +1,475 @@
+/*
+ * gate.c - the gating API: a worker thread with a private loop does the
+ * listing, copying and verifying; the hub's loop gets the answer through a
+ * uv_async and hands it to the caller.
+ */
+#include "replication/gate.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "replication/replicator.h"
+#include "store/redis.h"
+
+#define MAX_STORES 16
+#define MAX_INPUTS 64
+
+enum mode { MODE_ENSURE, MODE_ESTIMATE, MODE_OUTPUTS };
+
+/* A store config with its own copies of the strings (secrets wiped on free). */
+struct owned_store {
+    char name[64], endpoint[512], region[64], access[256], secret[256], token[2048], ca[512];
+    int virtual_host, insecure;
+};
+
+struct owned_input {
+    char store[64], bucket[64], prefix[1024];
+};
+
+struct work {
+    enum mode mode;
+    uv_loop_t *hub;
+    uv_async_t async;
+    uv_thread_t thread;
+    int thread_started;
+    char job[256];
+    char rule_base[300];
+    char region[64];
+    char redis_url[1024];
+    double bytes_per_s, assumed;
+    struct owned_store stores[MAX_STORES];
+    size_t nstores;
+    struct owned_input inputs[MAX_INPUTS];
+    size_t ninputs;
+    struct owned_input out_to; /* MODE_OUTPUTS: where outputs go */
+    double interval_s;
+    /* result, written by the worker, read on the hub loop under mu */
+    uv_mutex_t mu;
+    uv_cond_t cv;
+    int finishing; /* hub asked for the last round */
+    int have_result;
+    int final; /* the worker is done; the result is the last one */
+    struct sw_gate_result res;
+    struct sw_gate_location locs[MAX_INPUTS];
+    sw_gate_cb cb, done_cb;
+    void *ctx, *done_ctx;
+};
+
+static void copy_store(struct owned_store *o, const struct sw_s3_config *c)
+{
+    memset(o, 0, sizeof(*o));
+    snprintf(o->name, sizeof(o->name), "%s", c->name ? c->name : "");
+    snprintf(o->endpoint, sizeof(o->endpoint), "%s", c->endpoint ? c->endpoint : "");
+    snprintf(o->region, sizeof(o->region), "%s", c->region ? c->region : "");
+    snprintf(o->access, sizeof(o->access), "%s", c->access_key ? c->access_key : "");
+    snprintf(o->secret, sizeof(o->secret), "%s", c->secret_key ? c->secret_key : "");
+    snprintf(o->token, sizeof(o->token), "%s", c->session_token ? c->session_token : "");
+    snprintf(o->ca, sizeof(o->ca), "%s", c->ca_file ? c->ca_file : "");
+    o->virtual_host = c->virtual_host;
+    o->insecure = c->insecure_tls;
+}
+
+static void free_work(struct work *w)
+{
+    /* Wipe the credentials before the memory goes back. */
+    volatile char *p = (volatile char *)w->stores;
+    for (size_t i = 0; i < sizeof(w->stores); i++)
+        p[i] = 0;
+    uv_mutex_destroy(&w->mu);
+    uv_cond_destroy(&w->cv);
+    sw_free(w);
+}
+
+static const struct owned_store *find_store(const struct work *w, const char *name)
+{
+    for (size_t i = 0; i < w->nstores; i++)
+        if (strcmp(w->stores[i].name, name) == 0)
+            return &w->stores[i];
+    return NULL;
+}
+
+static const struct owned_store *store_in_region(const struct work *w, const char *region)
+{
+    for (size_t i = 0; i < w->nstores; i++)
+        if (strcmp(w->stores[i].region, region) == 0)
+            return &w->stores[i];
+    return NULL;
+}
+
+/* ---- worker side ------------------------------------------------------------ */
+
+struct clients {
+    uv_loop_t loop;
+    struct sw_http *http;
+    struct sw_s3 *s3[MAX_STORES];
+    const struct owned_store *of[MAX_STORES];
+    size_t n;
+    redisContext *journal;
+};
+
+static struct sw_s3 *client(struct clients *c, const struct owned_store *s, struct sw_error *err)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->of[i] == s)
+            return c->s3[i];
+    struct sw_s3_config cfg = {.name = s->name,
+                               .endpoint = s->endpoint,
+                               .region = s->region,
+                               .access_key = s->access,
+                               .secret_key = s->secret,
+                               .session_token = s->token[0] ? s->token : NULL,
+                               .ca_file = s->ca[0] ? s->ca : NULL,
+                               .virtual_host = s->virtual_host,
+                               .insecure_tls = s->insecure};
+    struct sw_s3 *s3;
+    if (c->n == MAX_STORES || sw_s3_new(&c->loop, c->http, &cfg, &s3, err) != 0)
+        return NULL;
+    c->s3[c->n] = s3;
+    c->of[c->n++] = s;
+    return s3;
+}
+
+static void clients_close(struct clients *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        sw_s3_free(c->s3[i]);
+    if (c->http)
+        sw_http_free(c->http);
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&c->loop);
+    if (c->journal)
+        redisFree(c->journal);
+}
+
+static void post(struct work *w, const struct sw_gate_result *res,
+                 const struct sw_gate_location *locs, int final)
+{
+    uv_mutex_lock(&w->mu);
+    w->res = *res;
+    memcpy(w->locs, locs, res->nlocations * sizeof(*locs));
+    w->res.locations = w->locs;
+    w->have_result = 1;
+    if (final)
+        w->final = 1;
+    uv_mutex_unlock(&w->mu);
+    uv_async_send(&w->async);
+}
+
+/* One pass over every (input -> target) pair: estimate, then copy unless
+ * only an estimate was asked for. */
+static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *res,
+                     struct sw_gate_location *locs)
+{
+    memset(res, 0, sizeof(*res));
+    res->locations = locs;
+    const struct owned_store *tgt_store = NULL;
+    if (w->mode != MODE_OUTPUTS) {
+        tgt_store = store_in_region(w, w->region);
+        if (tgt_store == NULL) {
+            res->rc = sw_error_set(&res->err, SW_EINFEASIBLE,
+                                   "job %s: no object store in region %s", w->job, w->region);
+            return;
+        }
+    }
+    for (size_t i = 0; i < w->ninputs; i++) {
+        const struct owned_input *in = &w->inputs[i];
+        const struct owned_input *to = w->mode == MODE_OUTPUTS ? &w->out_to : NULL;
+        const struct owned_store *ss = find_store(w, in->store);
+        const struct owned_store *ts = to ? find_store(w, to->store) : tgt_store;
+        struct sw_error e;
+        sw_error_clear(&e);
+        struct sw_s3 *src = ss ? client(c, ss, &e) : NULL;
+        struct sw_s3 *dst = ts ? client(c, ts, &e) : NULL;
+        if (src == NULL || dst == NULL) {
+            res->rc = sw_error_set(&res->err, e.code ? e.code : SW_EINVAL,
+                                   "job %s: input %s:%s/%s: %s", w->job, in->store, in->bucket,
+                                   in->prefix, e.msg[0] ? e.msg : "unknown store");
+            return;
+        }
+        char rule_name[340];
+        snprintf(rule_name, sizeof(rule_name), "%s-%zu", w->rule_base, i);
+        struct sw_repl_rule r = {.name = rule_name,
+                                 .src_name = ss->name,
+                                 .src = src,
+                                 .bucket = in->bucket,
+                                 .prefix = in->prefix,
+                                 .ntargets = 1,
+                                 .concurrency = 16,
+                                 .part_concurrency = 4,
+                                 .bytes_per_s = w->bytes_per_s};
+        const char *tb = to ? to->bucket : in->bucket, *tp = to ? to->prefix : in->prefix;
+        r.targets[0] = (struct sw_repl_target){ts->name, dst, tb, tp};
+        int64_t objs = 0, bytes = 0;
+        double secs = 0;
+        int rc = sw_repl_estimate(&r, c->journal, w->assumed, &objs, &bytes, &secs, &e);
+        if (rc == 0) {
+            res->objects_to_copy += objs;
+            res->bytes_to_copy += bytes;
+            res->seconds += secs;
+        }
+        struct sw_repl_stats st;
+        memset(&st, 0, sizeof(st));
+        if (rc == 0 && w->mode != MODE_ESTIMATE)
+            rc = sw_repl_run_once(&r, c->journal, NULL, NULL, &st, &e);
+        if (rc != 0) {
+            res->rc = rc;
+            res->err = e;
+            sw_error_wrap(&res->err, "job %s: input %s:%s/%s to %s", w->job, in->store, in->bucket,
+                          in->prefix, ts->name);
+            return;
+        }
+        struct sw_gate_location *l = &locs[res->nlocations++];
+        memset(l, 0, sizeof(*l));
+        snprintf(l->store, sizeof(l->store), "%s", ts->name);
+        snprintf(l->endpoint, sizeof(l->endpoint), "%s", ts->endpoint);
+        snprintf(l->url, sizeof(l->url), "s3://%s/%s", tb, tp);
+        l->objects = w->mode == MODE_ESTIMATE ? objs : st.listed;
+        l->bytes = w->mode == MODE_ESTIMATE ? bytes : st.bytes_listed;
+    }
+}
+
+static void worker(void *arg)
+{
+    struct work *w = arg;
+    struct clients c;
+    memset(&c, 0, sizeof(c));
+    struct sw_gate_result res;
+    struct sw_gate_location *locs = sw_calloc(MAX_INPUTS, sizeof(*locs));
+    memset(&res, 0, sizeof(res));
+    if (locs == NULL || uv_loop_init(&c.loop) != 0) {
+        res.rc = sw_error_set(&res.err, SW_ENOMEM, "job %s: cannot start the gate", w->job);
+        post(w, &res, locs, 1);
+        sw_free(locs);
+        return;
+    }
+    if (sw_http_new(&c.loop, &c.http) != 0)
+        res.rc = sw_error_set(&res.err, SW_ENOMEM, "job %s: cannot start HTTP", w->job);
+    if (res.rc == 0 && w->redis_url[0] != '\0')
+        res.rc = sw_redis_sync_connect(w->redis_url, 5000, &c.journal, &res.err);
+    if (res.rc != 0) {
+        post(w, &res, locs, 1);
+        clients_close(&c);
+        sw_free(locs);
+        return;
+    }
+    if (w->mode != MODE_OUTPUTS) {
+        uint64_t t0 = uv_hrtime();
+        one_pass(w, &c, &res, locs);
+        if (w->mode == MODE_ENSURE && res.rc == 0)
+            res.seconds = (double)(uv_hrtime() - t0) / 1e9;
+        post(w, &res, locs, 1);
+    } else {
+        /* Outputs: a round now, then every interval; once finishing is
+         * asked for, one more full round (the Job's last writes). */
+        int first = 1;
+        for (;;) {
+            int fin;
+            uv_mutex_lock(&w->mu);
+            if (!first && !w->finishing)
+                uv_cond_timedwait(&w->cv, &w->mu, (uint64_t)(w->interval_s * 1e9));
+            fin = w->finishing;
+            uv_mutex_unlock(&w->mu);
+            first = 0;
+            one_pass(w, &c, &res, locs);
+            post(w, &res, locs, fin);
+            if (fin)
+                break;
+        }
+    }
+    clients_close(&c);
+    sw_free(locs);
+}
+
+/* ---- hub side --------------------------------------------------------------- */
+
+static void on_closed(uv_handle_t *h)
+{
+    struct work *w = h->data;
+    if (w->thread_started)
+        uv_thread_join(&w->thread);
+    free_work(w);
+}
+
+static void on_async(uv_async_t *a)
+{
+    struct work *w = a->data;
+    uv_mutex_lock(&w->mu);
+    int have = w->have_result, final = w->final;
+    struct sw_gate_result res = w->res;
+    struct sw_gate_location locs[MAX_INPUTS];
+    memcpy(locs, w->locs, res.nlocations * sizeof(locs[0]));
+    res.locations = locs;
+    w->have_result = 0;
+    uv_mutex_unlock(&w->mu);
+    if (!have)
+        return;
+    if (w->mode == MODE_OUTPUTS && final) {
+        if (w->done_cb)
+            w->done_cb(&res, w->done_ctx);
+    } else if (w->cb) {
+        w->cb(&res, w->ctx);
+    }
+    if (final)
+        uv_close((uv_handle_t *)&w->async, on_closed);
+}
+
+static int make_work(uv_loop_t *loop, enum mode mode, const char *job,
+                     const struct sw_gate_store *stores, size_t nstores, const char *redis_url,
+                     struct work **out, struct sw_error *err)
+{
+    if (nstores > MAX_STORES)
+        return sw_error_set(err, SW_ETOOBIG, "job %s: more than %d stores", job, MAX_STORES);
+    struct work *w = sw_calloc(1, sizeof(*w));
+    if (w == NULL)
+        return sw_error_set(err, SW_ENOMEM, "out of memory");
+    w->mode = mode;
+    w->hub = loop;
+    snprintf(w->job, sizeof(w->job), "%s", job ? job : "");
+    /* Journal keys are per Job: "gate-NS.NAME-I". */
+    snprintf(w->rule_base, sizeof(w->rule_base), "gate-%s", w->job);
+    for (char *p = w->rule_base; *p; p++)
+        if (*p == '/' || *p == ':' || *p == ' ')
+            *p = '.';
+    snprintf(w->redis_url, sizeof(w->redis_url), "%s", redis_url ? redis_url : "");
+    for (size_t i = 0; i < nstores; i++)
+        copy_store(&w->stores[i], &stores[i].cfg);
+    w->nstores = nstores;
+    uv_mutex_init(&w->mu);
+    uv_cond_init(&w->cv);
+    *out = w;
+    return 0;
+}
+
+static int start_work(struct work *w, struct sw_error *err)
+{
+    if (uv_async_init(w->hub, &w->async, on_async) != 0) {
+        free_work(w);
+        return sw_error_set(err, SW_EIO, "cannot create an async handle");
+    }
+    w->async.data = w;
+    if (uv_thread_create(&w->thread, worker, w) != 0) {
+        uv_close((uv_handle_t *)&w->async, on_closed);
+        return sw_error_set(err, SW_EIO, "cannot start a gate thread");
+    }
+    w->thread_started = 1;
+    return 0;
+}
+
+static int gate_start(uv_loop_t *loop, enum mode mode, const struct sw_gate_request *req,
+                      sw_gate_cb cb, void *ctx, struct sw_error *err)
+{
+    if (req->ninputs == 0 || req->ninputs > MAX_INPUTS)
+        return sw_error_set(err, SW_EINVAL, "job %s: 1 to %d inputs expected", req->job,
+                            MAX_INPUTS);
+    if (req->region == NULL || req->region[0] == '\0')
+        return sw_error_set(err, SW_EINVAL, "job %s: a region is required", req->job);
+    struct work *w;
+    int rc = make_work(loop, mode, req->job, req->stores, req->nstores, req->redis_url, &w, err);
+    if (rc != 0)
+        return rc;
+    snprintf(w->region, sizeof(w->region), "%s", req->region);
+    w->bytes_per_s = req->bytes_per_s;
+    w->assumed = req->assumed_bytes_per_s > 0 ? req->assumed_bytes_per_s : 100e6;
+    for (size_t i = 0; i < req->ninputs; i++) {
+        const struct sw_gate_input *in = &req->inputs[i];
+        if (in->store == NULL || in->bucket == NULL || find_store(w, in->store) == NULL) {
+            rc = sw_error_set(err, SW_EINVAL,
+                              "job %s: input %zu names store \"%s\", which is "
+                              "not among the stores given",
+                              req->job, i, in->store ? in->store : "(none)");
+            free_work(w);
+            return rc;
+        }
+        snprintf(w->inputs[i].store, sizeof(w->inputs[i].store), "%s", in->store);
+        snprintf(w->inputs[i].bucket, sizeof(w->inputs[i].bucket), "%s", in->bucket);
+        snprintf(w->inputs[i].prefix, sizeof(w->inputs[i].prefix), "%s",
+                 in->prefix ? in->prefix : "");
+    }
+    w->ninputs = req->ninputs;
+    if (store_in_region(w, req->region) == NULL) {
+        rc = sw_error_set(err, SW_EINFEASIBLE, "job %s: no object store in region %s", req->job,
+                          req->region);
+        free_work(w);
+        return rc;
+    }
+    w->cb = cb;
+    w->ctx = ctx;
+    return start_work(w, err);
+}
+
+int sw_gate_ensure(uv_loop_t *loop, const struct sw_gate_request *req, sw_gate_cb cb, void *ctx,
+                   struct sw_error *err)
+{
+    return gate_start(loop, MODE_ENSURE, req, cb, ctx, err);
+}
+
+int sw_gate_estimate(uv_loop_t *loop, const struct sw_gate_request *req, sw_gate_cb cb, void *ctx,
+                     struct sw_error *err)
+{
+    return gate_start(loop, MODE_ESTIMATE, req, cb, ctx, err);
+}
+
+struct sw_gate_outputs {
+    struct work *w;
+};
+
+int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, size_t nstores,
+                          const char *job, const struct sw_gate_input *from,
+                          const struct sw_gate_input *to, const char *redis_url, double interval_s,
+                          sw_gate_cb on_round, void *ctx, struct sw_gate_outputs **out,
+                          struct sw_error *err)
+{
+    *out = NULL;
+    struct sw_gate_outputs *o = sw_calloc(1, sizeof(*o));
+    if (o == NULL)
+        return sw_error_set(err, SW_ENOMEM, "out of memory");
+    struct work *w;
+    int rc = make_work(loop, MODE_OUTPUTS, job, stores, nstores, redis_url, &w, err);
+    if (rc != 0) {
+        sw_free(o);
+        return rc;
+    }
+    if (find_store(w, from->store) == NULL || find_store(w, to->store) == NULL) {
+        rc = sw_error_set(err, SW_EINVAL, "job %s: outputs from \"%s\" to \"%s\": unknown store",
+                          job, from->store, to->store);
+        free_work(w);
+        sw_free(o);
+        return rc;
+    }
+    strncat(w->rule_base, "-out", sizeof(w->rule_base) - strlen(w->rule_base) - 1);
+    snprintf(w->inputs[0].store, sizeof(w->inputs[0].store), "%s", from->store);
+    snprintf(w->inputs[0].bucket, sizeof(w->inputs[0].bucket), "%s", from->bucket);
+    snprintf(w->inputs[0].prefix, sizeof(w->inputs[0].prefix), "%s", from->prefix);
+    w->ninputs = 1;
+    snprintf(w->out_to.store, sizeof(w->out_to.store), "%s", to->store);
+    snprintf(w->out_to.bucket, sizeof(w->out_to.bucket), "%s", to->bucket);
+    snprintf(w->out_to.prefix, sizeof(w->out_to.prefix), "%s", to->prefix);
+    w->interval_s = interval_s > 0 ? interval_s : 30;
+    w->assumed = 100e6;
+    w->cb = on_round;
+    w->ctx = ctx;
+    o->w = w;
+    rc = start_work(w, err);
+    if (rc != 0) {
+        sw_free(o);
+        return rc;
+    }
+    *out = o;
+    return 0;
+}
+
+void sw_gate_outputs_finish(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx)
+{
+    struct work *w = o->w;
+    uv_mutex_lock(&w->mu);
+    w->done_cb = done;
+    w->done_ctx = ctx;
+    w->finishing = 1;
+    uv_cond_signal(&w->cv);
+    uv_mutex_unlock(&w->mu);
+    sw_free(o);
+}

@@ -1,0 +1,110 @@
+/*
+ * gate.h - data gating for bursts, and outputs flowing back.
+ *
+ * "Make these inputs present and verified in region R, then call me back
+ * with where they are, or with why not" (sw_gate_ensure), with an estimate
+ * of the bytes and seconds that needs (sw_gate_estimate), which placement
+ * weighs. And for a running Job, its outputs and checkpoints replicated
+ * back to the origin store continuously, and once more at the end
+ * (sw_gate_outputs_start / sw_gate_outputs_finish).
+ *
+ * The hub calls these from its loop. The copying runs on a thread of its
+ * own with a private loop (it blocks on listings and the journal), and the
+ * result comes back to the hub's loop through a uv_async, immutable: the
+ * callback receives it and it is freed when the callback returns.
+ */
+#ifndef SW_REPLICATION_GATE_H
+#define SW_REPLICATION_GATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/error.h"
+#include "replication/s3.h"
+
+/** A store the gate may use; `cfg.name` names it, `cfg.region` places it. */
+struct sw_gate_store {
+    struct sw_s3_config cfg;
+};
+
+/** One input of a Job: s3://bucket/prefix on a named store. */
+struct sw_gate_input {
+    const char *store;
+    const char *bucket;
+    const char *prefix;
+};
+
+/**
+ * A gating request. Everything is copied by sw_gate_ensure / estimate.
+ * The inputs are mirrored to the store of `region` under the same bucket
+ * and prefix.
+ */
+struct sw_gate_request {
+    const char *job;    /* "namespace/name", for names and messages */
+    const char *region; /* where the Job will run */
+    const struct sw_gate_store *stores;
+    size_t nstores;
+    const struct sw_gate_input *inputs;
+    size_t ninputs;
+    const char *redis_url;      /* journal; NULL runs without one */
+    double bytes_per_s;         /* bandwidth cap for this Job's copies; 0 = none */
+    double assumed_bytes_per_s; /* for estimates; 0 = 100 MB/s */
+};
+
+/** Where one input is, in region R. */
+struct sw_gate_location {
+    char store[64];
+    char endpoint[512];
+    char url[1200]; /* s3://bucket/prefix */
+    int64_t objects;
+    int64_t bytes;
+};
+
+/** The answer; borrowed during the callback. */
+struct sw_gate_result {
+    int rc;              /* 0: every input is present and verified in the region */
+    struct sw_error err; /* why not, naming the input, bucket, key and S3 code */
+    const struct sw_gate_location *locations; /* one per input, when rc == 0 */
+    size_t nlocations;
+    int64_t bytes_to_copy; /* estimate: bytes missing in the region (all inputs) */
+    int64_t objects_to_copy;
+    double seconds; /* estimate: seconds at the assumed rate; or time taken */
+};
+
+typedef void (*sw_gate_cb)(const struct sw_gate_result *res, void *ctx);
+
+/**
+ * Starts making the inputs present and verified in req->region. `cb` runs
+ * once on `loop` (borrowed). Returns 0, or SW_EINVAL naming what is wrong
+ * with the request (no store in the region, unknown store), or SW_ENOMEM.
+ */
+int sw_gate_ensure(uv_loop_t *loop, const struct sw_gate_request *req, sw_gate_cb cb, void *ctx,
+                   struct sw_error *err);
+
+/** As sw_gate_ensure, but only estimates (nothing is copied). */
+int sw_gate_estimate(uv_loop_t *loop, const struct sw_gate_request *req, sw_gate_cb cb, void *ctx,
+                     struct sw_error *err);
+
+struct sw_gate_outputs;
+
+/**
+ * Replicates a running Job's outputs back to its origin: `from` (on the
+ * remote store) to `to` (the origin store), every `interval_s` seconds,
+ * until sw_gate_outputs_finish. Each round's outcome is reported through
+ * `on_round` (may be NULL) on `loop`.
+ */
+int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, size_t nstores,
+                          const char *job, const struct sw_gate_input *from,
+                          const struct sw_gate_input *to, const char *redis_url, double interval_s,
+                          sw_gate_cb on_round, void *ctx, struct sw_gate_outputs **out,
+                          struct sw_error *err);
+
+/**
+ * Stops the periodic rounds, runs a last one (the Job has ended: its final
+ * outputs must reach the origin), and reports it through `done` on the
+ * loop; the handle is freed after `done` returns.
+ */
+void sw_gate_outputs_finish(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx);
+
+#endif

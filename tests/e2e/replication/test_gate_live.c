@@ -1,0 +1,239 @@
+/*
+ * test_gate_live.c - the gating API against the lab's versitygw endpoints:
+ * estimate, ensure (inputs present and verified in a region, with where),
+ * errors naming the input, and outputs flowing back continuously and once
+ * more at the end.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "replication/gate.h"
+
+static uv_loop_t loop;
+static struct sw_http *http;
+static struct sw_gate_store stores[3];
+static struct sw_s3 *onprem, *usw2;
+static char id[64];
+
+static const char *need(const char *n)
+{
+    const char *v = getenv(n);
+    if (v == NULL || *v == '\0') {
+        fprintf(stderr, "test_gate_live: %s is not set; start the lab\n", n);
+        exit(1);
+    }
+    return v;
+}
+
+struct answer {
+    int done;
+    int rounds;
+    int rc;
+    char msg[SW_ERROR_MSG_MAX];
+    char url[1200], store[64];
+    int64_t objects, bytes, to_copy;
+    size_t nloc;
+};
+
+static void on_answer(const struct sw_gate_result *r, void *ctx)
+{
+    struct answer *a = ctx;
+    a->done = 1;
+    a->rounds++;
+    a->rc = r->rc;
+    snprintf(a->msg, sizeof(a->msg), "%s", r->err.msg);
+    a->nloc = r->nlocations;
+    a->to_copy = r->bytes_to_copy;
+    if (r->nlocations > 0) {
+        snprintf(a->url, sizeof(a->url), "%s", r->locations[0].url);
+        snprintf(a->store, sizeof(a->store), "%s", r->locations[0].store);
+        a->objects = r->locations[0].objects;
+        a->bytes = r->locations[0].bytes;
+    }
+}
+
+static void wait_for(struct answer *a)
+{
+    for (int i = 0; i < 6000 && !a->done; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(a->done);
+}
+
+static void put(struct sw_s3 *s, const char *bucket, const char *key, size_t n, int seed)
+{
+    char *b = sw_malloc(n);
+    memset(b, seed, n);
+    struct sw_error err;
+    if (sw_s3_put_sync(s, bucket, key, b, n, NULL, 0, &err) != 0)
+        fail_msg("%s", err.msg);
+    sw_free(b);
+}
+
+static struct sw_gate_request request(struct sw_gate_input *in, size_t n, const char *region)
+{
+    struct sw_gate_request r = {.job = "team-a/train-7",
+                                .region = region,
+                                .stores = stores,
+                                .nstores = 3,
+                                .inputs = in,
+                                .ninputs = n,
+                                .redis_url = getenv("SW_LAB_REDIS_URL"),
+                                .assumed_bytes_per_s = 10e6};
+    return r;
+}
+
+static void test_estimate_then_ensure(void **state)
+{
+    (void)state;
+    char prefix[128], key[256];
+    snprintf(prefix, sizeof(prefix), "%s/in/", id);
+    for (int i = 0; i < 3; i++) {
+        snprintf(key, sizeof(key), "%spart-%d", prefix, i);
+        put(onprem, "datasets", key, 1 << 20, i + 1);
+    }
+    struct sw_gate_input in = {"onprem", "datasets", prefix};
+    struct sw_gate_request req = request(&in, 1, "us-west-2");
+    struct answer a = {0};
+    struct sw_error err;
+    assert_int_equal(sw_gate_estimate(&loop, &req, on_answer, &a, &err), 0);
+    wait_for(&a);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(a.to_copy, 3 << 20);
+
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sw_gate_ensure(&loop, &req, on_answer, &a, &err), 0);
+    wait_for(&a);
+    if (a.rc != 0)
+        fail_msg("%s", a.msg);
+    assert_int_equal(a.nloc, 1);
+    assert_string_equal(a.store, "us-west-2");
+    char want[256];
+    snprintf(want, sizeof(want), "s3://datasets/%s", prefix);
+    assert_string_equal(a.url, want);
+    assert_int_equal(a.objects, 3);
+    assert_int_equal(a.bytes, 3 << 20);
+    snprintf(key, sizeof(key), "%spart-2", prefix);
+    struct sw_s3_head h;
+    assert_int_equal(sw_s3_head_sync(usw2, "datasets", key, &h, &err), 0);
+    assert_int_equal(h.size, 1 << 20);
+    assert_int_equal(strlen(h.sha256), 64);
+
+    /* Present now: nothing left to copy. */
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sw_gate_estimate(&loop, &req, on_answer, &a, &err), 0);
+    wait_for(&a);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(a.to_copy, 0);
+}
+
+static void test_errors_name_the_input(void **state)
+{
+    (void)state;
+    struct sw_gate_input in = {"onprem", "nosuchbucket-gate", "x/"};
+    struct sw_gate_request req = request(&in, 1, "us-east-1");
+    struct answer a = {0};
+    struct sw_error err;
+    assert_int_equal(sw_gate_ensure(&loop, &req, on_answer, &a, &err), 0);
+    wait_for(&a);
+    assert_int_equal(a.rc, SW_ENOENT);
+    assert_non_null(strstr(a.msg, "team-a/train-7"));
+    assert_non_null(strstr(a.msg, "nosuchbucket-gate"));
+    assert_non_null(strstr(a.msg, "NoSuchBucket"));
+
+    struct sw_gate_input ok = {"onprem", "datasets", "x/"};
+    req = request(&ok, 1, "eu-central-1");
+    assert_int_equal(sw_gate_ensure(&loop, &req, on_answer, &a, &err), SW_EINFEASIBLE);
+    assert_non_null(strstr(err.msg, "no object store in region eu-central-1"));
+    struct sw_gate_input unknown = {"mars", "datasets", "x/"};
+    req = request(&unknown, 1, "us-east-1");
+    assert_int_equal(sw_gate_ensure(&loop, &req, on_answer, &a, &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "\"mars\""));
+}
+
+static void test_outputs_flow_back(void **state)
+{
+    (void)state;
+    char from_p[128], to_p[128], key[256];
+    snprintf(from_p, sizeof(from_p), "%s/ckpt/", id);
+    snprintf(to_p, sizeof(to_p), "%s/ckpt-back/", id);
+    snprintf(key, sizeof(key), "%sstep-100.pt", from_p);
+    put(usw2, "checkpoints", key, 4096, 1);
+    struct sw_gate_input from = {"us-west-2", "checkpoints", from_p};
+    struct sw_gate_input to = {"onprem", "checkpoints", to_p};
+    struct answer rounds = {0}, last = {0};
+    struct sw_gate_outputs *o;
+    struct sw_error err;
+    assert_int_equal(sw_gate_outputs_start(&loop, stores, 3, "team-a/train-7", &from, &to,
+                                           getenv("SW_LAB_REDIS_URL"), 0.5, on_answer, &rounds, &o,
+                                           &err),
+                     0);
+    /* Continuously: the first checkpoint arrives without the Job ending. */
+    wait_for(&rounds);
+    assert_int_equal(rounds.rc, 0);
+    assert_int_equal(rounds.objects, 1);
+    /* The Job writes its final checkpoint and ends at once. */
+    snprintf(key, sizeof(key), "%sstep-200.pt", from_p);
+    put(usw2, "checkpoints", key, 8192, 2);
+    sw_gate_outputs_finish(o, on_answer, &last);
+    wait_for(&last);
+    if (last.rc != 0)
+        fail_msg("%s", last.msg);
+    assert_int_equal(last.objects, 2);
+    snprintf(key, sizeof(key), "%sstep-200.pt", to_p);
+    struct sw_s3_head h;
+    assert_int_equal(sw_s3_head_sync(onprem, "checkpoints", key, &h, &err), 0);
+    assert_int_equal(h.size, 8192);
+}
+
+static struct sw_s3 *client(const struct sw_s3_config *cfg)
+{
+    struct sw_s3 *s;
+    struct sw_error err;
+    if (sw_s3_new(&loop, http, cfg, &s, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+    return s;
+}
+
+int main(void)
+{
+    sw_log_set_level(SW_LOG_ERROR);
+    const char *ak = need("SW_LAB_S3_ACCESS_KEY"), *sk = need("SW_LAB_S3_SECRET_KEY");
+    const char *names[3] = {"onprem", "us-east-1", "us-west-2"};
+    const char *eps[3] = {need("SW_LAB_S3_ENDPOINT_ONPREM"), need("SW_LAB_S3_ENDPOINT_US_EAST_1"),
+                          need("SW_LAB_S3_ENDPOINT_US_WEST_2")};
+    for (int i = 0; i < 3; i++)
+        stores[i].cfg = (struct sw_s3_config){.name = names[i],
+                                              .endpoint = eps[i],
+                                              .region = names[i],
+                                              .access_key = ak,
+                                              .secret_key = sk};
+    uv_loop_init(&loop);
+    sw_http_new(&loop, &http);
+    onprem = client(&stores[0].cfg);
+    usw2 = client(&stores[2].cfg);
+    snprintf(id, sizeof(id), "gate-e2e-%d-%ld", (int)getpid(), (long)time(NULL));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_estimate_then_ensure),
+        cmocka_unit_test(test_errors_name_the_input),
+        cmocka_unit_test(test_outputs_flow_back),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    sw_s3_free(onprem);
+    sw_s3_free(usw2);
+    sw_http_free(http);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    return failed ? 1 : 0;
+}
