@@ -53,6 +53,7 @@ struct copy {
     char expect_sha[65];                /* known or from the source's metadata; "" if unknown */
     char src_etag[SW_S3_ETAG_MAX];      /* as the source sent it (quotes kept) */
     char src_etag_bare[SW_S3_ETAG_MAX]; /* recorded in the target's metadata */
+    char md5[33];                       /* small objects: MD5 of the bytes sent */
     int meta_at_create;                 /* sw-sha256 was set when the upload was created */
     int server;                         /* server-side copy */
     EVP_MD_CTX *whole;                  /* owned */
@@ -246,6 +247,19 @@ static void on_small_put(struct sw_s3_response *r, void *ctx)
     }
     if (c->spec.on_bytes)
         c->spec.on_bytes(c->res.size, c->spec.ctx);
+    /* The server answers a whole-object PUT with the MD5 of what it stored
+     * as ETag (unless it encrypts with KMS): when it matches the MD5 of the
+     * bytes sent, the copy is verified without another request. The PUT
+     * carried the SHA-256 as signed payload hash and as metadata, so the
+     * server checked those bytes too. Otherwise a HEAD decides. */
+    char etag[SW_S3_ETAG_MAX], bare[SW_S3_ETAG_MAX];
+    if (sw_http_header(r->http, "ETag", etag, sizeof(etag)) == 0) {
+        sw_s3_etag_bare(etag, bare, sizeof(bare));
+        if (strcmp(bare, c->md5) == 0) {
+            maybe_abort_and_report(c);
+            return;
+        }
+    }
     verify(c);
 }
 
@@ -266,6 +280,12 @@ static void on_small_get(struct sw_s3_response *r, void *ctx)
     set_src_etag(c, h.etag);
     c->res.size = (int64_t)c->small.len;
     sw_sha256_hex(c->small.data ? c->small.data : "", c->small.len, c->res.sha256);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (EVP_Digest(c->small.data ? c->small.data : "", c->small.len, md, &mdlen, EVP_md5(), NULL) ==
+            1 &&
+        mdlen == 16)
+        sw_hex(md, 16, c->md5);
     if (check_sha(c, c->res.sha256) != 0) {
         maybe_abort_and_report(c);
         return;

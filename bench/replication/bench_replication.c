@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/alloc.h"
@@ -140,6 +141,16 @@ static double run_rclone(const char *bucket, const char *from, const char *to)
     return t;
 }
 
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static double last_cpu;
+
 static double run_ours(struct sw_s3 *src, struct sw_s3 *dst, const char *bucket, const char *from,
                        const char *to, int64_t *bytes)
 {
@@ -151,13 +162,18 @@ static double run_ours(struct sw_s3 *src, struct sw_s3 *dst, const char *bucket,
                              .ntargets = 1,
                              .concurrency = 32,
                              .part_concurrency = 8,
+                             .allow_server_copy = 0,
                              .part_size = 16u << 20};
     r.targets[0] = (struct sw_repl_target){"us-east-1", dst, bucket, to};
+    const char *c = getenv("SW_BENCH_CONCURRENCY");
+    if (c != NULL && atoi(c) > 0)
+        r.concurrency = atoi(c);
     struct sw_repl_stats st;
     struct sw_error err;
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     int rc = sw_repl_run_once(&r, NULL, NULL, NULL, &st, &err);
     double t = now_s() - t0;
+    last_cpu = cpu_s() - c0;
     if (rc != 0) {
         fprintf(stderr, "bench_replication: spillway failed: %s\n", err.msg);
         exit(1);
@@ -278,8 +294,9 @@ int main(int argc, char **argv)
                 return 1;
             }
             double mr = bytes / 1e6 / tr, mo = bytes / 1e6 / to;
-            printf("  round %d %-15s rclone %8.1f MB/s (%6.2f s)   spillway %8.1f MB/s (%6.2f s)\n",
-                   round + 1, sets[s].name, mr, tr, mo, to);
+            printf("  round %d %-15s rclone %8.1f MB/s (%6.2f s)   spillway %8.1f MB/s (%6.2f s, "
+                   "%.2f s CPU)\n",
+                   round + 1, sets[s].name, mr, tr, mo, to, last_cpu);
             fflush(stdout);
             if (mr > sets[s].best_rclone)
                 sets[s].best_rclone = mr;
