@@ -56,6 +56,7 @@ struct copy {
     char md5[33];                       /* small objects: MD5 of the bytes sent */
     int meta_at_create;                 /* sw-sha256 was set when the upload was created */
     int server;                         /* server-side copy */
+    int small_throttled;                /* the small path reserved its bandwidth */
     EVP_MD_CTX *whole;                  /* owned */
     struct sw_buf small;
     struct part *parts;
@@ -308,18 +309,48 @@ static void on_small_get(struct sw_s3_response *r, void *ctx)
     c->inflight++;
 }
 
-static void start_small(struct copy *c)
+static int send_small_get(struct copy *c, struct sw_error *e)
 {
     struct sw_s3_request req = {.method = "GET",
                                 .bucket = c->src_bucket,
                                 .key = c->src_key,
                                 .max_body = (size_t)c->spec.part_size + 1};
+    int rc = sw_s3_send(c->spec.src, &req, on_small_get, c, e);
+    if (rc == 0)
+        c->inflight++;
+    return rc;
+}
+
+static void on_small_delay(uv_timer_t *t)
+{
+    struct copy *c = t->data;
     struct sw_error e;
-    if (sw_s3_send(c->spec.src, &req, on_small_get, c, &e) != 0) {
+    if (send_small_get(c, &e) != 0)
         fail(c, &e);
-        return;
+}
+
+/* Starts the small path, after the bandwidth limit allows. Returns 0 or
+ * the error of a request that could not even start (nothing reported). */
+static int start_small_rc(struct copy *c, struct sw_error *e)
+{
+    /* Small objects take their share of the bandwidth limit too. */
+    if (!c->small_throttled) {
+        c->small_throttled = 1;
+        int64_t wait = sw_throttle_reserve(c->spec.throttle, (int64_t)uv_now(loop_of(c)),
+                                           (size_t)(c->res.size > 0 ? c->res.size : 0));
+        if (wait > 0) {
+            uv_timer_start(&c->pump_timer, on_small_delay, (uint64_t)wait, 0);
+            return 0;
+        }
     }
-    c->inflight++;
+    return send_small_get(c, e);
+}
+
+static void start_small(struct copy *c)
+{
+    struct sw_error e;
+    if (start_small_rc(c, &e) != 0)
+        fail(c, &e);
 }
 
 /* ---- multipart ------------------------------------------------------------ */
@@ -851,11 +882,9 @@ int sw_copy_start(const struct sw_copy_spec *spec, sw_copy_cb done, void *ctx, s
     struct sw_error e;
     int rc;
     if (!server_candidate && spec->size >= 0 && spec->size <= (int64_t)c->spec.part_size) {
-        struct sw_s3_request req = {.method = "GET",
-                                    .bucket = c->src_bucket,
-                                    .key = c->src_key,
-                                    .max_body = c->spec.part_size + 1};
-        rc = sw_s3_send(c->spec.src, &req, on_small_get, c, &e);
+        rc = start_small_rc(c, &e);
+        if (rc == 0)
+            return 0;
     } else {
         struct sw_s3_request req = {.method = "HEAD", .bucket = c->src_bucket, .key = c->src_key};
         rc = sw_s3_send(c->spec.src, &req, on_src_head, c, &e);
