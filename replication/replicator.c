@@ -68,7 +68,8 @@ static int list_all(struct sw_s3 *s3, const char *bucket, const char *prefix, st
             out->v = v;
             out->cap = cap;
         }
-        memcpy(out->v + out->n, page.objects, page.n * sizeof(*page.objects));
+        if (page.n > 0)
+            memcpy(out->v + out->n, page.objects, page.n * sizeof(*page.objects));
         out->n += page.n;
         /* The keys moved into out; free only the array. */
         sw_free(page.objects);
@@ -91,7 +92,7 @@ static int cmp_obj(const void *a, const void *b)
 static const struct sw_s3_object *find(const struct objs *o, const char *key)
 {
     struct sw_s3_object k = {.key = (char *)key};
-    return bsearch(&k, o->v, o->n, sizeof(*o->v), cmp_obj);
+    return o->n ? bsearch(&k, o->v, o->n, sizeof(*o->v), cmp_obj) : NULL;
 }
 
 /* ---- journal ---------------------------------------------------------------- */
@@ -157,7 +158,8 @@ static int load_done(redisContext *j, const char *rule, const char *target, stru
             }
             out->n++;
         }
-        qsort(out->v, out->n, sizeof(*out->v), cmp_done);
+        if (out->n > 1)
+            qsort(out->v, out->n, sizeof(*out->v), cmp_done);
     }
     freeReplyObject(r);
     return 0;
@@ -479,7 +481,8 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
         rc = list_all(tg->s3, tg->bucket, tg->prefix ? tg->prefix : rule->prefix, &dst, err);
         if (rc != 0)
             break;
-        qsort(dst.v, dst.n, sizeof(*dst.v), cmp_obj);
+        if (dst.n > 1)
+            qsort(dst.v, dst.n, sizeof(*dst.v), cmp_obj);
         rc = load_done(journal, rule->name, tg->name, &done, err);
         for (size_t i = 0; rc == 0 && i < r.src.n; i++) {
             const struct sw_s3_object *o = &r.src.v[i];
@@ -574,7 +577,8 @@ int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, dou
         rc = list_all(tg->s3, tg->bucket, tg->prefix ? tg->prefix : rule->prefix, &dst, err);
         if (rc != 0)
             break;
-        qsort(dst.v, dst.n, sizeof(*dst.v), cmp_obj);
+        if (dst.n > 1)
+            qsort(dst.v, dst.n, sizeof(*dst.v), cmp_obj);
         rc = load_done(journal, rule->name, tg->name, &done, err);
         int64_t n = 0, b = 0;
         for (size_t i = 0; rc == 0 && i < src.n; i++) {
