@@ -427,7 +427,9 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
         op_fail(op, resp->rc, "%s", resp->error[0] ? resp->error : sw_strerror(resp->rc));
         return;
     }
-    if (resp->body.len > 0) {
+    op->res.raw = resp->body.data ? resp->body.data : "";
+    op->res.raw_len = resp->body.len;
+    if (resp->body.len > 0 && !op->req.raw) {
         struct sw_error perr;
         char what[300];
         snprintf(what, sizeof(what), "cluster %s: %s %s: response", c->name, op->method, op->path);

@@ -60,6 +60,9 @@ struct sw_kube_result {
     long status; /* HTTP status or 0 */
     /** The parsed JSON body, or NULL. The callback may take it by setting NULL. */
     cJSON *body;
+    /** The body as received, for requests sent with `raw` (borrowed). */
+    const char *raw;
+    size_t raw_len;
     /** Status.reason on failures ("NotFound", "AlreadyExists", ...) or "". */
     const char *reason;
     /** On failure: "cluster NAME: METHOD PATH: ..." with the server's message. */
@@ -76,6 +79,7 @@ struct sw_kube_req {
     const char *body;
     size_t body_len;
     int no_retry;
+    int raw; /* do not parse the body as JSON; hand it over in res->raw */
     /** Streaming (watch): each chunk goes here and the body is not kept. */
     sw_http_data_cb on_data;
     void *on_data_ctx;
