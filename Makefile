@@ -1,0 +1,54 @@
+# spillway - the two commands of the quick start, and the steps behind them.
+#
+#   make demo    install what is missing, build, bring the lab up, show it
+#   make test    install what is missing, build, run every test suite
+#
+# Other targets: build, unit, asan, e2e, fuzz, lab-up, lab-down, lab-status,
+# format, clean.
+BUILD ?= build
+BUILD_ASAN ?= build-asan
+JOBS ?= 2
+
+.PHONY: all deps build test unit asan e2e fuzz demo lab-up lab-down lab-status format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DSW_WERROR=ON >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: deps
+	@scripts/test-all.sh
+
+unit: build
+	@ctest --test-dir $(BUILD) -L unit --output-on-failure
+
+asan: deps
+	@cmake -S . -B $(BUILD_ASAN) -G Ninja -DSW_WERROR=ON -DSW_SANITIZE=ON >/dev/null
+	@cmake --build $(BUILD_ASAN) -j $(JOBS)
+	@ctest --test-dir $(BUILD_ASAN) -L unit --output-on-failure
+
+e2e: build
+	@tests/testbed/testbed up >/dev/null
+	@ctest --test-dir $(BUILD) -L e2e --output-on-failure
+
+demo: deps
+	@scripts/demo.sh
+
+lab-up: deps
+	@tests/testbed/testbed up
+
+lab-down:
+	@tests/testbed/testbed down
+
+lab-status:
+	@tests/testbed/testbed status
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

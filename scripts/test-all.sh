@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# test-all.sh - what `make test` runs: every suite, in order, with a count
+# of passed and failed tests per suite and a closing total.
+#
+#   unit        cmocka unit tests (no servers), warnings as errors
+#   unit-asan   the same tests built with AddressSanitizer + UBSan
+#   e2e         end-to-end tests against the lab (tests/testbed)
+#
+# The lab is brought up if it is not running, and taken down again at the
+# end if this script started it (SW_KEEP_LAB=1 keeps it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+BUILD=${BUILD:-build}
+BUILD_ASAN=${BUILD_ASAN:-build-asan}
+
+declare -a SUITES=()
+declare -A PASSED FAILED
+total_pass=0
+total_fail=0
+
+# run_ctest SUITE BUILD_DIR LABEL: runs ctest and records its counts.
+run_ctest() {
+    local suite=$1 dir=$2 label=$3 out
+    out=$(mktemp)
+    ctest --test-dir "$dir" -L "$label" --output-on-failure 2>&1 | tee "$out"
+    local line total failed
+    line=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$out" | tail -1)
+    if [ -z "$line" ]; then
+        total=0 failed=1
+        echo "test-all: suite $suite ran no test" >&2
+    else
+        failed=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/')
+        total=$(echo "$line" | sed -E 's/.* failed out of ([0-9]+).*/\1/')
+    fi
+    rm -f "$out"
+    record "$suite" $((total - failed)) "$failed"
+}
+
+record() {
+    SUITES+=("$1")
+    PASSED[$1]=$2
+    FAILED[$1]=$3
+    total_pass=$((total_pass + $2))
+    total_fail=$((total_fail + $3))
+}
+
+step() { printf '\n==== %s ====\n' "$*"; }
+
+t0=$SECONDS
+step "build (warnings are errors)"
+if cmake -S . -B "$BUILD" -G Ninja -DSW_WERROR=ON >/dev/null && cmake --build "$BUILD" -j "$JOBS"; then
+    step "unit tests"
+    run_ctest unit "$BUILD" unit
+else
+    record build 0 1
+fi
+
+step "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+if cmake -S . -B "$BUILD_ASAN" -G Ninja -DSW_WERROR=ON -DSW_SANITIZE=ON >/dev/null &&
+    cmake --build "$BUILD_ASAN" -j "$JOBS"; then
+    run_ctest unit-asan "$BUILD_ASAN" unit
+else
+    record build-asan 0 1
+fi
+
+if [ -x tests/fuzz/run.sh ]; then
+    step "fuzz targets (bounded)"
+    if tests/fuzz/run.sh "${SW_FUZZ_SECONDS:-30}"; then record fuzz 1 0; else record fuzz 0 1; fi
+fi
+
+step "lab"
+lab_started=0
+if ! tests/testbed/testbed status 2>/dev/null | grep -q '^onprem .*Ready'; then
+    lab_started=1
+fi
+if tests/testbed/testbed up; then
+    step "end-to-end tests on the lab"
+    run_ctest e2e "$BUILD" e2e
+else
+    echo "test-all: the lab did not come up; see its logs" >&2
+    record lab 0 1
+fi
+if [ $lab_started = 1 ] && [ "${SW_KEEP_LAB:-0}" != 1 ]; then
+    tests/testbed/testbed down || record lab-down 0 1
+fi
+
+step "summary ($((SECONDS - t0))s)"
+for s in "${SUITES[@]}"; do
+    printf '%-10s %4d passed, %d failed\n' "$s:" "${PASSED[$s]}" "${FAILED[$s]}"
+done
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

@@ -1,0 +1,56 @@
+# common.sh - helpers for the lab's shell end-to-end tests (sourced).
+set -euo pipefail
+SW_SOURCE_DIR=${SW_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}
+eval "$("$SW_SOURCE_DIR/tests/testbed/testbed" env)"
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+pass() { echo "PASS: $*"; }
+
+kc() { # kc CLUSTER ARGS...
+    local c=$1
+    shift
+    "$SW_LAB_KUBECTL" --kubeconfig "$SW_LAB_KUBECONFIG_DIR/$c-cert.kubeconfig" --request-timeout=20s "$@"
+}
+
+# A namespace of the test's own, removed when the test ends.
+test_namespace() { # test_namespace CLUSTER PREFIX
+    local ns="$2-$$-$RANDOM"
+    kc "$1" create namespace "$ns" >/dev/null
+    # shellcheck disable=SC2064
+    trap "kc '$1' delete namespace '$ns' --wait=false >/dev/null 2>&1 || true" EXIT
+    echo "$ns"
+}
+
+# gpu_job NAME PARALLELISM GPUS_PER_POD DURATION: a Job manifest whose pods
+# ask for GPUs, tolerate the GPU taint, and finish after DURATION in the lab.
+gpu_job() {
+    cat <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $1
+spec:
+  parallelism: $2
+  completions: $2
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations:
+        pod-complete.stage.kwok.x-k8s.io/delay: "$4"
+    spec:
+      restartPolicy: Never
+      tolerations:
+      - key: nvidia.com/gpu
+        operator: Exists
+        effect: NoSchedule
+      containers:
+      - name: train
+        image: registry.example/train:1
+        resources:
+          limits:
+            nvidia.com/gpu: "$3"
+YAML
+}
