@@ -601,3 +601,10 @@ void sw_informer_free(struct sw_informer *inf)
     }
     maybe_free(inf);
 }
+
+void sw__informer_force_rewatch(struct sw_informer *inf, const char *rv)
+{
+    snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
+    if (inf->watch_op != NULL)
+        sw_kube_cancel(inf->watch_op);
+}

@@ -91,6 +91,12 @@ void sw_informer_stats(const struct sw_informer *inf, struct sw_informer_stats *
 /** The kind's name and the cluster's, for messages. */
 const char *sw_informer_what(const struct sw_informer *inf);
 
+/**
+ * Test hook: sets the resourceVersion the next watch starts from and ends
+ * the current watch, so that tests can provoke a 410 Gone.
+ */
+void sw__informer_force_rewatch(struct sw_informer *inf, const char *rv);
+
 /** Whether cJSON object `obj`'s key ("ns/name") fits in buf; writes it. */
 int sw_object_key(const cJSON *obj, char *buf, size_t len);
 
