@@ -103,7 +103,7 @@ static int parse_args(int argc, char **argv, struct args *a)
     opterr = 0;
     int ch;
     struct sw_error err;
-    while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
         case 'k':
             a->kubeconfig = optarg;
