@@ -25,4 +25,7 @@ int sw_cli_cluster(int argc, char **argv);
 /** `spillctl version`. */
 int sw_cli_version(int argc, char **argv);
 
+/** `spillctl simulate`: replays a job trace under placement policies. */
+int sw_cli_simulate(int argc, char **argv);
+
 #endif

@@ -1,0 +1,324 @@
+/*
+ * clusters.c - parses the simulator's clusters file (JSON).
+ */
+#include "placement/clusters.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/json.h"
+
+/* Reads a string field into a fixed-size name. */
+static int get_name(const cJSON *obj, const char *field, bool required, const char *what,
+                    const char *path, char *dst, struct sw_error *err)
+{
+    const char *s = NULL;
+    char ctx[160];
+    snprintf(ctx, sizeof(ctx), "%s: %s", what, path);
+    int rc = sw_json_string(obj, field, required, ctx, &s, err);
+    if (rc != 0)
+        return rc;
+    if (s == NULL)
+        return 0;
+    if (sw_name_set(dst, SW_NAME_MAX, s) != 0)
+        return sw_error_set(err, SW_EPARSE, "%s: %s: field \"%s\": longer than %d characters", what,
+                            path, field, SW_NAME_MAX - 1);
+    return 0;
+}
+
+static int get_num(const cJSON *obj, const char *field, bool required, const char *what,
+                   const char *path, double *out, struct sw_error *err)
+{
+    char ctx[160];
+    snprintf(ctx, sizeof(ctx), "%s: %s", what, path);
+    int rc = sw_json_number(obj, field, required, ctx, out, err);
+    if (rc != 0)
+        return rc;
+    if (!isfinite(*out) || *out < 0)
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: %s: field \"%s\": expected a non-negative number, got %g", what,
+                            path, field, *out);
+    return 0;
+}
+
+static int get_int(const cJSON *obj, const char *field, bool required, const char *what,
+                   const char *path, int *out, bool allow_negative, struct sw_error *err)
+{
+    int64_t v = *out;
+    char ctx[160];
+    snprintf(ctx, sizeof(ctx), "%s: %s", what, path);
+    int rc = sw_json_int64(obj, field, required, ctx, &v, err);
+    if (rc != 0)
+        return rc;
+    if ((!allow_negative && v < 0) || v > 1000000 || v < -1)
+        return sw_error_set(
+            err, SW_EPARSE,
+            "%s: %s: field \"%s\": expected an integer from %d to 1000000, got %lld", what, path,
+            field, allow_negative ? -1 : 0, (long long)v);
+    *out = (int)v;
+    return 0;
+}
+
+static const cJSON *get_array(const cJSON *root, const char *field, bool required, const char *what,
+                              size_t *n, struct sw_error *err)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, field);
+    *n = 0;
+    if (a == NULL) {
+        if (required)
+            sw_error_set(err, SW_EPARSE, "%s: field \"%s\" is missing", what, field);
+        return NULL;
+    }
+    if (!cJSON_IsArray(a)) {
+        sw_error_set(err, SW_EPARSE, "%s: field \"%s\": expected an array, got %s", what, field,
+                     sw_json_type_name(a));
+        return NULL;
+    }
+    *n = (size_t)cJSON_GetArraySize(a);
+    return a;
+}
+
+static int parse_pool(const cJSON *o, const char *what, const char *path, struct sw_pool *p,
+                      struct sw_error *err)
+{
+    int rc;
+    char cap[SW_NAME_MAX] = "";
+    if ((rc = get_name(o, "name", true, what, path, p->name, err)) != 0 ||
+        (rc = get_name(o, "cluster", false, what, path, p->cluster, err)) != 0 ||
+        (rc = get_name(o, "region", true, what, path, p->region, err)) != 0 ||
+        (rc = get_name(o, "flavour", false, what, path, p->flavour, err)) != 0 ||
+        (rc = get_name(o, "capacity", true, what, path, cap, err)) != 0)
+        return rc;
+    if (p->cluster[0] == '\0')
+        memcpy(p->cluster, p->name, sizeof(p->cluster));
+    if (sw_capacity_parse(cap, &p->capacity) != 0)
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: %s: field \"capacity\": expected owned, on-demand or spot, got "
+                            "\"%s\"",
+                            what, path, cap);
+    const char *product = "any";
+    char ctx[160];
+    snprintf(ctx, sizeof(ctx), "%s: %s", what, path);
+    if ((rc = sw_json_string(o, "product", false, ctx, &product, err)) != 0)
+        return rc;
+    if (sw_name_set(p->product, sizeof(p->product), product) != 0)
+        return sw_error_set(err, SW_EPARSE, "%s: %s: field \"product\": too long", what, path);
+    int gpus = 0;
+    p->max_gpus = -1;
+    if ((rc = get_int(o, "gpus", true, what, path, &gpus, false, err)) != 0 ||
+        (rc = get_int(o, "max_gpus", false, what, path, &p->max_gpus, true, err)) != 0 ||
+        (rc = get_num(o, "gpu_memory_gb", false, what, path, &p->gpu_mem_gb, err)) != 0 ||
+        (rc = get_num(o, "provision_seconds", false, what, path, &p->provision_s, err)) != 0 ||
+        (rc = get_num(o, "price_per_gpu_hour", true, what, path, &p->price_gpu_h, err)) != 0 ||
+        (rc = get_num(o, "interruptions_per_hour", false, what, path, &p->interrupt_per_h, err)) !=
+            0)
+        return rc;
+    /* Owned pools have `gpus` GPUs; cloud pools start empty and autoscale
+     * up to `gpus` (or max_gpus). */
+    if (p->capacity == SW_CAP_OWNED) {
+        p->total_gpus = gpus;
+        p->free_gpus = gpus;
+        if (p->max_gpus < gpus)
+            p->max_gpus = gpus;
+    } else {
+        p->total_gpus = 0;
+        p->free_gpus = 0;
+        if (p->max_gpus < 0)
+            p->max_gpus = gpus;
+    }
+    const cJSON *ic = cJSON_GetObjectItemCaseSensitive(o, "interconnect");
+    if (ic != NULL) {
+        if (!cJSON_IsArray(ic))
+            return sw_error_set(err, SW_EPARSE,
+                                "%s: %s: field \"interconnect\": expected an array of strings",
+                                what, path);
+        const cJSON *it;
+        cJSON_ArrayForEach(it, ic)
+        {
+            if (cJSON_IsString(it) && strcmp(it->valuestring, "nvlink") == 0)
+                p->interconnect |= SW_IC_NVLINK;
+            else if (cJSON_IsString(it) && strcmp(it->valuestring, "infiniband") == 0)
+                p->interconnect |= SW_IC_INFINIBAND;
+            else
+                return sw_error_set(err, SW_EPARSE,
+                                    "%s: %s: field \"interconnect\": expected \"nvlink\" or "
+                                    "\"infiniband\"",
+                                    what, path);
+        }
+    }
+    return 0;
+}
+
+static void *alloc_array(size_t n, size_t size)
+{
+    return sw_calloc(n ? n : 1, size);
+}
+
+int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_clusters *out,
+                      struct sw_error *err)
+{
+    cJSON *root;
+    sw_json_init_hooks();
+    int rc = sw_json_parse(buf, len, what, &root, err);
+    if (rc != 0)
+        return rc;
+    char path[96];
+    size_t n;
+    const cJSON *a, *it;
+    size_t i;
+    if (!cJSON_IsObject(root)) {
+        rc = sw_error_set(err, SW_EPARSE, "%s: expected a JSON object", what);
+        goto out;
+    }
+    a = get_array(root, "pools", true, what, &n, err);
+    if (a == NULL || n == 0) {
+        rc = a == NULL ? SW_EPARSE
+                       : sw_error_set(err, SW_EPARSE, "%s: field \"pools\" is empty", what);
+        goto out;
+    }
+    if ((out->pools = alloc_array(n, sizeof(*out->pools))) == NULL)
+        goto nomem;
+    i = 0;
+    cJSON_ArrayForEach(it, a)
+    {
+        snprintf(path, sizeof(path), "pools[%zu]", i);
+        if ((rc = parse_pool(it, what, path, &out->pools[i], err)) != 0)
+            goto out;
+        out->n_pools = ++i;
+    }
+    a = get_array(root, "links", false, what, &n, err);
+    if (a == NULL && cJSON_GetObjectItemCaseSensitive(root, "links")) {
+        rc = SW_EPARSE;
+        goto out;
+    }
+    if ((out->links = alloc_array(n, sizeof(*out->links))) == NULL)
+        goto nomem;
+    i = 0;
+    cJSON_ArrayForEach(it, a)
+    {
+        struct sw_link *l = &out->links[i];
+        snprintf(path, sizeof(path), "links[%zu]", i);
+        if ((rc = get_name(it, "from", true, what, path, l->from, err)) != 0 ||
+            (rc = get_name(it, "to", true, what, path, l->to, err)) != 0 ||
+            (rc = get_num(it, "price_per_gb", true, what, path, &l->price_per_gb, err)) != 0 ||
+            (rc = get_num(it, "bandwidth_gbps", true, what, path, &l->bandwidth_gbps, err)) != 0)
+            goto out;
+        out->n_links = ++i;
+    }
+    a = get_array(root, "quotas", false, what, &n, err);
+    if (a == NULL && cJSON_GetObjectItemCaseSensitive(root, "quotas")) {
+        rc = SW_EPARSE;
+        goto out;
+    }
+    if ((out->quotas = alloc_array(n, sizeof(*out->quotas))) == NULL)
+        goto nomem;
+    i = 0;
+    cJSON_ArrayForEach(it, a)
+    {
+        struct sw_quota *q = &out->quotas[i];
+        snprintf(path, sizeof(path), "quotas[%zu]", i);
+        q->borrowing_limit = -1;
+        if ((rc = get_name(it, "team", true, what, path, q->team, err)) != 0 ||
+            (rc = get_name(it, "flavour", true, what, path, q->flavour, err)) != 0 ||
+            (rc = get_name(it, "cohort", false, what, path, q->cohort, err)) != 0 ||
+            (rc = get_int(it, "nominal", true, what, path, &q->nominal, false, err)) != 0 ||
+            (rc = get_int(it, "borrowing_limit", false, what, path, &q->borrowing_limit, true,
+                          err)) != 0)
+            goto out;
+        out->n_quotas = ++i;
+    }
+    a = get_array(root, "budgets", false, what, &n, err);
+    if (a == NULL && cJSON_GetObjectItemCaseSensitive(root, "budgets")) {
+        rc = SW_EPARSE;
+        goto out;
+    }
+    if ((out->budgets = alloc_array(n, sizeof(*out->budgets))) == NULL)
+        goto nomem;
+    i = 0;
+    cJSON_ArrayForEach(it, a)
+    {
+        struct sw_budget *b = &out->budgets[i];
+        snprintf(path, sizeof(path), "budgets[%zu]", i);
+        if ((rc = get_name(it, "team", true, what, path, b->team, err)) != 0 ||
+            (rc = get_num(it, "cap", true, what, path, &b->cap, err)) != 0)
+            goto out;
+        out->n_budgets = ++i;
+    }
+    /* Job defaults. */
+    struct sw_job_defaults *d = &out->defaults;
+    d->checkpoint_s = 1800;
+    d->restart_s = 300;
+    d->burst = SW_BURST_AUTO;
+    d->deadline_fraction = 1.0;
+    const cJSON *jd = cJSON_GetObjectItemCaseSensitive(root, "job_defaults");
+    if (jd != NULL) {
+        char burst[SW_NAME_MAX] = "auto";
+        const char *p = "job_defaults";
+        if ((rc = get_num(jd, "checkpoint_seconds", false, what, p, &d->checkpoint_s, err)) != 0 ||
+            (rc = get_num(jd, "restart_seconds", false, what, p, &d->restart_s, err)) != 0 ||
+            (rc = get_num(jd, "input_gb", false, what, p, &d->input_gb, err)) != 0 ||
+            (rc = get_name(jd, "input_region", false, what, p, d->input_region, err)) != 0 ||
+            (rc = get_name(jd, "burst", false, what, p, burst, err)) != 0 ||
+            (rc = get_num(jd, "deadline_slack", false, what, p, &d->deadline_slack, err)) != 0 ||
+            (rc = get_num(jd, "deadline_allowance_seconds", false, what, p,
+                          &d->deadline_allowance_s, err)) != 0 ||
+            (rc = get_num(jd, "deadline_fraction", false, what, p, &d->deadline_fraction, err)) !=
+                0)
+            goto out;
+        if (sw_burst_mode_parse(burst, &d->burst) != 0) {
+            rc = sw_error_set(err, SW_EPARSE,
+                              "%s: field \"job_defaults.burst\": expected never, auto or "
+                              "cloud-first, got \"%s\"",
+                              what, burst);
+            goto out;
+        }
+    }
+    if ((rc = get_name(root, "origin", false, what, "top level", out->origin, err)) != 0)
+        goto out;
+    if (out->origin[0] == '\0') {
+        for (i = 0; i < out->n_pools && out->origin[0] == '\0'; i++)
+            if (out->pools[i].capacity == SW_CAP_OWNED)
+                memcpy(out->origin, out->pools[i].cluster, sizeof(out->origin));
+        if (out->origin[0] == '\0') {
+            rc = sw_error_set(err, SW_EPARSE,
+                              "%s: field \"origin\" is missing and no pool is owned", what);
+            goto out;
+        }
+    }
+    /* Cross-checks the engine would also make, reported against the file. */
+    struct sw_snapshot s = {.pools = out->pools,
+                            .n_pools = out->n_pools,
+                            .links = out->links,
+                            .n_links = out->n_links,
+                            .quotas = out->quotas,
+                            .n_quotas = out->n_quotas,
+                            .budgets = out->budgets,
+                            .n_budgets = out->n_budgets};
+    if ((rc = sw_snapshot_validate(&s, err)) != 0) {
+        sw_error_wrap(err, "%s", what);
+        goto out;
+    }
+    bool origin_known = false;
+    for (i = 0; i < out->n_pools; i++)
+        origin_known |= strcmp(out->pools[i].cluster, out->origin) == 0;
+    if (!origin_known)
+        rc = sw_error_set(err, SW_EPARSE, "%s: field \"origin\": no pool is in cluster \"%s\"",
+                          what, out->origin);
+    goto out;
+nomem:
+    rc = sw_error_set(err, SW_ENOMEM, "%s: out of memory", what);
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+void sw_clusters_free(struct sw_clusters *c)
+{
+    sw_free(c->pools);
+    sw_free(c->links);
+    sw_free(c->quotas);
+    sw_free(c->budgets);
+    memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,314 @@
+/*
+ * model.c - names of the model's enums and validation of a snapshot.
+ *
+ * Validation happens once at the engine's door so that the decision loop
+ * can trust every number: a NaN price would otherwise compare false against
+ * everything and silently win or lose every comparison.
+ */
+#include "placement/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const capacity_names[] = {"owned", "on-demand", "spot"};
+static const char *const burst_names[] = {"never", "auto", "cloud-first"};
+static const char *const prio_names[] = {"best-effort", "development", "training", "production"};
+
+const char *sw_capacity_name(enum sw_capacity c)
+{
+    return (unsigned)c < 3 ? capacity_names[c] : "unknown";
+}
+
+const char *sw_burst_mode_name(enum sw_burst_mode m)
+{
+    return (unsigned)m < 3 ? burst_names[m] : "unknown";
+}
+
+const char *sw_priority_name(enum sw_priority_class p)
+{
+    return (unsigned)p < 4 ? prio_names[p] : "unknown";
+}
+
+static int parse_name(const char *s, const char *const *names, int n)
+{
+    if (s == NULL)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int sw_capacity_parse(const char *s, enum sw_capacity *out)
+{
+    int i = parse_name(s, capacity_names, 3);
+    if (i < 0)
+        return SW_EINVAL;
+    *out = (enum sw_capacity)i;
+    return 0;
+}
+
+int sw_burst_mode_parse(const char *s, enum sw_burst_mode *out)
+{
+    int i = parse_name(s, burst_names, 3);
+    if (i < 0)
+        return SW_EINVAL;
+    *out = (enum sw_burst_mode)i;
+    return 0;
+}
+
+int sw_priority_parse(const char *s, enum sw_priority_class *out)
+{
+    int i = parse_name(s, prio_names, 4);
+    if (i < 0)
+        return SW_EINVAL;
+    *out = (enum sw_priority_class)i;
+    return 0;
+}
+
+int sw_name_set(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap) {
+        memcpy(dst, src, cap - 1);
+        dst[cap - 1] = '\0';
+        return SW_ETOOBIG;
+    }
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+/* A number a person can read in an error, including nan and inf. */
+static int bad_number(struct sw_error *err, const char *kind, const char *name, const char *field,
+                      double v)
+{
+    return sw_error_set(err, SW_EINVAL,
+                        "%s \"%s\": field \"%s\": expected a finite non-negative number, got %g",
+                        kind, name, field, v);
+}
+
+static int check_num(struct sw_error *err, const char *kind, const char *name, const char *field,
+                     double v)
+{
+    if (!isfinite(v) || v < 0)
+        return bad_number(err, kind, name, field, v);
+    return 0;
+}
+
+static int check_pos_int(struct sw_error *err, const char *kind, const char *name,
+                         const char *field, int v)
+{
+    if (v <= 0)
+        return sw_error_set(err, SW_EINVAL,
+                            "%s \"%s\": field \"%s\": expected a positive integer, got %d", kind,
+                            name, field, v);
+    return 0;
+}
+
+static int check_nonneg_int(struct sw_error *err, const char *kind, const char *name,
+                            const char *field, int v)
+{
+    if (v < 0)
+        return sw_error_set(err, SW_EINVAL,
+                            "%s \"%s\": field \"%s\": expected a non-negative integer, got %d",
+                            kind, name, field, v);
+    return 0;
+}
+
+static int check_named(struct sw_error *err, const char *kind, size_t index, const char *name)
+{
+    if (name[0] == '\0')
+        return sw_error_set(err, SW_EINVAL, "%s #%zu: field \"name\" is empty", kind, index);
+    return 0;
+}
+
+static const struct sw_pool *find_pool(const struct sw_snapshot *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_pools; i++)
+        if (strcmp(s->pools[i].name, name) == 0)
+            return &s->pools[i];
+    return NULL;
+}
+
+static int validate_pool(const struct sw_snapshot *s, size_t i, struct sw_error *err)
+{
+    const struct sw_pool *p = &s->pools[i];
+    int rc;
+    if ((rc = check_named(err, "pool", i, p->name)) != 0)
+        return rc;
+    if ((unsigned)p->capacity > SW_CAP_SPOT)
+        return sw_error_set(err, SW_EINVAL, "pool \"%s\": field \"capacity\": unknown value %d",
+                            p->name, (int)p->capacity);
+    if ((rc = check_nonneg_int(err, "pool", p->name, "total_gpus", p->total_gpus)) != 0 ||
+        (rc = check_nonneg_int(err, "pool", p->name, "free_gpus", p->free_gpus)) != 0 ||
+        (rc = check_nonneg_int(err, "pool", p->name, "max_gpus", p->max_gpus)) != 0)
+        return rc;
+    if (p->free_gpus > p->total_gpus)
+        return sw_error_set(err, SW_EINVAL,
+                            "pool \"%s\": field \"free_gpus\": %d exceeds total_gpus %d", p->name,
+                            p->free_gpus, p->total_gpus);
+    if (p->max_gpus < p->total_gpus)
+        return sw_error_set(err, SW_EINVAL,
+                            "pool \"%s\": field \"max_gpus\": %d is below total_gpus %d", p->name,
+                            p->max_gpus, p->total_gpus);
+    if ((rc = check_num(err, "pool", p->name, "price_per_gpu_hour", p->price_gpu_h)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "provision_seconds", p->provision_s)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "interruptions_per_hour", p->interrupt_per_h)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "gpu_memory_gb", p->gpu_mem_gb)) != 0)
+        return rc;
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(s->pools[j].name, p->name) == 0)
+            return sw_error_set(err, SW_EINVAL, "pool \"%s\": duplicate name (pools #%zu and #%zu)",
+                                p->name, j, i);
+    return 0;
+}
+
+static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw_error *err)
+{
+    const struct sw_workload *w = &s->pending[i];
+    int rc;
+    if ((rc = check_named(err, "workload", i, w->name)) != 0)
+        return rc;
+    if ((rc = check_pos_int(err, "workload", w->name, "pods", w->pods)) != 0 ||
+        (rc = check_pos_int(err, "workload", w->name, "gpus_per_pod", w->gpus_per_pod)) != 0)
+        return rc;
+    if (w->pods > 100000 || w->gpus_per_pod > 1024)
+        return sw_error_set(err, SW_ERANGE, "workload \"%s\": %d pods x %d GPUs is beyond any pool",
+                            w->name, w->pods, w->gpus_per_pod);
+    if ((unsigned)w->prio > SW_PRIO_PRODUCTION)
+        return sw_error_set(err, SW_EINVAL, "workload \"%s\": field \"priority\": unknown value %d",
+                            w->name, (int)w->prio);
+    if ((unsigned)w->burst > SW_BURST_CLOUD_FIRST)
+        return sw_error_set(err, SW_EINVAL, "workload \"%s\": field \"burst\": unknown value %d",
+                            w->name, (int)w->burst);
+    if (!isfinite(w->runtime_s))
+        return bad_number(err, "workload", w->name, "runtime_seconds", w->runtime_s);
+    if ((rc = check_num(err, "workload", w->name, "checkpoint_seconds", w->checkpoint_s)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "restart_seconds", w->restart_s)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "deadline", w->deadline)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "max_price_per_gpu_hour", w->max_price)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "min_gpu_memory_gb", w->min_gpu_mem_gb)) != 0)
+        return rc;
+    if (!isfinite(w->submit_time))
+        return bad_number(err, "workload", w->name, "submit_time", w->submit_time);
+    if (w->n_products < 0 || w->n_products > SW_MAX_PRODUCTS)
+        return sw_error_set(err, SW_EINVAL,
+                            "workload \"%s\": field \"products\": expected 0 to %d, got %d",
+                            w->name, SW_MAX_PRODUCTS, w->n_products);
+    if (w->n_inputs < 0 || w->n_inputs > SW_MAX_INPUTS)
+        return sw_error_set(err, SW_EINVAL,
+                            "workload \"%s\": field \"inputs\": expected 0 to %d, got %d", w->name,
+                            SW_MAX_INPUTS, w->n_inputs);
+    for (int k = 0; k < w->n_inputs; k++) {
+        const struct sw_input *in = &w->inputs[k];
+        if (!isfinite(in->size_gb) || in->size_gb < 0)
+            return sw_error_set(err, SW_EINVAL,
+                                "workload \"%s\": field \"inputs[%d].size_gb\": expected a finite "
+                                "non-negative number, got %g",
+                                w->name, k, in->size_gb);
+        if (in->n_regions < 0 || in->n_regions > SW_MAX_INPUT_REGIONS)
+            return sw_error_set(err, SW_EINVAL,
+                                "workload \"%s\": field \"inputs[%d].regions\": expected 0 to %d "
+                                "regions, got %d",
+                                w->name, k, SW_MAX_INPUT_REGIONS, in->n_regions);
+    }
+    bool origin_known = false;
+    for (size_t p = 0; p < s->n_pools && !origin_known; p++)
+        origin_known = strcmp(s->pools[p].cluster, w->origin) == 0;
+    if (!origin_known)
+        return sw_error_set(err, SW_ENOENT,
+                            "workload \"%s\": field \"origin\": unknown cluster \"%s\"", w->name,
+                            w->origin);
+    return 0;
+}
+
+int sw_snapshot_validate(const struct sw_snapshot *s, struct sw_error *err)
+{
+    int rc;
+    if (s == NULL || (s->n_pools > 0 && s->pools == NULL) ||
+        (s->n_pending > 0 && s->pending == NULL) || (s->n_links > 0 && s->links == NULL) ||
+        (s->n_quotas > 0 && s->quotas == NULL) || (s->n_budgets > 0 && s->budgets == NULL) ||
+        (s->n_queues > 0 && s->queues == NULL) || (s->n_history > 0 && s->history == NULL))
+        return sw_error_set(err, SW_EINVAL, "snapshot: an array is NULL but its count is not 0");
+    if (!isfinite(s->now))
+        return sw_error_set(err, SW_EINVAL, "snapshot: field \"now\": expected a finite time");
+    for (size_t i = 0; i < s->n_pools; i++)
+        if ((rc = validate_pool(s, i, err)) != 0)
+            return rc;
+    for (size_t i = 0; i < s->n_links; i++) {
+        const struct sw_link *l = &s->links[i];
+        char name[2 * SW_NAME_MAX + 4];
+        snprintf(name, sizeof(name), "%s->%s", l->from, l->to);
+        if ((rc = check_num(err, "link", name, "price_per_gb", l->price_per_gb)) != 0)
+            return rc;
+        if (!isfinite(l->bandwidth_gbps) || l->bandwidth_gbps <= 0)
+            return sw_error_set(err, SW_EINVAL,
+                                "link \"%s\": field \"bandwidth_gbps\": expected a positive "
+                                "number, got %g",
+                                name, l->bandwidth_gbps);
+    }
+    for (size_t i = 0; i < s->n_quotas; i++) {
+        const struct sw_quota *q = &s->quotas[i];
+        char name[2 * SW_NAME_MAX + 4];
+        snprintf(name, sizeof(name), "%s/%s", q->team, q->flavour);
+        if ((rc = check_nonneg_int(err, "quota", name, "nominal", q->nominal)) != 0 ||
+            (rc = check_nonneg_int(err, "quota", name, "used", q->used)) != 0)
+            return rc;
+        bool known = false;
+        for (size_t p = 0; p < s->n_pools && !known; p++) {
+            const struct sw_pool *pool = &s->pools[p];
+            const char *fl = pool->flavour[0] ? pool->flavour : pool->name;
+            known = strcmp(fl, q->flavour) == 0;
+        }
+        if (!known)
+            return sw_error_set(err, SW_ENOENT,
+                                "quota \"%s\": field \"flavour\": no pool has flavour \"%s\"", name,
+                                q->flavour);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->quotas[j].team, q->team) == 0 &&
+                strcmp(s->quotas[j].flavour, q->flavour) == 0)
+                return sw_error_set(err, SW_EINVAL, "quota \"%s\": duplicate team and flavour",
+                                    name);
+    }
+    for (size_t i = 0; i < s->n_budgets; i++) {
+        const struct sw_budget *b = &s->budgets[i];
+        if ((rc = check_num(err, "budget", b->team, "cap", b->cap)) != 0 ||
+            (rc = check_num(err, "budget", b->team, "spent", b->spent)) != 0)
+            return rc;
+    }
+    for (size_t i = 0; i < s->n_queues; i++) {
+        const struct sw_local_queue *q = &s->queues[i];
+        const struct sw_pool *p = find_pool(s, q->pool);
+        if (p == NULL)
+            return sw_error_set(err, SW_ENOENT,
+                                "local queue #%zu: field \"pool\": unknown pool \"%s\"", i,
+                                q->pool);
+        if ((q->n_running > 0 && q->running == NULL) || (q->n_ahead > 0 && q->ahead == NULL))
+            return sw_error_set(err, SW_EINVAL, "local queue \"%s\": NULL array", q->pool);
+        for (size_t j = 0; j < q->n_running; j++)
+            if (q->running[j].gpus <= 0 || !isfinite(q->running[j].remaining_s) ||
+                q->running[j].remaining_s < 0)
+                return sw_error_set(err, SW_EINVAL,
+                                    "local queue \"%s\": running[%zu]: expected positive gpus and "
+                                    "a finite non-negative remaining_seconds",
+                                    q->pool, j);
+        for (size_t j = 0; j < q->n_ahead; j++)
+            if (q->ahead[j].gpus <= 0 || !isfinite(q->ahead[j].runtime_s) ||
+                q->ahead[j].runtime_s < 0)
+                return sw_error_set(err, SW_EINVAL,
+                                    "local queue \"%s\": ahead[%zu]: expected positive gpus and a "
+                                    "finite non-negative runtime_seconds",
+                                    q->pool, j);
+    }
+    for (size_t i = 0; i < s->n_history; i++)
+        if (!isfinite(s->history[i].runtime_s) || s->history[i].runtime_s <= 0)
+            return sw_error_set(err, SW_EINVAL,
+                                "finished run #%zu: field \"runtime_seconds\": expected a positive "
+                                "number, got %g",
+                                i, s->history[i].runtime_s);
+    for (size_t i = 0; i < s->n_pending; i++)
+        if ((rc = validate_workload(s, i, err)) != 0)
+            return rc;
+    return 0;
+}

@@ -1,0 +1,211 @@
+/*
+ * model.h - the placement engine's input: workloads, pools, quotas, budgets
+ * and the local queues, as one immutable snapshot.
+ *
+ * Everything here is plain data with fixed-size names, so that a snapshot
+ * can be built on the stack or in one array and copied without pointer
+ * chasing. Times are seconds on one caller-chosen axis (the controller uses
+ * Unix time, the simulator seconds since the trace started); durations are
+ * seconds; prices are dollars per GPU-hour and dollars per GB. The engine
+ * never reads a clock: `now` is a field of the snapshot.
+ */
+#ifndef SW_PLACEMENT_MODEL_H
+#define SW_PLACEMENT_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/error.h"
+
+#define SW_NAME_MAX          48
+#define SW_PRODUCT_MAX       32
+#define SW_MAX_PRODUCTS      4
+#define SW_MAX_INPUTS        4
+#define SW_MAX_INPUT_REGIONS 4
+
+/** How a pool's GPUs are paid for. Owned capacity carries its amortised cost. */
+enum sw_capacity { SW_CAP_OWNED = 0, SW_CAP_ON_DEMAND, SW_CAP_SPOT };
+
+/** The workload's `spillway.io/burst` annotation. */
+enum sw_burst_mode { SW_BURST_NEVER = 0, SW_BURST_AUTO, SW_BURST_CLOUD_FIRST };
+
+/**
+ * Priority classes, lowest first; the queue is decided highest first.
+ * Production never goes to spot.
+ */
+enum sw_priority_class {
+    SW_PRIO_BEST_EFFORT = 0,
+    SW_PRIO_DEVELOPMENT,
+    SW_PRIO_TRAINING,
+    SW_PRIO_PRODUCTION,
+};
+
+/** Interconnect attributes, as flags: a workload needs all the flags it sets. */
+enum { SW_IC_NVLINK = 1u << 0, SW_IC_INFINIBAND = 1u << 1 };
+
+/** One input data set: its size and the regions that already hold a copy. */
+struct sw_input {
+    double size_gb;
+    int n_regions;
+    char regions[SW_MAX_INPUT_REGIONS][SW_NAME_MAX];
+};
+
+/** A pending Job as the engine sees it. */
+struct sw_workload {
+    char name[SW_NAME_MAX];
+    char team[SW_NAME_MAX];
+    char label[SW_NAME_MAX];  /* optional; groups runs for runtime learning */
+    char origin[SW_NAME_MAX]; /* the cluster it was submitted to */
+    enum sw_priority_class prio;
+    int pods;
+    int gpus_per_pod;
+    /* GPU constraints: any of `products` (none = any), memory, interconnect. */
+    int n_products;
+    char products[SW_MAX_PRODUCTS][SW_PRODUCT_MAX];
+    double min_gpu_mem_gb;
+    unsigned interconnect;
+    double runtime_s;    /* expected runtime; <= 0 means "learn it" */
+    double checkpoint_s; /* checkpoint interval; 0 means none */
+    double restart_s;    /* restart overhead after an interruption */
+    double deadline;     /* absolute time; 0 means none */
+    double max_price;    /* per GPU-hour; 0 means no cap */
+    double submit_time;  /* orders equal priorities, first come first served */
+    int n_inputs;
+    struct sw_input inputs[SW_MAX_INPUTS];
+    enum sw_burst_mode burst;
+};
+
+/** A GPU pool in some cluster. */
+struct sw_pool {
+    char name[SW_NAME_MAX];
+    char cluster[SW_NAME_MAX];
+    char region[SW_NAME_MAX];
+    char flavour[SW_NAME_MAX]; /* quota flavour; empty means the pool's name */
+    enum sw_capacity capacity;
+    char product[SW_PRODUCT_MAX];
+    double gpu_mem_gb;
+    unsigned interconnect;
+    int total_gpus;         /* provisioned now */
+    int free_gpus;          /* provisioned and idle now */
+    int max_gpus;           /* autoscaling ceiling (>= total_gpus) */
+    double provision_s;     /* delay to add capacity past free_gpus */
+    double price_gpu_h;     /* dollars per GPU-hour */
+    double interrupt_per_h; /* spot interruptions per hour of running */
+};
+
+/** Egress between two regions (directional). */
+struct sw_link {
+    char from[SW_NAME_MAX];
+    char to[SW_NAME_MAX];
+    double price_per_gb;
+    double bandwidth_gbps; /* gigabits per second */
+};
+
+/**
+ * A Kueue-style quota: `nominal` GPUs of one flavour for one team, which
+ * may borrow up to `borrowing_limit` more (negative: no limit) from unused
+ * nominal quota of the same flavour in its `cohort` (empty: cannot borrow).
+ * `used` is what the team holds already.
+ */
+struct sw_quota {
+    char team[SW_NAME_MAX];
+    char flavour[SW_NAME_MAX];
+    char cohort[SW_NAME_MAX];
+    int nominal;
+    int borrowing_limit;
+    int used;
+};
+
+/** A team's spending cap for burst (non-owned) capacity and what it has spent. */
+struct sw_budget {
+    char team[SW_NAME_MAX];
+    double cap;
+    double spent;
+};
+
+/** A Job running on a pool, freeing its GPUs after `remaining_s`. */
+struct sw_running {
+    int gpus;
+    double remaining_s;
+};
+
+/** A Job already queued on a pool ahead of every pending workload. */
+struct sw_queued {
+    int gpus;
+    double runtime_s;
+};
+
+/** The local queue of one owned pool. */
+struct sw_local_queue {
+    char pool[SW_NAME_MAX];
+    size_t n_running;
+    const struct sw_running *running; /* borrowed */
+    size_t n_ahead;
+    const struct sw_queued *ahead; /* borrowed, in queue order */
+};
+
+/** A finished run, for learning runtimes per label or team. */
+struct sw_finished_run {
+    char team[SW_NAME_MAX];
+    char label[SW_NAME_MAX];
+    double runtime_s;
+};
+
+/**
+ * The whole input of one decision round. Every array is borrowed; the
+ * engine never writes to it.
+ */
+struct sw_snapshot {
+    double now;
+    const struct sw_pool *pools;
+    size_t n_pools;
+    const struct sw_link *links;
+    size_t n_links;
+    const struct sw_quota *quotas;
+    size_t n_quotas;
+    const struct sw_budget *budgets;
+    size_t n_budgets;
+    const struct sw_local_queue *queues;
+    size_t n_queues;
+    const struct sw_finished_run *history;
+    size_t n_history;
+    const struct sw_workload *pending;
+    size_t n_pending;
+};
+
+/** Returns "owned", "on-demand" or "spot". */
+const char *sw_capacity_name(enum sw_capacity c);
+/** Parses a capacity name; returns 0 or SW_EINVAL. */
+int sw_capacity_parse(const char *s, enum sw_capacity *out);
+/** Returns "never", "auto" or "cloud-first". */
+const char *sw_burst_mode_name(enum sw_burst_mode m);
+/** Parses a burst mode; returns 0 or SW_EINVAL. */
+int sw_burst_mode_parse(const char *s, enum sw_burst_mode *out);
+/** Returns "best-effort", "development", "training" or "production". */
+const char *sw_priority_name(enum sw_priority_class p);
+/** Parses a priority class name; returns 0 or SW_EINVAL. */
+int sw_priority_parse(const char *s, enum sw_priority_class *out);
+
+/** Total GPUs of a workload (pods x GPUs per pod). */
+static inline int sw_workload_gpus(const struct sw_workload *w)
+{
+    return w->pods * w->gpus_per_pod;
+}
+
+/**
+ * Checks every field of `s` the engine relies on: positive GPU counts,
+ * finite non-negative prices and times, known pool, cluster and team names,
+ * unique pool names. On failure returns SW_EINVAL (or SW_ENOENT for an
+ * unknown name) with a message in `err` naming the object and the field,
+ * e.g. `workload "train-1": field "gpus_per_pod": expected a positive
+ * integer, got -2`.
+ */
+int sw_snapshot_validate(const struct sw_snapshot *s, struct sw_error *err);
+
+/**
+ * Copies `src` into the fixed-size field `dst` of `cap` bytes. Returns 0, or
+ * SW_ETOOBIG when it does not fit (dst then holds a truncated copy).
+ */
+int sw_name_set(char *dst, size_t cap, const char *src);
+
+#endif

@@ -1,0 +1,547 @@
+/*
+ * sim.c - the event loop of the trace-driven simulator.
+ */
+#include "placement/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+
+enum job_state { J_FUTURE = 0, J_PENDING, J_RUNNING, J_DONE, J_REJECTED };
+enum ev_type { EV_FINISH = 0, EV_PREEMPT, EV_RECHECK };
+
+struct job {
+    enum job_state state;
+    double remaining; /* seconds of work left */
+    double deadline;
+    bool restarted;
+    int pool;
+    double price;
+    enum sw_capacity cap;
+    double bill_start, compute_start, end, first_start, recheck;
+    unsigned epoch;
+    unsigned dispatches;
+    size_t slot;     /* in the pending arrays when pending */
+    size_t run_slot; /* in the pool's running list when running locally */
+    int budget;      /* index into budgets, -1 none */
+};
+
+struct ev {
+    double t;
+    uint64_t seq;
+    size_t job;
+    unsigned epoch;
+    enum ev_type type;
+};
+
+struct sim {
+    const struct sw_sim_params *p;
+    const struct sw_clusters *c;
+    const struct sw_trace *tr;
+    struct job *jobs;
+    struct ev *heap;
+    size_t nheap, capheap;
+    uint64_t seq;
+    struct sw_workload *pend;
+    size_t *pend_job;
+    size_t npend;
+    struct sw_decision *dec;
+    struct sw_decision *acts;
+    size_t *act_job;
+    struct sw_pool *pools;
+    int *used;
+    size_t **local; /* per pool: running local job indices */
+    size_t *nlocal;
+    struct sw_running *running;
+    struct sw_local_queue *queues;
+    struct sw_quota *quotas;
+    struct sw_budget *budgets;
+    struct sw_engine *engine;
+    struct sw_sim_result *r;
+};
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A uniform draw in (0, 1) for job `j`'s `k`th dispatch: the same job sees
+ * the same luck under every policy (common random numbers). */
+static double uniform(uint64_t seed, size_t j, unsigned k)
+{
+    uint64_t x = seed ^ ((uint64_t)j * 0x100000001B3ull) ^ ((uint64_t)k << 48);
+    splitmix(&x);
+    return ((double)(splitmix(&x) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static bool ev_less(const struct ev *a, const struct ev *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static int ev_push(struct sim *s, double t, size_t job, unsigned epoch, enum ev_type type)
+{
+    if (s->nheap == s->capheap) {
+        size_t cap = s->capheap ? s->capheap * 2 : 1024;
+        struct ev *h = sw_realloc(s->heap, cap * sizeof(*h));
+        if (h == NULL)
+            return SW_ENOMEM;
+        s->heap = h;
+        s->capheap = cap;
+    }
+    struct ev e = {t, s->seq++, job, epoch, type};
+    size_t i = s->nheap++;
+    while (i > 0 && ev_less(&e, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = e;
+    return 0;
+}
+
+static struct ev ev_pop(struct sim *s)
+{
+    struct ev top = s->heap[0], last = s->heap[--s->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= s->nheap)
+            break;
+        if (c + 1 < s->nheap && ev_less(&s->heap[c + 1], &s->heap[c]))
+            c++;
+        if (!ev_less(&s->heap[c], &last))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (s->nheap > 0)
+        s->heap[i] = last;
+    return top;
+}
+
+static void fill_workload(const struct sim *s, size_t j, struct sw_workload *w)
+{
+    const struct sw_trace_job *tj = &s->tr->jobs[j];
+    const struct sw_job_defaults *d = &s->c->defaults;
+    memset(w, 0, sizeof(*w));
+    memcpy(w->name, tj->name, sizeof(w->name));
+    memcpy(w->team, tj->team, sizeof(w->team));
+    memcpy(w->origin, s->c->origin, sizeof(w->origin));
+    w->prio = tj->prio;
+    w->pods = 1;
+    w->gpus_per_pod = tj->gpus;
+    w->runtime_s = s->jobs[j].remaining + (s->jobs[j].restarted ? d->restart_s : 0);
+    if (w->runtime_s <= 0)
+        w->runtime_s = 1;
+    w->checkpoint_s = d->checkpoint_s;
+    w->restart_s = d->restart_s;
+    w->deadline = s->jobs[j].deadline;
+    w->submit_time = tj->submit;
+    w->burst = d->burst;
+    if (d->input_gb > 0 && d->input_region[0] != '\0') {
+        w->n_inputs = 1;
+        w->inputs[0].size_gb = d->input_gb;
+        w->inputs[0].n_regions = 1;
+        memcpy(w->inputs[0].regions[0], d->input_region, SW_NAME_MAX);
+    }
+}
+
+static void pend_add(struct sim *s, size_t j)
+{
+    s->jobs[j].state = J_PENDING;
+    s->jobs[j].slot = s->npend;
+    s->pend_job[s->npend] = j;
+    fill_workload(s, j, &s->pend[s->npend]);
+    s->npend++;
+}
+
+static void pend_remove(struct sim *s, size_t j)
+{
+    size_t slot = s->jobs[j].slot, last = --s->npend;
+    if (slot != last) {
+        s->pend[slot] = s->pend[last];
+        s->pend_job[slot] = s->pend_job[last];
+        s->jobs[s->pend_job[slot]].slot = slot;
+    }
+}
+
+static bool is_local(const struct sim *s, int pool)
+{
+    return strcmp(s->c->pools[pool].cluster, s->c->origin) == 0 &&
+           s->c->pools[pool].capacity == SW_CAP_OWNED;
+}
+
+/* Pays for job j's GPUs from its billing start until t. */
+static void bill(struct sim *s, size_t j, double t)
+{
+    struct job *jb = &s->jobs[j];
+    double h = t > jb->bill_start ? (t - jb->bill_start) / 3600.0 : 0;
+    double gh = h * s->tr->jobs[j].gpus;
+    double cost = gh * jb->price;
+    switch (jb->cap) {
+    case SW_CAP_OWNED:
+        s->r->cost_onprem += cost;
+        s->r->gpu_h_onprem += gh;
+        break;
+    case SW_CAP_SPOT:
+        s->r->cost_spot += cost;
+        s->r->gpu_h_spot += gh;
+        break;
+    case SW_CAP_ON_DEMAND:
+        s->r->cost_ondemand += cost;
+        s->r->gpu_h_ondemand += gh;
+        break;
+    }
+    if (jb->budget >= 0 && jb->cap != SW_CAP_OWNED)
+        s->budgets[jb->budget].spent += cost;
+}
+
+static void release(struct sim *s, size_t j)
+{
+    struct job *jb = &s->jobs[j];
+    s->used[jb->pool] -= s->tr->jobs[j].gpus;
+    if (is_local(s, jb->pool)) {
+        size_t pool = (size_t)jb->pool, slot = jb->run_slot, last = --s->nlocal[pool];
+        if (slot != last) {
+            s->local[pool][slot] = s->local[pool][last];
+            s->jobs[s->local[pool][slot]].run_slot = slot;
+        }
+    }
+}
+
+static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double t)
+{
+    struct job *jb = &s->jobs[j];
+    const struct sw_pool *p = &s->c->pools[d->pool];
+    const struct sw_option *o = &d->chosen;
+    int gpus = s->tr->jobs[j].gpus;
+    double restart = jb->restarted ? s->c->defaults.restart_s : 0;
+    pend_remove(s, j);
+    jb->state = J_RUNNING;
+    jb->pool = d->pool;
+    jb->price = p->price_gpu_h;
+    jb->cap = p->capacity;
+    jb->epoch++;
+    jb->dispatches++;
+    s->used[d->pool] += gpus;
+    if (is_local(s, d->pool)) {
+        jb->run_slot = s->nlocal[d->pool];
+        s->local[d->pool][s->nlocal[d->pool]++] = j;
+    } else {
+        s->r->bursts++;
+    }
+    s->r->cost_egress += o->cost.egress_cost;
+    if (jb->budget >= 0)
+        s->budgets[jb->budget].spent += o->cost.egress_cost;
+    jb->bill_start = t + o->transfer_s;
+    jb->compute_start = jb->bill_start + o->provision_s + restart;
+    s->r->lost_gpu_h += gpus * restart / 3600.0;
+    if (jb->first_start < 0)
+        jb->first_start = jb->bill_start + o->provision_s;
+    jb->end = jb->compute_start + jb->remaining;
+    double preempt = INFINITY;
+    if (p->capacity == SW_CAP_SPOT) {
+        double u = uniform(s->p->seed, j, jb->dispatches);
+        if (s->p->preemptions != NULL) {
+            const struct sw_spot_trace *tr = s->p->preemptions;
+            preempt = jb->compute_start +
+                      sw_spot_trace_next_preemption(tr, u * tr->gap_s * (double)tr->n, 0);
+        } else if (p->interrupt_per_h > 0) {
+            preempt = jb->compute_start - log(u) * 3600.0 / p->interrupt_per_h;
+        }
+    }
+    if (preempt < jb->end)
+        return ev_push(s, preempt, j, jb->epoch, EV_PREEMPT);
+    return ev_push(s, jb->end, j, jb->epoch, EV_FINISH);
+}
+
+static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
+{
+    const struct sw_clusters *c = s->c;
+    size_t nrun = 0, nq = 0;
+    for (size_t i = 0; i < c->n_pools; i++) {
+        struct sw_pool *p = &s->pools[i];
+        *p = c->pools[i];
+        if (is_local(s, (int)i)) {
+            p->free_gpus = p->total_gpus - s->used[i];
+            struct sw_local_queue *q = &s->queues[nq++];
+            memset(q, 0, sizeof(*q));
+            memcpy(q->pool, p->name, sizeof(q->pool));
+            q->running = &s->running[nrun];
+            for (size_t k = 0; k < s->nlocal[i]; k++) {
+                const struct job *jb = &s->jobs[s->local[i][k]];
+                s->running[nrun].gpus = s->tr->jobs[s->local[i][k]].gpus;
+                s->running[nrun].remaining_s = jb->end > t ? jb->end - t : 0;
+                nrun++;
+            }
+            q->n_running = s->nlocal[i];
+        } else {
+            /* Cloud pools scale from zero: what runs is provisioned, any
+             * more must be added, after the provisioning delay. */
+            p->total_gpus = s->used[i];
+            p->free_gpus = 0;
+            if (p->max_gpus < p->total_gpus)
+                p->max_gpus = p->total_gpus;
+        }
+    }
+    for (size_t q = 0; q < c->n_quotas; q++) {
+        s->quotas[q] = c->quotas[q];
+        s->quotas[q].used = 0;
+    }
+    if (c->n_quotas > 0) {
+        for (size_t j = 0; j < s->tr->n; j++) {
+            const struct job *jb = &s->jobs[j];
+            if (jb->state != J_RUNNING)
+                continue;
+            const struct sw_pool *p = &c->pools[jb->pool];
+            const char *fl = p->flavour[0] ? p->flavour : p->name;
+            for (size_t q = 0; q < c->n_quotas; q++)
+                if (strcmp(s->quotas[q].team, s->tr->jobs[j].team) == 0 &&
+                    strcmp(s->quotas[q].flavour, fl) == 0)
+                    s->quotas[q].used += s->tr->jobs[j].gpus;
+        }
+    }
+    memset(snap, 0, sizeof(*snap));
+    snap->now = t;
+    snap->pools = s->pools;
+    snap->n_pools = c->n_pools;
+    snap->links = c->links;
+    snap->n_links = c->n_links;
+    snap->quotas = s->quotas;
+    snap->n_quotas = c->n_quotas;
+    snap->budgets = s->budgets;
+    snap->n_budgets = c->n_budgets;
+    snap->queues = s->queues;
+    snap->n_queues = nq;
+    snap->pending = s->pend;
+    snap->n_pending = s->npend;
+}
+
+static int schedule(struct sim *s, double t, struct sw_error *err)
+{
+    if (s->npend == 0)
+        return 0;
+    struct sw_snapshot snap;
+    build_snapshot(s, t, &snap);
+    int rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, s->dec, err);
+    if (rc != 0)
+        return rc;
+    s->r->rounds++;
+    /* Act in decision order. Acting moves pending slots, so the decisions
+     * are copied out, in rank order, before anything moves. */
+    size_t n = s->npend, nact = 0;
+    for (size_t i = 0; i < n; i++) {
+        s->acts[s->dec[i].rank] = s->dec[i];
+        s->act_job[s->dec[i].rank] = s->pend_job[i];
+    }
+    for (size_t r = 0; r < n; r++) {
+        const struct sw_decision *d = &s->acts[r];
+        size_t j = s->act_job[r];
+        struct job *jb = &s->jobs[j];
+        if (d->verdict == SW_VERDICT_REJECT) {
+            pend_remove(s, j);
+            jb->state = J_REJECTED;
+            s->r->rejected++;
+            continue;
+        }
+        bool start_now = d->verdict == SW_VERDICT_BURST ||
+                         (d->chosen.wait_s <= 0 && s->used[d->pool] + s->tr->jobs[j].gpus <=
+                                                       s->c->pools[d->pool].total_gpus);
+        if (start_now) {
+            if ((rc = dispatch(s, j, d, t)) != 0)
+                return rc;
+            nact++;
+            continue;
+        }
+        if (d->recheck_at > t && d->recheck_at != jb->recheck) {
+            jb->recheck = d->recheck_at;
+            if ((rc = ev_push(s, d->recheck_at, j, jb->epoch, EV_RECHECK)) != 0)
+                return rc;
+        }
+    }
+    (void)nact;
+    return 0;
+}
+
+static double pct(const double *sorted, size_t n, double q)
+{
+    if (n == 0)
+        return 0;
+    size_t k = (size_t)ceil(q * (double)n);
+    if (k == 0)
+        k = 1;
+    return sorted[k - 1];
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double *job_end,
+               double *job_deadline, struct sw_error *err)
+{
+    const struct sw_clusters *c = p->clusters;
+    const struct sw_trace *tr = p->trace;
+    size_t n = tr->n, np = c->n_pools;
+    struct sim s = {.p = p, .c = c, .tr = tr, .r = out};
+    memset(out, 0, sizeof(*out));
+    snprintf(out->policy, sizeof(out->policy), "%s", sw_policy_name(p->policy.kind));
+    out->jobs = n;
+    int rc = SW_ENOMEM;
+    s.jobs = sw_calloc(n + 1, sizeof(*s.jobs));
+    s.pend = sw_calloc(n + 1, sizeof(*s.pend));
+    s.pend_job = sw_calloc(n + 1, sizeof(*s.pend_job));
+    s.dec = sw_calloc(n + 1, sizeof(*s.dec));
+    s.acts = sw_calloc(n + 1, sizeof(*s.acts));
+    s.act_job = sw_calloc(n + 1, sizeof(*s.act_job));
+    s.pools = sw_calloc(np, sizeof(*s.pools));
+    s.used = sw_calloc(np, sizeof(*s.used));
+    s.local = sw_calloc(np, sizeof(*s.local));
+    s.nlocal = sw_calloc(np, sizeof(*s.nlocal));
+    s.running = sw_calloc(n + 1, sizeof(*s.running));
+    s.queues = sw_calloc(np, sizeof(*s.queues));
+    s.quotas = sw_calloc(c->n_quotas + 1, sizeof(*s.quotas));
+    s.budgets = sw_calloc(c->n_budgets + 1, sizeof(*s.budgets));
+    double *jct = sw_calloc(n + 1, sizeof(double));
+    double *wait = sw_calloc(n + 1, sizeof(double));
+    if (!s.jobs || !s.pend || !s.pend_job || !s.dec || !s.acts || !s.act_job || !s.pools ||
+        !s.used || !s.local || !s.nlocal || !s.running || !s.queues || !s.quotas || !s.budgets ||
+        !jct || !wait || sw_engine_new(&s.engine) != 0)
+        goto nomem;
+    for (size_t i = 0; i < np; i++)
+        if (is_local(&s, (int)i) && (s.local[i] = sw_calloc(n + 1, sizeof(size_t))) == NULL)
+            goto nomem;
+    memcpy(s.budgets, c->budgets, c->n_budgets * sizeof(*s.budgets));
+    for (size_t j = 0; j < n; j++) {
+        const struct sw_trace_job *tj = &tr->jobs[j];
+        struct job *jb = &s.jobs[j];
+        jb->remaining = tj->duration;
+        jb->first_start = -1;
+        jb->pool = -1;
+        jb->budget = -1;
+        for (size_t b = 0; b < c->n_budgets; b++)
+            if (strcmp(c->budgets[b].team, tj->team) == 0)
+                jb->budget = (int)b;
+        jb->deadline = tj->deadline;
+        const struct sw_job_defaults *d = &c->defaults;
+        if (jb->deadline == 0 && d->deadline_slack > 0 &&
+            (double)(name_hash(tj->name) % 10000) < d->deadline_fraction * 10000.0)
+            jb->deadline = tj->submit + d->deadline_allowance_s + d->deadline_slack * tj->duration;
+    }
+    size_t next = 0;
+    while (next < n || s.nheap > 0) {
+        double t = INFINITY;
+        if (next < n)
+            t = tr->jobs[next].submit;
+        if (s.nheap > 0 && s.heap[0].t < t)
+            t = s.heap[0].t;
+        while (next < n && tr->jobs[next].submit <= t)
+            pend_add(&s, next++);
+        while (s.nheap > 0 && s.heap[0].t <= t) {
+            struct ev e = ev_pop(&s);
+            struct job *jb = &s.jobs[e.job];
+            if (e.type == EV_RECHECK || e.epoch != jb->epoch || jb->state != J_RUNNING)
+                continue;
+            bill(&s, e.job, e.t);
+            release(&s, e.job);
+            if (e.type == EV_FINISH) {
+                jb->state = J_DONE;
+                jb->end = e.t;
+                continue;
+            }
+            /* Preempted: keep the work up to the last checkpoint. */
+            double done = e.t > jb->compute_start ? e.t - jb->compute_start : 0;
+            double ck = c->defaults.checkpoint_s;
+            double saved = ck > 0 ? floor(done / ck) * ck : 0;
+            if (saved > jb->remaining)
+                saved = jb->remaining;
+            jb->remaining -= saved;
+            out->lost_gpu_h += tr->jobs[e.job].gpus * (done - saved) / 3600.0;
+            out->preemptions++;
+            jb->restarted = true;
+            jb->epoch++;
+            pend_add(&s, e.job);
+        }
+        if ((rc = schedule(&s, t, err)) != 0)
+            goto out;
+    }
+    /* Figures. */
+    size_t nj = 0;
+    double wsum = 0, jsum = 0;
+    for (size_t j = 0; j < n; j++) {
+        const struct job *jb = &s.jobs[j];
+        bool done = jb->state == J_DONE;
+        if (job_end != NULL)
+            job_end[j] = done ? jb->end : INFINITY;
+        if (job_deadline != NULL)
+            job_deadline[j] = jb->deadline;
+        if (jb->deadline > 0) {
+            out->deadlines++;
+            if (!done || jb->end > jb->deadline + 1e-6)
+                out->deadline_misses++;
+        }
+        if (!done)
+            continue;
+        jct[nj] = jb->end - tr->jobs[j].submit;
+        wait[nj] = jb->first_start - tr->jobs[j].submit;
+        jsum += jct[nj];
+        wsum += wait[nj];
+        nj++;
+    }
+    out->completed = nj;
+    qsort(jct, nj, sizeof(double), cmp_double);
+    qsort(wait, nj, sizeof(double), cmp_double);
+    out->jct_mean = nj ? jsum / (double)nj : 0;
+    out->jct_p50 = pct(jct, nj, 0.50);
+    out->jct_p95 = pct(jct, nj, 0.95);
+    out->jct_p99 = pct(jct, nj, 0.99);
+    out->wait_mean = nj ? wsum / (double)nj : 0;
+    out->wait_p99 = pct(wait, nj, 0.99);
+    out->cost_cloud = out->cost_spot + out->cost_ondemand + out->cost_egress;
+    out->cost_total = out->cost_onprem + out->cost_cloud;
+    double gh = out->gpu_h_onprem + out->gpu_h_spot + out->gpu_h_ondemand;
+    out->cloud_gpu_fraction = gh > 0 ? (out->gpu_h_spot + out->gpu_h_ondemand) / gh : 0;
+    rc = 0;
+    goto out;
+nomem:
+    rc = sw_error_set(err, SW_ENOMEM, "simulator: out of memory for %zu jobs", n);
+out:
+    if (s.local != NULL)
+        for (size_t i = 0; i < np; i++)
+            sw_free(s.local[i]);
+    sw_engine_free(s.engine);
+    sw_free(s.jobs);
+    sw_free(s.pend);
+    sw_free(s.pend_job);
+    sw_free(s.dec);
+    sw_free(s.acts);
+    sw_free(s.act_job);
+    sw_free(s.pools);
+    sw_free(s.used);
+    sw_free(s.local);
+    sw_free(s.nlocal);
+    sw_free(s.running);
+    sw_free(s.queues);
+    sw_free(s.quotas);
+    sw_free(s.budgets);
+    sw_free(s.heap);
+    sw_free(jct);
+    sw_free(wait);
+    return rc;
+}

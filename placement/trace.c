@@ -1,0 +1,351 @@
+/*
+ * trace.c - job traces (CSV, Alibaba 2023 pod list) and spot traces (JSON).
+ *
+ * The CSV dialect is the plain one both formats use: comma-separated, no
+ * quoting, optional \r before \n. Numbers must be the whole field: "12x" is
+ * an error, not 12.
+ */
+#include "placement/trace.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/json.h"
+
+#define MAX_COLS  32
+#define MAX_FIELD 256
+
+struct row {
+    int n;
+    const char *f[MAX_COLS];
+    size_t len[MAX_COLS];
+};
+
+/* Splits one line [p, end) into fields. Returns -1 if there are too many. */
+static int split(const char *p, const char *end, struct row *r)
+{
+    r->n = 0;
+    for (;;) {
+        const char *c = memchr(p, ',', (size_t)(end - p));
+        const char *fe = c ? c : end;
+        if (r->n == MAX_COLS)
+            return -1;
+        r->f[r->n] = p;
+        r->len[r->n] = (size_t)(fe - p);
+        r->n++;
+        if (c == NULL)
+            return 0;
+        p = c + 1;
+    }
+}
+
+static bool field_is(const struct row *r, int i, const char *s)
+{
+    return r->len[i] == strlen(s) && memcmp(r->f[i], s, r->len[i]) == 0;
+}
+
+static int find_col(const struct row *hdr, const char *name)
+{
+    for (int i = 0; i < hdr->n; i++)
+        if (field_is(hdr, i, name))
+            return i;
+    return -1;
+}
+
+static void field_copy(const struct row *r, int i, char *dst, size_t cap)
+{
+    size_t n = r->len[i] < cap - 1 ? r->len[i] : cap - 1;
+    memcpy(dst, r->f[i], n);
+    dst[n] = '\0';
+}
+
+static int parse_num(const struct row *r, int col, const char *what, size_t line, const char *field,
+                     bool allow_empty, double *out, struct sw_error *err)
+{
+    char tmp[MAX_FIELD];
+    if (col < 0 || col >= r->n)
+        return sw_error_set(err, SW_EPARSE, "%s:%zu: field \"%s\" is missing", what, line, field);
+    field_copy(r, col, tmp, sizeof(tmp));
+    if (tmp[0] == '\0') {
+        if (allow_empty) {
+            *out = NAN;
+            return 0;
+        }
+        return sw_error_set(err, SW_EPARSE, "%s:%zu: field \"%s\" is empty", what, line, field);
+    }
+    char *end;
+    double v = strtod(tmp, &end);
+    if (*end != '\0' || !isfinite(v) || v < 0)
+        return sw_error_set(err, SW_EPARSE,
+                            "%s:%zu: field \"%s\": expected a non-negative number, got \"%s\"",
+                            what, line, field, tmp);
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const struct row *r, int col, const char *what, size_t line, const char *field,
+                     int *out, struct sw_error *err)
+{
+    double v;
+    int rc = parse_num(r, col, what, line, field, false, &v, err);
+    if (rc != 0)
+        return rc;
+    if (v != floor(v) || v > 1e6) {
+        char tmp[MAX_FIELD];
+        field_copy(r, col, tmp, sizeof(tmp));
+        return sw_error_set(err, SW_EPARSE,
+                            "%s:%zu: field \"%s\": expected a non-negative integer, got \"%s\"",
+                            what, line, field, tmp);
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int push(struct sw_trace *t, const struct sw_trace_job *j)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 256;
+        struct sw_trace_job *p = sw_realloc(t->jobs, cap * sizeof(*p));
+        if (p == NULL)
+            return SW_ENOMEM;
+        t->jobs = p;
+        t->cap = cap;
+    }
+    t->jobs[t->n++] = *j;
+    return 0;
+}
+
+static int cmp_job(const void *a, const void *b)
+{
+    const struct sw_trace_job *x = a, *y = b;
+    if (x->submit != y->submit)
+        return x->submit < y->submit ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static const char *const alibaba_cols[] = {
+    "name", "cpu_milli", "memory_mib",    "num_gpu",       "gpu_milli",     "gpu_spec",
+    "qos",  "pod_phase", "creation_time", "deletion_time", "scheduled_time"};
+
+static int parse_alibaba_row(const struct row *r, const int *col, const char *what, size_t line,
+                             struct sw_trace *out, struct sw_error *err)
+{
+    int gpus;
+    int rc = parse_int(r, col[3], what, line, "num_gpu", &gpus, err);
+    if (rc != 0)
+        return rc;
+    double created, deleted, scheduled;
+    if ((rc = parse_num(r, col[8], what, line, "creation_time", false, &created, err)) != 0 ||
+        (rc = parse_num(r, col[9], what, line, "deletion_time", true, &deleted, err)) != 0 ||
+        (rc = parse_num(r, col[10], what, line, "scheduled_time", true, &scheduled, err)) != 0)
+        return rc;
+    if (gpus == 0 || isnan(scheduled) || isnan(deleted) || deleted <= scheduled) {
+        out->skipped++;
+        return 0;
+    }
+    struct sw_trace_job j = {0};
+    field_copy(r, col[0], j.name, sizeof(j.name));
+    strcpy(j.team, "alibaba");
+    j.prio = SW_PRIO_TRAINING;
+    if (field_is(r, col[6], "Guaranteed"))
+        j.prio = SW_PRIO_PRODUCTION;
+    else if (field_is(r, col[6], "Burstable"))
+        j.prio = SW_PRIO_DEVELOPMENT;
+    else if (field_is(r, col[6], "BE"))
+        j.prio = SW_PRIO_BEST_EFFORT;
+    j.submit = created;
+    j.duration = deleted - scheduled;
+    j.gpus = gpus;
+    return push(out, &j);
+}
+
+static int parse_csv_row(const struct row *r, const int *col, const char *what, size_t line,
+                         struct sw_trace *out, struct sw_error *err)
+{
+    struct sw_trace_job j = {0};
+    int rc;
+    double deadline = NAN;
+    if ((rc = parse_num(r, col[0], what, line, "submit", false, &j.submit, err)) != 0 ||
+        (rc = parse_int(r, col[1], what, line, "gpus", &j.gpus, err)) != 0 ||
+        (rc = parse_num(r, col[2], what, line, "duration", false, &j.duration, err)) != 0)
+        return rc;
+    if (col[3] >= r->n)
+        return sw_error_set(err, SW_EPARSE, "%s:%zu: field \"team\" is missing", what, line);
+    field_copy(r, col[3], j.team, sizeof(j.team));
+    if (col[4] >= 0 &&
+        (rc = parse_num(r, col[4], what, line, "deadline", true, &deadline, err)) != 0)
+        return rc;
+    j.deadline = isnan(deadline) ? 0 : deadline;
+    if (j.gpus == 0)
+        return sw_error_set(err, SW_EPARSE,
+                            "%s:%zu: field \"gpus\": expected a positive integer, got \"0\"", what,
+                            line);
+    if (j.deadline > 0 && j.deadline < j.submit)
+        return sw_error_set(err, SW_EPARSE, "%s:%zu: field \"deadline\": %g is before submit %g",
+                            what, line, j.deadline, j.submit);
+    if (col[5] >= 0 && col[5] < r->n && r->len[col[5]] > 0)
+        field_copy(r, col[5], j.name, sizeof(j.name));
+    else
+        snprintf(j.name, sizeof(j.name), "job-%zu", line);
+    j.prio = SW_PRIO_TRAINING;
+    if (col[6] >= 0 && col[6] < r->n && r->len[col[6]] > 0) {
+        char tmp[SW_NAME_MAX];
+        field_copy(r, col[6], tmp, sizeof(tmp));
+        if (sw_priority_parse(tmp, &j.prio) != 0)
+            return sw_error_set(err, SW_EPARSE,
+                                "%s:%zu: field \"priority\": expected best-effort, development, "
+                                "training or production, got \"%s\"",
+                                what, line, tmp);
+    }
+    return push(out, &j);
+}
+
+int sw_trace_parse(const char *buf, size_t len, enum sw_trace_format format, const char *what,
+                   struct sw_trace *out, struct sw_error *err)
+{
+    const char *p = buf, *end = buf + len;
+    size_t line = 0;
+    struct row hdr;
+    int col[MAX_COLS];
+    const char *nl;
+    /* The header. */
+    nl = memchr(p, '\n', (size_t)(end - p));
+    const char *le = nl ? nl : end;
+    if (le > p && le[-1] == '\r')
+        le--;
+    line = 1;
+    if (le == p || split(p, le, &hdr) != 0)
+        return sw_error_set(err, SW_EPARSE, "%s:1: expected a header line", what);
+    if (format == SW_TRACE_AUTO)
+        format = find_col(&hdr, "num_gpu") >= 0 ? SW_TRACE_ALIBABA : SW_TRACE_CSV;
+    if (format == SW_TRACE_ALIBABA) {
+        for (int i = 0; i < 11; i++)
+            if ((col[i] = find_col(&hdr, alibaba_cols[i])) < 0 && i != 1 && i != 2 && i != 4 &&
+                i != 5 && i != 7)
+                return sw_error_set(err, SW_EPARSE, "%s:1: header lacks column \"%s\"", what,
+                                    alibaba_cols[i]);
+    } else {
+        static const char *const need[] = {"submit", "gpus", "duration", "team"};
+        for (int i = 0; i < 4; i++)
+            if ((col[i] = find_col(&hdr, need[i])) < 0)
+                return sw_error_set(err, SW_EPARSE,
+                                    "%s:1: header lacks column \"%s\" (expected "
+                                    "submit,gpus,duration,team[,deadline][,name][,priority])",
+                                    what, need[i]);
+        col[4] = find_col(&hdr, "deadline");
+        col[5] = find_col(&hdr, "name");
+        col[6] = find_col(&hdr, "priority");
+    }
+    p = nl ? nl + 1 : end;
+    while (p < end) {
+        line++;
+        nl = memchr(p, '\n', (size_t)(end - p));
+        le = nl ? nl : end;
+        const char *next = nl ? nl + 1 : end;
+        if (le > p && le[-1] == '\r')
+            le--;
+        if (le == p) {
+            p = next;
+            continue;
+        }
+        struct row r;
+        if (split(p, le, &r) != 0)
+            return sw_error_set(err, SW_EPARSE, "%s:%zu: more than %d fields", what, line,
+                                MAX_COLS);
+        if (r.n != hdr.n)
+            return sw_error_set(err, SW_EPARSE,
+                                "%s:%zu: expected %d fields like the header, got %d", what, line,
+                                hdr.n, r.n);
+        int rc = format == SW_TRACE_ALIBABA ? parse_alibaba_row(&r, col, what, line, out, err)
+                                            : parse_csv_row(&r, col, what, line, out, err);
+        if (rc == SW_ENOMEM)
+            return sw_error_set(err, SW_ENOMEM, "%s:%zu: out of memory", what, line);
+        if (rc != 0)
+            return rc;
+        p = next;
+    }
+    qsort(out->jobs, out->n, sizeof(*out->jobs), cmp_job);
+    return 0;
+}
+
+void sw_trace_free(struct sw_trace *t)
+{
+    sw_free(t->jobs);
+    memset(t, 0, sizeof(*t));
+}
+
+int sw_spot_trace_parse(const char *buf, size_t len, const char *what, struct sw_spot_trace *out,
+                        struct sw_error *err)
+{
+    cJSON *root;
+    sw_json_init_hooks();
+    int rc = sw_json_parse(buf, len, what, &root, err);
+    if (rc != 0)
+        return rc;
+    double gap = 0;
+    if ((rc = sw_json_number(root, "metadata.gap_seconds", true, what, &gap, err)) != 0)
+        goto out;
+    if (!(gap > 0)) {
+        rc = sw_error_set(err, SW_EPARSE,
+                          "%s: field \"metadata.gap_seconds\": expected a positive number, got %g",
+                          what, gap);
+        goto out;
+    }
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
+    if (!cJSON_IsArray(data)) {
+        rc = sw_error_set(err, SW_EPARSE, "%s: field \"data\": expected an array, got %s", what,
+                          data ? sw_json_type_name(data) : "nothing");
+        goto out;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(data);
+    out->alive = sw_calloc(n ? n : 1, sizeof(int));
+    if (out->alive == NULL) {
+        rc = sw_error_set(err, SW_ENOMEM, "%s: out of memory for %zu ticks", what, n);
+        goto out;
+    }
+    size_t i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, data)
+    {
+        double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
+        if (v < 0 || v != floor(v) || v > 1e9) {
+            rc = sw_error_set(err, SW_EPARSE,
+                              "%s: field \"data[%zu]\": expected a non-negative integer", what, i);
+            goto out;
+        }
+        out->alive[i++] = (int)v;
+    }
+    out->n = n;
+    out->gap_s = gap;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+void sw_spot_trace_free(struct sw_spot_trace *t)
+{
+    sw_free(t->alive);
+    memset(t, 0, sizeof(*t));
+}
+
+double sw_spot_trace_next_preemption(const struct sw_spot_trace *tr, double offset, double t)
+{
+    if (tr->n < 2)
+        return INFINITY;
+    double period = tr->gap_s * (double)tr->n;
+    double pos = fmod(offset + t, period);
+    size_t start = (size_t)(pos / tr->gap_s) + 1;
+    /* Walk at most one full loop from the tick after `pos`. */
+    for (size_t k = 0; k < tr->n; k++) {
+        size_t i = (start + k) % tr->n;
+        size_t prev = (i + tr->n - 1) % tr->n;
+        if (i != 0 && tr->alive[i] < tr->alive[prev]) {
+            double tick = (double)(start + k) * tr->gap_s; /* unwrapped */
+            return t + (tick - pos);
+        }
+    }
+    return INFINITY;
+}

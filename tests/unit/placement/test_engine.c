@@ -1,0 +1,476 @@
+/* Tests for placement/engine.c: decisions, constraints and policies. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "common/alloc.h"
+#include "lab.h"
+#include "placement/quota.h"
+
+#define assert_cents(dollars, expected_cents) assert_int_equal(sw_cents(dollars), (expected_cents))
+
+/* One engine for the whole group, so that explained options outlive decide(). */
+static struct sw_engine *engine;
+
+static int setup(void **state)
+{
+    (void)state;
+    return sw_engine_new(&engine);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sw_engine_free(engine);
+    return 0;
+}
+
+static int decide(struct lab *l, enum sw_policy_kind kind, unsigned flags, struct sw_decision *out)
+{
+    struct sw_policy pol;
+    sw_policy_default(kind, &pol);
+    struct sw_error err = {0};
+    return sw_engine_decide(engine, &l->snap, &pol, flags, out, &err);
+}
+
+/* One 8-GPU training Job for 2 hours while onprem is full for 4 more:
+ * spot wins on expected cost plus delay, and every figure is to the cent. */
+static void test_cost_aware_bursts_to_spot(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "train-1", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.snap.n_pending = 1;
+    struct sw_engine *e;
+    assert_int_equal(sw_engine_new(&e), 0);
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_decision d;
+    assert_int_equal(sw_engine_decide(e, &l.snap, &pol, SW_DECIDE_EXPLAIN, &d, NULL), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    assert_int_equal(d.why, SW_WHY_LOWEST_SCORE);
+    assert_int_equal(d.pool, 1);
+    assert_int_equal(d.n_options, 3);
+    /* Staying: 4 h wait, 8 x $1.00 x 2 h, delay 4 h valued at $16/GPU-h. */
+    const struct sw_option *stay = &d.options[0];
+    assert_true(stay->stay);
+    assert_int_equal(stay->excluded, SW_EX_NONE);
+    assert_int_equal((int)stay->wait_s, 4 * 3600);
+    assert_cents(stay->cost.total, 1600);
+    assert_cents(stay->score, 52800);
+    /* Spot: 8 x $1.5625 x (2 h + 5 min + 0.2 x (5 + 15 min)) = $26.88. */
+    const struct sw_option *spot = &d.options[1];
+    assert_cents(spot->cost.run_cost, 2500);
+    assert_cents(spot->cost.provision_cost, 104);
+    assert_cents(spot->cost.interruption_cost, 83);
+    assert_cents(spot->cost.total, 2688);
+    assert_int_equal((int)spot->completion, 1000 + 300 + 7200 + 240);
+    assert_cents(spot->score, 4608);
+    /* On-demand: 8 x $4.10 x (2 h + 5 min) = $68.33. */
+    const struct sw_option *od = &d.options[2];
+    assert_cents(od->cost.total, 6833);
+    assert_int_equal((int)od->completion, 8500);
+    assert_cents(d.chosen.cost.total, 2688);
+    sw_engine_free(e);
+}
+
+static void test_production_never_on_spot(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "serve", "ml", SW_PRIO_PRODUCTION, 1, 8, 7200);
+    l.snap.n_pending = 1;
+    for (int k = 0; k < SW_POLICY__COUNT; k++) {
+        struct sw_decision d;
+        assert_int_equal(decide(&l, (enum sw_policy_kind)k, SW_DECIDE_EXPLAIN, &d), 0);
+        assert_int_equal(d.options[1].excluded, SW_EX_PRODUCTION_SPOT);
+        assert_true(d.pool != 1);
+    }
+    struct sw_decision d;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.pool, 2);
+    /* Even when spot is free and far cheaper. */
+    l.pools[1].price_gpu_h = 0.01;
+    assert_int_equal(decide(&l, SW_POLICY_SPOT_ONLY, 0, &d), 0);
+    assert_int_equal(d.pool, 2);
+}
+
+static void test_policies(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "train-1", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    assert_int_equal(decide(&l, SW_POLICY_LOCAL_ONLY, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_int_equal(d.options[1].excluded, SW_EX_POLICY);
+    assert_int_equal((int)d.chosen.wait_s, 14400);
+    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, 0, &d), 0);
+    assert_int_equal(d.pool, 2);
+    assert_int_equal(decide(&l, SW_POLICY_SPOT_ONLY, 0, &d), 0);
+    assert_int_equal(d.pool, 1);
+    assert_int_equal(decide(&l, SW_POLICY_GREEDY, 0, &d), 0);
+    assert_int_equal(d.pool, 1);
+    /* const-wait: submitted at 0, waits until 3600, then on-demand. */
+    assert_int_equal(decide(&l, SW_POLICY_CONST_WAIT, 0, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_int_equal(d.why, SW_WHY_WITHIN_WAIT);
+    assert_int_equal((int)d.recheck_at, 3600);
+    l.snap.now = 3600;
+    assert_int_equal(decide(&l, SW_POLICY_CONST_WAIT, 0, &d), 0);
+    assert_int_equal(d.pool, 2);
+    assert_int_equal(d.why, SW_WHY_WAIT_EXHAUSTED);
+    /* starburst: 0.25 x 2 h x 8 GPUs = 4 h of budget. */
+    assert_int_equal(decide(&l, SW_POLICY_STARBURST, 0, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_int_equal((int)d.recheck_at, 14400);
+    /* When it fits now, every policy but cloud-first stays. */
+    l.pools[0].free_gpus = 8;
+    l.queues[0].n_running = 0;
+    for (int k = 0; k < SW_POLICY__COUNT; k++) {
+        assert_int_equal(decide(&l, (enum sw_policy_kind)k, 0, &d), 0);
+        assert_int_equal(d.verdict, SW_VERDICT_STAY);
+        assert_int_equal((int)d.chosen.wait_s, 0);
+    }
+    l.pending[0].burst = SW_BURST_CLOUD_FIRST;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.pool, 1);
+    assert_int_equal(d.why, SW_WHY_CLOUD_FIRST);
+}
+
+/* Greedy picks the cheapest listed price and pays the egress; cost-aware does not. */
+static void test_greedy_ignores_egress(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_pool(&l.pools[3], "cheap-far", "far", "ap-south-1", SW_CAP_SPOT, 80, 0, 0, 64, 300, 1.20,
+             0.1);
+    l.snap.n_pools = 4;
+    strcpy(l.links[2].from, "onprem");
+    strcpy(l.links[2].to, "ap-south-1");
+    l.links[2].price_per_gb = 0.12;
+    l.links[2].bandwidth_gbps = 1;
+    l.snap.n_links = 3;
+    lab_workload(&l.pending[0], "train-1", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.pending[0].n_inputs = 1;
+    l.pending[0].inputs[0].size_gb = 1000;
+    l.pending[0].inputs[0].n_regions = 1;
+    strcpy(l.pending[0].inputs[0].regions[0], "onprem");
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    assert_int_equal(decide(&l, SW_POLICY_GREEDY, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.pool, 3);
+    assert_cents(d.chosen.cost.egress_cost, 12000);
+    assert_int_equal((int)d.chosen.transfer_s, 8000);
+    assert_cents(d.chosen.cost.total, 12000 + 2064);
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.pool, 1);
+    assert_cents(d.chosen.cost.egress_cost, 2000);
+    assert_cents(d.chosen.cost.total, 2688 + 2000);
+    assert_int_equal((int)d.chosen.transfer_s, 800);
+    /* An input held only where no link leads cannot move. */
+    strcpy(l.pending[0].inputs[0].regions[0], "mars");
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.options[1].excluded, SW_EX_NO_ROUTE);
+    assert_int_equal(d.verdict, SW_VERDICT_REJECT);
+    assert_int_equal(d.main_exclusion, SW_EX_NO_ROUTE);
+}
+
+static void test_quota_and_borrowing(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    l.quotas[0] = (struct sw_quota){"ml", "cloud-spot", "", 8, 0, 0};
+    l.quotas[1] = (struct sw_quota){"ml", "cloud-ondemand", "burst", 8, 8, 0};
+    l.quotas[2] = (struct sw_quota){"cv", "cloud-ondemand", "burst", 8, 0, 0};
+    l.quotas[3] = (struct sw_quota){"ml", "onprem", "", 8, 0, 0};
+    l.snap.n_quotas = 4;
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "train-%d", i);
+        lab_workload(&l.pending[i], name, "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+        l.pending[i].submit_time = i;
+    }
+    l.snap.n_pending = 4;
+    struct sw_decision d[4];
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    assert_int_equal(d[0].pool, 1);
+    /* Spot's nominal quota is used up; on-demand is within nominal. */
+    assert_int_equal(d[1].options[1].excluded, SW_EX_QUOTA);
+    assert_int_equal(d[1].options[1].detail, SW_QUOTA_NOMINAL);
+    assert_int_equal(d[1].pool, 2);
+    assert_int_equal(d[1].chosen.borrowed, 0);
+    /* The third borrows cv's 8 unused on-demand GPUs. */
+    assert_int_equal(d[2].pool, 2);
+    assert_int_equal(d[2].chosen.borrowed, 8);
+    /* The fourth finds the borrowing limit reached: it waits on-prem. */
+    assert_int_equal(d[3].options[2].excluded, SW_EX_QUOTA);
+    assert_int_equal(d[3].options[2].detail, SW_QUOTA_BORROW_LIMIT);
+    assert_int_equal(d[3].verdict, SW_VERDICT_STAY);
+    /* A team with quotas has none on a flavour it was not given. */
+    l.snap.n_quotas = 1;
+    l.snap.n_pending = 2;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    assert_int_equal(d[1].options[2].excluded, SW_EX_QUOTA);
+    assert_int_equal(d[1].options[0].excluded, SW_EX_QUOTA);
+    assert_int_equal(d[1].verdict, SW_VERDICT_REJECT);
+    assert_int_equal(d[1].main_exclusion, SW_EX_QUOTA);
+}
+
+static void test_budget_cap(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    l.budgets[0] = (struct sw_budget){"ml", 60.0, 10.0};
+    l.snap.n_budgets = 1;
+    lab_workload(&l.pending[0], "a", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    lab_workload(&l.pending[1], "b", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.pending[1].submit_time = 1;
+    l.snap.n_pending = 2;
+    struct sw_decision d[2];
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    /* $50 left: a takes $26.88 of it, b cannot afford spot nor on-demand. */
+    assert_int_equal(d[0].pool, 1);
+    assert_int_equal(d[1].options[1].excluded, SW_EX_BUDGET);
+    assert_int_equal(d[1].options[2].excluded, SW_EX_BUDGET);
+    assert_int_equal(d[1].verdict, SW_VERDICT_STAY);
+}
+
+/* A later Job cannot take what an earlier, higher-priority one was given. */
+static void test_priority_order(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    l.pools[1].max_gpus = 0;
+    l.pools[2].max_gpus = 8;
+    lab_workload(&l.pending[0], "dev", "ml", SW_PRIO_DEVELOPMENT, 1, 8, 7200);
+    lab_workload(&l.pending[1], "train", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.pending[1].submit_time = 500;
+    l.snap.n_pending = 2;
+    struct sw_decision d[2];
+    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, SW_DECIDE_EXPLAIN, d), 0);
+    assert_int_equal(d[1].rank, 0);
+    assert_int_equal(d[1].pool, 2);
+    assert_int_equal(d[0].rank, 1);
+    assert_int_equal(d[0].options[2].excluded, SW_EX_CAPACITY);
+    assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
+    assert_int_equal(d[0].why, SW_WHY_NO_CLOUD);
+    /* Staying Jobs queue behind each other: two 8-GPU Jobs on 8 GPUs. */
+    l.pending[0].prio = SW_PRIO_TRAINING;
+    assert_int_equal(decide(&l, SW_POLICY_LOCAL_ONLY, 0, d), 0);
+    assert_int_equal((int)d[0].chosen.wait_s, 14400);
+    assert_int_equal((int)d[1].chosen.wait_s, 14400 + 7200);
+}
+
+static void test_gpu_attributes(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 2, 4, 3600);
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    strcpy(l.pending[0].products[0], "H100");
+    l.pending[0].n_products = 1;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_REJECT);
+    assert_int_equal(d.main_exclusion, SW_EX_PRODUCT);
+    strcpy(l.pools[2].product, "H100");
+    strcpy(l.pending[0].products[1], "V100");
+    l.pending[0].n_products = 2;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.pool, 2);
+    assert_int_equal(d.options[1].excluded, SW_EX_PRODUCT);
+    l.pending[0].n_products = 0;
+    l.pending[0].min_gpu_mem_gb = 60;
+    assert_int_equal(decide(&l, SW_POLICY_LOCAL_ONLY, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.options[0].excluded, SW_EX_GPU_MEMORY);
+    assert_int_equal(d.verdict, SW_VERDICT_REJECT);
+    l.pending[0].min_gpu_mem_gb = 0;
+    l.pending[0].interconnect = SW_IC_INFINIBAND;
+    l.pools[2].interconnect = SW_IC_NVLINK | SW_IC_INFINIBAND;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.options[0].excluded, SW_EX_INTERCONNECT);
+    assert_int_equal(d.options[1].excluded, SW_EX_INTERCONNECT);
+    assert_int_equal(d.pool, 2);
+    /* A price cap below on-demand leaves only what is cheap enough. */
+    l.pending[0].interconnect = 0;
+    l.pending[0].max_price = 2.0;
+    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.options[2].excluded, SW_EX_MAX_PRICE);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+}
+
+static void test_deadline_and_burst_never(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.pending[0].deadline = 1000 + 300 + 7200 + 200;
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_false(d.options[0].deadline_ok);
+    assert_false(d.options[1].deadline_ok);
+    assert_true(d.options[2].deadline_ok);
+    assert_int_equal(d.pool, 2);
+    /* No option can make it: the earliest completion, flagged. */
+    l.pending[0].deadline = 2000;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_BEST);
+    assert_int_equal(d.pool, 2);
+    l.pending[0].deadline = 0;
+    l.pending[0].burst = SW_BURST_NEVER;
+    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_int_equal(d.why, SW_WHY_BURST_NEVER);
+    assert_int_equal(d.options[2].excluded, SW_EX_BURST_NEVER);
+}
+
+static void test_learned_runtime(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 1, 0);
+    strcpy(l.pending[0].label, "resnet");
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_REJECT);
+    assert_int_equal(d.why, SW_WHY_NO_RUNTIME);
+    l.history[0] = (struct sw_finished_run){"ml", "resnet", 3600};
+    l.history[1] = (struct sw_finished_run){"ml", "bert", 99999};
+    l.history[2] = (struct sw_finished_run){"ml", "resnet", 10800};
+    l.history[3] = (struct sw_finished_run){"ml", "resnet", 7200};
+    l.snap.n_history = 4;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_true(d.runtime_learned);
+    assert_int_equal((int)d.runtime_s, 7200);
+    /* No run with its label: the team's median (3600, 7200, 10800, 99999). */
+    strcpy(l.pending[0].label, "gpt");
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal((int)d.runtime_s, 9000);
+}
+
+static void test_bad_input_through_engine(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, -1, 60);
+    l.snap.n_pending = 1;
+    struct sw_engine *e;
+    assert_int_equal(sw_engine_new(&e), 0);
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_decision d;
+    struct sw_error err = {0};
+    assert_int_equal(sw_engine_decide(e, &l.snap, &pol, 0, &d, &err), SW_EINVAL);
+    assert_string_equal(
+        err.msg, "workload \"w\": field \"gpus_per_pod\": expected a positive integer, got -1");
+    l.pending[0].gpus_per_pod = 1;
+    l.pools[0].price_gpu_h = NAN;
+    assert_int_equal(sw_engine_decide(e, &l.snap, &pol, 0, &d, &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "pool \"onprem\": field \"price_per_gpu_hour\""));
+    assert_int_equal(sw_policy_parse("cheapest", &pol, &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "unknown policy \"cheapest\""));
+    assert_int_equal(sw_policy_parse("starburst:x", &pol, &err), SW_EINVAL);
+    assert_int_equal(sw_policy_parse("greedy:1", &pol, &err), SW_EINVAL);
+    assert_int_equal(sw_policy_parse("const-wait:600", &pol, &err), 0);
+    assert_int_equal(pol.kind, SW_POLICY_CONST_WAIT);
+    assert_int_equal((int)pol.wait_s, 600);
+    sw_engine_free(e);
+}
+
+/* A warm engine decides without allocating: the benchmark's claim. */
+static void test_warm_engine_does_not_allocate(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    for (int i = 0; i < 8; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "w%d", i);
+        lab_workload(&l.pending[i], name, "ml", (enum sw_priority_class)(i % 4), 1, 1 + i % 4,
+                     600.0 * (i + 1));
+    }
+    l.snap.n_pending = 8;
+    struct sw_engine *e;
+    assert_int_equal(sw_engine_new(&e), 0);
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_decision d[8];
+    assert_int_equal(sw_engine_decide(e, &l.snap, &pol, 0, d, NULL), 0);
+    uint64_t before = sw_alloc_count();
+    assert_int_equal(sw_engine_decide(e, &l.snap, &pol, 0, d, NULL), 0);
+    assert_int_equal(sw_alloc_count() - before, 0);
+    sw_engine_free(e);
+}
+
+static void test_survives_allocation_failures(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.snap.n_pending = 1;
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    for (uint64_t n = 1; n < 200; n++) {
+        struct sw_engine *e;
+        assert_int_equal(sw_engine_new(&e), 0);
+        struct sw_decision d;
+        struct sw_error err = {0};
+        sw_alloc_fail_at(sw_alloc_count() + n);
+        int rc = sw_engine_decide(e, &l.snap, &pol, SW_DECIDE_EXPLAIN, &d, &err);
+        int injected = sw_alloc_injected();
+        sw_alloc_reset();
+        if (!injected) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(d.pool, 1);
+            sw_engine_free(e);
+            return;
+        }
+        assert_int_equal(rc, SW_ENOMEM);
+        assert_non_null(strstr(err.msg, "out of memory"));
+        /* The engine stays usable after a failure. */
+        assert_int_equal(sw_engine_decide(e, &l.snap, &pol, 0, &d, NULL), 0);
+        assert_int_equal(d.pool, 1);
+        sw_engine_free(e);
+    }
+    fail_msg("decide never completed within 200 allocations");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cost_aware_bursts_to_spot),
+        cmocka_unit_test(test_production_never_on_spot),
+        cmocka_unit_test(test_policies),
+        cmocka_unit_test(test_greedy_ignores_egress),
+        cmocka_unit_test(test_quota_and_borrowing),
+        cmocka_unit_test(test_budget_cap),
+        cmocka_unit_test(test_priority_order),
+        cmocka_unit_test(test_gpu_attributes),
+        cmocka_unit_test(test_deadline_and_burst_never),
+        cmocka_unit_test(test_learned_runtime),
+        cmocka_unit_test(test_bad_input_through_engine),
+        cmocka_unit_test(test_warm_engine_does_not_allocate),
+        cmocka_unit_test(test_survives_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
