@@ -2,7 +2,7 @@
  * bench_list.c - listing and decoding Jobs, against kubectl, and the memory
  * per cached object, on the same lab API server in one run.
  *
- *   bench_list [--cluster NAME] [--jobs N] [--runs R]
+ *   bench_list [--cluster NAME] [--jobs N] [--runs R] [--cleanup]
  *
  * It makes sure N suspended Jobs exist in namespace "spillway-bench" (they
  * create no pods), then R times: lists every Job in all namespaces with
@@ -147,6 +147,61 @@ static void ensure_jobs(struct sw_kube_client *c, int want)
             (double)(sw_mono_ms(sw_clock_system()) - t0) / 1000.0);
 }
 
+/* Pods for the per-object figure: GPU requests like the Pods the cache
+ * keeps, but no toleration of the GPU taint, so they stay Pending and use
+ * no capacity; deleted again after the measurement. */
+struct podmaker {
+    struct sw_kube_client *c;
+    int next, end, inflight;
+    int del;
+};
+
+static void pod_step(struct podmaker *pm);
+
+static void on_pod(struct sw_kube_result *res, void *ctx)
+{
+    (void)res;
+    struct podmaker *pm = ctx;
+    pm->inflight--;
+    pod_step(pm);
+}
+
+static void pod_step(struct podmaker *pm)
+{
+    while (pm->inflight < 64 && pm->next < pm->end) {
+        char name[32];
+        snprintf(name, sizeof(name), "bench-pod-%04d", pm->next);
+        int rc;
+        if (pm->del) {
+            struct sw_kube_delete_opts d = {.grace_period_s = 0};
+            rc = sw_kube_delete(pm->c, SW_KIND_POD, NS, name, &d, on_pod, pm);
+        } else {
+            char body[1024];
+            snprintf(body, sizeof(body),
+                     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                     "\"labels\":{\"app\":\"bench\",\"job-name\":\"bench\"}},\"spec\":{"
+                     "\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"train\","
+                     "\"image\":\"registry.example/train:1\",\"resources\":{\"limits\":{"
+                     "\"nvidia.com/gpu\":\"1\"}}}]}}",
+                     name);
+            cJSON *o = cJSON_Parse(body);
+            rc = sw_kube_create(pm->c, SW_KIND_POD, NS, o, on_pod, pm);
+            cJSON_Delete(o);
+        }
+        if (rc == 0)
+            pm->inflight++;
+        pm->next++;
+    }
+}
+
+static void pods(struct sw_kube_client *c, int n, int del)
+{
+    struct podmaker pm = {c, 0, n, 0, del};
+    pod_step(&pm);
+    while (pm.inflight > 0 || pm.next < pm.end)
+        uv_run(&loop, UV_RUN_ONCE);
+}
+
 static double list_ours(struct sw_kube_client *c, int *items, size_t *bytes_out)
 {
     struct wait w = {0};
@@ -165,10 +220,14 @@ static double list_ours(struct sw_kube_client *c, int *items, size_t *bytes_out)
     return (double)(t1 - t0) / 1000.0;
 }
 
-static double run_kubectl(const char *kubectl, const char *kubeconfig, long *maxrss_kb)
+static double run_kubectl(const char *kubectl, const char *kubeconfig, int raw, long *maxrss_kb)
 {
-    char *argv[] = {(char *)kubectl, "--kubeconfig", (char *)kubeconfig, "get", "jobs", "-A",
+    char *full[] = {(char *)kubectl, "--kubeconfig", (char *)kubeconfig, "get", "jobs", "-A",
                     "-o", "json", NULL};
+    /* The transport alone: one unpaged GET, bytes to /dev/null, no decoding. */
+    char *bare[] = {(char *)kubectl, "--kubeconfig", (char *)kubeconfig, "get", "--raw",
+                    "/apis/batch/v1/jobs", NULL};
+    char **argv = raw ? bare : full;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -220,7 +279,7 @@ static double per_object(struct sw_kube_client *c, enum sw_kube_kind k, const ch
 int main(int argc, char **argv)
 {
     const char *cluster = "cloud-ondemand";
-    int jobs = 10000, runs = 3;
+    int jobs = 10000, runs = 3, cleanup = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc)
             cluster = argv[++i];
@@ -228,8 +287,11 @@ int main(int argc, char **argv)
             jobs = atoi(argv[++i]);
         else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
             runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--cleanup") == 0)
+            cleanup = 1;
         else {
-            fprintf(stderr, "usage: bench_list [--cluster NAME] [--jobs N] [--runs R]\n");
+            fprintf(stderr,
+                    "usage: bench_list [--cluster NAME] [--jobs N] [--runs R] [--cleanup]\n");
             return 2;
         }
     }
@@ -247,7 +309,7 @@ int main(int argc, char **argv)
     struct sw_kube_client *c = client(kc, cluster, 2000);
     ensure_jobs(c, jobs);
 
-    double best_ours = 1e9, best_kubectl = 1e9;
+    double best_ours = 1e9, best_kubectl = 1e9, best_raw = 1e9;
     int items = 0;
     long rss = 0;
     for (int r = 0; r < runs; r++) {
@@ -256,16 +318,22 @@ int main(int argc, char **argv)
         if (t < best_ours)
             best_ours = t;
         long kb;
-        double k = run_kubectl(kubectl, kc, &kb);
+        double k = run_kubectl(kubectl, kc, 0, &kb);
         if (k < best_kubectl)
             best_kubectl = k;
+        long kb2;
+        double kr = run_kubectl(kubectl, kc, 1, &kb2);
+        if (kr < best_raw)
+            best_raw = kr;
         if (kb > rss)
             rss = kb;
     }
     size_t njobs, nnodes, npods;
     double job_bytes = per_object(c, SW_KIND_JOB, NS, &njobs);
     double node_bytes = per_object(c, SW_KIND_NODE, NULL, &nnodes);
-    double pod_bytes = per_object(c, SW_KIND_POD, NULL, &npods);
+    pods(c, 500, 0);
+    double pod_bytes = per_object(c, SW_KIND_POD, NS, &npods);
+    pods(c, 500, 1);
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);
     printf("cluster %s, %d Jobs in all namespaces, best of %d runs\n", cluster, items, runs);
@@ -273,11 +341,21 @@ int main(int argc, char **argv)
            items / best_ours);
     printf("  kubectl get jobs -A -o json:               %7.3f s  (%.0f Jobs/s, max RSS %ld MiB)\n",
            best_kubectl, items / best_kubectl, rss / 1024);
+    printf("  kubectl get --raw (transport only, no decode): %5.3f s\n", best_raw);
     printf("  this process max RSS: %ld MiB\n", self.ru_maxrss / 1024);
     printf("memory per cached object (heap, managedFields stripped):\n");
     printf("  Job:  %7.0f bytes  (%zu cached)\n", job_bytes, njobs);
     printf("  Node: %7.0f bytes  (%zu cached)\n", node_bytes, nnodes);
     printf("  Pod:  %7.0f bytes  (%zu cached)\n", pod_bytes, npods);
+    if (cleanup) {
+        /* The namespace goes, and its Jobs with it (asynchronously). */
+        struct wait w = {0};
+        struct sw_kube_delete_opts d = {.propagation = "Background", .grace_period_s = -1};
+        sw_kube_delete(c, SW_KIND_NAMESPACE, NULL, NS, &d, on_result, &w);
+        sw_kube_run_until(&loop, &w.done);
+        cJSON_Delete(w.body);
+        printf("namespace %s deleted\n", NS);
+    }
     sw_kube_client_free(c);
     sw_http_free(http);
     uv_run(&loop, UV_RUN_DEFAULT);
