@@ -16,6 +16,8 @@ cleanup() {
     for n in "${names[@]}" "e2e-lim-$suffix"; do "$spillctl" cluster remove "$n" >/dev/null 2>&1 || true; done
     kc onprem delete clusterrolebinding "e2e-lim-$suffix" >/dev/null 2>&1 || true
     kc onprem delete clusterrole "e2e-lim-$suffix" >/dev/null 2>&1 || true
+    kc onprem delete clusterrolebinding "e2e-member-$suffix" >/dev/null 2>&1 || true
+    kc onprem delete clusterrole "e2e-member-$suffix" >/dev/null 2>&1 || true
     [ -n "${ns:-}" ] && kc onprem delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
     kc cloud-ondemand uncordon "${cordoned:-none}" >/dev/null 2>&1 || true
     rm -rf "$tmp"
@@ -70,7 +72,14 @@ echo "$out" | grep -q -- "- list jobs.batch" && fail "a granted permission is st
 echo "$out" | grep -q -- "- watch pods$" || fail "pods not named: $out"
 n=$(echo "$out" | grep -c -- '^  - ')
 [ "$n" = 12 ] || fail "expected 12 missing permissions (20 less 8 granted), got $n: $out"
-pass "cluster add names every missing permission ($n with jobs granted)"
+# With the ClusterRole spillway ships, nothing is missing.
+sed "s/name: spillway-member/name: e2e-member-$suffix/" "$SW_SOURCE_DIR/deploy/rbac/member-clusterrole.yaml" | kc onprem apply -f - >/dev/null
+kc onprem create clusterrolebinding "e2e-member-$suffix" --clusterrole="e2e-member-$suffix" --user=spillway-limited >/dev/null
+sleep 1
+"$spillctl" cluster add "e2e-lim-$suffix" --kubeconfig "$tmp/lim.kubeconfig" --role onprem --region onprem >"$tmp/out" 2>&1 ||
+    fail "add with deploy/rbac/member-clusterrole.yaml granted: $(cat "$tmp/out")"
+"$spillctl" cluster remove "e2e-lim-$suffix" >/dev/null
+pass "cluster add names every missing permission ($n with jobs granted) and passes with deploy/rbac/member-clusterrole.yaml"
 
 # ---- add with each auth kind -------------------------------------------------
 cat >"$tmp/spot.yaml" <<YAML
