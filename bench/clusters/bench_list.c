@@ -222,11 +222,23 @@ static double list_ours(struct sw_kube_client *c, int *items, size_t *bytes_out)
 
 static double run_kubectl(const char *kubectl, const char *kubeconfig, int raw, long *maxrss_kb)
 {
-    char *full[] = {(char *)kubectl, "--kubeconfig", (char *)kubeconfig, "get", "jobs", "-A",
-                    "-o", "json", NULL};
+    char *full[] = {(char *)kubectl,
+                    "--kubeconfig",
+                    (char *)kubeconfig,
+                    "get",
+                    "jobs",
+                    "-A",
+                    "-o",
+                    "json",
+                    NULL};
     /* The transport alone: one unpaged GET, bytes to /dev/null, no decoding. */
-    char *bare[] = {(char *)kubectl, "--kubeconfig", (char *)kubeconfig, "get", "--raw",
-                    "/apis/batch/v1/jobs", NULL};
+    char *bare[] = {(char *)kubectl,
+                    "--kubeconfig",
+                    (char *)kubeconfig,
+                    "get",
+                    "--raw",
+                    "/apis/batch/v1/jobs",
+                    NULL};
     char **argv = raw ? bare : full;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
