@@ -391,6 +391,8 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
     struct sw_kube_op *op = ctx;
     struct sw_kube_client *c = op->c;
     op->call = NULL;
+    op->res.http_version = resp->http_version;
+    op->res.new_connects += resp->new_connects;
     if (op->canceled || resp->rc == SW_ECANCELED) {
         op_fail(op, SW_ECANCELED, "canceled");
         return;

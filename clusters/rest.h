@@ -67,6 +67,10 @@ struct sw_kube_result {
     const char *reason;
     /** On failure: "cluster NAME: METHOD PATH: ..." with the server's message. */
     struct sw_error err;
+    /** The HTTP version of the last response (CURL_HTTP_VERSION_2_0, ...), or 0. */
+    long http_version;
+    /** New connections opened for this request, summed over its attempts. */
+    long new_connects;
 };
 
 typedef void (*sw_kube_cb)(struct sw_kube_result *res, void *ctx);
