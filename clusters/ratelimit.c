@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "common/error.h"
+
 void sw_ratelimit_init(struct sw_ratelimit *rl, double qps, int burst, int64_t now_ms)
 {
     rl->qps = qps;
@@ -55,7 +57,9 @@ int sw_should_retry(const char *method, int rc, long status)
 {
     if (status == 429 || (status >= 500 && status <= 599 && status != 501))
         return 1;
-    if (rc < 0 && status == 0)
+    /* A certificate that does not verify (or a TLS setup the server
+     * refuses) will not on a retry; client-go does not retry those either. */
+    if (rc < 0 && status == 0 && rc != SW_ETLS)
         return method == NULL || strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     return 0;
 }

@@ -48,7 +48,9 @@ int64_t sw_backoff_ms(int attempt, int64_t base_ms, int64_t cap_ms, long retry_a
 /**
  * Whether a request should be retried: 429 and 5xx always (the API server
  * sends them before acting, or for idempotent failures), transport errors
- * (rc < 0, no status) only for methods without side effects (GET, HEAD).
+ * (rc < 0, no status) only for methods without side effects (GET, HEAD),
+ * and never TLS failures (SW_ETLS: a certificate that does not verify, a
+ * client certificate the server refuses), which a retry does not change.
  */
 int sw_should_retry(const char *method, int rc, long status);
 

@@ -58,6 +58,10 @@ static void test_should_retry(void **state)
     assert_true(sw_should_retry("GET", SW_ENET, 0));
     assert_false(sw_should_retry("POST", SW_ENET, 0));
     assert_false(sw_should_retry("GET", SW_ETOOBIG, 200));
+    assert_true(sw_should_retry("GET", SW_ETIMEDOUT, 0));
+    /* TLS failures (certificate verification, handshake) are not retried. */
+    assert_false(sw_should_retry("GET", SW_ETLS, 0));
+    assert_false(sw_should_retry(NULL, SW_ETLS, 0));
 }
 
 int main(void)
