@@ -327,8 +327,14 @@ static int configure(CURL *e, void *ctx)
         curl_easy_setopt(e, CURLOPT_USERNAME, t->username);
         curl_easy_setopt(e, CURLOPT_PASSWORD, t->password ? t->password : "");
     }
-    if (t->proxy_url != NULL)
+    if (t->proxy_url != NULL) {
         curl_easy_setopt(e, CURLOPT_PROXY, t->proxy_url);
+        /* The kubeconfig's proxy applies to its server whatever NO_PROXY
+         * says, as in client-go (http.ProxyURL); without proxy-url, curl
+         * reads HTTPS_PROXY and NO_PROXY as client-go's
+         * ProxyFromEnvironment does. */
+        curl_easy_setopt(e, CURLOPT_NOPROXY, "");
+    }
     if (c->connect_to != NULL)
         curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "spillway/0.1");
@@ -426,7 +432,13 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
     op->res.status = resp->status;
     op->res.reason = "";
     if (resp->rc != 0) {
-        op_fail(op, resp->rc, "%s", resp->error[0] ? resp->error : sw_strerror(resp->rc));
+        /* Transport failures name the server (and the TLS name it was
+         * checked against): curl's text names only the host it verified. */
+        const char *tsn = c->t->tls_server_name;
+        int has_tsn = tsn != NULL && tsn[0] != '\0';
+        op_fail(op, resp->rc, "server %s%s%s%s: %s", c->t->server,
+                has_tsn ? " (tls-server-name " : "", has_tsn ? tsn : "", has_tsn ? ")" : "",
+                resp->error[0] ? resp->error : sw_strerror(resp->rc));
         return;
     }
     op->res.raw = resp->body.data ? resp->body.data : "";
