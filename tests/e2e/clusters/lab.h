@@ -43,6 +43,35 @@ static inline void lab_close(struct lab *l)
     uv_loop_close(&l->loop);
 }
 
+/* A client named `name` for the kubeconfig at `path`; NULL with the error
+ * in err (when not NULL) or printed. */
+static inline struct sw_kube_client *
+lab_client_path(struct lab *l, const char *path, const char *name, double qps, struct sw_error *err)
+{
+    struct sw_kube_target *t = NULL;
+    struct sw_error e;
+    if (err == NULL)
+        err = &e;
+    if (sw_kubeconfig_load(path, NULL, &t, err) != 0) {
+        if (err == &e)
+            fprintf(stderr, "%s\n", err->msg);
+        return NULL;
+    }
+    struct sw_kube_opts o;
+    sw_kube_opts_default(&o);
+    o.name = name;
+    if (qps != 0)
+        o.qps = qps;
+    o.burst = qps > 0 ? (int)qps * 2 : o.burst;
+    struct sw_kube_client *c = NULL;
+    if (sw_kube_client_new(&l->loop, l->http, t, &o, &c, err) != 0) {
+        if (err == &e)
+            fprintf(stderr, "%s\n", err->msg);
+        return NULL;
+    }
+    return c;
+}
+
 /* A client for CLUSTER with kubeconfig variant VARIANT ("", "-cert", ...). */
 static inline struct sw_kube_client *lab_client(struct lab *l, const char *cluster,
                                                 const char *variant, double qps)
@@ -50,24 +79,7 @@ static inline struct sw_kube_client *lab_client(struct lab *l, const char *clust
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s%s.kubeconfig", lab_env("SW_LAB_KUBECONFIG_DIR"), cluster,
              variant);
-    struct sw_kube_target *t = NULL;
-    struct sw_error err;
-    if (sw_kubeconfig_load(path, NULL, &t, &err) != 0) {
-        fprintf(stderr, "%s\n", err.msg);
-        return NULL;
-    }
-    struct sw_kube_opts o;
-    sw_kube_opts_default(&o);
-    o.name = cluster;
-    if (qps != 0)
-        o.qps = qps;
-    o.burst = qps > 0 ? (int)qps * 2 : o.burst;
-    struct sw_kube_client *c = NULL;
-    if (sw_kube_client_new(&l->loop, l->http, t, &o, &c, &err) != 0) {
-        fprintf(stderr, "%s\n", err.msg);
-        return NULL;
-    }
-    return c;
+    return lab_client_path(l, path, cluster, qps, NULL);
 }
 
 struct lab_wait {
@@ -76,6 +88,8 @@ struct lab_wait {
     long status;
     char msg[SW_ERROR_MSG_MAX];
     cJSON *body;
+    long http_version; /* CURL_HTTP_VERSION_* of the response */
+    long new_connects; /* connections the request opened */
 };
 
 static inline void lab_on_result(struct sw_kube_result *res, void *ctx)
@@ -86,6 +100,8 @@ static inline void lab_on_result(struct sw_kube_result *res, void *ctx)
     w->status = res->status;
     snprintf(w->msg, sizeof(w->msg), "%s", res->err.msg);
     w->body = res->body;
+    w->http_version = res->http_version;
+    w->new_connects = res->new_connects;
     res->body = NULL;
 }
 
