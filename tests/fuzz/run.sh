@@ -9,9 +9,9 @@ secs="${1:-60}"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$src/build-fuzz"
 CC=clang cmake -S "$src" -B "$build" -G Ninja -DSW_FUZZ=ON -DSW_WERROR=ON >/dev/null
-cmake --build "$build" -j2 --target fuzz_kubeconfig fuzz_watch
+cmake --build "$build" -j2 --target fuzz_kubeconfig fuzz_watch fuzz_spec fuzz_exec
 status=0
-for t in kubeconfig watch; do
+for t in kubeconfig watch spec exec; do
   run="$src/tests/fuzz/corpus-run/$t"
   mkdir -p "$run"
   cp -n "$src/tests/fuzz/corpus/$t/"* "$run/" 2>/dev/null || true
