@@ -33,7 +33,7 @@ asan: deps
 
 e2e: build
 	@tests/testbed/testbed up >/dev/null
-	@ctest --test-dir $(BUILD) -L e2e --output-on-failure
+	@eval "$$(tests/testbed/testbed env)" && ctest --test-dir $(BUILD) -L e2e --output-on-failure
 
 demo: deps
 	@scripts/demo.sh

@@ -181,6 +181,10 @@ static void finish_call(struct sw_http_call *c, CURLcode code)
     }
     if (code == CURLE_OK || r->status == 0)
         curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    if (curl_easy_getinfo(c->easy, CURLINFO_HTTP_VERSION, &r->http_version) != CURLE_OK)
+        r->http_version = 0;
+    if (curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &r->new_connects) != CURLE_OK)
+        r->new_connects = 0;
     parse_retry_after(r);
     c->done(c, r, c->ctx);
     curl_easy_cleanup(c->easy);
@@ -597,6 +601,8 @@ static void on_sync_done(struct sw_http_call *call, struct sw_http_response *res
     o->rc = resp->rc;
     o->status = resp->status;
     o->retry_after_s = resp->retry_after_s;
+    o->http_version = resp->http_version;
+    o->new_connects = resp->new_connects;
     memcpy(o->error, resp->error, sizeof(o->error));
     /* Take the buffers; the library frees the (now empty) originals. */
     o->body = resp->body;

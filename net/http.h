@@ -42,6 +42,13 @@ struct sw_http_response {
     char error[CURL_ERROR_SIZE];
     /** Seconds asked for by a Retry-After header, or -1. */
     long retry_after_s;
+    /**
+     * The HTTP version the response came in (CURLINFO_HTTP_VERSION):
+     * CURL_HTTP_VERSION_1_0, _1_1, _2_0 or _3; 0 when no response arrived.
+     */
+    long http_version;
+    /** New connections this call opened (CURLINFO_NUM_CONNECTS); 0 when it reused one. */
+    long new_connects;
 };
 
 /**

@@ -76,6 +76,7 @@ if ! tests/testbed/testbed status 2>/dev/null | grep -q '^onprem .*Ready'; then
 fi
 if tests/testbed/testbed up; then
     step "end-to-end tests on the lab"
+    eval "$(tests/testbed/testbed env)"
     run_ctest e2e "$BUILD" e2e
 else
     echo "test-all: the lab did not come up; see its logs" >&2

@@ -9,7 +9,6 @@
 #include "store/redis.h"
 
 #include <ctype.h>
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +198,106 @@ void sw_redis_url_redacted(const struct sw_redis_url *u, char *out, size_t outle
                  u->port, u->db);
 }
 
+/* ---- hiredis on libuv ----------------------------------------------------- */
+
+/*
+ * hiredis's own adapter (adapters/libuv.h) in the 0.14 series, which Debian
+ * 12 ships, returns from its poll callback when libuv reports an error, and
+ * a refused connect is reported that way: the connect callback then never
+ * runs and the client waits forever instead of trying again. hiredis 1.0
+ * fixed it by handing such an event on as the events being waited for, so
+ * that hiredis reads the socket error and reports it; this adapter does the
+ * same and works with either series.
+ */
+struct uv_events {
+    redisAsyncContext *ac; /* NULL once hiredis has cleaned up */
+    uv_poll_t poll;
+    int events;
+};
+
+static void ev_on_poll(uv_poll_t *h, int status, int events)
+{
+    struct uv_events *p = h->data;
+    int ev = status < 0 ? p->events : events;
+    /* Handling a read may free the context (cleanup sets p->ac to NULL);
+     * p itself lives until its poll handle is closed. */
+    if (p->ac != NULL && (ev & UV_READABLE))
+        redisAsyncHandleRead(p->ac);
+    if (p->ac != NULL && (ev & UV_WRITABLE))
+        redisAsyncHandleWrite(p->ac);
+}
+
+static void ev_update(struct uv_events *p)
+{
+    if (p->events != 0)
+        uv_poll_start(&p->poll, p->events, ev_on_poll);
+    else
+        uv_poll_stop(&p->poll);
+}
+
+static void ev_add_read(void *privdata)
+{
+    struct uv_events *p = privdata;
+    p->events |= UV_READABLE;
+    ev_update(p);
+}
+
+static void ev_del_read(void *privdata)
+{
+    struct uv_events *p = privdata;
+    p->events &= ~UV_READABLE;
+    ev_update(p);
+}
+
+static void ev_add_write(void *privdata)
+{
+    struct uv_events *p = privdata;
+    p->events |= UV_WRITABLE;
+    ev_update(p);
+}
+
+static void ev_del_write(void *privdata)
+{
+    struct uv_events *p = privdata;
+    p->events &= ~UV_WRITABLE;
+    ev_update(p);
+}
+
+static void ev_on_closed(uv_handle_t *h)
+{
+    sw_free(h->data);
+}
+
+static void ev_cleanup(void *privdata)
+{
+    struct uv_events *p = privdata;
+    p->ac = NULL;
+    uv_close((uv_handle_t *)&p->poll, ev_on_closed);
+}
+
+/* Attaches `ac` to `loop`; 0, or -1 with nothing attached. */
+static int ev_attach(redisAsyncContext *ac, uv_loop_t *loop)
+{
+    if (ac->ev.data != NULL)
+        return -1;
+    struct uv_events *p = sw_calloc(1, sizeof(*p));
+    if (p == NULL)
+        return -1;
+    if (uv_poll_init_socket(loop, &p->poll, ac->c.fd) != 0) {
+        sw_free(p);
+        return -1;
+    }
+    p->ac = ac;
+    p->poll.data = p;
+    ac->ev.addRead = ev_add_read;
+    ac->ev.delRead = ev_del_read;
+    ac->ev.addWrite = ev_add_write;
+    ac->ev.delWrite = ev_del_write;
+    ac->ev.cleanup = ev_cleanup;
+    ac->ev.data = p;
+    return 0;
+}
+
 /* ---- async client ------------------------------------------------------- */
 
 struct sw_redis {
@@ -337,7 +436,7 @@ static void start_connect(struct sw_redis *r)
         schedule_retry(r, why);
         return;
     }
-    if (redisLibuvAttach(ac, r->loop) != REDIS_OK) {
+    if (ev_attach(ac, r->loop) != 0) {
         redisAsyncFree(ac);
         schedule_retry(r, "cannot attach to the loop");
         return;

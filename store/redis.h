@@ -13,8 +13,11 @@
  * is never logged and never appears in an error message.
  *
  * The async client reconnects by itself after a lost connection, with a
- * capped exponential backoff; commands issued while it is disconnected fail
- * at once (the callback gets a NULL reply), so callers retry at their level.
+ * capped exponential backoff (100 ms doubling to 10 s), sending AUTH and
+ * SELECT again. Commands in flight when the connection is lost get a NULL
+ * reply; commands issued while it is disconnected are refused at once
+ * (SW_EUNAVAIL), or, while a connect attempt is under way, queue behind it
+ * and get a NULL reply if it fails; callers retry at their level.
  */
 #ifndef SW_STORE_REDIS_H
 #define SW_STORE_REDIS_H

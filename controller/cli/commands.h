@@ -19,6 +19,9 @@ struct sw_cli_command {
 /** Exit statuses shared by every subcommand. */
 enum { SW_EXIT_OK = 0, SW_EXIT_FAIL = 1, SW_EXIT_USAGE = 2 };
 
+/** `spillctl cluster add|list|show|remove`. */
+int sw_cli_cluster(int argc, char **argv);
+
 /** `spillctl version`. */
 int sw_cli_version(int argc, char **argv);
 

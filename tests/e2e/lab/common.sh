@@ -15,13 +15,14 @@ kc() { # kc CLUSTER ARGS...
     "$SW_LAB_KUBECTL" --kubeconfig "$SW_LAB_KUBECONFIG_DIR/$c-cert.kubeconfig" --request-timeout=20s "$@"
 }
 
-# A namespace of the test's own, removed when the test ends.
-test_namespace() { # test_namespace CLUSTER PREFIX
-    local ns="$2-$$-$RANDOM"
-    kc "$1" create namespace "$ns" >/dev/null
+# test_namespace CLUSTER PREFIX: creates a namespace of the test's own in
+# $NS, removed when the test ends. (Not called as $(...): the trap must be
+# set in the test's shell, not in a subshell.)
+test_namespace() {
+    NS="$2-$$-$RANDOM"
+    kc "$1" create namespace "$NS" >/dev/null
     # shellcheck disable=SC2064
-    trap "kc '$1' delete namespace '$ns' --wait=false >/dev/null 2>&1 || true" EXIT
-    echo "$ns"
+    trap "kc '$1' delete namespace '$NS' --wait=false >/dev/null 2>&1 || true" EXIT
 }
 
 # gpu_job NAME PARALLELISM GPUS_PER_POD DURATION: a Job manifest whose pods

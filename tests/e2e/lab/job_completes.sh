@@ -2,7 +2,8 @@
 # A 4-GPU Job on onprem is scheduled by the real scheduler onto a kwok GPU
 # node, runs, and completes.
 source "$(dirname "$0")/common.sh"
-ns=$(test_namespace onprem smoke-complete)
+test_namespace onprem smoke-complete
+ns=$NS
 gpu_job train-4gpu 1 4 3s | kc onprem apply -n "$ns" -f - >/dev/null
 kc onprem wait -n "$ns" --for=condition=Complete job/train-4gpu --timeout=120s >/dev/null ||
     fail "job train-4gpu did not complete: $(kc onprem get -n "$ns" job,pods -o wide 2>&1)"

@@ -3,7 +3,8 @@
 # GPUs): two pods run, the third stays Pending with PodScheduled=False,
 # reason Unschedulable, as the real scheduler reports it.
 source "$(dirname "$0")/common.sh"
-ns=$(test_namespace onprem smoke-unsched)
+test_namespace onprem smoke-unsched
+ns=$NS
 gpu_job too-big 3 4 300s | kc onprem apply -n "$ns" -f - >/dev/null
 pending=""
 for _ in $(seq 1 120); do

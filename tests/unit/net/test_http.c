@@ -173,6 +173,8 @@ struct result {
     char reason[32];
     size_t streamed;
     int stop_after;
+    long http_version;
+    long new_connects;
 };
 
 static void on_done(struct sw_http_call *call, struct sw_http_response *resp, void *ctx)
@@ -183,6 +185,8 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
     r->rc = resp->rc;
     r->status = resp->status;
     r->retry_after = resp->retry_after_s;
+    r->http_version = resp->http_version;
+    r->new_connects = resp->new_connects;
     r->body_len = resp->body.len;
     if (resp->body.data != NULL)
         snprintf(r->body, sizeof(r->body), "%.*s", (int)(resp->body.len < 63 ? resp->body.len : 63),
@@ -253,6 +257,10 @@ static void test_get_and_connection_reuse(void **state)
         assert_int_equal(r.rc, 0);
         assert_int_equal(r.status, 200);
         assert_string_equal(r.body, "hello world");
+        /* The fixture speaks HTTP/1.1 (no TLS, so no ALPN for h2). */
+        assert_int_equal(r.http_version, CURL_HTTP_VERSION_1_1);
+        /* Only the first call opens a connection; the rest reuse it. */
+        assert_int_equal(r.new_connects, i == 0 ? 1 : 0);
     }
     assert_int_equal(f->srv.requests, 5);
     /* Five sequential requests share one kept-alive connection. */
@@ -356,6 +364,8 @@ static void test_timeout_and_refused(void **state)
     run_until(f, &r2, 1);
     assert_int_equal(r2.rc, SW_ENET);
     assert_int_equal(r2.status, 0);
+    /* No response arrived, so there is no version. */
+    assert_int_equal(r2.http_version, 0);
 }
 
 static void test_blocking_helper(void **state)

@@ -1,0 +1,127 @@
+/*
+ * cache.c - three informers and capacity from them.
+ */
+#include "clusters/cache.h"
+
+#include <string.h>
+
+#include "common/alloc.h"
+
+struct sw_cluster_cache {
+    struct sw_informer *jobs, *pods, *nodes;
+    sw_cache_change_cb on_change;
+    void *ctx;
+};
+
+static void on_event(struct sw_informer *inf, enum sw_watch_type type, const char *key,
+                     const cJSON *old, const cJSON *obj, void *ctx)
+{
+    (void)type;
+    (void)old;
+    (void)obj;
+    struct sw_cluster_cache *cc = ctx;
+    enum sw_kube_kind k = inf == cc->jobs   ? SW_KIND_JOB
+                          : inf == cc->pods ? SW_KIND_POD
+                                            : SW_KIND_NODE;
+    if (cc->on_change)
+        cc->on_change(cc, k, key, cc->ctx);
+}
+
+static bool wants_gpus(const cJSON *pod, void *ctx)
+{
+    (void)ctx;
+    struct sw_pod_facts f;
+    return sw_pod_facts_from_json(pod, &f, NULL) == 0 && f.gpu_request > 0;
+}
+
+int sw_cluster_cache_start(struct sw_kube_client *c, sw_cache_change_cb on_change, void *ctx,
+                           struct sw_cluster_cache **out)
+{
+    struct sw_cluster_cache *cc = sw_calloc(1, sizeof(*cc));
+    if (cc == NULL)
+        return SW_ENOMEM;
+    cc->on_change = on_change;
+    cc->ctx = ctx;
+    struct sw_informer_opts o = {.handler = on_event, .ctx = cc};
+    o.kind = SW_KIND_JOB;
+    int rc = sw_informer_new(c, &o, &cc->jobs);
+    o.kind = SW_KIND_NODE;
+    if (rc == 0)
+        rc = sw_informer_new(c, &o, &cc->nodes);
+    o.kind = SW_KIND_POD;
+    o.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+    o.filter = wants_gpus;
+    if (rc == 0)
+        rc = sw_informer_new(c, &o, &cc->pods);
+    if (rc != 0) {
+        sw_cluster_cache_free(cc);
+        return rc;
+    }
+    sw_informer_start(cc->jobs);
+    sw_informer_start(cc->nodes);
+    sw_informer_start(cc->pods);
+    *out = cc;
+    return 0;
+}
+
+void sw_cluster_cache_free(struct sw_cluster_cache *cc)
+{
+    if (cc == NULL)
+        return;
+    sw_informer_free(cc->jobs);
+    sw_informer_free(cc->pods);
+    sw_informer_free(cc->nodes);
+    sw_free(cc);
+}
+
+bool sw_cluster_cache_synced(const struct sw_cluster_cache *cc)
+{
+    return sw_informer_synced(cc->jobs) && sw_informer_synced(cc->pods) &&
+           sw_informer_synced(cc->nodes);
+}
+
+struct sw_informer *sw_cluster_cache_informer(struct sw_cluster_cache *cc, enum sw_kube_kind k)
+{
+    return k == SW_KIND_JOB    ? cc->jobs
+           : k == SW_KIND_POD  ? cc->pods
+           : k == SW_KIND_NODE ? cc->nodes
+                               : NULL;
+}
+
+struct collect {
+    struct sw_node_facts *nodes;
+    struct sw_pod_facts *pods;
+    size_t n;
+};
+
+static void add_node(const char *key, const cJSON *obj, void *ctx)
+{
+    (void)key;
+    struct collect *c = ctx;
+    if (sw_node_facts_from_json(obj, &c->nodes[c->n], NULL) == 0)
+        c->n++;
+}
+
+static void add_pod(const char *key, const cJSON *obj, void *ctx)
+{
+    (void)key;
+    struct collect *c = ctx;
+    if (sw_pod_facts_from_json(obj, &c->pods[c->n], NULL) == 0)
+        c->n++;
+}
+
+int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_capacity *out)
+{
+    size_t nn = sw_informer_count(cc->nodes), np = sw_informer_count(cc->pods);
+    struct collect n = {sw_calloc(nn + 1, sizeof(struct sw_node_facts)), NULL, 0};
+    struct collect p = {NULL, sw_calloc(np + 1, sizeof(struct sw_pod_facts)), 0};
+    int rc = SW_ENOMEM;
+    if (n.nodes != NULL && p.pods != NULL) {
+        sw_informer_foreach(cc->nodes, add_node, &n);
+        sw_informer_foreach(cc->pods, add_pod, &p);
+        rc = sw_capacity_compute(n.nodes, n.n, p.pods, p.n, out);
+    }
+    sw_free(n.nodes);
+    sw_free(p.pods);
+    return rc;
+}

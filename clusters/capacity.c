@@ -1,0 +1,300 @@
+/*
+ * capacity.c - pools and their free GPUs.
+ *
+ * Nodes are grouped by their pool key; pods are then charged to the pool of
+ * the node they are bound to. Pools are few (tens) and nodes are at most
+ * thousands, so a sorted array and binary search are enough.
+ */
+#include "clusters/capacity.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/json.h"
+
+static const char *label(const cJSON *labels, const char *key, const char *dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, key);
+    return cJSON_IsString(v) && v->valuestring[0] != '\0' ? v->valuestring : dflt;
+}
+
+/* Parses an integer quantity of an extended resource ("4"). */
+static int quantity(const cJSON *v, const char *what, const char *field, int64_t *out,
+                    struct sw_error *err)
+{
+    if (cJSON_IsNumber(v)) {
+        if (v->valuedouble < 0 || v->valuedouble != (double)(int64_t)v->valuedouble)
+            return sw_error_set(err, SW_EPARSE, "%s: field \"%s\": expected a whole number", what,
+                                field);
+        *out = (int64_t)v->valuedouble;
+        return 0;
+    }
+    if (!cJSON_IsString(v))
+        return sw_error_set(err, SW_EPARSE, "%s: field \"%s\": expected a quantity, got %s", what,
+                            field, sw_json_type_name(v));
+    const char *s = v->valuestring;
+    char *end = NULL;
+    long long n = strtoll(s, &end, 10);
+    if (end == s || n < 0 || n > (1LL << 40))
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: field \"%s\": expected a whole number of GPUs, got \"%.40s\"",
+                            what, field, s);
+    if (*end == 'k' && end[1] == '\0')
+        n *= 1000;
+    else if (*end != '\0')
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: field \"%s\": expected a whole number of GPUs, got \"%.40s\"",
+                            what, field, s);
+    *out = n;
+    return 0;
+}
+
+int sw_node_facts_from_json(const cJSON *node, struct sw_node_facts *out, struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const char *name = NULL;
+    int rc = sw_json_string(node, "metadata.name", true, "Node", &name, err);
+    if (rc != 0)
+        return rc;
+    char what[300];
+    snprintf(what, sizeof(what), "Node %s", name);
+    out->name = name;
+    const cJSON *labels = sw_json_path(node, "metadata.labels");
+    out->labels = labels;
+    out->capacity_type = label(labels, "karpenter.sh/capacity-type", "owned");
+    out->gpu_product = label(labels, "nvidia.com/gpu.product", "none");
+    out->gpu_memory = label(labels, "nvidia.com/gpu.memory", "0");
+    out->region = label(labels, "topology.kubernetes.io/region", "");
+    out->zone = label(labels, "topology.kubernetes.io/zone", "");
+    const cJSON *alloc = sw_json_path(node, "status.allocatable");
+    const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(alloc, SW_GPU_RESOURCE);
+    if (gpu != NULL && (rc = quantity(gpu, what, "status.allocatable.nvidia.com/gpu",
+                                      &out->gpu_allocatable, err)) != 0)
+        return rc;
+    bool unsched = false;
+    if ((rc = sw_json_bool(node, "spec.unschedulable", false, what, &unsched, err)) != 0)
+        return rc;
+    out->unschedulable = unsched;
+    const cJSON *conds = sw_json_path(node, "status.conditions");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, conds)
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, "status");
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "Ready") == 0)
+            out->ready = cJSON_IsString(s) && strcmp(s->valuestring, "True") == 0;
+    }
+    return 0;
+}
+
+/* A container's GPU request: requests, else limits. */
+static int container_gpus(const cJSON *ctr, const char *what, int64_t *out, struct sw_error *err)
+{
+    *out = 0;
+    const cJSON *req = sw_json_path(ctr, "resources.requests");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, SW_GPU_RESOURCE);
+    const char *field = "resources.requests.nvidia.com/gpu";
+    if (v == NULL) {
+        v = cJSON_GetObjectItemCaseSensitive(sw_json_path(ctr, "resources.limits"),
+                                             SW_GPU_RESOURCE);
+        field = "resources.limits.nvidia.com/gpu";
+    }
+    return v ? quantity(v, what, field, out, err) : 0;
+}
+
+int sw_pod_facts_from_json(const cJSON *pod, struct sw_pod_facts *out, struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const char *name = NULL, *ns = "";
+    int rc = sw_json_string(pod, "metadata.name", true, "Pod", &name, err);
+    if (rc != 0)
+        return rc;
+    if ((rc = sw_json_string(pod, "metadata.namespace", false, "Pod", &ns, err)) != 0)
+        return rc;
+    char what[300];
+    snprintf(what, sizeof(what), "Pod %s/%s", ns, name);
+    out->name = name;
+    out->namespace = ns;
+    const char *node = NULL, *phase = "";
+    if ((rc = sw_json_string(pod, "spec.nodeName", false, what, &node, err)) != 0 ||
+        (rc = sw_json_string(pod, "status.phase", false, what, &phase, err)) != 0)
+        return rc;
+    out->node_name = node;
+    out->terminal = strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
+    out->node_selector = sw_json_path(pod, "spec.nodeSelector");
+    int64_t sum = 0, init_max = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, sw_json_path(pod, "spec.containers"))
+    {
+        int64_t g;
+        if ((rc = container_gpus(c, what, &g, err)) != 0)
+            return rc;
+        sum += g;
+    }
+    cJSON_ArrayForEach(c, sw_json_path(pod, "spec.initContainers"))
+    {
+        int64_t g;
+        if ((rc = container_gpus(c, what, &g, err)) != 0)
+            return rc;
+        /* A restartable init container (sidecar) keeps running with the
+         * others; its request adds up. Plain ones run alone, before. */
+        const cJSON *rp = cJSON_GetObjectItemCaseSensitive(c, "restartPolicy");
+        if (cJSON_IsString(rp) && strcmp(rp->valuestring, "Always") == 0)
+            sum += g;
+        else if (g > init_max)
+            init_max = g;
+    }
+    out->gpu_request = sum > init_max ? sum : init_max;
+    return 0;
+}
+
+static char *pool_key(const struct sw_node_facts *n)
+{
+    size_t len = strlen(n->capacity_type) + strlen(n->gpu_product) + strlen(n->gpu_memory) +
+                 strlen(n->region) + strlen(n->zone) + 5;
+    char *k = sw_malloc(len);
+    if (k != NULL)
+        snprintf(k, len, "%s/%s/%s/%s/%s", n->capacity_type, n->gpu_product, n->gpu_memory,
+                 n->region, n->zone);
+    return k;
+}
+
+static int cmp_pool(const void *a, const void *b)
+{
+    return strcmp(((const struct sw_pool *)a)->key, ((const struct sw_pool *)b)->key);
+}
+
+static struct sw_pool *find_pool(struct sw_capacity *c, const char *key)
+{
+    struct sw_pool probe = {.key = (char *)key};
+    return bsearch(&probe, c->pools, c->npools, sizeof(struct sw_pool), cmp_pool);
+}
+
+/* Node name -> pool index and inclusion, sorted by name for lookup. */
+struct node_slot {
+    const char *name;
+    struct sw_pool *pool;
+    bool included;
+};
+
+static int cmp_slot(const void *a, const void *b)
+{
+    return strcmp(((const struct node_slot *)a)->name, ((const struct node_slot *)b)->name);
+}
+
+static bool selector_matches(const cJSON *selector, const cJSON *labels)
+{
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, selector)
+    {
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(labels, kv->string);
+        if (!cJSON_IsString(kv) || !cJSON_IsString(l) || strcmp(kv->valuestring, l->valuestring))
+            return false;
+    }
+    return true;
+}
+
+void sw_capacity_free(struct sw_capacity *c)
+{
+    for (size_t i = 0; i < c->npools; i++) {
+        struct sw_pool *p = &c->pools[i];
+        sw_free(p->key);
+        sw_free(p->capacity_type);
+        sw_free(p->gpu_product);
+        sw_free(p->gpu_memory);
+        sw_free(p->region);
+        sw_free(p->zone);
+    }
+    sw_free(c->pools);
+    memset(c, 0, sizeof(*c));
+}
+
+int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
+                        const struct sw_pod_facts *pods, size_t npods, struct sw_capacity *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct node_slot *slots = sw_calloc(nnodes + 1, sizeof(*slots));
+    out->pools = sw_calloc(nnodes + 1, sizeof(struct sw_pool));
+    /* The first node of each pool, to match pending pods against labels. */
+    const struct sw_node_facts **rep = sw_calloc(nnodes + 1, sizeof(*rep));
+    if (slots == NULL || out->pools == NULL || rep == NULL)
+        goto oom;
+    /* Pass 1: the distinct pools. */
+    for (size_t i = 0; i < nnodes; i++) {
+        char *key = pool_key(&nodes[i]);
+        if (key == NULL)
+            goto oom;
+        struct sw_pool *p = NULL;
+        for (size_t j = 0; j < out->npools; j++)
+            if (strcmp(out->pools[j].key, key) == 0)
+                p = &out->pools[j];
+        if (p != NULL) {
+            sw_free(key);
+            continue;
+        }
+        p = &out->pools[out->npools];
+        p->key = key;
+        out->npools++;
+        if ((p->capacity_type = sw_strdup(nodes[i].capacity_type)) == NULL ||
+            (p->gpu_product = sw_strdup(nodes[i].gpu_product)) == NULL ||
+            (p->gpu_memory = sw_strdup(nodes[i].gpu_memory)) == NULL ||
+            (p->region = sw_strdup(nodes[i].region)) == NULL ||
+            (p->zone = sw_strdup(nodes[i].zone)) == NULL)
+            goto oom;
+    }
+    qsort(out->pools, out->npools, sizeof(struct sw_pool), cmp_pool);
+    /* Pass 2: nodes into pools. */
+    for (size_t i = 0; i < nnodes; i++) {
+        char *key = pool_key(&nodes[i]);
+        if (key == NULL)
+            goto oom;
+        struct sw_pool *p = find_pool(out, key);
+        sw_free(key);
+        const struct sw_node_facts *n = &nodes[i];
+        bool included = n->ready && !n->unschedulable;
+        slots[i] = (struct node_slot){n->name, p, included};
+        if (rep[p - out->pools] == NULL)
+            rep[p - out->pools] = n;
+        if (included) {
+            p->nodes++;
+            p->total += n->gpu_allocatable;
+        } else {
+            p->nodes_excluded++;
+            p->excluded += n->gpu_allocatable;
+        }
+    }
+    qsort(slots, nnodes, sizeof(*slots), cmp_slot);
+    /* Pass 3: pods. */
+    for (size_t i = 0; i < npods; i++) {
+        const struct sw_pod_facts *pod = &pods[i];
+        if (pod->terminal || pod->gpu_request <= 0)
+            continue;
+        if (pod->node_name == NULL || pod->node_name[0] == '\0') {
+            out->pending_total += pod->gpu_request;
+            out->pending_pods++;
+            for (size_t j = 0; j < out->npools; j++)
+                if (rep[j] != NULL && out->pools[j].nodes > 0 &&
+                    selector_matches(pod->node_selector, rep[j]->labels))
+                    out->pools[j].pending += pod->gpu_request;
+            continue;
+        }
+        struct node_slot probe = {.name = pod->node_name};
+        struct node_slot *s = bsearch(&probe, slots, nnodes, sizeof(*slots), cmp_slot);
+        if (s != NULL && s->included)
+            s->pool->used += pod->gpu_request;
+    }
+    for (size_t j = 0; j < out->npools; j++) {
+        struct sw_pool *p = &out->pools[j];
+        p->free = p->total > p->used ? p->total - p->used : 0;
+    }
+    sw_free(slots);
+    sw_free(rep);
+    return 0;
+oom:
+    sw_free(slots);
+    sw_free(rep);
+    sw_capacity_free(out);
+    return SW_ENOMEM;
+}

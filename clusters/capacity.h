@@ -1,0 +1,107 @@
+/*
+ * capacity.h - GPU capacity per pool, from nodes and pods.
+ *
+ * Pure: node and pod facts in, pools out; no I/O, no clock. A pool is the
+ * set of nodes that share capacity type (karpenter.sh/capacity-type, or
+ * "owned" when absent), GPU product (nvidia.com/gpu.product), GPU memory
+ * (nvidia.com/gpu.memory, MiB), region and zone
+ * (topology.kubernetes.io/region and /zone).
+ *
+ * For each pool:
+ *   total     = allocatable nvidia.com/gpu of its schedulable nodes
+ *   used      = GPUs requested by non-terminal pods bound to those nodes
+ *   free      = total - used (never below zero)
+ *   excluded  = allocatable GPUs on cordoned or NotReady nodes
+ *   pending   = GPUs requested by unscheduled, non-terminal pods whose
+ *               nodeSelector the pool's nodes satisfy
+ * A pod's GPU request is computed as the scheduler does: the larger of the
+ * sum over its containers and the largest init container; a container's
+ * request falls back to its limit, as Kubernetes defaults it for extended
+ * resources. Terminal pods (Succeeded, Failed) request nothing, as in
+ * `kubectl describe node`.
+ */
+#ifndef SW_CLUSTERS_CAPACITY_H
+#define SW_CLUSTERS_CAPACITY_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+#define SW_GPU_RESOURCE "nvidia.com/gpu"
+
+/** What capacity needs to know of a node. Strings borrowed or owned by the caller. */
+struct sw_node_facts {
+    const char *name;
+    const char *capacity_type; /* "spot", "on-demand", "owned", ... */
+    const char *gpu_product;
+    const char *gpu_memory; /* MiB, as labelled */
+    const char *region;
+    const char *zone;
+    int64_t gpu_allocatable;
+    bool ready;
+    bool unschedulable;
+    /* All labels, for matching pending pods' nodeSelector (borrowed). */
+    const cJSON *labels;
+};
+
+/** What capacity needs to know of a pod. */
+struct sw_pod_facts {
+    const char *namespace;
+    const char *name;
+    const char *node_name; /* NULL or "" when unscheduled */
+    int64_t gpu_request;
+    bool terminal;
+    const cJSON *node_selector; /* borrowed; NULL when absent */
+};
+
+/** A pool's figures. `key` and the attribute strings are owned by the result. */
+struct sw_pool {
+    char *key; /* "capacity_type/product/memory/region/zone" */
+    char *capacity_type;
+    char *gpu_product;
+    char *gpu_memory;
+    char *region;
+    char *zone;
+    int nodes;          /* schedulable nodes */
+    int nodes_excluded; /* cordoned or NotReady */
+    int64_t total;
+    int64_t used;
+    int64_t free;
+    int64_t excluded;
+    int64_t pending;
+};
+
+/** The result of sw_capacity_compute. */
+struct sw_capacity {
+    struct sw_pool *pools; /* sorted by key */
+    size_t npools;
+    int64_t pending_total; /* pending GPU demand, each pod counted once */
+    int64_t pending_pods;
+};
+
+/**
+ * Reads node facts from a Node object (borrowed; the facts borrow from it).
+ * Errors name the node and the field (e.g. a non-integer allocatable).
+ */
+int sw_node_facts_from_json(const cJSON *node, struct sw_node_facts *out, struct sw_error *err);
+
+/**
+ * Reads pod facts from a Pod object (borrowed; the facts borrow from it).
+ * Errors name the pod and the field.
+ */
+int sw_pod_facts_from_json(const cJSON *pod, struct sw_pod_facts *out, struct sw_error *err);
+
+/**
+ * Computes the pools. Returns 0 and fills *out (free with
+ * sw_capacity_free), or SW_ENOMEM.
+ */
+int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
+                        const struct sw_pod_facts *pods, size_t npods, struct sw_capacity *out);
+
+/** Frees what sw_capacity_compute filled. */
+void sw_capacity_free(struct sw_capacity *c);
+
+#endif

@@ -1,0 +1,610 @@
+/*
+ * informer.c - reflector (list, watch, resume, relist) and its store.
+ *
+ * The store is a chained hash table keyed by "namespace/name". The
+ * informer is driven entirely by callbacks on the loop: list done -> watch;
+ * watch chunks -> decoder -> events; watch done -> watch again (after a
+ * backoff when it failed), or list again after 410.
+ */
+#include "clusters/informer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clusters/ratelimit.h"
+#include "common/alloc.h"
+#include "common/json.h"
+#include "common/log.h"
+
+struct entry {
+    char *key;
+    cJSON *obj;
+    struct entry *next;
+};
+
+struct sw_informer {
+    struct sw_kube_client *c;
+    struct sw_informer_opts o;
+    char *ns, *label_selector, *field_selector;
+    char what[160];
+    struct entry **buckets;
+    size_t nbuckets;
+    size_t count;
+    char rv[64];
+    bool synced;
+    bool stopping;
+    struct sw_kube_op *watch_op;
+    int list_pending;
+    struct sw_watch_decoder *dec;
+    int dec_failed;
+    int gone;       /* a 410 arrived on the watch */
+    char raw[2048]; /* the first bytes of a watch body, for errors */
+    size_t raw_len;
+    uv_timer_t retry;
+    int retry_open;
+    int failures; /* consecutive, for backoff */
+    struct sw_informer_stats st;
+};
+
+/* ---- store -------------------------------------------------------------- */
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static struct entry **slot(const struct sw_informer *inf, const char *key)
+{
+    struct entry **p = &inf->buckets[hash(key) & (inf->nbuckets - 1)];
+    while (*p != NULL && strcmp((*p)->key, key) != 0)
+        p = &(*p)->next;
+    return p;
+}
+
+static int grow(struct sw_informer *inf)
+{
+    size_t n = inf->nbuckets * 2;
+    struct entry **b = sw_calloc(n, sizeof(*b));
+    if (b == NULL)
+        return SW_ENOMEM;
+    for (size_t i = 0; i < inf->nbuckets; i++) {
+        struct entry *e = inf->buckets[i];
+        while (e != NULL) {
+            struct entry *next = e->next;
+            size_t j = hash(e->key) & (n - 1);
+            e->next = b[j];
+            b[j] = e;
+            e = next;
+        }
+    }
+    sw_free(inf->buckets);
+    inf->buckets = b;
+    inf->nbuckets = n;
+    return 0;
+}
+
+int sw_object_key(const cJSON *obj, char *buf, size_t len)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+    if (!cJSON_IsString(name))
+        return SW_EPARSE;
+    int n = cJSON_IsString(ns) && ns->valuestring[0]
+                ? snprintf(buf, len, "%s/%s", ns->valuestring, name->valuestring)
+                : snprintf(buf, len, "%s", name->valuestring);
+    return n < 0 || (size_t)n >= len ? SW_ETOOBIG : 0;
+}
+
+static const char *obj_rv(const cJSON *obj)
+{
+    const cJSON *v = sw_json_path(obj, "metadata.resourceVersion");
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Drops what no reconciler reads and costs the most memory. */
+static void strip(cJSON *obj)
+{
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+    cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+    cJSON_DeleteItemFromObjectCaseSensitive(ann,
+                                            "kubectl.kubernetes.io/last-applied-configuration");
+}
+
+/* Puts `obj` (ownership taken) in the store and tells the handler. */
+static int upsert(struct sw_informer *inf, cJSON *obj)
+{
+    char key[512];
+    if (sw_object_key(obj, key, sizeof(key)) != 0) {
+        cJSON_Delete(obj);
+        return SW_EPARSE;
+    }
+    if (inf->o.filter != NULL && !inf->o.filter(obj, inf->o.ctx)) {
+        /* It no longer qualifies: to the cache, that is a deletion. */
+        struct entry **p = slot(inf, key);
+        if (*p != NULL) {
+            struct entry *e = *p;
+            *p = e->next;
+            inf->count--;
+            if (inf->o.handler)
+                inf->o.handler(inf, SW_WATCH_DELETED, key, NULL, e->obj, inf->o.ctx);
+            cJSON_Delete(e->obj);
+            sw_free(e->key);
+            sw_free(e);
+        }
+        cJSON_Delete(obj);
+        return 0;
+    }
+    strip(obj);
+    struct entry **p = slot(inf, key);
+    if (*p != NULL) {
+        struct entry *e = *p;
+        if (strcmp(obj_rv(e->obj), obj_rv(obj)) == 0) {
+            cJSON_Delete(obj); /* the same version again: not a change */
+            return 0;
+        }
+        cJSON *old = e->obj;
+        e->obj = obj;
+        if (inf->o.handler)
+            inf->o.handler(inf, SW_WATCH_MODIFIED, key, old, obj, inf->o.ctx);
+        cJSON_Delete(old);
+        return 0;
+    }
+    struct entry *e = sw_malloc(sizeof(*e));
+    char *k = sw_strdup(key);
+    if (e == NULL || k == NULL) {
+        sw_free(e);
+        sw_free(k);
+        cJSON_Delete(obj);
+        return SW_ENOMEM;
+    }
+    e->key = k;
+    e->obj = obj;
+    e->next = NULL;
+    *p = e;
+    inf->count++;
+    if (inf->o.handler)
+        inf->o.handler(inf, SW_WATCH_ADDED, key, NULL, obj, inf->o.ctx);
+    if (inf->count > inf->nbuckets)
+        grow(inf); /* best effort: a full table is slower, not wrong */
+    return 0;
+}
+
+static void remove_key(struct sw_informer *inf, const char *key, const cJSON *last)
+{
+    struct entry **p = slot(inf, key);
+    if (*p == NULL)
+        return;
+    struct entry *e = *p;
+    *p = e->next;
+    inf->count--;
+    if (inf->o.handler)
+        inf->o.handler(inf, SW_WATCH_DELETED, key, e->obj, last ? last : e->obj, inf->o.ctx);
+    cJSON_Delete(e->obj);
+    sw_free(e->key);
+    sw_free(e);
+}
+
+static void clear_store(struct sw_informer *inf)
+{
+    for (size_t i = 0; i < inf->nbuckets; i++) {
+        struct entry *e = inf->buckets[i];
+        while (e != NULL) {
+            struct entry *next = e->next;
+            cJSON_Delete(e->obj);
+            sw_free(e->key);
+            sw_free(e);
+            e = next;
+        }
+        inf->buckets[i] = NULL;
+    }
+    inf->count = 0;
+}
+
+size_t sw_informer_count(const struct sw_informer *inf)
+{
+    return inf->count;
+}
+
+const cJSON *sw_informer_get(const struct sw_informer *inf, const char *key)
+{
+    struct entry **p = slot(inf, key);
+    return *p ? (*p)->obj : NULL;
+}
+
+void sw_informer_foreach(const struct sw_informer *inf,
+                         void (*fn)(const char *key, const cJSON *obj, void *ctx), void *ctx)
+{
+    for (size_t i = 0; i < inf->nbuckets; i++)
+        for (struct entry *e = inf->buckets[i]; e != NULL; e = e->next)
+            fn(e->key, e->obj, ctx);
+}
+
+bool sw_informer_synced(const struct sw_informer *inf)
+{
+    return inf->synced;
+}
+
+const char *sw_informer_resource_version(const struct sw_informer *inf)
+{
+    return inf->rv;
+}
+
+void sw_informer_stats(const struct sw_informer *inf, struct sw_informer_stats *out)
+{
+    *out = inf->st;
+}
+
+const char *sw_informer_what(const struct sw_informer *inf)
+{
+    return inf->what;
+}
+
+/* ---- reflector ---------------------------------------------------------- */
+
+static void start_list(struct sw_informer *inf);
+static void start_watch(struct sw_informer *inf);
+static void maybe_free(struct sw_informer *inf);
+
+static void on_retry(uv_timer_t *t)
+{
+    struct sw_informer *inf = t->data;
+    if (inf->stopping)
+        return;
+    if (inf->rv[0] == '\0' || !inf->synced)
+        start_list(inf);
+    else
+        start_watch(inf);
+}
+
+static void retry_later(struct sw_informer *inf)
+{
+    if (inf->stopping)
+        return;
+    int64_t d =
+        sw_backoff_ms(inf->failures, 500, 30000, -1, 0.5 + (double)(inf->failures % 7) / 14);
+    inf->failures++;
+    uv_timer_start(&inf->retry, on_retry, (uint64_t)d, 0);
+}
+
+/* A relist: replace the store, reporting what changed. */
+struct mark_ctx {
+    struct sw_informer *inf;
+    char **keys;
+    size_t n, cap;
+};
+
+static void collect_key(const char *key, const cJSON *obj, void *ctx)
+{
+    (void)obj;
+    struct mark_ctx *m = ctx;
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        char **k = sw_realloc(m->keys, cap * sizeof(char *));
+        if (k == NULL)
+            return;
+        m->keys = k;
+        m->cap = cap;
+    }
+    m->keys[m->n] = sw_strdup(key);
+    if (m->keys[m->n] != NULL)
+        m->n++;
+}
+
+static void on_list(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_informer *inf = ctx;
+    inf->list_pending = 0;
+    if (inf->stopping) {
+        maybe_free(inf);
+        return;
+    }
+    if (res->rc != 0) {
+        inf->st.errors++;
+        SW_LOG(SW_LOG_WARN, "list failed", "informer=\"%s\" error=\"%s\"", inf->what, res->err.msg);
+        retry_later(inf);
+        return;
+    }
+    const char *rv = NULL;
+    struct sw_error err;
+    if (sw_json_string(res->body, "metadata.resourceVersion", true, inf->what, &rv, &err) != 0 ||
+        strlen(rv) >= sizeof(inf->rv)) {
+        inf->st.errors++;
+        SW_LOG(SW_LOG_WARN, "list without resourceVersion", "informer=\"%s\"", inf->what);
+        retry_later(inf);
+        return;
+    }
+    inf->st.lists++;
+    /* Keys cached before this list; those the list lacks were deleted. */
+    struct mark_ctx m = {inf, NULL, 0, 0};
+    sw_informer_foreach(inf, collect_key, &m);
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(res->body, "items");
+    /* Mark every listed key by clearing it from m.keys (sorted lookup). */
+    char key[512];
+    cJSON *it;
+    /* Collect seen keys in a small table to find deletions. */
+    struct sw_informer seen = {0};
+    seen.nbuckets = 64;
+    seen.buckets = sw_calloc(seen.nbuckets, sizeof(struct entry *));
+    const char *item_kind = sw_kube_kind_name(inf->o.kind);
+    const char *api_version = sw_kube_kind_api_version(inf->o.kind);
+    while ((it = cJSON_DetachItemFromArray(items, 0)) != NULL) {
+        /* List items carry no kind; give them one as watch events do. */
+        if (!cJSON_HasObjectItem(it, "kind")) {
+            cJSON_AddStringToObject(it, "kind", item_kind);
+            cJSON_AddStringToObject(it, "apiVersion", api_version);
+        }
+        if (seen.buckets != NULL && sw_object_key(it, key, sizeof(key)) == 0) {
+            struct entry **p = slot(&seen, key);
+            if (*p == NULL) {
+                struct entry *e = sw_calloc(1, sizeof(*e));
+                if (e != NULL && (e->key = sw_strdup(key)) != NULL) {
+                    *p = e;
+                    if (++seen.count > seen.nbuckets)
+                        grow(&seen);
+                } else {
+                    sw_free(e);
+                }
+            }
+        }
+        upsert(inf, it);
+    }
+    for (size_t i = 0; i < m.n; i++) {
+        if (seen.buckets != NULL && *slot(&seen, m.keys[i]) == NULL)
+            remove_key(inf, m.keys[i], NULL);
+        sw_free(m.keys[i]);
+    }
+    sw_free(m.keys);
+    if (seen.buckets != NULL)
+        clear_store(&seen);
+    sw_free(seen.buckets);
+    snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
+    inf->synced = true;
+    inf->failures = 0;
+    SW_LOG(SW_LOG_INFO, "listed", "informer=\"%s\" objects=%zu resource_version=%s", inf->what,
+           inf->count, inf->rv);
+    start_watch(inf);
+}
+
+static void start_list(struct sw_informer *inf)
+{
+    struct sw_kube_list_opts lo = {inf->label_selector, inf->field_selector, inf->o.page};
+    int rc = sw_kube_list(inf->c, inf->o.kind, inf->ns, &lo, on_list, inf);
+    if (rc != 0) {
+        inf->st.errors++;
+        retry_later(inf);
+        return;
+    }
+    inf->list_pending = 1;
+}
+
+static int on_event(struct sw_watch_event *ev, void *ctx)
+{
+    struct sw_informer *inf = ctx;
+    switch (ev->type) {
+    case SW_WATCH_ERROR:
+        if (ev->code == 410) {
+            inf->gone = 1;
+            return SW_EGONE;
+        }
+        SW_LOG(SW_LOG_WARN, "watch error event", "informer=\"%s\" code=%d message=\"%s\"",
+               inf->what, ev->code, ev->message);
+        return SW_EHTTP;
+    case SW_WATCH_BOOKMARK:
+        inf->st.bookmarks++;
+        break;
+    case SW_WATCH_ADDED:
+    case SW_WATCH_MODIFIED: {
+        cJSON *obj = ev->object;
+        ev->object = NULL;
+        inf->st.events++;
+        upsert(inf, obj);
+        break;
+    }
+    case SW_WATCH_DELETED: {
+        char key[512];
+        inf->st.events++;
+        if (sw_object_key(ev->object, key, sizeof(key)) == 0)
+            remove_key(inf, key, ev->object);
+        break;
+    }
+    }
+    if (ev->resource_version[0] != '\0' && strlen(ev->resource_version) < sizeof(inf->rv))
+        snprintf(inf->rv, sizeof(inf->rv), "%s", ev->resource_version);
+    return 0;
+}
+
+static int on_watch_data(const char *data, size_t len, void *ctx)
+{
+    struct sw_informer *inf = ctx;
+    if (inf->raw_len < sizeof(inf->raw) - 1) {
+        size_t n =
+            len < sizeof(inf->raw) - 1 - inf->raw_len ? len : sizeof(inf->raw) - 1 - inf->raw_len;
+        memcpy(inf->raw + inf->raw_len, data, n);
+        inf->raw_len += n;
+        inf->raw[inf->raw_len] = '\0';
+    }
+    if (inf->dec_failed)
+        return 0;
+    struct sw_error err;
+    int rc = sw_watch_decoder_feed(inf->dec, data, len, &err);
+    if (rc != 0) {
+        inf->dec_failed = rc;
+        if (rc != SW_EGONE)
+            SW_LOG(SW_LOG_DEBUG, "watch stream stopped", "informer=\"%s\" error=\"%s\"", inf->what,
+                   err.msg);
+        /* End the stream: a 410 needs a relist, other errors a new watch. */
+        return 1;
+    }
+    return 0;
+}
+
+static void on_watch_done(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_informer *inf = ctx;
+    inf->watch_op = NULL;
+    sw_watch_decoder_free(inf->dec);
+    inf->dec = NULL;
+    if (inf->stopping) {
+        maybe_free(inf);
+        return;
+    }
+    if (inf->gone || res->status == 410) {
+        /* Our resourceVersion is too old: list again from scratch. */
+        inf->st.relists++;
+        SW_LOG(SW_LOG_INFO, "resource version too old, relisting",
+               "informer=\"%s\" "
+               "resource_version=%s",
+               inf->what, inf->rv);
+        inf->synced = true; /* the cache stays readable while relisting */
+        start_list(inf);
+        return;
+    }
+    if (res->status == 200 && (res->rc == 0 || res->rc == SW_ECANCELED) && !inf->dec_failed) {
+        /* The server ended the watch (timeoutSeconds): resume at once. */
+        inf->failures = 0;
+        start_watch(inf);
+        return;
+    }
+    inf->st.errors++;
+    SW_LOG(SW_LOG_WARN, "watch interrupted, resuming",
+           "informer=\"%s\" status=%ld "
+           "resource_version=%s error=\"%s\"",
+           inf->what, res->status, inf->rv, res->rc ? res->err.msg : "malformed stream");
+    retry_later(inf);
+}
+
+static void start_watch(struct sw_informer *inf)
+{
+    char path[4096];
+    int rc = sw_kube_path(inf->o.kind, inf->ns, NULL, path, sizeof(path));
+    char to[16];
+    snprintf(to, sizeof(to), "%d", inf->o.watch_timeout_s > 0 ? inf->o.watch_timeout_s : 300);
+    if (rc == 0)
+        rc = sw_kube_path_query(path, sizeof(path), "watch", "1");
+    if (rc == 0)
+        rc = sw_kube_path_query(path, sizeof(path), "resourceVersion", inf->rv);
+    if (rc == 0)
+        rc = sw_kube_path_query(path, sizeof(path), "allowWatchBookmarks", "true");
+    if (rc == 0)
+        rc = sw_kube_path_query(path, sizeof(path), "timeoutSeconds", to);
+    if (rc == 0 && inf->label_selector)
+        rc = sw_kube_path_query(path, sizeof(path), "labelSelector", inf->label_selector);
+    if (rc == 0 && inf->field_selector)
+        rc = sw_kube_path_query(path, sizeof(path), "fieldSelector", inf->field_selector);
+    if (rc == 0)
+        rc = sw_watch_decoder_new(inf->what, 0, on_event, inf, &inf->dec);
+    if (rc != 0) {
+        inf->st.errors++;
+        retry_later(inf);
+        return;
+    }
+    inf->dec_failed = 0;
+    inf->gone = 0;
+    inf->raw_len = 0;
+    struct sw_kube_req r = {.method = "GET",
+                            .path = path,
+                            .on_data = on_watch_data,
+                            .on_data_ctx = inf,
+                            .timeout_ms = -1,
+                            .low_speed_time_s = 0};
+    inf->st.watches++;
+    rc = sw_kube_send(inf->c, &r, on_watch_done, inf, &inf->watch_op);
+    if (rc != 0) {
+        sw_watch_decoder_free(inf->dec);
+        inf->dec = NULL;
+        inf->st.errors++;
+        retry_later(inf);
+    }
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+int sw_informer_new(struct sw_kube_client *c, const struct sw_informer_opts *o,
+                    struct sw_informer **out)
+{
+    struct sw_informer *inf = sw_calloc(1, sizeof(*inf));
+    if (inf == NULL)
+        return SW_ENOMEM;
+    inf->c = c;
+    inf->o = *o;
+    inf->nbuckets = 256;
+    inf->buckets = sw_calloc(inf->nbuckets, sizeof(*inf->buckets));
+    inf->ns = o->ns && o->ns[0] ? sw_strdup(o->ns) : NULL;
+    inf->label_selector =
+        o->label_selector && o->label_selector[0] ? sw_strdup(o->label_selector) : NULL;
+    inf->field_selector =
+        o->field_selector && o->field_selector[0] ? sw_strdup(o->field_selector) : NULL;
+    if (inf->buckets == NULL || (o->ns && o->ns[0] && !inf->ns) ||
+        (o->label_selector && o->label_selector[0] && !inf->label_selector) ||
+        (o->field_selector && o->field_selector[0] && !inf->field_selector)) {
+        sw_free(inf->buckets);
+        sw_free(inf->ns);
+        sw_free(inf->label_selector);
+        sw_free(inf->field_selector);
+        sw_free(inf);
+        return SW_ENOMEM;
+    }
+    snprintf(inf->what, sizeof(inf->what), "%ss on %s", sw_kube_kind_name(o->kind),
+             sw_kube_client_name(c));
+    *out = inf;
+    return 0;
+}
+
+int sw_informer_start(struct sw_informer *inf)
+{
+    /* The retry timer lives on the client's loop. */
+    uv_timer_init(sw__kube_client_loop(inf->c), &inf->retry);
+    inf->retry.data = inf;
+    inf->retry_open = 1;
+    start_list(inf);
+    return 0;
+}
+
+/* Frees the informer once nothing can call back into it any more. */
+static void maybe_free(struct sw_informer *inf)
+{
+    if (!inf->stopping || inf->retry_open || inf->watch_op != NULL || inf->list_pending)
+        return;
+    sw_watch_decoder_free(inf->dec);
+    clear_store(inf);
+    sw_free(inf->buckets);
+    sw_free(inf->ns);
+    sw_free(inf->label_selector);
+    sw_free(inf->field_selector);
+    sw_free(inf);
+}
+
+static void on_retry_closed(uv_handle_t *h)
+{
+    struct sw_informer *inf = h->data;
+    inf->retry_open = 0;
+    maybe_free(inf);
+}
+
+void sw_informer_free(struct sw_informer *inf)
+{
+    if (inf == NULL || inf->stopping)
+        return;
+    inf->stopping = true;
+    if (inf->watch_op != NULL)
+        sw_kube_cancel(inf->watch_op);
+    if (inf->retry_open) {
+        uv_timer_stop(&inf->retry);
+        uv_close((uv_handle_t *)&inf->retry, on_retry_closed);
+        inf->retry_open = 2; /* closing */
+    }
+    maybe_free(inf);
+}
+
+void sw__informer_force_rewatch(struct sw_informer *inf, const char *rv)
+{
+    snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
+    if (inf->watch_op != NULL)
+        sw_kube_cancel(inf->watch_op);
+}

@@ -1,0 +1,81 @@
+/*
+ * spec.h - a member cluster's description: role, region, GPU pools, prices.
+ *
+ * Given on the command line (--role, --region, --pool ...) or in a cluster
+ * spec file (YAML; the format is in docs/clusters.md):
+ *
+ *   role: cloud
+ *   region: us-east-1
+ *   pools:
+ *   - name: spot-h100
+ *     capacityType: spot          # owned | on-demand | spot
+ *     gpuProduct: NVIDIA-H100-80GB-HBM3
+ *     gpuMemoryMiB: 81559
+ *     zone: us-east-1a            # optional
+ *     pricePerGpuHour: 2.10       # USD; 0 for owned capacity
+ *     maxGpus: 64                 # optional cap on what spillway may use
+ *
+ * A pool matches the nodes whose labels carry the same capacity type, GPU
+ * product and memory (and zone when given) in the cluster's region; see
+ * capacity.h. Parsing is pure and every error names the file (or flag) and
+ * the field.
+ */
+#ifndef SW_CLUSTERS_SPEC_H
+#define SW_CLUSTERS_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+#define SW_NAME_MAX 64
+
+enum sw_cluster_role { SW_ROLE_NONE = 0, SW_ROLE_ONPREM, SW_ROLE_CLOUD };
+
+/** "onprem" / "cloud" / "". */
+const char *sw_cluster_role_name(enum sw_cluster_role r);
+
+struct sw_pool_spec {
+    char name[SW_NAME_MAX];
+    char capacity_type[16]; /* owned, on-demand, spot */
+    char gpu_product[128];
+    int64_t gpu_memory_mib;
+    char zone[SW_NAME_MAX];
+    double price_per_gpu_hour;
+    int64_t max_gpus; /* 0: no cap */
+};
+
+#define SW_MAX_POOLS 32
+
+struct sw_cluster_spec {
+    enum sw_cluster_role role;
+    char region[SW_NAME_MAX];
+    struct sw_pool_spec pools[SW_MAX_POOLS];
+    size_t npools;
+};
+
+/**
+ * Parses a spec file's bytes into *out (fields already set are kept unless
+ * the file sets them). `path` names the file in errors.
+ */
+int sw_cluster_spec_parse(const char *text, size_t len, const char *path,
+                          struct sw_cluster_spec *out, struct sw_error *err);
+
+/**
+ * Parses one --pool flag value:
+ *   name=spot-h100,capacity=spot,product=NVIDIA-H100,memory=81559,zone=z,price=2.1,max=64
+ * and appends it to `out`.
+ */
+int sw_pool_flag_parse(const char *value, struct sw_cluster_spec *out, struct sw_error *err);
+
+/** Parses "onprem" or "cloud". */
+int sw_cluster_role_parse(const char *s, enum sw_cluster_role *out);
+
+/** Checks a cluster or pool name: 1-63 of [a-z0-9-], starting with a letter. */
+int sw_name_valid(const char *s);
+
+/** Final checks (role and region set, pools valid and uniquely named). */
+int sw_cluster_spec_validate(const struct sw_cluster_spec *s, const char *what,
+                             struct sw_error *err);
+
+#endif

@@ -1,0 +1,815 @@
+/*
+ * cluster.c - `spillctl cluster add|list|show|remove`.
+ *
+ * `add` validates before it stores anything: it connects with the
+ * kubeconfig's credentials, reads the server version, and asks the API
+ * server (SelfSubjectAccessReview) about every permission spillway needs,
+ * naming each one that is missing. Only then is the record, with the
+ * connection sealed, written to Redis. `list` and `show` probe each
+ * cluster live (/readyz, nodes, pods) for health and free/total GPUs per
+ * pool. No credential is ever printed.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clusters/capacity.h"
+#include "clusters/health.h"
+#include "clusters/kubeconfig.h"
+#include "clusters/registry.h"
+#include "clusters/rest.h"
+#include "clusters/spec.h"
+#include "common/alloc.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "controller/cli/commands.h"
+#include "net/http.h"
+#include "store/redis.h"
+#include "store/seal.h"
+
+#define REDIS_ENV    "SPILLWAY_REDIS_URL"
+#define KEY_FILE_ENV "SPILLWAY_SECRET_KEY_FILE"
+
+/* ---- help --------------------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: spillctl cluster COMMAND [OPTIONS]\n"
+            "\n"
+            "Manage the member clusters spillway places Jobs on.\n"
+            "\n"
+            "Commands:\n"
+            "  add NAME --kubeconfig FILE --role onprem|cloud --region R [options]\n"
+            "                     check access and register a cluster\n"
+            "  list               registered clusters with health and free/total GPUs per pool\n"
+            "  show NAME          one cluster in detail\n"
+            "  remove NAME        unregister a cluster (its Jobs are not touched)\n"
+            "\n"
+            "Options of add:\n"
+            "  --kubeconfig FILE  the kubeconfig to reach the cluster (required)\n"
+            "  --context NAME     the kubeconfig context (default: its current-context)\n"
+            "  --role ROLE        onprem (owned capacity) or cloud\n"
+            "  --region REGION    the cluster's region, e.g. us-east-1\n"
+            "  --pool SPEC        a GPU pool, repeatable: name=N,capacity=owned|on-demand|spot,\n"
+            "                     product=P,memory=MiB[,zone=Z][,price=USD/GPU-h][,max=GPUs]\n"
+            "  --spec FILE        role, region and pools from a cluster spec file\n"
+            "                     (YAML, see docs/clusters.md); flags override it\n"
+            "  --replace          overwrite an existing record of the same name\n"
+            "\n"
+            "Common options:\n"
+            "  --redis URL        Redis holding the registry (default: $" REDIS_ENV ")\n"
+            "  --secret-key-file FILE\n"
+            "                     the 32-byte key sealing credentials, mode 0600\n"
+            "                     (default: $" KEY_FILE_ENV ", else $" SW_SEAL_KEY_ENV ")\n"
+            "  --no-probe         list/show: do not contact the clusters\n"
+            "  -h, --help         this help\n");
+}
+
+struct args {
+    const char *cmd;
+    const char *name;
+    const char *kubeconfig;
+    const char *context;
+    const char *redis;
+    const char *key_file;
+    const char *spec_file;
+    const char *role;
+    const char *region;
+    int replace;
+    int no_probe;
+    struct sw_cluster_spec flags_spec;
+};
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+    static const struct option opts[] = {
+        {"kubeconfig", required_argument, NULL, 'k'},
+        {"context", required_argument, NULL, 'c'},
+        {"role", required_argument, NULL, 'r'},
+        {"region", required_argument, NULL, 'g'},
+        {"pool", required_argument, NULL, 'p'},
+        {"spec", required_argument, NULL, 's'},
+        {"replace", no_argument, NULL, 'R'},
+        {"redis", required_argument, NULL, 'd'},
+        {"secret-key-file", required_argument, NULL, 'K'},
+        {"no-probe", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int ch;
+    struct sw_error err;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'k':
+            a->kubeconfig = optarg;
+            break;
+        case 'c':
+            a->context = optarg;
+            break;
+        case 'r':
+            a->role = optarg;
+            break;
+        case 'g':
+            a->region = optarg;
+            break;
+        case 'p':
+            if (sw_pool_flag_parse(optarg, &a->flags_spec, &err) != 0) {
+                fprintf(stderr, "spillctl cluster: %s\n", err.msg);
+                return SW_EXIT_USAGE;
+            }
+            break;
+        case 's':
+            a->spec_file = optarg;
+            break;
+        case 'R':
+            a->replace = 1;
+            break;
+        case 'd':
+            a->redis = optarg;
+            break;
+        case 'K':
+            a->key_file = optarg;
+            break;
+        case 'n':
+            a->no_probe = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        default:
+            fprintf(stderr, "spillctl cluster: unknown or incomplete option \"%s\"\n\n",
+                    argv[optind - 1]);
+            usage(stderr);
+            return SW_EXIT_USAGE;
+        }
+    }
+    /* Positional NAME, possibly after the options. */
+    if (optind < argc)
+        a->name = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "spillctl cluster %s: unexpected argument \"%s\"\n", a->cmd, argv[optind]);
+        return SW_EXIT_USAGE;
+    }
+    if (a->redis == NULL)
+        a->redis = getenv(REDIS_ENV);
+    if (a->key_file == NULL)
+        a->key_file = getenv(KEY_FILE_ENV);
+    return 0;
+}
+
+/* ---- helpers: one loop, blocking steps ---------------------------------- */
+
+struct env {
+    uv_loop_t loop;
+    struct sw_http *http;
+    struct sw_redis *redis;
+};
+
+static int env_open(struct env *e, const char *redis_url)
+{
+    memset(e, 0, sizeof(*e));
+    if (uv_loop_init(&e->loop) != 0 || sw_http_new(&e->loop, &e->http) != 0) {
+        fprintf(stderr, "spillctl cluster: cannot start the event loop\n");
+        return SW_EXIT_FAIL;
+    }
+    if (redis_url == NULL)
+        return 0;
+    struct sw_error err;
+    if (sw_redis_connect(&e->loop, redis_url, NULL, NULL, &e->redis, &err) != 0) {
+        fprintf(stderr, "spillctl cluster: %s\n", err.msg);
+        return SW_EXIT_FAIL;
+    }
+    return 0;
+}
+
+static void env_close(struct env *e)
+{
+    if (e->redis)
+        sw_redis_free(e->redis);
+    if (e->http)
+        sw_http_free(e->http);
+    uv_run(&e->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&e->loop);
+}
+
+struct wait {
+    int done;
+    int rc;
+    struct sw_error err;
+    cJSON *body;
+    long status;
+};
+
+static void on_kube(struct sw_kube_result *res, void *ctx)
+{
+    struct wait *w = ctx;
+    w->done = 1;
+    w->rc = res->rc;
+    w->status = res->status;
+    w->err = res->err;
+    w->body = res->body;
+    res->body = NULL;
+}
+
+static int need_redis(const struct args *a)
+{
+    if (a->redis == NULL || a->redis[0] == '\0') {
+        fprintf(stderr, "spillctl cluster %s: no Redis: give --redis URL or set " REDIS_ENV "\n",
+                a->cmd);
+        return SW_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* ---- add ---------------------------------------------------------------- */
+
+/* What spillway does on a member cluster, as RBAC resource attributes. */
+static const struct perm {
+    const char *group;
+    const char *resource;
+    const char *subresource;
+    const char *verb;
+} perms[] = {
+    {"batch", "jobs", "", "get"},    {"batch", "jobs", "", "list"},
+    {"batch", "jobs", "", "watch"},  {"batch", "jobs", "", "create"},
+    {"batch", "jobs", "", "update"}, {"batch", "jobs", "", "patch"},
+    {"batch", "jobs", "", "delete"}, {"batch", "jobs", "status", "patch"},
+    {"", "pods", "", "get"},         {"", "pods", "", "list"},
+    {"", "pods", "", "watch"},       {"", "pods", "", "delete"},
+    {"", "nodes", "", "get"},        {"", "nodes", "", "list"},
+    {"", "nodes", "", "watch"},      {"", "namespaces", "", "get"},
+    {"", "namespaces", "", "list"},  {"", "namespaces", "", "create"},
+    {"", "events", "", "create"},    {"", "events", "", "patch"},
+};
+#define NPERMS (sizeof(perms) / sizeof(perms[0]))
+
+struct ssar {
+    int done;
+    int allowed;
+    int rc;
+    char why[300];
+};
+
+static void on_ssar(struct sw_kube_result *res, void *ctx)
+{
+    struct ssar *s = ctx;
+    s->done = 1;
+    s->rc = res->rc;
+    if (res->rc != 0) {
+        snprintf(s->why, sizeof(s->why), "%.299s", res->err.msg);
+        return;
+    }
+    bool allowed = false;
+    sw_json_bool(res->body, "status.allowed", false, "SelfSubjectAccessReview", &allowed, NULL);
+    s->allowed = allowed;
+}
+
+/* Asks about every permission at once; returns the number missing, or -1. */
+static int check_permissions(struct env *e, struct sw_kube_client *c, const char *name)
+{
+    struct ssar res[NPERMS];
+    memset(res, 0, sizeof(res));
+    for (size_t i = 0; i < NPERMS; i++) {
+        char body[512];
+        snprintf(body, sizeof(body),
+                 "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":"
+                 "\"SelfSubjectAccessReview\",\"spec\":{\"resourceAttributes\":{\"group\":"
+                 "\"%s\",\"resource\":\"%s\",\"subresource\":\"%s\",\"verb\":\"%s\"}}}",
+                 perms[i].group, perms[i].resource, perms[i].subresource, perms[i].verb);
+        struct sw_kube_req r = {.method = "POST",
+                                .path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                                .body = body,
+                                .body_len = strlen(body)};
+        if (sw_kube_send(c, &r, on_ssar, &res[i], NULL) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < NPERMS; i++)
+        sw_kube_run_until(&e->loop, &res[i].done);
+    int missing = 0;
+    for (size_t i = 0; i < NPERMS; i++) {
+        if (res[i].rc != 0) {
+            fprintf(stderr, "spillctl cluster add %s: cannot check permissions: %s\n", name,
+                    res[i].why);
+            return -1;
+        }
+        if (!res[i].allowed) {
+            if (missing++ == 0)
+                fprintf(stderr,
+                        "spillctl cluster add %s: the kubeconfig's credentials lack "
+                        "permissions spillway needs (in all namespaces):\n",
+                        name);
+            fprintf(stderr, "  - %s %s%s%s%s%s\n", perms[i].verb, perms[i].resource,
+                    perms[i].subresource[0] ? "/" : "", perms[i].subresource,
+                    perms[i].group[0] ? "." : "", perms[i].group);
+        }
+    }
+    if (missing)
+        fprintf(stderr, "Grant them (deploy/rbac/member-clusterrole.yaml) and run add again. "
+                        "Nothing was stored.\n");
+    return missing;
+}
+
+struct put_wait {
+    int done;
+    int rc;
+    struct sw_error err;
+};
+
+static void on_put(int rc, const struct sw_error *err, void *ctx)
+{
+    struct put_wait *w = ctx;
+    w->done = 1;
+    w->rc = rc;
+    if (err)
+        w->err = *err;
+}
+
+static int load_spec(struct args *a, struct sw_cluster_spec *spec)
+{
+    struct sw_error err;
+    memset(spec, 0, sizeof(*spec));
+    if (a->spec_file != NULL) {
+        char *text;
+        size_t len;
+        if (sw_read_file(a->spec_file, 1 << 20, "cluster spec", &text, &len, &err) != 0 ||
+            (sw_cluster_spec_parse(text, len, a->spec_file, spec, &err) != 0 &&
+             (sw_free(text), 1))) {
+            fprintf(stderr, "spillctl cluster add: %s\n", err.msg);
+            return SW_EXIT_FAIL;
+        }
+        sw_free(text);
+    }
+    if (a->role != NULL && sw_cluster_role_parse(a->role, &spec->role) != 0) {
+        fprintf(stderr, "spillctl cluster add: --role: expected onprem or cloud, got \"%s\"\n",
+                a->role);
+        return SW_EXIT_USAGE;
+    }
+    if (a->region != NULL)
+        snprintf(spec->region, sizeof(spec->region), "%s", a->region);
+    for (size_t i = 0; i < a->flags_spec.npools; i++) {
+        if (spec->npools >= SW_MAX_POOLS) {
+            fprintf(stderr, "spillctl cluster add: at most %d pools\n", SW_MAX_POOLS);
+            return SW_EXIT_USAGE;
+        }
+        spec->pools[spec->npools++] = a->flags_spec.pools[i];
+    }
+    if (sw_cluster_spec_validate(spec, a->spec_file ? a->spec_file : "cluster add", &err) != 0) {
+        fprintf(stderr, "spillctl cluster add: %s\n", err.msg);
+        return SW_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int cmd_add(struct args *a)
+{
+    if (a->name == NULL || !sw_name_valid(a->name)) {
+        fprintf(stderr,
+                "spillctl cluster add: expected a cluster NAME of 1-63 lowercase "
+                "letters, digits and '-'%s%s%s\n",
+                a->name ? ", got \"" : "", a->name ? a->name : "", a->name ? "\"" : "");
+        return SW_EXIT_USAGE;
+    }
+    if (a->kubeconfig == NULL) {
+        fprintf(stderr, "spillctl cluster add %s: --kubeconfig FILE is required\n", a->name);
+        return SW_EXIT_USAGE;
+    }
+    int rc = need_redis(a);
+    if (rc != 0)
+        return rc;
+    struct sw_cluster_record rec = {0};
+    snprintf(rec.name, sizeof(rec.name), "%s", a->name);
+    if ((rc = load_spec(a, &rec.spec)) != 0)
+        return rc;
+    struct sw_error err;
+    struct sw_seal_key *key = NULL;
+    if (sw_seal_key_load(a->key_file, &key, &err) != 0) {
+        fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
+        return SW_EXIT_FAIL;
+    }
+    struct sw_kube_target *t = NULL;
+    if (sw_kubeconfig_load(a->kubeconfig, a->context, &t, &err) != 0) {
+        fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
+        sw_seal_key_free(key);
+        return SW_EXIT_FAIL;
+    }
+    snprintf(rec.server, sizeof(rec.server), "%s", t->server);
+    snprintf(rec.context, sizeof(rec.context), "%s", t->context);
+    snprintf(rec.auth_kind, sizeof(rec.auth_kind), "%s", sw_kube_target_auth_kind(t));
+
+    struct env e;
+    if (env_open(&e, a->redis) != 0) {
+        sw_kube_target_free(t);
+        sw_seal_key_free(key);
+        return SW_EXIT_FAIL;
+    }
+    struct sw_kube_opts o;
+    sw_kube_opts_default(&o);
+    o.name = a->name;
+    o.max_retries = 2;
+    struct sw_kube_client *c = NULL;
+    int exit_code = SW_EXIT_FAIL;
+    if (sw_kube_client_new(&e.loop, e.http, t, &o, &c, &err) != 0) {
+        fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
+        goto out;
+    }
+    /* 1. Connect and read the version. */
+    struct wait w = {0};
+    struct sw_kube_req vr = {.method = "GET", .path = "/version"};
+    if (sw_kube_send(c, &vr, on_kube, &w, NULL) != 0)
+        goto out;
+    sw_kube_run_until(&e.loop, &w.done);
+    if (w.rc != 0) {
+        fprintf(stderr, "spillctl cluster add %s: cannot reach the API server at %s: %s\n", a->name,
+                rec.server, w.err.msg);
+        goto out;
+    }
+    const char *ver = "unknown";
+    sw_json_string(w.body, "gitVersion", false, "version", &ver, NULL);
+    snprintf(rec.server_version, sizeof(rec.server_version), "%s", ver);
+    cJSON_Delete(w.body);
+    /* 2. Permissions. */
+    int missing = check_permissions(&e, c, a->name);
+    if (missing != 0)
+        goto out;
+    /* 3. Seal and store. */
+    rec.created_ms = (int64_t)time(NULL) * 1000;
+    if (sw_cluster_record_seal(&rec, sw_kube_client_target(c), key, &err) != 0) {
+        fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
+        goto out;
+    }
+    struct put_wait pw = {0};
+    if ((rc = sw_registry_put(e.redis, &rec, a->replace, on_put, &pw)) != 0) {
+        fprintf(stderr, "spillctl cluster add %s: redis: %s\n", a->name, sw_strerror(rc));
+        goto out;
+    }
+    sw_kube_run_until(&e.loop, &pw.done);
+    if (pw.rc != 0) {
+        fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, pw.err.msg);
+        goto out;
+    }
+    printf("cluster %s added: %s (Kubernetes %s), auth %s, role %s, region %s, %zu pool%s; "
+           "credentials sealed with key %08x\n",
+           rec.name, rec.server, rec.server_version, rec.auth_kind,
+           sw_cluster_role_name(rec.spec.role), rec.spec.region, rec.spec.npools,
+           rec.spec.npools == 1 ? "" : "s", (unsigned)sw_seal_key_id(key));
+    exit_code = SW_EXIT_OK;
+out:
+    sw_kube_client_free(c);
+    env_close(&e);
+    sw_cluster_record_clear(&rec);
+    sw_seal_key_free(key);
+    return exit_code;
+}
+
+/* ---- list / show -------------------------------------------------------- */
+
+struct probe {
+    struct sw_cluster_record rec;
+    struct sw_kube_client *c;
+    const char *problem; /* why it was not probed */
+    char problem_buf[SW_ERROR_MSG_MAX];
+    struct wait ready, nodes, pods;
+    struct sw_health health;
+    struct sw_capacity cap;
+    int have_cap;
+};
+
+static void on_ready(struct sw_kube_result *res, void *ctx)
+{
+    struct wait *w = ctx;
+    w->done = 1;
+    w->rc = res->rc;
+    w->status = res->status;
+    w->err = res->err;
+    /* Keep the failing checks of a non-200 /readyz as the reason. */
+    if (res->status != 0 && res->status != 200 && res->raw != NULL)
+        snprintf(w->err.msg, sizeof(w->err.msg), "%.*s",
+                 (int)(res->raw_len > 200 ? 200 : res->raw_len), res->raw);
+}
+
+static void start_probe(struct env *e, struct probe *p, const struct sw_seal_key *key)
+{
+    struct sw_error err;
+    struct sw_kube_target *t = NULL;
+    if (key == NULL) {
+        p->problem = "no secret key to open the credentials";
+        return;
+    }
+    if (sw_cluster_record_open(&p->rec, key, &t, &err) != 0) {
+        snprintf(p->problem_buf, sizeof(p->problem_buf), "%s", err.msg);
+        p->problem = p->problem_buf;
+        return;
+    }
+    struct sw_kube_opts o;
+    sw_kube_opts_default(&o);
+    o.name = p->rec.name;
+    o.max_retries = 1;
+    o.timeout_ms = 10000;
+    if (sw_kube_client_new(&e->loop, e->http, t, &o, &p->c, &err) != 0) {
+        snprintf(p->problem_buf, sizeof(p->problem_buf), "%s", err.msg);
+        p->problem = p->problem_buf;
+        return;
+    }
+    struct sw_kube_req r = {
+        .method = "GET", .path = "/readyz?verbose", .raw = 1, .no_retry = 1, .timeout_ms = 5000};
+    sw_kube_send(p->c, &r, on_ready, &p->ready, NULL);
+    struct sw_kube_list_opts lo = {0};
+    sw_kube_list(p->c, SW_KIND_NODE, NULL, &lo, on_kube, &p->nodes);
+    lo.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+    sw_kube_list(p->c, SW_KIND_POD, NULL, &lo, on_kube, &p->pods);
+}
+
+static void finish_probe(struct env *e, struct probe *p)
+{
+    if (p->c == NULL)
+        return;
+    sw_kube_run_until(&e->loop, &p->ready.done);
+    sw_kube_run_until(&e->loop, &p->nodes.done);
+    sw_kube_run_until(&e->loop, &p->pods.done);
+    struct sw_health_policy pol;
+    sw_health_policy_default(&pol);
+    pol.failure_threshold = 1; /* one look: no answer means unreachable */
+    int transport = p->ready.status == 0 ? (p->ready.rc ? p->ready.rc : SW_ENET) : 0;
+    sw_health_observe(&p->health, &pol, (int64_t)time(NULL) * 1000, transport, p->ready.status, 0,
+                      p->ready.err.msg);
+    if (p->nodes.rc == 0 && p->pods.rc == 0) {
+        const cJSON *nitems = cJSON_GetObjectItemCaseSensitive(p->nodes.body, "items");
+        const cJSON *pitems = cJSON_GetObjectItemCaseSensitive(p->pods.body, "items");
+        size_t nn = (size_t)cJSON_GetArraySize(nitems), np = (size_t)cJSON_GetArraySize(pitems);
+        struct sw_node_facts *nf = sw_calloc(nn + 1, sizeof(*nf));
+        struct sw_pod_facts *pf = sw_calloc(np + 1, sizeof(*pf));
+        size_t in = 0, ip = 0;
+        const cJSON *it;
+        struct sw_error err;
+        cJSON_ArrayForEach(it, nitems) if (nf && sw_node_facts_from_json(it, &nf[in], &err) == 0)
+            in++;
+        cJSON_ArrayForEach(it, pitems) if (pf && sw_pod_facts_from_json(it, &pf[ip], &err) == 0)
+            ip++;
+        if (nf && pf && sw_capacity_compute(nf, in, pf, ip, &p->cap) == 0)
+            p->have_cap = 1;
+        sw_free(nf);
+        sw_free(pf);
+    }
+    cJSON_Delete(p->nodes.body);
+    cJSON_Delete(p->pods.body);
+    p->nodes.body = p->pods.body = NULL;
+    sw_kube_client_free(p->c);
+    p->c = NULL;
+}
+
+/* The registry pool a discovered pool belongs to, or NULL. */
+static const struct sw_pool_spec *match_pool(const struct sw_cluster_spec *s,
+                                             const struct sw_pool *p)
+{
+    for (size_t i = 0; i < s->npools; i++) {
+        const struct sw_pool_spec *ps = &s->pools[i];
+        char mem[32];
+        snprintf(mem, sizeof(mem), "%lld", (long long)ps->gpu_memory_mib);
+        if (strcmp(ps->capacity_type, p->capacity_type) == 0 &&
+            strcmp(ps->gpu_product, p->gpu_product) == 0 &&
+            (ps->gpu_memory_mib == 0 || strcmp(mem, p->gpu_memory) == 0) &&
+            (ps->zone[0] == '\0' || strcmp(ps->zone, p->zone) == 0))
+            return ps;
+    }
+    return NULL;
+}
+
+static void print_row(const struct probe *p)
+{
+    const char *health = p->problem ? "-" : sw_health_state_name(p->health.state);
+    printf("%-16s %-7s %-10s %-12s", p->rec.name, sw_cluster_role_name(p->rec.spec.role),
+           p->rec.spec.region, health);
+    if (!p->have_cap) {
+        printf(" %s\n", p->problem                           ? p->problem
+                        : p->health.state == SW_HEALTH_READY ? ""
+                                                             : p->health.reason);
+        return;
+    }
+    for (size_t i = 0; i < p->cap.npools; i++) {
+        const struct sw_pool *pool = &p->cap.pools[i];
+        const struct sw_pool_spec *ps = match_pool(&p->rec.spec, pool);
+        char label[200];
+        snprintf(label, sizeof(label), "%s%s%s", ps ? ps->name : "", ps ? "=" : "", pool->key);
+        if (i > 0)
+            printf("%-16s %-7s %-10s %-12s", "", "", "", "");
+        printf(" %-60s %5lld/%-5lld pending %lld\n", label, (long long)pool->free,
+               (long long)pool->total, (long long)pool->pending);
+    }
+    if (p->cap.npools == 0)
+        printf(" (no GPU nodes)\n");
+}
+
+struct list_wait {
+    int done;
+    int rc;
+    struct sw_error err;
+    struct probe *probes;
+    size_t n;
+};
+
+static void on_list(int rc, struct sw_cluster_record *recs, size_t n, const struct sw_error *err,
+                    void *ctx)
+{
+    struct list_wait *w = ctx;
+    w->done = 1;
+    w->rc = rc;
+    if (rc != 0) {
+        w->err = *err;
+        return;
+    }
+    w->probes = sw_calloc(n + 1, sizeof(*w->probes));
+    if (w->probes == NULL) {
+        w->rc = SW_ENOMEM;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        w->probes[i].rec = recs[i];
+        recs[i].sealed = NULL; /* moved */
+    }
+    w->n = n;
+}
+
+static void on_get_one(int rc, struct sw_cluster_record *rec, const struct sw_error *err, void *ctx)
+{
+    struct list_wait *w = ctx;
+    w->done = 1;
+    w->rc = rc;
+    if (rc != 0) {
+        w->err = *err;
+        return;
+    }
+    w->probes = sw_calloc(1, sizeof(*w->probes));
+    if (w->probes == NULL) {
+        w->rc = SW_ENOMEM;
+        return;
+    }
+    w->probes[0].rec = *rec;
+    rec->sealed = NULL;
+    w->n = 1;
+}
+
+static void show_one(const struct probe *p, const struct sw_seal_key *key)
+{
+    const struct sw_cluster_record *r = &p->rec;
+    char when[64] = "";
+    time_t secs = (time_t)(r->created_ms / 1000);
+    struct tm tm;
+    if (gmtime_r(&secs, &tm))
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    printf("Name:            %s\n", r->name);
+    printf("Role:            %s\n", sw_cluster_role_name(r->spec.role));
+    printf("Region:          %s\n", r->spec.region);
+    printf("Server:          %s\n", r->server);
+    printf("Context:         %s\n", r->context);
+    printf("Kubernetes:      %s\n", r->server_version);
+    printf("Authentication:  %s (sealed; key %s)\n", r->auth_kind, key ? "available" : "not given");
+    printf("Registered:      %s\n", when);
+    if (p->problem != NULL)
+        printf("Health:          not probed: %s\n", p->problem);
+    else if (p->c == NULL && p->health.state != SW_HEALTH_UNKNOWN)
+        printf("Health:          %s (%s)\n", sw_health_state_name(p->health.state),
+               p->health.reason);
+    printf("Pools:\n");
+    for (size_t i = 0; i < r->spec.npools; i++) {
+        const struct sw_pool_spec *ps = &r->spec.pools[i];
+        printf("  %-16s %-9s %s %lld MiB%s%s  $%.4f/GPU-h%s", ps->name, ps->capacity_type,
+               ps->gpu_product, (long long)ps->gpu_memory_mib, ps->zone[0] ? " zone " : "",
+               ps->zone, ps->price_per_gpu_hour, ps->max_gpus ? "  max " : "");
+        if (ps->max_gpus)
+            printf("%lld", (long long)ps->max_gpus);
+        printf("\n");
+    }
+    if (p->have_cap) {
+        printf("Capacity (live):\n");
+        for (size_t i = 0; i < p->cap.npools; i++) {
+            const struct sw_pool *pool = &p->cap.pools[i];
+            printf("  %-60s free %lld/%lld  nodes %d (+%d excluded)  pending %lld\n", pool->key,
+                   (long long)pool->free, (long long)pool->total, pool->nodes, pool->nodes_excluded,
+                   (long long)pool->pending);
+        }
+    }
+}
+
+static int cmd_list_show(struct args *a, int show)
+{
+    int rc = need_redis(a);
+    if (rc != 0)
+        return rc;
+    if (show && (a->name == NULL || !sw_name_valid(a->name))) {
+        fprintf(stderr, "spillctl cluster show: expected a cluster NAME\n");
+        return SW_EXIT_USAGE;
+    }
+    struct sw_seal_key *key = NULL;
+    struct sw_error err;
+    if (!a->no_probe && sw_seal_key_load(a->key_file, &key, &err) != 0) {
+        fprintf(stderr, "spillctl cluster %s: %s (or use --no-probe)\n", a->cmd, err.msg);
+        return SW_EXIT_FAIL;
+    }
+    struct env e;
+    if (env_open(&e, a->redis) != 0) {
+        sw_seal_key_free(key);
+        return SW_EXIT_FAIL;
+    }
+    struct list_wait w = {0};
+    rc = show ? sw_registry_get(e.redis, a->name, on_get_one, &w)
+              : sw_registry_list(e.redis, on_list, &w);
+    if (rc == 0)
+        sw_kube_run_until(&e.loop, &w.done);
+    else
+        sw_error_set(&w.err, rc, "redis: %s", sw_strerror(rc));
+    int exit_code = SW_EXIT_OK;
+    if (rc != 0 || w.rc != 0) {
+        fprintf(stderr, "spillctl cluster %s: %s\n", a->cmd, w.err.msg);
+        exit_code = SW_EXIT_FAIL;
+        goto out;
+    }
+    if (!a->no_probe)
+        for (size_t i = 0; i < w.n; i++)
+            start_probe(&e, &w.probes[i], key);
+    for (size_t i = 0; i < w.n; i++)
+        finish_probe(&e, &w.probes[i]);
+    if (show) {
+        show_one(&w.probes[0], key);
+    } else if (w.n == 0) {
+        printf("No clusters registered. Add one with: spillctl cluster add NAME --kubeconfig "
+               "FILE --role onprem|cloud --region R\n");
+    } else {
+        printf("%-16s %-7s %-10s %-12s %-60s %11s\n", "NAME", "ROLE", "REGION", "HEALTH",
+               "POOL (capacity/product/memory/region/zone)", "FREE/TOTAL");
+        for (size_t i = 0; i < w.n; i++)
+            print_row(&w.probes[i]);
+    }
+out:
+    for (size_t i = 0; i < w.n; i++) {
+        sw_cluster_record_clear(&w.probes[i].rec);
+        if (w.probes[i].have_cap)
+            sw_capacity_free(&w.probes[i].cap);
+    }
+    sw_free(w.probes);
+    env_close(&e);
+    sw_seal_key_free(key);
+    return exit_code;
+}
+
+/* ---- remove ------------------------------------------------------------- */
+
+static int cmd_remove(struct args *a)
+{
+    int rc = need_redis(a);
+    if (rc != 0)
+        return rc;
+    if (a->name == NULL || !sw_name_valid(a->name)) {
+        fprintf(stderr, "spillctl cluster remove: expected a cluster NAME\n");
+        return SW_EXIT_USAGE;
+    }
+    struct env e;
+    if (env_open(&e, a->redis) != 0)
+        return SW_EXIT_FAIL;
+    struct put_wait w = {0};
+    rc = sw_registry_remove(e.redis, a->name, on_put, &w);
+    if (rc == 0)
+        sw_kube_run_until(&e.loop, &w.done);
+    int exit_code = SW_EXIT_OK;
+    if (rc != 0 || w.rc != 0) {
+        fprintf(stderr, "spillctl cluster remove: %s\n", rc ? sw_strerror(rc) : w.err.msg);
+        exit_code = SW_EXIT_FAIL;
+    } else {
+        printf("cluster %s removed\n", a->name);
+    }
+    env_close(&e);
+    return exit_code;
+}
+
+int sw_cli_cluster(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? SW_EXIT_USAGE : SW_EXIT_OK;
+    }
+    sw_json_init_hooks();
+    sw_log_set_level(SW_LOG_WARN);
+    if (getenv("SPILLWAY_LOG") != NULL && sw_log_level_parse(getenv("SPILLWAY_LOG")) >= 0)
+        sw_log_set_level((enum sw_log_level)sw_log_level_parse(getenv("SPILLWAY_LOG")));
+    struct args a = {0};
+    a.cmd = argv[1];
+    int rc = parse_args(argc - 1, argv + 1, &a);
+    if (rc != 0)
+        return rc < 0 ? SW_EXIT_OK : rc;
+    if (strcmp(a.cmd, "add") == 0)
+        return cmd_add(&a);
+    if (strcmp(a.cmd, "list") == 0)
+        return cmd_list_show(&a, 0);
+    if (strcmp(a.cmd, "show") == 0)
+        return cmd_list_show(&a, 1);
+    if (strcmp(a.cmd, "remove") == 0)
+        return cmd_remove(&a);
+    fprintf(stderr, "spillctl cluster: unknown command \"%s\"\n\n", a.cmd);
+    usage(stderr);
+    return SW_EXIT_USAGE;
+}

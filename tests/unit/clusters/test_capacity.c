@@ -1,0 +1,178 @@
+/*
+ * Tests for clusters/capacity.c: pools by attributes, cordoned and NotReady
+ * nodes excluded, terminal pods ignored, init containers counted as the
+ * scheduler does, pending demand matched by nodeSelector, and errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clusters/capacity.h"
+#include "common/alloc.h"
+#include "common/json.h"
+
+static cJSON *node(const char *name, const char *ct, const char *zone, const char *gpus,
+                   const char *ready, int cordoned)
+{
+    char buf[1024];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"karpenter.sh/capacity-type\":\"%s\","
+             "\"nvidia.com/gpu.product\":\"NVIDIA-H100-80GB-HBM3\",\"nvidia.com/gpu.memory\":"
+             "\"81559\",\"topology.kubernetes.io/region\":\"us-east-1\","
+             "\"topology.kubernetes.io/zone\":\"%s\"}},"
+             "\"spec\":{\"unschedulable\":%s},"
+             "\"status\":{\"allocatable\":{\"cpu\":\"32\",\"nvidia.com/gpu\":\"%s\"},"
+             "\"conditions\":[{\"type\":\"MemoryPressure\",\"status\":\"False\"},"
+             "{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
+             name, ct, zone, cordoned ? "true" : "false", gpus, ready);
+    cJSON *j = NULL;
+    struct sw_error err;
+    assert_int_equal(sw_json_parse(buf, strlen(buf), "node", &j, &err), 0);
+    return j;
+}
+
+static cJSON *pod(const char *name, const char *node_name, const char *phase, const char *gpus,
+                  const char *init_gpus, const char *selector)
+{
+    char buf[1024];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},"
+             "\"spec\":{%s%s%s\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":"
+             "{\"nvidia.com/gpu\":\"%s\"}}},{\"name\":\"b\"}],"
+             "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":"
+             "{\"nvidia.com/gpu\":\"%s\"}}}]"
+             "%s%s%s},\"status\":{\"phase\":\"%s\"}}",
+             name, node_name ? "\"nodeName\":\"" : "", node_name ? node_name : "",
+             node_name ? "\"," : "", gpus, init_gpus, selector ? ",\"nodeSelector\":" : "",
+             selector ? selector : "", "", phase);
+    cJSON *j = NULL;
+    struct sw_error err;
+    if (sw_json_parse(buf, strlen(buf), "pod", &j, &err) != 0)
+        fail_msg("%s: %s", buf, err.msg);
+    return j;
+}
+
+static void test_pools_and_rules(void **state)
+{
+    (void)state;
+    cJSON *nodes[] = {
+        node("n1", "spot", "us-east-1a", "8", "True", 0),
+        node("n2", "spot", "us-east-1a", "8", "True", 0),
+        node("n3", "spot", "us-east-1a", "8", "True", 1),  /* cordoned */
+        node("n4", "spot", "us-east-1a", "8", "False", 0), /* NotReady */
+        node("n5", "spot", "us-east-1b", "8", "True", 0),
+        node("n6", "on-demand", "us-east-1a", "4", "True", 0),
+    };
+    cJSON *pods[] = {
+        pod("p1", "n1", "Running", "3", "0", NULL),
+        pod("p2", "n1", "Pending", "1", "2", NULL),   /* bound, not yet running: counts 2 */
+        pod("p3", "n2", "Succeeded", "8", "0", NULL), /* terminal: ignored */
+        pod("p4", "n3", "Running", "2", "0", NULL),   /* on a cordoned node */
+        pod("p5", "n5", "Running", "8", "0", NULL),
+        pod("p6", "n6", "Failed", "4", "0", NULL),
+        pod("q1", NULL, "Pending", "2", "0", "{\"karpenter.sh/capacity-type\":\"spot\"}"),
+        pod("q2", NULL, "Pending", "4", "0", NULL),
+        pod("q3", NULL, "Failed", "4", "0", NULL), /* terminal: no demand */
+    };
+    struct sw_node_facts nf[6];
+    struct sw_pod_facts pf[9];
+    struct sw_error err;
+    for (size_t i = 0; i < 6; i++)
+        assert_int_equal(sw_node_facts_from_json(nodes[i], &nf[i], &err), 0);
+    for (size_t i = 0; i < 9; i++)
+        assert_int_equal(sw_pod_facts_from_json(pods[i], &pf[i], &err), 0);
+    assert_int_equal(pf[1].gpu_request, 2);
+    assert_int_equal(pf[0].gpu_request, 3);
+    assert_true(nf[0].ready);
+    assert_false(nf[3].ready);
+    struct sw_capacity cap;
+    assert_int_equal(sw_capacity_compute(nf, 6, pf, 9, &cap), 0);
+    assert_int_equal(cap.npools, 3);
+    /* Sorted by key: on-demand first. */
+    struct sw_pool *od = &cap.pools[0], *a = &cap.pools[1], *b = &cap.pools[2];
+    assert_string_equal(od->key, "on-demand/NVIDIA-H100-80GB-HBM3/81559/us-east-1/us-east-1a");
+    assert_string_equal(a->key, "spot/NVIDIA-H100-80GB-HBM3/81559/us-east-1/us-east-1a");
+    assert_int_equal(od->total, 4);
+    assert_int_equal(od->used, 0);
+    assert_int_equal(od->free, 4);
+    assert_int_equal(a->nodes, 2);
+    assert_int_equal(a->nodes_excluded, 2);
+    assert_int_equal(a->total, 16);
+    assert_int_equal(a->excluded, 16);
+    assert_int_equal(a->used, 5);
+    assert_int_equal(a->free, 11);
+    assert_int_equal(b->total, 8);
+    assert_int_equal(b->used, 8);
+    assert_int_equal(b->free, 0);
+    /* Pending: q1 (spot only) lands on both spot pools, q2 on every pool. */
+    assert_int_equal(cap.pending_total, 6);
+    assert_int_equal(cap.pending_pods, 2);
+    assert_int_equal(a->pending, 6);
+    assert_int_equal(b->pending, 6);
+    assert_int_equal(od->pending, 4);
+    sw_capacity_free(&cap);
+    for (size_t i = 0; i < 6; i++)
+        cJSON_Delete(nodes[i]);
+    for (size_t i = 0; i < 9; i++)
+        cJSON_Delete(pods[i]);
+}
+
+static void test_bad_quantities_named(void **state)
+{
+    (void)state;
+    struct sw_error err;
+    cJSON *n = node("gpu-7", "spot", "z", "eight", "True", 0);
+    struct sw_node_facts nf;
+    assert_int_equal(sw_node_facts_from_json(n, &nf, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "Node gpu-7"));
+    assert_non_null(strstr(err.msg, "status.allocatable.nvidia.com/gpu"));
+    cJSON_Delete(n);
+    cJSON *p = pod("train", "n1", "Running", "1.5", "0", NULL);
+    struct sw_pod_facts pf;
+    assert_int_equal(sw_pod_facts_from_json(p, &pf, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "Pod ml/train"));
+    assert_non_null(strstr(err.msg, "resources.limits.nvidia.com/gpu"));
+    cJSON_Delete(p);
+}
+
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    cJSON *n1 = node("n1", "spot", "a", "8", "True", 0),
+          *n2 = node("n2", "owned", "b", "4", "True", 0);
+    struct sw_node_facts nf[2];
+    struct sw_error err;
+    assert_int_equal(sw_node_facts_from_json(n1, &nf[0], &err), 0);
+    assert_int_equal(sw_node_facts_from_json(n2, &nf[1], &err), 0);
+    for (uint64_t nth = 1; nth < 100; nth++) {
+        struct sw_capacity cap;
+        sw_alloc_fail_at(nth);
+        int rc = sw_capacity_compute(nf, 2, NULL, 0, &cap);
+        int injected = sw_alloc_injected();
+        sw_alloc_reset();
+        if (rc == 0) {
+            assert_int_equal(cap.npools, 2);
+            sw_capacity_free(&cap);
+        } else {
+            assert_int_equal(rc, SW_ENOMEM);
+        }
+        if (!injected)
+            break;
+    }
+    cJSON_Delete(n1);
+    cJSON_Delete(n2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pools_and_rules),
+        cmocka_unit_test(test_bad_quantities_named),
+        cmocka_unit_test(test_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

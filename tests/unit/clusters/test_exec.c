@@ -1,0 +1,196 @@
+/*
+ * Tests for clusters/exec.c: ExecCredential parsing, RFC 3339 times, and
+ * running real plugin scripts (env, args, KUBERNETES_EXEC_INFO, failures,
+ * interactiveMode Always refused).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clusters/exec.h"
+#include "clusters/kubeconfig.h"
+#include "common/alloc.h"
+
+#define V1 "client.authentication.k8s.io/v1"
+
+static void test_rfc3339(void **state)
+{
+    (void)state;
+    int64_t ms;
+    assert_int_equal(sw_parse_rfc3339("1970-01-01T00:00:00Z", &ms), 0);
+    assert_int_equal(ms, 0);
+    assert_int_equal(sw_parse_rfc3339("2026-11-21T10:00:00.250Z", &ms), 0);
+    assert_int_equal(ms, 1795255200250LL);
+    assert_int_equal(sw_parse_rfc3339("2026-11-21T12:00:00+02:00", &ms), 0);
+    assert_int_equal(ms, 1795255200000LL);
+    assert_int_equal(sw_parse_rfc3339("2026-11-21 10:00:00", &ms), SW_EPARSE);
+    assert_int_equal(sw_parse_rfc3339("2026-13-21T10:00:00Z", &ms), SW_EPARSE);
+    assert_int_equal(sw_parse_rfc3339("2026-11-21T10:00:00Zjunk", &ms), SW_EPARSE);
+}
+
+static void test_parse_cred(void **state)
+{
+    (void)state;
+    struct sw_exec_cred c;
+    struct sw_error err;
+    const char *ok = "{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\",\"status\":"
+                     "{\"token\":\"tok-123\",\"expirationTimestamp\":\"2026-11-21T10:00:00Z\"}}";
+    assert_int_equal(sw_exec_cred_parse(ok, strlen(ok), V1, "plugin p", &c, &err), 0);
+    assert_string_equal(c.token, "tok-123");
+    assert_int_equal(c.expiry_ms, 1795255200000LL);
+    sw_exec_cred_clear(&c);
+    const char *cert = "{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\",\"status\":"
+                       "{\"clientCertificateData\":\"-----BEGIN CERTIFICATE-----\\n\","
+                       "\"clientKeyData\":\"-----BEGIN PRIVATE KEY-----\\n\"}}";
+    assert_int_equal(sw_exec_cred_parse(cert, strlen(cert), V1, "plugin p", &c, &err), 0);
+    assert_null(c.token);
+    assert_string_equal((char *)c.cert, "-----BEGIN CERTIFICATE-----\n");
+    assert_int_equal(c.expiry_ms, 0);
+    sw_exec_cred_clear(&c);
+
+    struct {
+        const char *out;
+        const char *needle;
+    } bad[] = {
+        {"not json", "plugin p: output"},
+        {"{\"kind\":\"Pod\",\"apiVersion\":\"" V1 "\"}", "expected ExecCredential"},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+         "\"status\":{\"token\":\"x\"}}",
+         "expected " V1 " as in the kubeconfig"},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\"}", "field \"status\""},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\",\"status\":{}}",
+         "expected a token or a client certificate"},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\",\"status\":{\"token\":\"secret-"
+         "tok\",\"expirationTimestamp\":\"soon\"}}",
+         "status.expirationTimestamp"},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\",\"status\":"
+         "{\"clientCertificateData\":\"x\"}}",
+         "clientKeyData"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sw_error_clear(&err);
+        int rc = sw_exec_cred_parse(bad[i].out, strlen(bad[i].out), V1, "plugin p", &c, &err);
+        if (rc == 0 || strstr(err.msg, bad[i].needle) == NULL)
+            fail_msg("case %zu: rc=%d msg=%s", i, rc, err.msg);
+        assert_null(strstr(err.msg, "secret-tok"));
+        assert_null(c.token);
+    }
+}
+
+static char dir[64];
+
+static struct sw_kube_target *target_with_script(const char *script, const char *mode)
+{
+    char path[128], cfg[2048];
+    snprintf(path, sizeof(path), "%s/plugin.sh", dir);
+    FILE *f = fopen(path, "w");
+    fputs(script, f);
+    fclose(f);
+    chmod(path, 0755);
+    snprintf(cfg, sizeof(cfg),
+             "current-context: a\n"
+             "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+             "contexts: [{name: a, context: {cluster: c, user: u}}]\n"
+             "users: [{name: u, user: {exec: {apiVersion: " V1 ", command: ./plugin.sh, "
+             "args: [one, 'two words'], env: [{name: PLUGIN_ENV, value: hello}], "
+             "interactiveMode: %s, provideClusterInfo: true}}}]\n",
+             mode);
+    char kpath[128];
+    snprintf(kpath, sizeof(kpath), "%s/config", dir);
+    struct sw_kube_target *t = NULL;
+    struct sw_error err;
+    if (sw_kubeconfig_parse(cfg, strlen(cfg), kpath, NULL, &t, &err) != 0)
+        fail_msg("%s", err.msg);
+    return t;
+}
+
+static void test_run_plugin(void **state)
+{
+    (void)state;
+    /* The plugin checks what it was given and answers with a token made of
+     * it, so the test sees args, env and the exec info arrived. */
+    const char *script =
+        "#!/bin/sh\n"
+        "case \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*'\"server\":\"https://"
+        "127.0.0.1:1\"'*) ;; *) echo \"bad info $KUBERNETES_EXEC_INFO\" >&2; exit 3;; esac\n"
+        "[ -t 0 ] && { echo 'stdin is a tty' >&2; exit 4; }\n"
+        "printf '{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\",\"status\":"
+        "{\"token\":\"%s-%s-%s\",\"expirationTimestamp\":\"2030-01-01T00:00:00Z\"}}' "
+        "\"$1\" \"$2\" \"$PLUGIN_ENV\"\n";
+    struct sw_kube_target *t = target_with_script(script, "Never");
+    struct sw_exec_cred c;
+    struct sw_error err;
+    sw_error_clear(&err);
+    int rc = sw_exec_run_sync(t, &c, &err);
+    if (rc != 0)
+        fail_msg("%s", err.msg);
+    assert_string_equal(c.token, "one-two words-hello");
+    assert_int_equal(c.expiry_ms, 1893456000000LL);
+    sw_exec_cred_clear(&c);
+    sw_kube_target_free(t);
+}
+
+static void test_plugin_failures(void **state)
+{
+    (void)state;
+    struct sw_exec_cred c;
+    struct sw_error err;
+    struct sw_kube_target *t = target_with_script(
+        "#!/bin/sh\necho 'first'>&2\necho 'login required' >&2\nexit 7\n", "IfAvailable");
+    assert_int_equal(sw_exec_run_sync(t, &c, &err), SW_EAUTH);
+    assert_non_null(strstr(err.msg, "exited with status 7: login required"));
+    assert_non_null(strstr(err.msg, "plugin.sh"));
+    sw_kube_target_free(t);
+
+    t = target_with_script("#!/bin/sh\necho garbage\n", "Never");
+    assert_int_equal(sw_exec_run_sync(t, &c, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "exec plugin"));
+    sw_kube_target_free(t);
+
+    t = target_with_script("#!/bin/sh\nexit 0\n", "Always");
+    assert_int_equal(sw_exec_run_sync(t, &c, &err), SW_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "interactiveMode is Always"));
+    sw_kube_target_free(t);
+
+    t = target_with_script("#!/bin/sh\n", "Never");
+    sw_free(t->exec->command);
+    t->exec->command = sw_strdup("/nonexistent/plugin");
+    assert_int_equal(sw_exec_run_sync(t, &c, &err), SW_EAUTH);
+    assert_non_null(strstr(err.msg, "cannot start"));
+    sw_kube_target_free(t);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/sw-exec-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char p[128];
+    snprintf(p, sizeof(p), "%s/plugin.sh", dir);
+    unlink(p);
+    rmdir(dir);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_parse_cred),
+        cmocka_unit_test(test_run_plugin),
+        cmocka_unit_test(test_plugin_failures),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
