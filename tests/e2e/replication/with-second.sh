@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# with-second.sh CMD... - runs CMD against the second S3 implementation,
-# starting it (tests/testbed/s3-second, loopback only) when the lab has not.
+# with-second.sh CMD... - runs CMD against the second S3 implementation.
+# When the lab has not exported SW_LAB_S3_SECOND_ENDPOINT, the server is
+# started here (tests/testbed/s3-second, loopback only) and stopped again
+# afterwards.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
-if [ -z "${SW_LAB_S3_SECOND_ENDPOINT:-}" ]; then
-    "$root/tests/testbed/s3-second" up >&2
-    eval "$("$root/tests/testbed/s3-second" env)"
+if [ -n "${SW_LAB_S3_SECOND_ENDPOINT:-}" ]; then
+    exec "$@"
 fi
-exec "$@"
+"$root/tests/testbed/s3-second" up >&2
+trap '"$root/tests/testbed/s3-second" down' EXIT
+eval "$("$root/tests/testbed/s3-second" env)"
+"$@"
