@@ -198,7 +198,8 @@ static inline int sw_workload_gpus(const struct sw_workload *w)
  * unique pool names. On failure returns SW_EINVAL (or SW_ENOENT for an
  * unknown name) with a message in `err` naming the object and the field,
  * e.g. `workload "train-1": field "gpus_per_pod": expected a positive
- * integer, got -2`.
+ * integer, got -2`. Runs in time linear in the size of `s`; it allocates
+ * its name tables, so it may also return SW_ENOMEM.
  */
 int sw_snapshot_validate(const struct sw_snapshot *s, struct sw_error *err);
 
