@@ -232,12 +232,17 @@ static struct release heap_pop(struct lq *q)
 
 /* ---- The engine ------------------------------------------------------- */
 
+/* A workload's place in the decision order: priority class (highest
+ * first, so stored as 3 - class), then submit time as an unsigned integer
+ * that sorts like the double, then name, then index. */
 struct order_key {
-    int prio;
-    double submit;
-    const char *name;
+    uint64_t submit;
     size_t idx;
+    unsigned prio;
 };
+
+/* Radix sort passes: the 8 bytes of the submit time, then the priority. */
+#define RADIX_PASSES 9
 
 /* What the option loop reads of a pool, packed: the snapshot's struct
  * sw_pool is mostly names, and scanning it for a few numbers a million
@@ -272,6 +277,7 @@ struct set_cache {
 struct sw_engine {
     struct order_key *order, *order_tmp;
     size_t order_cap, order_tmp_cap;
+    size_t radix[RADIX_PASSES][256];
     struct pool_rt *pools;
     size_t pool_cap;
     struct lq *lqs;
@@ -303,8 +309,12 @@ struct sw_engine {
     /* Options: one row per workload when explaining, else one row. */
     struct sw_option *opts;
     size_t opts_cap;
-    /* Pool sets: one bit per pool, `words` 64-bit words per set. */
+    /* Pool sets: one bit per pool, `words` 64-bit words per set. Bit r
+     * stands for the pool of rank r in list price order (ties by index),
+     * so that candidates come out cheapest first. */
     size_t np, words;
+    size_t *rank_pool, *pool_rank;
+    size_t rank_pool_cap, pool_rank_cap;
     uint64_t *sets;
     size_t sets_cap;
     uint64_t *set_all, *set_spot, *set_cap, *set_prod, *set_cluster, *set_team;
@@ -349,6 +359,8 @@ void sw_engine_free(struct sw_engine *e)
     sw_free(e->hist);
     sw_free(e->opts);
     sw_free(e->sets);
+    sw_free(e->rank_pool);
+    sw_free(e->pool_rank);
     sw_free(e);
 }
 
@@ -369,60 +381,75 @@ static int grow(void *pp, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
-/* Highest priority first, then first come first served, then by name. */
-static inline bool order_before(const struct order_key *x, const struct order_key *y)
+/* The bits of a finite double as an unsigned integer in the same order
+ * (-0 and +0 are equal, as they compare). */
+static uint64_t order_bits(double d)
 {
-    if (x->prio != y->prio)
-        return x->prio > y->prio;
-    if (x->submit != y->submit)
-        return x->submit < y->submit;
-    int c = strcmp(x->name, y->name);
-    if (c != 0)
-        return c < 0;
-    return x->idx < y->idx;
+    d += 0.0; /* -0 becomes +0 */
+    uint64_t u;
+    memcpy(&u, &d, sizeof(u));
+    return u >> 63 ? ~u : u | (uint64_t)1 << 63;
 }
 
-/* Sorts `n` keys with `tmp` (n entries) as scratch: a bottom-up merge sort
- * whose comparison inlines, after runs of 16 sorted by insertion. The
- * order is total (the index breaks ties), so any correct sort gives the
- * same order; a queue that is already in order costs one pass. */
-static void sort_order(struct order_key *a, struct order_key *tmp, size_t n)
+static unsigned radix_digit(const struct order_key *k, int pass)
 {
-    size_t i;
-    for (i = 1; i < n && !order_before(&a[i], &a[i - 1]); i++)
-        ;
-    if (i >= n)
+    return pass < 8 ? (unsigned)(k->submit >> (8 * pass)) & 0xff : k->prio;
+}
+
+/* Whether x goes before y among keys of equal priority and submit time. */
+static bool name_before(const struct sw_workload *pending, const struct order_key *x,
+                        const struct order_key *y)
+{
+    int c = strcmp(pending[x->idx].name, pending[y->idx].name);
+    return c != 0 ? c < 0 : x->idx < y->idx;
+}
+
+/* Sorts the decision order: highest priority first, then first come first
+ * served, then by name and index. A stable LSD radix sort of the keys
+ * (built in index order) on submit time and priority, skipping the passes
+ * whose byte is the same everywhere, then the rare runs of equal time by
+ * name. `tmp` has n entries. */
+static void sort_order(struct sw_engine *e, struct order_key *a, struct order_key *tmp, size_t n,
+                       const struct sw_workload *pending)
+{
+    if (n < 2)
         return;
-    enum { RUN = 16 };
-    for (size_t lo = 0; lo < n; lo += RUN) {
-        size_t hi = lo + RUN < n ? lo + RUN : n;
-        for (size_t j = lo + 1; j < hi; j++) {
-            struct order_key k = a[j];
-            size_t m = j;
-            for (; m > lo && order_before(&k, &a[m - 1]); m--)
-                a[m] = a[m - 1];
-            a[m] = k;
-        }
-    }
+    memset(e->radix, 0, sizeof(e->radix));
+    for (size_t i = 0; i < n; i++)
+        for (int p = 0; p < RADIX_PASSES; p++)
+            e->radix[p][radix_digit(&a[i], p)]++;
     struct order_key *src = a, *dst = tmp;
-    for (size_t width = RUN; width < n; width *= 2) {
-        for (size_t lo = 0; lo < n; lo += 2 * width) {
-            size_t mid = lo + width < n ? lo + width : n;
-            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            size_t x = lo, y = mid, k = lo;
-            while (x < mid && y < hi)
-                dst[k++] = order_before(&src[y], &src[x]) ? src[y++] : src[x++];
-            while (x < mid)
-                dst[k++] = src[x++];
-            while (y < hi)
-                dst[k++] = src[y++];
+    for (int p = 0; p < RADIX_PASSES; p++) {
+        size_t *count = e->radix[p];
+        if (count[radix_digit(&src[0], p)] == n)
+            continue; /* one bucket: nothing moves */
+        size_t sum = 0;
+        for (int b = 0; b < 256; b++) {
+            size_t c = count[b];
+            count[b] = sum;
+            sum += c;
         }
+        for (size_t i = 0; i < n; i++)
+            dst[count[radix_digit(&src[i], p)]++] = src[i];
         struct order_key *t = src;
         src = dst;
         dst = t;
     }
     if (src != a)
         memcpy(a, src, n * sizeof(*a));
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && a[j].prio == a[i].prio && a[j].submit == a[i].submit)
+            j++;
+        for (size_t k = i + 1; k < j; k++) {
+            struct order_key key = a[k];
+            size_t m = k;
+            for (; m > i && name_before(pending, &key, &a[m - 1]); m--)
+                a[m] = a[m - 1];
+            a[m] = key;
+        }
+        i = j;
+    }
 }
 
 static inline void set_bit(uint64_t *set, size_t i)
@@ -450,7 +477,21 @@ static void cap_levels_update(struct sw_engine *e, size_t pi, int old)
     int now = cap_hint(&e->pools[pi]);
     for (int b = 0; b < CAP_LEVELS && ((int64_t)1 << b) <= old; b++)
         if (((int64_t)1 << b) > now)
-            clear_bit(e->set_cap + (size_t)b * e->words, pi);
+            clear_bit(e->set_cap + (size_t)b * e->words, e->pool_rank[pi]);
+}
+
+/* Sorts pool indices by list price, ties by index (insertion sort: pools
+ * are few, and often listed nearly in price order). */
+static void sort_by_price(const struct pool_rt *pools, size_t *idx, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        size_t k = idx[i], m = i;
+        for (; m > 0 && (pools[idx[m - 1]].price > pools[k].price ||
+                         (pools[idx[m - 1]].price == pools[k].price && idx[m - 1] > k));
+             m--)
+            idx[m] = idx[m - 1];
+        idx[m] = k;
+    }
 }
 
 /* Sizes the workspace, takes the ids of the snapshot's names from its
@@ -621,28 +662,36 @@ static int prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explai
     memset(&e->mem_cache, 0, sizeof(e->mem_cache));
     memset(&e->ic_cache, 0, sizeof(e->ic_cache));
     memset(&e->price_cache, 0, sizeof(e->price_cache));
+    if (grow(&e->rank_pool, &e->rank_pool_cap, np + 1, sizeof(size_t)) ||
+        grow(&e->pool_rank, &e->pool_rank_cap, np + 1, sizeof(size_t)))
+        goto nomem;
+    for (size_t i = 0; i < np; i++)
+        e->rank_pool[i] = i;
+    sort_by_price(e->pools, e->rank_pool, np);
+    for (size_t r = 0; r < np; r++)
+        e->pool_rank[e->rank_pool[r]] = r;
     for (size_t i = 0; i < np; i++) {
         const struct pool_rt *r = &e->pools[i];
-        set_bit(e->set_all, i);
+        size_t bit = e->pool_rank[i];
+        set_bit(e->set_all, bit);
         if (r->cap == SW_CAP_SPOT)
-            set_bit(e->set_spot, i);
+            set_bit(e->set_spot, bit);
         int hint = cap_hint(r);
         for (int b = 0; b < CAP_LEVELS && ((int64_t)1 << b) <= hint; b++)
-            set_bit(e->set_cap + (size_t)b * W, i);
-        set_bit(e->set_prod + (size_t)r->product * W, i);
-        set_bit(e->set_cluster + (size_t)r->cluster * W, i);
+            set_bit(e->set_cap + (size_t)b * W, bit);
+        set_bit(e->set_prod + (size_t)r->product * W, bit);
+        set_bit(e->set_cluster + (size_t)r->cluster * W, bit);
         for (size_t t = 0; t < T; t++)
             if (e->team_has_quota[t] && e->team_quota[t * F + (size_t)r->flavour] >= 0)
-                set_bit(e->set_team + t * W, i);
+                set_bit(e->set_team + t * W, bit);
     }
     /* The decision order. */
     for (size_t i = 0; i < nw; i++) {
-        e->order[i].prio = (int)s->pending[i].prio;
-        e->order[i].submit = s->pending[i].submit_time;
-        e->order[i].name = s->pending[i].name;
+        e->order[i].prio = SW_PRIO_PRODUCTION - (unsigned)s->pending[i].prio;
+        e->order[i].submit = order_bits(s->pending[i].submit_time);
         e->order[i].idx = i;
     }
-    sort_order(e->order, e->order_tmp, nw);
+    sort_order(e, e->order, e->order_tmp, nw, s->pending);
     return 0;
 nomem:
     return sw_error_set(err, SW_ENOMEM,
@@ -971,7 +1020,7 @@ static const uint64_t *cached_set(struct sw_engine *e, struct set_cache *cache, 
     memset(set, 0, W * sizeof(*set));
     for (size_t i = 0; i < e->np; i++)
         if (pred(&e->pools[i], key))
-            set_bit(set, i);
+            set_bit(set, e->pool_rank[i]);
     cache->key[k] = key;
     cache->used[k] = true;
     return set;
@@ -1293,20 +1342,98 @@ static void commit(struct sw_engine *e, const struct sw_snapshot *s, const struc
     }
 }
 
-/* Evaluates the candidate pools of `cand` into `opts` and keeps the
- * eligible ones, in pool order. Returns how many. */
-static size_t evaluate_candidates(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,
-                                  const uint64_t *cand, struct sw_option *opts)
+/* When the rest of the candidates cannot matter. Candidates come cheapest
+ * list price first, and no option costs less than its GPUs at list price
+ * for the runtime (provisioning, interruptions, egress and the value of
+ * delay only add), so once that floor is above what the policy would pick
+ * already, every later pool is worse:
+ *   cost-aware: the lowest score among options that meet the deadline;
+ *   greedy: the lowest list price among options that start now.
+ * Other policies, and cloud-first workloads, weigh every candidate. */
+struct cutoff {
+    enum { CUT_NONE, CUT_SCORE, CUT_PRICE } kind;
+    double best;   /* what the policy would pick so far (INFINITY: nothing) */
+    double margin; /* rounding slack, so that a pool is cut only when it is
+                    * strictly worse, never on a tie */
+};
+
+static void cutoff_init(const struct sw_snapshot *s, const struct sw_policy *pol,
+                        const struct wctx *c, struct cutoff *cut)
 {
+    cut->kind = CUT_NONE;
+    cut->best = INFINITY;
+    cut->margin = 0;
+    if (c->w->burst == SW_BURST_CLOUD_FIRST)
+        return;
+    if (pol->kind == SW_POLICY_COST_AWARE && pol->delay_value_gpu_h >= 0 &&
+        isfinite(c->delay_per_h)) {
+        /* The delay of an option is completion - now - runtime, computed
+         * with a few roundings of now + runtime; the floors, with a few
+         * roundings of their own size. The margin (this, plus a billionth of
+         * the figures compared) is a million times wider than both. */
+        cut->kind = CUT_SCORE;
+        cut->margin = c->delay_per_h * (fabs(s->now) + c->runtime_s + 1.0) * 1e-9 / 3600.0;
+    } else if (pol->kind == SW_POLICY_GREEDY && c->w->burst != SW_BURST_NEVER) {
+        cut->kind = CUT_PRICE;
+    }
+}
+
+/* A floor under the score of workload `c` on pool `p`, whose run costs
+ * `run`: the score adds provisioning, interruptions and egress to the run,
+ * and the value of a delay at least as long as moving the inputs (and
+ * provisioning, when the pool has too few idle GPUs). The sums are made in
+ * the order evaluate_rest makes them, so the floor never exceeds the score
+ * but by rounding in the delay, which the cutoff's margin covers. */
+static double score_floor(struct sw_engine *e, struct wctx *c, const struct pool_rt *p, double run)
+{
+    double egress, transfer;
+    egress_to(e, c, p->region, &egress, &transfer);
+    if (!isfinite(egress))
+        return INFINITY; /* no route: the option is excluded anyway */
+    bool queued = p->queue >= 0 && p->cluster == c->origin;
+    double provision = 0, provision_s = 0;
+    if (!queued && c->gpus > p->free) {
+        provision = (double)c->gpus * p->price * p->provision_h;
+        provision_s = p->provision_s;
+    }
+    double delay_h = (transfer + provision_s) / 3600.0;
+    return run + provision + egress + c->delay_per_h * delay_h;
+}
+
+/* Evaluates the candidate pools of `cand` into `opts`, cheapest first, and
+ * keeps the eligible ones. Returns how many. */
+static size_t evaluate_candidates(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,
+                                  const struct sw_policy *pol, const uint64_t *cand,
+                                  struct sw_option *opts)
+{
+    struct cutoff cut;
+    cutoff_init(s, pol, c, &cut);
     size_t n = 0;
     for (size_t k = 0; k < e->words; k++)
         for (uint64_t m = cand[k]; m; m &= m - 1) {
-            size_t pi = k * 64 + (size_t)__builtin_ctzll(m);
+            size_t pi = e->rank_pool[k * 64 + (size_t)__builtin_ctzll(m)];
+            const struct pool_rt *p = &e->pools[pi];
+            double price = p->price;
+            if (cut.kind == CUT_SCORE && isfinite(cut.best)) {
+                double run = (double)c->gpus * price * c->rt_h;
+                if (run > cut.best + cut.margin + 1e-9 * (run + fabs(cut.best)))
+                    return n; /* and every later pool */
+                double floor = score_floor(e, c, p, run);
+                if (floor > cut.best + cut.margin + 1e-9 * (floor + fabs(cut.best)))
+                    continue;
+            }
+            if (cut.kind == CUT_PRICE && price > cut.best)
+                return n;
             struct sw_option *o = &opts[n];
             option_init(e, c, pi, o);
             evaluate_rest(e, s, c, pi, o);
-            if (o->excluded == SW_EX_NONE)
-                n++;
+            if (o->excluded != SW_EX_NONE)
+                continue;
+            n++;
+            if (cut.kind == CUT_SCORE && o->deadline_ok && o->score < cut.best)
+                cut.best = o->score;
+            if (cut.kind == CUT_PRICE && (!o->stay || o->wait_s <= 0) && price < cut.best)
+                cut.best = price;
         }
     return n;
 }
@@ -1405,7 +1532,7 @@ int sw_engine_decide(struct sw_engine *e, const struct sw_snapshot *s,
         } else {
             /* Without explanations only eligible options matter: evaluate
              * the candidate pools and choose among those that pass. */
-            n = evaluate_candidates(e, s, &c, workload_candidates(e, &c), opts);
+            n = evaluate_candidates(e, s, &c, policy, workload_candidates(e, &c), opts);
         }
         int k = choose(s, policy, &c, opts, n, d);
         if (k < 0) {
