@@ -687,6 +687,10 @@ static int prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explai
     }
     /* The decision order. */
     for (size_t i = 0; i < nw; i++) {
+        if (i + 8 < nw) {
+            __builtin_prefetch(&s->pending[i + 8].prio);
+            __builtin_prefetch(&s->pending[i + 8].submit_time);
+        }
         e->order[i].prio = SW_PRIO_PRODUCTION - (unsigned)s->pending[i].prio;
         e->order[i].submit = order_bits(s->pending[i].submit_time);
         e->order[i].idx = i;
@@ -1441,24 +1445,8 @@ static size_t evaluate_candidates(struct sw_engine *e, const struct sw_snapshot 
 /* The queue is decided in priority order, which jumps around the pending
  * array: each workload is a kilobyte (mostly fixed-size names), so without
  * help every decision starts with a string of cache misses. Asking for the
- * lines a decision reads a few workloads ahead hides them. (Inlined: GCC
- * finds a function of prefetches alone free of side effects and drops the
- * call.) */
+ * lines a decision reads a few workloads ahead hides them. */
 #define PREFETCH_AHEAD 4
-
-ALWAYS_INLINE void prefetch_workload(const struct sw_snapshot *s, const struct sw_decision *out,
-                                     size_t wi)
-{
-    const char *w = (const char *)&s->pending[wi];
-    /* Names, counts, constraints and the first input: the first 8 lines. */
-    size_t first = offsetof(struct sw_workload, inputs[1].regions);
-    for (size_t off = 0; off < first; off += 64)
-        __builtin_prefetch(w + off);
-    __builtin_prefetch(w + offsetof(struct sw_workload, burst));
-    const char *d = (const char *)&out[wi];
-    for (size_t off = 0; off < sizeof(*out); off += 64)
-        __builtin_prefetch(d + off, 1);
-}
 
 int sw_engine_decide(struct sw_engine *e, const struct sw_snapshot *s,
                      const struct sw_policy *policy, unsigned flags, struct sw_decision *out,
@@ -1486,8 +1474,12 @@ int sw_engine_decide(struct sw_engine *e, const struct sw_snapshot *s,
         }
     }
     for (size_t rank = 0; rank < s->n_pending; rank++) {
-        if (rank + PREFETCH_AHEAD < s->n_pending)
-            prefetch_workload(s, out, e->order[rank + PREFETCH_AHEAD].idx);
+        if (rank + PREFETCH_AHEAD < s->n_pending) {
+            size_t ahead = e->order[rank + PREFETCH_AHEAD].idx;
+            sw__prefetch_workload(&s->pending[ahead]);
+            for (size_t off = 0; off < sizeof(*out); off += 64)
+                __builtin_prefetch((const char *)&out[ahead] + off, 1);
+        }
         size_t wi = e->order[rank].idx;
         const struct sw_workload *w = &s->pending[wi];
         struct sw_decision *d = &out[wi];

@@ -3,6 +3,7 @@
  */
 #include "placement/intern.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -46,6 +47,16 @@ int sw__intern_reset(struct sw__intern *t, size_t expect)
     return 0;
 }
 
+/* strcmp(a, b) == 0 for the short names of a snapshot, inline: the
+ * library's strcmp is built for long strings and costs a call. */
+static bool same(const char *a, const char *b)
+{
+    for (; *a == *b; a++, b++)
+        if (*a == '\0')
+            return true;
+    return false;
+}
+
 int sw__intern_find(const struct sw__intern *t, const char *s)
 {
     if (t->cap == 0)
@@ -54,7 +65,7 @@ int sw__intern_find(const struct sw__intern *t, const char *s)
     for (size_t i = fnv1a(s) & mask;; i = (i + 1) & mask) {
         if (t->keys[i] == NULL)
             return -1;
-        if (strcmp(t->keys[i], s) == 0)
+        if (same(t->keys[i], s))
             return t->vals[i];
     }
 }
@@ -70,7 +81,7 @@ int sw__intern_add(struct sw__intern *t, const char *s)
             t->vals[i] = (int)t->n;
             return (int)t->n++;
         }
-        if (strcmp(t->keys[i], s) == 0)
+        if (same(t->keys[i], s))
             return t->vals[i];
     }
 }

@@ -382,9 +382,14 @@ int sw__snapshot_validate_index(const struct sw_snapshot *s, struct sw__index *i
                                 "finished run #%zu: field \"runtime_seconds\": expected a positive "
                                 "number, got %g",
                                 i, s->history[i].runtime_s);
-    for (size_t i = 0; i < s->n_pending; i++)
+    for (size_t i = 0; i < s->n_pending; i++) {
+        /* A workload is a kilobyte: the hardware prefetcher stops at every
+         * page boundary, so ask for the next ones' lines ahead. */
+        if (i + 2 < s->n_pending)
+            sw__prefetch_workload(&s->pending[i + 2]);
         if ((rc = validate_workload(s, i, idx, err)) != 0)
             return rc;
+    }
     return 0;
 }
 
