@@ -29,8 +29,8 @@ fi
 
 echo "fuzz: building $BUILD_FUZZ with clang, -fsanitize=fuzzer,address,undefined"
 if ! CC=clang cmake -S . -B "$BUILD_FUZZ" -G Ninja -DSW_FUZZ=ON -DSW_WERROR=ON >/dev/null ||
-    ! cmake --build "$BUILD_FUZZ" -j "$JOBS" --target sw_fuzz >"$BUILD_FUZZ.log" 2>&1; then
-    cat "$BUILD_FUZZ.log" 2>/dev/null | tail -40
+    ! cmake --build "$BUILD_FUZZ" -j "$JOBS" --target sw_fuzz >"$BUILD_FUZZ/fuzz-build.log" 2>&1; then
+    tail -40 "$BUILD_FUZZ/fuzz-build.log" 2>/dev/null
     echo "fuzz: build failed" >&2
     exit 1
 fi
