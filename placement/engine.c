@@ -58,6 +58,16 @@ void sw_policy_default(enum sw_policy_kind kind, struct sw_policy *p)
     p->starburst_k = 0.25;
 }
 
+/* Starburst's k: waiting budget = k x runtime x GPUs. */
+#define POLICY_MAX_K 1e6
+
+/* The policy's parameters within the bounds that keep scores finite. */
+static bool policy_params_ok(const struct sw_policy *p)
+{
+    return p->delay_value_gpu_h >= 0 && p->delay_value_gpu_h <= SW_MAX_PRICE && p->wait_s >= 0 &&
+           p->wait_s <= SW_MAX_SECONDS && p->starburst_k >= 0 && p->starburst_k <= POLICY_MAX_K;
+}
+
 int sw_policy_parse(const char *s, struct sw_policy *p, struct sw_error *err)
 {
     const char *colon = strchr(s, ':');
@@ -73,6 +83,12 @@ int sw_policy_parse(const char *s, struct sw_policy *p, struct sw_error *err)
         if (end == colon + 1 || *end != '\0' || !isfinite(v) || v < 0)
             return sw_error_set(err, SW_EINVAL,
                                 "policy \"%s\": parameter \"%s\": expected a non-negative number",
+                                policy_names[k], colon + 1);
+        struct sw_policy q = *p;
+        q.delay_value_gpu_h = q.wait_s = q.starburst_k = v;
+        if (!policy_params_ok(&q))
+            return sw_error_set(err, SW_EINVAL,
+                                "policy \"%s\": parameter \"%s\": beyond any real value",
                                 policy_names[k], colon + 1);
         switch (p->kind) {
         case SW_POLICY_COST_AWARE:
@@ -1456,6 +1472,12 @@ int sw_engine_decide(struct sw_engine *e, const struct sw_snapshot *s,
         return sw_error_set(err, SW_EINVAL, "placement engine: NULL argument");
     if ((unsigned)policy->kind >= SW_POLICY__COUNT)
         return sw_error_set(err, SW_EINVAL, "policy: unknown kind %d", (int)policy->kind);
+    if (!policy_params_ok(policy))
+        return sw_error_set(err, SW_ERANGE,
+                            "policy \"%s\": parameters must be finite and non-negative, delay "
+                            "value up to %g, wait up to %g s, k up to %g",
+                            sw_policy_name(policy->kind), SW_MAX_PRICE, SW_MAX_SECONDS,
+                            POLICY_MAX_K);
     int rc = sw__snapshot_validate_index(s, &e->idx, err);
     if (rc != 0)
         return rc;

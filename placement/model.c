@@ -93,11 +93,32 @@ static int bad_number(struct sw_error *err, const char *kind, const char *name, 
                         kind, name, field, v);
 }
 
+/* A number past its SW_MAX_* bound. */
+static int too_big(struct sw_error *err, const char *kind, const char *name, const char *field,
+                   double v, double max)
+{
+    return sw_error_set(err, SW_ERANGE, "%s \"%s\": field \"%s\": %g is out of range (at most %g)",
+                        kind, name, field, v, max);
+}
+
 static int check_num(struct sw_error *err, const char *kind, const char *name, const char *field,
-                     double v)
+                     double v, double max)
 {
     if (!isfinite(v) || v < 0)
         return bad_number(err, kind, name, field, v);
+    if (v > max)
+        return too_big(err, kind, name, field, v, max);
+    return 0;
+}
+
+/* A time that may be negative (an axis the caller chose) but is bounded. */
+static int check_time(struct sw_error *err, const char *kind, const char *name, const char *field,
+                      double v)
+{
+    if (!isfinite(v))
+        return bad_number(err, kind, name, field, v);
+    if (fabs(v) > SW_MAX_SECONDS)
+        return too_big(err, kind, name, field, v, SW_MAX_SECONDS);
     return 0;
 }
 
@@ -150,10 +171,13 @@ static int validate_pool(const struct sw_snapshot *s, size_t i, struct sw__index
         return sw_error_set(err, SW_EINVAL,
                             "pool \"%s\": field \"max_gpus\": %d is below total_gpus %d", p->name,
                             p->max_gpus, p->total_gpus);
-    if ((rc = check_num(err, "pool", p->name, "price_per_gpu_hour", p->price_gpu_h)) != 0 ||
-        (rc = check_num(err, "pool", p->name, "provision_seconds", p->provision_s)) != 0 ||
-        (rc = check_num(err, "pool", p->name, "interruptions_per_hour", p->interrupt_per_h)) != 0 ||
-        (rc = check_num(err, "pool", p->name, "gpu_memory_gb", p->gpu_mem_gb)) != 0)
+    if ((rc = check_num(err, "pool", p->name, "price_per_gpu_hour", p->price_gpu_h,
+                        SW_MAX_PRICE)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "provision_seconds", p->provision_s,
+                        SW_MAX_SECONDS)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "interruptions_per_hour", p->interrupt_per_h,
+                        SW_MAX_INTERRUPTIONS)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "gpu_memory_gb", p->gpu_mem_gb, SW_MAX_GB)) != 0)
         return rc;
     int j = sw__intern_add(&idx->pools, p->name);
     if ((size_t)j != i)
@@ -185,14 +209,20 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
                             w->name, (int)w->burst);
     if (!isfinite(w->runtime_s))
         return bad_number(err, "workload", w->name, "runtime_seconds", w->runtime_s);
-    if ((rc = check_num(err, "workload", w->name, "checkpoint_seconds", w->checkpoint_s)) != 0 ||
-        (rc = check_num(err, "workload", w->name, "restart_seconds", w->restart_s)) != 0 ||
-        (rc = check_num(err, "workload", w->name, "deadline", w->deadline)) != 0 ||
-        (rc = check_num(err, "workload", w->name, "max_price_per_gpu_hour", w->max_price)) != 0 ||
-        (rc = check_num(err, "workload", w->name, "min_gpu_memory_gb", w->min_gpu_mem_gb)) != 0)
+    if (w->runtime_s > SW_MAX_SECONDS)
+        return too_big(err, "workload", w->name, "runtime_seconds", w->runtime_s, SW_MAX_SECONDS);
+    if ((rc = check_num(err, "workload", w->name, "checkpoint_seconds", w->checkpoint_s,
+                        SW_MAX_SECONDS)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "restart_seconds", w->restart_s,
+                        SW_MAX_SECONDS)) != 0 ||
+        (rc = check_time(err, "workload", w->name, "deadline", w->deadline)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "max_price_per_gpu_hour", w->max_price,
+                        SW_MAX_PRICE)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "min_gpu_memory_gb", w->min_gpu_mem_gb,
+                        SW_MAX_GB)) != 0)
         return rc;
-    if (!isfinite(w->submit_time))
-        return bad_number(err, "workload", w->name, "submit_time", w->submit_time);
+    if ((rc = check_time(err, "workload", w->name, "submit_time", w->submit_time)) != 0)
+        return rc;
     if (w->n_products < 0 || w->n_products > SW_MAX_PRODUCTS)
         return sw_error_set(err, SW_EINVAL,
                             "workload \"%s\": field \"products\": expected 0 to %d, got %d",
@@ -203,11 +233,11 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
                             SW_MAX_INPUTS, w->n_inputs);
     for (int k = 0; k < w->n_inputs; k++) {
         const struct sw_input *in = &w->inputs[k];
-        if (!isfinite(in->size_gb) || in->size_gb < 0)
+        if (!isfinite(in->size_gb) || in->size_gb < 0 || in->size_gb > SW_MAX_GB)
             return sw_error_set(err, SW_EINVAL,
-                                "workload \"%s\": field \"inputs[%d].size_gb\": expected a finite "
-                                "non-negative number, got %g",
-                                w->name, k, in->size_gb);
+                                "workload \"%s\": field \"inputs[%d].size_gb\": expected a number "
+                                "from 0 to %g, got %g",
+                                w->name, k, SW_MAX_GB, in->size_gb);
         if (in->n_regions < 0 || in->n_regions > SW_MAX_INPUT_REGIONS)
             return sw_error_set(err, SW_EINVAL,
                                 "workload \"%s\": field \"inputs[%d].regions\": expected 0 to %d "
@@ -309,8 +339,10 @@ int sw__snapshot_validate_index(const struct sw_snapshot *s, struct sw__index *i
         (s->n_quotas > 0 && s->quotas == NULL) || (s->n_budgets > 0 && s->budgets == NULL) ||
         (s->n_queues > 0 && s->queues == NULL) || (s->n_history > 0 && s->history == NULL))
         return sw_error_set(err, SW_EINVAL, "snapshot: an array is NULL but its count is not 0");
-    if (!isfinite(s->now))
-        return sw_error_set(err, SW_EINVAL, "snapshot: field \"now\": expected a finite time");
+    if (!isfinite(s->now) || fabs(s->now) > SW_MAX_SECONDS)
+        return sw_error_set(err, SW_EINVAL,
+                            "snapshot: field \"now\": expected a finite time within %g s of 0",
+                            SW_MAX_SECONDS);
     if (index_reset(s, idx) != 0)
         return sw_error_set(err, SW_ENOMEM, "snapshot: out of memory for %zu pools", s->n_pools);
     for (size_t i = 0; i < s->n_pools; i++)
@@ -320,13 +352,17 @@ int sw__snapshot_validate_index(const struct sw_snapshot *s, struct sw__index *i
         const struct sw_link *l = &s->links[i];
         char name[2 * SW_NAME_MAX + 4];
         snprintf(name, sizeof(name), "%s->%s", l->from, l->to);
-        if ((rc = check_num(err, "link", name, "price_per_gb", l->price_per_gb)) != 0)
+        if ((rc = check_num(err, "link", name, "price_per_gb", l->price_per_gb, SW_MAX_PRICE)) != 0)
             return rc;
         if (!isfinite(l->bandwidth_gbps) || l->bandwidth_gbps <= 0)
             return sw_error_set(err, SW_EINVAL,
                                 "link \"%s\": field \"bandwidth_gbps\": expected a positive "
                                 "number, got %g",
                                 name, l->bandwidth_gbps);
+        if (l->bandwidth_gbps < SW_MIN_GBPS || l->bandwidth_gbps > SW_MAX_GBPS)
+            return sw_error_set(err, SW_ERANGE,
+                                "link \"%s\": field \"bandwidth_gbps\": expected %g to %g, got %g",
+                                name, SW_MIN_GBPS, SW_MAX_GBPS, l->bandwidth_gbps);
     }
     for (size_t i = 0; i < s->n_quotas; i++) {
         const struct sw_quota *q = &s->quotas[i];
@@ -346,8 +382,8 @@ int sw__snapshot_validate_index(const struct sw_snapshot *s, struct sw__index *i
     }
     for (size_t i = 0; i < s->n_budgets; i++) {
         const struct sw_budget *b = &s->budgets[i];
-        if ((rc = check_num(err, "budget", b->team, "cap", b->cap)) != 0 ||
-            (rc = check_num(err, "budget", b->team, "spent", b->spent)) != 0)
+        if ((rc = check_num(err, "budget", b->team, "cap", b->cap, INFINITY)) != 0 ||
+            (rc = check_num(err, "budget", b->team, "spent", b->spent, INFINITY)) != 0)
             return rc;
         sw__intern_add(&idx->teams, b->team);
     }
@@ -363,25 +399,26 @@ int sw__snapshot_validate_index(const struct sw_snapshot *s, struct sw__index *i
             return sw_error_set(err, SW_EINVAL, "local queue \"%s\": NULL array", q->pool);
         for (size_t j = 0; j < q->n_running; j++)
             if (q->running[j].gpus <= 0 || !isfinite(q->running[j].remaining_s) ||
-                q->running[j].remaining_s < 0)
+                q->running[j].remaining_s < 0 || q->running[j].remaining_s > SW_MAX_SECONDS)
                 return sw_error_set(err, SW_EINVAL,
                                     "local queue \"%s\": running[%zu]: expected positive gpus and "
-                                    "a finite non-negative remaining_seconds",
-                                    q->pool, j);
+                                    "a remaining_seconds from 0 to %g",
+                                    q->pool, j, SW_MAX_SECONDS);
         for (size_t j = 0; j < q->n_ahead; j++)
             if (q->ahead[j].gpus <= 0 || !isfinite(q->ahead[j].runtime_s) ||
-                q->ahead[j].runtime_s < 0)
+                q->ahead[j].runtime_s < 0 || q->ahead[j].runtime_s > SW_MAX_SECONDS)
                 return sw_error_set(err, SW_EINVAL,
                                     "local queue \"%s\": ahead[%zu]: expected positive gpus and a "
-                                    "finite non-negative runtime_seconds",
-                                    q->pool, j);
+                                    "runtime_seconds from 0 to %g",
+                                    q->pool, j, SW_MAX_SECONDS);
     }
     for (size_t i = 0; i < s->n_history; i++)
-        if (!isfinite(s->history[i].runtime_s) || s->history[i].runtime_s <= 0)
+        if (!isfinite(s->history[i].runtime_s) || s->history[i].runtime_s <= 0 ||
+            s->history[i].runtime_s > SW_MAX_SECONDS)
             return sw_error_set(err, SW_EINVAL,
                                 "finished run #%zu: field \"runtime_seconds\": expected a positive "
-                                "number, got %g",
-                                i, s->history[i].runtime_s);
+                                "number up to %g, got %g",
+                                i, SW_MAX_SECONDS, s->history[i].runtime_s);
     for (size_t i = 0; i < s->n_pending; i++) {
         /* A workload is a kilobyte: the hardware prefetcher stops at every
          * page boundary, so ask for the next ones' lines ahead. */

@@ -4,8 +4,9 @@
 # Configures and builds BUILD_FUZZ (default build-fuzz) with -DSW_FUZZ=ON,
 # finds every fuzz_* program under BUILD_FUZZ/tests/fuzz, and runs each for
 # SECONDS divided among the targets (at least 5 s each) on a copy of its
-# seed corpus (tests/fuzz/corpus/NAME) in a temporary directory: the
-# inputs the fuzzer finds are never written into the repository. Prints
+# seed corpus (tests/fuzz/corpus/NAME), with its dictionary when there is
+# one (tests/fuzz/NAME.dict), in a temporary directory: the inputs the
+# fuzzer finds are never written into the repository. Prints
 # the executions per target; exits non-zero if any target crashes, leaks,
 # times out or fails to build. A crashing input is kept in
 # BUILD_FUZZ/fuzz-artifacts/NAME/ and named in the output.
@@ -57,8 +58,11 @@ for t in "${targets[@]}"; do
         echo "fuzz: $name has no seed corpus in tests/fuzz/corpus/$name" >&2
     fi
     seeds=$(find "$work/corpus" -type f | wc -l)
+    # tests/fuzz/NAME.dict (optional): the format's words, for libFuzzer.
+    dict=()
+    [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
     # -timeout: one input taking 10 s is a hang, reported like a crash.
-    "$t" -max_total_time="$per" -timeout=10 -print_final_stats=1 \
+    "$t" -max_total_time="$per" -timeout=10 -print_final_stats=1 "${dict[@]}" \
         -artifact_prefix="$work/artifacts/" "$work/corpus" >"$work/log" 2>&1
     rc=$?
     execs=$(awk '/^stat::number_of_executed_units:/ {print $2}' "$work/log" | tail -1)

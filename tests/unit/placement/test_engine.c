@@ -584,6 +584,74 @@ static void test_decisions_match_recorded(void **state)
     sw_engine_free(e);
 }
 
+/* fuzz_clusters: a spot pool at $0 with 1e308 interruptions an hour made
+ * the interruption cost 0 x inf = NaN, and a NaN option wins or loses
+ * every comparison silently. Validation bounds every number (SW_MAX_*), and
+ * with every number at its bound the arithmetic stays finite. */
+static void test_fuzz_costs_finite_at_bounds(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    l.pools[0].price_gpu_h = SW_MAX_PRICE;
+    l.pools[1].price_gpu_h = 0;
+    l.pools[1].interrupt_per_h = SW_MAX_INTERRUPTIONS;
+    l.pools[1].max_gpus = 1000000;
+    l.pools[1].provision_s = SW_MAX_SECONDS;
+    l.pools[2].price_gpu_h = SW_MAX_PRICE;
+    l.pools[2].max_gpus = 1000000;
+    l.links[0].bandwidth_gbps = SW_MIN_GBPS;
+    l.links[0].price_per_gb = SW_MAX_PRICE;
+    l.running[0].remaining_s = SW_MAX_SECONDS;
+    l.snap.now = SW_MAX_SECONDS;
+    for (int i = 0; i < 4; i++) {
+        lab_workload(&l.pending[i], i % 2 ? "big" : "small", "ml", (enum sw_priority_class)i, 1 + i,
+                     i == 3 ? 1024 : 8, SW_MAX_SECONDS);
+        l.pending[i].checkpoint_s = i % 2 ? 0 : SW_MAX_SECONDS;
+        l.pending[i].restart_s = SW_MAX_SECONDS;
+        l.pending[i].deadline = i == 2 ? SW_MAX_SECONDS : 0;
+        l.pending[i].submit_time = -SW_MAX_SECONDS;
+        l.pending[i].n_inputs = 1;
+        l.pending[i].inputs[0].size_gb = SW_MAX_GB;
+        l.pending[i].inputs[0].n_regions = 1;
+        strcpy(l.pending[i].inputs[0].regions[0], "onprem");
+    }
+    l.snap.n_pending = 4;
+    struct sw_decision d[4];
+    for (int k = 0; k < SW_POLICY__COUNT; k++) {
+        struct sw_policy pol;
+        sw_policy_default((enum sw_policy_kind)k, &pol);
+        pol.delay_value_gpu_h = SW_MAX_PRICE;
+        pol.wait_s = SW_MAX_SECONDS;
+        struct sw_error err = {0};
+        assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, SW_DECIDE_EXPLAIN, d, &err), 0);
+        for (int i = 0; i < 4; i++)
+            for (size_t o = 0; o < d[i].n_options; o++) {
+                const struct sw_option *op = &d[i].options[o];
+                if (op->excluded != SW_EX_NONE && op->excluded != SW_EX_BUDGET &&
+                    op->excluded != SW_EX_POLICY)
+                    continue;
+                assert_true(isfinite(op->cost.total) && isfinite(op->score));
+                assert_true(isfinite(op->start) && isfinite(op->completion));
+            }
+    }
+    /* Past the bounds, validation says which number is absurd. */
+    l.pools[1].interrupt_per_h = 1e308;
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_error err = {0};
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_ERANGE);
+    assert_string_equal(err.msg, "pool \"cloud-spot\": field \"interruptions_per_hour\": 1e+308 is "
+                                 "out of range (at most 3600)");
+    l.pools[1].interrupt_per_h = 0;
+    pol.delay_value_gpu_h = 1e308;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_ERANGE);
+    assert_non_null(strstr(err.msg, "policy \"cost-aware\": parameters must be finite"));
+    assert_int_equal(sw_policy_parse("cost-aware:1e308", &pol, &err), SW_EINVAL);
+    assert_string_equal(err.msg,
+                        "policy \"cost-aware\": parameter \"1e308\": beyond any real value");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -602,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_survives_allocation_failures),
         cmocka_unit_test(test_explain_does_not_change_decisions),
         cmocka_unit_test(test_decisions_match_recorded),
+        cmocka_unit_test(test_fuzz_costs_finite_at_bounds),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -220,8 +220,9 @@ static void test_fuzz_spot_next_preemption_after_t(void **state)
     sw_spot_trace_free(&t);
 }
 
-/* A trace whose length (ticks x gap) overflows a double cannot place an
- * instance in it (its offsets are infinite): refused by the parser. */
+/* A gap so long that the trace's length (ticks x gap) overflows a double
+ * cannot place an instance in it (its offsets are infinite): the parser
+ * bounds the gap, and every time it reads. */
 static void test_spot_trace_too_long(void **state)
 {
     (void)state;
@@ -229,9 +230,15 @@ static void test_spot_trace_too_long(void **state)
     struct sw_spot_trace t = {0};
     struct sw_error err = {0};
     assert_int_equal(sw_spot_trace_parse(spot, strlen(spot), "spot.json", &t, &err), SW_EPARSE);
-    assert_string_equal(err.msg, "spot.json: 2 ticks of 1e+308 seconds (field "
-                                 "\"metadata.gap_seconds\") span longer than any time");
+    assert_string_equal(err.msg, "spot.json: field \"metadata.gap_seconds\": expected a positive "
+                                 "number up to 1e+15, got 1e+308");
     sw_spot_trace_free(&t);
+    static const char csv_text[] = "submit,gpus,duration,team\n0,1,2e12,ml\n";
+    struct sw_trace tr = {0};
+    assert_int_equal(sw_trace_parse(csv_text, strlen(csv_text), SW_TRACE_CSV, "t.csv", &tr, &err),
+                     SW_EPARSE);
+    assert_string_equal(err.msg, "t.csv:2: field \"duration\": 2e12 is beyond any real value");
+    sw_trace_free(&tr);
 }
 
 /* fuzz_trace_csv: a NUL byte inside the name field gave a job named "",
