@@ -3,13 +3,14 @@
 #   make demo    install what is missing, build, bring the lab up, show it
 #   make test    install what is missing, build, run every test suite
 #
-# Other targets: build, unit, asan, e2e, fuzz, lab-up, lab-down, lab-status,
-# format, clean.
+# Other targets: build, unit, asan, e2e, fuzz, bench, lab-up, lab-down,
+# lab-status, format, clean.
 BUILD ?= build
 BUILD_ASAN ?= build-asan
 JOBS ?= 2
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build test unit asan e2e fuzz demo lab-up lab-down lab-status format clean
+.PHONY: all deps build test unit asan e2e fuzz bench demo lab-up lab-down lab-status format clean
 
 all: build
 
@@ -31,6 +32,15 @@ asan: deps
 	@cmake --build $(BUILD_ASAN) -j $(JOBS)
 	@ctest --test-dir $(BUILD_ASAN) -L unit --output-on-failure
 
+# The libFuzzer targets (clang), FUZZ_SECONDS in all: tests/fuzz/run.sh.
+fuzz: deps
+	@tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+# Every benchmark program, then the Alibaba evaluation when the trace is
+# there (ALIBABA_TRACE=PATH to point at it): scripts/bench.sh.
+bench: build
+	@BUILD=$(BUILD) scripts/bench.sh
+
 e2e: build
 	@tests/testbed/testbed up >/dev/null
 	@eval "$$(tests/testbed/testbed env)" && ctest --test-dir $(BUILD) -L e2e --output-on-failure
@@ -51,4 +61,4 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) build-fuzz

@@ -46,15 +46,46 @@ static int two(const char *s, int *v)
     return 0;
 }
 
-int sw_parse_rfc3339(const char *s, int64_t *ms)
+static int days_in_month(int year, int month)
+{
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return month == 2 && leap ? 29 : days[month - 1];
+}
+
+static int bad_time(const char **why, const char *reason)
+{
+    if (why != NULL)
+        *why = reason;
+    return SW_EPARSE;
+}
+
+/*
+ * Accepts what Go's time.Parse(time.RFC3339, ...) accepts, since that is
+ * how client-go reads the same field, and nothing it refuses: an upper-case
+ * 'T' and 'Z', each field within its range for that month and year (timegm
+ * would otherwise turn Feb 30 into Mar 2), no leap second. Range errors
+ * use Go's wording. Two things Go tolerates beyond RFC 3339 are refused:
+ * a ',' before the fraction and offsets of +24:00 or with minute 60.
+ */
+int sw_parse_rfc3339(const char *s, int64_t *ms, const char **why)
 {
     int y1, y2, mo, d, h, mi, se;
-    if (strlen(s) < 20 || two(s, &y1) || two(s + 2, &y2) || s[4] != '-' || two(s + 5, &mo) ||
-        s[7] != '-' || two(s + 8, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-        two(s + 11, &h) || s[13] != ':' || two(s + 14, &mi) || s[16] != ':' || two(s + 17, &se))
-        return SW_EPARSE;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
-        return SW_EPARSE;
+    if (strlen(s) < 19 || two(s, &y1) || two(s + 2, &y2) || s[4] != '-' || two(s + 5, &mo) ||
+        s[7] != '-' || two(s + 8, &d) || s[10] != 'T' || two(s + 11, &h) || s[13] != ':' ||
+        two(s + 14, &mi) || s[16] != ':' || two(s + 17, &se))
+        return bad_time(why, "expected YYYY-MM-DDTHH:MM:SS");
+    int year = y1 * 100 + y2;
+    if (mo < 1 || mo > 12)
+        return bad_time(why, "month out of range");
+    if (d < 1 || d > days_in_month(year, mo))
+        return bad_time(why, "day out of range");
+    if (h > 23)
+        return bad_time(why, "hour out of range");
+    if (mi > 59)
+        return bad_time(why, "minute out of range");
+    if (se > 59)
+        return bad_time(why, "second out of range");
     const char *p = s + 19;
     int64_t frac_ms = 0;
     if (*p == '.') {
@@ -67,26 +98,30 @@ int sw_parse_rfc3339(const char *s, int64_t *ms)
             p++;
         }
         if (digits == 0)
-            return SW_EPARSE;
+            return bad_time(why, "expected digits after the decimal point");
         for (int i = digits; i < 3; i++)
             frac_ms *= 10;
     }
     int offset_s = 0;
-    if (*p == 'Z' || *p == 'z') {
+    if (*p == 'Z') {
         p++;
     } else if (*p == '+' || *p == '-') {
         int oh, om;
-        if (two(p + 1, &oh) || p[3] != ':' || two(p + 4, &om) || oh > 23 || om > 59)
-            return SW_EPARSE;
+        if (two(p + 1, &oh) || p[3] != ':' || two(p + 4, &om))
+            return bad_time(why, "expected a time zone Z or +hh:mm or -hh:mm");
+        if (oh > 23)
+            return bad_time(why, "time zone offset hour out of range");
+        if (om > 59)
+            return bad_time(why, "time zone offset minute out of range");
         offset_s = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
         p += 6;
     } else {
-        return SW_EPARSE;
+        return bad_time(why, "expected a time zone Z or +hh:mm or -hh:mm");
     }
     if (*p != '\0')
-        return SW_EPARSE;
+        return bad_time(why, "unexpected text after the time zone");
     struct tm tm = {0};
-    tm.tm_year = y1 * 100 + y2 - 1900;
+    tm.tm_year = year - 1900;
     tm.tm_mon = mo - 1;
     tm.tm_mday = d;
     tm.tm_hour = h;
@@ -166,11 +201,12 @@ int sw_exec_cred_parse(const char *out, size_t len, const char *api_version, con
         rc = sw_error_set(err, SW_ENOMEM, "%s: out of memory", w);
         goto out;
     }
-    if (exp != NULL && sw_parse_rfc3339(exp, &cred->expiry_ms) != 0) {
+    const char *why = NULL;
+    if (exp != NULL && sw_parse_rfc3339(exp, &cred->expiry_ms, &why) != 0) {
         rc = sw_error_set(err, SW_EPARSE,
                           "%s: field \"status.expirationTimestamp\": expected an RFC 3339 time, "
-                          "got \"%.40s\"",
-                          w, exp);
+                          "got \"%.40s\" (%s)",
+                          w, exp, why);
         goto out;
     }
 out:

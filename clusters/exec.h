@@ -48,8 +48,15 @@ void sw_exec_cred_clear(struct sw_exec_cred *c);
 int sw_exec_cred_parse(const char *out, size_t len, const char *api_version, const char *what,
                        struct sw_exec_cred *cred, struct sw_error *err);
 
-/** Parses an RFC 3339 time ("2026-01-02T15:04:05Z", fractions, offsets) to Unix ms. */
-int sw_parse_rfc3339(const char *s, int64_t *ms);
+/**
+ * Parses an RFC 3339 time ("2026-01-02T15:04:05Z", fractions, offsets) to
+ * Unix ms, accepting nothing Go's time.Parse(time.RFC3339, ...) refuses:
+ * out-of-range months, days (leap years included), hours, minutes, seconds
+ * (no leap second 60) and offsets are SW_EPARSE. On failure *ms is left
+ * alone and, when `why` is not NULL, *why points to a static reason such as
+ * "day out of range".
+ */
+int sw_parse_rfc3339(const char *s, int64_t *ms, const char **why);
 
 /**
  * Called once when a plugin run ends. On success (rc == 0) `cred` holds the

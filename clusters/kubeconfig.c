@@ -4,7 +4,9 @@
  * The document is loaded into libyaml's node graph and only the fields
  * kubectl reads are visited, never walked recursively, so aliases cannot
  * blow up the work. Unknown fields are ignored (kubectl ignores them too);
- * known fields of the wrong shape are errors naming the field.
+ * known fields of the wrong shape are errors naming the field. A mapping
+ * key that is not a string is an error wherever it is, and a repeated key
+ * takes the last value, both as in kubectl.
  */
 #include "clusters/kubeconfig.h"
 
@@ -69,6 +71,36 @@ static int is_null(const yaml_node_t *n)
     const char *v = (const char *)n->data.scalar.value;
     size_t l = n->data.scalar.length;
     return l == 0 || (l == 1 && v[0] == '~') || (l == 4 && strncasecmp(v, "null", 4) == 0);
+}
+
+/*
+ * kubectl turns the whole document into JSON before it reads a field, and
+ * fails on a mapping key that is a list or a mapping ("yaml: invalid map
+ * key") or null ("unsupported map key"), wherever it is. get() compares
+ * scalar keys only, so such a key would be skipped silently; look for one
+ * first. The walk is over libyaml's flat node table, so an alias costs
+ * nothing extra. A repeated key is not an error: kubectl's YAML decoding
+ * (sigs.k8s.io/yaml, not strict) lets the last one win, and get() does too.
+ */
+static int check_map_keys(struct ctx *c)
+{
+    for (yaml_node_t *n = c->doc->nodes.start; n < c->doc->nodes.top; n++) {
+        if (n->type != YAML_MAPPING_NODE)
+            continue;
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+             p++) {
+            yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+            if (k != NULL && k->type == YAML_SCALAR_NODE && !is_null(k))
+                continue;
+            return fail(c, SW_EPARSE, NULL,
+                        "line %zu column %zu: expected a string as a key, got %s",
+                        k ? k->start_mark.line + 1 : 0, k ? k->start_mark.column + 1 : 0,
+                        k == NULL                     ? "nothing"
+                        : k->type == YAML_SCALAR_NODE ? "null"
+                                                      : node_kind(k));
+        }
+    }
+    return 0;
 }
 
 /* Looks `key` up in mapping `map`; NULL when absent or null. */
@@ -409,6 +441,8 @@ static int parse_doc(struct ctx *c, const char *want, struct sw_kube_target *t)
         return fail(c, SW_EPARSE, NULL, "the file is empty");
     if (root->type != YAML_MAPPING_NODE)
         return fail(c, SW_EPARSE, NULL, "expected a mapping at the top, got %s", node_kind(root));
+    if ((rc = check_map_keys(c)) != 0)
+        return rc;
     char *kind = NULL;
     if ((rc = get_str(c, root, "kind", "kind", &kind)) != 0)
         return rc;

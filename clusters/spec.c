@@ -10,6 +10,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "common/assert.h"
+
 const char *sw_cluster_role_name(enum sw_cluster_role r)
 {
     return r == SW_ROLE_ONPREM ? "onprem" : r == SW_ROLE_CLOUD ? "cloud" : "";
@@ -42,42 +44,69 @@ static int capacity_ok(const char *s)
     return strcmp(s, "owned") == 0 || strcmp(s, "on-demand") == 0 || strcmp(s, "spot") == 0;
 }
 
+/*
+ * A pool's fields: the spec file spells them as in the documentation, a
+ * --pool flag also takes the short form. Each field may be given once.
+ */
+enum pool_field { PF_NAME, PF_CAPACITY, PF_PRODUCT, PF_MEMORY, PF_ZONE, PF_PRICE, PF_MAX, PF_N };
+
+static const struct {
+    const char *file;   /* spec file key */
+    const char *flag;   /* short --pool key */
+    const char *expect; /* what a value must be, for errors */
+} pool_fields[PF_N] = {
+    [PF_NAME] = {"name", "name", "a pool name"},
+    [PF_CAPACITY] = {"capacityType", "capacity", "owned, on-demand or spot"},
+    [PF_PRODUCT] = {"gpuProduct", "product", "a GPU product name"},
+    [PF_MEMORY] = {"gpuMemoryMiB", "memory", "a whole number of MiB"},
+    [PF_ZONE] = {"zone", "zone", "a zone name"},
+    [PF_PRICE] = {"pricePerGpuHour", "price", "a price in USD per GPU-hour"},
+    [PF_MAX] = {"maxGpus", "max", "a whole number of GPUs"},
+};
+
 /* Sets one pool field from text; `what` and `field` name it in errors. */
-static int set_pool_field(struct sw_pool_spec *p, const char *key, const char *v, const char *what,
-                          const char *field, struct sw_error *err)
+static int set_pool_field(struct sw_pool_spec *p, enum pool_field f, const char *v,
+                          const char *what, const char *field, struct sw_error *err)
 {
     char *end = NULL;
-    if (strcmp(key, "name") == 0) {
+    switch (f) {
+    case PF_NAME:
         if (!sw_name_valid(v))
             return sw_error_set(err, SW_EINVAL,
                                 "%s: field \"%s\": expected a name of 1-63 lowercase letters, "
                                 "digits and '-', got \"%.64s\"",
                                 what, field, v);
         snprintf(p->name, sizeof(p->name), "%s", v);
-    } else if (strcmp(key, "capacityType") == 0 || strcmp(key, "capacity") == 0) {
+        break;
+    case PF_CAPACITY:
         if (!capacity_ok(v))
             return sw_error_set(err, SW_EINVAL,
                                 "%s: field \"%s\": expected owned, on-demand or spot, got "
                                 "\"%.40s\"",
                                 what, field, v);
         snprintf(p->capacity_type, sizeof(p->capacity_type), "%s", v);
-    } else if (strcmp(key, "gpuProduct") == 0 || strcmp(key, "product") == 0) {
+        break;
+    case PF_PRODUCT:
         if (v[0] == '\0' || strlen(v) >= sizeof(p->gpu_product))
             return sw_error_set(err, SW_EINVAL, "%s: field \"%s\": expected a GPU product name",
                                 what, field);
         snprintf(p->gpu_product, sizeof(p->gpu_product), "%s", v);
-    } else if (strcmp(key, "gpuMemoryMiB") == 0 || strcmp(key, "memory") == 0) {
+        break;
+    case PF_MEMORY: {
         long long m = strtoll(v, &end, 10);
         if (end == v || *end != '\0' || m <= 0 || m > (1LL << 30))
             return sw_error_set(err, SW_EINVAL,
                                 "%s: field \"%s\": expected a whole number of MiB, got \"%.40s\"",
                                 what, field, v);
         p->gpu_memory_mib = m;
-    } else if (strcmp(key, "zone") == 0) {
+        break;
+    }
+    case PF_ZONE:
         if (strlen(v) >= sizeof(p->zone))
             return sw_error_set(err, SW_EINVAL, "%s: field \"%s\": too long", what, field);
         snprintf(p->zone, sizeof(p->zone), "%s", v);
-    } else if (strcmp(key, "pricePerGpuHour") == 0 || strcmp(key, "price") == 0) {
+        break;
+    case PF_PRICE: {
         double d = strtod(v, &end);
         if (end == v || *end != '\0' || !isfinite(d) || d < 0 || d > 10000)
             return sw_error_set(err, SW_EINVAL,
@@ -85,18 +114,19 @@ static int set_pool_field(struct sw_pool_spec *p, const char *key, const char *v
                                 "10000), got \"%.40s\"",
                                 what, field, v);
         p->price_per_gpu_hour = d;
-    } else if (strcmp(key, "maxGpus") == 0 || strcmp(key, "max") == 0) {
+        break;
+    }
+    case PF_MAX: {
         long long m = strtoll(v, &end, 10);
         if (end == v || *end != '\0' || m < 0 || m > 1000000)
             return sw_error_set(err, SW_EINVAL,
                                 "%s: field \"%s\": expected a whole number of GPUs, got \"%.40s\"",
                                 what, field, v);
         p->max_gpus = m;
-    } else {
-        return sw_error_set(err, SW_EINVAL,
-                            "%s: field \"%s\": unknown (expected name, capacityType, gpuProduct, "
-                            "gpuMemoryMiB, zone, pricePerGpuHour, maxGpus)",
-                            what, field);
+        break;
+    }
+    case PF_N:
+        sw_assert(0);
     }
     return 0;
 }
@@ -110,6 +140,9 @@ int sw_pool_flag_parse(const char *value, struct sw_cluster_spec *out, struct sw
     if (strlen(value) >= sizeof(buf))
         return sw_error_set(err, SW_ETOOBIG, "--pool: the value is too long");
     snprintf(buf, sizeof(buf), "%s", value);
+    char what[300];
+    snprintf(what, sizeof(what), "--pool \"%.200s\"", value);
+    const char *given[PF_N] = {NULL}; /* the key each field was given as */
     char *save = NULL;
     for (char *kv = strtok_r(buf, ",", &save); kv != NULL; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
@@ -119,9 +152,20 @@ int sw_pool_flag_parse(const char *value, struct sw_cluster_spec *out, struct sw
                                 "\"%.60s\"",
                                 value, kv);
         *eq = '\0';
-        char what[300];
-        snprintf(what, sizeof(what), "--pool \"%.200s\"", value);
-        int rc = set_pool_field(&p, kv, eq + 1, what, kv, err);
+        enum pool_field f = PF_N;
+        for (int i = 0; i < PF_N; i++)
+            if (strcmp(kv, pool_fields[i].flag) == 0 || strcmp(kv, pool_fields[i].file) == 0)
+                f = (enum pool_field)i;
+        if (f == PF_N)
+            return sw_error_set(err, SW_EINVAL,
+                                "%s: key \"%.60s\": unknown (expected name, capacity, product, "
+                                "memory, zone, price, max)",
+                                what, kv);
+        if (given[f] != NULL)
+            return sw_error_set(err, SW_EINVAL, "%s: key \"%.60s\": given twice (as \"%s\" before)",
+                                what, kv, given[f]);
+        given[f] = strcmp(kv, pool_fields[f].flag) == 0 ? pool_fields[f].flag : pool_fields[f].file;
+        int rc = set_pool_field(&p, f, eq + 1, what, kv, err);
         if (rc != 0)
             return rc;
     }
@@ -162,9 +206,213 @@ int sw_cluster_spec_validate(const struct sw_cluster_spec *s, const char *what,
 
 /* ---- spec files --------------------------------------------------------- */
 
-static const char *scalar(yaml_node_t *n)
+/*
+ * The spec file is spillway's own format, so it is read strictly: every
+ * mapping key must be a known field name, given once; a field is a scalar
+ * or a list or a mapping as documented, and never YAML's null (leave the
+ * field out instead). Every error names the file, the line and the field.
+ */
+struct spec_doc {
+    yaml_document_t *doc;
+    char what[300]; /* cluster spec "path" */
+    struct sw_error *err;
+};
+
+static const char *node_kind(const yaml_node_t *n)
 {
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+    if (n == NULL)
+        return "nothing";
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        return "a scalar";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "nothing";
+    }
+}
+
+static size_t line_of(const yaml_node_t *n)
+{
+    return n != NULL ? n->start_mark.line + 1 : 0;
+}
+
+/* A plain scalar spelled as YAML's null ("", "~", "null"). */
+static int is_null(const yaml_node_t *n)
+{
+    if (n == NULL || n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return 0;
+    const char *v = (const char *)n->data.scalar.value;
+    size_t l = n->data.scalar.length;
+    return l == 0 || (l == 1 && v[0] == '~') ||
+           (l == 4 && (strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0));
+}
+
+/* A scalar that is text: not null, no NUL byte inside. */
+static int is_text(const yaml_node_t *n)
+{
+    return n != NULL && n->type == YAML_SCALAR_NODE && !is_null(n) &&
+           memchr(n->data.scalar.value, '\0', n->data.scalar.length) == NULL;
+}
+
+/* What a node is, for "expected X, got Y" when it is not usable text. */
+static const char *not_text(const yaml_node_t *n)
+{
+    if (n != NULL && n->type == YAML_SCALAR_NODE)
+        return is_null(n) ? "null" : "a string with a NUL character";
+    return node_kind(n);
+}
+
+static int key_eq(const yaml_node_t *k, const char *name)
+{
+    size_t l = strlen(name);
+    return k->data.scalar.length == l && memcmp(k->data.scalar.value, name, l) == 0;
+}
+
+/*
+ * Checks the keys of mapping `m`: each a field name (text), one of `known`
+ * and not given before. `in` names the mapping in errors ("" for the top,
+ * "pools[0]."). O(n^2) in the keys, but an unknown or repeated key ends the
+ * walk, so n is at most the number of known fields.
+ */
+static int check_keys(struct spec_doc *sd, yaml_node_t *m, const char *in, const char *const *known,
+                      size_t nknown, const char *expected)
+{
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(sd->doc, p->key);
+        if (!is_text(k)) {
+            if (in[0] == '\0')
+                return sw_error_set(sd->err, SW_EPARSE,
+                                    "%s: line %zu: a key of the top-level mapping: expected a "
+                                    "field name, got %s",
+                                    sd->what, line_of(k), not_text(k));
+            return sw_error_set(sd->err, SW_EPARSE,
+                                "%s: line %zu: a key of \"%.*s\": expected a field name, got %s",
+                                sd->what, line_of(k), (int)strlen(in) - 1, in, not_text(k));
+        }
+        const char *name = (const char *)k->data.scalar.value;
+        size_t i = 0;
+        while (i < nknown && !key_eq(k, known[i]))
+            i++;
+        if (i == nknown)
+            return sw_error_set(sd->err, SW_EINVAL,
+                                "%s: line %zu: field \"%s%.60s\": unknown (expected %s)", sd->what,
+                                line_of(k), in, name, expected);
+        for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
+            yaml_node_t *prev = yaml_document_get_node(sd->doc, q->key);
+            if (key_eq(prev, known[i]))
+                return sw_error_set(sd->err, SW_EPARSE,
+                                    "%s: line %zu: field \"%s%s\": given twice (first on line "
+                                    "%zu)",
+                                    sd->what, line_of(k), in, known[i], line_of(prev));
+        }
+    }
+    return 0;
+}
+
+/* The text of a scalar field, or an error saying what was expected. */
+static int text_field(struct spec_doc *sd, const yaml_node_t *k, const yaml_node_t *v,
+                      const char *field, const char *expected, const char **out)
+{
+    if (!is_text(v))
+        return sw_error_set(sd->err, SW_EPARSE, "%s: line %zu: field \"%s\": expected %s, got %s",
+                            sd->what, line_of(k), field, expected, not_text(v));
+    *out = (const char *)v->data.scalar.value;
+    return 0;
+}
+
+static int parse_pool(struct spec_doc *sd, yaml_node_t *pn, size_t idx, struct sw_pool_spec *pool)
+{
+    char in[32];
+    snprintf(in, sizeof(in), "pools[%zu].", idx);
+    if (pn == NULL || pn->type != YAML_MAPPING_NODE)
+        return sw_error_set(sd->err, SW_EPARSE,
+                            "%s: line %zu: field \"pools[%zu]\": expected a mapping, got %s",
+                            sd->what, line_of(pn), idx, node_kind(pn));
+    const char *known[PF_N];
+    for (int i = 0; i < PF_N; i++)
+        known[i] = pool_fields[i].file;
+    int rc = check_keys(sd, pn, in, known, PF_N,
+                        "name, capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, "
+                        "maxGpus");
+    if (rc != 0)
+        return rc;
+    for (yaml_node_pair_t *q = pn->data.mapping.pairs.start; q < pn->data.mapping.pairs.top; q++) {
+        yaml_node_t *k = yaml_document_get_node(sd->doc, q->key);
+        yaml_node_t *v = yaml_document_get_node(sd->doc, q->value);
+        int f = 0;
+        while (f < PF_N && !key_eq(k, pool_fields[f].file))
+            f++;
+        sw_assert(f < PF_N); /* check_keys let only known keys through */
+        char field[48], what[340];
+        const char *text = NULL;
+        snprintf(field, sizeof(field), "%s%s", in, pool_fields[f].file);
+        snprintf(what, sizeof(what), "%s: line %zu", sd->what, line_of(k));
+        if ((rc = text_field(sd, k, v, field, pool_fields[f].expect, &text)) != 0 ||
+            (rc = set_pool_field(pool, (enum pool_field)f, text, what, field, sd->err)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int parse_root(struct spec_doc *sd, yaml_node_t *root, struct sw_cluster_spec *out)
+{
+    if (root == NULL || root->type != YAML_MAPPING_NODE)
+        return sw_error_set(sd->err, SW_EPARSE, "%s: expected a mapping at the top, got %s",
+                            sd->what, root == NULL ? "an empty file" : node_kind(root));
+    static const char *const known[] = {"role", "region", "name", "pools"};
+    int rc = check_keys(sd, root, "", known, 4, "role, region, name, pools");
+    if (rc != 0)
+        return rc;
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *k = yaml_document_get_node(sd->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(sd->doc, p->value);
+        const char *text = NULL;
+        if (key_eq(k, "role")) {
+            if ((rc = text_field(sd, k, v, "role", "onprem or cloud", &text)) != 0)
+                return rc;
+            if (sw_cluster_role_parse(text, &out->role) != 0)
+                return sw_error_set(sd->err, SW_EINVAL,
+                                    "%s: line %zu: field \"role\": expected onprem or cloud, got "
+                                    "\"%.40s\"",
+                                    sd->what, line_of(k), text);
+        } else if (key_eq(k, "region")) {
+            if ((rc = text_field(sd, k, v, "region", "a region name", &text)) != 0)
+                return rc;
+            if (text[0] == '\0' || strlen(text) >= sizeof(out->region))
+                return sw_error_set(sd->err, SW_EINVAL,
+                                    "%s: line %zu: field \"region\": expected a region name of 1 "
+                                    "to %zu characters",
+                                    sd->what, line_of(k), sizeof(out->region) - 1);
+            snprintf(out->region, sizeof(out->region), "%s", text);
+        } else if (key_eq(k, "name")) {
+            /* The cluster's name comes from the command line; allowed here
+             * for readability only, but it must still be a name. */
+            if ((rc = text_field(sd, k, v, "name", "a cluster name", &text)) != 0)
+                return rc;
+        } else { /* pools */
+            if (v == NULL || v->type != YAML_SEQUENCE_NODE)
+                return sw_error_set(sd->err, SW_EPARSE,
+                                    "%s: line %zu: field \"pools\": expected a list of pools, got "
+                                    "%s",
+                                    sd->what, line_of(k), is_null(v) ? "null" : node_kind(v));
+            size_t idx = 0;
+            for (yaml_node_item_t *it = v->data.sequence.items.start;
+                 it < v->data.sequence.items.top; it++, idx++) {
+                if (out->npools >= SW_MAX_POOLS)
+                    return sw_error_set(sd->err, SW_ERANGE, "%s: line %zu: at most %d pools",
+                                        sd->what, line_of(k), SW_MAX_POOLS);
+                struct sw_pool_spec pool = {0};
+                if ((rc = parse_pool(sd, yaml_document_get_node(sd->doc, *it), idx, &pool)) != 0)
+                    return rc;
+                out->pools[out->npools++] = pool;
+            }
+        }
+    }
+    return 0;
 }
 
 int sw_cluster_spec_parse(const char *text, size_t len, const char *path,
@@ -182,83 +430,24 @@ int sw_cluster_spec_parse(const char *text, size_t len, const char *path,
         yaml_parser_delete(&parser);
         return rc;
     }
-    int rc = 0;
-    char what[300];
-    snprintf(what, sizeof(what), "cluster spec \"%.250s\"", path);
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (root == NULL || root->type != YAML_MAPPING_NODE) {
-        rc = sw_error_set(err, SW_EPARSE, "%s: expected a mapping at the top", what);
-        goto out;
-    }
-    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-         p++) {
-        const char *k = scalar(yaml_document_get_node(&doc, p->key));
-        yaml_node_t *v = yaml_document_get_node(&doc, p->value);
-        if (k == NULL)
-            continue;
-        if (strcmp(k, "role") == 0) {
-            if (scalar(v) == NULL || sw_cluster_role_parse(scalar(v), &out->role) != 0) {
-                rc = sw_error_set(err, SW_EINVAL, "%s: field \"role\": expected onprem or cloud",
-                                  what);
-                goto out;
-            }
-        } else if (strcmp(k, "region") == 0) {
-            if (scalar(v) == NULL || scalar(v)[0] == '\0' ||
-                strlen(scalar(v)) >= sizeof(out->region)) {
-                rc = sw_error_set(err, SW_EINVAL, "%s: field \"region\": expected a region name",
-                                  what);
-                goto out;
-            }
-            snprintf(out->region, sizeof(out->region), "%s", scalar(v));
-        } else if (strcmp(k, "name") == 0) {
-            /* The cluster's name comes from the command line; allowed here
-             * for readability only. */
-        } else if (strcmp(k, "pools") == 0) {
-            if (v == NULL || v->type != YAML_SEQUENCE_NODE) {
-                rc = sw_error_set(err, SW_EPARSE, "%s: field \"pools\": expected a list", what);
-                goto out;
-            }
-            size_t idx = 0;
-            for (yaml_node_item_t *it = v->data.sequence.items.start;
-                 it < v->data.sequence.items.top; it++, idx++) {
-                yaml_node_t *pn = yaml_document_get_node(&doc, *it);
-                if (out->npools >= SW_MAX_POOLS) {
-                    rc = sw_error_set(err, SW_ERANGE, "%s: at most %d pools", what, SW_MAX_POOLS);
-                    goto out;
-                }
-                if (pn == NULL || pn->type != YAML_MAPPING_NODE) {
-                    rc = sw_error_set(err, SW_EPARSE,
-                                      "%s: field \"pools[%zu]\": expected a "
-                                      "mapping",
-                                      what, idx);
-                    goto out;
-                }
-                struct sw_pool_spec pool = {0};
-                for (yaml_node_pair_t *q = pn->data.mapping.pairs.start;
-                     q < pn->data.mapping.pairs.top; q++) {
-                    const char *pk = scalar(yaml_document_get_node(&doc, q->key));
-                    const char *pv = scalar(yaml_document_get_node(&doc, q->value));
-                    char field[96];
-                    snprintf(field, sizeof(field), "pools[%zu].%.60s", idx, pk ? pk : "?");
-                    if (pk == NULL || pv == NULL) {
-                        rc = sw_error_set(err, SW_EPARSE, "%s: field \"%s\": expected a scalar",
-                                          what, field);
-                        goto out;
-                    }
-                    if ((rc = set_pool_field(&pool, pk, pv, what, field, err)) != 0)
-                        goto out;
-                }
-                out->pools[out->npools++] = pool;
-            }
+    struct spec_doc sd = {.doc = &doc, .err = err};
+    snprintf(sd.what, sizeof(sd.what), "cluster spec \"%.250s\"", path);
+    int rc = parse_root(&sd, yaml_document_get_root_node(&doc), out);
+    yaml_document_delete(&doc);
+    if (rc == 0) {
+        /* libyaml loads one document at a time; one more would be ignored. */
+        if (!yaml_parser_load(&parser, &doc)) {
+            rc = sw_error_set(err, SW_EPARSE, "%s: line %zu: %s", sd.what,
+                              parser.problem_mark.line + 1,
+                              parser.problem ? parser.problem : "malformed YAML");
         } else {
-            rc = sw_error_set(err, SW_EINVAL,
-                              "%s: field \"%.60s\": unknown (expected role, region, pools)", what,
-                              k);
-            goto out;
+            if (yaml_document_get_root_node(&doc) != NULL)
+                rc = sw_error_set(err, SW_EPARSE,
+                                  "%s: line %zu: a second YAML document; a spec file holds one",
+                                  sd.what, doc.start_mark.line + 1);
+            yaml_document_delete(&doc);
         }
     }
-out:
-    yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     return rc;
 }

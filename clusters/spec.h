@@ -56,13 +56,16 @@ struct sw_cluster_spec {
 
 /**
  * Parses a spec file's bytes into *out (fields already set are kept unless
- * the file sets them). `path` names the file in errors.
+ * the file sets them). `path` names the file in errors. Strict: an unknown
+ * or repeated field at any level, a key that is not a field name, a value
+ * of the wrong shape or null, and a second YAML document are errors naming
+ * the file, the line and the field. On error *out may hold part of the file.
  */
 int sw_cluster_spec_parse(const char *text, size_t len, const char *path,
                           struct sw_cluster_spec *out, struct sw_error *err);
 
 /**
- * Parses one --pool flag value:
+ * Parses one --pool flag value (each field once, short or long key):
  *   name=spot-h100,capacity=spot,product=NVIDIA-H100,memory=81559,zone=z,price=2.1,max=64
  * and appends it to `out`.
  */

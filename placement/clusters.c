@@ -10,6 +10,9 @@
 #include "common/alloc.h"
 #include "common/json.h"
 
+/* Synthetic deadlines are submit + allowance + slack x duration. */
+#define DEADLINE_MAX_SLACK 1e6
+
 /* Reads a string field into a fixed-size name. */
 static int get_name(const cJSON *obj, const char *field, bool required, const char *what,
                     const char *path, char *dst, struct sw_error *err)
@@ -28,8 +31,9 @@ static int get_name(const cJSON *obj, const char *field, bool required, const ch
     return 0;
 }
 
+/* Reads a number from 0 to `max` (the SW_MAX_* bound of what it means). */
 static int get_num(const cJSON *obj, const char *field, bool required, const char *what,
-                   const char *path, double *out, struct sw_error *err)
+                   const char *path, double max, double *out, struct sw_error *err)
 {
     char ctx[160];
     snprintf(ctx, sizeof(ctx), "%s: %s", what, path);
@@ -40,6 +44,9 @@ static int get_num(const cJSON *obj, const char *field, bool required, const cha
         return sw_error_set(err, SW_EPARSE,
                             "%s: %s: field \"%s\": expected a non-negative number, got %g", what,
                             path, field, *out);
+    if (*out > max)
+        return sw_error_set(err, SW_EPARSE, "%s: %s: field \"%s\": %g is out of range (at most %g)",
+                            what, path, field, *out, max);
     return 0;
 }
 
@@ -109,11 +116,14 @@ static int parse_pool(const cJSON *o, const char *what, const char *path, struct
     p->max_gpus = -1;
     if ((rc = get_int(o, "gpus", true, what, path, &gpus, false, err)) != 0 ||
         (rc = get_int(o, "max_gpus", false, what, path, &p->max_gpus, true, err)) != 0 ||
-        (rc = get_num(o, "gpu_memory_gb", false, what, path, &p->gpu_mem_gb, err)) != 0 ||
-        (rc = get_num(o, "provision_seconds", false, what, path, &p->provision_s, err)) != 0 ||
-        (rc = get_num(o, "price_per_gpu_hour", true, what, path, &p->price_gpu_h, err)) != 0 ||
-        (rc = get_num(o, "interruptions_per_hour", false, what, path, &p->interrupt_per_h, err)) !=
-            0)
+        (rc = get_num(o, "gpu_memory_gb", false, what, path, SW_MAX_GB, &p->gpu_mem_gb, err)) !=
+            0 ||
+        (rc = get_num(o, "provision_seconds", false, what, path, SW_MAX_SECONDS, &p->provision_s,
+                      err)) != 0 ||
+        (rc = get_num(o, "price_per_gpu_hour", true, what, path, SW_MAX_PRICE, &p->price_gpu_h,
+                      err)) != 0 ||
+        (rc = get_num(o, "interruptions_per_hour", false, what, path, SW_MAX_INTERRUPTIONS,
+                      &p->interrupt_per_h, err)) != 0)
         return rc;
     /* Owned pools have `gpus` GPUs; cloud pools start empty and autoscale
      * up to `gpus` (or max_gpus). */
@@ -202,8 +212,10 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
         snprintf(path, sizeof(path), "links[%zu]", i);
         if ((rc = get_name(it, "from", true, what, path, l->from, err)) != 0 ||
             (rc = get_name(it, "to", true, what, path, l->to, err)) != 0 ||
-            (rc = get_num(it, "price_per_gb", true, what, path, &l->price_per_gb, err)) != 0 ||
-            (rc = get_num(it, "bandwidth_gbps", true, what, path, &l->bandwidth_gbps, err)) != 0)
+            (rc = get_num(it, "price_per_gb", true, what, path, SW_MAX_PRICE, &l->price_per_gb,
+                          err)) != 0 ||
+            (rc = get_num(it, "bandwidth_gbps", true, what, path, SW_MAX_GBPS, &l->bandwidth_gbps,
+                          err)) != 0)
             goto out;
         out->n_links = ++i;
     }
@@ -242,7 +254,7 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
         struct sw_budget *b = &out->budgets[i];
         snprintf(path, sizeof(path), "budgets[%zu]", i);
         if ((rc = get_name(it, "team", true, what, path, b->team, err)) != 0 ||
-            (rc = get_num(it, "cap", true, what, path, &b->cap, err)) != 0)
+            (rc = get_num(it, "cap", true, what, path, INFINITY, &b->cap, err)) != 0)
             goto out;
         out->n_budgets = ++i;
     }
@@ -256,16 +268,19 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
     if (jd != NULL) {
         char burst[SW_NAME_MAX] = "auto";
         const char *p = "job_defaults";
-        if ((rc = get_num(jd, "checkpoint_seconds", false, what, p, &d->checkpoint_s, err)) != 0 ||
-            (rc = get_num(jd, "restart_seconds", false, what, p, &d->restart_s, err)) != 0 ||
-            (rc = get_num(jd, "input_gb", false, what, p, &d->input_gb, err)) != 0 ||
+        if ((rc = get_num(jd, "checkpoint_seconds", false, what, p, SW_MAX_SECONDS,
+                          &d->checkpoint_s, err)) != 0 ||
+            (rc = get_num(jd, "restart_seconds", false, what, p, SW_MAX_SECONDS, &d->restart_s,
+                          err)) != 0 ||
+            (rc = get_num(jd, "input_gb", false, what, p, SW_MAX_GB, &d->input_gb, err)) != 0 ||
             (rc = get_name(jd, "input_region", false, what, p, d->input_region, err)) != 0 ||
             (rc = get_name(jd, "burst", false, what, p, burst, err)) != 0 ||
-            (rc = get_num(jd, "deadline_slack", false, what, p, &d->deadline_slack, err)) != 0 ||
-            (rc = get_num(jd, "deadline_allowance_seconds", false, what, p,
+            (rc = get_num(jd, "deadline_slack", false, what, p, DEADLINE_MAX_SLACK,
+                          &d->deadline_slack, err)) != 0 ||
+            (rc = get_num(jd, "deadline_allowance_seconds", false, what, p, SW_MAX_SECONDS,
                           &d->deadline_allowance_s, err)) != 0 ||
-            (rc = get_num(jd, "deadline_fraction", false, what, p, &d->deadline_fraction, err)) !=
-                0)
+            (rc = get_num(jd, "deadline_fraction", false, what, p, 1.0, &d->deadline_fraction,
+                          err)) != 0)
             goto out;
         if (sw_burst_mode_parse(burst, &d->burst) != 0) {
             rc = sw_error_set(err, SW_EPARSE,

@@ -56,4 +56,25 @@ void sw_cost_option(double gpus, double price_gpu_h, double runtime_h, double pr
                     double interrupts_per_h, double checkpoint_h, double restart_h,
                     double egress_cost, struct sw_cost_breakdown *out);
 
+/**
+ * sw_cost_option with the work lost per interruption already known
+ * (`lost_h` = sw_cost_lost_hours(checkpoint_h, restart_h, runtime_h)), for
+ * callers that price one workload on many pools. Gives bit for bit the
+ * same figures. Fills `out` (borrowed, caller-owned).
+ */
+static inline void sw_cost_option_lost(double gpus, double price_gpu_h, double runtime_h,
+                                       double provision_h, double interrupts_per_h, double lost_h,
+                                       double egress_cost, struct sw_cost_breakdown *out)
+{
+    double rate = gpus * price_gpu_h;
+    out->interruptions = interrupts_per_h * runtime_h;
+    double lost_total_h = out->interruptions > 0 ? out->interruptions * lost_h : 0;
+    out->run_cost = rate * runtime_h;
+    out->provision_cost = rate * provision_h;
+    out->interruption_cost = rate * lost_total_h;
+    out->egress_cost = egress_cost;
+    out->billed_hours = runtime_h + provision_h + lost_total_h;
+    out->total = out->run_cost + out->provision_cost + out->interruption_cost + egress_cost;
+}
+
 #endif

@@ -3,13 +3,18 @@
  *
  * Validation happens once at the engine's door so that the decision loop
  * can trust every number: a NaN price would otherwise compare false against
- * everything and silently win or lose every comparison.
+ * everything and silently win or lose every comparison. Names are checked
+ * through the hash tables of placement/index.h, so a snapshot of n objects
+ * validates in O(n), not O(n^2).
  */
 #include "placement/model.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "common/alloc.h"
+#include "placement/index.h"
 
 static const char *const capacity_names[] = {"owned", "on-demand", "spot"};
 static const char *const burst_names[] = {"never", "auto", "cloud-first"};
@@ -88,11 +93,32 @@ static int bad_number(struct sw_error *err, const char *kind, const char *name, 
                         kind, name, field, v);
 }
 
+/* A number past its SW_MAX_* bound. */
+static int too_big(struct sw_error *err, const char *kind, const char *name, const char *field,
+                   double v, double max)
+{
+    return sw_error_set(err, SW_ERANGE, "%s \"%s\": field \"%s\": %g is out of range (at most %g)",
+                        kind, name, field, v, max);
+}
+
 static int check_num(struct sw_error *err, const char *kind, const char *name, const char *field,
-                     double v)
+                     double v, double max)
 {
     if (!isfinite(v) || v < 0)
         return bad_number(err, kind, name, field, v);
+    if (v > max)
+        return too_big(err, kind, name, field, v, max);
+    return 0;
+}
+
+/* A time that may be negative (an axis the caller chose) but is bounded. */
+static int check_time(struct sw_error *err, const char *kind, const char *name, const char *field,
+                      double v)
+{
+    if (!isfinite(v))
+        return bad_number(err, kind, name, field, v);
+    if (fabs(v) > SW_MAX_SECONDS)
+        return too_big(err, kind, name, field, v, SW_MAX_SECONDS);
     return 0;
 }
 
@@ -123,15 +149,8 @@ static int check_named(struct sw_error *err, const char *kind, size_t index, con
     return 0;
 }
 
-static const struct sw_pool *find_pool(const struct sw_snapshot *s, const char *name)
-{
-    for (size_t i = 0; i < s->n_pools; i++)
-        if (strcmp(s->pools[i].name, name) == 0)
-            return &s->pools[i];
-    return NULL;
-}
-
-static int validate_pool(const struct sw_snapshot *s, size_t i, struct sw_error *err)
+static int validate_pool(const struct sw_snapshot *s, size_t i, struct sw__index *idx,
+                         struct sw_error *err)
 {
     const struct sw_pool *p = &s->pools[i];
     int rc;
@@ -152,19 +171,25 @@ static int validate_pool(const struct sw_snapshot *s, size_t i, struct sw_error 
         return sw_error_set(err, SW_EINVAL,
                             "pool \"%s\": field \"max_gpus\": %d is below total_gpus %d", p->name,
                             p->max_gpus, p->total_gpus);
-    if ((rc = check_num(err, "pool", p->name, "price_per_gpu_hour", p->price_gpu_h)) != 0 ||
-        (rc = check_num(err, "pool", p->name, "provision_seconds", p->provision_s)) != 0 ||
-        (rc = check_num(err, "pool", p->name, "interruptions_per_hour", p->interrupt_per_h)) != 0 ||
-        (rc = check_num(err, "pool", p->name, "gpu_memory_gb", p->gpu_mem_gb)) != 0)
+    if ((rc = check_num(err, "pool", p->name, "price_per_gpu_hour", p->price_gpu_h,
+                        SW_MAX_PRICE)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "provision_seconds", p->provision_s,
+                        SW_MAX_SECONDS)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "interruptions_per_hour", p->interrupt_per_h,
+                        SW_MAX_INTERRUPTIONS)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "gpu_memory_gb", p->gpu_mem_gb, SW_MAX_GB)) != 0)
         return rc;
-    for (size_t j = 0; j < i; j++)
-        if (strcmp(s->pools[j].name, p->name) == 0)
-            return sw_error_set(err, SW_EINVAL, "pool \"%s\": duplicate name (pools #%zu and #%zu)",
-                                p->name, j, i);
+    int j = sw__intern_add(&idx->pools, p->name);
+    if ((size_t)j != i)
+        return sw_error_set(err, SW_EINVAL, "pool \"%s\": duplicate name (pools #%d and #%zu)",
+                            p->name, j, i);
+    idx->pool_cluster[i] = sw__intern_add(&idx->clusters, p->cluster);
+    idx->pool_flavour[i] = sw__intern_add(&idx->flavours, sw__pool_flavour(p));
     return 0;
 }
 
-static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw_error *err)
+static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__index *idx,
+                             struct sw_error *err)
 {
     const struct sw_workload *w = &s->pending[i];
     int rc;
@@ -184,14 +209,20 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw_er
                             w->name, (int)w->burst);
     if (!isfinite(w->runtime_s))
         return bad_number(err, "workload", w->name, "runtime_seconds", w->runtime_s);
-    if ((rc = check_num(err, "workload", w->name, "checkpoint_seconds", w->checkpoint_s)) != 0 ||
-        (rc = check_num(err, "workload", w->name, "restart_seconds", w->restart_s)) != 0 ||
-        (rc = check_num(err, "workload", w->name, "deadline", w->deadline)) != 0 ||
-        (rc = check_num(err, "workload", w->name, "max_price_per_gpu_hour", w->max_price)) != 0 ||
-        (rc = check_num(err, "workload", w->name, "min_gpu_memory_gb", w->min_gpu_mem_gb)) != 0)
+    if (w->runtime_s > SW_MAX_SECONDS)
+        return too_big(err, "workload", w->name, "runtime_seconds", w->runtime_s, SW_MAX_SECONDS);
+    if ((rc = check_num(err, "workload", w->name, "checkpoint_seconds", w->checkpoint_s,
+                        SW_MAX_SECONDS)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "restart_seconds", w->restart_s,
+                        SW_MAX_SECONDS)) != 0 ||
+        (rc = check_time(err, "workload", w->name, "deadline", w->deadline)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "max_price_per_gpu_hour", w->max_price,
+                        SW_MAX_PRICE)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "min_gpu_memory_gb", w->min_gpu_mem_gb,
+                        SW_MAX_GB)) != 0)
         return rc;
-    if (!isfinite(w->submit_time))
-        return bad_number(err, "workload", w->name, "submit_time", w->submit_time);
+    if ((rc = check_time(err, "workload", w->name, "submit_time", w->submit_time)) != 0)
+        return rc;
     if (w->n_products < 0 || w->n_products > SW_MAX_PRODUCTS)
         return sw_error_set(err, SW_EINVAL,
                             "workload \"%s\": field \"products\": expected 0 to %d, got %d",
@@ -202,28 +233,105 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw_er
                             SW_MAX_INPUTS, w->n_inputs);
     for (int k = 0; k < w->n_inputs; k++) {
         const struct sw_input *in = &w->inputs[k];
-        if (!isfinite(in->size_gb) || in->size_gb < 0)
+        if (!isfinite(in->size_gb) || in->size_gb < 0 || in->size_gb > SW_MAX_GB)
             return sw_error_set(err, SW_EINVAL,
-                                "workload \"%s\": field \"inputs[%d].size_gb\": expected a finite "
-                                "non-negative number, got %g",
-                                w->name, k, in->size_gb);
+                                "workload \"%s\": field \"inputs[%d].size_gb\": expected a number "
+                                "from 0 to %g, got %g",
+                                w->name, k, SW_MAX_GB, in->size_gb);
         if (in->n_regions < 0 || in->n_regions > SW_MAX_INPUT_REGIONS)
             return sw_error_set(err, SW_EINVAL,
                                 "workload \"%s\": field \"inputs[%d].regions\": expected 0 to %d "
                                 "regions, got %d",
                                 w->name, k, SW_MAX_INPUT_REGIONS, in->n_regions);
     }
-    bool origin_known = false;
-    for (size_t p = 0; p < s->n_pools && !origin_known; p++)
-        origin_known = strcmp(s->pools[p].cluster, w->origin) == 0;
-    if (!origin_known)
+    /* The engine decides with these ids; finding them here saves it a
+     * lookup per workload. */
+    idx->work_team[i] = sw__intern_find(&idx->teams, w->team);
+    if ((idx->work_origin[i] = sw__intern_find(&idx->clusters, w->origin)) < 0)
         return sw_error_set(err, SW_ENOENT,
                             "workload \"%s\": field \"origin\": unknown cluster \"%s\"", w->name,
                             w->origin);
     return 0;
 }
 
-int sw_snapshot_validate(const struct sw_snapshot *s, struct sw_error *err)
+/* (team, flavour) pairs: open addressing over 64-bit keys, UINT64_MAX empty. */
+static bool pair_insert(struct sw__index *idx, uint64_t key)
+{
+    size_t mask = idx->pair_cap - 1;
+    for (size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & mask;; i = (i + 1) & mask) {
+        if (idx->pairs[i] == UINT64_MAX) {
+            idx->pairs[i] = key;
+            return true;
+        }
+        if (idx->pairs[i] == key)
+            return false;
+    }
+}
+
+/* Grows *pp to at least `need` elements of `size` bytes (doubling, so that
+ * a queue that grows a little at a time reallocates rarely). */
+static int grow(void *pp, size_t *cap, size_t need, size_t size)
+{
+    void **p = pp;
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 16;
+    while (n < need)
+        n *= 2;
+    void *q = sw_realloc(*p, n * size);
+    if (q == NULL)
+        return SW_ENOMEM;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* Sizes the tables of `idx` for `s`. */
+static int index_reset(const struct sw_snapshot *s, struct sw__index *idx)
+{
+    size_t np = s->n_pools;
+    if (sw__intern_reset(&idx->pools, np) != 0 || sw__intern_reset(&idx->clusters, np) != 0 ||
+        sw__intern_reset(&idx->flavours, np) != 0 ||
+        sw__intern_reset(&idx->teams, s->n_quotas + s->n_budgets) != 0)
+        return SW_ENOMEM;
+    if (grow(&idx->pool_cluster, &idx->pool_cluster_cap, np + 1, sizeof(int)) != 0 ||
+        grow(&idx->pool_flavour, &idx->pool_flavour_cap, np + 1, sizeof(int)) != 0 ||
+        grow(&idx->queue_pool, &idx->queue_cap, s->n_queues + 1, sizeof(size_t)) != 0 ||
+        grow(&idx->work_origin, &idx->work_origin_cap, s->n_pending + 1, sizeof(int)) != 0 ||
+        grow(&idx->work_team, &idx->work_team_cap, s->n_pending + 1, sizeof(int)) != 0)
+        return SW_ENOMEM;
+    size_t cap = 16;
+    while (cap < s->n_quotas * 2 + 1)
+        cap *= 2;
+    if (cap > idx->pair_cap) {
+        uint64_t *p = sw_malloc(cap * sizeof(uint64_t));
+        if (p == NULL)
+            return SW_ENOMEM;
+        sw_free(idx->pairs);
+        idx->pairs = p;
+        idx->pair_cap = cap;
+    }
+    memset(idx->pairs, 0xff, idx->pair_cap * sizeof(uint64_t));
+    return 0;
+}
+
+void sw__index_free(struct sw__index *idx)
+{
+    sw__intern_free(&idx->pools);
+    sw__intern_free(&idx->clusters);
+    sw__intern_free(&idx->flavours);
+    sw__intern_free(&idx->teams);
+    sw_free(idx->pool_cluster);
+    sw_free(idx->pool_flavour);
+    sw_free(idx->queue_pool);
+    sw_free(idx->pairs);
+    sw_free(idx->work_origin);
+    sw_free(idx->work_team);
+    memset(idx, 0, sizeof(*idx));
+}
+
+int sw__snapshot_validate_index(const struct sw_snapshot *s, struct sw__index *idx,
+                                struct sw_error *err)
 {
     int rc;
     if (s == NULL || (s->n_pools > 0 && s->pools == NULL) ||
@@ -231,22 +339,30 @@ int sw_snapshot_validate(const struct sw_snapshot *s, struct sw_error *err)
         (s->n_quotas > 0 && s->quotas == NULL) || (s->n_budgets > 0 && s->budgets == NULL) ||
         (s->n_queues > 0 && s->queues == NULL) || (s->n_history > 0 && s->history == NULL))
         return sw_error_set(err, SW_EINVAL, "snapshot: an array is NULL but its count is not 0");
-    if (!isfinite(s->now))
-        return sw_error_set(err, SW_EINVAL, "snapshot: field \"now\": expected a finite time");
+    if (!isfinite(s->now) || fabs(s->now) > SW_MAX_SECONDS)
+        return sw_error_set(err, SW_EINVAL,
+                            "snapshot: field \"now\": expected a finite time within %g s of 0",
+                            SW_MAX_SECONDS);
+    if (index_reset(s, idx) != 0)
+        return sw_error_set(err, SW_ENOMEM, "snapshot: out of memory for %zu pools", s->n_pools);
     for (size_t i = 0; i < s->n_pools; i++)
-        if ((rc = validate_pool(s, i, err)) != 0)
+        if ((rc = validate_pool(s, i, idx, err)) != 0)
             return rc;
     for (size_t i = 0; i < s->n_links; i++) {
         const struct sw_link *l = &s->links[i];
         char name[2 * SW_NAME_MAX + 4];
         snprintf(name, sizeof(name), "%s->%s", l->from, l->to);
-        if ((rc = check_num(err, "link", name, "price_per_gb", l->price_per_gb)) != 0)
+        if ((rc = check_num(err, "link", name, "price_per_gb", l->price_per_gb, SW_MAX_PRICE)) != 0)
             return rc;
         if (!isfinite(l->bandwidth_gbps) || l->bandwidth_gbps <= 0)
             return sw_error_set(err, SW_EINVAL,
                                 "link \"%s\": field \"bandwidth_gbps\": expected a positive "
                                 "number, got %g",
                                 name, l->bandwidth_gbps);
+        if (l->bandwidth_gbps < SW_MIN_GBPS || l->bandwidth_gbps > SW_MAX_GBPS)
+            return sw_error_set(err, SW_ERANGE,
+                                "link \"%s\": field \"bandwidth_gbps\": expected %g to %g, got %g",
+                                name, SW_MIN_GBPS, SW_MAX_GBPS, l->bandwidth_gbps);
     }
     for (size_t i = 0; i < s->n_quotas; i++) {
         const struct sw_quota *q = &s->quotas[i];
@@ -255,60 +371,69 @@ int sw_snapshot_validate(const struct sw_snapshot *s, struct sw_error *err)
         if ((rc = check_nonneg_int(err, "quota", name, "nominal", q->nominal)) != 0 ||
             (rc = check_nonneg_int(err, "quota", name, "used", q->used)) != 0)
             return rc;
-        bool known = false;
-        for (size_t p = 0; p < s->n_pools && !known; p++) {
-            const struct sw_pool *pool = &s->pools[p];
-            const char *fl = pool->flavour[0] ? pool->flavour : pool->name;
-            known = strcmp(fl, q->flavour) == 0;
-        }
-        if (!known)
+        int f = sw__intern_find(&idx->flavours, q->flavour);
+        if (f < 0)
             return sw_error_set(err, SW_ENOENT,
                                 "quota \"%s\": field \"flavour\": no pool has flavour \"%s\"", name,
                                 q->flavour);
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(s->quotas[j].team, q->team) == 0 &&
-                strcmp(s->quotas[j].flavour, q->flavour) == 0)
-                return sw_error_set(err, SW_EINVAL, "quota \"%s\": duplicate team and flavour",
-                                    name);
+        int t = sw__intern_add(&idx->teams, q->team);
+        if (!pair_insert(idx, (uint64_t)t << 32 | (uint32_t)f))
+            return sw_error_set(err, SW_EINVAL, "quota \"%s\": duplicate team and flavour", name);
     }
     for (size_t i = 0; i < s->n_budgets; i++) {
         const struct sw_budget *b = &s->budgets[i];
-        if ((rc = check_num(err, "budget", b->team, "cap", b->cap)) != 0 ||
-            (rc = check_num(err, "budget", b->team, "spent", b->spent)) != 0)
+        if ((rc = check_num(err, "budget", b->team, "cap", b->cap, INFINITY)) != 0 ||
+            (rc = check_num(err, "budget", b->team, "spent", b->spent, INFINITY)) != 0)
             return rc;
+        sw__intern_add(&idx->teams, b->team);
     }
     for (size_t i = 0; i < s->n_queues; i++) {
         const struct sw_local_queue *q = &s->queues[i];
-        const struct sw_pool *p = find_pool(s, q->pool);
-        if (p == NULL)
+        int p = sw__intern_find(&idx->pools, q->pool);
+        if (p < 0)
             return sw_error_set(err, SW_ENOENT,
                                 "local queue #%zu: field \"pool\": unknown pool \"%s\"", i,
                                 q->pool);
+        idx->queue_pool[i] = (size_t)p;
         if ((q->n_running > 0 && q->running == NULL) || (q->n_ahead > 0 && q->ahead == NULL))
             return sw_error_set(err, SW_EINVAL, "local queue \"%s\": NULL array", q->pool);
         for (size_t j = 0; j < q->n_running; j++)
             if (q->running[j].gpus <= 0 || !isfinite(q->running[j].remaining_s) ||
-                q->running[j].remaining_s < 0)
+                q->running[j].remaining_s < 0 || q->running[j].remaining_s > SW_MAX_SECONDS)
                 return sw_error_set(err, SW_EINVAL,
                                     "local queue \"%s\": running[%zu]: expected positive gpus and "
-                                    "a finite non-negative remaining_seconds",
-                                    q->pool, j);
+                                    "a remaining_seconds from 0 to %g",
+                                    q->pool, j, SW_MAX_SECONDS);
         for (size_t j = 0; j < q->n_ahead; j++)
             if (q->ahead[j].gpus <= 0 || !isfinite(q->ahead[j].runtime_s) ||
-                q->ahead[j].runtime_s < 0)
+                q->ahead[j].runtime_s < 0 || q->ahead[j].runtime_s > SW_MAX_SECONDS)
                 return sw_error_set(err, SW_EINVAL,
                                     "local queue \"%s\": ahead[%zu]: expected positive gpus and a "
-                                    "finite non-negative runtime_seconds",
-                                    q->pool, j);
+                                    "runtime_seconds from 0 to %g",
+                                    q->pool, j, SW_MAX_SECONDS);
     }
     for (size_t i = 0; i < s->n_history; i++)
-        if (!isfinite(s->history[i].runtime_s) || s->history[i].runtime_s <= 0)
+        if (!isfinite(s->history[i].runtime_s) || s->history[i].runtime_s <= 0 ||
+            s->history[i].runtime_s > SW_MAX_SECONDS)
             return sw_error_set(err, SW_EINVAL,
                                 "finished run #%zu: field \"runtime_seconds\": expected a positive "
-                                "number, got %g",
-                                i, s->history[i].runtime_s);
-    for (size_t i = 0; i < s->n_pending; i++)
-        if ((rc = validate_workload(s, i, err)) != 0)
+                                "number up to %g, got %g",
+                                i, SW_MAX_SECONDS, s->history[i].runtime_s);
+    for (size_t i = 0; i < s->n_pending; i++) {
+        /* A workload is a kilobyte: the hardware prefetcher stops at every
+         * page boundary, so ask for the next ones' lines ahead. */
+        if (i + 2 < s->n_pending)
+            sw__prefetch_workload(&s->pending[i + 2]);
+        if ((rc = validate_workload(s, i, idx, err)) != 0)
             return rc;
+    }
     return 0;
+}
+
+int sw_snapshot_validate(const struct sw_snapshot *s, struct sw_error *err)
+{
+    struct sw__index idx = {0};
+    int rc = sw__snapshot_validate_index(s, &idx, err);
+    sw__index_free(&idx);
+    return rc;
 }

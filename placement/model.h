@@ -23,6 +23,19 @@
 #define SW_MAX_INPUTS        4
 #define SW_MAX_INPUT_REGIONS 4
 
+/*
+ * Bounds on the snapshot's numbers, far past any real value, that keep the
+ * cost model's arithmetic finite: GPUs (at most 1e8 per workload) x price x
+ * hours x interruptions, with every factor at its bound, stays below 1e45.
+ * A NaN would otherwise win or lose every comparison silently.
+ */
+#define SW_MAX_SECONDS       1e15 /* any time or duration: 31 million years */
+#define SW_MAX_PRICE         1e6  /* dollars per GPU-hour or per GB */
+#define SW_MAX_INTERRUPTIONS 3600 /* spot interruptions per hour */
+#define SW_MAX_GB            1e12 /* data sizes and GPU memory */
+#define SW_MIN_GBPS          1e-6 /* link bandwidth, gigabits per second */
+#define SW_MAX_GBPS          1e9
+
 /** How a pool's GPUs are paid for. Owned capacity carries its amortised cost. */
 enum sw_capacity { SW_CAP_OWNED = 0, SW_CAP_ON_DEMAND, SW_CAP_SPOT };
 
@@ -194,11 +207,13 @@ static inline int sw_workload_gpus(const struct sw_workload *w)
 
 /**
  * Checks every field of `s` the engine relies on: positive GPU counts,
- * finite non-negative prices and times, known pool, cluster and team names,
- * unique pool names. On failure returns SW_EINVAL (or SW_ENOENT for an
- * unknown name) with a message in `err` naming the object and the field,
+ * finite non-negative prices and times within the SW_MAX_* bounds, known
+ * pool, cluster and team names, unique pool names. On failure returns
+ * SW_EINVAL (SW_ENOENT for an unknown name, SW_ERANGE for a number past its
+ * bound) with a message in `err` naming the object and the field,
  * e.g. `workload "train-1": field "gpus_per_pod": expected a positive
- * integer, got -2`.
+ * integer, got -2`. Runs in time linear in the size of `s`; it allocates
+ * its name tables, so it may also return SW_ENOMEM.
  */
 int sw_snapshot_validate(const struct sw_snapshot *s, struct sw_error *err);
 

@@ -39,27 +39,6 @@ void sw_quota_build(const struct sw_quota *quotas, size_t n, struct sw_quota_sta
     *n_groups = ng;
 }
 
-enum sw_quota_verdict sw_quota_check(const struct sw_quota_state *q,
-                                     const struct sw_quota_group *groups, int gpus, int *borrowed)
-{
-    int after = q->used + gpus;
-    if (borrowed != NULL)
-        *borrowed = 0;
-    if (after <= q->nominal)
-        return SW_QUOTA_OK;
-    if (q->group < 0)
-        return SW_QUOTA_NOMINAL;
-    int borrow = after - q->nominal;
-    if (q->limit >= 0 && borrow > q->limit)
-        return SW_QUOTA_BORROW_LIMIT;
-    const struct sw_quota_group *g = &groups[q->group];
-    if (g->used + gpus > g->nominal)
-        return SW_QUOTA_COHORT;
-    if (borrowed != NULL)
-        *borrowed = borrow;
-    return SW_QUOTA_OK;
-}
-
 void sw_quota_charge(struct sw_quota_state *q, struct sw_quota_group *groups, int gpus)
 {
     q->used += gpus;

@@ -48,8 +48,28 @@ void sw_quota_build(const struct sw_quota *quotas, size_t n, struct sw_quota_sta
  * its nominal quota, *borrowed (may be NULL) is the number of GPUs it would
  * then borrow in total from the cohort.
  */
-enum sw_quota_verdict sw_quota_check(const struct sw_quota_state *q,
-                                     const struct sw_quota_group *groups, int gpus, int *borrowed);
+static inline enum sw_quota_verdict sw_quota_check(const struct sw_quota_state *q,
+                                                   const struct sw_quota_group *groups, int gpus,
+                                                   int *borrowed)
+{
+    /* Inline: the engine asks this for every option it prices. */
+    int after = q->used + gpus;
+    if (borrowed != NULL)
+        *borrowed = 0;
+    if (after <= q->nominal)
+        return SW_QUOTA_OK;
+    if (q->group < 0)
+        return SW_QUOTA_NOMINAL;
+    int borrow = after - q->nominal;
+    if (q->limit >= 0 && borrow > q->limit)
+        return SW_QUOTA_BORROW_LIMIT;
+    const struct sw_quota_group *g = &groups[q->group];
+    if (g->used + gpus > g->nominal)
+        return SW_QUOTA_COHORT;
+    if (borrowed != NULL)
+        *borrowed = borrow;
+    return SW_QUOTA_OK;
+}
 
 /** Charges `gpus` to the quota and its group (after a successful check). */
 void sw_quota_charge(struct sw_quota_state *q, struct sw_quota_group *groups, int gpus);

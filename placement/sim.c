@@ -443,6 +443,9 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
         if (jb->deadline == 0 && d->deadline_slack > 0 &&
             (double)(name_hash(tj->name) % 10000) < d->deadline_fraction * 10000.0)
             jb->deadline = tj->submit + d->deadline_allowance_s + d->deadline_slack * tj->duration;
+        /* Past the engine's last time, a deadline is none in effect. */
+        if (jb->deadline > SW_MAX_SECONDS)
+            jb->deadline = SW_MAX_SECONDS;
     }
     size_t next = 0;
     while (next < n || s.nheap > 0) {
@@ -451,6 +454,10 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
             t = tr->jobs[next].submit;
         if (s.nheap > 0 && s.heap[0].t < t)
             t = s.heap[0].t;
+        /* The engine takes no time past SW_MAX_SECONDS (31 million years):
+         * what has not finished by then never does. */
+        if (t > SW_MAX_SECONDS)
+            break;
         while (next < n && tr->jobs[next].submit <= t)
             pend_add(&s, next++);
         while (s.nheap > 0 && s.heap[0].t <= t) {

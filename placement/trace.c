@@ -2,8 +2,8 @@
  * trace.c - job traces (CSV, Alibaba 2023 pod list) and spot traces (JSON).
  *
  * The CSV dialect is the plain one both formats use: comma-separated, no
- * quoting, optional \r before \n. Numbers must be the whole field: "12x" is
- * an error, not 12.
+ * quoting, optional \r before \n, no NUL bytes. Numbers must be the whole
+ * field: "12x" is an error, not 12.
  */
 #include "placement/trace.h"
 
@@ -15,8 +15,9 @@
 #include "common/alloc.h"
 #include "common/json.h"
 
-#define MAX_COLS  32
-#define MAX_FIELD 256
+#define MAX_COLS          32
+#define MAX_FIELD         256
+#define TRACE_MAX_SECONDS 1e12
 
 struct row {
     int n;
@@ -68,6 +69,10 @@ static int parse_num(const struct row *r, int col, const char *what, size_t line
     char tmp[MAX_FIELD];
     if (col < 0 || col >= r->n)
         return sw_error_set(err, SW_EPARSE, "%s:%zu: field \"%s\" is missing", what, line, field);
+    if (r->len[col] >= sizeof(tmp))
+        return sw_error_set(err, SW_EPARSE,
+                            "%s:%zu: field \"%s\": expected a number, got %zu characters", what,
+                            line, field, r->len[col]);
     field_copy(r, col, tmp, sizeof(tmp));
     if (tmp[0] == '\0') {
         if (allow_empty) {
@@ -81,6 +86,11 @@ static int parse_num(const struct row *r, int col, const char *what, size_t line
     if (*end != '\0' || !isfinite(v) || v < 0)
         return sw_error_set(err, SW_EPARSE,
                             "%s:%zu: field \"%s\": expected a non-negative number, got \"%s\"",
+                            what, line, field, tmp);
+    /* Times and counts alike, a thousand times below the engine's bound,
+     * so that a simulation adding them up stays within it. */
+    if (v > TRACE_MAX_SECONDS)
+        return sw_error_set(err, SW_EPARSE, "%s:%zu: field \"%s\": %s is beyond any real value",
                             what, line, field, tmp);
     *out = v;
     return 0;
@@ -217,6 +227,8 @@ int sw_trace_parse(const char *buf, size_t len, enum sw_trace_format format, con
     if (le > p && le[-1] == '\r')
         le--;
     line = 1;
+    if (memchr(p, '\0', (size_t)(le - p)) != NULL)
+        return sw_error_set(err, SW_EPARSE, "%s:1: a NUL byte in the header", what);
     if (le == p || split(p, le, &hdr) != 0)
         return sw_error_set(err, SW_EPARSE, "%s:1: expected a header line", what);
     if (format == SW_TRACE_AUTO)
@@ -251,6 +263,10 @@ int sw_trace_parse(const char *buf, size_t len, enum sw_trace_format format, con
             p = next;
             continue;
         }
+        /* Fields become C strings: a NUL inside one would cut a name short
+         * (or empty it) without a word. */
+        if (memchr(p, '\0', (size_t)(le - p)) != NULL)
+            return sw_error_set(err, SW_EPARSE, "%s:%zu: a NUL byte in the line", what, line);
         struct row r;
         if (split(p, le, &r) != 0)
             return sw_error_set(err, SW_EPARSE, "%s:%zu: more than %d fields", what, line,
@@ -267,7 +283,9 @@ int sw_trace_parse(const char *buf, size_t len, enum sw_trace_format format, con
             return rc;
         p = next;
     }
-    qsort(out->jobs, out->n, sizeof(*out->jobs), cmp_job);
+    /* A trace of no jobs has no array to sort (qsort takes no NULL). */
+    if (out->n > 1)
+        qsort(out->jobs, out->n, sizeof(*out->jobs), cmp_job);
     return 0;
 }
 
@@ -288,10 +306,11 @@ int sw_spot_trace_parse(const char *buf, size_t len, const char *what, struct sw
     double gap = 0;
     if ((rc = sw_json_number(root, "metadata.gap_seconds", true, what, &gap, err)) != 0)
         goto out;
-    if (!(gap > 0)) {
+    if (!(gap > 0) || gap > SW_MAX_SECONDS) {
         rc = sw_error_set(err, SW_EPARSE,
-                          "%s: field \"metadata.gap_seconds\": expected a positive number, got %g",
-                          what, gap);
+                          "%s: field \"metadata.gap_seconds\": expected a positive number up to "
+                          "%g, got %g",
+                          what, SW_MAX_SECONDS, gap);
         goto out;
     }
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
@@ -335,16 +354,32 @@ double sw_spot_trace_next_preemption(const struct sw_spot_trace *tr, double offs
 {
     if (tr->n < 2)
         return INFINITY;
-    double period = tr->gap_s * (double)tr->n;
-    double pos = fmod(offset + t, period);
-    size_t start = (size_t)(pos / tr->gap_s) + 1;
-    /* Walk at most one full loop from the tick after `pos`. */
+    double gap = tr->gap_s, period = gap * (double)tr->n; /* finite: checked by the parser */
+    double x = offset + t;
+    if (!isfinite(x) || !isfinite(period))
+        return INFINITY;
+    double pos = fmod(x, period);
+    if (pos < 0)
+        pos += period;
+    /* The first tick strictly after `pos`. pos / gap may round either way
+     * across a tick, so the index is corrected against the tick times the
+     * answer is computed from. */
+    double q = floor(pos / gap);
+    size_t start = (q < (double)tr->n ? (size_t)q : tr->n) + 1;
+    while (start > 1 && (double)(start - 1) * gap > pos)
+        start--;
+    while ((double)start * gap <= pos)
+        start++;
+    /* Walk at most one full loop from there. */
     for (size_t k = 0; k < tr->n; k++) {
         size_t i = (start + k) % tr->n;
         size_t prev = (i + tr->n - 1) % tr->n;
         if (i != 0 && tr->alive[i] < tr->alive[prev]) {
-            double tick = (double)(start + k) * tr->gap_s; /* unwrapped */
-            return t + (tick - pos);
+            double tick = (double)(start + k) * gap; /* unwrapped */
+            double next = t + (tick - pos);
+            /* Past a large t, a short step rounds away: the next
+             * representable time is the closest one strictly after. */
+            return next > t ? next : nextafter(t, INFINITY);
         }
     }
     return INFINITY;

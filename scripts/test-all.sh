@@ -66,7 +66,15 @@ fi
 
 if [ -x tests/fuzz/run.sh ]; then
     step "fuzz targets (bounded)"
-    if tests/fuzz/run.sh "${SW_FUZZ_SECONDS:-30}"; then record fuzz 1 0; else record fuzz 0 1; fi
+    fuzz_out=$(mktemp)
+    tests/fuzz/run.sh "${SW_FUZZ_SECONDS:-120}" 2>&1 | tee "$fuzz_out"
+    fuzz_rc=${PIPESTATUS[0]}
+    fuzz_ok=$(grep -cE '^fuzz_[A-Za-z0-9_]+ +ok ' "$fuzz_out")
+    fuzz_bad=$(grep -cE '^fuzz_[A-Za-z0-9_]+ +FAILED ' "$fuzz_out")
+    # A failure before any target ran (the build) counts as one.
+    [ "$fuzz_rc" -ne 0 ] && [ "$fuzz_bad" -eq 0 ] && fuzz_bad=1
+    rm -f "$fuzz_out"
+    record fuzz "$fuzz_ok" "$fuzz_bad"
 fi
 
 step "lab"

@@ -1,7 +1,7 @@
 /*
  * fuzz_s3xml.c - libFuzzer target for every S3 XML parser in
  * replication/s3xml.c. The first byte picks the parser, the rest is the
- * reply body. Seeds: tests/fuzz/corpus/s3xml/.
+ * reply body. Seeds: tests/fuzz/corpus/fuzz_s3xml/.
  */
 #include <stddef.h>
 #include <stdint.h>

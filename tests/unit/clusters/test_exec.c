@@ -24,15 +24,102 @@ static void test_rfc3339(void **state)
 {
     (void)state;
     int64_t ms;
-    assert_int_equal(sw_parse_rfc3339("1970-01-01T00:00:00Z", &ms), 0);
+    const char *why = NULL;
+    assert_int_equal(sw_parse_rfc3339("1970-01-01T00:00:00Z", &ms, &why), 0);
     assert_int_equal(ms, 0);
-    assert_int_equal(sw_parse_rfc3339("2026-11-21T10:00:00.250Z", &ms), 0);
+    assert_int_equal(sw_parse_rfc3339("2026-11-21T10:00:00.250Z", &ms, &why), 0);
     assert_int_equal(ms, 1795255200250LL);
-    assert_int_equal(sw_parse_rfc3339("2026-11-21T12:00:00+02:00", &ms), 0);
+    assert_int_equal(sw_parse_rfc3339("2026-11-21T12:00:00+02:00", &ms, &why), 0);
     assert_int_equal(ms, 1795255200000LL);
-    assert_int_equal(sw_parse_rfc3339("2026-11-21 10:00:00", &ms), SW_EPARSE);
-    assert_int_equal(sw_parse_rfc3339("2026-13-21T10:00:00Z", &ms), SW_EPARSE);
-    assert_int_equal(sw_parse_rfc3339("2026-11-21T10:00:00Zjunk", &ms), SW_EPARSE);
+    assert_int_equal(sw_parse_rfc3339("2026-11-21 10:00:00", &ms, NULL), SW_EPARSE);
+    assert_int_equal(sw_parse_rfc3339("2026-13-21T10:00:00Z", &ms, NULL), SW_EPARSE);
+    assert_int_equal(sw_parse_rfc3339("2026-11-21T10:00:00Zjunk", &ms, NULL), SW_EPARSE);
+}
+
+/*
+ * Out-of-range fields are refused, never normalised into another date
+ * (timegm turns Feb 30 into Mar 2). The accepted and refused sets, and the
+ * instants, are what Go's time.Parse(time.RFC3339, ...) gives (client-go
+ * decodes expirationTimestamp with it), except that offsets of +24:00 or
+ * with minute 60, which Go tolerates, are refused as RFC 3339 says.
+ */
+static void test_rfc3339_ranges(void **state)
+{
+    (void)state;
+    struct {
+        const char *s;
+        int64_t ms;
+    } good[] = {
+        {"2024-02-29T00:00:00Z", 1709164800000LL}, /* divisible by 4 */
+        {"2000-02-29T00:00:00Z", 951782400000LL},  /* divisible by 400 */
+        {"2026-04-30T00:00:00Z", 1777507200000LL},
+        {"2026-12-31T23:59:59Z", 1798761599000LL},
+        {"2026-01-01T23:59:59-00:00", 1767311999000LL},
+        {"2026-01-01T23:59:59+23:59", 1767225659000LL},
+        {"2026-01-01T00:00:00-23:59", 1767311940000LL},
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        int64_t ms = -1;
+        const char *why = "unset";
+        int rc = sw_parse_rfc3339(good[i].s, &ms, &why);
+        if (rc != 0 || ms != good[i].ms)
+            fail_msg("%s: rc=%d ms=%lld (want %lld) why=%s", good[i].s, rc, (long long)ms,
+                     (long long)good[i].ms, why ? why : "(null)");
+    }
+    struct {
+        const char *s;
+        const char *why;
+    } bad[] = {
+        {"2023-02-29T00:00:00Z", "day out of range"}, /* not a leap year */
+        {"1900-02-29T00:00:00Z", "day out of range"}, /* divisible by 100, not 400 */
+        {"2026-02-30T00:00:00Z", "day out of range"},
+        {"2026-04-31T00:00:00Z", "day out of range"},
+        {"2026-01-32T00:00:00Z", "day out of range"},
+        {"2026-01-00T00:00:00Z", "day out of range"},
+        {"2026-00-10T00:00:00Z", "month out of range"},
+        {"2026-13-10T00:00:00Z", "month out of range"},
+        {"2026-01-01T24:00:00Z", "hour out of range"},
+        {"2026-01-01T23:60:00Z", "minute out of range"},
+        {"2026-01-01T23:59:60Z", "second out of range"}, /* Go refuses leap seconds */
+        {"2016-12-31T23:59:60Z", "second out of range"}, /* even a real one */
+        {"2026-01-01T23:59:59+24:00", "time zone offset hour out of range"},
+        {"2026-01-01T23:59:59+25:00", "time zone offset hour out of range"},
+        {"2026-01-01T23:59:59+23:60", "time zone offset minute out of range"},
+        {"2026-01-01T23:59:59+0200", "expected a time zone Z or +hh:mm or -hh:mm"},
+        {"2026-01-01T23:59:59+02", "expected a time zone Z or +hh:mm or -hh:mm"},
+        {"2026-01-01T23:59:59", "expected a time zone Z or +hh:mm or -hh:mm"},
+        {"2026-01-01T23:59:59z", "expected a time zone Z or +hh:mm or -hh:mm"},
+        {"2026-01-01T23:59:59.Z", "expected digits after the decimal point"},
+        {"2026-01-01T23:59:59+02:00 ", "unexpected text after the time zone"},
+        {"2026-01-01t23:59:59Z", "expected YYYY-MM-DDTHH:MM:SS"},
+        {"2026-01-01 23:59:59Z", "expected YYYY-MM-DDTHH:MM:SS"},
+        {"26-01-01T23:59:59Z", "expected YYYY-MM-DDTHH:MM:SS"},
+        {"", "expected YYYY-MM-DDTHH:MM:SS"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int64_t ms = 42;
+        const char *why = NULL;
+        int rc = sw_parse_rfc3339(bad[i].s, &ms, &why);
+        if (rc != SW_EPARSE || why == NULL || strcmp(why, bad[i].why) != 0 || ms != 42)
+            fail_msg("\"%s\": rc=%d ms=%lld why=%s (want %s)", bad[i].s, rc, (long long)ms,
+                     why ? why : "(null)", bad[i].why);
+    }
+
+    /* The reason reaches the person reading the error. */
+    struct sw_exec_cred c;
+    struct sw_error err;
+    const char *out = "{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\",\"status\":"
+                      "{\"token\":\"tok\",\"expirationTimestamp\":\"2023-02-29T10:00:00Z\"}}";
+    assert_int_equal(sw_exec_cred_parse(out, strlen(out), V1,
+                                        "kubeconfig \"lab.kubeconfig\": user \"u\": exec plugin "
+                                        "\"./plugin.sh\"",
+                                        &c, &err),
+                     SW_EPARSE);
+    assert_string_equal(err.msg, "kubeconfig \"lab.kubeconfig\": user \"u\": exec plugin "
+                                 "\"./plugin.sh\": output: field \"status.expirationTimestamp\": "
+                                 "expected an RFC 3339 time, got \"2023-02-29T10:00:00Z\" (day "
+                                 "out of range)");
+    assert_null(c.token);
 }
 
 static void test_parse_cred(void **state)
@@ -187,9 +274,8 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rfc3339),
-        cmocka_unit_test(test_parse_cred),
-        cmocka_unit_test(test_run_plugin),
+        cmocka_unit_test(test_rfc3339),         cmocka_unit_test(test_rfc3339_ranges),
+        cmocka_unit_test(test_parse_cred),      cmocka_unit_test(test_run_plugin),
         cmocka_unit_test(test_plugin_failures),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -241,6 +241,68 @@ static void test_malformed_inputs_named(void **state)
     }
 }
 
+/*
+ * Mapping keys, checked against kubectl v1.32 with the same files
+ * ("kubectl config view --minify"): a key that is a list, a mapping or null
+ * fails the whole file wherever it is, even in an entry no context uses; a
+ * repeated key is no error and the last one wins.
+ */
+static void test_map_keys(void **state)
+{
+    (void)state;
+    static const char tail[] = "contexts:\n"
+                               "- name: a\n"
+                               "  context: {cluster: c1, user: u}\n"
+                               "users:\n"
+                               "- name: u\n"
+                               "  user: {token: x}\n";
+    struct {
+        const char *head;
+        const char *msg;
+    } keys[] = {
+        {"current-context: a\n? [a, b]\n: whatever\n"
+         "clusters: [{name: c1, cluster: {server: https://one:6443}}]\n",
+         "kubeconfig \"dir/k.yaml\": line 2 column 3: expected a string as a key, got a list"},
+        {"current-context: a\n? {a: b}\n: whatever\n"
+         "clusters: [{name: c1, cluster: {server: https://one:6443}}]\n",
+         "kubeconfig \"dir/k.yaml\": line 2 column 3: expected a string as a key, got a mapping"},
+        {"current-context: a\n~: whatever\n"
+         "clusters: [{name: c1, cluster: {server: https://one:6443}}]\n",
+         "kubeconfig \"dir/k.yaml\": line 2 column 1: expected a string as a key, got null"},
+        /* In a cluster no context names. */
+        {"current-context: a\nclusters:\n- name: c1\n  cluster: {server: https://one:6443}\n"
+         "- name: other\n  cluster: {server: https://two:6443, ? [x] : y}\n",
+         "kubeconfig \"dir/k.yaml\": line 6 column 41: expected a string as a key, got a list"},
+    };
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        char cfg[1024];
+        snprintf(cfg, sizeof(cfg), "%s%s", keys[i].head, tail);
+        struct sw_kube_target *t = NULL;
+        struct sw_error err;
+        sw_error_clear(&err);
+        int rc = sw_kubeconfig_parse(cfg, strlen(cfg), "dir/k.yaml", NULL, &t, &err);
+        if (rc != SW_EPARSE || t != NULL || strcmp(err.msg, keys[i].msg) != 0)
+            fail_msg("case %zu: rc=%d\n  got:  %s\n  want: %s", i, rc, err.msg, keys[i].msg);
+    }
+
+    char cfg[1024];
+    snprintf(cfg, sizeof(cfg), "%s%s",
+             "current-context: a\ncurrent-context: b\n"
+             "clusters:\n- name: c1\n  cluster:\n"
+             "    server: https://one.example:6443\n    server: https://two.example:6443\n",
+             "contexts:\n- name: a\n  context: {cluster: nowhere}\n"
+             "- name: b\n  context: {cluster: c1, user: u, user: v}\n"
+             "users:\n- name: v\n  user: {token: x}\n");
+    struct sw_kube_target *t = NULL;
+    struct sw_error err;
+    if (sw_kubeconfig_parse(cfg, strlen(cfg), "dir/k.yaml", NULL, &t, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_string_equal(t->context, "b");
+    assert_string_equal(t->server, "https://two.example:6443");
+    assert_string_equal(t->user, "v");
+    sw_kube_target_free(t);
+}
+
 static void test_load_files(void **state)
 {
     (void)state;
@@ -304,9 +366,13 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_current_context_cert), cmocka_unit_test(test_token_and_relative_ca),
-        cmocka_unit_test(test_exec_plugin),          cmocka_unit_test(test_malformed_inputs_named),
-        cmocka_unit_test(test_load_files),           cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_current_context_cert),
+        cmocka_unit_test(test_token_and_relative_ca),
+        cmocka_unit_test(test_exec_plugin),
+        cmocka_unit_test(test_malformed_inputs_named),
+        cmocka_unit_test(test_map_keys),
+        cmocka_unit_test(test_load_files),
+        cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,22 +58,30 @@ static void test_errors_named(void **state)
     (void)state;
     struct {
         const char *y;
-        const char *needle;
+        const char *msg;
     } bad[] = {
-        {"role: hybrid\n", "cluster spec \"s.yaml\": field \"role\": expected onprem or cloud"},
-        {"pools: {a: b}\n", "field \"pools\": expected a list"},
-        {"pools: [{name: a, gpuMemoryMiB: lots}]\n", "field \"pools[0].gpuMemoryMiB\""},
-        {"pools: [{name: a, color: red}]\n", "field \"pools[0].color\": unknown"},
-        {"regoin: x\n", "field \"regoin\": unknown"},
-        {"role: [\n", "cluster spec \"s.yaml\": line"},
+        {"role: hybrid\n", "cluster spec \"s.yaml\": line 1: field \"role\": expected onprem or "
+                           "cloud, got \"hybrid\""},
+        {"pools: {a: b}\n", "cluster spec \"s.yaml\": line 1: field \"pools\": expected a list of "
+                            "pools, got a mapping"},
+        {"pools: [{name: a, gpuMemoryMiB: lots}]\n",
+         "cluster spec \"s.yaml\": line 1: field \"pools[0].gpuMemoryMiB\": expected a whole "
+         "number of MiB, got \"lots\""},
+        {"pools: [{name: a, color: red}]\n",
+         "cluster spec \"s.yaml\": line 1: field \"pools[0].color\": unknown (expected name, "
+         "capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus)"},
+        {"role: cloud\nregoin: x\n",
+         "cluster spec \"s.yaml\": line 2: field \"regoin\": unknown (expected role, region, name, "
+         "pools)"},
+        {"role: [\n", "cluster spec \"s.yaml\": line 2: did not find expected node content"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct sw_cluster_spec s = {0};
         struct sw_error err;
         sw_error_clear(&err);
         int rc = sw_cluster_spec_parse(bad[i].y, strlen(bad[i].y), "s.yaml", &s, &err);
-        if (rc == 0 || strstr(err.msg, bad[i].needle) == NULL)
-            fail_msg("case %zu: rc=%d msg=%s", i, rc, err.msg);
+        if (rc == 0 || strcmp(err.msg, bad[i].msg) != 0)
+            fail_msg("case %zu: rc=%d\n  got:  %s\n  want: %s", i, rc, err.msg, bad[i].msg);
     }
     struct sw_cluster_spec s = {.role = SW_ROLE_ONPREM};
     struct sw_error err;
@@ -92,12 +100,166 @@ static void test_errors_named(void **state)
     assert_false(sw_name_valid(""));
 }
 
+/*
+ * The spec file is read strictly: unknown keys at every level, keys given
+ * twice, keys that are not field names, and values of the wrong shape
+ * (a list or a mapping where a scalar goes, a scalar where a list or a
+ * mapping goes, null, NUL bytes) are errors naming the file, the line and
+ * the field, never skipped and never "last one wins".
+ */
+static void test_strict(void **state)
+{
+    (void)state;
+    struct {
+        const char *y;
+        int rc;
+        const char *msg;
+    } bad[] = {
+        /* Keys given twice. */
+        {"role: cloud\nregion: a\nregion: b\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 3: field \"region\": given twice (first on line 2)"},
+        {"role: cloud\nrole: onprem\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 2: field \"role\": given twice (first on line 1)"},
+        {"pools: []\nregion: a\npools: []\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 3: field \"pools\": given twice (first on line 1)"},
+        {"name: a\nname: b\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 2: field \"name\": given twice (first on line 1)"},
+        {"pools:\n- name: a\n  zone: z1\n  zone: z2\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 4: field \"pools[0].zone\": given twice (first on "
+         "line 3)"},
+        {"pools:\n- {name: a}\n- {name: b, maxGpus: 1,\n   maxGpus: 2}\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 4: field \"pools[1].maxGpus\": given twice (first on "
+         "line 3)"},
+        /* Keys that are not field names, at the top and in a pool. */
+        {"role: cloud\n? [a, b]\n: x\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 2: a key of the top-level mapping: expected a field "
+         "name, got a list"},
+        {"? {a: b}\n: x\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 1: a key of the top-level mapping: expected a field "
+         "name, got a mapping"},
+        {"~: x\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 1: a key of the top-level mapping: expected a field "
+         "name, got null"},
+        {"\"role\\0\": cloud\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 1: a key of the top-level mapping: expected a field "
+         "name, got a string with a NUL character"},
+        {"pools:\n- name: a\n  ? [zone]\n  : x\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 3: a key of \"pools[0]\": expected a field name, got "
+         "a list"},
+        /* Unknown keys at every level, including the --pool short names. */
+        {"role: cloud\nextra: {a: b}\n", SW_EINVAL,
+         "cluster spec \"dir/s.yaml\": line 2: field \"extra\": unknown (expected role, region, "
+         "name, pools)"},
+        {"pools:\n- name: a\n  capacity: spot\n", SW_EINVAL,
+         "cluster spec \"dir/s.yaml\": line 3: field \"pools[0].capacity\": unknown (expected "
+         "name, capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus)"},
+        {"pools:\n- name: a\n  labels: {x: y}\n", SW_EINVAL,
+         "cluster spec \"dir/s.yaml\": line 3: field \"pools[0].labels\": unknown (expected "
+         "name, capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus)"},
+        /* A list or a mapping where a scalar goes. */
+        {"role: [cloud]\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 1: field \"role\": expected onprem or cloud, got a "
+         "list"},
+        {"region: {name: x}\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 1: field \"region\": expected a region name, got a "
+         "mapping"},
+        {"name: [a, b]\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 1: field \"name\": expected a cluster name, got a "
+         "list"},
+        {"pools:\n- name: a\n  gpuProduct: [H100]\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 3: field \"pools[0].gpuProduct\": expected a GPU "
+         "product name, got a list"},
+        {"pools:\n- name: {x: y}\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 2: field \"pools[0].name\": expected a pool name, got "
+         "a mapping"},
+        /* A scalar where a list or a mapping goes. */
+        {"pools: spot-h100\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 1: field \"pools\": expected a list of pools, got a "
+         "scalar"},
+        {"pools:\n- spot-h100\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 2: field \"pools[0]\": expected a mapping, got a "
+         "scalar"},
+        {"- role: cloud\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": expected a mapping at the top, got a list"},
+        {"cloud\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": expected a mapping at the top, got a scalar"},
+        {"", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": expected a mapping at the top, got an empty "
+         "file"},
+        /* Null is not a value, and neither is a string with a NUL inside. */
+        {"role:\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 1: field \"role\": expected onprem or cloud, got "
+         "null"},
+        {"pools:\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 1: field \"pools\": expected a list of pools, got "
+         "null"},
+        {"pools:\n- name: a\n  zone: ~\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 3: field \"pools[0].zone\": expected a zone name, got "
+         "null"},
+        {"region: \"us\\0east\"\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 1: field \"region\": expected a region name, got a "
+         "string with a NUL character"},
+        /* A second document would be ignored by a one-document load. */
+        {"role: cloud\nregion: a\n---\nregion: b\n", SW_EPARSE,
+         "cluster spec \"dir/s.yaml\": line 3: a second YAML document; a spec file holds one"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sw_cluster_spec s = {0};
+        struct sw_error err;
+        sw_error_clear(&err);
+        int rc = sw_cluster_spec_parse(bad[i].y, strlen(bad[i].y), "dir/s.yaml", &s, &err);
+        if (rc != bad[i].rc || strcmp(err.msg, bad[i].msg) != 0)
+            fail_msg("case %zu: rc=%d (want %d)\n  got:  %s\n  want: %s", i, rc, bad[i].rc, err.msg,
+                     bad[i].msg);
+    }
+
+    /* Quoted "null" is a string, and the same key in two pools is fine. */
+    const char *ok = "role: cloud\nregion: 'null'\nname: lab\npools:\n"
+                     "- {name: a, capacityType: spot, gpuProduct: G, zone: z}\n"
+                     "- {name: b, capacityType: spot, gpuProduct: G, zone: z}\n";
+    struct sw_cluster_spec s = {0};
+    struct sw_error err;
+    assert_int_equal(sw_cluster_spec_parse(ok, strlen(ok), "dir/s.yaml", &s, &err), 0);
+    assert_string_equal(s.region, "null");
+    assert_int_equal(s.npools, 2);
+    assert_string_equal(s.pools[1].zone, "z");
+}
+
+/* A --pool flag names each field once, whichever spelling it uses. */
+static void test_flag_strict(void **state)
+{
+    (void)state;
+    struct {
+        const char *v;
+        const char *msg;
+    } bad[] = {
+        {"name=a,capacity=spot,capacity=owned",
+         "--pool \"name=a,capacity=spot,capacity=owned\": key \"capacity\": given twice (as "
+         "\"capacity\" before)"},
+        {"name=a,capacity=spot,capacityType=owned",
+         "--pool \"name=a,capacity=spot,capacityType=owned\": key \"capacityType\": given twice "
+         "(as \"capacity\" before)"},
+        {"name=a,name=b", "--pool \"name=a,name=b\": key \"name\": given twice (as \"name\" "
+                          "before)"},
+        {"name=a,color=red", "--pool \"name=a,color=red\": key \"color\": unknown (expected name, "
+                             "capacity, product, memory, zone, price, max)"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sw_cluster_spec s = {0};
+        struct sw_error err;
+        sw_error_clear(&err);
+        int rc = sw_pool_flag_parse(bad[i].v, &s, &err);
+        if (rc != SW_EINVAL || strcmp(err.msg, bad[i].msg) != 0 || s.npools != 0)
+            fail_msg("case %zu: rc=%d\n  got:  %s\n  want: %s", i, rc, err.msg, bad[i].msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file),
-        cmocka_unit_test(test_flags),
-        cmocka_unit_test(test_errors_named),
+        cmocka_unit_test(test_file),         cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_errors_named), cmocka_unit_test(test_strict),
+        cmocka_unit_test(test_flag_strict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

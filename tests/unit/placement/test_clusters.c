@@ -57,6 +57,17 @@ static void expect(const char *text, int code, const char *msg)
 static void test_bad_input(void **state)
 {
     (void)state;
+    /* fuzz_clusters: $0 spot with 1e308 interruptions an hour gave NaN costs. */
+    expect("{\"pools\":[{\"name\":\"s\",\"region\":\"r\",\"capacity\":\"spot\",\"gpus\":8,"
+           "\"price_per_gpu_hour\":0,\"interruptions_per_hour\":1e308}]}",
+           SW_EPARSE,
+           "lab.json: pools[0]: field \"interruptions_per_hour\": 1e+308 is out of range "
+           "(at most 3600)");
+    expect("{\"pools\":[{\"name\":\"s\",\"region\":\"r\",\"capacity\":\"owned\",\"gpus\":8,"
+           "\"price_per_gpu_hour\":1}],\"job_defaults\":{\"deadline_fraction\":2}}",
+           SW_EPARSE,
+           "lab.json: job_defaults: field \"deadline_fraction\": 2 is out of range (at "
+           "most 1)");
     expect("{\"pools\":[{\"name\":\"a\",\"region\":\"r\",\"capacity\":\"owned\",\"gpus\":-8,"
            "\"price_per_gpu_hour\":1}]}",
            SW_EPARSE,

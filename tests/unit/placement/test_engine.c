@@ -10,6 +10,7 @@
 #include "common/alloc.h"
 #include "lab.h"
 #include "placement/quota.h"
+#include "random_snapshot.h"
 
 #define assert_cents(dollars, expected_cents) assert_int_equal(sw_cents(dollars), (expected_cents))
 
@@ -455,6 +456,202 @@ static void test_survives_allocation_failures(void **state)
     fail_msg("decide never completed within 200 allocations");
 }
 
+/* The option fields a decision reports, compared one by one (padding aside). */
+static void assert_same_option(const struct sw_option *a, const struct sw_option *b)
+{
+    assert_int_equal(a->pool, b->pool);
+    assert_int_equal(a->stay, b->stay);
+    assert_int_equal(a->excluded, b->excluded);
+    assert_int_equal(a->detail, b->detail);
+    assert_memory_equal(&a->cost, &b->cost, sizeof(a->cost));
+    assert_true(a->wait_s == b->wait_s && a->provision_s == b->provision_s);
+    assert_true(a->transfer_s == b->transfer_s && a->start == b->start);
+    assert_true(a->completion == b->completion && a->score == b->score);
+    assert_int_equal(a->deadline_ok, b->deadline_ok);
+    assert_int_equal(a->borrowed, b->borrowed);
+}
+
+static void assert_same_decision(const struct sw_decision *a, const struct sw_decision *b)
+{
+    assert_int_equal(a->workload, b->workload);
+    assert_int_equal(a->rank, b->rank);
+    assert_int_equal(a->verdict, b->verdict);
+    assert_int_equal(a->why, b->why);
+    assert_int_equal(a->pool, b->pool);
+    if (a->verdict != SW_VERDICT_REJECT)
+        assert_same_option(&a->chosen, &b->chosen);
+    assert_true(a->runtime_s == b->runtime_s);
+    assert_int_equal(a->runtime_learned, b->runtime_learned);
+    assert_int_equal(a->main_exclusion, b->main_exclusion);
+    assert_true(a->recheck_at == b->recheck_at);
+}
+
+static struct rsnap rs;
+static struct sw_decision rs_plain[RS_WORKLOADS], rs_explained[RS_WORKLOADS];
+
+/* Explanations only keep what the engine weighed: every policy decides the
+ * same with and without them, on snapshots that reach every exclusion. */
+static void test_explain_does_not_change_decisions(void **state)
+{
+    (void)state;
+    struct sw_engine *e;
+    assert_int_equal(sw_engine_new(&e), 0);
+    size_t verdicts[3] = {0}, reasons[SW_EX__COUNT] = {0};
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        rsnap_init(&rs, seed);
+        for (int k = 0; k < SW_POLICY__COUNT; k++) {
+            struct sw_policy pol;
+            sw_policy_default((enum sw_policy_kind)k, &pol);
+            struct sw_error err = {0};
+            assert_int_equal(sw_engine_decide(e, &rs.snap, &pol, 0, rs_plain, &err), 0);
+            assert_int_equal(
+                sw_engine_decide(e, &rs.snap, &pol, SW_DECIDE_EXPLAIN, rs_explained, &err), 0);
+            for (size_t i = 0; i < RS_WORKLOADS; i++) {
+                assert_same_decision(&rs_plain[i], &rs_explained[i]);
+                assert_null(rs_plain[i].options);
+                verdicts[rs_plain[i].verdict]++;
+                if (rs_explained[i].verdict != SW_VERDICT_REJECT) {
+                    /* The chosen option is the explained row's option. */
+                    assert_int_equal(rs_explained[i].n_options, RS_POOLS);
+                    assert_same_option(&rs_explained[i].chosen,
+                                       &rs_explained[i].options[rs_explained[i].pool]);
+                }
+                for (size_t o = 0; o < rs_explained[i].n_options; o++)
+                    reasons[rs_explained[i].options[o].excluded]++;
+            }
+        }
+    }
+    /* The snapshots did reach every verdict and every exclusion. */
+    for (int v = 0; v < 3; v++)
+        assert_true(verdicts[v] > 0);
+    for (int x = 0; x < SW_EX__COUNT; x++)
+        if (reasons[x] == 0)
+            fail_msg("no option was excluded for \"%s\"", sw_exclusion_token((enum sw_exclusion)x));
+    sw_engine_free(e);
+}
+
+/* FNV-1a over what a decision says, money in cents and times in ms. */
+static uint64_t digest_add(uint64_t h, int64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        h = (h ^ (uint64_t)((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t digest(const struct sw_decision *d, size_t n)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_option *o = &d[i].chosen;
+        h = digest_add(h, d[i].verdict * 1000 + d[i].why * 10 + d[i].runtime_learned);
+        h = digest_add(h, d[i].pool * 100 + (int64_t)d[i].main_exclusion);
+        h = digest_add(h, (int64_t)d[i].rank);
+        h = digest_add(h, llround(d[i].runtime_s * 1000) + llround(d[i].recheck_at * 1000));
+        if (d[i].verdict == SW_VERDICT_REJECT)
+            continue;
+        h = digest_add(h, sw_cents(o->cost.total) * 7 + sw_cents(o->cost.egress_cost));
+        h = digest_add(h, llround(o->start * 1000) * 3 + llround(o->completion * 1000));
+        h = digest_add(h, o->borrowed * 2 + o->deadline_ok);
+        h = digest_add(h, llround(o->score * 100));
+    }
+    return h;
+}
+
+/* The decisions of every policy on a fixed random snapshot, as recorded
+ * before the engine was optimised: a faster engine must decide the same. */
+static void test_decisions_match_recorded(void **state)
+{
+    (void)state;
+    static const uint64_t recorded[SW_POLICY__COUNT] = {
+        0xe1114ac7fc76ed7full, 0xdd1a058ac0050ffbull, 0x5e3c09eb18618075ull, 0x40af3e3d81da4932ull,
+        0x08370108d2e5b413ull, 0x579b7e9d0617cf7aull, 0x89a4b476d0010167ull,
+    };
+    uint64_t got[SW_POLICY__COUNT];
+    struct sw_engine *e;
+    assert_int_equal(sw_engine_new(&e), 0);
+    rsnap_init(&rs, 7);
+    for (int k = 0; k < SW_POLICY__COUNT; k++) {
+        struct sw_policy pol;
+        sw_policy_default((enum sw_policy_kind)k, &pol);
+        assert_int_equal(sw_engine_decide(e, &rs.snap, &pol, 0, rs_plain, NULL), 0);
+        got[k] = digest(rs_plain, RS_WORKLOADS);
+    }
+    for (int k = 0; k < SW_POLICY__COUNT; k++)
+        if (got[k] != recorded[k])
+            fail_msg("policy %s: digest 0x%016llx, recorded 0x%016llx",
+                     sw_policy_name((enum sw_policy_kind)k), (unsigned long long)got[k],
+                     (unsigned long long)recorded[k]);
+    sw_engine_free(e);
+}
+
+/* fuzz_clusters: a spot pool at $0 with 1e308 interruptions an hour made
+ * the interruption cost 0 x inf = NaN, and a NaN option wins or loses
+ * every comparison silently. Validation bounds every number (SW_MAX_*), and
+ * with every number at its bound the arithmetic stays finite. */
+static void test_fuzz_costs_finite_at_bounds(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    l.pools[0].price_gpu_h = SW_MAX_PRICE;
+    l.pools[1].price_gpu_h = 0;
+    l.pools[1].interrupt_per_h = SW_MAX_INTERRUPTIONS;
+    l.pools[1].max_gpus = 1000000;
+    l.pools[1].provision_s = SW_MAX_SECONDS;
+    l.pools[2].price_gpu_h = SW_MAX_PRICE;
+    l.pools[2].max_gpus = 1000000;
+    l.links[0].bandwidth_gbps = SW_MIN_GBPS;
+    l.links[0].price_per_gb = SW_MAX_PRICE;
+    l.running[0].remaining_s = SW_MAX_SECONDS;
+    l.snap.now = SW_MAX_SECONDS;
+    for (int i = 0; i < 4; i++) {
+        lab_workload(&l.pending[i], i % 2 ? "big" : "small", "ml", (enum sw_priority_class)i, 1 + i,
+                     i == 3 ? 1024 : 8, SW_MAX_SECONDS);
+        l.pending[i].checkpoint_s = i % 2 ? 0 : SW_MAX_SECONDS;
+        l.pending[i].restart_s = SW_MAX_SECONDS;
+        l.pending[i].deadline = i == 2 ? SW_MAX_SECONDS : 0;
+        l.pending[i].submit_time = -SW_MAX_SECONDS;
+        l.pending[i].n_inputs = 1;
+        l.pending[i].inputs[0].size_gb = SW_MAX_GB;
+        l.pending[i].inputs[0].n_regions = 1;
+        strcpy(l.pending[i].inputs[0].regions[0], "onprem");
+    }
+    l.snap.n_pending = 4;
+    struct sw_decision d[4];
+    for (int k = 0; k < SW_POLICY__COUNT; k++) {
+        struct sw_policy pol;
+        sw_policy_default((enum sw_policy_kind)k, &pol);
+        pol.delay_value_gpu_h = SW_MAX_PRICE;
+        pol.wait_s = SW_MAX_SECONDS;
+        struct sw_error err = {0};
+        assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, SW_DECIDE_EXPLAIN, d, &err), 0);
+        for (int i = 0; i < 4; i++)
+            for (size_t o = 0; o < d[i].n_options; o++) {
+                const struct sw_option *op = &d[i].options[o];
+                if (op->excluded != SW_EX_NONE && op->excluded != SW_EX_BUDGET &&
+                    op->excluded != SW_EX_POLICY)
+                    continue;
+                assert_true(isfinite(op->cost.total) && isfinite(op->score));
+                assert_true(isfinite(op->start) && isfinite(op->completion));
+            }
+    }
+    /* Past the bounds, validation says which number is absurd. */
+    l.pools[1].interrupt_per_h = 1e308;
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_error err = {0};
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_ERANGE);
+    assert_string_equal(err.msg, "pool \"cloud-spot\": field \"interruptions_per_hour\": 1e+308 is "
+                                 "out of range (at most 3600)");
+    l.pools[1].interrupt_per_h = 0;
+    pol.delay_value_gpu_h = 1e308;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_ERANGE);
+    assert_non_null(strstr(err.msg, "policy \"cost-aware\": parameters must be finite"));
+    assert_int_equal(sw_policy_parse("cost-aware:1e308", &pol, &err), SW_EINVAL);
+    assert_string_equal(err.msg,
+                        "policy \"cost-aware\": parameter \"1e308\": beyond any real value");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -471,6 +668,9 @@ int main(void)
         cmocka_unit_test(test_bad_input_through_engine),
         cmocka_unit_test(test_warm_engine_does_not_allocate),
         cmocka_unit_test(test_survives_allocation_failures),
+        cmocka_unit_test(test_explain_does_not_change_decisions),
+        cmocka_unit_test(test_decisions_match_recorded),
+        cmocka_unit_test(test_fuzz_costs_finite_at_bounds),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

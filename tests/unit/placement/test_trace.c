@@ -158,12 +158,124 @@ static void test_spot_trace(void **state)
     sw_spot_trace_free(&t);
 }
 
+/* Fuzzing findings (tests/fuzz), one test each. */
+
+/* fuzz_trace_csv, fuzz_trace_alibaba: a trace of no jobs was sorted with
+ * qsort(NULL, 0, ...), which UBSan reports (qsort takes no NULL). */
+static void test_fuzz_empty_trace(void **state)
+{
+    (void)state;
+    static const char *const headers[] = {
+        "submit,gpus,duration,team\n",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+        "deletion_time,scheduled_time\n",
+    };
+    for (int i = 0; i < 2; i++) {
+        struct sw_trace t = {0};
+        struct sw_error err = {0};
+        assert_int_equal(
+            sw_trace_parse(headers[i], strlen(headers[i]), SW_TRACE_AUTO, "t.csv", &t, &err), 0);
+        assert_int_equal(t.n, 0);
+        assert_null(t.jobs);
+        sw_trace_free(&t);
+    }
+}
+
+/* A number longer than the parser's field buffer was cut to its first 255
+ * characters and read as another number; it is an error. */
+static void test_long_number_field(void **state)
+{
+    (void)state;
+    char text[600] = "submit,gpus,duration,team\n1";
+    size_t n = strlen(text);
+    memset(text + n, '0', 300); /* 1 followed by 300 zeros: not finite either */
+    memcpy(text + n + 300, "0,1,10,ml\n", 11);
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_trace_parse(text, strlen(text), SW_TRACE_CSV, "t.csv", &t, &err),
+                     SW_EPARSE);
+    assert_string_equal(err.msg,
+                        "t.csv:2: field \"submit\": expected a number, got 302 characters");
+    sw_trace_free(&t);
+}
+
+/* fuzz_spot_trace: {"metadata":{"gap_seconds":0.001},"data":[1,0]} from
+ * offset 0.001 at t = 1e7 gave 1e7 itself: the step to the next tick
+ * rounded away. The next preemption is strictly after t, always. */
+static void test_fuzz_spot_next_preemption_after_t(void **state)
+{
+    (void)state;
+    static const char spot[] = "{\"metadata\":{\"gap_seconds\":0.001},\"data\":[1,0]}";
+    struct sw_spot_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_spot_trace_parse(spot, strlen(spot), "spot.json", &t, &err), 0);
+    assert_true(sw_spot_trace_next_preemption(&t, 0.001, 1e7) > 1e7);
+    for (int k = 0; k < 1000; k++) {
+        double offset = k * 0.002 / 1000, now = k * 12345.678;
+        double next = sw_spot_trace_next_preemption(&t, offset, now);
+        assert_true(next > now && next <= now + 0.002 + 1e-9 * now);
+    }
+    /* Small times keep their exact answers: tick 1 is the drop. */
+    assert_true(sw_spot_trace_next_preemption(&t, 0, 0) == 0.001);
+    sw_spot_trace_free(&t);
+}
+
+/* A gap so long that the trace's length (ticks x gap) overflows a double
+ * cannot place an instance in it (its offsets are infinite): the parser
+ * bounds the gap, and every time it reads. */
+static void test_spot_trace_too_long(void **state)
+{
+    (void)state;
+    static const char spot[] = "{\"metadata\":{\"gap_seconds\":1e308},\"data\":[1,0]}";
+    struct sw_spot_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_spot_trace_parse(spot, strlen(spot), "spot.json", &t, &err), SW_EPARSE);
+    assert_string_equal(err.msg, "spot.json: field \"metadata.gap_seconds\": expected a positive "
+                                 "number up to 1e+15, got 1e+308");
+    sw_spot_trace_free(&t);
+    static const char csv_text[] = "submit,gpus,duration,team\n0,1,2e12,ml\n";
+    struct sw_trace tr = {0};
+    assert_int_equal(sw_trace_parse(csv_text, strlen(csv_text), SW_TRACE_CSV, "t.csv", &tr, &err),
+                     SW_EPARSE);
+    assert_string_equal(err.msg, "t.csv:2: field \"duration\": 2e12 is beyond any real value");
+    sw_trace_free(&tr);
+}
+
+/* fuzz_trace_csv: a NUL byte inside the name field gave a job named "",
+ * which the engine then refuses ("field name is empty") far from the
+ * trace. The parser refuses it, naming the line. */
+static void test_fuzz_nul_in_field(void **state)
+{
+    (void)state;
+    static const char text[] = "name,submit,gpus,duration,team\n"
+                               "a,0,1,10,ml\n"
+                               "\0eep-c,5,2,0.5,research\n";
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_trace_parse(text, sizeof(text) - 1, SW_TRACE_CSV, "t.csv", &t, &err),
+                     SW_EPARSE);
+    assert_string_equal(err.msg, "t.csv:3: a NUL byte in the line");
+    sw_trace_free(&t);
+    static const char header[] = "submit,gpus,dura\0tion,team\n0,1,1,a\n";
+    assert_int_equal(sw_trace_parse(header, sizeof(header) - 1, SW_TRACE_CSV, "t.csv", &t, &err),
+                     SW_EPARSE);
+    assert_string_equal(err.msg, "t.csv:1: a NUL byte in the header");
+    sw_trace_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_csv),        cmocka_unit_test(test_alibaba),
-        cmocka_unit_test(test_bad_input),  cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_csv),
+        cmocka_unit_test(test_alibaba),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_spot_trace),
+        cmocka_unit_test(test_fuzz_empty_trace),
+        cmocka_unit_test(test_long_number_field),
+        cmocka_unit_test(test_fuzz_spot_next_preemption_after_t),
+        cmocka_unit_test(test_spot_trace_too_long),
+        cmocka_unit_test(test_fuzz_nul_in_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
