@@ -14,8 +14,9 @@ PACKAGES=(
     redis-server redis-tools curl openssl ca-certificates procps
     # fuzzing (libFuzzer), sanitizers and formatting
     clang libclang-rt-14-dev clang-format
-    # the replication benchmark's baseline
-    rclone
+    # the replication benchmark's baseline; python3-venv for the second S3
+    # server (moto, from PyPI)
+    rclone python3 python3-venv
 )
 
 missing=()
@@ -45,3 +46,7 @@ case "$gov" in
     exit 1
     ;;
 esac
+
+# The second S3 implementation for the replication cross-checks (moto's
+# server from PyPI, in its own venv under ~/.cache/spillway).
+"$(dirname "$0")/../tests/testbed/s3-second" install
