@@ -79,7 +79,10 @@ fi
 
 step "lab"
 lab_started=0
-if ! tests/testbed/testbed status 2>/dev/null | grep -q '^onprem .*Ready'; then
+# (Read the whole status first: grep -q closing the pipe early would make
+# the pipeline fail under pipefail.)
+lab_status=$(tests/testbed/testbed status 2>/dev/null || true)
+if ! echo "$lab_status" | grep -q '^onprem .*Ready'; then
     lab_started=1
 fi
 if tests/testbed/testbed up; then
