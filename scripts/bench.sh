@@ -2,6 +2,9 @@
 # bench.sh - what `make bench` runs: every benchmark program, then the
 # evaluations that need data from outside the repository when it is there.
 #
+# The lab is brought up first (tests/testbed/testbed up; it stays up), as
+# the clusters and replication benchmarks measure against its servers.
+#
 # Benchmark programs are the bench_* executables under BUILD/bench (one per
 # module: add_executable(bench_MODULE ...) in bench/CMakeLists.txt is all it
 # takes to be run here). Each is run BENCH_REPEAT times (default 3) so that
@@ -17,6 +20,13 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 REPEAT=${BENCH_REPEAT:-3}
 ALIBABA_TRACE=${ALIBABA_TRACE:-../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv}
+
+# The clusters and replication benchmarks run against the lab.
+if ! tests/testbed/testbed up >/dev/null; then
+    echo "bench: the lab did not come up (tests/testbed/testbed up)" >&2
+    exit 1
+fi
+eval "$(tests/testbed/testbed env)"
 
 failed=0
 mapfile -t benches < <(find "$BUILD/bench" -type f -name 'bench_*' -perm -u+x | sort)
