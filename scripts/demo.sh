@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 echo "==> building spillway"
 cmake -S . -B build -G Ninja >/dev/null
 cmake --build build -j "${JOBS:-2}" >/dev/null
-echo "==> bringing the lab up (the first run builds Kubernetes from source: ~20 min)"
+echo "==> bringing the lab up (the first run builds Kubernetes, kwok and versitygw from source: ~12 min)"
 tests/testbed/testbed up
 eval "$(tests/testbed/testbed env)"
 for c in $SW_LAB_CLUSTERS; do
