@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "replication/replicator.h"
 #include "replication/s3.h"
+#include "tests/support/fill.h"
 
 static uv_loop_t loop;
 static struct sw_http *http;
@@ -47,20 +48,6 @@ static const char *env(const char *name, const char *dflt)
         exit(2);
     }
     return v && *v ? v : dflt;
-}
-
-static void fill(char *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        memcpy(p + i, &x, 8);
-    }
-    for (; i < n; i++)
-        p[i] = (char)(x >> (i % 8));
 }
 
 struct bulk {
@@ -88,7 +75,7 @@ static int put_set(struct sw_s3 *s3, const char *bucket, const char *prefix, int
         while (b.inflight >= (size > (8u << 20) ? 1 : 32))
             uv_run(&loop, UV_RUN_ONCE);
         if (size > (8u << 20) || i == 0)
-            fill(buf, size, (uint64_t)i + 1);
+            sw_test_fill(buf, size, (uint64_t)i + 1);
         snprintf(keys[i % 64], 256, "%sobj-%05d", prefix, i);
         struct sw_s3_request req = {
             .method = "PUT", .bucket = bucket, .key = keys[i % 64], .body = buf, .body_len = size};

@@ -15,20 +15,7 @@
 
 #include "common/alloc.h"
 #include "replication/s3.h"
-
-static void fill(char *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        memcpy(p + i, &x, 8);
-    }
-    for (; i < n; i++)
-        p[i] = (char)(x >> (i % 8));
-}
+#include "tests/support/fill.h"
 
 int main(int argc, char **argv)
 {
@@ -58,7 +45,7 @@ int main(int argc, char **argv)
     if (strcmp(op, "put") == 0 && argc == 8) {
         size_t n = (size_t)strtoull(argv[6], NULL, 10);
         char *buf = sw_malloc(n ? n : 1);
-        fill(buf, n, strtoull(argv[7], NULL, 10));
+        sw_test_fill(buf, n, strtoull(argv[7], NULL, 10));
         char sha[65];
         sw_sha256_hex(buf, n, sha);
         rc = sw_s3_put_sync(s3, bucket, argv[5], buf, n, NULL, 0, &err);

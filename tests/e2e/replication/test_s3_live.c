@@ -34,6 +34,7 @@
 #include "replication/copy.h"
 #include "replication/replicator.h"
 #include "replication/s3.h"
+#include "tests/support/fill.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -80,20 +81,6 @@ static struct sw_s3 *client(const char *name, const char *endpoint, const char *
     if (sw_s3_new(&loop, http, &cfg, &s, &err) != 0)
         fail_msg("%s", err.msg);
     return s;
-}
-
-static void fill(char *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        memcpy(p + i, &x, 8);
-    }
-    for (; i < n; i++)
-        p[i] = (char)(x >> (i % 8));
 }
 
 static void put_or_fail(struct sw_s3 *s, const char *bucket, const char *key, const void *d,
@@ -214,7 +201,7 @@ static void test_sizes(void **state)
     for (size_t i = 0; i < 5; i++) {
         char key[256];
         snprintf(key, sizeof(key), "%ssizes/obj-%zu.bin", run_prefix, sizes[i]);
-        fill(buf, sizes[i], i + 1);
+        sw_test_fill(buf, sizes[i], i + 1);
         sw_sha256_hex(buf, sizes[i], shas[i]);
         put_or_fail(src, src_bucket, key, buf, sizes[i]);
     }
@@ -319,7 +306,7 @@ static void test_many_small(void **state)
     char prefix[256];
     snprintf(prefix, sizeof(prefix), "%smany/", run_prefix);
     char body[1024];
-    fill(body, sizeof(body), 7);
+    sw_test_fill(body, sizeof(body), 7);
     bulk_put(src, src_bucket, prefix, 2000, sizeof(body), body);
     struct sw_repl_rule r = make_rule("e2e-many", "many");
     r.concurrency = 32;
@@ -373,7 +360,7 @@ static void test_server_side_copy(void **state)
     snprintf(key, sizeof(key), "%sscopy/weights.bin", run_prefix);
     size_t n = 6 * MiB + 3;
     char *buf = sw_malloc(n);
-    fill(buf, n, 99);
+    sw_test_fill(buf, n, 99);
     char sha[65];
     sw_sha256_hex(buf, n, sha);
     struct sw_sigv4_pair meta[] = {{SW_S3_META_SHA256, sha}};
@@ -436,11 +423,11 @@ static void test_503_storm(void **state)
     char prefix[256];
     snprintf(prefix, sizeof(prefix), "%sstorm/", run_prefix);
     char body[4096];
-    fill(body, sizeof(body), 3);
+    sw_test_fill(body, sizeof(body), 3);
     bulk_put(src, src_bucket, prefix, 40, sizeof(body), body);
     size_t big = 11 * MiB;
     char *buf = sw_malloc(big);
-    fill(buf, big, 11);
+    sw_test_fill(buf, big, 11);
     char key[512], sha[65];
     snprintf(key, sizeof(key), "%sbig.bin", prefix);
     sw_sha256_hex(buf, big, sha);
