@@ -163,19 +163,19 @@ static char *pool_key(const struct sw_node_facts *n)
 
 static int cmp_pool(const void *a, const void *b)
 {
-    return strcmp(((const struct sw_pool *)a)->key, ((const struct sw_pool *)b)->key);
+    return strcmp(((const struct sw_gpu_pool *)a)->key, ((const struct sw_gpu_pool *)b)->key);
 }
 
-static struct sw_pool *find_pool(struct sw_capacity *c, const char *key)
+static struct sw_gpu_pool *find_pool(struct sw_capacity *c, const char *key)
 {
-    struct sw_pool probe = {.key = (char *)key};
-    return bsearch(&probe, c->pools, c->npools, sizeof(struct sw_pool), cmp_pool);
+    struct sw_gpu_pool probe = {.key = (char *)key};
+    return bsearch(&probe, c->pools, c->npools, sizeof(struct sw_gpu_pool), cmp_pool);
 }
 
 /* Node name -> pool index and inclusion, sorted by name for lookup. */
 struct node_slot {
     const char *name;
-    struct sw_pool *pool;
+    struct sw_gpu_pool *pool;
     bool included;
 };
 
@@ -199,7 +199,7 @@ static bool selector_matches(const cJSON *selector, const cJSON *labels)
 void sw_capacity_free(struct sw_capacity *c)
 {
     for (size_t i = 0; i < c->npools; i++) {
-        struct sw_pool *p = &c->pools[i];
+        struct sw_gpu_pool *p = &c->pools[i];
         sw_free(p->key);
         sw_free(p->capacity_type);
         sw_free(p->gpu_product);
@@ -216,7 +216,7 @@ int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
 {
     memset(out, 0, sizeof(*out));
     struct node_slot *slots = sw_calloc(nnodes + 1, sizeof(*slots));
-    out->pools = sw_calloc(nnodes + 1, sizeof(struct sw_pool));
+    out->pools = sw_calloc(nnodes + 1, sizeof(struct sw_gpu_pool));
     /* The first node of each pool, to match pending pods against labels. */
     const struct sw_node_facts **rep = sw_calloc(nnodes + 1, sizeof(*rep));
     if (slots == NULL || out->pools == NULL || rep == NULL)
@@ -226,7 +226,7 @@ int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
         char *key = pool_key(&nodes[i]);
         if (key == NULL)
             goto oom;
-        struct sw_pool *p = NULL;
+        struct sw_gpu_pool *p = NULL;
         for (size_t j = 0; j < out->npools; j++)
             if (strcmp(out->pools[j].key, key) == 0)
                 p = &out->pools[j];
@@ -244,13 +244,13 @@ int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
             (p->zone = sw_strdup(nodes[i].zone)) == NULL)
             goto oom;
     }
-    qsort(out->pools, out->npools, sizeof(struct sw_pool), cmp_pool);
+    qsort(out->pools, out->npools, sizeof(struct sw_gpu_pool), cmp_pool);
     /* Pass 2: nodes into pools. */
     for (size_t i = 0; i < nnodes; i++) {
         char *key = pool_key(&nodes[i]);
         if (key == NULL)
             goto oom;
-        struct sw_pool *p = find_pool(out, key);
+        struct sw_gpu_pool *p = find_pool(out, key);
         sw_free(key);
         const struct sw_node_facts *n = &nodes[i];
         bool included = n->ready && !n->unschedulable;
@@ -286,7 +286,7 @@ int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
             s->pool->used += pod->gpu_request;
     }
     for (size_t j = 0; j < out->npools; j++) {
-        struct sw_pool *p = &out->pools[j];
+        struct sw_gpu_pool *p = &out->pools[j];
         p->free = p->total > p->used ? p->total - p->used : 0;
     }
     sw_free(slots);

@@ -58,7 +58,7 @@ struct sw_pod_facts {
 };
 
 /** A pool's figures. `key` and the attribute strings are owned by the result. */
-struct sw_pool {
+struct sw_gpu_pool {
     char *key; /* "capacity_type/product/memory/region/zone" */
     char *capacity_type;
     char *gpu_product;
@@ -76,7 +76,7 @@ struct sw_pool {
 
 /** The result of sw_capacity_compute. */
 struct sw_capacity {
-    struct sw_pool *pools; /* sorted by key */
+    struct sw_gpu_pool *pools; /* sorted by key */
     size_t npools;
     int64_t pending_total; /* pending GPU demand, each pod counted once */
     int64_t pending_pods;

@@ -407,7 +407,7 @@ out:
 
 struct op {
     struct sw_redis *r;
-    char name[SW_NAME_MAX];
+    char name[SW_CLUSTER_NAME_MAX];
     sw_registry_cb cb;
     sw_registry_get_cb get_cb;
     sw_registry_list_cb list_cb;

@@ -27,7 +27,7 @@
 #define SW_REGISTRY_SET    "spillway:clusters"
 
 struct sw_cluster_record {
-    char name[SW_NAME_MAX];
+    char name[SW_CLUSTER_NAME_MAX];
     struct sw_cluster_spec spec;
     char server[512];
     char context[256];

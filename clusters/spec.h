@@ -28,7 +28,7 @@
 
 #include "common/error.h"
 
-#define SW_NAME_MAX 64
+#define SW_CLUSTER_NAME_MAX 64
 
 enum sw_cluster_role { SW_ROLE_NONE = 0, SW_ROLE_ONPREM, SW_ROLE_CLOUD };
 
@@ -36,11 +36,11 @@ enum sw_cluster_role { SW_ROLE_NONE = 0, SW_ROLE_ONPREM, SW_ROLE_CLOUD };
 const char *sw_cluster_role_name(enum sw_cluster_role r);
 
 struct sw_pool_spec {
-    char name[SW_NAME_MAX];
+    char name[SW_CLUSTER_NAME_MAX];
     char capacity_type[16]; /* owned, on-demand, spot */
     char gpu_product[128];
     int64_t gpu_memory_mib;
-    char zone[SW_NAME_MAX];
+    char zone[SW_CLUSTER_NAME_MAX];
     double price_per_gpu_hour;
     int64_t max_gpus; /* 0: no cap */
 };
@@ -49,7 +49,7 @@ struct sw_pool_spec {
 
 struct sw_cluster_spec {
     enum sw_cluster_role role;
-    char region[SW_NAME_MAX];
+    char region[SW_CLUSTER_NAME_MAX];
     struct sw_pool_spec pools[SW_MAX_POOLS];
     size_t npools;
 };

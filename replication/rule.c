@@ -19,7 +19,7 @@
 
 static int valid_name(const char *s)
 {
-    if (s[0] == '\0' || strlen(s) >= SW_NAME_MAX)
+    if (s[0] == '\0' || strlen(s) >= SW_REPL_NAME_MAX)
         return 0;
     for (const char *p = s; *p; p++)
         if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))

@@ -24,13 +24,13 @@
 #include "replication/replicator.h"
 #include "store/seal.h"
 
-#define SW_NAME_MAX 64
+#define SW_REPL_NAME_MAX 64
 
 /** An object store, without its credentials. */
 struct sw_store_spec {
-    char name[SW_NAME_MAX];
+    char name[SW_REPL_NAME_MAX];
     char endpoint[512];
-    char region[SW_NAME_MAX];
+    char region[SW_REPL_NAME_MAX];
     int virtual_host;
     int insecure_tls;
     char ca_file[512];
@@ -38,14 +38,14 @@ struct sw_store_spec {
 
 /** STORE:BUCKET/PREFIX. */
 struct sw_rule_loc {
-    char store[SW_NAME_MAX];
-    char bucket[SW_NAME_MAX];
+    char store[SW_REPL_NAME_MAX];
+    char bucket[SW_REPL_NAME_MAX];
     char prefix[1024];
 };
 
 /** A rule as stored. */
 struct sw_rule_spec {
-    char name[SW_NAME_MAX];
+    char name[SW_REPL_NAME_MAX];
     struct sw_rule_loc source;
     struct sw_rule_loc targets[SW_REPL_MAX_TARGETS];
     size_t ntargets;

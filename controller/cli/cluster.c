@@ -564,7 +564,7 @@ static void finish_probe(struct env *e, struct probe *p)
 
 /* The registry pool a discovered pool belongs to, or NULL. */
 static const struct sw_pool_spec *match_pool(const struct sw_cluster_spec *s,
-                                             const struct sw_pool *p)
+                                             const struct sw_gpu_pool *p)
 {
     for (size_t i = 0; i < s->npools; i++) {
         const struct sw_pool_spec *ps = &s->pools[i];
@@ -591,7 +591,7 @@ static void print_row(const struct probe *p)
         return;
     }
     for (size_t i = 0; i < p->cap.npools; i++) {
-        const struct sw_pool *pool = &p->cap.pools[i];
+        const struct sw_gpu_pool *pool = &p->cap.pools[i];
         const struct sw_pool_spec *ps = match_pool(&p->rec.spec, pool);
         char label[200];
         snprintf(label, sizeof(label), "%s%s%s", ps ? ps->name : "", ps ? "=" : "", pool->key);
@@ -687,7 +687,7 @@ static void show_one(const struct probe *p, const struct sw_seal_key *key)
     if (p->have_cap) {
         printf("Capacity (live):\n");
         for (size_t i = 0; i < p->cap.npools; i++) {
-            const struct sw_pool *pool = &p->cap.pools[i];
+            const struct sw_gpu_pool *pool = &p->cap.pools[i];
             printf("  %-60s free %lld/%lld  nodes %d (+%d excluded)  pending %lld\n", pool->key,
                    (long long)pool->free, (long long)pool->total, pool->nodes, pool->nodes_excluded,
                    (long long)pool->pending);

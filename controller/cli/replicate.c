@@ -355,7 +355,7 @@ static int cmd_status(struct ctx *c, int argc, char **argv)
     }
     int metrics = flag(argc, argv, "--metrics");
     struct sw_rpo_entry entries[256];
-    char targets[256][SW_NAME_MAX];
+    char targets[256][SW_REPL_NAME_MAX];
     size_t ne = 0;
     int64_t now = sw_now_ms(sw_clock_system());
     if (!metrics)

@@ -93,7 +93,7 @@ static void test_pools_and_rules(void **state)
     assert_int_equal(sw_capacity_compute(nf, 6, pf, 9, &cap), 0);
     assert_int_equal(cap.npools, 3);
     /* Sorted by key: on-demand first. */
-    struct sw_pool *od = &cap.pools[0], *a = &cap.pools[1], *b = &cap.pools[2];
+    struct sw_gpu_pool *od = &cap.pools[0], *a = &cap.pools[1], *b = &cap.pools[2];
     assert_string_equal(od->key, "on-demand/NVIDIA-H100-80GB-HBM3/81559/us-east-1/us-east-1a");
     assert_string_equal(a->key, "spot/NVIDIA-H100-80GB-HBM3/81559/us-east-1/us-east-1a");
     assert_int_equal(od->total, 4);
