@@ -1,0 +1,310 @@
+/*
+ * data.c - a Job's data: inputs made present and verified in the target
+ * region before its mirror exists there, and outputs flowing back.
+ *
+ * Inputs are `spillway.io/inputs` URIs in the object store of the origin's
+ * region; they are mirrored, under the same bucket and prefix, to the store
+ * of the target's region (replication/gate.h, verified copies with a Redis
+ * journal, so a hub restarted mid-copy resumes). An input that does not
+ * exist, or has no object, blocks the burst and the reason is shown on the
+ * record and as a Warning Event.
+ *
+ * Outputs: attempt N of a Job writes to s3://BUCKET/PREFIX/attempt-N/ in its
+ * region's store; while the mirror runs, and once more when it has ended,
+ * that prefix is copied back to s3://BUCKET/PREFIX/ in the origin's store.
+ * Only the attempt the record names is copied, so a lost attempt's late
+ * writes never overwrite the committed one's.
+ */
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+
+static const cJSON *child(const cJSON *o, const char *k)
+{
+    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static int spec_of(struct sw_hub *h, struct sw_job *j, struct sw_burst_spec *spec)
+{
+    const cJSON *origin = sw_observe_origin(h, &j->rec);
+    struct sw_error err = {0};
+    if (origin == NULL)
+        return SW_ENOENT;
+    return sw_burst_spec_parse(child(child(origin, "metadata"), "annotations"), j->rec.created,
+                               spec, &err);
+}
+
+struct gate_call {
+    struct sw_hub *h;
+    struct sw_job *j;
+};
+
+static void block(struct sw_hub *h, struct sw_job *j, const char *why)
+{
+    snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
+    j->rec.state = SW_JS_BLOCKED;
+    j->rec.decided_ms = sw_hub_wall_ms();
+    SW_LOG(SW_LOG_WARN, "burst blocked", "job=%s reason=\"%s\"", j->rec.key, why);
+    sw_follow_event(h, &j->rec, "Warning", "BurstBlocked", why);
+}
+
+static void on_write_done(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+{
+    const char *point = ctx;
+    sw_hub_step_done(h, j, rc);
+    if (rc == 0 && point)
+        sw_hub_crash_point(point);
+}
+
+static void write_or_release(struct sw_hub *h, struct sw_job *j, const char *point)
+{
+    if (sw_rec_write(h, j, on_write_done, (void *)point) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+}
+
+/* ---- estimate ---------------------------------------------------------------- */
+
+static void on_estimate(const struct sw_gate_result *res, void *ctx)
+{
+    struct gate_call *g = ctx;
+    struct sw_hub *h = g->h;
+    struct sw_job *j = g->j;
+    sw_free(g);
+    if (res->rc != 0) {
+        block(h, j, res->err.msg);
+        write_or_release(h, j, NULL);
+        return;
+    }
+    for (size_t i = 0; i < res->nlocations; i++)
+        if (res->locations[i].objects == 0 && res->bytes_to_copy == 0) {
+            char why[512];
+            snprintf(why, sizeof(why), "input %s has no objects", res->locations[i].url);
+            block(h, j, why);
+            write_or_release(h, j, NULL);
+            return;
+        }
+    /* Bytes to move to a cloud region (+1: known, even when already there). */
+    j->rec.input_bytes = res->bytes_to_copy + 1;
+    write_or_release(h, j, NULL);
+    sw_hub_want_decide(h);
+}
+
+static int gate_inputs(struct sw_hub *h, struct sw_job *j, const struct sw_burst_spec *spec,
+                       struct sw_gate_input *in, const char **origin_store)
+{
+    struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    const struct sw_hub_store *st = om ? sw_store_for_region(h, om->rec.spec.region) : NULL;
+    if (st == NULL)
+        return SW_ENOENT;
+    *origin_store = st->name;
+    for (int i = 0; i < spec->n_inputs; i++) {
+        in[i].store = st->name;
+        in[i].bucket = spec->inputs[i].bucket;
+        in[i].prefix = spec->inputs[i].prefix;
+    }
+    return 0;
+}
+
+void sw_data_estimate(struct sw_hub *h, struct sw_job *j, const struct sw_burst_spec *spec)
+{
+    struct sw_gate_input in[SW_ANN_MAX_INPUTS];
+    const char *ostore = NULL;
+    struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    if (om == NULL || h->nstores == 0)
+        return;
+    if (gate_inputs(h, j, spec, in, &ostore) != 0) {
+        char why[256];
+        snprintf(why, sizeof(why), "no object store in the origin's region %s (spillctl replicate store add)",
+                 om->rec.spec.region);
+        j->busy = true;
+        block(h, j, why);
+        write_or_release(h, j, NULL);
+        return;
+    }
+    /* Any other region's store: what it would take to move the inputs. */
+    const char *region = NULL;
+    for (size_t i = 0; i < h->nstores && region == NULL; i++)
+        if (strcmp(h->stores[i].region, om->rec.spec.region) != 0)
+            region = h->stores[i].region;
+    if (region == NULL)
+        region = om->rec.spec.region;
+    struct sw_gate_store stores[SW_HUB_MAX_STORES];
+    size_t ns = sw_gate_stores(h, stores, SW_HUB_MAX_STORES);
+    struct sw_gate_request req = {.job = j->rec.key,
+                                  .region = region,
+                                  .stores = stores,
+                                  .nstores = ns,
+                                  .inputs = in,
+                                  .ninputs = (size_t)spec->n_inputs,
+                                  .redis_url = NULL};
+    struct gate_call *g = sw_calloc(1, sizeof(*g));
+    if (g == NULL)
+        return;
+    *g = (struct gate_call){h, j};
+    struct sw_error err = {0};
+    j->busy = true;
+    if (sw_gate_estimate(h->loop, &req, on_estimate, g, &err) != 0) {
+        sw_free(g);
+        block(h, j, err.msg);
+        write_or_release(h, j, NULL);
+    }
+}
+
+/* ---- ensure ------------------------------------------------------------------ */
+
+static void on_ensured(const struct sw_gate_result *res, void *ctx)
+{
+    struct gate_call *g = ctx;
+    struct sw_hub *h = g->h;
+    struct sw_job *j = g->j;
+    sw_free(g);
+    if (res->rc != 0) {
+        block(h, j, res->err.msg);
+        write_or_release(h, j, NULL);
+        return;
+    }
+    h->m.replication_bytes += (uint64_t)(res->bytes_to_copy > 0 ? res->bytes_to_copy : 0);
+    SW_LOG(SW_LOG_INFO, "inputs ready in the target region", "job=%s region=%s bytes=%lld",
+           j->rec.key, j->rec.target_region, (long long)res->bytes_to_copy);
+    j->rec.state = SW_JS_DATA_READY;
+    j->rec.data_ready_ms = sw_hub_wall_ms();
+    write_or_release(h, j, "after-data");
+}
+
+void sw_data_step(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_burst_spec spec;
+    if (spec_of(h, j, &spec) != 0)
+        return;
+    struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    j->busy = true;
+    if (spec.n_inputs == 0 || om == NULL ||
+        strcmp(om->rec.spec.region, j->rec.target_region) == 0) {
+        j->rec.state = SW_JS_DATA_READY;
+        j->rec.data_ready_ms = sw_hub_wall_ms();
+        write_or_release(h, j, "after-data");
+        return;
+    }
+    struct sw_gate_input in[SW_ANN_MAX_INPUTS];
+    const char *ostore = NULL;
+    if (gate_inputs(h, j, &spec, in, &ostore) != 0) {
+        block(h, j, "no object store in the origin's region");
+        write_or_release(h, j, NULL);
+        return;
+    }
+    struct sw_gate_store stores[SW_HUB_MAX_STORES];
+    size_t ns = sw_gate_stores(h, stores, SW_HUB_MAX_STORES);
+    struct sw_gate_request req = {.job = j->rec.key,
+                                  .region = j->rec.target_region,
+                                  .stores = stores,
+                                  .nstores = ns,
+                                  .inputs = in,
+                                  .ninputs = (size_t)spec.n_inputs,
+                                  .redis_url = h->redis_url};
+    struct gate_call *g = sw_calloc(1, sizeof(*g));
+    if (g == NULL) {
+        sw_hub_step_done(h, j, SW_ENOMEM);
+        return;
+    }
+    *g = (struct gate_call){h, j};
+    struct sw_error err = {0};
+    if (sw_gate_ensure(h->loop, &req, on_ensured, g, &err) != 0) {
+        sw_free(g);
+        block(h, j, err.msg);
+        write_or_release(h, j, NULL);
+    }
+}
+
+/* ---- outputs ----------------------------------------------------------------- */
+
+struct out_call {
+    struct sw_hub *h;
+    struct sw_job *j;
+    bool final;
+    struct out_call *rounds; /* final: the periodic rounds' context, freed with it */
+};
+
+static void on_outputs(const struct sw_gate_result *res, void *ctx)
+{
+    struct out_call *oc = ctx;
+    struct sw_hub *h = oc->h;
+    struct sw_job *j = oc->j;
+    if (res->rc == 0)
+        h->m.replication_bytes += (uint64_t)(res->bytes_to_copy > 0 ? res->bytes_to_copy : 0);
+    else
+        SW_LOG(SW_LOG_WARN, "outputs copy failed", "job=%s err=\"%s\"", j->rec.key, res->err.msg);
+    if (!oc->final)
+        return;
+    j->outputs = NULL;
+    sw_free(oc->rounds);
+    sw_free(oc);
+    /* The last round ran: follow.c moves the record on. */
+    j->rec.reason[0] = '\0';
+    if (res->rc != 0)
+        snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %s", res->err.msg);
+    j->outputs_done = res->rc == 0 ? 1 : -1;
+    sw_hub_step_done(h, j, 0);
+}
+
+void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final)
+{
+    struct sw_burst_spec spec;
+    struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    if (spec_of(h, j, &spec) != 0 || !spec.has_outputs || om == NULL) {
+        if (final) {
+            j->outputs_done = 1;
+            sw_hub_step_done(h, j, 0);
+        }
+        return;
+    }
+    const struct sw_hub_store *os = sw_store_for_region(h, om->rec.spec.region);
+    const struct sw_hub_store *ts = sw_store_for_region(h, j->rec.target_region);
+    if (os == NULL || ts == NULL) {
+        if (final) {
+            snprintf(j->rec.reason, sizeof(j->rec.reason),
+                     "outputs not copied back: no object store in region %s",
+                     os == NULL ? om->rec.spec.region : j->rec.target_region);
+            j->outputs_done = -1;
+            sw_hub_step_done(h, j, 0);
+        }
+        return;
+    }
+    if (j->outputs == NULL) {
+        char from_prefix[600];
+        snprintf(from_prefix, sizeof(from_prefix), "%sattempt-%d/", spec.outputs.prefix,
+                 j->rec.attempt);
+        struct sw_gate_input from = {ts->name, spec.outputs.bucket, from_prefix};
+        struct sw_gate_input to = {os->name, spec.outputs.bucket, spec.outputs.prefix};
+        struct sw_gate_store stores[SW_HUB_MAX_STORES];
+        size_t ns = sw_gate_stores(h, stores, SW_HUB_MAX_STORES);
+        struct out_call *oc = sw_calloc(1, sizeof(*oc));
+        if (oc == NULL)
+            return;
+        *oc = (struct out_call){h, j, false, NULL};
+        struct sw_error err = {0};
+        if (sw_gate_outputs_start(h->loop, stores, ns, j->rec.key, &from, &to, h->redis_url,
+                                  h->cfg.output_sync_s, on_outputs, oc, &j->outputs, &err) != 0) {
+            sw_free(oc);
+            SW_LOG(SW_LOG_WARN, "cannot copy outputs back", "job=%s err=\"%s\"", j->rec.key,
+                   err.msg);
+            if (final) {
+                snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %s",
+                         err.msg);
+                j->outputs_done = -1;
+                sw_hub_step_done(h, j, 0);
+            }
+            return;
+        }
+        j->outputs_ctx = oc;
+    }
+    if (final) {
+        struct out_call *fc = sw_calloc(1, sizeof(*fc));
+        if (fc == NULL)
+            return;
+        *fc = (struct out_call){h, j, true, j->outputs_ctx};
+        j->outputs_ctx = NULL;
+        sw_gate_outputs_finish(j->outputs, on_outputs, fc);
+    }
+}

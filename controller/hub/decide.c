@@ -1,0 +1,387 @@
+/*
+ * decide.c - the placement engine over the whole pending queue.
+ *
+ * Each round builds one snapshot from what the hub knows now, never from
+ * what it cannot know:
+ *   pools     every member's pools (spillctl cluster add), with total and
+ *             free GPUs from the cache's nodes and pods, the registered
+ *             price, and for spot a default interruption rate
+ *   links     between every two regions, at the default egress price
+ *   queues    the GPU pods running at home, each expected to free its GPUs
+ *             after the running-Job prior
+ *   pending   every managed Job that waits for a decision: a delegated Job
+ *             not yet dispatched, an annotation-only Job whose pods are
+ *             Unschedulable for lack of GPUs with none running, and a Job
+ *             put back after a lost mirror
+ * and decides them as one queue (placement/engine.h). A burst, or for a
+ * delegated Job any placement, moves the record to "decided" with the
+ * explanation of every option; an annotation-only Job that should stay is
+ * left to its own cluster and looked at again next round.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+#include "placement/explain.h"
+
+/* Defaults a hub cannot observe; docs/hub.md lists them. */
+#define PRIOR_RUNTIME_S     3600.0 /* a Job with no expected-runtime annotation */
+#define PRIOR_REMAINING_S   1800.0 /* a GPU pod running at home */
+#define SPOT_INTERRUPT_PER_H 0.1
+#define CLOUD_PROVISION_S   60.0
+#define EGRESS_PER_GB       0.02
+#define LINK_GBPS           10.0
+#define BLOCKED_RETRY_MS    30000
+
+static const cJSON *child(const cJSON *o, const char *k)
+{
+    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+struct round {
+    struct sw_hub *h;
+    struct sw_pool *pools;
+    size_t npools, cap_pools;
+    struct sw_link *links;
+    size_t nlinks;
+    struct sw_workload *work;
+    struct sw_job **jobs;
+    size_t nwork, cap_work, cap_jobs;
+    struct sw_running *running;
+    size_t nrunning, cap_running;
+    struct sw_local_queue *queues;
+    size_t nqueues;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : 64;
+    while (n < need)
+        n *= 2;
+    void *q = sw_realloc(*p, n * size);
+    if (q == NULL)
+        return SW_ENOMEM;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static void add_pools(struct round *rd)
+{
+    struct sw_hub *h = rd->h;
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
+            continue;
+        struct sw_capacity cap = {0};
+        if (sw_cluster_cache_capacity(m->cache, &cap) != 0)
+            continue;
+        for (size_t p = 0; p < m->rec.spec.npools; p++) {
+            const struct sw_pool_spec *ps = &m->rec.spec.pools[p];
+            if (grow((void **)&rd->pools, &rd->cap_pools, rd->npools + 1, sizeof(*rd->pools)) != 0)
+                break;
+            struct sw_pool *o = &rd->pools[rd->npools];
+            memset(o, 0, sizeof(*o));
+            if (m->rec.spec.npools == 1)
+                snprintf(o->name, sizeof(o->name), "%.*s", (int)sizeof(o->name) - 1, m->rec.name);
+            else
+                snprintf(o->name, sizeof(o->name), "%.23s/%.23s", m->rec.name, ps->name);
+            snprintf(o->cluster, sizeof(o->cluster), "%.*s", (int)sizeof(o->cluster) - 1,
+                     m->rec.name);
+            snprintf(o->region, sizeof(o->region), "%.*s", (int)sizeof(o->region) - 1,
+                     m->rec.spec.region);
+            if (sw_capacity_parse(ps->capacity_type, &o->capacity) != 0)
+                continue;
+            snprintf(o->product, sizeof(o->product), "%.*s", (int)sizeof(o->product) - 1,
+                     ps->gpu_product);
+            o->gpu_mem_gb = (double)ps->gpu_memory_mib / 1024.0;
+            int64_t total = 0, free_ = 0;
+            for (size_t k = 0; k < cap.npools; k++) {
+                const struct sw_gpu_pool *cp = &cap.pools[k];
+                if (strcmp(cp->capacity_type, ps->capacity_type) != 0)
+                    continue;
+                if (ps->gpu_product[0] && strcmp(cp->gpu_product, ps->gpu_product) != 0)
+                    continue;
+                total += cp->total;
+                free_ += cp->free;
+            }
+            if (ps->max_gpus > 0 && total > ps->max_gpus)
+                total = ps->max_gpus;
+            if (free_ > total)
+                free_ = total;
+            o->total_gpus = (int)total;
+            o->free_gpus = (int)free_;
+            o->max_gpus = (int)total;
+            o->provision_s = o->capacity == SW_CAP_OWNED ? 0 : CLOUD_PROVISION_S;
+            o->price_gpu_h = ps->price_per_gpu_hour;
+            o->interrupt_per_h = o->capacity == SW_CAP_SPOT ? SPOT_INTERRUPT_PER_H : 0;
+            rd->npools++;
+        }
+        sw_capacity_free(&cap);
+    }
+    /* Every ordered pair of distinct regions. */
+    size_t n = rd->npools;
+    rd->links = sw_calloc(n * n + 1, sizeof(*rd->links));
+    if (rd->links == NULL)
+        return;
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = 0; b < n; b++) {
+            if (strcmp(rd->pools[a].region, rd->pools[b].region) == 0)
+                continue;
+            bool dup = false;
+            for (size_t k = 0; k < rd->nlinks && !dup; k++)
+                dup = strcmp(rd->links[k].from, rd->pools[a].region) == 0 &&
+                      strcmp(rd->links[k].to, rd->pools[b].region) == 0;
+            if (dup)
+                continue;
+            struct sw_link *l = &rd->links[rd->nlinks++];
+            memcpy(l->from, rd->pools[a].region, sizeof(l->from));
+            memcpy(l->to, rd->pools[b].region, sizeof(l->to));
+            l->price_per_gb = EGRESS_PER_GB;
+            l->bandwidth_gbps = LINK_GBPS;
+        }
+}
+
+/* The running GPU pods of each owned pool, each freeing its GPUs after the
+ * prior (the hub does not know their true remaining time). */
+struct run_scan {
+    struct round *rd;
+};
+
+static void add_queues(struct round *rd)
+{
+    struct sw_hub *h = rd->h;
+    rd->queues = sw_calloc(rd->npools + 1, sizeof(*rd->queues));
+    if (rd->queues == NULL)
+        return;
+    for (size_t p = 0; p < rd->npools; p++) {
+        if (rd->pools[p].capacity != SW_CAP_OWNED)
+            continue;
+        int used = rd->pools[p].total_gpus - rd->pools[p].free_gpus;
+        /* One entry per GPU in use: the hub knows GPUs in use per pool,
+         * and each is expected to free after the prior. */
+        size_t first = rd->nrunning;
+        if (used > 0) {
+            if (grow((void **)&rd->running, &rd->cap_running, rd->nrunning + 1,
+                     sizeof(*rd->running)) != 0)
+                return;
+            rd->running[rd->nrunning++] = (struct sw_running){.gpus = used,
+                                                               .remaining_s = PRIOR_REMAINING_S};
+        }
+        struct sw_local_queue *q = &rd->queues[rd->nqueues++];
+        memcpy(q->pool, rd->pools[p].name, sizeof(q->pool));
+        q->n_running = rd->nrunning - first;
+        q->running = NULL; /* set after the array stops moving */
+        (void)first;
+    }
+    /* Fix up the borrowed pointers now that rd->running is final. */
+    size_t at = 0;
+    for (size_t k = 0; k < rd->nqueues; k++) {
+        rd->queues[k].running = rd->queues[k].n_running ? &rd->running[at] : NULL;
+        at += rd->queues[k].n_running;
+    }
+    (void)h;
+}
+
+static bool wants_decision(struct sw_hub *h, struct sw_job *j)
+{
+    if (j->busy || !j->persisted)
+        return false;
+    struct sw_job_rec *r = &j->rec;
+    if (r->state == SW_JS_BLOCKED)
+        return sw_hub_wall_ms() - r->decided_ms >= BLOCKED_RETRY_MS;
+    if (r->state != SW_JS_OBSERVED)
+        return false;
+    if (r->form == SW_FORM_DELEGATED || r->attempt > 0)
+        return true;
+    return sw_observe_starved(h, r, NULL);
+}
+
+static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    struct round *rd = ctx;
+    j->decided_now = false;
+    if (!wants_decision(h, j))
+        return;
+    const cJSON *origin = sw_observe_origin(h, &j->rec);
+    if (origin == NULL)
+        return;
+    const cJSON *md = child(origin, "metadata");
+    struct sw_burst_spec spec;
+    struct sw_error err = {0};
+    if (sw_burst_spec_parse(child(md, "annotations"), j->rec.created, &spec, &err) != 0 ||
+        !spec.managed)
+        return;
+    int pods = 0, gpp = 0;
+    if (sw_job_gpu_shape(origin, &pods, &gpp, &err) != 0 || pods * gpp <= 0)
+        return;
+    struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    if (om == NULL)
+        return;
+    if (spec.n_inputs > 0 && j->rec.input_bytes == 0) {
+        sw_data_estimate(h, j, &spec);
+        return;
+    }
+    if (grow((void **)&rd->work, &rd->cap_work, rd->nwork + 1, sizeof(*rd->work)) != 0 ||
+        grow((void **)&rd->jobs, &rd->cap_jobs, rd->nwork + 1, sizeof(*rd->jobs)) != 0)
+        return;
+    struct sw_workload *w = &rd->work[rd->nwork];
+    memset(w, 0, sizeof(*w));
+    snprintf(w->name, sizeof(w->name), "%.*s", (int)sizeof(w->name) - 1, j->rec.name);
+    const char *team = spec.team[0] ? spec.team : j->rec.ns;
+    snprintf(w->team, sizeof(w->team), "%.*s", (int)sizeof(w->team) - 1, team);
+    snprintf(j->rec.team, sizeof(j->rec.team), "%s", team);
+    snprintf(w->origin, sizeof(w->origin), "%.*s", (int)sizeof(w->origin) - 1, j->rec.cluster);
+    w->prio = spec.prio;
+    w->pods = pods;
+    w->gpus_per_pod = gpp;
+    w->runtime_s = spec.runtime_s > 0 ? spec.runtime_s : PRIOR_RUNTIME_S;
+    w->checkpoint_s = spec.checkpoint_s;
+    w->deadline = spec.deadline;
+    w->max_price = spec.max_price;
+    w->submit_time = j->rec.created;
+    w->burst = spec.burst;
+    /* A Job put back after its mirror was lost is suspended at home: it
+     * runs in a mirror wherever it goes, home included. */
+    if (spec.n_inputs > 0) {
+        w->n_inputs = 1;
+        w->inputs[0].size_gb = (double)j->rec.input_bytes / 1e9;
+        w->inputs[0].n_regions = 1;
+        snprintf(w->inputs[0].regions[0], sizeof(w->inputs[0].regions[0]), "%.*s",
+                 (int)sizeof(w->inputs[0].regions[0]) - 1, om->rec.spec.region);
+    }
+    rd->jobs[rd->nwork++] = j;
+}
+
+static void on_decided_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+{
+    (void)ctx;
+    sw_hub_step_done(h, j, rc);
+    if (rc == 0 && j->rec.state == SW_JS_DECIDED)
+        sw_hub_crash_point("after-decide");
+}
+
+static void fmt_wait(double s, char *buf, size_t len)
+{
+    if (s < 90)
+        snprintf(buf, len, "%.0f s", s);
+    else if (s < 5400)
+        snprintf(buf, len, "%.0f min", s / 60);
+    else
+        snprintf(buf, len, "%.1f h", s / 3600);
+}
+
+static void apply(struct round *rd, const struct sw_snapshot *snap, const struct sw_decision *d)
+{
+    struct sw_hub *h = rd->h;
+    struct sw_job *j = rd->jobs[d->workload];
+    struct sw_job_rec *r = &j->rec;
+    const struct sw_workload *w = &snap->pending[d->workload];
+    h->m.decisions[d->verdict]++;
+    double home_wait = -1, burst_now = 0;
+    for (size_t k = 0; k < d->n_options; k++) {
+        const struct sw_option *o = &d->options[k];
+        const struct sw_pool *p = &snap->pools[o->pool];
+        if (o->stay && (home_wait < 0 || o->wait_s < home_wait))
+            home_wait = o->wait_s;
+        if (p->capacity == SW_CAP_ON_DEMAND && o->excluded != SW_EX_NEVER_FITS &&
+            (burst_now == 0 || o->cost.total < burst_now))
+            burst_now = o->cost.total;
+    }
+    char summary[256], wait[32];
+    fmt_wait(home_wait < 0 ? 0 : home_wait, wait, sizeof(wait));
+    bool move = d->verdict == SW_VERDICT_BURST ||
+                (d->verdict == SW_VERDICT_STAY &&
+                 (r->form == SW_FORM_DELEGATED || r->attempt > 0));
+    if (d->verdict == SW_VERDICT_REJECT) {
+        snprintf(summary, sizeof(summary), "no placement: %s", sw_exclusion_text(d->main_exclusion));
+    } else {
+        const struct sw_pool *p = &snap->pools[d->pool];
+        if (d->verdict == SW_VERDICT_BURST)
+            snprintf(summary, sizeof(summary), "burst to %s (%s): $%.2f expected vs %s wait at home",
+                     p->cluster, sw_capacity_name(p->capacity), d->chosen.cost.total, wait);
+        else
+            snprintf(summary, sizeof(summary), "stay at home (%s): $%.2f expected, %s wait; %s",
+                     p->cluster, d->chosen.cost.total, sw_why_text(d->why), wait);
+    }
+    bool changed = strcmp(summary, r->summary) != 0;
+    if (!move && !changed && r->state == SW_JS_OBSERVED)
+        return; /* nothing new to record */
+    snprintf(r->summary, sizeof(r->summary), "%s", summary);
+    r->home_wait_s = home_wait < 0 ? 0 : home_wait;
+    r->burst_now_cost = burst_now;
+    r->gpus = sw_workload_gpus(w);
+    r->decided_ms = sw_hub_wall_ms();
+    if (move) {
+        const struct sw_pool *p = &snap->pools[d->pool];
+        struct sw_member *tm = sw_member_find(h, p->cluster);
+        const struct sw_pool_spec *ps = NULL;
+        for (size_t k = 0; tm && k < tm->rec.spec.npools; k++)
+            if (strcmp(tm->rec.spec.pools[k].capacity_type, sw_capacity_name(p->capacity)) == 0)
+                ps = &tm->rec.spec.pools[k];
+        snprintf(r->target_cluster, sizeof(r->target_cluster), "%s", p->cluster);
+        snprintf(r->target_pool, sizeof(r->target_pool), "%s", ps ? ps->name : p->name);
+        snprintf(r->target_region, sizeof(r->target_region), "%s", p->region);
+        snprintf(r->capacity, sizeof(r->capacity), "%s", sw_capacity_name(p->capacity));
+        r->price_gpu_h = p->price_gpu_h;
+        r->expected_cost = d->chosen.cost.total;
+        r->reason[0] = '\0';
+        r->state = SW_JS_DECIDED;
+        SW_LOG(SW_LOG_INFO, "decided", "job=%s target=%s capacity=%s summary=\"%s\"", r->key,
+               p->cluster, r->capacity, summary);
+    } else if (r->state == SW_JS_BLOCKED) {
+        r->state = SW_JS_OBSERVED;
+    }
+    sw_free(j->explain);
+    j->explain = NULL;
+    sw_explain_json_string(snap, &h->policy, d, &j->explain);
+    j->busy = true;
+    if (sw_rec_write(h, j, on_decided_written, NULL) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+}
+
+void sw_decide_round(struct sw_hub *h)
+{
+    struct round rd = {.h = h};
+    add_pools(&rd);
+    if (rd.npools == 0)
+        goto out;
+    sw_hub_jobs_foreach(h, add_job, &rd);
+    if (rd.nwork == 0)
+        goto out;
+    add_queues(&rd);
+    struct sw_snapshot snap = {
+        .now = (double)sw_hub_wall_ms() / 1000.0,
+        .pools = rd.pools,
+        .n_pools = rd.npools,
+        .links = rd.links,
+        .n_links = rd.nlinks,
+        .queues = rd.queues,
+        .n_queues = rd.nqueues,
+        .pending = rd.work,
+        .n_pending = rd.nwork,
+    };
+    struct sw_decision *out = sw_calloc(rd.nwork, sizeof(*out));
+    struct sw_error err = {0};
+    if (out == NULL)
+        goto out;
+    if (sw_engine_decide(h->engine, &snap, &h->policy, SW_DECIDE_EXPLAIN, out, &err) != 0) {
+        SW_LOG(SW_LOG_ERROR, "the placement engine refused the snapshot", "err=\"%s\"", err.msg);
+    } else {
+        for (size_t i = 0; i < rd.nwork; i++)
+            apply(&rd, &snap, &out[i]);
+    }
+    sw_free(out);
+out:
+    sw_free(rd.pools);
+    sw_free(rd.links);
+    sw_free(rd.work);
+    sw_free(rd.jobs);
+    sw_free(rd.running);
+    sw_free(rd.queues);
+}

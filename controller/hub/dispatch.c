@@ -1,0 +1,589 @@
+/*
+ * dispatch.c - the mirror Job, created exactly once per attempt.
+ *
+ * From "data-ready" the hub first writes its intent (attempt N, the mirror's
+ * name, state "dispatching") under its epoch, and only then acts; each
+ * action below is idempotent, so a hub that crashes anywhere simply runs the
+ * step again after a restart and finds its own work:
+ *   1. the ConfigMaps and Secrets the pod template references are copied to
+ *      the target namespace (created if missing); a missing one blocks the
+ *      burst, with its name in the reason, before anything is changed
+ *   2. the origin gets spillway's finalizer (deleting it deletes the
+ *      mirror) and, for an annotation-only Job, spec.suspend=true; this is
+ *      refused if any of its pods is bound to a node: a Job with a pod
+ *      running at home is never burst
+ *   3. the hub waits until the origin has no pods left
+ *   4. the mirror is created under a name derived from the origin's UID and
+ *      the attempt number; AlreadyExists is success (the name is ours)
+ *   5. the record says "dispatched"
+ */
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+
+static cJSON *child(const cJSON *o, const char *k)
+{
+    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *v = child(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len)
+{
+    snprintf(buf, len, "sw-%.36s-%d", uid, attempt);
+}
+
+/* ---- the mirror object ---------------------------------------------------- */
+
+static void set_str(cJSON *o, const char *k, const char *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+    cJSON_AddStringToObject(o, k, v);
+}
+
+static cJSON *obj(cJSON *o, const char *k)
+{
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsObject(c)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+        c = cJSON_AddObjectToObject(o, k);
+    }
+    return c;
+}
+
+static cJSON *arr(cJSON *o, const char *k)
+{
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsArray(c)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+        c = cJSON_AddArrayToObject(o, k);
+    }
+    return c;
+}
+
+static void add_env(cJSON *containers, const char *name, const char *value)
+{
+    cJSON *c;
+    cJSON_ArrayForEach(c, containers)
+    {
+        cJSON *env = arr(c, "env");
+        cJSON *e;
+        bool found = false;
+        cJSON_ArrayForEach(e, env)
+        {
+            const char *n = str(e, "name");
+            if (n && strcmp(n, name) == 0)
+                found = true;
+        }
+        if (found)
+            continue;
+        cJSON *ne = cJSON_CreateObject();
+        cJSON_AddStringToObject(ne, "name", name);
+        cJSON_AddStringToObject(ne, "value", value);
+        cJSON_AddItemToArray(env, ne);
+    }
+}
+
+cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
+                       const char *s3_endpoint, int64_t epoch, bool spot)
+{
+    const cJSON *ospec = child((cJSON *)origin, "spec");
+    if (!cJSON_IsObject(ospec) || !cJSON_IsObject(child((cJSON *)ospec, "template")))
+        return NULL;
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "apiVersion", "batch/v1");
+    cJSON_AddStringToObject(m, "kind", "Job");
+    cJSON *md = cJSON_AddObjectToObject(m, "metadata");
+    cJSON_AddStringToObject(md, "name", mirror_name);
+    cJSON_AddStringToObject(md, "namespace", r->ns);
+    cJSON *labels = cJSON_AddObjectToObject(md, "labels");
+    char attempt[16], ep[32];
+    snprintf(attempt, sizeof(attempt), "%d", r->attempt);
+    snprintf(ep, sizeof(ep), "%lld", (long long)epoch);
+    cJSON_AddStringToObject(labels, SW_LBL_MANAGED, "spillway");
+    cJSON_AddStringToObject(labels, SW_LBL_ORIGIN_CL, r->cluster);
+    cJSON_AddStringToObject(labels, SW_LBL_ORIGIN_NS, r->ns);
+    cJSON_AddStringToObject(labels, SW_LBL_ORIGIN_NAME, r->name);
+    cJSON_AddStringToObject(labels, SW_LBL_ORIGIN_UID, r->uid);
+    cJSON_AddStringToObject(labels, SW_LBL_ATTEMPT, attempt);
+    cJSON_AddStringToObject(labels, SW_LBL_EPOCH, ep);
+    cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+    char origin_ref[256];
+    snprintf(origin_ref, sizeof(origin_ref), "%s/%s/%s", r->cluster, r->ns, r->name);
+    cJSON_AddStringToObject(ann, "spillway.io/origin", origin_ref);
+    cJSON_AddStringToObject(ann, SW_ANN_DECISION, r->summary);
+
+    cJSON *spec = cJSON_Duplicate(ospec, 1);
+    cJSON_AddItemToObject(m, "spec", spec);
+    static const char *drop[] = {"selector", "manualSelector", "managedBy", "suspend",
+                                 "ttlSecondsAfterFinished"};
+    for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, drop[i]);
+    cJSON *tpl = child(spec, "template");
+    cJSON *tmd = obj(tpl, "metadata");
+    cJSON *tl = child(tmd, "labels");
+    static const char *gen[] = {"controller-uid", "job-name", "batch.kubernetes.io/controller-uid",
+                                "batch.kubernetes.io/job-name"};
+    for (size_t i = 0; tl && i < sizeof(gen) / sizeof(gen[0]); i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(tl, gen[i]);
+    cJSON *tlab = obj(tmd, "labels");
+    cJSON_AddStringToObject(tlab, SW_LBL_ORIGIN_UID, r->uid);
+    cJSON *ps = obj(tpl, "spec");
+
+    /* The pool: its capacity type and GPU product, and spot's taint. */
+    cJSON *sel = obj(ps, "nodeSelector");
+    if (strcmp(r->capacity, "owned") != 0)
+        set_str(sel, "karpenter.sh/capacity-type", r->capacity);
+    if (spot) {
+        cJSON *tol = arr(ps, "tolerations");
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "key", SW_SPOT_TAINT);
+        cJSON_AddStringToObject(t, "operator", "Exists");
+        cJSON_AddStringToObject(t, "effect", "NoSchedule");
+        cJSON_AddItemToArray(tol, t);
+    }
+    if (cJSON_GetArraySize(sel) == 0)
+        cJSON_DeleteItemFromObjectCaseSensitive(ps, "nodeSelector");
+
+    /* Where the data is, in the mirror's region. */
+    add_env(child(ps, "containers"), "SPILLWAY_ATTEMPT", attempt);
+    add_env(child(ps, "containers"), "SPILLWAY_REGION", r->target_region);
+    if (s3_endpoint)
+        add_env(child(ps, "containers"), "SPILLWAY_S3_ENDPOINT", s3_endpoint);
+    const char *in = str(child(child((cJSON *)origin, "metadata"), "annotations"), "spillway.io/inputs");
+    if (in)
+        add_env(child(ps, "containers"), "SPILLWAY_INPUTS", in);
+    const char *out =
+        str(child(child((cJSON *)origin, "metadata"), "annotations"), "spillway.io/outputs");
+    if (out) {
+        char o[700];
+        size_t n = strlen(out);
+        snprintf(o, sizeof(o), "%s%sattempt-%d/", out, n && out[n - 1] == '/' ? "" : "/",
+                 r->attempt);
+        add_env(child(ps, "containers"), "SPILLWAY_OUTPUTS", o);
+    }
+
+    /* A pod lost with its node (spot reclaimed, node deleted) fails the
+     * mirror at once with a reason the hub can tell apart, so that the hub
+     * decides again instead of the Job controller retrying in place. Only
+     * possible with restartPolicy Never (the API's rule). */
+    const char *rp = str(ps, "restartPolicy");
+    if (rp && strcmp(rp, "Never") == 0) {
+        cJSON *pfp = obj(spec, "podFailurePolicy");
+        cJSON *rules = arr(pfp, "rules");
+        cJSON *rule = cJSON_CreateObject();
+        cJSON_AddStringToObject(rule, "action", "FailJob");
+        cJSON *conds = cJSON_AddArrayToObject(rule, "onPodConditions");
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "type", "DisruptionTarget");
+        cJSON_AddStringToObject(c, "status", "True");
+        cJSON_AddItemToArray(conds, c);
+        cJSON_InsertItemInArray(rules, 0, rule);
+    }
+    return m;
+}
+
+/* ---- references: ConfigMaps and Secrets ----------------------------------- */
+
+#define MAX_REFS 32
+struct ref {
+    bool secret;
+    char name[254];
+    bool optional;
+};
+
+struct refs_chain {
+    struct sw_hub *h;
+    struct sw_job *j;
+    struct ref refs[MAX_REFS];
+    size_t n, at;
+    bool ns_done;
+};
+
+static void add_ref(struct refs_chain *rc, bool secret, const char *name, const cJSON *optional)
+{
+    if (name == NULL || rc->n >= MAX_REFS)
+        return;
+    for (size_t i = 0; i < rc->n; i++)
+        if (rc->refs[i].secret == secret && strcmp(rc->refs[i].name, name) == 0)
+            return;
+    struct ref *r = &rc->refs[rc->n++];
+    r->secret = secret;
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    r->optional = cJSON_IsTrue(optional);
+}
+
+static void refs_of_containers(struct refs_chain *rc, const cJSON *containers)
+{
+    const cJSON *c, *e;
+    cJSON_ArrayForEach(c, containers)
+    {
+        cJSON_ArrayForEach(e, child((cJSON *)c, "envFrom"))
+        {
+            const cJSON *cm = child((cJSON *)e, "configMapRef"), *s = child((cJSON *)e, "secretRef");
+            if (cm)
+                add_ref(rc, false, str(cm, "name"), child((cJSON *)cm, "optional"));
+            if (s)
+                add_ref(rc, true, str(s, "name"), child((cJSON *)s, "optional"));
+        }
+        cJSON_ArrayForEach(e, child((cJSON *)c, "env"))
+        {
+            const cJSON *vf = child((cJSON *)e, "valueFrom");
+            const cJSON *cm = child((cJSON *)vf, "configMapKeyRef");
+            const cJSON *s = child((cJSON *)vf, "secretKeyRef");
+            if (cm)
+                add_ref(rc, false, str(cm, "name"), child((cJSON *)cm, "optional"));
+            if (s)
+                add_ref(rc, true, str(s, "name"), child((cJSON *)s, "optional"));
+        }
+    }
+}
+
+static void collect_refs(struct refs_chain *rc, const cJSON *origin)
+{
+    const cJSON *ps = child(child(child((cJSON *)origin, "spec"), "template"), "spec");
+    const cJSON *v, *src;
+    cJSON_ArrayForEach(v, child((cJSON *)ps, "volumes"))
+    {
+        const cJSON *cm = child((cJSON *)v, "configMap"), *s = child((cJSON *)v, "secret");
+        if (cm)
+            add_ref(rc, false, str(cm, "name"), child((cJSON *)cm, "optional"));
+        if (s)
+            add_ref(rc, true, str(s, "secretName"), child((cJSON *)s, "optional"));
+        cJSON_ArrayForEach(src, child(child((cJSON *)v, "projected"), "sources"))
+        {
+            const cJSON *pcm = child((cJSON *)src, "configMap"), *psec = child((cJSON *)src, "secret");
+            if (pcm)
+                add_ref(rc, false, str(pcm, "name"), child((cJSON *)pcm, "optional"));
+            if (psec)
+                add_ref(rc, true, str(psec, "name"), child((cJSON *)psec, "optional"));
+        }
+    }
+    refs_of_containers(rc, child((cJSON *)ps, "containers"));
+    refs_of_containers(rc, child((cJSON *)ps, "initContainers"));
+}
+
+static void refs_next(struct refs_chain *rc);
+
+static void refs_fail(struct refs_chain *rc, const char *why)
+{
+    struct sw_hub *h = rc->h;
+    struct sw_job *j = rc->j;
+    sw_free(rc);
+    snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
+    /* Nothing was changed at home yet: the Job is not burst and stays as it is. */
+    j->rec.state = SW_JS_BLOCKED;
+    j->rec.decided_ms = sw_hub_wall_ms();
+    SW_LOG(SW_LOG_WARN, "burst refused", "job=%s reason=\"%s\"", j->rec.key, why);
+    sw_follow_event(h, &j->rec, "Warning", "BurstRefused", why);
+    if (sw_rec_write(h, j, NULL, NULL) != 0)
+        SW_LOG(SW_LOG_WARN, "record write failed", "job=%s", j->rec.key);
+    sw_hub_step_done(h, j, 0);
+}
+
+static void on_ref_created(struct sw_kube_result *res, void *ctx)
+{
+    struct refs_chain *rc = ctx;
+    if (res->rc != 0 && strcmp(res->reason, "AlreadyExists") != 0) {
+        struct sw_hub *h = rc->h;
+        struct sw_job *j = rc->j;
+        SW_LOG(SW_LOG_WARN, "copying a reference failed", "job=%s err=\"%s\"", j->rec.key,
+               res->err.msg);
+        sw_free(rc);
+        sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    rc->at++;
+    refs_next(rc);
+}
+
+static void on_ref_got(struct sw_kube_result *res, void *ctx)
+{
+    struct refs_chain *rc = ctx;
+    struct ref *r = &rc->refs[rc->at];
+    struct sw_job *j = rc->j;
+    if (res->rc != 0) {
+        if (res->status == 404 && r->optional) {
+            rc->at++;
+            refs_next(rc);
+            return;
+        }
+        if (res->status == 404) {
+            char why[512];
+            snprintf(why, sizeof(why),
+                     "the pod template references %s %s/%s, which does not exist in cluster %s",
+                     r->secret ? "Secret" : "ConfigMap", j->rec.ns, r->name, j->rec.cluster);
+            refs_fail(rc, why);
+            return;
+        }
+        struct sw_hub *h = rc->h;
+        sw_free(rc);
+        sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    cJSON *o = res->body;
+    cJSON *md = child(o, "metadata");
+    cJSON *keep = cJSON_CreateObject();
+    cJSON_AddStringToObject(keep, "name", r->name);
+    cJSON_AddStringToObject(keep, "namespace", j->rec.ns);
+    cJSON *labels = cJSON_AddObjectToObject(keep, "labels");
+    cJSON_AddStringToObject(labels, SW_LBL_MANAGED, "spillway");
+    cJSON_AddStringToObject(labels, SW_LBL_ORIGIN_CL, j->rec.cluster);
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "metadata");
+    (void)md;
+    cJSON_AddItemToObject(o, "metadata", keep);
+    char *body = cJSON_PrintUnformatted(o);
+    struct sw_member *tm = sw_member_find(rc->h, j->rec.target_cluster);
+    char path[512];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s", j->rec.ns,
+             r->secret ? "secrets" : "configmaps");
+    struct sw_kube_req req = {.method = "POST",
+                              .path = path,
+                              .body = body,
+                              .body_len = body ? strlen(body) : 0};
+    int rcode = body && tm ? sw_kube_send(tm->client, &req, on_ref_created, rc, NULL) : SW_ENOMEM;
+    cJSON_free(body);
+    if (rcode != 0) {
+        struct sw_hub *h = rc->h;
+        sw_free(rc);
+        sw_hub_step_done(h, j, rcode);
+    }
+}
+
+static void on_ns(struct sw_kube_result *res, void *ctx)
+{
+    struct refs_chain *rc = ctx;
+    if (res->rc != 0 && strcmp(res->reason, "AlreadyExists") != 0) {
+        struct sw_hub *h = rc->h;
+        struct sw_job *j = rc->j;
+        SW_LOG(SW_LOG_WARN, "cannot create the target namespace", "job=%s err=\"%s\"", j->rec.key,
+               res->err.msg);
+        sw_free(rc);
+        sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    rc->ns_done = true;
+    refs_next(rc);
+}
+
+static void refs_next(struct refs_chain *rc)
+{
+    struct sw_hub *h = rc->h;
+    struct sw_job *j = rc->j;
+    struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    struct sw_member *tm = sw_member_find(h, j->rec.target_cluster);
+    int rcode = 0;
+    if (om == NULL || tm == NULL) {
+        rcode = SW_ENOENT;
+    } else if (!rc->ns_done) {
+        cJSON *ns = cJSON_CreateObject();
+        cJSON_AddStringToObject(ns, "apiVersion", "v1");
+        cJSON_AddStringToObject(ns, "kind", "Namespace");
+        cJSON *md = cJSON_AddObjectToObject(ns, "metadata");
+        cJSON_AddStringToObject(md, "name", j->rec.ns);
+        rcode = sw_kube_create(tm->client, SW_KIND_NAMESPACE, NULL, ns, on_ns, rc);
+        cJSON_Delete(ns);
+    } else if (rc->at < rc->n) {
+        char path[512];
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s/%s", j->rec.ns,
+                 rc->refs[rc->at].secret ? "secrets" : "configmaps", rc->refs[rc->at].name);
+        struct sw_kube_req req = {.path = path};
+        rcode = sw_kube_send(om->client, &req, on_ref_got, rc, NULL);
+    } else {
+        j->refs_ok = true;
+        sw_free(rc);
+        sw_hub_step_done(h, j, 0);
+        return;
+    }
+    if (rcode != 0) {
+        sw_free(rc);
+        sw_hub_step_done(h, j, rcode);
+    }
+}
+
+/* ---- the steps ------------------------------------------------------------ */
+
+static void on_step_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+{
+    const char *point = ctx;
+    sw_hub_step_done(h, j, rc);
+    if (rc == 0 && point)
+        sw_hub_crash_point(point);
+}
+
+static void write_step(struct sw_hub *h, struct sw_job *j, const char *point)
+{
+    if (sw_rec_write(h, j, on_step_written, (void *)point) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+}
+
+static void on_origin_patched(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    struct sw_hub *h = j->hub;
+    if (res->rc != 0)
+        SW_LOG(SW_LOG_WARN, "cannot prepare the origin Job", "job=%s err=\"%s\"", j->rec.key,
+               res->err.msg);
+    sw_hub_step_done(h, j, res->rc);
+    if (res->rc == 0)
+        sw_hub_crash_point("after-suspend");
+}
+
+static void on_mirror_created(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    struct sw_hub *h = j->hub;
+    if (res->rc != 0 && strcmp(res->reason, "AlreadyExists") != 0) {
+        SW_LOG(SW_LOG_WARN, "cannot create the mirror", "job=%s mirror=%s err=\"%s\"", j->rec.key,
+               j->rec.mirror, res->err.msg);
+        sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    sw_hub_crash_point("after-mirror-create");
+    struct sw_job_rec *r = &j->rec;
+    r->state = SW_JS_DISPATCHED;
+    r->dispatched_ms = sw_hub_wall_ms();
+    h->m.dispatches++;
+    if (r->created > 0)
+        sw_metrics_dispatch_latency(h, (double)r->dispatched_ms / 1000.0 - r->created);
+    SW_LOG(SW_LOG_INFO, "mirror created", "job=%s mirror=%s/%s/%s attempt=%d", r->key,
+           r->target_cluster, r->ns, r->mirror, r->attempt);
+    char msg[600];
+    snprintf(msg, sizeof(msg), "%s; mirror %s/%s/%s (attempt %d)", r->summary, r->target_cluster,
+             r->ns, r->mirror, r->attempt);
+    sw_follow_event(h, r, "Normal", strcmp(r->target_cluster, r->cluster) == 0 ? "Placed" : "Burst",
+                    msg);
+    sw_follow_annotate(h, r);
+    write_step(h, j, "after-dispatched");
+}
+
+static bool has_finalizer(const cJSON *origin)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, child(child((cJSON *)origin, "metadata"), "finalizers"))
+    {
+        if (cJSON_IsString(f) && strcmp(f->valuestring, SW_FINALIZER) == 0)
+            return true;
+    }
+    return false;
+}
+
+void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    j->hub = h;
+    const cJSON *origin = sw_observe_origin(h, r);
+    if (origin == NULL)
+        return;
+    if (r->state == SW_JS_DATA_READY) {
+        /* The intent, before any effect. */
+        r->attempt++;
+        sw_mirror_name(r->uid, r->attempt, r->mirror, sizeof(r->mirror));
+        r->state = SW_JS_DISPATCHING;
+        j->refs_ok = false;
+        j->busy = true;
+        write_step(h, j, "after-intent");
+        return;
+    }
+    struct sw_member *om = sw_member_find(h, r->cluster);
+    struct sw_member *tm = sw_member_find(h, r->target_cluster);
+    if (om == NULL || tm == NULL || tm->cache == NULL || !sw_cluster_cache_synced(tm->cache))
+        return;
+    j->busy = true;
+    /* Created already (a retry after a crash finds its own work). */
+    const cJSON *mirror = sw_observe_mirror(h, r);
+    if (mirror != NULL) {
+        struct sw_kube_result fake = {.rc = 0, .reason = ""};
+        on_mirror_created(&fake, j);
+        return;
+    }
+    /* 1. references, before anything changes at home */
+    if (!j->refs_ok && strcmp(r->target_cluster, r->cluster) != 0) {
+        struct refs_chain *rc = sw_calloc(1, sizeof(*rc));
+        if (rc == NULL) {
+            sw_hub_step_done(h, j, SW_ENOMEM);
+            return;
+        }
+        rc->h = h;
+        rc->j = j;
+        collect_refs(rc, origin);
+        refs_next(rc);
+        return;
+    }
+    /* 2. finalizer, and suspend an annotation-only Job */
+    const cJSON *ospec = child((cJSON *)origin, "spec");
+    bool suspended = cJSON_IsTrue(child((cJSON *)ospec, "suspend"));
+    bool fin = has_finalizer(origin);
+    bool need_suspend = r->form == SW_FORM_ANNOTATION && !suspended;
+    if (!fin || need_suspend) {
+        int bound = 0;
+        sw_observe_pods(h, r->cluster, r->ns, r->name, &bound);
+        if (need_suspend && bound > 0) {
+            /* A pod got a node at home meanwhile: this Job runs at home. */
+            r->state = SW_JS_OBSERVED;
+            snprintf(r->summary, sizeof(r->summary),
+                     "not burst: a pod of the Job was scheduled at home");
+            r->mirror[0] = '\0';
+            SW_LOG(SW_LOG_INFO, "burst abandoned: a pod runs at home", "job=%s", r->key);
+            write_step(h, j, NULL);
+            return;
+        }
+        cJSON *patch = cJSON_CreateObject();
+        cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
+        const char *rv = cJSON_GetStringValue(
+            child(child((cJSON *)origin, "metadata"), "resourceVersion"));
+        if (rv)
+            cJSON_AddStringToObject(md, "resourceVersion", rv);
+        cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");
+        const cJSON *f;
+        cJSON_ArrayForEach(f, child(child((cJSON *)origin, "metadata"), "finalizers"))
+        {
+            if (cJSON_IsString(f))
+                cJSON_AddItemToArray(fl, cJSON_CreateString(f->valuestring));
+        }
+        if (!fin)
+            cJSON_AddItemToArray(fl, cJSON_CreateString(SW_FINALIZER));
+        cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+        cJSON_AddStringToObject(ann, SW_ANN_STATE, "dispatching");
+        cJSON_AddStringToObject(ann, SW_ANN_DECISION, r->summary);
+        if (need_suspend)
+            cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "suspend", 1);
+        int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, patch, NULL,
+                                     on_origin_patched, j);
+        cJSON_Delete(patch);
+        if (rc != 0)
+            sw_hub_step_done(h, j, rc);
+        return;
+    }
+    /* 3. the origin's pods gone */
+    if (r->form == SW_FORM_ANNOTATION) {
+        int pods = sw_observe_pods(h, r->cluster, r->ns, r->name, NULL);
+        const cJSON *st = child((cJSON *)origin, "status");
+        int active = (int)cJSON_GetNumberValue(child((cJSON *)st, "active"));
+        if (pods > 0 || active > 0) {
+            j->busy = false;
+            j->next_ms = sw_hub_mono_ms() + 300;
+            return;
+        }
+    }
+    /* 4. the mirror */
+    const struct sw_hub_store *st = sw_store_for_region(h, r->target_region);
+    cJSON *m = sw_mirror_build(origin, r, r->mirror, st ? st->endpoint : NULL, h->epoch,
+                               strcmp(r->capacity, "spot") == 0);
+    if (m == NULL) {
+        r->state = SW_JS_FAILED;
+        snprintf(r->reason, sizeof(r->reason), "the origin Job has no pod template");
+        write_step(h, j, NULL);
+        return;
+    }
+    int rc = sw_kube_create(tm->client, SW_KIND_JOB, r->ns, m, on_mirror_created, j);
+    cJSON_Delete(m);
+    if (rc != 0)
+        sw_hub_step_done(h, j, rc);
+}

@@ -1,0 +1,444 @@
+/*
+ * follow.c - a dispatched Job followed to its outcome, shown where the user
+ * submitted it.
+ *
+ * The mirror's progress and outcome go onto the origin Job as annotations
+ * (spillway.io/state, placed-in, mirror, decision, cost) and Events; for a
+ * delegated Job (spec.managedBy: spillway.io/hub) the hub also writes the
+ * origin's status from the mirror's (startTime, active, ready, succeeded,
+ * failed, conditions, completionTime), so `kubectl wait
+ * --for=condition=complete` works wherever it ran. Suspending a delegated
+ * origin suspends its mirror.
+ *
+ * A mirror that fails because its pod was disrupted (its node reclaimed or
+ * deleted: the DisruptionTarget rule dispatch.c adds), or that disappears,
+ * is deleted and the Job goes back to be decided again, its preemptions
+ * counted, up to the configured number of attempts.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+
+static cJSON *child(const cJSON *o, const char *k)
+{
+    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *v = child(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const cJSON *condition(const cJSON *job, const char *type)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, child(child(job, "status"), "conditions"))
+    {
+        const char *t = str(c, "type"), *s = str(c, "status");
+        if (t && s && strcmp(t, type) == 0 && strcmp(s, "True") == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static void now_rfc3339(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ---- events and annotations (best effort) --------------------------------- */
+
+static void ignore(struct sw_kube_result *res, void *ctx)
+{
+    const char *what = ctx;
+    if (res->rc != 0)
+        SW_LOG(SW_LOG_DEBUG, "best-effort request failed", "what=%s err=\"%s\"", what,
+               res->err.msg);
+}
+
+void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *type,
+                     const char *reason, const char *message)
+{
+    struct sw_member *m = sw_member_find(h, r->cluster);
+    if (m == NULL || m->client == NULL)
+        return;
+    static unsigned seq;
+    char name[128], ts[32];
+    snprintf(name, sizeof(name), "%.60s.sw%llx%04x", r->name,
+             (unsigned long long)sw_hub_wall_ms(), ++seq & 0xffff);
+    now_rfc3339(ts, sizeof(ts));
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "apiVersion", "v1");
+    cJSON_AddStringToObject(e, "kind", "Event");
+    cJSON *md = cJSON_AddObjectToObject(e, "metadata");
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", r->ns);
+    cJSON *io = cJSON_AddObjectToObject(e, "involvedObject");
+    cJSON_AddStringToObject(io, "apiVersion", "batch/v1");
+    cJSON_AddStringToObject(io, "kind", "Job");
+    cJSON_AddStringToObject(io, "name", r->name);
+    cJSON_AddStringToObject(io, "namespace", r->ns);
+    if (r->uid[0])
+        cJSON_AddStringToObject(io, "uid", r->uid);
+    cJSON_AddStringToObject(e, "type", type);
+    cJSON_AddStringToObject(e, "reason", reason);
+    cJSON_AddStringToObject(e, "message", message);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(e, "source"), "component", "spillway");
+    cJSON_AddStringToObject(e, "firstTimestamp", ts);
+    cJSON_AddStringToObject(e, "lastTimestamp", ts);
+    cJSON_AddNumberToObject(e, "count", 1);
+    sw_kube_create(m->client, SW_KIND_EVENT, r->ns, e, ignore, "event");
+    cJSON_Delete(e);
+}
+
+static double cost_so_far(const struct sw_job_rec *r)
+{
+    if (r->started_ms == 0)
+        return 0;
+    int64_t end = r->finished_ms ? r->finished_ms : sw_hub_wall_ms();
+    return (double)r->gpus * r->price_gpu_h * (double)(end - r->started_ms) / 3.6e6;
+}
+
+void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    struct sw_member *m = sw_member_find(h, r->cluster);
+    if (m == NULL || m->client == NULL)
+        return;
+    cJSON *p = cJSON_CreateObject();
+    cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(p, "metadata"), "annotations");
+    char placed[256], cost[96];
+    snprintf(placed, sizeof(placed), "%s/%s/%s", r->target_cluster, r->ns, r->mirror);
+    snprintf(cost, sizeof(cost), "$%.2f expected, $%.2f so far", r->expected_cost,
+             cost_so_far(r));
+    cJSON_AddStringToObject(ann, SW_ANN_STATE, sw_job_state_name(r->state));
+    cJSON_AddStringToObject(ann, SW_ANN_PLACED, placed);
+    cJSON_AddStringToObject(ann, SW_ANN_MIRROR, r->mirror);
+    cJSON_AddStringToObject(ann, SW_ANN_DECISION, r->summary);
+    cJSON_AddStringToObject(ann, SW_ANN_COST, cost);
+    sw_kube_merge_patch(m->client, SW_KIND_JOB, r->ns, r->name, p, NULL, ignore, "annotate");
+    cJSON_Delete(p);
+}
+
+/* ---- the origin's status (delegated Jobs) --------------------------------- */
+
+static void on_status(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    if (res->rc != 0) {
+        SW_LOG(SW_LOG_WARN, "cannot write the origin's status", "job=%s err=\"%s\"", j->rec.key,
+               res->err.msg);
+    } else if (sw_job_state_terminal(j->rec.state)) {
+        j->status_synced = true;
+    }
+    sw_hub_step_done(j->hub, j, res->rc);
+}
+
+/* Copies the mirror's status onto the origin (delegated only); busy. */
+static int write_status(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, bool terminal)
+{
+    struct sw_member *m = sw_member_find(h, j->rec.cluster);
+    if (m == NULL)
+        return SW_ENOENT;
+    const cJSON *ms = child(mirror, "status");
+    cJSON *p = cJSON_CreateObject();
+    cJSON *st = cJSON_AddObjectToObject(p, "status");
+    static const char *run_fields[] = {"startTime", "active", "ready", "terminating"};
+    static const char *end_fields[] = {"startTime",  "completionTime",   "active",
+                                       "ready",      "succeeded",        "failed",
+                                       "conditions", "completedIndexes", "failedIndexes",
+                                       "terminating"};
+    const char **fields = terminal ? end_fields : run_fields;
+    size_t n = terminal ? sizeof(end_fields) / sizeof(end_fields[0])
+                        : sizeof(run_fields) / sizeof(run_fields[0]);
+    for (size_t i = 0; i < n; i++) {
+        const cJSON *v = child(ms, fields[i]);
+        if (v)
+            cJSON_AddItemToObject(st, fields[i], cJSON_Duplicate(v, 1));
+    }
+    if (child(st, "startTime") == NULL && !terminal) {
+        char ts[32];
+        now_rfc3339(ts, sizeof(ts));
+        cJSON_AddStringToObject(st, "startTime", ts);
+    }
+    if (!terminal && child(st, "active") == NULL)
+        cJSON_AddNumberToObject(st, "active", 0);
+    int rc = sw_kube_merge_patch(m->client, SW_KIND_JOB, j->rec.ns, j->rec.name, p, "status",
+                                 on_status, j);
+    cJSON_Delete(p);
+    return rc;
+}
+
+/* ---- record transitions ----------------------------------------------------- */
+
+static void on_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+{
+    const char *point = ctx;
+    sw_hub_step_done(h, j, rc);
+    if (rc == 0 && point)
+        sw_hub_crash_point(point);
+}
+
+static void write_rec(struct sw_hub *h, struct sw_job *j, const char *point)
+{
+    if (sw_rec_write(h, j, on_written, (void *)point) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+}
+
+static void requeue_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+{
+    (void)ctx;
+    sw_hub_step_done(h, j, rc);
+    if (rc == 0)
+        sw_hub_want_decide(h);
+}
+
+static void on_lost_deleted(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    struct sw_hub *h = j->hub;
+    if (res->rc != 0 && res->status != 404) {
+        sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    struct sw_job_rec *r = &j->rec;
+    r->preemptions++;
+    h->m.preemptions++;
+    char msg[600];
+    if (r->attempt >= h->cfg.max_attempts) {
+        r->state = SW_JS_FAILED;
+        r->finished_ms = sw_hub_wall_ms();
+        snprintf(r->reason, sizeof(r->reason), "lost its mirror %d times (max %d attempts): %s",
+                 r->preemptions, h->cfg.max_attempts, r->reason);
+        snprintf(msg, sizeof(msg), "%s", r->reason);
+        sw_follow_event(h, r, "Warning", "BurstFailed", msg);
+        sw_follow_annotate(h, r);
+        write_rec(h, j, NULL);
+        return;
+    }
+    snprintf(msg, sizeof(msg), "mirror %s/%s lost (%s); deciding again (attempt %d of %d)",
+             r->target_cluster, r->mirror, r->reason, r->attempt + 1, h->cfg.max_attempts);
+    sw_follow_event(h, r, "Warning", "Requeued", msg);
+    SW_LOG(SW_LOG_WARN, "mirror lost; requeued", "job=%s mirror=%s reason=\"%s\"", r->key,
+           r->mirror, r->reason);
+    r->state = SW_JS_OBSERVED;
+    r->started_ms = 0;
+    j->outputs_done = 0;
+    if (sw_rec_write(h, j, requeue_written, NULL) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+}
+
+static void requeue(struct sw_hub *h, struct sw_job *j, const char *why)
+{
+    struct sw_member *tm = sw_member_find(h, j->rec.target_cluster);
+    snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
+    if (j->outputs) {
+        /* The lost attempt's outputs are not copied back. */
+        struct sw_gate_outputs *o = j->outputs;
+        j->outputs = NULL;
+        sw_gate_outputs_finish(o, NULL, NULL);
+    }
+    struct sw_kube_delete_opts d = {.propagation = "Background", .grace_period_s = -1};
+    int rc = tm ? sw_kube_delete(tm->client, SW_KIND_JOB, j->rec.ns, j->rec.mirror, &d,
+                                 on_lost_deleted, j)
+                : SW_ENOENT;
+    if (rc != 0)
+        sw_hub_step_done(h, j, rc);
+}
+
+static void finish(struct sw_hub *h, struct sw_job *j, enum sw_job_state s, const char *why)
+{
+    struct sw_job_rec *r = &j->rec;
+    r->state = s;
+    r->finished_ms = sw_hub_wall_ms();
+    if (r->started_ms == 0)
+        r->started_ms = r->dispatched_ms;
+    if (why && (s == SW_JS_FAILED || r->reason[0] == '\0'))
+        snprintf(r->reason, sizeof(r->reason), "%s", why);
+    char msg[800];
+    snprintf(msg, sizeof(msg), "%s in %s/%s/%s: $%.2f (%d GPUs, %.1f min)%s%s",
+             s == SW_JS_SUCCEEDED ? "completed" : "failed", r->target_cluster, r->ns, r->mirror,
+             cost_so_far(r), r->gpus, (double)(r->finished_ms - r->started_ms) / 60000.0,
+             r->reason[0] ? "; " : "", r->reason);
+    SW_LOG(SW_LOG_INFO, "job finished", "job=%s state=%s cost=%.2f", r->key, sw_job_state_name(s),
+           cost_so_far(r));
+    sw_follow_event(h, r, s == SW_JS_SUCCEEDED ? "Normal" : "Warning",
+                    s == SW_JS_SUCCEEDED ? "Completed" : "Failed", msg);
+    sw_follow_annotate(h, r);
+    write_rec(h, j, "after-finish");
+}
+
+static void on_mirror_suspend(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    sw_hub_step_done(j->hub, j, res->rc);
+}
+
+void sw_follow_step(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    j->hub = h;
+    struct sw_member *tm = sw_member_find(h, r->target_cluster);
+    if (tm == NULL || tm->cache == NULL || !sw_cluster_cache_synced(tm->cache))
+        return;
+    const cJSON *origin = sw_observe_origin(h, r);
+    const cJSON *mirror = sw_observe_mirror(h, r);
+    if (sw_job_state_terminal(r->state)) {
+        /* A delegated origin shows the outcome once (again after a restart). */
+        if (r->form == SW_FORM_DELEGATED && !j->status_synced && mirror && origin &&
+            condition(origin, "Complete") == NULL && condition(origin, "Failed") == NULL) {
+            j->busy = true;
+            if (write_status(h, j, mirror, true) != 0)
+                sw_hub_step_done(h, j, SW_EUNAVAIL);
+        } else {
+            j->status_synced = true;
+        }
+        return;
+    }
+    if (mirror == NULL) {
+        if (sw_hub_wall_ms() - r->dispatched_ms < 30000) {
+            j->next_ms = sw_hub_mono_ms() + 1000; /* the cache may not show it yet */
+            return;
+        }
+        j->busy = true;
+        requeue(h, j, "the mirror Job disappeared");
+        return;
+    }
+    const cJSON *failed = condition(mirror, "Failed");
+    const cJSON *complete = condition(mirror, "Complete");
+    if (failed) {
+        const char *reason = str(failed, "reason"), *msg = str(failed, "message");
+        j->busy = true;
+        if (reason && strcmp(reason, "PodFailurePolicy") == 0 && msg &&
+            strstr(msg, "DisruptionTarget") != NULL) {
+            requeue(h, j, "its pod was disrupted (node reclaimed or lost)");
+            return;
+        }
+        char why[512];
+        snprintf(why, sizeof(why), "mirror failed: %s: %s", reason ? reason : "Failed",
+                 msg ? msg : "");
+        if (r->form == SW_FORM_DELEGATED && !j->status_synced) {
+            r->state = SW_JS_FAILED; /* status first; the record follows next step */
+            finish(h, j, SW_JS_FAILED, why);
+            return;
+        }
+        finish(h, j, SW_JS_FAILED, why);
+        return;
+    }
+    if (complete) {
+        j->busy = true;
+        if (j->outputs_done == 0) {
+            sw_data_outputs(h, j, true);
+            return;
+        }
+        finish(h, j, SW_JS_SUCCEEDED, NULL);
+        return;
+    }
+    /* Running, or about to. */
+    const cJSON *ms = child(mirror, "status");
+    int active = (int)cJSON_GetNumberValue(child(ms, "active"));
+    if (r->state == SW_JS_DISPATCHED && active > 0) {
+        r->state = SW_JS_RUNNING;
+        r->started_ms = sw_hub_wall_ms();
+        j->busy = true;
+        sw_follow_annotate(h, r);
+        if (strcmp(r->target_cluster, r->cluster) != 0)
+            sw_data_outputs(h, j, false);
+        write_rec(h, j, "after-running");
+        return;
+    }
+    if (r->form == SW_FORM_DELEGATED && origin) {
+        const cJSON *os = child(origin, "status");
+        bool want_start = str(ms, "startTime") != NULL && str(os, "startTime") == NULL;
+        int oactive = (int)cJSON_GetNumberValue(child(os, "active"));
+        if (want_start || oactive != active) {
+            j->busy = true;
+            if (write_status(h, j, mirror, false) != 0)
+                sw_hub_step_done(h, j, SW_EUNAVAIL);
+            return;
+        }
+        bool osusp = cJSON_IsTrue(child(child(origin, "spec"), "suspend"));
+        bool msusp = cJSON_IsTrue(child(child(mirror, "spec"), "suspend"));
+        if (osusp != msusp) {
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "suspend", osusp);
+            j->busy = true;
+            int rc = sw_kube_merge_patch(tm->client, SW_KIND_JOB, r->ns, r->mirror, p, NULL,
+                                         on_mirror_suspend, j);
+            cJSON_Delete(p);
+            if (rc != 0)
+                sw_hub_step_done(h, j, rc);
+        }
+    }
+}
+
+/* ---- the origin deleted --------------------------------------------------- */
+
+static void on_gone_step(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    int rc = res->rc != 0 && res->status != 404 && res->status != 409 ? res->rc : 0;
+    sw_hub_step_done(j->hub, j, rc);
+}
+
+void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    struct sw_job_rec *r = &j->rec;
+    j->hub = h;
+    struct sw_member *tm = r->target_cluster[0] ? sw_member_find(h, r->target_cluster) : NULL;
+    if (tm && (tm->cache == NULL || !sw_cluster_cache_synced(tm->cache)))
+        return;
+    const cJSON *mirror = tm ? sw_observe_mirror(h, r) : NULL;
+    if (mirror && child(child(mirror, "metadata"), "deletionTimestamp") == NULL) {
+        j->busy = true;
+        SW_LOG(SW_LOG_INFO, "origin deleted; deleting its mirror", "job=%s mirror=%s/%s", r->key,
+               r->target_cluster, r->mirror);
+        struct sw_kube_delete_opts d = {.propagation = "Background", .grace_period_s = -1};
+        if (sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d, on_gone_step, j) != 0)
+            sw_hub_step_done(h, j, SW_EUNAVAIL);
+        return;
+    }
+    if (origin) {
+        /* Being deleted: let it go once the mirror is. */
+        const cJSON *f;
+        bool ours = false;
+        cJSON *p = cJSON_CreateObject();
+        cJSON *md = cJSON_AddObjectToObject(p, "metadata");
+        const char *rv = str(child(origin, "metadata"), "resourceVersion");
+        if (rv)
+            cJSON_AddStringToObject(md, "resourceVersion", rv);
+        cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");
+        cJSON_ArrayForEach(f, child(child(origin, "metadata"), "finalizers"))
+        {
+            if (!cJSON_IsString(f))
+                continue;
+            if (strcmp(f->valuestring, SW_FINALIZER) == 0)
+                ours = true;
+            else
+                cJSON_AddItemToArray(fl, cJSON_CreateString(f->valuestring));
+        }
+        struct sw_member *om = sw_member_find(h, r->cluster);
+        if (ours && om) {
+            j->busy = true;
+            if (sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, p, NULL, on_gone_step,
+                                    j) != 0)
+                sw_hub_step_done(h, j, SW_EUNAVAIL);
+            cJSON_Delete(p);
+            return;
+        }
+        cJSON_Delete(p);
+    }
+    if (!sw_job_state_terminal(r->state) && origin == NULL) {
+        r->state = SW_JS_FAILED;
+        r->finished_ms = sw_hub_wall_ms();
+        snprintf(r->reason, sizeof(r->reason), "the origin Job was deleted");
+        j->busy = true;
+        write_rec(h, j, NULL);
+    }
+}

@@ -1,0 +1,224 @@
+/*
+ * hub.c - the hub's loop: the job table, the tick that steps every Job one
+ * step toward its goal, and the crash points the tests arm.
+ *
+ * A tick runs every 200 ms, and soon after any change a cache reports
+ * (coalesced). It does nothing unless this hub holds the lease and has
+ * loaded the records. Each Job has at most one step in flight; a failed
+ * step backs off exponentially (capped at 30 s), as client-go's workqueue.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+
+static const char *state_names[SW_JS__COUNT] = {
+    "observed", "decided", "data-ready", "dispatching", "dispatched",
+    "running",  "succeeded", "failed",   "blocked",
+};
+
+const char *sw_job_state_name(enum sw_job_state s)
+{
+    return (unsigned)s < SW_JS__COUNT ? state_names[s] : "unknown";
+}
+
+int sw_job_state_parse(const char *s, enum sw_job_state *out)
+{
+    for (int i = 0; i < SW_JS__COUNT; i++)
+        if (strcmp(s, state_names[i]) == 0) {
+            *out = (enum sw_job_state)i;
+            return 0;
+        }
+    return SW_EINVAL;
+}
+
+int64_t sw_hub_mono_ms(void)
+{
+    return (int64_t)(uv_hrtime() / 1000000u);
+}
+
+int64_t sw_hub_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool sw_hub_acting(const struct sw_hub *h)
+{
+    return h->leader && h->loaded && sw_hub_mono_ms() < h->lease_until_mono;
+}
+
+void sw_hub_crash_point(const char *name)
+{
+    const char *at = getenv("SPILLWAY_CRASH_AT");
+    if (at == NULL || at[0] == '\0')
+        return;
+    /* "NAME" or "NAME:N" (crash the Nth time the point is reached). */
+    size_t n = strlen(name);
+    if (strncmp(at, name, n) != 0 || (at[n] != '\0' && at[n] != ':'))
+        return;
+    static int hits;
+    int want = at[n] == ':' ? atoi(at + n + 1) : 1;
+    if (++hits < want)
+        return;
+    SW_LOG(SW_LOG_WARN, "crash point reached: killing the hub", "point=%s", name);
+    fflush(NULL);
+    raise(SIGKILL);
+}
+
+/* ---- the job table ------------------------------------------------------- */
+
+static unsigned hash_key(const char *s)
+{
+    unsigned h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h % SW_HUB_JOB_BUCKETS;
+}
+
+struct sw_job *sw_hub_job_find(struct sw_hub *h, const char *key)
+{
+    for (struct sw_job *j = h->buckets[hash_key(key)]; j; j = j->next)
+        if (strcmp(j->rec.key, key) == 0)
+            return j;
+    return NULL;
+}
+
+struct sw_job *sw_hub_job_get(struct sw_hub *h, const char *key)
+{
+    struct sw_job *j = sw_hub_job_find(h, key);
+    if (j)
+        return j;
+    j = sw_calloc(1, sizeof(*j));
+    if (j == NULL)
+        return NULL;
+    snprintf(j->rec.key, sizeof(j->rec.key), "%s", key);
+    unsigned b = hash_key(key);
+    j->next = h->buckets[b];
+    h->buckets[b] = j;
+    h->njobs++;
+    return j;
+}
+
+void sw_hub_jobs_foreach(struct sw_hub *h, void (*fn)(struct sw_hub *, struct sw_job *, void *),
+                         void *ctx)
+{
+    for (size_t b = 0; b < SW_HUB_JOB_BUCKETS; b++)
+        for (struct sw_job *j = h->buckets[b]; j; j = j->next)
+            fn(h, j, ctx);
+}
+
+void sw_hub_step_done(struct sw_hub *h, struct sw_job *j, int rc)
+{
+    j->busy = false;
+    if (rc == 0) {
+        j->backoff = 0;
+        j->next_ms = 0;
+        sw_hub_kick(h);
+        return;
+    }
+    if (j->backoff < 8)
+        j->backoff++;
+    int64_t delay = 250LL << j->backoff;
+    if (delay > 30000)
+        delay = 30000;
+    j->next_ms = sw_hub_mono_ms() + delay;
+}
+
+/* ---- the tick ------------------------------------------------------------ */
+
+static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    (void)ctx;
+    if (j->busy || !j->persisted || sw_hub_mono_ms() < j->next_ms)
+        return;
+    struct sw_member *origin_m = sw_member_find(h, j->rec.cluster);
+    if (origin_m == NULL || !sw_cluster_cache_synced(origin_m->cache))
+        return;
+    const cJSON *origin = sw_observe_origin(h, &j->rec);
+    bool deleting = origin && cJSON_GetObjectItemCaseSensitive(
+                                  cJSON_GetObjectItemCaseSensitive(origin, "metadata"),
+                                  "deletionTimestamp") != NULL;
+    if (origin == NULL || deleting) {
+        sw_follow_origin_gone(h, j, origin);
+        return;
+    }
+    switch (j->rec.state) {
+    case SW_JS_DECIDED:
+        sw_data_step(h, j);
+        break;
+    case SW_JS_DATA_READY:
+    case SW_JS_DISPATCHING:
+        sw_dispatch_step(h, j);
+        break;
+    case SW_JS_DISPATCHED:
+    case SW_JS_RUNNING:
+    case SW_JS_SUCCEEDED:
+    case SW_JS_FAILED:
+        sw_follow_step(h, j);
+        break;
+    default:
+        break;
+    }
+}
+
+static void tick(uv_timer_t *t)
+{
+    struct sw_hub *h = t->data;
+    h->kick_pending = false;
+    if (!sw_hub_acting(h))
+        return;
+    sw_observe_scan(h);
+    int64_t now = sw_hub_mono_ms();
+    if (sw_members_synced(h) && (h->decide_wanted || now >= h->next_decide_ms)) {
+        h->decide_wanted = false;
+        h->next_decide_ms = now + (int64_t)(h->cfg.recheck_s * 1000);
+        sw_decide_round(h);
+    }
+    sw_hub_jobs_foreach(h, step_one, NULL);
+}
+
+static void tick_again(uv_timer_t *t)
+{
+    tick(t);
+}
+
+void sw_hub_kick(struct sw_hub *h)
+{
+    if (h->kick_pending)
+        return;
+    h->kick_pending = true;
+    /* Coalesce a burst of changes into one round 50 ms later. */
+    uv_timer_start(&h->tick_timer, tick_again, 50, 200);
+}
+
+void sw_hub_want_decide(struct sw_hub *h)
+{
+    h->decide_wanted = true;
+    sw_hub_kick(h);
+}
+
+int sw_hub_run(struct sw_hub *h);
+
+int sw_hub_run(struct sw_hub *h)
+{
+    struct sw_error err = {0};
+    h->started_ms = sw_hub_wall_ms();
+    if (sw_metrics_start(h, &err) != 0) {
+        SW_LOG(SW_LOG_ERROR, "cannot serve metrics", "listen=%s err=%s", h->cfg.listen, err.msg);
+        return 1;
+    }
+    uv_timer_init(h->loop, &h->tick_timer);
+    h->tick_timer.data = h;
+    uv_timer_start(&h->tick_timer, tick_again, 200, 200);
+    if (sw_leader_start(h) != 0)
+        return 1;
+    uv_run(h->loop, UV_RUN_DEFAULT);
+    return 0;
+}

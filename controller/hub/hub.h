@@ -1,0 +1,344 @@
+/*
+ * hub.h - the inside of spillwayd, shared by its files and nothing else.
+ *
+ * One libuv loop runs everything. The parts, one file each:
+ *   leader.c    the lease in Redis and the fencing epoch
+ *   record.c    one Redis record per origin Job, written under the epoch
+ *   members.c   member clusters from the registry: clients, caches, stores
+ *   observe.c   which Jobs spillway manages, and what the engine is told
+ *   decide.c    the placement engine over the whole pending queue
+ *   data.c      inputs made present and verified in the target region
+ *   dispatch.c  the mirror Job, created exactly once
+ *   follow.c    the mirror's progress and outcome on the origin Job
+ *   metrics.c   /metrics, /healthz and /readyz
+ *   hub.c       the loop: lease, ticks, the per-Job step machine
+ *
+ * Reconcilers are level-triggered: each looks at one Job's record and what
+ * the caches say now, and takes one step toward the goal; a step's outcome
+ * is written to the record, and the next tick looks again. The only state
+ * shared between them is the record (in Redis, mirrored here) and the
+ * clusters' caches.
+ */
+#ifndef SW_CONTROLLER_HUB_HUB_H
+#define SW_CONTROLLER_HUB_HUB_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "clusters/cache.h"
+#include "clusters/health.h"
+#include "clusters/registry.h"
+#include "clusters/rest.h"
+#include "controller/hub/annotations.h"
+#include "controller/hub/config.h"
+#include "net/http.h"
+#include "placement/engine.h"
+#include "replication/gate.h"
+#include "store/redis.h"
+#include "store/seal.h"
+
+/* The names spillway writes on Kubernetes objects. */
+#define SW_ANN_BURST        "spillway.io/burst"
+#define SW_MANAGED_BY       "spillway.io/hub"
+#define SW_FINALIZER        "spillway.io/mirror"
+#define SW_LBL_ORIGIN_CL    "spillway.io/origin-cluster"
+#define SW_LBL_ORIGIN_NS    "spillway.io/origin-namespace"
+#define SW_LBL_ORIGIN_NAME  "spillway.io/origin-name"
+#define SW_LBL_ORIGIN_UID   "spillway.io/origin-uid"
+#define SW_LBL_ATTEMPT      "spillway.io/attempt"
+#define SW_LBL_EPOCH        "spillway.io/epoch"
+#define SW_LBL_MANAGED      "app.kubernetes.io/managed-by"
+#define SW_ANN_STATE        "spillway.io/state"
+#define SW_ANN_PLACED       "spillway.io/placed-in"
+#define SW_ANN_MIRROR       "spillway.io/mirror"
+#define SW_ANN_DECISION     "spillway.io/decision"
+#define SW_ANN_COST         "spillway.io/cost"
+#define SW_SPOT_TAINT       "spillway.io/spot"
+
+/* Redis keys. */
+#define SW_KEY_LEASE   "spillway:hub:leader"
+#define SW_KEY_EPOCH   "spillway:hub:epoch"
+#define SW_KEY_HEALTH  "spillway:hub:members"
+#define SW_KEY_JOBS    "spillway:jobs"
+#define SW_KEY_JOB     "spillway:job:"
+#define SW_KEY_EXPLAIN "spillway:explain:"
+
+/** A Job's place in the burst lifecycle (the record's "state"). */
+enum sw_job_state {
+    SW_JS_OBSERVED = 0, /* managed; waiting for saturation or a decision to move */
+    SW_JS_DECIDED,      /* a pool is chosen; its data is next */
+    SW_JS_DATA_READY,   /* inputs verified in the target region */
+    SW_JS_DISPATCHING,  /* intent written: attempt N goes to the target */
+    SW_JS_DISPATCHED,   /* the mirror exists */
+    SW_JS_RUNNING,      /* the mirror has active pods */
+    SW_JS_SUCCEEDED,
+    SW_JS_FAILED,
+    SW_JS_BLOCKED, /* cannot burst now (a missing input, a bad reference): reason says why */
+    SW_JS__COUNT
+};
+
+const char *sw_job_state_name(enum sw_job_state s);
+int sw_job_state_parse(const char *s, enum sw_job_state *out);
+static inline bool sw_job_state_terminal(enum sw_job_state s)
+{
+    return s == SW_JS_SUCCEEDED || s == SW_JS_FAILED;
+}
+
+/** The two ways a Job opts in. */
+enum sw_job_form { SW_FORM_ANNOTATION = 0, SW_FORM_DELEGATED };
+
+/** One origin Job's record: what is written to Redis (record.c). */
+struct sw_job_rec {
+    char key[256]; /* "cluster/namespace/name" */
+    char cluster[64];
+    char ns[64];
+    char name[64];
+    char uid[64];
+    enum sw_job_form form;
+    enum sw_job_state state;
+    int attempt;       /* 0 before the first dispatch */
+    int preemptions;   /* mirrors lost to spot interruptions or node loss */
+    char target_cluster[64];
+    char target_pool[64];
+    char target_region[64];
+    char capacity[16]; /* owned, spot, on-demand */
+    char mirror[64];   /* the current attempt's mirror Job */
+    char team[64];
+    int gpus;
+    double price_gpu_h;
+    double expected_cost; /* the chosen option's expected total */
+    double home_wait_s;   /* the stay option's expected wait */
+    double burst_now_cost; /* what burst-immediately (on-demand now) would cost */
+    char summary[256]; /* "burst to cloud-spot: $41.20 expected vs 47 min wait at home" */
+    char reason[512];  /* blocked or failed: why */
+    int64_t input_bytes;
+    double created;     /* origin creationTimestamp, unix s */
+    int64_t observed_ms, decided_ms, data_ready_ms, dispatched_ms, started_ms, finished_ms;
+    int64_t epoch; /* of the last write */
+};
+
+struct sw_hub;
+struct sw_member;
+
+/** A Job the hub is following: its record plus what is in flight for it. */
+struct sw_job {
+    struct sw_job_rec rec;
+    struct sw_job *next; /* hash chain */
+    bool busy;           /* a step is in flight; the next tick skips it */
+    bool persisted;      /* rec is as in Redis */
+    int64_t next_ms;     /* do not step before (backoff, polling) */
+    int backoff;         /* consecutive failures */
+    struct sw_gate_outputs *outputs;
+    void *outputs_ctx;   /* data.c's context for the periodic rounds */
+    int outputs_done;    /* the last round: 0 not yet, 1 copied, -1 failed */
+    bool decided_now;    /* decided in this round (for the engine's output) */
+    char *explain;       /* the decision's explanation (JSON), to be written */
+    bool warned;         /* a Warning Event about a bad annotation was sent */
+    bool refs_ok;        /* this attempt's ConfigMaps and Secrets are copied */
+    bool status_synced;  /* delegated: the origin's status shows the outcome */
+    struct sw_hub *hub;  /* for Kubernetes callbacks, whose context is the job */
+};
+
+/** A member cluster, as the registry has it, with its live client and cache. */
+struct sw_member {
+    struct sw_cluster_record rec; /* sealed stays owned here */
+    struct sw_kube_client *client;
+    struct sw_cluster_cache *cache;
+    struct sw_health_prober *health;
+    bool seen; /* in the latest registry listing */
+};
+
+/** A region's object store, loaded from the replication stores. */
+struct sw_hub_store {
+    char name[64];
+    char region[64];
+    char endpoint[512];
+    char access[256];
+    char secret[256];
+    int virtual_host;
+};
+
+#define SW_HUB_MAX_MEMBERS 64
+#define SW_HUB_MAX_STORES  16
+#define SW_HUB_JOB_BUCKETS 4096
+
+/** Counters and gauges for /metrics. */
+struct sw_hub_metrics {
+    uint64_t decisions[SW_VERDICT_REJECT + 1];
+    uint64_t dispatches;
+    uint64_t preemptions;
+    uint64_t fenced;
+    uint64_t replication_bytes;
+    /* dispatch latency (origin created to mirror created) histogram */
+    uint64_t lat_buckets[12];
+    double lat_sum;
+    uint64_t lat_count;
+};
+
+struct sw_hub {
+    uv_loop_t *loop;
+    struct sw_hub_config cfg;
+    char id[128];
+    char redis_url[1024]; /* with the password: never logged */
+    struct sw_redis *redis;
+    struct sw_http *http;
+    struct sw_seal_key *key;
+    struct sw_engine *engine;
+    struct sw_policy policy;
+
+    /* leadership */
+    bool leader;
+    int64_t epoch;
+    int64_t lease_until_mono; /* acting only before this */
+    bool loading;             /* reading the records after taking the lease */
+    bool loaded;
+    uv_timer_t lease_timer;
+
+    /* members and stores */
+    struct sw_member *members[SW_HUB_MAX_MEMBERS];
+    size_t nmembers;
+    bool registry_busy;
+    struct sw_hub_store stores[SW_HUB_MAX_STORES];
+    size_t nstores;
+    bool stores_busy;
+    uv_timer_t registry_timer;
+
+    /* jobs */
+    struct sw_job *buckets[SW_HUB_JOB_BUCKETS];
+    size_t njobs;
+    uv_timer_t tick_timer;
+    bool kick_pending;
+    int64_t next_decide_ms;
+    bool decide_wanted;
+
+    /* metrics and health */
+    struct sw_hub_metrics m;
+    uv_tcp_t http_server;
+    int64_t started_ms;
+};
+
+/* ---- hub.c ---------------------------------------------------------------- */
+
+/** Milliseconds on the monotonic and wall clocks. */
+int64_t sw_hub_mono_ms(void);
+int64_t sw_hub_wall_ms(void);
+/** Whether this hub holds the lease now (and has loaded the records). */
+bool sw_hub_acting(const struct sw_hub *h);
+/** Asks for a reconcile round soon (coalesced). */
+void sw_hub_kick(struct sw_hub *h);
+/** Asks for a decision round at the next tick. */
+void sw_hub_want_decide(struct sw_hub *h);
+/**
+ * A named crash point: when SPILLWAY_CRASH_AT names it, the process kills
+ * itself with SIGKILL here, so tests can stop the hub between any two steps.
+ */
+void sw_hub_crash_point(const char *name);
+/** Finds a job by key, or NULL. */
+struct sw_job *sw_hub_job_find(struct sw_hub *h, const char *key);
+/** Finds or adds a job for key (a new one starts as observed). */
+struct sw_job *sw_hub_job_get(struct sw_hub *h, const char *key);
+/** Calls fn for every job. */
+void sw_hub_jobs_foreach(struct sw_hub *h, void (*fn)(struct sw_hub *, struct sw_job *, void *),
+                         void *ctx);
+/** A step finished: clears busy; on failure backs off (capped), else steps again soon. */
+void sw_hub_step_done(struct sw_hub *h, struct sw_job *j, int rc);
+
+/* ---- leader.c ------------------------------------------------------------- */
+
+/** Starts campaigning for the lease (renewing it while held). */
+int sw_leader_start(struct sw_hub *h);
+/** Leadership is lost (a fenced write refused, or the lease not renewed): exits. */
+void sw_leader_lost(struct sw_hub *h, const char *why);
+
+/* ---- record.c ------------------------------------------------------------- */
+
+/** The record as JSON (new). */
+cJSON *sw_job_rec_to_json(const struct sw_job_rec *r);
+/** Parses a record; errors name the key and field. */
+int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *err);
+typedef void (*sw_rec_cb)(struct sw_hub *h, struct sw_job *j, int rc, void *ctx);
+/**
+ * Writes j->rec (and j->explain when set) under the hub's epoch, checked
+ * inside Redis by a Lua script. rc 0 on success; SW_ECONFLICT when the epoch
+ * moved on (the hub then gives up leadership); SW_EUNAVAIL/SW_EIO otherwise.
+ */
+int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx);
+/** Loads every record into the hub's table, then calls done. */
+int sw_rec_load_all(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc));
+
+/* ---- members.c ------------------------------------------------------------ */
+
+/** Starts reading the registry and the stores now and every 10 s. */
+int sw_members_start(struct sw_hub *h);
+/** A member by name, or NULL. */
+struct sw_member *sw_member_find(struct sw_hub *h, const char *name);
+/** Whether every member's cache has synced. */
+bool sw_members_synced(const struct sw_hub *h);
+/** The store of a region, or NULL. */
+const struct sw_hub_store *sw_store_for_region(const struct sw_hub *h, const char *region);
+/** Fills gate stores (borrowing the hub's strings) for every store; returns the count. */
+size_t sw_gate_stores(const struct sw_hub *h, struct sw_gate_store *out, size_t cap);
+
+/* ---- observe.c ------------------------------------------------------------ */
+
+/** Scans every member's Jobs: new managed ones get a record, gone ones are noted. */
+void sw_observe_scan(struct sw_hub *h);
+/** The origin Job of a record from its cluster's cache (borrowed), or NULL. */
+const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r);
+/** The mirror Job of a record from the target's cache (borrowed), or NULL. */
+const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r);
+/**
+ * Whether the origin Job waits for GPUs at home: some pod of it is
+ * Unschedulable for lack of nvidia.com/gpu and none is bound to a node.
+ */
+bool sw_observe_starved(struct sw_hub *h, const struct sw_job_rec *r, bool *any_bound);
+/** Number of the Job's pods (non-terminal) in the cluster's cache. */
+int sw_observe_pods(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,
+                    int *bound);
+
+/* ---- decide.c ------------------------------------------------------------- */
+
+/** Decides every Job waiting for a decision, as one queue. */
+void sw_decide_round(struct sw_hub *h);
+
+/* ---- data.c --------------------------------------------------------------- */
+
+/** Estimates the bytes of a Job's inputs (once); a missing input blocks the Job. */
+void sw_data_estimate(struct sw_hub *h, struct sw_job *j, const struct sw_burst_spec *spec);
+/** Makes a decided Job's inputs present in its target region. */
+void sw_data_step(struct sw_hub *h, struct sw_job *j);
+/** Starts (or finishes, when the mirror ended) the outputs' flow back. */
+void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final);
+
+/* ---- dispatch.c ----------------------------------------------------------- */
+
+/** One dispatch step: intent, suspend, wait for pods, copy refs, create the mirror. */
+void sw_dispatch_step(struct sw_hub *h, struct sw_job *j);
+/** The mirror's name for attempt n: "sw-" + origin UID + "-" + n. */
+void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len);
+/** Builds the mirror Job from the origin (pure; new object). */
+cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
+                       const char *s3_endpoint, int64_t epoch, bool spot);
+
+/* ---- follow.c ------------------------------------------------------------- */
+
+/** One follow step for a dispatched or running Job. */
+void sw_follow_step(struct sw_hub *h, struct sw_job *j);
+/** The origin was deleted (or is being): delete mirrors, drop the finalizer. */
+void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *origin);
+/** Sends an Event about the origin Job (best effort). */
+void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *type,
+                     const char *reason, const char *message);
+/** Patches annotations on the origin Job (best effort, no callback). */
+void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r);
+
+/* ---- metrics.c ------------------------------------------------------------ */
+
+/** Listens on cfg.listen for /metrics, /healthz and /readyz. */
+int sw_metrics_start(struct sw_hub *h, struct sw_error *err);
+/** Records one dispatch's latency in seconds. */
+void sw_metrics_dispatch_latency(struct sw_hub *h, double s);
+
+#endif

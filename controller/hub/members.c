@@ -1,0 +1,295 @@
+/*
+ * members.c - the member clusters and object stores the hub works with.
+ *
+ * Every 10 s (and when the hub takes the lease) the registry is read again
+ * (spillctl cluster add/remove write it): a new cluster gets a client, a
+ * cache of its Jobs, GPU Pods and Nodes, and a /readyz prober; a cluster
+ * whose connection changed is reconnected; a removed one is dropped. So a
+ * cluster added, changed or removed while the hub runs is picked up without
+ * a restart. The stores (spillctl replicate store add) are read the same
+ * way, on the thread pool, since their client library is blocking.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+#include "replication/rule.h"
+
+struct sw_member *sw_member_find(struct sw_hub *h, const char *name)
+{
+    for (size_t i = 0; i < h->nmembers; i++)
+        if (strcmp(h->members[i]->rec.name, name) == 0)
+            return h->members[i];
+    return NULL;
+}
+
+bool sw_members_synced(const struct sw_hub *h)
+{
+    for (size_t i = 0; i < h->nmembers; i++)
+        if (h->members[i]->cache == NULL || !sw_cluster_cache_synced(h->members[i]->cache))
+            return false;
+    return h->nmembers > 0;
+}
+
+const struct sw_hub_store *sw_store_for_region(const struct sw_hub *h, const char *region)
+{
+    for (size_t i = 0; i < h->nstores; i++)
+        if (strcmp(h->stores[i].region, region) == 0)
+            return &h->stores[i];
+    return NULL;
+}
+
+size_t sw_gate_stores(const struct sw_hub *h, struct sw_gate_store *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->nstores && n < cap; i++, n++) {
+        const struct sw_hub_store *s = &h->stores[i];
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].cfg.name = s->name;
+        out[n].cfg.endpoint = s->endpoint;
+        out[n].cfg.region = s->region;
+        out[n].cfg.access_key = s->access;
+        out[n].cfg.secret_key = s->secret;
+        out[n].cfg.virtual_host = s->virtual_host;
+    }
+    return n;
+}
+
+static void member_free(struct sw_member *m)
+{
+    if (m->cache)
+        sw_cluster_cache_free(m->cache);
+    if (m->health)
+        sw_health_prober_free(m->health);
+    if (m->client)
+        sw_kube_client_free(m->client);
+    sw_cluster_record_clear(&m->rec);
+    sw_free(m);
+}
+
+static void on_cache_change(struct sw_cluster_cache *cc, enum sw_kube_kind kind, const char *key,
+                            void *ctx)
+{
+    (void)cc;
+    (void)key;
+    struct sw_hub *h = ctx;
+    /* A pod turning Unschedulable, a node going away or a Job added may
+     * change a decision; everything else only needs the next step. */
+    if (kind == SW_KIND_POD || kind == SW_KIND_NODE || kind == SW_KIND_JOB)
+        h->decide_wanted = true;
+    sw_hub_kick(h);
+}
+
+static void on_health(struct sw_health_prober *pr, const struct sw_health *hs, void *ctx)
+{
+    (void)pr;
+    struct sw_member *m = ctx;
+    SW_LOG(SW_LOG_INFO, "member health changed", "cluster=%s state=%s reason=\"%s\"", m->rec.name,
+           sw_health_state_name(hs->state), hs->reason);
+}
+
+static int member_connect(struct sw_hub *h, struct sw_member *m)
+{
+    struct sw_error err = {0};
+    struct sw_kube_target *t = NULL;
+    if (sw_cluster_record_open(&m->rec, h->key, &t, &err) != 0) {
+        SW_LOG(SW_LOG_ERROR, "cannot open a member's connection", "cluster=%s err=\"%s\"",
+               m->rec.name, err.msg);
+        return err.code ? err.code : SW_ECRYPTO;
+    }
+    struct sw_kube_opts o;
+    sw_kube_opts_default(&o);
+    o.name = m->rec.name;
+    if (sw_kube_client_new(h->loop, h->http, t, &o, &m->client, &err) != 0) {
+        SW_LOG(SW_LOG_ERROR, "cannot make a client for a member", "cluster=%s err=\"%s\"",
+               m->rec.name, err.msg);
+        return err.code ? err.code : SW_EINVAL;
+    }
+    if (sw_cluster_cache_start(m->client, on_cache_change, h, &m->cache) != 0)
+        return SW_ENOMEM;
+    struct sw_health_policy hp;
+    sw_health_policy_default(&hp);
+    sw_health_prober_start(m->client, &hp, on_health, m, &m->health);
+    SW_LOG(SW_LOG_INFO, "member added", "cluster=%s role=%s region=%s server=%s", m->rec.name,
+           sw_cluster_role_name(m->rec.spec.role), m->rec.spec.region, m->rec.server);
+    return 0;
+}
+
+static void write_health(struct sw_hub *h)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", m->rec.name);
+        cJSON_AddStringToObject(o, "role", sw_cluster_role_name(m->rec.spec.role));
+        cJSON_AddStringToObject(o, "region", m->rec.spec.region);
+        const struct sw_health *hs = m->health ? sw_health_prober_health(m->health) : NULL;
+        cJSON_AddStringToObject(o, "health", hs ? sw_health_state_name(hs->state) : "Unknown");
+        cJSON_AddStringToObject(o, "reason", hs ? hs->reason : "");
+        cJSON_AddNumberToObject(o, "sinceMs", hs ? (double)hs->since_ms : 0);
+        cJSON_AddBoolToObject(o, "synced", m->cache && sw_cluster_cache_synced(m->cache));
+        cJSON_AddNumberToObject(o, "apiRequests",
+                                m->client ? (double)sw_kube_client_sent(m->client) : 0);
+        cJSON_AddItemToArray(arr, o);
+    }
+    cJSON *top = cJSON_CreateObject();
+    cJSON_AddStringToObject(top, "hub", h->id);
+    cJSON_AddNumberToObject(top, "epoch", (double)h->epoch);
+    cJSON_AddNumberToObject(top, "updatedMs", (double)sw_hub_wall_ms());
+    cJSON_AddItemToObject(top, "members", arr);
+    char *text = cJSON_PrintUnformatted(top);
+    cJSON_Delete(top);
+    if (text) {
+        const char *argv[] = {"SET", SW_KEY_HEALTH, text};
+        sw_redis_command_argv(h->redis, NULL, NULL, 3, argv, NULL);
+        cJSON_free(text);
+    }
+}
+
+static void on_list(int rc, struct sw_cluster_record *recs, size_t n, const struct sw_error *err,
+                    void *ctx)
+{
+    struct sw_hub *h = ctx;
+    h->registry_busy = false;
+    if (rc != 0) {
+        SW_LOG(SW_LOG_WARN, "cannot read the cluster registry", "err=\"%s\"",
+               err ? err->msg : sw_strerror(rc));
+        return;
+    }
+    for (size_t i = 0; i < h->nmembers; i++)
+        h->members[i]->seen = false;
+    for (size_t i = 0; i < n; i++) {
+        struct sw_member *m = sw_member_find(h, recs[i].name);
+        if (m && m->rec.sealed && recs[i].sealed && strcmp(m->rec.sealed, recs[i].sealed) == 0 &&
+            strcmp(m->rec.server, recs[i].server) == 0) {
+            m->seen = true;
+            m->rec.spec = recs[i].spec; /* pools and prices may change in place */
+            continue;
+        }
+        if (m) {
+            SW_LOG(SW_LOG_INFO, "member changed; reconnecting", "cluster=%s", m->rec.name);
+            m->seen = false; /* dropped below, then added anew */
+        }
+        if (h->nmembers >= SW_HUB_MAX_MEMBERS) {
+            SW_LOG(SW_LOG_ERROR, "too many member clusters; ignoring one", "cluster=%s max=%d",
+                   recs[i].name, SW_HUB_MAX_MEMBERS);
+            continue;
+        }
+        struct sw_member *nm = sw_calloc(1, sizeof(*nm));
+        if (nm == NULL)
+            continue;
+        nm->rec = recs[i];
+        recs[i].sealed = NULL; /* moved */
+        nm->seen = true;
+        if (m) {
+            /* Replace in place so that lookups by name find the new one. */
+            for (size_t k = 0; k < h->nmembers; k++)
+                if (h->members[k] == m)
+                    h->members[k] = nm;
+            member_free(m);
+        } else {
+            h->members[h->nmembers++] = nm;
+        }
+        if (member_connect(h, nm) != 0)
+            nm->seen = true; /* kept (and reported) so that its Jobs are not taken for deleted */
+    }
+    for (size_t i = 0; i < h->nmembers;) {
+        if (!h->members[i]->seen) {
+            SW_LOG(SW_LOG_INFO, "member removed", "cluster=%s", h->members[i]->rec.name);
+            member_free(h->members[i]);
+            h->members[i] = h->members[--h->nmembers];
+            continue;
+        }
+        i++;
+    }
+    write_health(h);
+}
+
+/* ---- stores, on the thread pool ------------------------------------------ */
+
+struct stores_work {
+    uv_work_t req;
+    struct sw_hub *h;
+    char url[1024];
+    struct sw_hub_store out[SW_HUB_MAX_STORES];
+    size_t n;
+    int rc;
+    struct sw_error err;
+};
+
+static void stores_work(uv_work_t *req)
+{
+    struct stores_work *w = req->data;
+    redisContext *c = NULL;
+    w->rc = sw_redis_sync_connect(w->url, 5000, &c, &w->err);
+    if (w->rc != 0)
+        return;
+    char **names = NULL;
+    size_t n = 0;
+    w->rc = sw_names_list(c, "sw:stores", &names, &n, &w->err);
+    for (size_t i = 0; w->rc == 0 && i < n && w->n < SW_HUB_MAX_STORES; i++) {
+        struct sw_store_spec s;
+        char *ak = NULL, *sk = NULL;
+        if (sw_store_load(c, w->h->key, names[i], &s, &ak, &sk, &w->err) != 0)
+            continue;
+        struct sw_hub_store *o = &w->out[w->n++];
+        snprintf(o->name, sizeof(o->name), "%s", s.name);
+        snprintf(o->region, sizeof(o->region), "%s", s.region);
+        snprintf(o->endpoint, sizeof(o->endpoint), "%s", s.endpoint);
+        snprintf(o->access, sizeof(o->access), "%s", ak);
+        snprintf(o->secret, sizeof(o->secret), "%s", sk);
+        o->virtual_host = s.virtual_host;
+        sw_seal_wipe_free(ak, strlen(ak));
+        sw_seal_wipe_free(sk, strlen(sk));
+    }
+    if (names)
+        sw_names_free(names, n);
+    redisFree(c);
+}
+
+static void stores_done(uv_work_t *req, int status)
+{
+    struct stores_work *w = req->data;
+    struct sw_hub *h = w->h;
+    h->stores_busy = false;
+    if (status == 0 && w->rc == 0) {
+        memcpy(h->stores, w->out, sizeof(h->stores));
+        h->nstores = w->n;
+    } else {
+        SW_LOG(SW_LOG_WARN, "cannot read the object stores", "err=\"%s\"", w->err.msg);
+    }
+    sw_seal_wipe_free(w, sizeof(*w));
+}
+
+static void refresh(uv_timer_t *t)
+{
+    struct sw_hub *h = t->data;
+    if (!h->registry_busy) {
+        h->registry_busy = true;
+        if (sw_registry_list(h->redis, on_list, h) != 0)
+            h->registry_busy = false;
+    }
+    if (!h->stores_busy) {
+        struct stores_work *w = sw_calloc(1, sizeof(*w));
+        if (w == NULL)
+            return;
+        w->req.data = w;
+        w->h = h;
+        snprintf(w->url, sizeof(w->url), "%s", h->redis_url);
+        h->stores_busy = true;
+        if (uv_queue_work(h->loop, &w->req, stores_work, stores_done) != 0) {
+            h->stores_busy = false;
+            sw_free(w);
+        }
+    }
+}
+
+int sw_members_start(struct sw_hub *h)
+{
+    uv_timer_init(h->loop, &h->registry_timer);
+    h->registry_timer.data = h;
+    return uv_timer_start(&h->registry_timer, refresh, 0, 10000);
+}

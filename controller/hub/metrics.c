@@ -1,0 +1,277 @@
+/*
+ * metrics.c - /metrics (Prometheus text format), /healthz and /readyz.
+ *
+ * A small HTTP/1.0-style server on the hub's loop: it reads one request
+ * line, answers and closes. /healthz is 200 while the process runs its
+ * loop (standbys included); /readyz is 200 on the leader once every member
+ * cache has synced, and on a standby (ready to take over), else 503.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+
+static const double LAT_BOUNDS[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+#define NLAT (sizeof(LAT_BOUNDS) / sizeof(LAT_BOUNDS[0]))
+
+void sw_metrics_dispatch_latency(struct sw_hub *h, double s)
+{
+    if (s < 0)
+        s = 0;
+    for (size_t i = 0; i < NLAT; i++)
+        if (s <= LAT_BOUNDS[i])
+            h->m.lat_buckets[i]++;
+    h->m.lat_sum += s;
+    h->m.lat_count++;
+}
+
+struct spend {
+    char team[64];
+    char pool[64];
+    double dollars;
+};
+
+struct render {
+    struct sw_hub *h;
+    uint64_t states[SW_JS__COUNT];
+    struct spend spend[256];
+    size_t nspend;
+};
+
+static void count_job(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    (void)h;
+    struct render *rd = ctx;
+    if (!j->persisted)
+        return;
+    rd->states[j->rec.state]++;
+    const struct sw_job_rec *r = &j->rec;
+    if (r->started_ms == 0 || strcmp(r->capacity, "owned") == 0 || r->capacity[0] == '\0')
+        return;
+    int64_t end = r->finished_ms ? r->finished_ms : sw_hub_wall_ms();
+    double d = (double)r->gpus * r->price_gpu_h * (double)(end - r->started_ms) / 3.6e6;
+    for (size_t i = 0; i < rd->nspend; i++)
+        if (strcmp(rd->spend[i].team, r->team) == 0 &&
+            strcmp(rd->spend[i].pool, r->target_cluster) == 0) {
+            rd->spend[i].dollars += d;
+            return;
+        }
+    if (rd->nspend < sizeof(rd->spend) / sizeof(rd->spend[0])) {
+        struct spend *s = &rd->spend[rd->nspend++];
+        snprintf(s->team, sizeof(s->team), "%s", r->team);
+        snprintf(s->pool, sizeof(s->pool), "%s", r->target_cluster);
+        s->dollars = d;
+    }
+}
+
+static void render_metrics(struct sw_hub *h, struct sw_buf *b)
+{
+    struct render *rd = sw_calloc(1, sizeof(*rd));
+    if (rd == NULL)
+        return;
+    rd->h = h;
+    sw_hub_jobs_foreach(h, count_job, rd);
+    sw_buf_adds(b, "# HELP spillway_leader 1 when this hub holds the lease.\n"
+                   "# TYPE spillway_leader gauge\n");
+    sw_buf_addf(b, "spillway_leader %d\n", h->leader ? 1 : 0);
+    sw_buf_adds(b, "# HELP spillway_epoch The fencing epoch this hub acts under.\n"
+                   "# TYPE spillway_epoch gauge\n");
+    sw_buf_addf(b, "spillway_epoch %lld\n", (long long)h->epoch);
+    sw_buf_adds(b, "# HELP spillway_jobs Managed Jobs by lifecycle state.\n"
+                   "# TYPE spillway_jobs gauge\n");
+    for (int s = 0; s < SW_JS__COUNT; s++)
+        sw_buf_addf(b, "spillway_jobs{state=\"%s\"} %llu\n",
+                    sw_job_state_name((enum sw_job_state)s), (unsigned long long)rd->states[s]);
+    sw_buf_adds(b, "# HELP spillway_decisions_total Placement decisions by outcome.\n"
+                   "# TYPE spillway_decisions_total counter\n");
+    for (int v = 0; v <= SW_VERDICT_REJECT; v++)
+        sw_buf_addf(b, "spillway_decisions_total{outcome=\"%s\"} %llu\n",
+                    sw_verdict_name((enum sw_verdict)v), (unsigned long long)h->m.decisions[v]);
+    sw_buf_adds(b, "# HELP spillway_dispatches_total Mirrors created.\n"
+                   "# TYPE spillway_dispatches_total counter\n");
+    sw_buf_addf(b, "spillway_dispatches_total %llu\n", (unsigned long long)h->m.dispatches);
+    sw_buf_adds(b, "# HELP spillway_preemptions_total Mirrors lost and decided again.\n"
+                   "# TYPE spillway_preemptions_total counter\n");
+    sw_buf_addf(b, "spillway_preemptions_total %llu\n", (unsigned long long)h->m.preemptions);
+    sw_buf_adds(b, "# HELP spillway_fenced_writes_total Writes refused for a stale epoch.\n"
+                   "# TYPE spillway_fenced_writes_total counter\n");
+    sw_buf_addf(b, "spillway_fenced_writes_total %llu\n", (unsigned long long)h->m.fenced);
+    sw_buf_adds(b, "# HELP spillway_dispatch_latency_seconds Origin created to mirror created.\n"
+                   "# TYPE spillway_dispatch_latency_seconds histogram\n");
+    for (size_t i = 0; i < NLAT; i++)
+        sw_buf_addf(b, "spillway_dispatch_latency_seconds_bucket{le=\"%g\"} %llu\n", LAT_BOUNDS[i],
+                    (unsigned long long)h->m.lat_buckets[i]);
+    sw_buf_addf(b, "spillway_dispatch_latency_seconds_bucket{le=\"+Inf\"} %llu\n",
+                (unsigned long long)h->m.lat_count);
+    sw_buf_addf(b, "spillway_dispatch_latency_seconds_sum %.6f\n", h->m.lat_sum);
+    sw_buf_addf(b, "spillway_dispatch_latency_seconds_count %llu\n",
+                (unsigned long long)h->m.lat_count);
+    sw_buf_adds(b, "# HELP spillway_cloud_spend_dollars Burst spend (GPUs x price x hours) by team "
+                   "and cluster.\n# TYPE spillway_cloud_spend_dollars gauge\n");
+    for (size_t i = 0; i < rd->nspend; i++)
+        sw_buf_addf(b, "spillway_cloud_spend_dollars{team=\"%s\",pool=\"%s\"} %.4f\n",
+                    rd->spend[i].team, rd->spend[i].pool, rd->spend[i].dollars);
+    sw_buf_adds(b, "# HELP spillway_replication_bytes_total Bytes copied for inputs and outputs.\n"
+                   "# TYPE spillway_replication_bytes_total counter\n");
+    sw_buf_addf(b, "spillway_replication_bytes_total %llu\n",
+                (unsigned long long)h->m.replication_bytes);
+    sw_buf_adds(b, "# HELP spillway_api_requests_total Kubernetes API requests by cluster.\n"
+                   "# TYPE spillway_api_requests_total counter\n");
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        sw_buf_addf(b, "spillway_api_requests_total{cluster=\"%s\"} %llu\n", m->rec.name,
+                    (unsigned long long)(m->client ? sw_kube_client_sent(m->client) : 0));
+    }
+    sw_buf_adds(b, "# HELP spillway_member_ready 1 when the member's API server is Ready.\n"
+                   "# TYPE spillway_member_ready gauge\n");
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        const struct sw_health *hs = m->health ? sw_health_prober_health(m->health) : NULL;
+        sw_buf_addf(b, "spillway_member_ready{cluster=\"%s\"} %d\n", m->rec.name,
+                    hs && hs->state == SW_HEALTH_READY ? 1 : 0);
+    }
+    sw_free(rd);
+}
+
+/* ---- the server --------------------------------------------------------- */
+
+struct conn {
+    uv_tcp_t tcp;
+    struct sw_hub *h;
+    char in[2048];
+    size_t n;
+    uv_write_t wr;
+    char *out;
+    bool answered;
+};
+
+static void on_closed(uv_handle_t *hd)
+{
+    struct conn *c = hd->data;
+    sw_free(c->out);
+    sw_free(c);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+    (void)status;
+    struct conn *c = req->data;
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void respond(struct conn *c, int code, const char *ctype, const char *body, size_t len)
+{
+    struct sw_buf b;
+    sw_buf_init(&b, len + 512);
+    sw_buf_addf(&b,
+                "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                "Connection: close\r\n\r\n",
+                code, code == 200 ? "OK" : code == 404 ? "Not Found" : "Service Unavailable", ctype,
+                len);
+    sw_buf_add(&b, body, len);
+    size_t n = 0;
+    c->out = sw_buf_take(&b, &n);
+    c->answered = true;
+    uv_buf_t ub = uv_buf_init(c->out, (unsigned)n);
+    c->wr.data = c;
+    if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &ub, 1, on_written) != 0)
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void handle(struct conn *c)
+{
+    struct sw_hub *h = c->h;
+    char method[8] = {0}, path[256] = {0};
+    if (sscanf(c->in, "%7s %255s", method, path) != 2) {
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+        return;
+    }
+    char *q = strchr(path, '?');
+    if (q)
+        *q = '\0';
+    if (strcmp(path, "/healthz") == 0) {
+        respond(c, 200, "text/plain", "ok\n", 3);
+    } else if (strcmp(path, "/readyz") == 0) {
+        bool ready = !h->leader || (sw_hub_acting(h) && sw_members_synced(h));
+        const char *msg = ready ? "ok\n" : "not ready: member caches syncing\n";
+        respond(c, ready ? 200 : 503, "text/plain", msg, strlen(msg));
+    } else if (strcmp(path, "/metrics") == 0) {
+        struct sw_buf b;
+        sw_buf_init(&b, (size_t)16 << 20);
+        render_metrics(h, &b);
+        size_t n = 0;
+        char *text = sw_buf_take(&b, &n);
+        respond(c, 200, "text/plain; version=0.0.4", text ? text : "", text ? n : 0);
+        sw_free(text);
+    } else {
+        respond(c, 404, "text/plain", "not found\n", 10);
+    }
+}
+
+static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    struct conn *c = hd->data;
+    size_t room = sizeof(c->in) - 1 - c->n;
+    *buf = uv_buf_init(c->in + c->n, (unsigned)room);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    struct conn *c = s->data;
+    if (c->answered)
+        return;
+    if (nread < 0 || (nread == 0 && c->n >= sizeof(c->in) - 1)) {
+        uv_close((uv_handle_t *)s, on_closed);
+        return;
+    }
+    c->n += (size_t)nread;
+    c->in[c->n] = '\0';
+    if (strstr(c->in, "\r\n\r\n") || strstr(c->in, "\n\n") || c->n >= sizeof(c->in) - 1) {
+        uv_read_stop(s);
+        handle(c);
+    }
+}
+
+static void on_conn(uv_stream_t *server, int status)
+{
+    if (status < 0)
+        return;
+    struct sw_hub *h = server->data;
+    struct conn *c = sw_calloc(1, sizeof(*c));
+    if (c == NULL)
+        return;
+    c->h = h;
+    uv_tcp_init(h->loop, &c->tcp);
+    c->tcp.data = c;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+int sw_metrics_start(struct sw_hub *h, struct sw_error *err)
+{
+    char host[128];
+    snprintf(host, sizeof(host), "%s", h->cfg.listen);
+    char *colon = strrchr(host, ':');
+    if (colon == NULL)
+        return sw_error_set(err, SW_EINVAL, "listen \"%s\": expected HOST:PORT", h->cfg.listen);
+    *colon = '\0';
+    int port = atoi(colon + 1);
+    struct sockaddr_in addr;
+    if (uv_ip4_addr(host, port, &addr) != 0)
+        return sw_error_set(err, SW_EINVAL, "listen \"%s\": expected an IPv4 HOST:PORT",
+                            h->cfg.listen);
+    uv_tcp_init(h->loop, &h->http_server);
+    h->http_server.data = h;
+    int rc = uv_tcp_bind(&h->http_server, (const struct sockaddr *)&addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&h->http_server, 64, on_conn);
+    if (rc != 0)
+        return sw_error_set(err, SW_EIO, "listen %s: %s", h->cfg.listen, uv_strerror(rc));
+    return 0;
+}

@@ -1,0 +1,275 @@
+/*
+ * observe.c - which Jobs spillway manages, read from the members' caches.
+ *
+ * A Job is managed when it carries spillway.io/burst with a value other
+ * than "never" and is not itself a mirror. The first time the hub sees one
+ * it writes a record for it (state "observed"). A bad annotation value gets
+ * one Warning Event on the Job naming the annotation, the value and what is
+ * expected, and the Job is left alone (no record: not burst, not failed)
+ * until the annotation is fixed.
+ *
+ * Pods are grouped by their Job (the job-name label) once per scan, so that
+ * asking whether a Job starves at home costs a lookup, not a walk.
+ */
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+
+static const cJSON *child(const cJSON *o, const char *k)
+{
+    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *v = child(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* ---- pods grouped by Job -------------------------------------------------- */
+
+#define AGG_BUCKETS 8192
+struct pod_agg {
+    char key[200]; /* cluster/ns/job */
+    int pods;
+    int bound;
+    int starved; /* Unschedulable for lack of GPUs */
+    struct pod_agg *next;
+};
+
+static struct pod_agg *aggs[AGG_BUCKETS];
+
+static unsigned agg_hash(const char *s)
+{
+    unsigned h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h % AGG_BUCKETS;
+}
+
+static struct pod_agg *agg_find(const char *key, bool create)
+{
+    unsigned b = agg_hash(key);
+    for (struct pod_agg *a = aggs[b]; a; a = a->next)
+        if (strcmp(a->key, key) == 0)
+            return a;
+    if (!create)
+        return NULL;
+    struct pod_agg *a = sw_calloc(1, sizeof(*a));
+    if (a == NULL)
+        return NULL;
+    snprintf(a->key, sizeof(a->key), "%s", key);
+    a->next = aggs[b];
+    aggs[b] = a;
+    return a;
+}
+
+static void aggs_clear(void)
+{
+    for (size_t b = 0; b < AGG_BUCKETS; b++) {
+        struct pod_agg *a = aggs[b];
+        while (a) {
+            struct pod_agg *n = a->next;
+            sw_free(a);
+            a = n;
+        }
+        aggs[b] = NULL;
+    }
+}
+
+static bool pod_starved(const cJSON *pod)
+{
+    const cJSON *conds = child(child(pod, "status"), "conditions");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, conds)
+    {
+        const char *t = str(c, "type"), *s = str(c, "status"), *r = str(c, "reason");
+        const char *msg = str(c, "message");
+        if (t && strcmp(t, "PodScheduled") == 0 && s && strcmp(s, "False") == 0 && r &&
+            strcmp(r, "Unschedulable") == 0 && msg && strstr(msg, "nvidia.com/gpu") != NULL)
+            return true;
+    }
+    return false;
+}
+
+struct pod_scan {
+    const char *cluster;
+};
+
+static void agg_pod(const char *key, const cJSON *pod, void *ctx)
+{
+    (void)key;
+    struct pod_scan *ps = ctx;
+    const cJSON *md = child(pod, "metadata");
+    const char *ns = str(md, "namespace");
+    const char *job = str(child(md, "labels"), "batch.kubernetes.io/job-name");
+    if (job == NULL)
+        job = str(child(md, "labels"), "job-name");
+    if (ns == NULL || job == NULL)
+        return;
+    char k[200];
+    snprintf(k, sizeof(k), "%s/%s/%s", ps->cluster, ns, job);
+    struct pod_agg *a = agg_find(k, true);
+    if (a == NULL)
+        return;
+    a->pods++;
+    const char *node = str(child(pod, "spec"), "nodeName");
+    if (node && node[0])
+        a->bound++;
+    else if (pod_starved(pod))
+        a->starved++;
+}
+
+int sw_observe_pods(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,
+                    int *bound)
+{
+    (void)h;
+    char k[200];
+    snprintf(k, sizeof(k), "%s/%s/%s", cluster, ns, job_name);
+    struct pod_agg *a = agg_find(k, false);
+    if (bound)
+        *bound = a ? a->bound : 0;
+    return a ? a->pods : 0;
+}
+
+bool sw_observe_starved(struct sw_hub *h, const struct sw_job_rec *r, bool *any_bound)
+{
+    (void)h;
+    struct pod_agg *a = agg_find(r->key, false);
+    if (any_bound)
+        *any_bound = a && a->bound > 0;
+    return a && a->starved > 0 && a->bound == 0;
+}
+
+/* ---- lookups -------------------------------------------------------------- */
+
+static const cJSON *job_in(struct sw_hub *h, const char *cluster, const char *ns,
+                           const char *name)
+{
+    struct sw_member *m = sw_member_find(h, cluster);
+    if (m == NULL || m->cache == NULL || name[0] == '\0')
+        return NULL;
+    char k[200];
+    snprintf(k, sizeof(k), "%s/%s", ns, name);
+    return sw_informer_get(sw_cluster_cache_informer(m->cache, SW_KIND_JOB), k);
+}
+
+const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    const cJSON *o = job_in(h, r->cluster, r->ns, r->name);
+    const char *uid = str(child(o, "metadata"), "uid");
+    if (o && r->uid[0] && uid && strcmp(uid, r->uid) != 0)
+        return NULL; /* a new Job of the same name: ours is gone */
+    return o;
+}
+
+const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    return job_in(h, r->target_cluster, r->ns, r->mirror);
+}
+
+/* ---- the scan ------------------------------------------------------------- */
+
+struct job_scan {
+    struct sw_hub *h;
+    struct sw_member *m;
+};
+
+static void on_new_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+{
+    (void)ctx;
+    j->busy = false;
+    if (rc == 0) {
+        SW_LOG(SW_LOG_INFO, "job observed", "job=%s form=%s", j->rec.key,
+               j->rec.form == SW_FORM_DELEGATED ? "delegated" : "annotation");
+        sw_hub_want_decide(h);
+    }
+}
+
+static void scan_job(const char *key, const cJSON *job, void *ctx)
+{
+    struct job_scan *js = ctx;
+    struct sw_hub *h = js->h;
+    const cJSON *md = child(job, "metadata");
+    const cJSON *ann = child(md, "annotations");
+    const char *burst = str(ann, SW_ANN_BURST);
+    if (burst == NULL || str(child(md, "labels"), SW_LBL_ORIGIN_UID) != NULL)
+        return;
+    char k[256];
+    snprintf(k, sizeof(k), "%s/%s", js->m->rec.name, key);
+    struct sw_job *j = sw_hub_job_find(h, k);
+    const char *uid = str(md, "uid");
+    if (uid == NULL)
+        return;
+    if (j && j->persisted && strcmp(j->rec.uid, uid) == 0)
+        return; /* known */
+    if (j && j->busy)
+        return;
+    if (j && j->persisted && !sw_job_state_terminal(j->rec.state))
+        return; /* the old Job of this name is still being cleaned up */
+
+    struct sw_burst_spec spec;
+    struct sw_error err = {0};
+    int64_t created_ms = 0;
+    const char *ts = str(md, "creationTimestamp");
+    const char *why = NULL;
+    if (ts)
+        sw_parse_rfc3339(ts, &created_ms, &why);
+    if (sw_burst_spec_parse(ann, (double)created_ms / 1000.0, &spec, &err) != 0) {
+        if (j == NULL)
+            j = sw_hub_job_get(h, k);
+        if (j && !j->warned) {
+            j->warned = true;
+            struct sw_job_rec tmp = {0};
+            snprintf(tmp.cluster, sizeof(tmp.cluster), "%s", js->m->rec.name);
+            snprintf(tmp.ns, sizeof(tmp.ns), "%s", str(md, "namespace") ? str(md, "namespace") : "");
+            snprintf(tmp.name, sizeof(tmp.name), "%s", str(md, "name") ? str(md, "name") : "");
+            snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
+            SW_LOG(SW_LOG_WARN, "bad spillway annotation; leaving the Job alone", "job=%s err=\"%s\"",
+                   k, err.msg);
+            sw_follow_event(h, &tmp, "Warning", "BadAnnotation", err.msg);
+        }
+        return;
+    }
+    if (!spec.managed)
+        return;
+    if (j == NULL && (j = sw_hub_job_get(h, k)) == NULL)
+        return;
+    struct sw_job_rec *r = &j->rec;
+    memset(r, 0, sizeof(*r));
+    snprintf(r->key, sizeof(r->key), "%s", k);
+    snprintf(r->cluster, sizeof(r->cluster), "%s", js->m->rec.name);
+    snprintf(r->ns, sizeof(r->ns), "%s", str(md, "namespace"));
+    snprintf(r->name, sizeof(r->name), "%s", str(md, "name"));
+    snprintf(r->uid, sizeof(r->uid), "%s", uid);
+    const char *mb = str(child(job, "spec"), "managedBy");
+    r->form = mb && strcmp(mb, SW_MANAGED_BY) == 0 ? SW_FORM_DELEGATED : SW_FORM_ANNOTATION;
+    r->state = SW_JS_OBSERVED;
+    r->created = (double)created_ms / 1000.0;
+    r->observed_ms = sw_hub_wall_ms();
+    j->warned = false;
+    j->busy = true;
+    if (sw_rec_write(h, j, on_new_written, NULL) != 0)
+        j->busy = false;
+}
+
+void sw_observe_scan(struct sw_hub *h)
+{
+    aggs_clear();
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
+            continue;
+        struct pod_scan ps = {m->rec.name};
+        sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_POD), agg_pod, &ps);
+    }
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
+            continue;
+        struct job_scan js = {h, m};
+        sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_JOB), scan_job, &js);
+    }
+}
