@@ -53,6 +53,38 @@ static void test_full_example(void **state)
     assert_string_equal(c.log_level, "debug");
 }
 
+/* The example of docs/hub.md, word for word. */
+static void test_docs_example(void **state)
+{
+    (void)state;
+    const char *y = "redis:\n"
+                    "  url: redis://127.0.0.1:6379/0\n"
+                    "  passwordFile: /etc/spillway/redis-password   # or passwordEnv, not both\n"
+                    "secretKeyFile: /etc/spillway/secret.key\n"
+                    "listen: 127.0.0.1:9464\n"
+                    "placement:\n"
+                    "  policy: cost-aware            # or cost-aware:2.5 (the policy's parameter)\n"
+                    "  recheckSeconds: 5\n"
+                    "leader:\n"
+                    "  id: hub-a\n"
+                    "  leaseTTLSeconds: 10\n"
+                    "outputs:\n"
+                    "  syncSeconds: 30\n"
+                    "maxAttempts: 3\n"
+                    "logLevel: info\n";
+    struct sw_hub_config c;
+    struct sw_error err;
+    sw_error_clear(&err);
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
+    assert_string_equal(c.redis_url, "redis://127.0.0.1:6379/0");
+    assert_string_equal(c.redis_password_file, "/etc/spillway/redis-password");
+    assert_string_equal(c.policy, "cost-aware");
+    assert_string_equal(c.hub_id, "hub-a");
+    assert_true(c.recheck_s == 5 && c.lease_ttl_s == 10 && c.output_sync_s == 30);
+    assert_int_equal(c.max_attempts, 3);
+    assert_string_equal(c.log_level, "info");
+}
+
 static void test_defaults(void **state)
 {
     (void)state;
@@ -400,10 +432,10 @@ static void test_password(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_example),   cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_relative_paths), cmocka_unit_test(test_errors_exact),
-        cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_load),
-        cmocka_unit_test(test_password),
+        cmocka_unit_test(test_full_example), cmocka_unit_test(test_docs_example),
+        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_relative_paths),
+        cmocka_unit_test(test_errors_exact), cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_load),         cmocka_unit_test(test_password),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
