@@ -356,21 +356,20 @@ static int inputs_ann(const char *v, struct sw_burst_spec *out, struct sw_error 
             snprintf(why, sizeof(why), "input %d is empty", n + 1);
             return ann_error(err, A_INPUTS, v, INPUTS_EXPECT, why);
         }
+        /* An item longer than `item` is longer than any valid location:
+         * its first 599 bytes already fail, naming the part too long. */
         char item[600];
         const char *w = NULL;
-        if (l >= sizeof(item)) {
-            w = "prefix: expected at most 511 bytes";
-        } else {
-            memcpy(item, p, l);
-            item[l] = '\0';
-            if (sw_s3_uri_parse(item, &out->inputs[n], &w) == 0) {
-                for (int j = 0; j < n; j++)
-                    if (strcmp(out->inputs[j].bucket, out->inputs[n].bucket) == 0 &&
-                        strcmp(out->inputs[j].prefix, out->inputs[n].prefix) == 0) {
-                        snprintf(why, sizeof(why), "input %d repeats input %d", n + 1, j + 1);
-                        return ann_error(err, A_INPUTS, v, INPUTS_EXPECT, why);
-                    }
-            }
+        size_t il = l < sizeof(item) ? l : sizeof(item) - 1;
+        memcpy(item, p, il);
+        item[il] = '\0';
+        if (sw_s3_uri_parse(item, &out->inputs[n], &w) == 0) {
+            for (int j = 0; j < n; j++)
+                if (strcmp(out->inputs[j].bucket, out->inputs[n].bucket) == 0 &&
+                    strcmp(out->inputs[j].prefix, out->inputs[n].prefix) == 0) {
+                    snprintf(why, sizeof(why), "input %d repeats input %d", n + 1, j + 1);
+                    return ann_error(err, A_INPUTS, v, INPUTS_EXPECT, why);
+                }
         }
         if (w != NULL) {
             snprintf(why, sizeof(why), "input %d: %s", n + 1, w);

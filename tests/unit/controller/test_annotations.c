@@ -414,6 +414,19 @@ static void test_inputs(void **state)
     /* The same bucket with different prefixes is two inputs. */
     assert_int_equal(parse(BURST "'spillway.io/inputs': 's3://aaa/x,s3://aaa/y'}", &b, &err), 0);
     assert_int_equal(b.n_inputs, 2);
+
+    /* Items longer than any location name the part that is too long. */
+    char j[1024], big[800];
+    memset(big, 'p', 700);
+    big[700] = '\0';
+    snprintf(j, sizeof(j), BURST "'spillway.io/inputs': 's3://aaa/x,s3://abc/%s'}", big);
+    assert_int_equal(parse(j, &b, &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "...\": " IN_EXPECT " (input 2: prefix: expected at most "
+                                    "511 bytes)"));
+    snprintf(j, sizeof(j), BURST "'spillway.io/inputs': 's3://%s'}", big);
+    assert_int_equal(parse(j, &b, &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "...\": " IN_EXPECT " (input 1: bucket name: expected 3 to 63 "
+                                    "characters)"));
 }
 
 static void test_s3_uri(void **state)
