@@ -1,0 +1,697 @@
+/*
+ * config.c - spillwayd's config file: strict YAML on libyaml, file loading
+ * and the Redis password lookup.
+ *
+ * The schema is a table of fields; one walk over the YAML document checks
+ * every mapping's keys against it (unknown, repeated, not a name) and hands
+ * each scalar to the setter of its field, so an error always knows the file,
+ * the line and the dotted field name.
+ */
+#include "controller/hub/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "common/alloc.h"
+#include "common/assert.h"
+#include "common/log.h"
+#include "placement/engine.h"
+#include "store/redis.h"
+
+void sw_hub_config_default(struct sw_hub_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->redis_password_env, sizeof(c->redis_password_env), "SPILLWAY_REDIS_PASSWORD");
+    snprintf(c->listen, sizeof(c->listen), "127.0.0.1:9464");
+    snprintf(c->policy, sizeof(c->policy), "cost-aware");
+    c->recheck_s = 5;
+    c->lease_ttl_s = 10;
+    snprintf(c->log_level, sizeof(c->log_level), "info");
+    c->output_sync_s = 30;
+    c->max_attempts = 3;
+}
+
+/* ---- the schema --------------------------------------------------------- */
+
+enum field_id {
+    F_REDIS,
+    F_REDIS_URL,
+    F_REDIS_PASSWORD_FILE,
+    F_REDIS_PASSWORD_ENV,
+    F_SECRET_KEY_FILE,
+    F_LISTEN,
+    F_PLACEMENT,
+    F_POLICY,
+    F_RECHECK,
+    F_LEADER,
+    F_LEADER_ID,
+    F_LEASE_TTL,
+    F_OUTPUTS,
+    F_OUTPUT_SYNC,
+    F_MAX_ATTEMPTS,
+    F_LOG_LEVEL,
+    F__COUNT
+};
+
+/*
+ * A field: its key, what its value must be (for "expected X, got Y"), and
+ * for a mapping its own fields. Numbers carry their range.
+ */
+struct field {
+    const char *key;
+    enum field_id id;
+    const char *expect;
+    const struct field *sub; /* a mapping's fields, NULL for a scalar */
+    size_t nsub;
+    double min, max; /* numbers only */
+};
+
+#define NUM_SECONDS "a number of seconds"
+
+static const struct field redis_fields[] = {
+    {"url", F_REDIS_URL, "a Redis URL such as \"redis://127.0.0.1:6379/0\"", NULL, 0, 0, 0},
+    {"passwordFile", F_REDIS_PASSWORD_FILE, "a file name", NULL, 0, 0, 0},
+    {"passwordEnv", F_REDIS_PASSWORD_ENV,
+     "an environment variable name (letters, digits and '_', not starting with a digit)", NULL, 0,
+     0, 0},
+};
+static const struct field placement_fields[] = {
+    {"policy", F_POLICY, "a policy NAME or NAME:VALUE such as \"cost-aware\"", NULL, 0, 0, 0},
+    {"recheckSeconds", F_RECHECK, NUM_SECONDS, NULL, 0, 0.1, 3600},
+};
+static const struct field leader_fields[] = {
+    {"id", F_LEADER_ID, "an id of 1-63 letters, digits, '.', '_' and '-'", NULL, 0, 0, 0},
+    {"leaseTTLSeconds", F_LEASE_TTL, NUM_SECONDS, NULL, 0, 1, 3600},
+};
+static const struct field outputs_fields[] = {
+    {"syncSeconds", F_OUTPUT_SYNC, NUM_SECONDS, NULL, 0, 1, 86400},
+};
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+static const struct field top_fields[] = {
+    {"redis", F_REDIS, "a mapping", redis_fields, N(redis_fields), 0, 0},
+    {"secretKeyFile", F_SECRET_KEY_FILE, "a file name", NULL, 0, 0, 0},
+    {"listen", F_LISTEN, "host:port, e.g. \"127.0.0.1:9464\"", NULL, 0, 0, 0},
+    {"placement", F_PLACEMENT, "a mapping", placement_fields, N(placement_fields), 0, 0},
+    {"leader", F_LEADER, "a mapping", leader_fields, N(leader_fields), 0, 0},
+    {"outputs", F_OUTPUTS, "a mapping", outputs_fields, N(outputs_fields), 0, 0},
+    {"maxAttempts", F_MAX_ATTEMPTS, "a whole number", NULL, 0, 1, 100},
+    {"logLevel", F_LOG_LEVEL, "debug, info, warn or error", NULL, 0, 0, 0},
+};
+
+/* ---- YAML helpers ------------------------------------------------------- */
+
+struct cfg_doc {
+    yaml_document_t *doc;
+    const char *path;
+    struct sw_hub_config *out;
+    struct sw_error *err;
+    size_t line[F__COUNT]; /* where each field was given; 0 = not given */
+};
+
+static const char *node_kind(const yaml_node_t *n)
+{
+    if (n == NULL)
+        return "nothing";
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        return "a scalar";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "nothing";
+    }
+}
+
+static size_t line_of(const yaml_node_t *n)
+{
+    return n != NULL ? n->start_mark.line + 1 : 0;
+}
+
+/* A plain scalar spelled as YAML's null ("", "~", "null"). */
+static int is_null(const yaml_node_t *n)
+{
+    if (n == NULL || n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return 0;
+    const char *v = (const char *)n->data.scalar.value;
+    size_t l = n->data.scalar.length;
+    return l == 0 || (l == 1 && v[0] == '~') ||
+           (l == 4 && (strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0));
+}
+
+/* A scalar that is text: not null, no NUL byte inside. */
+static int is_text(const yaml_node_t *n)
+{
+    return n != NULL && n->type == YAML_SCALAR_NODE && !is_null(n) &&
+           memchr(n->data.scalar.value, '\0', n->data.scalar.length) == NULL;
+}
+
+/* What a node is, for "expected X, got Y" when it is not usable text. */
+static const char *not_text(const yaml_node_t *n)
+{
+    if (n != NULL && n->type == YAML_SCALAR_NODE)
+        return is_null(n) ? "null" : "a string with a NUL character";
+    return node_kind(n);
+}
+
+static int key_eq(const yaml_node_t *k, const char *name)
+{
+    size_t l = strlen(name);
+    return k->type == YAML_SCALAR_NODE && k->data.scalar.length == l &&
+           memcmp(k->data.scalar.value, name, l) == 0;
+}
+
+/* "url, passwordFile, passwordEnv": the keys a mapping accepts. */
+static void key_list(const struct field *fields, size_t n, char *buf, size_t cap)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && off < cap; i++) {
+        int w = snprintf(buf + off, cap - off, "%s%s", i ? ", " : "", fields[i].key);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+}
+
+/* ---- setters ------------------------------------------------------------ */
+
+static int bad_value(struct cfg_doc *cd, size_t line, const char *name, const char *expect,
+                     const char *v)
+{
+    return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected %s, got \"%.60s\"",
+                        cd->path, line, name, expect, v);
+}
+
+/* A decimal number as YAML writes one: -?digits[.digits][e[+-]digits]. */
+static int parse_decimal(const char *s, double *out)
+{
+    const char *p = s;
+    if (*p == '-')
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return -1;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return -1;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return -1;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    if (*p != '\0')
+        return -1;
+    double d = strtod(s, NULL);
+    if (!isfinite(d))
+        return -1;
+    *out = d;
+    return 0;
+}
+
+/* A number in [f->min, f->max]; whole when `whole`. */
+static int number_field(struct cfg_doc *cd, size_t line, const char *name, const struct field *f,
+                        const char *v, int whole, double *out)
+{
+    double d;
+    char expect[96];
+    if (parse_decimal(v, &d) != 0 || d < f->min || (whole && d != floor(d))) {
+        snprintf(expect, sizeof(expect), "%s >= %g", f->expect, f->min);
+        return bad_value(cd, line, name, expect, v);
+    }
+    if (d > f->max) {
+        snprintf(expect, sizeof(expect), "%s <= %g", f->expect, f->max);
+        return bad_value(cd, line, name, expect, v);
+    }
+    *out = d;
+    return 0;
+}
+
+/* Copies a file name, relative ones taken from the config file's folder. */
+static int path_field(struct cfg_doc *cd, size_t line, const char *name, const char *v, char *dst,
+                      size_t cap)
+{
+    if (v[0] == '\0')
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"%s\": expected a file name, got \"\"", cd->path, line,
+                            name);
+    const char *slash = strrchr(cd->path, '/');
+    int n;
+    if (v[0] == '/' || slash == NULL)
+        n = snprintf(dst, cap, "%s", v);
+    else
+        n = snprintf(dst, cap, "%.*s/%s", (int)(slash - cd->path), cd->path, v);
+    if (n < 0 || (size_t)n >= cap)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"%s\": expected a file name of less than %zu bytes",
+                            cd->path, line, name, cap);
+    return 0;
+}
+
+/* A bounded copy of text that has been checked. */
+static int copy_text(struct cfg_doc *cd, size_t line, const char *name, const char *expect,
+                     const char *v, char *dst, size_t cap)
+{
+    if (strlen(v) >= cap)
+        return bad_value(cd, line, name, expect, v);
+    snprintf(dst, cap, "%s", v);
+    return 0;
+}
+
+static int valid_env_name(const char *s)
+{
+    if (!isalpha((unsigned char)s[0]) && s[0] != '_')
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_')
+            return 0;
+    return 1;
+}
+
+static int valid_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-')
+            return 0;
+    return 1;
+}
+
+/* "host:port" or "[v6]:port", port 1-65535. */
+static int valid_listen(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    if (colon == NULL || colon == s)
+        return 0;
+    if (s[0] == '[') {
+        if (colon[-1] != ']' || colon - s < 3)
+            return 0;
+    } else if (memchr(s, ':', (size_t)(colon - s)) != NULL) {
+        return 0; /* a bare IPv6 address needs brackets */
+    }
+    for (const char *p = s; p < colon; p++)
+        if (isspace((unsigned char)*p) || !isprint((unsigned char)*p))
+            return 0;
+    const char *port = colon + 1;
+    size_t n = strlen(port);
+    if (n == 0 || n > 5 || strspn(port, "0123456789") != n)
+        return 0;
+    long v = strtol(port, NULL, 10);
+    return v >= 1 && v <= 65535;
+}
+
+/* redis.url: parsed as the store will parse it, but never with a password. */
+static int redis_url_field(struct cfg_doc *cd, size_t line, const char *name, const char *v)
+{
+    struct sw_redis_url u;
+    struct sw_error e;
+    sw_error_clear(&e);
+    int rc = sw_redis_url_parse(v, &u, &e);
+    if (rc == SW_ENOMEM)
+        return sw_error_set(cd->err, SW_ENOMEM, "%s:%zu: field \"%s\": out of memory", cd->path,
+                            line, name);
+    if (rc != 0) /* the store's messages never echo the URL */
+        return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": %s", cd->path, line, name,
+                            e.msg);
+    int has_password = u.password != NULL;
+    sw_redis_url_free(&u);
+    if (has_password)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"%s\": a password in the URL is refused; put it in "
+                            "redis.passwordFile or in the environment (redis.passwordEnv)",
+                            cd->path, line, name);
+    if (strlen(v) >= sizeof(cd->out->redis_url))
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"%s\": expected a URL of less than %zu bytes", cd->path,
+                            line, name, sizeof(cd->out->redis_url));
+    snprintf(cd->out->redis_url, sizeof(cd->out->redis_url), "%s", v);
+    return 0;
+}
+
+static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, const char *name,
+                     const char *v)
+{
+    struct sw_hub_config *c = cd->out;
+    double d;
+    int rc;
+    switch (f->id) {
+    case F_REDIS_URL:
+        return redis_url_field(cd, line, name, v);
+    case F_REDIS_PASSWORD_FILE:
+        return path_field(cd, line, name, v, c->redis_password_file,
+                          sizeof(c->redis_password_file));
+    case F_REDIS_PASSWORD_ENV:
+        if (!valid_env_name(v))
+            return bad_value(cd, line, name, f->expect, v);
+        return copy_text(cd, line, name, f->expect, v, c->redis_password_env,
+                         sizeof(c->redis_password_env));
+    case F_SECRET_KEY_FILE:
+        return path_field(cd, line, name, v, c->secret_key_file, sizeof(c->secret_key_file));
+    case F_LISTEN:
+        if (!valid_listen(v))
+            return bad_value(cd, line, name, f->expect, v);
+        return copy_text(cd, line, name, f->expect, v, c->listen, sizeof(c->listen));
+    case F_POLICY: {
+        struct sw_policy pol;
+        struct sw_error e;
+        sw_error_clear(&e);
+        if (strlen(v) >= sizeof(c->policy))
+            return bad_value(cd, line, name, f->expect, v);
+        if (sw_policy_parse(v, &pol, &e) != 0)
+            return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": %s", cd->path, line,
+                                name, e.msg);
+        snprintf(c->policy, sizeof(c->policy), "%s", v);
+        return 0;
+    }
+    case F_RECHECK:
+        return number_field(cd, line, name, f, v, 0, &c->recheck_s);
+    case F_LEADER_ID:
+        if (!valid_id(v))
+            return bad_value(cd, line, name, f->expect, v);
+        return copy_text(cd, line, name, f->expect, v, c->hub_id, sizeof(c->hub_id));
+    case F_LEASE_TTL:
+        return number_field(cd, line, name, f, v, 0, &c->lease_ttl_s);
+    case F_OUTPUT_SYNC:
+        return number_field(cd, line, name, f, v, 0, &c->output_sync_s);
+    case F_MAX_ATTEMPTS:
+        if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
+            return rc;
+        c->max_attempts = (int)d;
+        return 0;
+    case F_LOG_LEVEL:
+        if (strcmp(v, "debug") != 0 && strcmp(v, "info") != 0 && strcmp(v, "warn") != 0 &&
+            strcmp(v, "error") != 0)
+            return bad_value(cd, line, name, f->expect, v);
+        return copy_text(cd, line, name, f->expect, v, c->log_level, sizeof(c->log_level));
+    default:
+        sw_assert(0); /* mappings are walked, not set */
+        return SW_EINVAL;
+    }
+}
+
+/* ---- the walk ----------------------------------------------------------- */
+
+/*
+ * Walks mapping `m` whose fields are `fields`; `in` is the dotted prefix of
+ * its keys ("" at the top, "redis." below). Keys are checked before any
+ * value, so the first error of a mapping is about its keys.
+ */
+static int walk(struct cfg_doc *cd, yaml_node_t *m, const char *in, const struct field *fields,
+                size_t nfields)
+{
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(cd->doc, p->key);
+        if (!is_text(k)) {
+            if (in[0] == '\0')
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: a key of the top-level mapping: expected a field "
+                                    "name, got %s",
+                                    cd->path, line_of(k), not_text(k));
+            return sw_error_set(cd->err, SW_EINVAL,
+                                "%s:%zu: a key of \"%.*s\": expected a field name, got %s",
+                                cd->path, line_of(k), (int)strlen(in) - 1, in, not_text(k));
+        }
+        size_t i = 0;
+        while (i < nfields && !key_eq(k, fields[i].key))
+            i++;
+        if (i == nfields) {
+            char keys[256];
+            key_list(fields, nfields, keys, sizeof(keys));
+            return sw_error_set(cd->err, SW_EINVAL,
+                                "%s:%zu: field \"%s%.60s\": unknown (expected %s)", cd->path,
+                                line_of(k), in, (const char *)k->data.scalar.value, keys);
+        }
+        for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
+            yaml_node_t *prev = yaml_document_get_node(cd->doc, q->key);
+            if (key_eq(prev, fields[i].key))
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: field \"%s%s\": given twice (first on line %zu)",
+                                    cd->path, line_of(k), in, fields[i].key, line_of(prev));
+        }
+    }
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(cd->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(cd->doc, p->value);
+        size_t i = 0;
+        while (i < nfields && !key_eq(k, fields[i].key))
+            i++;
+        sw_assert(i < nfields); /* the loop above let only known keys through */
+        const struct field *f = &fields[i];
+        char name[64];
+        snprintf(name, sizeof(name), "%s%s", in, f->key);
+        cd->line[f->id] = line_of(k);
+        int rc;
+        if (f->sub != NULL) {
+            if (v == NULL || v->type != YAML_MAPPING_NODE)
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: field \"%s\": expected a mapping, got %s", cd->path,
+                                    line_of(k), name, is_null(v) ? "null" : node_kind(v));
+            char sub_in[72];
+            snprintf(sub_in, sizeof(sub_in), "%s.", name);
+            rc = walk(cd, v, sub_in, f->sub, f->nsub);
+        } else if (!is_text(v)) {
+            char expect[160];
+            if (f->max > 0) /* a number */
+                snprintf(expect, sizeof(expect), "%s >= %g", f->expect, f->min);
+            else
+                snprintf(expect, sizeof(expect), "%s", f->expect);
+            rc = sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected %s, got %s",
+                              cd->path, line_of(k), name, expect, not_text(v));
+        } else {
+            rc = set_field(cd, f, line_of(k), name, (const char *)v->data.scalar.value);
+        }
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int parse_root(struct cfg_doc *cd, yaml_node_t *root)
+{
+    if (root == NULL)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s: expected a mapping at the top, got an empty file", cd->path);
+    if (root->type != YAML_MAPPING_NODE)
+        return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: expected a mapping at the top, got %s",
+                            cd->path, line_of(root), is_null(root) ? "null" : node_kind(root));
+    int rc = walk(cd, root, "", top_fields, N(top_fields));
+    if (rc != 0)
+        return rc;
+    if (cd->line[F_REDIS_PASSWORD_FILE] != 0 && cd->line[F_REDIS_PASSWORD_ENV] != 0) {
+        size_t l = cd->line[F_REDIS_PASSWORD_FILE] > cd->line[F_REDIS_PASSWORD_ENV]
+                       ? cd->line[F_REDIS_PASSWORD_FILE]
+                       : cd->line[F_REDIS_PASSWORD_ENV];
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: fields \"redis.passwordFile\" and \"redis.passwordEnv\": "
+                            "expected one of them, not both",
+                            cd->path, l);
+    }
+    if (cd->out->redis_url[0] == '\0')
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s: field \"redis.url\": required, not given (e.g. "
+                            "\"redis://127.0.0.1:6379/0\")",
+                            cd->path);
+    if (cd->out->secret_key_file[0] == '\0')
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s: field \"secretKeyFile\": required, not given (the file of the "
+                            "key that seals cluster credentials)",
+                            cd->path);
+    return 0;
+}
+
+int sw_hub_config_parse(const char *text, size_t len, const char *path, struct sw_hub_config *out,
+                        struct sw_error *err)
+{
+    sw_hub_config_default(out);
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser))
+        return sw_error_set(err, SW_ENOMEM, "%s: out of memory", path);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        int rc = sw_error_set(err, SW_EPARSE, "%s:%zu: %s", path, parser.problem_mark.line + 1,
+                              parser.problem ? parser.problem : "malformed YAML");
+        yaml_parser_delete(&parser);
+        return rc;
+    }
+    struct cfg_doc cd = {.doc = &doc, .path = path, .out = out, .err = err};
+    int rc = parse_root(&cd, yaml_document_get_root_node(&doc));
+    yaml_document_delete(&doc);
+    if (rc == 0) {
+        /* libyaml loads one document at a time; one more would be ignored. */
+        if (!yaml_parser_load(&parser, &doc)) {
+            rc = sw_error_set(err, SW_EPARSE, "%s:%zu: %s", path, parser.problem_mark.line + 1,
+                              parser.problem ? parser.problem : "malformed YAML");
+        } else {
+            if (yaml_document_get_root_node(&doc) != NULL)
+                rc = sw_error_set(err, SW_EINVAL,
+                                  "%s:%zu: a second YAML document; a config file holds one", path,
+                                  doc.start_mark.line + 1);
+            yaml_document_delete(&doc);
+        }
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static int open_error(const char *path, const char *what, int e, struct sw_error *err)
+{
+    int code = e == ENOENT || e == ENOTDIR ? SW_ENOENT
+               : e == EACCES || e == EPERM ? SW_EFORBIDDEN
+                                           : SW_EIO;
+    if (code == SW_ENOENT)
+        return sw_error_set(err, code, "%s: %s not found", path, what);
+    return sw_error_set(err, code, "%s: cannot read the %s: %s", path, what, strerror(e));
+}
+
+/*
+ * Reads a whole regular file of at most `max` bytes into a new buffer
+ * (NUL-terminated, sw_free). *mode gets its permission bits.
+ */
+static int read_file(const char *path, const char *what, size_t max, char **out, size_t *len,
+                     mode_t *mode, struct sw_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return open_error(path, what, errno, err);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int rc = open_error(path, what, errno, err);
+        close(fd);
+        return rc;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return sw_error_set(err, SW_EIO, "%s: the %s is not a regular file", path, what);
+    }
+    if ((uint64_t)st.st_size > max) {
+        close(fd);
+        return sw_error_set(err, SW_ETOOBIG, "%s: the %s is larger than %zu bytes", path, what,
+                            max);
+    }
+    /* One byte more than the limit, to see a file that grew since fstat. */
+    char *buf = sw_malloc(max + 2);
+    if (buf == NULL) {
+        close(fd);
+        return sw_error_set(err, SW_ENOMEM, "%s: out of memory reading the %s", path, what);
+    }
+    size_t n = 0;
+    while (n < max + 1) {
+        ssize_t r = read(fd, buf + n, max + 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int rc = open_error(path, what, errno, err);
+            close(fd);
+            sw_free(buf);
+            return rc;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (n > max) {
+        sw_free(buf);
+        return sw_error_set(err, SW_ETOOBIG, "%s: the %s is larger than %zu bytes", path, what,
+                            max);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    *mode = st.st_mode & 07777;
+    return 0;
+}
+
+int sw_hub_config_load(const char *path, struct sw_hub_config *out, struct sw_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    mode_t mode;
+    int rc = read_file(path, "config file", SW_HUB_CONFIG_MAX, &text, &len, &mode, err);
+    if (rc != 0)
+        return rc;
+    rc = sw_hub_config_parse(text, len, path, out, err);
+    sw_free(text);
+    return rc;
+}
+
+int sw_hub_config_redis_password(const struct sw_hub_config *c, char *buf, size_t len,
+                                 struct sw_error *err)
+{
+    sw_assert(len > 0);
+    buf[0] = '\0';
+    if (c->redis_password_file[0] != '\0') {
+        const char *path = c->redis_password_file;
+        char *text = NULL;
+        size_t n = 0;
+        mode_t mode;
+        /* Read a little past `len` so that a too long password is seen
+         * whatever trails it. */
+        int rc = read_file(path, "Redis password file", len + 64, &text, &n, &mode, err);
+        if (rc == SW_ETOOBIG)
+            return sw_error_set(err, SW_ETOOBIG,
+                                "%s: the Redis password file holds more than %zu bytes", path,
+                                len - 1);
+        if (rc != 0)
+            return rc;
+        size_t read_n = n;
+        while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+            n--;
+        if (n == 0)
+            rc = sw_error_set(err, SW_EINVAL, "%s: the Redis password file is empty", path);
+        else if (memchr(text, '\0', n) != NULL)
+            rc = sw_error_set(err, SW_EINVAL,
+                              "%s: the Redis password file holds a NUL byte; expected the "
+                              "password as text",
+                              path);
+        else if (n >= len)
+            rc = sw_error_set(err, SW_ETOOBIG,
+                              "%s: the Redis password file holds more than %zu bytes", path,
+                              len - 1);
+        if (rc == 0) {
+            memcpy(buf, text, n);
+            buf[n] = '\0';
+            if ((mode & 077) != 0)
+                SW_LOG(SW_LOG_WARN, "the Redis password file is readable by group or others",
+                       "file=%s mode=%04o", path, (unsigned)mode);
+        }
+        explicit_bzero(text, read_n);
+        sw_free(text);
+        return rc;
+    }
+    if (c->redis_password_env[0] == '\0')
+        return 0;
+    const char *v = getenv(c->redis_password_env);
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    size_t n = strlen(v);
+    if (n >= len)
+        return sw_error_set(err, SW_ETOOBIG,
+                            "environment variable %s: the Redis password is longer than %zu bytes",
+                            c->redis_password_env, len - 1);
+    memcpy(buf, v, n + 1);
+    return 0;
+}

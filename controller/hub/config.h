@@ -1,0 +1,91 @@
+/*
+ * config.h - the configuration file of the hub daemon, spillwayd.
+ *
+ * One YAML document (docs/hub.md, "Configuration"):
+ *
+ *   redis:
+ *     url: redis://127.0.0.1:6379/0       # required; no password in it
+ *     passwordFile: /etc/spillway/redis-password
+ *     passwordEnv: SPILLWAY_REDIS_PASSWORD  # instead of passwordFile
+ *   secretKeyFile: /etc/spillway/secret.key  # required
+ *   listen: 127.0.0.1:9464                # metrics and health
+ *   placement:
+ *     policy: cost-aware                  # NAME or NAME:VALUE
+ *     recheckSeconds: 5
+ *   leader:
+ *     id: hub-a                           # default: hostname-pid
+ *     leaseTTLSeconds: 10
+ *   outputs:
+ *     syncSeconds: 30
+ *   maxAttempts: 3
+ *   logLevel: info                        # debug, info, warn or error
+ *
+ * The file is spillway's own format, so it is read strictly: an unknown or
+ * repeated key at any level, a value of the wrong shape or null, a number
+ * out of range and a second document are errors naming the file, the line
+ * and the field. Relative paths (passwordFile, secretKeyFile) are taken
+ * relative to the folder of the config file. Parsing is pure; loading and
+ * the password lookup read the file system and the environment.
+ */
+#ifndef SW_CONTROLLER_HUB_CONFIG_H
+#define SW_CONTROLLER_HUB_CONFIG_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+
+#define SW_HUB_PATH_MAX 1024
+/** The largest config file sw_hub_config_load reads. */
+#define SW_HUB_CONFIG_MAX (1024 * 1024)
+
+/** The hub's settings, defaults filled by sw_hub_config_default. */
+struct sw_hub_config {
+    char redis_url[512];                       /* "redis://host:port/db"; never a password */
+    char redis_password_file[SW_HUB_PATH_MAX]; /* "" = none */
+    char redis_password_env[64];               /* default "SPILLWAY_REDIS_PASSWORD" */
+    char secret_key_file[SW_HUB_PATH_MAX];     /* sealing key file; required */
+    char listen[128];                          /* metrics/health "host:port" */
+    char policy[64];                           /* "NAME" or "NAME:VALUE" (sw_policy_parse) */
+    double recheck_s;                          /* default 5 */
+    double lease_ttl_s;                        /* default 10; >= 1 */
+    char hub_id[64];                           /* "" = hostname-pid chosen at run time */
+    char log_level[16];                        /* debug|info|warn|error; default info */
+    double output_sync_s;                      /* outputs copied back every N s; default 30 */
+    int max_attempts;                          /* re-placements of one Job; default 3 */
+};
+
+/** Fills `c` with the defaults; the required fields (redis.url, secretKeyFile) are "". */
+void sw_hub_config_default(struct sw_hub_config *c);
+
+/**
+ * Parses the `len` bytes of a config file (borrowed; need not end in NUL)
+ * into *out, which is first reset to the defaults. `path` names the file in
+ * errors and anchors relative paths. Errors are SW_EINVAL with a message such as
+ *   hub.yaml:9: field "leader.leaseTTLSeconds": expected a number of seconds >= 1, got "abc"
+ * (SW_EPARSE for YAML that is not well formed, SW_ENOMEM). A password
+ * inside redis.url is refused and never copied into the message. On error
+ * *out may hold part of the file.
+ */
+int sw_hub_config_parse(const char *text, size_t len, const char *path, struct sw_hub_config *out,
+                        struct sw_error *err);
+
+/**
+ * Reads the file at `path` (at most SW_HUB_CONFIG_MAX bytes) and parses it.
+ * Errors name the file: SW_ENOENT not found, SW_EFORBIDDEN or SW_EIO
+ * unreadable, SW_ETOOBIG too big, or those of sw_hub_config_parse.
+ */
+int sw_hub_config_load(const char *path, struct sw_hub_config *out, struct sw_error *err);
+
+/**
+ * Resolves the Redis password into `buf` (capacity `len`): the content of
+ * redis.passwordFile when set (trailing CR/LF stripped; an empty file, a
+ * NUL byte or a password of `len` bytes or more is an error naming the
+ * file; a file readable by group or others is used with a warning in the
+ * log), else the environment variable named by redis.passwordEnv when set
+ * and not empty, else none (buf ""). Returns 0 or SW_E* with `err` naming
+ * the file or the variable; the password never appears in `err` or a log.
+ */
+int sw_hub_config_redis_password(const struct sw_hub_config *c, char *buf, size_t len,
+                                 struct sw_error *err);
+
+#endif
