@@ -330,8 +330,8 @@ static void schedule_retry(struct sw_redis *r, const char *why)
 {
     if (r->closing)
         return;
-    SW_LOG(SW_LOG_WARN, "redis connection lost", "redis=%s reason=\"%s\" retry_ms=%d", r->redacted,
-           why, r->backoff_ms);
+    SW_LOG(SW_LOG_WARN, "redis connection lost", "redis=%s reason=%s retry_ms=%d",
+           sw_log_q(r->redacted), sw_log_q(why), r->backoff_ms);
     uv_timer_start(&r->retry, on_retry, (uint64_t)r->backoff_ms, 0);
     r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
 }
@@ -394,8 +394,8 @@ static void on_auth(redisAsyncContext *ac, void *reply_, void *privdata)
         return; /* the connection went away; on_disconnect handles it */
     if (reply->type == REDIS_REPLY_ERROR) {
         /* The server's text says NOAUTH/WRONGPASS; it never contains the password. */
-        SW_LOG(SW_LOG_ERROR, "redis authentication failed", "redis=%s reason=\"%s\"", r->redacted,
-               reply->str);
+        SW_LOG(SW_LOG_ERROR, "redis authentication failed", "redis=%s reason=%s",
+               sw_log_q(r->redacted), sw_log_q(reply->str));
         redisAsyncDisconnect(ac);
         return;
     }
@@ -408,15 +408,15 @@ static void on_ready(redisAsyncContext *ac, void *reply_, void *privdata)
     (void)ac;
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
         if (reply != NULL) {
-            SW_LOG(SW_LOG_ERROR, "redis setup failed", "redis=%s reason=\"%s\"", r->redacted,
-                   reply->str);
+            SW_LOG(SW_LOG_ERROR, "redis setup failed", "redis=%s reason=%s", sw_log_q(r->redacted),
+                   sw_log_q(reply->str));
             redisAsyncDisconnect(ac);
         }
         return;
     }
     r->up = 1;
     r->backoff_ms = BACKOFF_MIN_MS;
-    SW_LOG(SW_LOG_INFO, "redis connected", "redis=%s", r->redacted);
+    SW_LOG(SW_LOG_INFO, "redis connected", "redis=%s", sw_log_q(r->redacted));
     if (r->on_state != NULL)
         r->on_state(r, 1, "connected", r->ctx);
 }
