@@ -198,6 +198,79 @@ void sw_redis_url_redacted(const struct sw_redis_url *u, char *out, size_t outle
                  u->port, u->db);
 }
 
+int sw_redis_url_with_password(const char *url, const char *password, char *out, size_t outlen,
+                               struct sw_error *err)
+{
+    struct sw_redis_url u;
+    int rc = sw_redis_url_parse(url, &u, err);
+    if (rc != 0)
+        return rc;
+    int has_password = u.password != NULL && u.password[0] != '\0';
+    sw_redis_url_free(&u);
+    if (outlen > 0)
+        out[0] = '\0';
+    if (password == NULL) {
+        if (strlen(url) >= outlen)
+            return sw_error_set(err, SW_ETOOBIG, "redis URL: longer than %zu bytes", outlen - 1);
+        memcpy(out, url, strlen(url) + 1);
+        return 0;
+    }
+    if (has_password)
+        return sw_error_set(err, SW_EINVAL,
+                            "redis URL: it already holds a password, and another was given "
+                            "separately; give the password one way only");
+    /* Parsed above, so the scheme is one of the two and '@', when present,
+     * ends the credentials (the same scan as the parser's). */
+    const char *p = url + (strncmp(url, "unix://", 7) == 0 ? 7 : 8);
+    int is_unix = p == url + 7;
+    const char *at = NULL;
+    for (const char *q = p; *q != '\0' && (is_unix || *q != '/'); q++)
+        if (*q == '@')
+            at = q;
+    /* The user part as written: "user" of "user@", "user" of "user:@". */
+    size_t ulen = 0;
+    if (at != NULL) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        ulen = colon ? (size_t)(colon - p) : 0;
+    }
+    const char *rest = at ? at + 1 : p;
+    size_t k = 0;
+    int fits = 1;
+#define PUT(c)                                                                                     \
+    do {                                                                                           \
+        if (k + 1 < outlen)                                                                        \
+            out[k++] = (c);                                                                        \
+        else                                                                                       \
+            fits = 0;                                                                              \
+    } while (0)
+    for (const char *q = url; q < p + ulen; q++)
+        PUT(*q);
+    PUT(':');
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *q = (const unsigned char *)password; *q; q++) {
+        if (isalnum(*q) || *q == '-' || *q == '.' || *q == '_' || *q == '~') {
+            PUT((char)*q);
+        } else {
+            PUT('%');
+            PUT(hex[*q >> 4]);
+            PUT(hex[*q & 15]);
+        }
+    }
+    PUT('@');
+    for (const char *q = rest; *q; q++)
+        PUT(*q);
+#undef PUT
+    if (!fits) {
+        /* Do not leave part of the password in the caller's buffer. */
+        memset(out, 0, outlen);
+        return sw_error_set(err, SW_ETOOBIG,
+                            "redis URL: longer than %zu bytes once the password is added",
+                            outlen ? outlen - 1 : 0);
+    }
+    out[k] = '\0';
+    return 0;
+}
+
 /* ---- hiredis on libuv ----------------------------------------------------- */
 
 /*
