@@ -232,7 +232,7 @@ void sw_cli_globals_usage(FILE *out)
     fprintf(out,
             "Global options (before or after the command; a flag wins over its variable):\n"
             "  --redis URL                 Redis holding spillway's state:\n"
-            "                              redis://[user@]host[:port][/db] or unix:///path[?db=N]\n"
+            "                              redis://host[:port][/db] or unix:///path[?db=N]\n"
             "                              (env " SW_CLI_REDIS_URL_ENV ")\n"
             "  --redis-password-file FILE  the Redis password, on the first line of FILE\n"
             "                              (env " SW_CLI_REDIS_PASSWORD_FILE_ENV
