@@ -110,7 +110,7 @@ static void add_pod(const char *key, const cJSON *obj, void *ctx)
         c->n++;
 }
 
-int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_capacity *out)
+int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_gpu_capacity *out)
 {
     size_t nn = sw_informer_count(cc->nodes), np = sw_informer_count(cc->pods);
     struct collect n = {sw_calloc(nn + 1, sizeof(struct sw_node_facts)), NULL, 0};

@@ -35,6 +35,6 @@ bool sw_cluster_cache_synced(const struct sw_cluster_cache *cc);
 struct sw_informer *sw_cluster_cache_informer(struct sw_cluster_cache *cc, enum sw_kube_kind k);
 
 /** Computes GPU capacity per pool from the cached nodes and pods. */
-int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_capacity *out);
+int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_gpu_capacity *out);
 
 #endif

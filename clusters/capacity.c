@@ -166,7 +166,7 @@ static int cmp_pool(const void *a, const void *b)
     return strcmp(((const struct sw_gpu_pool *)a)->key, ((const struct sw_gpu_pool *)b)->key);
 }
 
-static struct sw_gpu_pool *find_pool(struct sw_capacity *c, const char *key)
+static struct sw_gpu_pool *find_pool(struct sw_gpu_capacity *c, const char *key)
 {
     struct sw_gpu_pool probe = {.key = (char *)key};
     return bsearch(&probe, c->pools, c->npools, sizeof(struct sw_gpu_pool), cmp_pool);
@@ -196,7 +196,7 @@ static bool selector_matches(const cJSON *selector, const cJSON *labels)
     return true;
 }
 
-void sw_capacity_free(struct sw_capacity *c)
+void sw_capacity_free(struct sw_gpu_capacity *c)
 {
     for (size_t i = 0; i < c->npools; i++) {
         struct sw_gpu_pool *p = &c->pools[i];
@@ -212,7 +212,7 @@ void sw_capacity_free(struct sw_capacity *c)
 }
 
 int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
-                        const struct sw_pod_facts *pods, size_t npods, struct sw_capacity *out)
+                        const struct sw_pod_facts *pods, size_t npods, struct sw_gpu_capacity *out)
 {
     memset(out, 0, sizeof(*out));
     struct node_slot *slots = sw_calloc(nnodes + 1, sizeof(*slots));

@@ -75,7 +75,7 @@ struct sw_gpu_pool {
 };
 
 /** The result of sw_capacity_compute. */
-struct sw_capacity {
+struct sw_gpu_capacity {
     struct sw_gpu_pool *pools; /* sorted by key */
     size_t npools;
     int64_t pending_total; /* pending GPU demand, each pod counted once */
@@ -99,9 +99,9 @@ int sw_pod_facts_from_json(const cJSON *pod, struct sw_pod_facts *out, struct sw
  * sw_capacity_free), or SW_ENOMEM.
  */
 int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
-                        const struct sw_pod_facts *pods, size_t npods, struct sw_capacity *out);
+                        const struct sw_pod_facts *pods, size_t npods, struct sw_gpu_capacity *out);
 
 /** Frees what sw_capacity_compute filled. */
-void sw_capacity_free(struct sw_capacity *c);
+void sw_capacity_free(struct sw_gpu_capacity *c);
 
 #endif

@@ -141,8 +141,9 @@ static void on_probe(struct sw_kube_result *res, void *ctx)
         failing_checks(res->raw ? res->raw : "", res->raw_len, detail, sizeof(detail));
     if (sw_health_observe(&pr->h, &pr->p, sw_now_ms(clk), transport, res->status, latency,
                           detail)) {
-        SW_LOG(SW_LOG_INFO, "cluster health changed", "cluster=%s state=%s reason=\"%s\"",
-               sw_kube_client_name(pr->c), sw_health_state_name(pr->h.state), pr->h.reason);
+        SW_LOG(SW_LOG_INFO, "cluster health changed", "cluster=%s state=%s reason=%s",
+               sw_log_q(sw_kube_client_name(pr->c)), sw_health_state_name(pr->h.state),
+               sw_log_q(pr->h.reason));
         if (pr->cb)
             pr->cb(pr, &pr->h, pr->ctx);
     }

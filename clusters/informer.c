@@ -306,7 +306,8 @@ static void on_list(struct sw_kube_result *res, void *ctx)
     }
     if (res->rc != 0) {
         inf->st.errors++;
-        SW_LOG(SW_LOG_WARN, "list failed", "informer=\"%s\" error=\"%s\"", inf->what, res->err.msg);
+        SW_LOG(SW_LOG_WARN, "list failed", "informer=%s error=%s", sw_log_q(inf->what),
+               sw_log_q(res->err.msg));
         retry_later(inf);
         return;
     }
@@ -315,7 +316,7 @@ static void on_list(struct sw_kube_result *res, void *ctx)
     if (sw_json_string(res->body, "metadata.resourceVersion", true, inf->what, &rv, &err) != 0 ||
         strlen(rv) >= sizeof(inf->rv)) {
         inf->st.errors++;
-        SW_LOG(SW_LOG_WARN, "list without resourceVersion", "informer=\"%s\"", inf->what);
+        SW_LOG(SW_LOG_WARN, "list without resourceVersion", "informer=%s", sw_log_q(inf->what));
         retry_later(inf);
         return;
     }
@@ -366,8 +367,8 @@ static void on_list(struct sw_kube_result *res, void *ctx)
     snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
     inf->synced = true;
     inf->failures = 0;
-    SW_LOG(SW_LOG_INFO, "listed", "informer=\"%s\" objects=%zu resource_version=%s", inf->what,
-           inf->count, inf->rv);
+    SW_LOG(SW_LOG_INFO, "listed", "informer=%s objects=%zu resource_version=%s",
+           sw_log_q(inf->what), inf->count, sw_log_q(inf->rv));
     start_watch(inf);
 }
 
@@ -392,8 +393,8 @@ static int on_event(struct sw_watch_event *ev, void *ctx)
             inf->gone = 1;
             return SW_EGONE;
         }
-        SW_LOG(SW_LOG_WARN, "watch error event", "informer=\"%s\" code=%d message=\"%s\"",
-               inf->what, ev->code, ev->message);
+        SW_LOG(SW_LOG_WARN, "watch error event", "informer=%s code=%d message=%s",
+               sw_log_q(inf->what), ev->code, sw_log_q(ev->message));
         return SW_EHTTP;
     case SW_WATCH_BOOKMARK:
         inf->st.bookmarks++;
@@ -436,8 +437,8 @@ static int on_watch_data(const char *data, size_t len, void *ctx)
     if (rc != 0) {
         inf->dec_failed = rc;
         if (rc != SW_EGONE)
-            SW_LOG(SW_LOG_DEBUG, "watch stream stopped", "informer=\"%s\" error=\"%s\"", inf->what,
-                   err.msg);
+            SW_LOG(SW_LOG_DEBUG, "watch stream stopped", "informer=%s error=%s",
+                   sw_log_q(inf->what), sw_log_q(err.msg));
         /* End the stream: a 410 needs a relist, other errors a new watch. */
         return 1;
     }
@@ -458,9 +459,7 @@ static void on_watch_done(struct sw_kube_result *res, void *ctx)
         /* Our resourceVersion is too old: list again from scratch. */
         inf->st.relists++;
         SW_LOG(SW_LOG_INFO, "resource version too old, relisting",
-               "informer=\"%s\" "
-               "resource_version=%s",
-               inf->what, inf->rv);
+               "informer=%s resource_version=%s", sw_log_q(inf->what), sw_log_q(inf->rv));
         inf->synced = true; /* the cache stays readable while relisting */
         start_list(inf);
         return;
@@ -473,9 +472,8 @@ static void on_watch_done(struct sw_kube_result *res, void *ctx)
     }
     inf->st.errors++;
     SW_LOG(SW_LOG_WARN, "watch interrupted, resuming",
-           "informer=\"%s\" status=%ld "
-           "resource_version=%s error=\"%s\"",
-           inf->what, res->status, inf->rv, res->rc ? res->err.msg : "malformed stream");
+           "informer=%s status=%ld resource_version=%s error=%s", sw_log_q(inf->what), res->status,
+           sw_log_q(inf->rv), sw_log_q(res->rc ? res->err.msg : "malformed stream"));
     retry_later(inf);
 }
 

@@ -411,7 +411,7 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
             sw_exec_cred_clear(&c->cred);
             c->have_cred = 0;
         }
-        SW_LOG(SW_LOG_INFO, "credential refused, refreshing", "cluster=%s", c->name);
+        SW_LOG(SW_LOG_INFO, "credential refused, refreshing", "cluster=%s", sw_log_q(c->name));
         op->state = OP_DELAY;
         uv_timer_start(&op->timer, on_timer, 0, 0);
         return;
@@ -423,7 +423,7 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
         SW_LOG(SW_LOG_WARN, "retrying request",
                "cluster=%s method=%s status=%ld attempt=%d "
                "delay_ms=%lld",
-               c->name, op->method, resp->status, op->attempt + 1, (long long)d);
+               sw_log_q(c->name), op->method, resp->status, op->attempt + 1, (long long)d);
         op->attempt++;
         op->state = OP_DELAY;
         uv_timer_start(&op->timer, on_timer, (uint64_t)d, 0);
@@ -568,11 +568,11 @@ static void on_cred(int rc, struct sw_exec_cred *cred, const struct sw_error *er
         memset(cred, 0, sizeof(*cred));
         c->have_cred = 1;
         set_bearer(c, c->cred.token);
-        SW_LOG(SW_LOG_INFO, "exec credential obtained", "cluster=%s expires_ms=%lld", c->name,
-               (long long)c->cred.expiry_ms);
+        SW_LOG(SW_LOG_INFO, "exec credential obtained", "cluster=%s expires_ms=%lld",
+               sw_log_q(c->name), (long long)c->cred.expiry_ms);
     } else {
-        SW_LOG(SW_LOG_ERROR, "exec credential failed", "cluster=%s error=\"%s\"", c->name,
-               err->msg);
+        SW_LOG(SW_LOG_ERROR, "exec credential failed", "cluster=%s error=%s", sw_log_q(c->name),
+               sw_log_q(err->msg));
     }
     resume_waiting(c, rc, err);
     maybe_release(c);

@@ -1,12 +1,14 @@
 /*
  * spillctl.c - the command-line interface to spillway.
  *
- * This file only dispatches: each subcommand is a function in
- * controller/cli/, listed once in the table below.
+ * This file only dispatches: it takes the global options out of argv
+ * (controller/cli/globals.c), sets the log level, and runs the subcommand,
+ * a function in controller/cli/ listed once in the table below.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "controller/cli/commands.h"
 
 static const struct sw_cli_command commands[] = {
@@ -18,16 +20,26 @@ static const struct sw_cli_command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: spillctl COMMAND [ARGS...]\n\n"
+    fprintf(out, "usage: spillctl [GLOBAL OPTIONS] COMMAND [ARGS...]\n\n"
                  "spillctl manages spillway, the burst-to-cloud controller for GPU Jobs.\n\n"
                  "Commands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nRun 'spillctl COMMAND --help' for a command's options.\n");
+    fprintf(out, "\n");
+    sw_cli_globals_usage(out);
+    fprintf(out, "\nRun 'spillctl COMMAND --help' for a command's options; docs/cli.md has "
+                 "examples.\n");
 }
 
 int main(int argc, char **argv)
 {
+    struct sw_cli_globals g;
+    struct sw_error err;
+    if (sw_cli_globals_parse(&argc, argv, &g, stderr, &err) != 0) {
+        fprintf(stderr, "spillctl: %s\n", err.msg);
+        return SW_EXIT_USAGE;
+    }
+    sw_log_set_level(g.log_level);
     if (argc < 2) {
         usage(stderr);
         return SW_EXIT_USAGE;
@@ -39,7 +51,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+            return commands[i].run(&g, argc - 1, argv + 1);
     fprintf(stderr, "spillctl: unknown command \"%s\"\n\n", argv[1]);
     usage(stderr);
     return SW_EXIT_USAGE;

@@ -203,7 +203,8 @@ static void on_abort_done(struct sw_s3_response *r, void *ctx)
         c->res.aborted = 1;
     } else {
         SW_LOG(SW_LOG_WARN, "multipart abort failed", "store=%s bucket=%s upload=%s code=%s",
-               sw_s3_name(c->spec.dst), c->dst_bucket, c->res.upload_id, r->s3err.code);
+               sw_log_q(sw_s3_name(c->spec.dst)), sw_log_q(c->dst_bucket),
+               sw_log_q(c->res.upload_id), sw_log_q(r->s3err.code));
     }
     report(c);
 }

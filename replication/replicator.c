@@ -180,7 +180,7 @@ static void journal_cmd(redisContext *j, const char *fmt, ...)
     redisReply *r = redisvCommand(j, fmt, ap);
     va_end(ap);
     if (r == NULL)
-        SW_LOG(SW_LOG_WARN, "journal write failed", "error=\"%s\"", j->errstr);
+        SW_LOG(SW_LOG_WARN, "journal write failed", "error=%s", sw_log_q(j->errstr));
     else
         freeReplyObject(r);
 }
@@ -224,9 +224,10 @@ static int recover(const struct sw_repl_rule *rule, redisContext *j, struct sw_r
                     st->aborted_uploads++;
                     journal_cmd(j, "HDEL %s %s", k, field);
                     SW_LOG(SW_LOG_INFO, "aborted a journaled upload", "rule=%s target=%s",
-                           rule->name, tg->name);
+                           sw_log_q(rule->name), sw_log_q(tg->name));
                 } else {
-                    SW_LOG(SW_LOG_WARN, "abort failed", "rule=%s target=%s", rule->name, tg->name);
+                    SW_LOG(SW_LOG_WARN, "abort failed", "rule=%s target=%s", sw_log_q(rule->name),
+                           sw_log_q(tg->name));
                 }
             }
         }
@@ -339,8 +340,8 @@ static void on_copied(const struct sw_copy_result *res, void *ctx)
             r->st->first_error = res->err;
         if (o->last_modified_ms < r->oldest_pending[jb->target])
             r->oldest_pending[jb->target] = o->last_modified_ms;
-        SW_LOG(SW_LOG_WARN, "copy failed", "rule=%s target=%s code=%s", r->rule->name, tg->name,
-               sw_err_name(res->rc));
+        SW_LOG(SW_LOG_WARN, "copy failed", "rule=%s target=%s code=%s", sw_log_q(r->rule->name),
+               sw_log_q(tg->name), sw_err_name(res->rc));
     }
     sw_free(jb->dst_key);
     jb->dst_key = NULL;
@@ -527,7 +528,7 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
         SW_LOG(SW_LOG_INFO, "replication run",
                "rule=%s listed=%" PRId64 " to_copy=%zu "
                "skipped=%" PRId64,
-               rule->name, st->listed, r.njobs, st->skipped);
+               sw_log_q(rule->name), st->listed, r.njobs, st->skipped);
         report_progress(&r, 1);
         start_next(&r);
         uv_loop_t *loop = sw_s3_loop(rule->src);

@@ -462,8 +462,8 @@ static void on_http_done(struct sw_http_call *call, struct sw_http_response *h, 
         SW_LOG(SW_LOG_DEBUG, "s3 retry",
                "store=%s method=%s bucket=%s status=%ld code=%s "
                "attempt=%d delay_ms=%ld",
-               o->s3->name, o->method, o->bucket, h->status,
-               h->rc != 0 ? sw_err_name(h->rc) : resp.s3err.code, o->attempts, delay);
+               sw_log_q(o->s3->name), o->method, sw_log_q(o->bucket), h->status,
+               sw_log_q(h->rc != 0 ? sw_err_name(h->rc) : resp.s3err.code), o->attempts, delay);
         uv_timer_start(&o->timer, on_retry_timer, (uint64_t)delay, 0);
         return;
     }

@@ -198,6 +198,79 @@ void sw_redis_url_redacted(const struct sw_redis_url *u, char *out, size_t outle
                  u->port, u->db);
 }
 
+int sw_redis_url_with_password(const char *url, const char *password, char *out, size_t outlen,
+                               struct sw_error *err)
+{
+    struct sw_redis_url u;
+    int rc = sw_redis_url_parse(url, &u, err);
+    if (rc != 0)
+        return rc;
+    int has_password = u.password != NULL && u.password[0] != '\0';
+    sw_redis_url_free(&u);
+    if (outlen > 0)
+        out[0] = '\0';
+    if (password == NULL) {
+        if (strlen(url) >= outlen)
+            return sw_error_set(err, SW_ETOOBIG, "redis URL: longer than %zu bytes", outlen - 1);
+        memcpy(out, url, strlen(url) + 1);
+        return 0;
+    }
+    if (has_password)
+        return sw_error_set(err, SW_EINVAL,
+                            "redis URL: it already holds a password, and another was given "
+                            "separately; give the password one way only");
+    /* Parsed above, so the scheme is one of the two and '@', when present,
+     * ends the credentials (the same scan as the parser's). */
+    const char *p = url + (strncmp(url, "unix://", 7) == 0 ? 7 : 8);
+    int is_unix = p == url + 7;
+    const char *at = NULL;
+    for (const char *q = p; *q != '\0' && (is_unix || *q != '/'); q++)
+        if (*q == '@')
+            at = q;
+    /* The user part as written: "user" of "user@", "user" of "user:@". */
+    size_t ulen = 0;
+    if (at != NULL) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        ulen = colon ? (size_t)(colon - p) : 0;
+    }
+    const char *rest = at ? at + 1 : p;
+    size_t k = 0;
+    int fits = 1;
+#define PUT(c)                                                                                     \
+    do {                                                                                           \
+        if (k + 1 < outlen)                                                                        \
+            out[k++] = (c);                                                                        \
+        else                                                                                       \
+            fits = 0;                                                                              \
+    } while (0)
+    for (const char *q = url; q < p + ulen; q++)
+        PUT(*q);
+    PUT(':');
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *q = (const unsigned char *)password; *q; q++) {
+        if (isalnum(*q) || *q == '-' || *q == '.' || *q == '_' || *q == '~') {
+            PUT((char)*q);
+        } else {
+            PUT('%');
+            PUT(hex[*q >> 4]);
+            PUT(hex[*q & 15]);
+        }
+    }
+    PUT('@');
+    for (const char *q = rest; *q; q++)
+        PUT(*q);
+#undef PUT
+    if (!fits) {
+        /* Do not leave part of the password in the caller's buffer. */
+        memset(out, 0, outlen);
+        return sw_error_set(err, SW_ETOOBIG,
+                            "redis URL: longer than %zu bytes once the password is added",
+                            outlen ? outlen - 1 : 0);
+    }
+    out[k] = '\0';
+    return 0;
+}
+
 /* ---- hiredis on libuv ----------------------------------------------------- */
 
 /*
@@ -330,8 +403,8 @@ static void schedule_retry(struct sw_redis *r, const char *why)
 {
     if (r->closing)
         return;
-    SW_LOG(SW_LOG_WARN, "redis connection lost", "redis=%s reason=\"%s\" retry_ms=%d", r->redacted,
-           why, r->backoff_ms);
+    SW_LOG(SW_LOG_WARN, "redis connection lost", "redis=%s reason=%s retry_ms=%d",
+           sw_log_q(r->redacted), sw_log_q(why), r->backoff_ms);
     uv_timer_start(&r->retry, on_retry, (uint64_t)r->backoff_ms, 0);
     r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
 }
@@ -394,8 +467,8 @@ static void on_auth(redisAsyncContext *ac, void *reply_, void *privdata)
         return; /* the connection went away; on_disconnect handles it */
     if (reply->type == REDIS_REPLY_ERROR) {
         /* The server's text says NOAUTH/WRONGPASS; it never contains the password. */
-        SW_LOG(SW_LOG_ERROR, "redis authentication failed", "redis=%s reason=\"%s\"", r->redacted,
-               reply->str);
+        SW_LOG(SW_LOG_ERROR, "redis authentication failed", "redis=%s reason=%s",
+               sw_log_q(r->redacted), sw_log_q(reply->str));
         redisAsyncDisconnect(ac);
         return;
     }
@@ -408,15 +481,15 @@ static void on_ready(redisAsyncContext *ac, void *reply_, void *privdata)
     (void)ac;
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
         if (reply != NULL) {
-            SW_LOG(SW_LOG_ERROR, "redis setup failed", "redis=%s reason=\"%s\"", r->redacted,
-                   reply->str);
+            SW_LOG(SW_LOG_ERROR, "redis setup failed", "redis=%s reason=%s", sw_log_q(r->redacted),
+                   sw_log_q(reply->str));
             redisAsyncDisconnect(ac);
         }
         return;
     }
     r->up = 1;
     r->backoff_ms = BACKOFF_MIN_MS;
-    SW_LOG(SW_LOG_INFO, "redis connected", "redis=%s", r->redacted);
+    SW_LOG(SW_LOG_INFO, "redis connected", "redis=%s", sw_log_q(r->redacted));
     if (r->on_state != NULL)
         r->on_state(r, 1, "connected", r->ctx);
 }

@@ -55,6 +55,21 @@ void sw_redis_url_free(struct sw_redis_url *u);
  */
 void sw_redis_url_redacted(const struct sw_redis_url *u, char *out, size_t outlen);
 
+/**
+ * Writes into out (outlen bytes with the NUL) the URL `url` with `password`
+ * inserted as its password, percent-encoded: "redis://h:6379/0" and "pw"
+ * give "redis://:pw@h:6379/0", "redis://hub:@h" gives "redis://hub:pw@h"
+ * (a bare "redis://hub@h" means password "hub", as sw_redis_url_parse reads it).
+ * The rest of the URL is copied as written. With a NULL password the URL is
+ * copied unchanged. `url` must parse (sw_redis_url_parse). Returns 0, or
+ * SW_EPARSE for a bad URL, SW_EINVAL when password is not NULL and the URL
+ * already holds a non-empty password (the message says so, never quoting
+ * either), SW_ETOOBIG when out is too small. Lets the password come from a
+ * file or the environment rather than a command line where `ps` shows it.
+ */
+int sw_redis_url_with_password(const char *url, const char *password, char *out, size_t outlen,
+                               struct sw_error *err);
+
 /* ---- async, on the loop ------------------------------------------------- */
 
 struct sw_redis;

@@ -7,7 +7,8 @@
  * naming each one that is missing. Only then is the record, with the
  * connection sealed, written to Redis. `list` and `show` probe each
  * cluster live (/readyz, nodes, pods) for health and free/total GPUs per
- * pool. No credential is ever printed.
+ * pool; `list` prints with -o table, wide, json or yaml. No credential is
+ * ever printed. Redis and the sealing key come from the global options.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -25,12 +26,10 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "controller/cli/commands.h"
+#include "controller/cli/output.h"
 #include "net/http.h"
 #include "store/redis.h"
 #include "store/seal.h"
-
-#define REDIS_ENV    "SPILLWAY_REDIS_URL"
-#define KEY_FILE_ENV "SPILLWAY_SECRET_KEY_FILE"
 
 /* ---- help --------------------------------------------------------------- */
 
@@ -45,6 +44,7 @@ static void usage(FILE *out)
             "  add NAME --kubeconfig FILE --role onprem|cloud --region R [options]\n"
             "                     check access and register a cluster\n"
             "  list               registered clusters with health and free/total GPUs per pool\n"
+            "                     (-o table, wide, json or yaml)\n"
             "  show NAME          one cluster in detail\n"
             "  remove NAME        unregister a cluster (its Jobs are not touched)\n"
             "\n"
@@ -59,22 +59,21 @@ static void usage(FILE *out)
             "                     (YAML, see docs/clusters.md); flags override it\n"
             "  --replace          overwrite an existing record of the same name\n"
             "\n"
-            "Common options:\n"
-            "  --redis URL        Redis holding the registry (default: $" REDIS_ENV ")\n"
-            "  --secret-key-file FILE\n"
-            "                     the 32-byte key sealing credentials, mode 0600\n"
-            "                     (default: $" KEY_FILE_ENV ", else $" SW_SEAL_KEY_ENV ")\n"
-            "  --no-probe         list/show: do not contact the clusters\n"
-            "  -h, --help         this help\n");
+            "Options of list and show:\n"
+            "  --no-probe         do not contact the clusters\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "Redis (--redis) and the key sealing credentials (--secret-key-file) are\n"
+            "global options.\n" SW_CLI_GLOBAL_HELP);
 }
 
 struct args {
+    const struct sw_cli_globals *g;
     const char *cmd;
     const char *name;
     const char *kubeconfig;
     const char *context;
-    const char *redis;
-    const char *key_file;
+    char redis[SW_CLI_REDIS_URL_MAX]; /* with its password: wiped by cmd_* */
     const char *spec_file;
     const char *role;
     const char *region;
@@ -93,8 +92,6 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"pool", required_argument, NULL, 'p'},
         {"spec", required_argument, NULL, 's'},
         {"replace", no_argument, NULL, 'R'},
-        {"redis", required_argument, NULL, 'd'},
-        {"secret-key-file", required_argument, NULL, 'K'},
         {"no-probe", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -129,12 +126,6 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'R':
             a->replace = 1;
             break;
-        case 'd':
-            a->redis = optarg;
-            break;
-        case 'K':
-            a->key_file = optarg;
-            break;
         case 'n':
             a->no_probe = 1;
             break;
@@ -155,10 +146,6 @@ static int parse_args(int argc, char **argv, struct args *a)
         fprintf(stderr, "spillctl cluster %s: unexpected argument \"%s\"\n", a->cmd, argv[optind]);
         return SW_EXIT_USAGE;
     }
-    if (a->redis == NULL)
-        a->redis = getenv(REDIS_ENV);
-    if (a->key_file == NULL)
-        a->key_file = getenv(KEY_FILE_ENV);
     return 0;
 }
 
@@ -216,12 +203,13 @@ static void on_kube(struct sw_kube_result *res, void *ctx)
     res->body = NULL;
 }
 
-static int need_redis(const struct args *a)
+/* Fills a->redis with the URL to connect to, password included. */
+static int need_redis(struct args *a)
 {
-    if (a->redis == NULL || a->redis[0] == '\0') {
-        fprintf(stderr, "spillctl cluster %s: no Redis: give --redis URL or set " REDIS_ENV "\n",
-                a->cmd);
-        return SW_EXIT_USAGE;
+    struct sw_error err;
+    if (sw_cli_redis_url(a->g, a->redis, sizeof(a->redis), &err) != 0) {
+        fprintf(stderr, "spillctl cluster %s: %s\n", a->cmd, err.msg);
+        return a->g->redis_url == NULL ? SW_EXIT_USAGE : SW_EXIT_FAIL;
     }
     return 0;
 }
@@ -387,7 +375,7 @@ static int cmd_add(struct args *a)
         return rc;
     struct sw_error err;
     struct sw_seal_key *key = NULL;
-    if (sw_seal_key_load(a->key_file, &key, &err) != 0) {
+    if (sw_cli_secret_key(a->g, &key, &err) != 0) {
         fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
         return SW_EXIT_FAIL;
     }
@@ -475,7 +463,7 @@ struct probe {
     char problem_buf[SW_ERROR_MSG_MAX];
     struct wait ready, nodes, pods;
     struct sw_health health;
-    struct sw_capacity cap;
+    struct sw_gpu_capacity cap;
     int have_cap;
 };
 
@@ -579,29 +567,151 @@ static const struct sw_pool_spec *match_pool(const struct sw_cluster_spec *s,
     return NULL;
 }
 
-static void print_row(const struct probe *p)
+/* ---- list output -------------------------------------------------------- */
+
+static const struct sw_cli_column list_columns[] = {
+    {"NAME", "name", 0},       {"ROLE", "role", 0},     {"REGION", "region", 0},
+    {"HEALTH", "health", 0},   {"POOL", "pool", 0},     {"FREE/TOTAL", "freeTotal", 0},
+    {"PENDING", "pending", 0}, {"SERVER", "server", 1}, {"KUBERNETES", "kubernetes", 1},
+    {"AUTH", "auth", 1},       {"REASON", "reason", 0},
+};
+
+static void iso_time(int64_t ms, char *out, size_t len)
 {
-    const char *health = p->problem ? "-" : sw_health_state_name(p->health.state);
-    printf("%-16s %-7s %-10s %-12s", p->rec.name, sw_cluster_role_name(p->rec.spec.role),
-           p->rec.spec.region, health);
-    if (!p->have_cap) {
-        printf(" %s\n", p->problem                           ? p->problem
-                        : p->health.state == SW_HEALTH_READY ? ""
-                                                             : p->health.reason);
-        return;
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    out[0] = '\0';
+    if (gmtime_r(&secs, &tm))
+        strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Why a cluster has no capacity figures, or "" when it has them. */
+static const char *probe_reason(const struct probe *p)
+{
+    if (p->problem != NULL)
+        return p->problem;
+    if (p->health.state != SW_HEALTH_READY && p->health.state != SW_HEALTH_UNKNOWN)
+        return p->health.reason;
+    if (p->have_cap && p->cap.npools == 0)
+        return "no GPU nodes";
+    return "";
+}
+
+/* One cluster as a -o json/yaml item; NULL when out of memory. */
+static cJSON *probe_item(const struct probe *p, int probed)
+{
+    const struct sw_cluster_record *r = &p->rec;
+    char when[64];
+    iso_time(r->created_ms, when, sizeof(when));
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", r->name);
+    cJSON_AddStringToObject(o, "role", sw_cluster_role_name(r->spec.role));
+    cJSON_AddStringToObject(o, "region", r->spec.region);
+    cJSON_AddStringToObject(o, "server", r->server);
+    cJSON_AddStringToObject(o, "kubernetes", r->server_version);
+    cJSON_AddStringToObject(o, "auth", r->auth_kind);
+    cJSON_AddStringToObject(o, "registered", when);
+    if (!probed || p->problem != NULL)
+        cJSON_AddNullToObject(o, "health");
+    else
+        cJSON_AddStringToObject(o, "health", sw_health_state_name(p->health.state));
+    cJSON_AddStringToObject(o, "reason", probed ? probe_reason(p) : "not probed");
+    /* The pools as registered, then as found live (when probed). */
+    cJSON *specs = cJSON_AddArrayToObject(o, "poolSpecs");
+    for (size_t i = 0; specs && i < r->spec.npools; i++) {
+        const struct sw_pool_spec *ps = &r->spec.pools[i];
+        cJSON *so = cJSON_CreateObject();
+        cJSON_AddItemToArray(specs, so);
+        cJSON_AddStringToObject(so, "name", ps->name);
+        cJSON_AddStringToObject(so, "capacityType", ps->capacity_type);
+        cJSON_AddStringToObject(so, "gpuProduct", ps->gpu_product);
+        cJSON_AddNumberToObject(so, "gpuMemoryMiB", (double)ps->gpu_memory_mib);
+        if (ps->zone[0] != '\0')
+            cJSON_AddStringToObject(so, "zone", ps->zone);
+        else
+            cJSON_AddNullToObject(so, "zone");
+        cJSON_AddNumberToObject(so, "pricePerGpuHour", ps->price_per_gpu_hour);
+        cJSON_AddNumberToObject(so, "maxGpus", (double)ps->max_gpus);
     }
-    for (size_t i = 0; i < p->cap.npools; i++) {
+    cJSON *pools = cJSON_AddArrayToObject(o, "pools");
+    for (size_t i = 0; p->have_cap && pools && i < p->cap.npools; i++) {
         const struct sw_gpu_pool *pool = &p->cap.pools[i];
-        const struct sw_pool_spec *ps = match_pool(&p->rec.spec, pool);
-        char label[200];
-        snprintf(label, sizeof(label), "%s%s%s", ps ? ps->name : "", ps ? "=" : "", pool->key);
-        if (i > 0)
-            printf("%-16s %-7s %-10s %-12s", "", "", "", "");
-        printf(" %-60s %5lld/%-5lld pending %lld\n", label, (long long)pool->free,
-               (long long)pool->total, (long long)pool->pending);
+        const struct sw_pool_spec *ps = match_pool(&r->spec, pool);
+        cJSON *po = cJSON_CreateObject();
+        cJSON_AddItemToArray(pools, po);
+        if (ps != NULL)
+            cJSON_AddStringToObject(po, "name", ps->name);
+        else
+            cJSON_AddNullToObject(po, "name");
+        cJSON_AddStringToObject(po, "key", pool->key);
+        cJSON_AddNumberToObject(po, "free", (double)pool->free);
+        cJSON_AddNumberToObject(po, "total", (double)pool->total);
+        cJSON_AddNumberToObject(po, "pending", (double)pool->pending);
+        cJSON_AddNumberToObject(po, "nodes", pool->nodes);
+        cJSON_AddNumberToObject(po, "nodesExcluded", pool->nodes_excluded);
     }
-    if (p->cap.npools == 0)
-        printf(" (no GPU nodes)\n");
+    return o;
+}
+
+/* The table's rows for one cluster item: one per pool, or one saying why
+ * there are none. */
+static void add_rows(cJSON *rows, const cJSON *item)
+{
+    static const char *const copied[] = {"name",   "role",       "region", "health",
+                                         "server", "kubernetes", "auth",   "reason"};
+    const cJSON *pools = cJSON_GetObjectItemCaseSensitive(item, "pools");
+    int n = cJSON_GetArraySize(pools);
+    for (int i = 0; i < (n > 0 ? n : 1); i++) {
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddItemToArray(rows, row);
+        for (size_t k = 0; k < sizeof(copied) / sizeof(copied[0]); k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, copied[k]);
+            cJSON_AddItemToObject(
+                row, copied[k], cJSON_IsNull(v) ? cJSON_CreateString("-") : cJSON_Duplicate(v, 1));
+        }
+        if (n == 0) {
+            cJSON_AddStringToObject(row, "pool", "-");
+            cJSON_AddStringToObject(row, "freeTotal", "-");
+            cJSON_AddStringToObject(row, "pending", "-");
+            continue;
+        }
+        const cJSON *po = cJSON_GetArrayItem(pools, i);
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(po, "name");
+        const char *key = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(po, "key"));
+        char label[300], ft[64];
+        snprintf(label, sizeof(label), "%s%s%s", cJSON_IsString(name) ? name->valuestring : "",
+                 cJSON_IsString(name) ? "=" : "", key ? key : "");
+        snprintf(ft, sizeof(ft), "%.0f/%.0f",
+                 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(po, "free")),
+                 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(po, "total")));
+        cJSON_AddStringToObject(row, "pool", label);
+        cJSON_AddStringToObject(row, "freeTotal", ft);
+        cJSON_AddItemToObject(row, "pending",
+                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(po, "pending"), 1));
+    }
+}
+
+static int print_list(const struct args *a, const struct probe *probes, size_t n)
+{
+    cJSON *items = cJSON_CreateArray(), *rows = cJSON_CreateArray();
+    int rc = items && rows ? 0 : SW_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        cJSON *item = probe_item(&probes[i], !a->no_probe);
+        if (item == NULL) {
+            rc = SW_ENOMEM;
+            break;
+        }
+        cJSON_AddItemToArray(items, item);
+        add_rows(rows, item);
+    }
+    if (rc == 0)
+        rc = sw_cli_print(stdout, a->g->output, items, rows, list_columns,
+                          sizeof(list_columns) / sizeof(list_columns[0]));
+    cJSON_Delete(items);
+    cJSON_Delete(rows);
+    if (rc != 0)
+        fprintf(stderr, "spillctl cluster list: cannot print the list: %s\n", sw_strerror(rc));
+    return rc == 0 ? SW_EXIT_OK : SW_EXIT_FAIL;
 }
 
 struct list_wait {
@@ -656,11 +766,8 @@ static void on_get_one(int rc, struct sw_cluster_record *rec, const struct sw_er
 static void show_one(const struct probe *p, const struct sw_seal_key *key)
 {
     const struct sw_cluster_record *r = &p->rec;
-    char when[64] = "";
-    time_t secs = (time_t)(r->created_ms / 1000);
-    struct tm tm;
-    if (gmtime_r(&secs, &tm))
-        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char when[64];
+    iso_time(r->created_ms, when, sizeof(when));
     printf("Name:            %s\n", r->name);
     printf("Role:            %s\n", sw_cluster_role_name(r->spec.role));
     printf("Region:          %s\n", r->spec.region);
@@ -706,7 +813,7 @@ static int cmd_list_show(struct args *a, int show)
     }
     struct sw_seal_key *key = NULL;
     struct sw_error err;
-    if (!a->no_probe && sw_seal_key_load(a->key_file, &key, &err) != 0) {
+    if (!a->no_probe && sw_cli_secret_key(a->g, &key, &err) != 0) {
         fprintf(stderr, "spillctl cluster %s: %s (or use --no-probe)\n", a->cmd, err.msg);
         return SW_EXIT_FAIL;
     }
@@ -735,14 +842,11 @@ static int cmd_list_show(struct args *a, int show)
         finish_probe(&e, &w.probes[i]);
     if (show) {
         show_one(&w.probes[0], key);
-    } else if (w.n == 0) {
+    } else if (w.n == 0 && (a->g->output == SW_CLI_TABLE || a->g->output == SW_CLI_WIDE)) {
         printf("No clusters registered. Add one with: spillctl cluster add NAME --kubeconfig "
                "FILE --role onprem|cloud --region R\n");
     } else {
-        printf("%-16s %-7s %-10s %-12s %-60s %11s\n", "NAME", "ROLE", "REGION", "HEALTH",
-               "POOL (capacity/product/memory/region/zone)", "FREE/TOTAL");
-        for (size_t i = 0; i < w.n; i++)
-            print_row(&w.probes[i]);
+        exit_code = print_list(a, w.probes, w.n);
     }
 out:
     for (size_t i = 0; i < w.n; i++) {
@@ -785,7 +889,7 @@ static int cmd_remove(struct args *a)
     return exit_code;
 }
 
-int sw_cli_cluster(int argc, char **argv)
+int sw_cli_cluster(const struct sw_cli_globals *g, int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
@@ -793,23 +897,33 @@ int sw_cli_cluster(int argc, char **argv)
         return argc < 2 ? SW_EXIT_USAGE : SW_EXIT_OK;
     }
     sw_json_init_hooks();
-    sw_log_set_level(SW_LOG_WARN);
-    if (getenv("SPILLWAY_LOG") != NULL && sw_log_level_parse(getenv("SPILLWAY_LOG")) >= 0)
-        sw_log_set_level((enum sw_log_level)sw_log_level_parse(getenv("SPILLWAY_LOG")));
     struct args a = {0};
+    a.g = g;
     a.cmd = argv[1];
     int rc = parse_args(argc - 1, argv + 1, &a);
     if (rc != 0)
         return rc < 0 ? SW_EXIT_OK : rc;
+    char what[64];
+    snprintf(what, sizeof(what), "spillctl cluster %s", a.cmd);
+    struct sw_error err;
+    if (strcmp(a.cmd, "list") != 0 && sw_cli_no_output_format(g, what, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return SW_EXIT_USAGE;
+    }
     if (strcmp(a.cmd, "add") == 0)
-        return cmd_add(&a);
-    if (strcmp(a.cmd, "list") == 0)
-        return cmd_list_show(&a, 0);
-    if (strcmp(a.cmd, "show") == 0)
-        return cmd_list_show(&a, 1);
-    if (strcmp(a.cmd, "remove") == 0)
-        return cmd_remove(&a);
-    fprintf(stderr, "spillctl cluster: unknown command \"%s\"\n\n", a.cmd);
-    usage(stderr);
-    return SW_EXIT_USAGE;
+        rc = cmd_add(&a);
+    else if (strcmp(a.cmd, "list") == 0)
+        rc = cmd_list_show(&a, 0);
+    else if (strcmp(a.cmd, "show") == 0)
+        rc = cmd_list_show(&a, 1);
+    else if (strcmp(a.cmd, "remove") == 0)
+        rc = cmd_remove(&a);
+    else {
+        fprintf(stderr, "spillctl cluster: unknown command \"%s\"\n\n", a.cmd);
+        usage(stderr);
+        rc = SW_EXIT_USAGE;
+    }
+    /* The URL may hold the Redis password. */
+    memset(a.redis, 0, sizeof(a.redis));
+    return rc;
 }

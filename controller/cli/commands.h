@@ -2,33 +2,41 @@
  * commands.h - the subcommands of spillctl.
  *
  * Each subcommand lives in its own file under controller/cli/ and is listed
- * once in the table in spillctl.c. A subcommand receives argv starting at its
- * own name (argv[0] == "simulate", say), prints its own --help, and returns
- * the process exit status: 0 success, 1 failure it has explained on stderr,
- * 2 bad usage.
+ * once in the table in spillctl.c. spillctl.c takes the global options
+ * (controller/cli/globals.h) out of argv first, wherever they were, and
+ * hands them to the subcommand, which receives the rest of argv starting at
+ * its own name (argv[0] == "simulate", say). A subcommand prints its own
+ * --help, which refers to `spillctl --help` for the global options, and
+ * returns the process exit status: 0 success, 1 failure it has explained on
+ * stderr, 2 bad usage.
  */
 #ifndef SW_CONTROLLER_CLI_COMMANDS_H
 #define SW_CONTROLLER_CLI_COMMANDS_H
 
+#include "controller/cli/globals.h"
+
 struct sw_cli_command {
     const char *name;
     const char *summary;
-    int (*run)(int argc, char **argv);
+    int (*run)(const struct sw_cli_globals *g, int argc, char **argv);
 };
 
 /** Exit statuses shared by every subcommand. */
 enum { SW_EXIT_OK = 0, SW_EXIT_FAIL = 1, SW_EXIT_USAGE = 2 };
 
+/** The line each command's --help ends with. */
+#define SW_CLI_GLOBAL_HELP "Global options (--redis, -o, ...): see spillctl --help.\n"
+
 /** `spillctl cluster add|list|show|remove`. */
-int sw_cli_cluster(int argc, char **argv);
+int sw_cli_cluster(const struct sw_cli_globals *g, int argc, char **argv);
 
 /** `spillctl version`. */
-int sw_cli_version(int argc, char **argv);
+int sw_cli_version(const struct sw_cli_globals *g, int argc, char **argv);
 
 /** `spillctl replicate`: object stores, replication rules, runs, RPO. */
-int sw_cli_replicate(int argc, char **argv);
+int sw_cli_replicate(const struct sw_cli_globals *g, int argc, char **argv);
 
 /** `spillctl simulate`: replays a job trace under placement policies. */
-int sw_cli_simulate(int argc, char **argv);
+int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv);
 
 #endif

@@ -16,11 +16,12 @@
  *
  * Store credentials come from the environment (SW_S3_ACCESS_KEY,
  * SW_S3_SECRET_KEY), never from the command line where `ps` shows them;
- * they are sealed before they reach Redis and never printed. Redis comes
- * from --redis URL or SPILLWAY_REDIS_URL, the sealing key from --key-file
- * or SPILLWAY_SECRET_KEY.
+ * they are sealed before they reach Redis and never printed. Redis and the
+ * sealing key come from the global options (controller/cli/globals.h);
+ * `store list`, `list` and `status` print with -o table, wide, json or yaml.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,14 +33,14 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "controller/cli/commands.h"
+#include "controller/cli/output.h"
 #include "replication/rpo.h"
 #include "replication/rule.h"
 #include "store/redis.h"
 #include "store/seal.h"
 
 struct ctx {
-    const char *redis_url;
-    const char *key_file;
+    const struct sw_cli_globals *g;
     redisContext *redis;
     struct sw_seal_key *key;
     uv_loop_t loop;
@@ -50,21 +51,22 @@ struct ctx {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: spillctl replicate SUBCOMMAND [ARGS] [--redis URL] [--key-file FILE]\n\n"
+            "usage: spillctl replicate SUBCOMMAND [ARGS]\n\n"
             "  store add NAME --endpoint URL --region R [--virtual-host] [--ca-file F]\n"
             "                 [--insecure-tls]     (credentials from SW_S3_ACCESS_KEY and\n"
             "                                       SW_S3_SECRET_KEY; stored sealed)\n"
-            "  store list | store remove NAME\n"
+            "  store list | store remove NAME      (list: -o table|wide|json|yaml)\n"
             "  add RULE --from STORE:BUCKET/PREFIX --to STORE:BUCKET/PREFIX [--to ...]\n"
             "      [--model-registry] [--server-copy] [--concurrency N] [--part-concurrency N]\n"
             "      [--part-size-mib N] [--bandwidth-mbps N]\n"
-            "  list | remove RULE\n"
-            "  status [RULE] [--metrics]           RPO per target, open uploads\n"
+            "  list | remove RULE                  (list: -o table|wide|json|yaml)\n"
+            "  status [RULE] [--metrics]           RPO per target, open uploads (-o ...);\n"
+            "                                      --metrics: Prometheus text instead\n"
             "  run RULE --once | --watch SECONDS [--progress auto|bar|plain|none]\n"
             "  verify RULE                          re-read every target object, check SHA-256\n"
             "  estimate RULE [--bandwidth-mbps N]   bytes and seconds still to copy\n\n"
-            "Redis: --redis URL or SPILLWAY_REDIS_URL. Sealing key: --key-file FILE or\n"
-            "SPILLWAY_SECRET_KEY.\n");
+            "Redis (--redis) and the sealing key (--secret-key-file; --key-file is a\n"
+            "deprecated alias) are global options.\n" SW_CLI_GLOBAL_HELP);
 }
 
 static int fail(const struct sw_error *e)
@@ -77,17 +79,19 @@ static int open_redis(struct ctx *c, struct sw_error *err)
 {
     if (c->redis != NULL)
         return 0;
-    const char *url = c->redis_url ? c->redis_url : getenv("SPILLWAY_REDIS_URL");
-    if (url == NULL || url[0] == '\0')
-        return sw_error_set(err, SW_EINVAL, "no Redis: pass --redis URL or set SPILLWAY_REDIS_URL");
-    return sw_redis_sync_connect(url, 5000, &c->redis, err);
+    char url[SW_CLI_REDIS_URL_MAX];
+    int rc = sw_cli_redis_url(c->g, url, sizeof(url), err);
+    if (rc == 0)
+        rc = sw_redis_sync_connect(url, 5000, &c->redis, err);
+    memset(url, 0, sizeof(url)); /* it may hold the password */
+    return rc;
 }
 
 static int open_key(struct ctx *c, struct sw_error *err)
 {
     if (c->key != NULL)
         return 0;
-    return sw_seal_key_load(c->key_file, &c->key, err);
+    return sw_cli_secret_key(c->g, &c->key, err);
 }
 
 static int open_loop(struct ctx *c, struct sw_error *err)
@@ -143,7 +147,35 @@ static int num(const char *s, const char *what, double lo, double hi, double *ou
     return 0;
 }
 
+/* Prints a listing with the -o format; takes ownership of items and rows. */
+static int print_items(struct ctx *c, const char *what, cJSON *items, cJSON *rows,
+                       const struct sw_cli_column *cols, size_t ncols)
+{
+    int rc =
+        items != NULL ? sw_cli_print(stdout, c->g->output, items, rows, cols, ncols) : SW_ENOMEM;
+    cJSON_Delete(items);
+    cJSON_Delete(rows);
+    if (rc != 0) {
+        fprintf(stderr, "spillctl replicate %s: cannot print the list: %s\n", what,
+                sw_strerror(rc));
+        return SW_EXIT_FAIL;
+    }
+    return SW_EXIT_OK;
+}
+
+/* "STORE:BUCKET/PREFIX" */
+static void loc_text(const struct sw_rule_loc *l, char *out, size_t len)
+{
+    snprintf(out, len, "%s:%s/%s", l->store, l->bucket, l->prefix);
+}
+
 /* ---- stores ---------------------------------------------------------------- */
+
+static const struct sw_cli_column store_columns[] = {
+    {"STORE", "name", 0},        {"REGION", "region", 0},
+    {"ENDPOINT", "endpoint", 0}, {"ADDRESSING", "addressing", 1},
+    {"CA FILE", "caFile", 1},    {"INSECURE TLS", "insecureTls", 1},
+};
 
 static int cmd_store(struct ctx *c, int argc, char **argv)
 {
@@ -160,23 +192,41 @@ static int cmd_store(struct ctx *c, int argc, char **argv)
         size_t n;
         if (sw_names_list(c->redis, "sw:stores", &names, &n, &err) != 0)
             return fail(&err);
-        if (open_key(c, &err) != 0)
+        if (open_key(c, &err) != 0) {
+            sw_names_free(names, n);
             return fail(&err);
-        printf("%-16s %-12s %s\n", "STORE", "REGION", "ENDPOINT");
-        for (size_t i = 0; i < n; i++) {
+        }
+        cJSON *items = cJSON_CreateArray();
+        int rc = SW_EXIT_OK;
+        for (size_t i = 0; items != NULL && i < n; i++) {
             struct sw_store_spec s;
             char *ak, *sk;
-            if (sw_store_load(c->redis, c->key, names[i], &s, &ak, &sk, &err) == 0) {
-                printf("%-16s %-12s %s%s\n", s.name, s.region, s.endpoint,
-                       s.virtual_host ? " (virtual-host)" : "");
-                sw_seal_wipe_free(ak, strlen(ak));
-                sw_seal_wipe_free(sk, strlen(sk));
-            } else {
-                printf("%-16s (unreadable: %s)\n", names[i], err.msg);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToArray(items, o);
+            if (sw_store_load(c->redis, c->key, names[i], &s, &ak, &sk, &err) != 0) {
+                /* Listed with its error, and said on stderr too. */
+                fprintf(stderr, "spillctl replicate store list: store %s: %s\n", names[i], err.msg);
+                cJSON_AddStringToObject(o, "name", names[i]);
+                cJSON_AddStringToObject(o, "error", err.msg);
+                rc = SW_EXIT_FAIL;
+                continue;
             }
+            sw_seal_wipe_free(ak, strlen(ak));
+            sw_seal_wipe_free(sk, strlen(sk));
+            cJSON_AddStringToObject(o, "name", s.name);
+            cJSON_AddStringToObject(o, "region", s.region);
+            cJSON_AddStringToObject(o, "endpoint", s.endpoint);
+            cJSON_AddStringToObject(o, "addressing", s.virtual_host ? "virtual-host" : "path");
+            if (s.ca_file[0] != '\0')
+                cJSON_AddStringToObject(o, "caFile", s.ca_file);
+            else
+                cJSON_AddNullToObject(o, "caFile");
+            cJSON_AddBoolToObject(o, "insecureTls", s.insecure_tls);
         }
         sw_names_free(names, n);
-        return SW_EXIT_OK;
+        int prc = print_items(c, "store list", items, NULL, store_columns,
+                              sizeof(store_columns) / sizeof(store_columns[0]));
+        return prc != SW_EXIT_OK ? prc : rc;
     }
     if (argc < 3) {
         usage(stderr);
@@ -276,6 +326,18 @@ static int cmd_add(struct ctx *c, int argc, char **argv)
     return SW_EXIT_OK;
 }
 
+static const struct sw_cli_column rule_columns[] = {
+    {"RULE", "name", 0},
+    {"SOURCE", "source", 0},
+    {"TARGETS", "targets", 0},
+    {"MODEL REGISTRY", "modelRegistry", 0},
+    {"SERVER COPY", "serverCopy", 1},
+    {"CONCURRENCY", "concurrency", 1},
+    {"PART CONCURRENCY", "partConcurrency", 1},
+    {"PART SIZE", "partSizeBytes", 1},
+    {"BANDWIDTH", "bandwidthBytesPerSecond", 1},
+};
+
 static int cmd_list(struct ctx *c)
 {
     struct sw_error err;
@@ -283,23 +345,39 @@ static int cmd_list(struct ctx *c)
     size_t n;
     if (open_redis(c, &err) != 0 || sw_names_list(c->redis, "sw:repl:rules", &names, &n, &err))
         return fail(&err);
-    printf("%-20s %-36s %s\n", "RULE", "SOURCE", "TARGETS");
-    for (size_t i = 0; i < n; i++) {
+    cJSON *items = cJSON_CreateArray();
+    int rc = SW_EXIT_OK;
+    for (size_t i = 0; items != NULL && i < n; i++) {
         struct sw_rule_spec r;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(items, o);
         if (sw_rule_load(c->redis, names[i], &r, &err) != 0) {
-            printf("%-20s (unreadable: %s)\n", names[i], err.msg);
+            fprintf(stderr, "spillctl replicate list: rule %s: %s\n", names[i], err.msg);
+            cJSON_AddStringToObject(o, "name", names[i]);
+            cJSON_AddStringToObject(o, "error", err.msg);
+            rc = SW_EXIT_FAIL;
             continue;
         }
-        char src[1200];
-        snprintf(src, sizeof(src), "%s:%s/%s", r.source.store, r.source.bucket, r.source.prefix);
-        printf("%-20s %-36s", r.name, src);
-        for (size_t t = 0; t < r.ntargets; t++)
-            printf("%s%s:%s/%s", t ? ", " : " ", r.targets[t].store, r.targets[t].bucket,
-                   r.targets[t].prefix);
-        printf("%s\n", r.model_registry ? "  [model registry]" : "");
+        char loc[1200];
+        loc_text(&r.source, loc, sizeof(loc));
+        cJSON_AddStringToObject(o, "name", r.name);
+        cJSON_AddStringToObject(o, "source", loc);
+        cJSON *targets = cJSON_AddArrayToObject(o, "targets");
+        for (size_t t = 0; targets != NULL && t < r.ntargets; t++) {
+            loc_text(&r.targets[t], loc, sizeof(loc));
+            cJSON_AddItemToArray(targets, cJSON_CreateString(loc));
+        }
+        cJSON_AddBoolToObject(o, "modelRegistry", r.model_registry);
+        cJSON_AddBoolToObject(o, "serverCopy", r.server_copy);
+        cJSON_AddNumberToObject(o, "concurrency", r.concurrency);
+        cJSON_AddNumberToObject(o, "partConcurrency", r.part_concurrency);
+        cJSON_AddNumberToObject(o, "partSizeBytes", (double)r.part_size);
+        cJSON_AddNumberToObject(o, "bandwidthBytesPerSecond", r.bytes_per_s);
     }
     sw_names_free(names, n);
-    return SW_EXIT_OK;
+    int prc = print_items(c, "list", items, NULL, rule_columns,
+                          sizeof(rule_columns) / sizeof(rule_columns[0]));
+    return prc != SW_EXIT_OK ? prc : rc;
 }
 
 static int load_bound(struct ctx *c, const char *name, struct sw_rule_bound **b,
@@ -339,6 +417,16 @@ static int64_t hlen(redisContext *r, const char *key)
     return n;
 }
 
+static const struct sw_cli_column status_columns[] = {
+    {"RULE", "rule", 0},
+    {"TARGET", "target", 0},
+    {"RPO", "rpo", 0},
+    {"LAST RUN", "lastRun", 0},
+    {"OPEN UPLOADS", "openUploads", 0},
+    {"VERIFIED OBJECTS", "verifiedObjects", 0},
+    {"LAST RUN AT", "lastRunAt", 1},
+};
+
 static int cmd_status(struct ctx *c, int argc, char **argv)
 {
     struct sw_error err;
@@ -354,13 +442,17 @@ static int cmd_status(struct ctx *c, int argc, char **argv)
         return fail(&err);
     }
     int metrics = flag(argc, argv, "--metrics");
+    if (metrics && c->g->output_given) {
+        fprintf(stderr, "spillctl replicate status: --metrics prints Prometheus text; it "
+                        "takes no -o\n");
+        sw_names_free(names, n);
+        return SW_EXIT_USAGE;
+    }
+    cJSON *items = cJSON_CreateArray(), *rows = cJSON_CreateArray();
     struct sw_rpo_entry entries[256];
     char targets[256][SW_REPL_NAME_MAX];
     size_t ne = 0;
     int64_t now = sw_now_ms(sw_clock_system());
-    if (!metrics)
-        printf("%-20s %-12s %-10s %-10s %-12s %s\n", "RULE", "TARGET", "RPO", "LAST RUN",
-               "OPEN UPLOADS", "VERIFIED OBJECTS");
     int rc = SW_EXIT_OK;
     for (size_t i = 0; i < n; i++) {
         struct sw_rule_spec r;
@@ -380,18 +472,44 @@ static int cmd_status(struct ctx *c, int argc, char **argv)
             entries[ne] = (struct sw_rpo_entry){names[i], targets[ne], oldest, last};
             double rpo = sw_rpo_seconds(&entries[ne], now);
             snprintf(k, sizeof(k), "sw:repl:%s:done:%s", r.name, r.targets[t].store);
-            if (!metrics) {
-                char rs[32], ls[32];
+            if (!metrics && items != NULL && rows != NULL) {
+                char rs[32], ls[32], at[32] = "-";
                 if (rpo < 0)
                     snprintf(rs, sizeof(rs), "never run");
                 else
                     snprintf(rs, sizeof(rs), "%.0fs", rpo);
-                if (last > 0)
+                if (last > 0) {
                     snprintf(ls, sizeof(ls), "%" PRId64 "s ago", (now - last) / 1000);
-                else
+                    time_t secs = (time_t)(last / 1000);
+                    struct tm tm;
+                    if (gmtime_r(&secs, &tm))
+                        strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+                } else {
                     snprintf(ls, sizeof(ls), "-");
-                printf("%-20s %-12s %-10s %-10s %-12" PRId64 " %" PRId64 "\n", r.name,
-                       r.targets[t].store, rs, ls, open_uploads, hlen(c->redis, k));
+                }
+                int64_t verified = hlen(c->redis, k);
+                cJSON *o = cJSON_CreateObject(), *row = cJSON_CreateObject();
+                cJSON_AddItemToArray(items, o);
+                cJSON_AddItemToArray(rows, row);
+                cJSON_AddStringToObject(o, "rule", r.name);
+                cJSON_AddStringToObject(o, "target", r.targets[t].store);
+                if (rpo < 0)
+                    cJSON_AddNullToObject(o, "rpoSeconds");
+                else
+                    cJSON_AddNumberToObject(o, "rpoSeconds", floor(rpo));
+                if (last > 0)
+                    cJSON_AddStringToObject(o, "lastRunAt", at);
+                else
+                    cJSON_AddNullToObject(o, "lastRunAt");
+                cJSON_AddNumberToObject(o, "openUploads", (double)open_uploads);
+                cJSON_AddNumberToObject(o, "verifiedObjects", (double)verified);
+                cJSON_AddStringToObject(row, "rule", r.name);
+                cJSON_AddStringToObject(row, "target", r.targets[t].store);
+                cJSON_AddStringToObject(row, "rpo", rs);
+                cJSON_AddStringToObject(row, "lastRun", ls);
+                cJSON_AddNumberToObject(row, "openUploads", (double)open_uploads);
+                cJSON_AddNumberToObject(row, "verifiedObjects", (double)verified);
+                cJSON_AddStringToObject(row, "lastRunAt", at);
             }
             ne++;
         }
@@ -402,6 +520,13 @@ static int cmd_status(struct ctx *c, int argc, char **argv)
         if (sw_rpo_metrics(entries, ne, now, &b) == 0)
             fputs(b.data, stdout);
         sw_buf_free(&b);
+        cJSON_Delete(items);
+        cJSON_Delete(rows);
+    } else {
+        int prc = print_items(c, "status", items, rows, status_columns,
+                              sizeof(status_columns) / sizeof(status_columns[0]));
+        if (prc != SW_EXIT_OK)
+            rc = prc;
     }
     sw_names_free(names, n);
     return rc;
@@ -656,7 +781,7 @@ static int cmd_estimate(struct ctx *c, int argc, char **argv)
     return SW_EXIT_OK;
 }
 
-int sw_cli_replicate(int argc, char **argv)
+int sw_cli_replicate(const struct sw_cli_globals *g, int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
@@ -664,17 +789,21 @@ int sw_cli_replicate(int argc, char **argv)
     }
     struct ctx c;
     memset(&c, 0, sizeof(c));
-    c.redis_url = opt(argc, argv, "--redis");
-    c.key_file = opt(argc, argv, "--key-file");
-    const char *lvl = getenv("SW_LOG_LEVEL");
-    sw_log_set_level(lvl && sw_log_level_parse(lvl) >= 0
-                         ? (enum sw_log_level)sw_log_level_parse(lvl)
-                         : SW_LOG_WARN);
+    c.g = g;
     const char *sub = argv[1];
     int sargc = argc - 1;
     char **sargv = argv + 1;
     int rc;
     struct sw_error err;
+    /* -o applies to the listings only. */
+    int listing = strcmp(sub, "list") == 0 || strcmp(sub, "status") == 0 ||
+                  (strcmp(sub, "store") == 0 && sargc >= 2 && strcmp(sargv[1], "list") == 0);
+    char what[64];
+    snprintf(what, sizeof(what), "spillctl replicate %s", sub);
+    if (!listing && sw_cli_no_output_format(g, what, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return SW_EXIT_USAGE;
+    }
     if (strcmp(sub, "store") == 0)
         rc = cmd_store(&c, sargc, sargv);
     else if (strcmp(sub, "add") == 0)

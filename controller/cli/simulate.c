@@ -56,7 +56,8 @@ static void usage(FILE *out)
             "  spillctl simulate --trace "
             "../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv \\\n"
             "      --clusters docs/examples/alibaba-clusters.json --policy "
-            "cost-aware,burst-now,starburst\n");
+            "cost-aware,burst-now,starburst\n"
+            "\n" SW_CLI_GLOBAL_HELP);
 }
 
 /* Reads a whole file; the caller frees *buf with sw_free. */
@@ -176,7 +177,7 @@ static cJSON *result_json(const struct sw_sim_result *r, size_t extra_misses, bo
     return o;
 }
 
-int sw_cli_simulate(int argc, char **argv)
+int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
 {
     const char *trace_path = NULL, *clusters_path = NULL, *policies = "cost-aware,burst-now";
     const char *preempt_path = NULL, *csv_path = NULL, *json_path = NULL, *format = "auto";
@@ -241,6 +242,11 @@ int sw_cli_simulate(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr, "spillctl simulate: unexpected argument \"%s\"\n", argv[optind]);
+        return SW_EXIT_USAGE;
+    }
+    struct sw_error oerr;
+    if (sw_cli_no_output_format(g, "spillctl simulate", &oerr) != 0) {
+        fprintf(stderr, "%s; it writes CSV with --csv OUT and JSON with --json OUT\n", oerr.msg);
         return SW_EXIT_USAGE;
     }
     if (trace_path == NULL || clusters_path == NULL) {

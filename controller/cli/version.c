@@ -6,8 +6,9 @@
 #include "controller/cli/commands.h"
 #include "controller/version.h"
 
-int sw_cli_version(int argc, char **argv)
+int sw_cli_version(const struct sw_cli_globals *g, int argc, char **argv)
 {
+    (void)g;
     (void)argc;
     (void)argv;
     printf("spillctl %s\n", SW_VERSION);

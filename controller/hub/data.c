@@ -80,7 +80,7 @@ static void on_estimate(const struct sw_gate_result *res, void *ctx)
     for (size_t i = 0; i < res->nlocations; i++)
         if (res->locations[i].objects == 0 && res->bytes_to_copy == 0) {
             char why[512];
-            snprintf(why, sizeof(why), "input %s has no objects", res->locations[i].url);
+            snprintf(why, sizeof(why), "input %.400s has no objects", res->locations[i].url);
             block(h, j, why);
             write_or_release(h, j, NULL);
             return;
@@ -243,7 +243,7 @@ static void on_outputs(const struct sw_gate_result *res, void *ctx)
     /* The last round ran: follow.c moves the record on. */
     j->rec.reason[0] = '\0';
     if (res->rc != 0)
-        snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %s", res->err.msg);
+        snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %.400s", res->err.msg);
     j->outputs_done = res->rc == 0 ? 1 : -1;
     sw_hub_step_done(h, j, 0);
 }
@@ -290,7 +290,7 @@ void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final)
             SW_LOG(SW_LOG_WARN, "cannot copy outputs back", "job=%s err=\"%s\"", j->rec.key,
                    err.msg);
             if (final) {
-                snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %s",
+                snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %.400s",
                          err.msg);
                 j->outputs_done = -1;
                 sw_hub_step_done(h, j, 0);

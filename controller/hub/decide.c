@@ -78,7 +78,7 @@ static void add_pools(struct round *rd)
         struct sw_member *m = h->members[i];
         if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
             continue;
-        struct sw_capacity cap = {0};
+        struct sw_gpu_capacity cap = {0};
         if (sw_cluster_cache_capacity(m->cache, &cap) != 0)
             continue;
         for (size_t p = 0; p < m->rec.spec.npools; p++) {

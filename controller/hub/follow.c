@@ -214,15 +214,17 @@ static void on_lost_deleted(struct sw_kube_result *res, void *ctx)
     if (r->attempt >= h->cfg.max_attempts) {
         r->state = SW_JS_FAILED;
         r->finished_ms = sw_hub_wall_ms();
+        char last[200];
+        snprintf(last, sizeof(last), "%.199s", r->reason);
         snprintf(r->reason, sizeof(r->reason), "lost its mirror %d times (max %d attempts): %s",
-                 r->preemptions, h->cfg.max_attempts, r->reason);
+                 r->preemptions, h->cfg.max_attempts, last);
         snprintf(msg, sizeof(msg), "%s", r->reason);
         sw_follow_event(h, r, "Warning", "BurstFailed", msg);
         sw_follow_annotate(h, r);
         write_rec(h, j, NULL);
         return;
     }
-    snprintf(msg, sizeof(msg), "mirror %s/%s lost (%s); deciding again (attempt %d of %d)",
+    snprintf(msg, sizeof(msg), "mirror %s/%s lost (%.300s); deciding again (attempt %d of %d)",
              r->target_cluster, r->mirror, r->reason, r->attempt + 1, h->cfg.max_attempts);
     sw_follow_event(h, r, "Warning", "Requeued", msg);
     SW_LOG(SW_LOG_WARN, "mirror lost; requeued", "job=%s mirror=%s reason=\"%s\"", r->key,

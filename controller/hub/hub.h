@@ -40,7 +40,6 @@
 #include "store/seal.h"
 
 /* The names spillway writes on Kubernetes objects. */
-#define SW_ANN_BURST        "spillway.io/burst"
 #define SW_MANAGED_BY       "spillway.io/hub"
 #define SW_FINALIZER        "spillway.io/mirror"
 #define SW_LBL_ORIGIN_CL    "spillway.io/origin-cluster"

@@ -15,6 +15,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "clusters/exec.h"
 #include "controller/hub/hub.h"
 
 static const cJSON *child(const cJSON *o, const char *k)
@@ -201,7 +202,8 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
     snprintf(k, sizeof(k), "%s/%s", js->m->rec.name, key);
     struct sw_job *j = sw_hub_job_find(h, k);
     const char *uid = str(md, "uid");
-    if (uid == NULL)
+    const char *ns = str(md, "namespace"), *name = str(md, "name");
+    if (uid == NULL || ns == NULL || name == NULL)
         return;
     if (j && j->persisted && strcmp(j->rec.uid, uid) == 0)
         return; /* known */
@@ -224,8 +226,8 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
             j->warned = true;
             struct sw_job_rec tmp = {0};
             snprintf(tmp.cluster, sizeof(tmp.cluster), "%s", js->m->rec.name);
-            snprintf(tmp.ns, sizeof(tmp.ns), "%s", str(md, "namespace") ? str(md, "namespace") : "");
-            snprintf(tmp.name, sizeof(tmp.name), "%s", str(md, "name") ? str(md, "name") : "");
+            snprintf(tmp.ns, sizeof(tmp.ns), "%s", ns);
+            snprintf(tmp.name, sizeof(tmp.name), "%s", name);
             snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
             SW_LOG(SW_LOG_WARN, "bad spillway annotation; leaving the Job alone", "job=%s err=\"%s\"",
                    k, err.msg);
@@ -241,8 +243,8 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
     memset(r, 0, sizeof(*r));
     snprintf(r->key, sizeof(r->key), "%s", k);
     snprintf(r->cluster, sizeof(r->cluster), "%s", js->m->rec.name);
-    snprintf(r->ns, sizeof(r->ns), "%s", str(md, "namespace"));
-    snprintf(r->name, sizeof(r->name), "%s", str(md, "name"));
+    snprintf(r->ns, sizeof(r->ns), "%s", ns);
+    snprintf(r->name, sizeof(r->name), "%s", name);
     snprintf(r->uid, sizeof(r->uid), "%s", uid);
     const char *mb = str(child(job, "spec"), "managedBy");
     r->form = mb && strcmp(mb, SW_MANAGED_BY) == 0 ? SW_FORM_DELEGATED : SW_FORM_ANNOTATION;

@@ -6,6 +6,9 @@
 #  - the records in Redis hold no credential in clear (grepped for);
 #  - list shows health and free/total GPUs per pool equal to what kubectl
 #    shows for the same nodes and pods;
+#  - list -o json and -o yaml carry the same figures;
+#  - global options before or after the command, the Redis password from a
+#    file (no warning) or inside --redis (one warning line);
 #  - show, duplicate add, remove, --help and usage errors.
 source "$SW_SOURCE_DIR/tests/e2e/lab/common.sh"
 spillctl="$SW_BUILD_DIR/controller/spillctl"
@@ -26,8 +29,8 @@ trap cleanup EXIT
 export SPILLWAY_REDIS_URL="$SW_LAB_REDIS_URL"
 rest=${SW_LAB_REDIS_URL#redis://:}
 redis_pw=${rest%%@*}
-redis_hp=${rest#*@}
-redis_hp=${redis_hp%%/*}
+redis_tail=${rest#*@} # host:port/db
+redis_hp=${redis_tail%%/*}
 rcli() { redis-cli -h "${redis_hp%:*}" -p "${redis_hp##*:}" -a "$redis_pw" --no-auth-warning "$@"; }
 
 # ---- the secret key must be private ------------------------------------------
@@ -42,6 +45,12 @@ pass "a key file readable by others is refused, naming file and mode"
 
 # ---- usage -------------------------------------------------------------------
 "$spillctl" cluster --help | grep -q "add NAME --kubeconfig FILE" || fail "--help lacks add"
+"$spillctl" cluster --help | grep -q "Global options (--redis, -o, ...): see spillctl --help" ||
+    fail "cluster --help does not point to the global options"
+"$spillctl" --help | grep -q -- "--redis-password-file FILE" || fail "spillctl --help lacks the global options"
+rc=0
+"$spillctl" cluster list -o xml 2>/dev/null || rc=$?
+[ $rc = 2 ] || fail "-o xml is not a usage error (exit $rc)"
 "$spillctl" cluster add 2>/dev/null && fail "add without NAME succeeded"
 rc=0
 "$spillctl" cluster add x --bogus 2>/dev/null || rc=$?
@@ -168,15 +177,47 @@ cat "$tmp/list"
 for pair in "onprem:${names[0]}" "cloud-spot:${names[1]}" "cloud-ondemand:${names[2]}"; do
     c=${pair%%:*} n=${pair#*:}
     want=$(kubectl_free_total "$c")
-    row=$(grep "^$n " "$tmp/list") || fail "$n not listed"
+    row=$(grep -m 1 "^$n " "$tmp/list") || fail "$n not listed"
     echo "$row" | grep -q " Ready " || fail "$n is not Ready: $row"
-    got=$(echo "$row" | awk '{print $(NF-2)}')
+    got=$(echo "$row" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) {print $i; exit}}')
     [ "$got" = "$want" ] || fail "$n ($c): spillctl says $got free/total, kubectl says $want"
     echo "  $c: free/total $got (kubectl: $want)"
 done
 grep -q "spot-h100=spot/NVIDIA-H100-80GB-HBM3/81920/us-east-1/us-east-1a" "$tmp/list" || fail "the spot pool is not matched to its record"
 grep -q -- "$tok" "$tmp/list" && fail "list printed a token"
 pass "cluster list: health Ready and free/total GPUs per pool equal kubectl's"
+
+# ---- -o json and yaml, global options anywhere, the Redis password off argv ----
+# The same figures as the table, from -o json given before the command, with
+# Redis given by URL and password file instead of the environment.
+printf '%s\n' "$redis_pw" >"$tmp/redis-pw"
+chmod 600 "$tmp/redis-pw"
+env -u SPILLWAY_REDIS_URL "$spillctl" -o json --redis "redis://$redis_tail" cluster list \
+    --redis-password-file "$tmp/redis-pw" >"$tmp/list.json" 2>"$tmp/err" || fail "list -o json: $(cat "$tmp/err")"
+[ -s "$tmp/err" ] && fail "list -o json wrote to stderr: $(cat "$tmp/err")"
+for n in "${names[@]}"; do
+    table=$(grep -m 1 "^$n " "$tmp/list" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) {print $i; exit}}')
+    json=$(python3 -c '
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+c = [i for i in items if i["name"] == sys.argv[2]][0]
+assert c["health"] == "Ready", c
+p = c["pools"][0]
+print("%d/%d" % (p["free"], p["total"]))' "$tmp/list.json" "$n") || fail "$n: bad -o json: $(cat "$tmp/list.json")"
+    [ "$json" = "$table" ] || fail "$n: -o json says $json, the table $table"
+done
+grep -q -- "$tok" "$tmp/list.json" && fail "list -o json printed a token"
+"$spillctl" cluster list -o yaml >"$tmp/list.yaml" || fail "list -o yaml"
+grep -q "^- name: ${names[0]}\$" "$tmp/list.yaml" || fail "-o yaml: $(cat "$tmp/list.yaml")"
+grep -q "^  health: Ready\$" "$tmp/list.yaml" || fail "-o yaml: $(cat "$tmp/list.yaml")"
+# A password inside --redis works, with one warning; in the environment, none.
+env -u SPILLWAY_REDIS_URL "$spillctl" cluster list --no-probe --redis "$SW_LAB_REDIS_URL" >/dev/null 2>"$tmp/err" ||
+    fail "list with the password in --redis: $(cat "$tmp/err")"
+[ "$(cat "$tmp/err")" = "spillctl: warning: the Redis password is on the command line, where ps shows it; use --redis-password-file or SPILLWAY_REDIS_PASSWORD" ] ||
+    fail "unexpected stderr: $(cat "$tmp/err")"
+"$spillctl" cluster list --no-probe 2>"$tmp/err" >/dev/null || fail "list --no-probe: $(cat "$tmp/err")"
+[ -s "$tmp/err" ] && fail "a warning with the URL in the environment: $(cat "$tmp/err")"
+pass "cluster list -o json/yaml match the table; global options anywhere; Redis password from a file"
 
 # ---- show and remove ------------------------------------------------------------
 "$spillctl" cluster show "${names[1]}" >"$tmp/show" 2>&1 || fail "show: $(cat "$tmp/show")"

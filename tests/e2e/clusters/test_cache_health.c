@@ -97,7 +97,7 @@ static void on_change(struct sw_cluster_cache *cc, enum sw_kube_kind kind, const
         *(kind == SW_KIND_JOB ? &k->job : &k->pod) += 1;
 }
 
-static void capacity_from_lists(struct lab *l, struct sw_kube_client *c, struct sw_capacity *out)
+static void capacity_from_lists(struct lab *l, struct sw_kube_client *c, struct sw_gpu_capacity *out)
 {
     struct lab_wait wn = {0}, wp = {0};
     struct sw_kube_list_opts lo = {0};
@@ -159,7 +159,7 @@ static void test_cache(void **state)
     cJSON_Delete(w.body);
     cJSON_Delete(o);
     /* The Job and its GPU Pod reach the handler; wait until the pod is bound. */
-    struct sw_capacity a = {0}, b = {0};
+    struct sw_gpu_capacity a = {0}, b = {0};
     int equal = 0;
     for (int i = 0; i < 300 && !equal; i++) {
         lab_run_for(&l, 100);

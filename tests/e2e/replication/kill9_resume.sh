@@ -9,7 +9,6 @@ set -euo pipefail
 S="$SW_BUILD_DIR/controller/spillctl"
 T="$SW_BUILD_DIR/tests/e2e/replication/sw_e2e_s3tool"
 ID="k9-$$-$(date +%s)"
-export SPILLWAY_REDIS_URL="$SW_LAB_REDIS_URL"
 export SPILLWAY_SECRET_KEY="$(openssl rand -hex 32)"
 export SW_S3_ACCESS_KEY="$SW_LAB_S3_ACCESS_KEY" SW_S3_SECRET_KEY="$SW_LAB_S3_SECRET_KEY"
 SRC_EP="$SW_LAB_S3_ENDPOINT_ONPREM" SRC_REGION="${SW_LAB_S3_REGION_ONPREM:-onprem}"
@@ -20,6 +19,8 @@ rurl=${SW_LAB_REDIS_URL#redis://}
 rpass=${rurl%%@*}; rpass=${rpass#*:}
 rhostport=${rurl#*@}; rhostport=${rhostport%%/*}
 rcli() { REDISCLI_AUTH="$rpass" redis-cli -h "${rhostport%:*}" -p "${rhostport##*:}" "$@"; }
+# spillctl too takes the password apart from the URL, as a user would.
+export SPILLWAY_REDIS_URL="redis://${rurl#*@}" SPILLWAY_REDIS_PASSWORD="$rpass"
 pid=""
 
 cleanup() {
@@ -77,4 +78,12 @@ echo "$vout" | grep -q "23 object copies checked byte for byte, 0 mismatched, 0 
 # A third run has nothing to do.
 out=$("$S" replicate run "$ID" --once --progress none 2>&1)
 echo "$out" | grep -q "copied 0, skipped 23" || fail "third run not idempotent: $out"
+# status -o json: the target is caught up and nothing is open.
+st=$("$S" replicate status "$ID" -o json) || fail "status -o json failed"
+python3 -c '
+import json, sys
+items = json.loads(sys.argv[1])["items"]
+assert len(items) == 1 and items[0]["target"] == sys.argv[2], items
+assert items[0]["openUploads"] == 0 and items[0]["rpoSeconds"] is not None, items
+' "$st" "$ID-dst" || fail "unexpected replicate status -o json: $st"
 echo "PASS: kill -9 then resume: nothing lost, nothing left open, every byte verified"

@@ -89,7 +89,7 @@ static void test_pools_and_rules(void **state)
     assert_int_equal(pf[0].gpu_request, 3);
     assert_true(nf[0].ready);
     assert_false(nf[3].ready);
-    struct sw_capacity cap;
+    struct sw_gpu_capacity cap;
     assert_int_equal(sw_capacity_compute(nf, 6, pf, 9, &cap), 0);
     assert_int_equal(cap.npools, 3);
     /* Sorted by key: on-demand first. */
@@ -149,7 +149,7 @@ static void test_alloc_failures(void **state)
     assert_int_equal(sw_node_facts_from_json(n1, &nf[0], &err), 0);
     assert_int_equal(sw_node_facts_from_json(n2, &nf[1], &err), 0);
     for (uint64_t nth = 1; nth < 100; nth++) {
-        struct sw_capacity cap;
+        struct sw_gpu_capacity cap;
         sw_alloc_fail_at(nth);
         int rc = sw_capacity_compute(nf, 2, NULL, 0, &cap);
         int injected = sw_alloc_injected();
