@@ -45,7 +45,7 @@ static void usage(FILE *out)
             "                     check access and register a cluster\n"
             "  list               registered clusters with health and free/total GPUs per pool\n"
             "                     (-o table, wide, json or yaml)\n"
-            "  show NAME          one cluster in detail\n"
+            "  show NAME          one cluster in detail (-o json or yaml: as list's item)\n"
             "  remove NAME        unregister a cluster (its Jobs are not touched)\n"
             "\n"
             "Options of add:\n"
@@ -840,7 +840,20 @@ static int cmd_list_show(struct args *a, int show)
             start_probe(&e, &w.probes[i], key);
     for (size_t i = 0; i < w.n; i++)
         finish_probe(&e, &w.probes[i]);
-    if (show) {
+    if (show && (a->g->output == SW_CLI_JSON || a->g->output == SW_CLI_YAML)) {
+        /* One object, the same as the item list -o json prints for it. */
+        cJSON *item = probe_item(&w.probes[0], !a->no_probe);
+        if (item == NULL) {
+            fprintf(stderr, "spillctl cluster show: out of memory\n");
+            exit_code = SW_EXIT_FAIL;
+        } else if (a->g->output == SW_CLI_JSON) {
+            sw_cli_write_json(stdout, item, 0);
+            fputc('\n', stdout);
+        } else {
+            sw_cli_write_yaml(stdout, item);
+        }
+        cJSON_Delete(item);
+    } else if (show) {
         show_one(&w.probes[0], key);
     } else if (w.n == 0 && (a->g->output == SW_CLI_TABLE || a->g->output == SW_CLI_WIDE)) {
         printf("No clusters registered. Add one with: spillctl cluster add NAME --kubeconfig "
@@ -906,7 +919,9 @@ int sw_cli_cluster(const struct sw_cli_globals *g, int argc, char **argv)
     char what[64];
     snprintf(what, sizeof(what), "spillctl cluster %s", a.cmd);
     struct sw_error err;
-    if (strcmp(a.cmd, "list") != 0 && sw_cli_no_output_format(g, what, &err) != 0) {
+    int takes_o =
+        strcmp(a.cmd, "list") == 0 || (strcmp(a.cmd, "show") == 0 && g->output != SW_CLI_WIDE);
+    if (!takes_o && sw_cli_no_output_format(g, what, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return SW_EXIT_USAGE;
     }

@@ -190,9 +190,11 @@ static void test_redis_url_with_password(void **state)
     struct sw_error err;
     char url[SW_CLI_REDIS_URL_MAX];
     int argc;
-    char dir[] = "/tmp/sw-globals-XXXXXX";
+    char dir[256];
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%s/sw-globals-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     assert_non_null(mkdtemp(dir));
-    char pwfile[64], envfile[64];
+    char pwfile[300], envfile[300];
     snprintf(pwfile, sizeof(pwfile), "%s/pw", dir);
     snprintf(envfile, sizeof(envfile), "%s/envpw", dir);
     write_file(pwfile, "s3 cr@t\n");
@@ -236,12 +238,12 @@ static void test_redis_url_with_password(void **state)
     assert_string_equal(url, "redis://:inurl@h:1/2");
 
     /* A missing or empty password file is named. */
-    char missing[80];
+    char missing[300];
     snprintf(missing, sizeof(missing), "%s/none", dir);
     char *a5[] = {"spillctl", "--redis", "redis://h", "--redis-password-file", missing, NULL};
     assert_int_equal(parse(a5, &argc, &g, NULL, 0, &err), 0);
     assert_int_equal(sw_cli_redis_url(&g, url, sizeof(url), &err), SW_ENOENT);
-    char want[256];
+    char want[512];
     snprintf(want, sizeof(want),
              "Redis password file \"%s\": cannot open: No such file or directory", missing);
     assert_string_equal(err.msg, want);
