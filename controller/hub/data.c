@@ -43,9 +43,12 @@ struct gate_call {
 
 static void block(struct sw_hub *h, struct sw_job *j, const char *why)
 {
+    bool same = j->rec.state == SW_JS_BLOCKED && strncmp(j->rec.reason, why, sizeof(j->rec.reason) - 1) == 0;
     snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
     j->rec.state = SW_JS_BLOCKED;
     j->rec.decided_ms = sw_hub_wall_ms();
+    if (same)
+        return; /* said already */
     SW_LOG(SW_LOG_WARN, "burst blocked", "job=%s reason=\"%s\"", j->rec.key, why);
     sw_follow_event(h, &j->rec, "Warning", "BurstBlocked", why);
 }

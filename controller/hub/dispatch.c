@@ -185,6 +185,8 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
         cJSON_AddStringToObject(c, "status", "True");
         cJSON_AddItemToArray(conds, c);
         cJSON_InsertItemInArray(rules, 0, rule);
+        /* The API allows only "Failed" with a pod failure policy. */
+        set_str(spec, "podReplacementPolicy", "Failed");
     }
     return m;
 }

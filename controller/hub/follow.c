@@ -167,8 +167,12 @@ static int write_status(struct sw_hub *h, struct sw_job *j, const cJSON *mirror,
         now_rfc3339(ts, sizeof(ts));
         cJSON_AddStringToObject(st, "startTime", ts);
     }
-    if (!terminal && child(st, "active") == NULL)
-        cJSON_AddNumberToObject(st, "active", 0);
+    /* Counts the mirror's status leaves out are zero; a merge patch must
+     * say so, or the origin keeps its earlier values. */
+    static const char *counts[] = {"active", "ready", "terminating", "succeeded", "failed"};
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+        if (child(st, counts[i]) == NULL && (terminal || i < 3))
+            cJSON_AddNumberToObject(st, counts[i], 0);
     int rc = sw_kube_merge_patch(m->client, SW_KIND_JOB, j->rec.ns, j->rec.name, p, "status",
                                  on_status, j);
     cJSON_Delete(p);

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# burst.sh - the hub's burst lifecycle end to end on the lab, both opt-in
+# forms, with an independent watcher on the three clusters for the whole
+# test (watch_invariants.py):
+#   - onprem saturated; an annotation-only Job with inputs and outputs in
+#     S3 is suspended at home and runs as a mirror on cloud-spot, after its
+#     inputs are verified there; its outputs come back; it succeeds once
+#   - a delegated Job (spec.managedBy: spillway.io/hub) completes on the
+#     origin cluster as far as `kubectl wait --for=condition=complete` sees
+#   - a bad annotation gets a Warning Event naming it, and no record
+#   - a missing input blocks the burst with the input named, no mirror
+#   - a Job with a pod running at home is not burst
+#   - deleting an origin deletes its mirror
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+hub_setup burst
+watcher_start
+saturate
+s3put() { "$S3TOOL" "$SW_LAB_S3_ENDPOINT_ONPREM" onprem put "$@" >/dev/null; }
+s3get() { # ENDPOINT REGION BUCKET KEY
+    curl -sf --aws-sigv4 "aws:amz:$2:s3" --user "$SW_LAB_S3_ACCESS_KEY:$SW_LAB_S3_SECRET_KEY" \
+        -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" "$1/$3/$4"
+}
+s3put datasets "$NS/in/part-0.bin" 1048576 1
+s3put datasets "$NS/in/part-1.bin" 65536 2
+
+hub_start
+burst_job train-a 4 5s "" "    spillway.io/inputs: s3://datasets/$NS/in/
+    spillway.io/outputs: s3://checkpoints/$NS/out/" | kc onprem apply -n "$NS" -f - >/dev/null
+burst_job train-d 4 5s delegated | kc onprem apply -n "$NS" -f - >/dev/null
+burst_job bad 4 5s "" "    spillway.io/max-price: cheap" | kc onprem apply -n "$NS" -f - >/dev/null
+burst_job missing 4 5s "" "    spillway.io/inputs: s3://datasets/$NS/nothing-here/" |
+    kc onprem apply -n "$NS" -f - >/dev/null
+
+# ---- annotation-only: suspended at home, mirror on spot after the data ------
+A="onprem/$NS/train-a"
+wait_record "$A" state succeeded 120
+[ "$(record_field "$A" targetCluster)" = cloud-spot ] || hub_fail "train-a ran in $(record_field "$A" targetCluster), not cloud-spot"
+[ "$(kc onprem get job train-a -n "$NS" -o jsonpath='{.spec.suspend}')" = true ] || hub_fail "origin not suspended"
+mirror=$(record_field "$A" mirror)
+uid=$(kc onprem get job train-a -n "$NS" -o jsonpath='{.metadata.uid}')
+[ "$mirror" = "sw-$uid-1" ] || hub_fail "mirror name $mirror is not derived from the UID and attempt 1"
+[ "$(kc cloud-spot get job "$mirror" -n "$NS" -o jsonpath='{.status.succeeded}')" = 1 ] || hub_fail "mirror did not succeed"
+[ "$(kc cloud-spot get job "$mirror" -n "$NS" -o jsonpath='{.metadata.labels.spillway\.io/origin-uid}')" = "$uid" ] ||
+    hub_fail "mirror lacks its origin-uid label"
+# The inputs were verified in us-east-1 before the mirror existed.
+dr=$(record_field "$A" dataReadyMs)
+dm=$(record_field "$A" dispatchedMs)
+[ "$dr" -gt 0 ] && [ "$dr" -le "$dm" ] || hub_fail "data ready at $dr, dispatched at $dm"
+s3get "$SW_LAB_S3_ENDPOINT_US_EAST_1" us-east-1 datasets "$NS/in/part-1.bin" | cmp -s - <(s3get "$SW_LAB_S3_ENDPOINT_ONPREM" onprem datasets "$NS/in/part-1.bin") ||
+    hub_fail "input not in us-east-1"
+kc cloud-spot get job "$mirror" -n "$NS" -o json | grep -q "SPILLWAY_OUTPUTS" || hub_fail "mirror has no SPILLWAY_OUTPUTS"
+kc onprem get events -n "$NS" --field-selector involvedObject.name=train-a -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}' >"$HUB_TMP/ev"
+grep -q "^Burst: burst to cloud-spot (spot): \$[0-9.]* expected vs .* wait at home" "$HUB_TMP/ev" || hub_fail "no Burst event: $(cat "$HUB_TMP/ev")"
+grep -q "^Completed: completed in cloud-spot" "$HUB_TMP/ev" || hub_fail "no Completed event: $(cat "$HUB_TMP/ev")"
+[ "$(kc onprem get job train-a -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state}')" = succeeded ] ||
+    hub_fail "origin annotation state is not succeeded"
+pass "annotation-only Job: suspended at home, inputs verified in us-east-1 first, mirror $mirror succeeded on cloud-spot"
+
+# ---- delegated: the origin's status is the mirror's -------------------------
+kc onprem wait --for=condition=complete job/train-d -n "$NS" --timeout=120s >/dev/null ||
+    hub_fail "kubectl wait --for=condition=complete on the delegated origin did not return"
+[ "$(kc onprem get job train-d -n "$NS" -o jsonpath='{.status.succeeded}')" = 1 ] || hub_fail "delegated origin succeeded != 1"
+D="onprem/$NS/train-d"
+wait_record "$D" state succeeded 30
+pass "delegated Job: kubectl wait --for=condition=complete returned on onprem; it ran in $(record_field "$D" targetCluster)"
+
+# ---- bad annotation ---------------------------------------------------------
+ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=bad,reason=BadAnnotation -o jsonpath='{.items[0].message}')
+echo "$ev" | grep -q 'annotation "spillway.io/max-price": value "cheap"' || hub_fail "bad annotation event: $ev"
+[ -z "$(rcli GET "spillway:job:onprem/$NS/bad")" ] || hub_fail "a Job with a bad annotation got a record"
+[ "$(kc onprem get job bad -n "$NS" -o jsonpath='{.spec.suspend}')" != true ] || hub_fail "a Job with a bad annotation was suspended"
+pass "bad annotation: Warning Event \"$ev\"; the Job is left alone"
+
+# ---- missing input ----------------------------------------------------------
+M="onprem/$NS/missing"
+wait_record "$M" state blocked 60
+record_field "$M" reason | grep -q "$NS/nothing-here" || hub_fail "blocked reason does not name the input: $(record_field "$M" reason)"
+[ "$(kc onprem get job missing -n "$NS" -o jsonpath='{.spec.suspend}')" != true ] || hub_fail "a blocked Job was suspended"
+pass "missing input: blocked, \"$(record_field "$M" reason)\""
+
+# ---- outputs come back ------------------------------------------------------
+# (The lab's pods do not write; the test writes attempt 1's output as the
+# workload would, runs a second Job through, and checks the copy home.)
+burst_job train-o 4 8s "" "    spillway.io/outputs: s3://checkpoints/$NS/out2/" | kc onprem apply -n "$NS" -f - >/dev/null
+O="onprem/$NS/train-o"
+wait_record "$O" state running 90
+"$S3TOOL" "$SW_LAB_S3_ENDPOINT_US_EAST_1" us-east-1 put checkpoints "$NS/out2/attempt-1/model.pt" 4096 9 >/dev/null
+wait_record "$O" state succeeded 90
+s3get "$SW_LAB_S3_ENDPOINT_ONPREM" onprem checkpoints "$NS/out2/model.pt" >"$HUB_TMP/back" || hub_fail "output not copied back to onprem"
+[ "$(stat -c %s "$HUB_TMP/back")" = 4096 ] || hub_fail "output copied back with the wrong size"
+pass "outputs: attempt 1's model.pt copied back to onprem's store"
+
+# ---- the home Job never burst ------------------------------------------------
+[ "$(kc onprem get job home -n "$NS" -o jsonpath='{.spec.suspend}')" != true ] || hub_fail "a Job running at home was suspended"
+[ "$(record_field "onprem/$NS/home" state)" = observed ] || hub_fail "the Job running at home is $(record_field "onprem/$NS/home" state)"
+pass "a burstable Job with its pod running at home stays observed, not suspended"
+
+# ---- deleting the origin deletes the mirror --------------------------------
+kc onprem delete job train-a -n "$NS" --wait=false >/dev/null
+for _ in $(seq 1 60); do
+    kc cloud-spot get job "$mirror" -n "$NS" >/dev/null 2>&1 || break
+    sleep 0.5
+done
+kc cloud-spot get job "$mirror" -n "$NS" >/dev/null 2>&1 && hub_fail "mirror $mirror still exists after its origin was deleted"
+for _ in $(seq 1 30); do
+    kc onprem get job train-a -n "$NS" >/dev/null 2>&1 || break
+    sleep 0.5
+done
+kc onprem get job train-a -n "$NS" >/dev/null 2>&1 && hub_fail "origin still held by the finalizer"
+pass "origin deleted: mirror deleted, finalizer released"
+
+watcher_check

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""watch_invariants.py - the hub tests' independent oracle (Jepsen's habit).
+
+Samples the pods and Jobs of one namespace on the lab's three clusters with
+kubectl, about twice a second, until SIGTERM, and checks what the hub
+promises, from the outside:
+  - no burstable Job has active pods (bound to a node, not terminal) in two
+    clusters at once;
+  - no burstable Job completes in more than one place (one Job object with
+    succeeded pods per origin).
+Every breach is printed as a line starting with VIOLATION; the last line
+is "samples N origins M completions K".
+
+usage: watch_invariants.py KUBECTL KUBECONFIG_DIR NAMESPACE
+"""
+import json
+import signal
+import subprocess
+import sys
+import time
+
+CLUSTERS = ["onprem", "cloud-spot", "cloud-ondemand"]
+stop = False
+
+
+def on_term(*_):
+    global stop
+    stop = True
+
+
+def sample(kubectl, kdir, ns, cluster):
+    out = subprocess.run(
+        [kubectl, "--kubeconfig", f"{kdir}/{cluster}-cert.kubeconfig", "--request-timeout=10s",
+         "get", "pods,jobs", "-n", ns, "-o", "json"],
+        capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    return json.loads(out.stdout)["items"]
+
+
+def main():
+    kubectl, kdir, ns = sys.argv[1:4]
+    signal.signal(signal.SIGTERM, on_term)
+    samples = 0
+    completions = {}  # origin uid -> set of (cluster, job name)
+    origins = set()
+    while not stop:
+        active = {}  # origin uid -> set of clusters
+        uid_of = {}  # (cluster, job name) -> origin uid, for origin Jobs
+        seen = {}
+        for c in CLUSTERS:
+            items = sample(kubectl, kdir, ns, c)
+            if items is None:
+                continue
+            seen[c] = items
+            for o in items:
+                md = o["metadata"]
+                if o["kind"] == "Job":
+                    ann = md.get("annotations") or {}
+                    labels = md.get("labels") or {}
+                    if "spillway.io/burst" in ann and "spillway.io/origin-uid" not in labels:
+                        uid_of[(c, md["name"])] = md["uid"]
+                        origins.add(md["uid"])
+        for c, items in seen.items():
+            for o in items:
+                md = o["metadata"]
+                labels = md.get("labels") or {}
+                if o["kind"] == "Job":
+                    origin = labels.get("spillway.io/origin-uid") or uid_of.get((c, md["name"]))
+                    if origin and (o.get("status") or {}).get("succeeded", 0) > 0 and \
+                            "spillway.io/origin-uid" in labels:
+                        completions.setdefault(origin, set()).add((c, md["name"]))
+                    continue
+                origin = labels.get("spillway.io/origin-uid")
+                if origin is None:
+                    job = labels.get("batch.kubernetes.io/job-name") or labels.get("job-name")
+                    origin = uid_of.get((c, job))
+                if origin is None:
+                    continue
+                phase = (o.get("status") or {}).get("phase")
+                if o["spec"].get("nodeName") and phase in ("Pending", "Running"):
+                    active.setdefault(origin, set()).add(c)
+        for origin, cs in active.items():
+            if len(cs) > 1:
+                print(f"VIOLATION job {origin} has active pods in {sorted(cs)} at {time.time():.1f}",
+                      flush=True)
+        for origin, where in completions.items():
+            if len(where) > 1:
+                print(f"VIOLATION job {origin} completed in {sorted(where)}", flush=True)
+        samples += 1
+        time.sleep(0.3)
+    n = sum(len(w) for w in completions.values())
+    print(f"samples {samples} origins {len(origins)} completions {n}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
