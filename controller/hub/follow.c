@@ -346,6 +346,16 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         finish(h, j, SW_JS_SUCCEEDED, NULL);
         return;
     }
+    /* A node gone with the mirror's pod on it (spot reclaimed, node lost):
+     * decide again now rather than after the pod garbage collector. */
+    char node[128] = "";
+    if (sw_observe_lost(h, r->target_cluster, r->ns, r->mirror, node, sizeof(node)) > 0) {
+        char why[256];
+        snprintf(why, sizeof(why), "its node %s was lost", node);
+        j->busy = true;
+        requeue(h, j, why);
+        return;
+    }
     /* Running, or about to. */
     const cJSON *ms = child(mirror, "status");
     int active = (int)cJSON_GetNumberValue(child(ms, "active"));

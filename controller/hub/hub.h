@@ -293,6 +293,9 @@ const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r);
  * Unschedulable for lack of nvidia.com/gpu and none is bound to a node.
  */
 bool sw_observe_starved(struct sw_hub *h, const struct sw_job_rec *r, bool *any_bound);
+/** Pods of the Job bound to a node the cluster no longer has; names one. */
+int sw_observe_lost(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,
+                    char *node, size_t len);
 /** Number of the Job's pods (non-terminal) in the cluster's cache. */
 int sw_observe_pods(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,
                     int *bound);

@@ -37,6 +37,8 @@ struct pod_agg {
     int pods;
     int bound;
     int starved; /* Unschedulable for lack of GPUs */
+    int lost;    /* bound to a node that no longer exists */
+    char lost_node[128];
     struct pod_agg *next;
 };
 
@@ -97,6 +99,7 @@ static bool pod_starved(const cJSON *pod)
 
 struct pod_scan {
     const char *cluster;
+    struct sw_informer *nodes;
 };
 
 static void agg_pod(const char *key, const cJSON *pod, void *ctx)
@@ -117,8 +120,13 @@ static void agg_pod(const char *key, const cJSON *pod, void *ctx)
         return;
     a->pods++;
     const char *node = str(child(pod, "spec"), "nodeName");
-    if (node && node[0])
+    if (node && node[0]) {
         a->bound++;
+        if (ps->nodes && sw_informer_get(ps->nodes, node) == NULL) {
+            a->lost++;
+            snprintf(a->lost_node, sizeof(a->lost_node), "%s", node);
+        }
+    }
     else if (pod_starved(pod))
         a->starved++;
 }
@@ -133,6 +141,18 @@ int sw_observe_pods(struct sw_hub *h, const char *cluster, const char *ns, const
     if (bound)
         *bound = a ? a->bound : 0;
     return a ? a->pods : 0;
+}
+
+int sw_observe_lost(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,
+                    char *node, size_t len)
+{
+    (void)h;
+    char k[200];
+    snprintf(k, sizeof(k), "%s/%s/%s", cluster, ns, job_name);
+    struct pod_agg *a = agg_find(k, false);
+    if (a && a->lost && node)
+        snprintf(node, len, "%s", a->lost_node);
+    return a ? a->lost : 0;
 }
 
 bool sw_observe_starved(struct sw_hub *h, const struct sw_job_rec *r, bool *any_bound)
@@ -264,7 +284,7 @@ void sw_observe_scan(struct sw_hub *h)
         struct sw_member *m = h->members[i];
         if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
             continue;
-        struct pod_scan ps = {m->rec.name};
+        struct pod_scan ps = {m->rec.name, sw_cluster_cache_informer(m->cache, SW_KIND_NODE)};
         sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_POD), agg_pod, &ps);
     }
     for (size_t i = 0; i < h->nmembers; i++) {

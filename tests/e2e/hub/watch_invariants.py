@@ -4,8 +4,8 @@
 Samples the pods and Jobs of one namespace on the lab's three clusters with
 kubectl, about twice a second, until SIGTERM, and checks what the hub
 promises, from the outside:
-  - no burstable Job has active pods (bound to a node, not terminal) in two
-    clusters at once;
+  - no burstable Job has active pods (bound to a node that exists, not
+    terminal) in two clusters at once;
   - no burstable Job completes in more than one place (one Job object with
     succeeded pods per origin).
 Every breach is printed as a line starting with VIOLATION; the last line
@@ -31,7 +31,7 @@ def on_term(*_):
 def sample(kubectl, kdir, ns, cluster):
     out = subprocess.run(
         [kubectl, "--kubeconfig", f"{kdir}/{cluster}-cert.kubeconfig", "--request-timeout=10s",
-         "get", "pods,jobs", "-n", ns, "-o", "json"],
+         "get", "pods,jobs,nodes", "-n", ns, "-o", "json"],
         capture_output=True, text=True)
     if out.returncode != 0:
         return None
@@ -62,8 +62,11 @@ def main():
                         uid_of[(c, md["name"])] = md["uid"]
                         origins.add(md["uid"])
         for c, items in seen.items():
+            nodes = {o["metadata"]["name"] for o in items if o["kind"] == "Node"}
             for o in items:
                 md = o["metadata"]
+                if o["kind"] == "Node":
+                    continue
                 labels = md.get("labels") or {}
                 if o["kind"] == "Job":
                     origin = labels.get("spillway.io/origin-uid") or uid_of.get((c, md["name"]))
@@ -78,7 +81,8 @@ def main():
                 if origin is None:
                     continue
                 phase = (o.get("status") or {}).get("phase")
-                if o["spec"].get("nodeName") and phase in ("Pending", "Running"):
+                # A pod bound to a node that no longer exists runs nowhere.
+                if o["spec"].get("nodeName") in nodes and phase in ("Pending", "Running"):
                     active.setdefault(origin, set()).add(c)
         for origin, cs in active.items():
             if len(cs) > 1:
