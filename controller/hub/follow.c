@@ -100,10 +100,7 @@ void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *t
 
 static double cost_so_far(const struct sw_job_rec *r)
 {
-    if (r->started_ms == 0)
-        return 0;
-    int64_t end = r->finished_ms ? r->finished_ms : sw_hub_wall_ms();
-    return (double)r->gpus * r->price_gpu_h * (double)(end - r->started_ms) / 3.6e6;
+    return sw_job_rec_cost(r, sw_hub_wall_ms());
 }
 
 void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r)

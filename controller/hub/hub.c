@@ -17,26 +17,6 @@
 #include "common/log.h"
 #include "controller/hub/hub.h"
 
-static const char *state_names[SW_JS__COUNT] = {
-    "observed", "decided", "data-ready", "dispatching", "dispatched",
-    "running",  "succeeded", "failed",   "blocked",
-};
-
-const char *sw_job_state_name(enum sw_job_state s)
-{
-    return (unsigned)s < SW_JS__COUNT ? state_names[s] : "unknown";
-}
-
-int sw_job_state_parse(const char *s, enum sw_job_state *out)
-{
-    for (int i = 0; i < SW_JS__COUNT; i++)
-        if (strcmp(s, state_names[i]) == 0) {
-            *out = (enum sw_job_state)i;
-            return 0;
-        }
-    return SW_EINVAL;
-}
-
 int64_t sw_hub_mono_ms(void)
 {
     return (int64_t)(uv_hrtime() / 1000000u);

@@ -33,90 +33,15 @@
 #include "clusters/rest.h"
 #include "controller/hub/annotations.h"
 #include "controller/hub/config.h"
+#include "controller/hub/jobrec.h"
+#include "controller/hub/mirror.h"
 #include "net/http.h"
 #include "placement/engine.h"
 #include "replication/gate.h"
 #include "store/redis.h"
 #include "store/seal.h"
 
-/* The names spillway writes on Kubernetes objects. */
-#define SW_MANAGED_BY       "spillway.io/hub"
-#define SW_FINALIZER        "spillway.io/mirror"
-#define SW_LBL_ORIGIN_CL    "spillway.io/origin-cluster"
-#define SW_LBL_ORIGIN_NS    "spillway.io/origin-namespace"
-#define SW_LBL_ORIGIN_NAME  "spillway.io/origin-name"
-#define SW_LBL_ORIGIN_UID   "spillway.io/origin-uid"
-#define SW_LBL_ATTEMPT      "spillway.io/attempt"
-#define SW_LBL_EPOCH        "spillway.io/epoch"
-#define SW_LBL_MANAGED      "app.kubernetes.io/managed-by"
-#define SW_ANN_STATE        "spillway.io/state"
-#define SW_ANN_PLACED       "spillway.io/placed-in"
-#define SW_ANN_MIRROR       "spillway.io/mirror"
-#define SW_ANN_DECISION     "spillway.io/decision"
-#define SW_ANN_COST         "spillway.io/cost"
-#define SW_SPOT_TAINT       "spillway.io/spot"
 
-/* Redis keys. */
-#define SW_KEY_LEASE   "spillway:hub:leader"
-#define SW_KEY_EPOCH   "spillway:hub:epoch"
-#define SW_KEY_HEALTH  "spillway:hub:members"
-#define SW_KEY_JOBS    "spillway:jobs"
-#define SW_KEY_JOB     "spillway:job:"
-#define SW_KEY_EXPLAIN "spillway:explain:"
-
-/** A Job's place in the burst lifecycle (the record's "state"). */
-enum sw_job_state {
-    SW_JS_OBSERVED = 0, /* managed; waiting for saturation or a decision to move */
-    SW_JS_DECIDED,      /* a pool is chosen; its data is next */
-    SW_JS_DATA_READY,   /* inputs verified in the target region */
-    SW_JS_DISPATCHING,  /* intent written: attempt N goes to the target */
-    SW_JS_DISPATCHED,   /* the mirror exists */
-    SW_JS_RUNNING,      /* the mirror has active pods */
-    SW_JS_SUCCEEDED,
-    SW_JS_FAILED,
-    SW_JS_BLOCKED, /* cannot burst now (a missing input, a bad reference): reason says why */
-    SW_JS__COUNT
-};
-
-const char *sw_job_state_name(enum sw_job_state s);
-int sw_job_state_parse(const char *s, enum sw_job_state *out);
-static inline bool sw_job_state_terminal(enum sw_job_state s)
-{
-    return s == SW_JS_SUCCEEDED || s == SW_JS_FAILED;
-}
-
-/** The two ways a Job opts in. */
-enum sw_job_form { SW_FORM_ANNOTATION = 0, SW_FORM_DELEGATED };
-
-/** One origin Job's record: what is written to Redis (record.c). */
-struct sw_job_rec {
-    char key[256]; /* "cluster/namespace/name" */
-    char cluster[64];
-    char ns[64];
-    char name[64];
-    char uid[64];
-    enum sw_job_form form;
-    enum sw_job_state state;
-    int attempt;       /* 0 before the first dispatch */
-    int preemptions;   /* mirrors lost to spot interruptions or node loss */
-    char target_cluster[64];
-    char target_pool[64];
-    char target_region[64];
-    char capacity[16]; /* owned, spot, on-demand */
-    char mirror[64];   /* the current attempt's mirror Job */
-    char team[64];
-    int gpus;
-    double price_gpu_h;
-    double expected_cost; /* the chosen option's expected total */
-    double home_wait_s;   /* the stay option's expected wait */
-    double burst_now_cost; /* what burst-immediately (on-demand now) would cost */
-    char summary[256]; /* "burst to cloud-spot: $41.20 expected vs 47 min wait at home" */
-    char reason[512];  /* blocked or failed: why */
-    int64_t input_bytes;
-    double created;     /* origin creationTimestamp, unix s */
-    int64_t observed_ms, decided_ms, data_ready_ms, dispatched_ms, started_ms, finished_ms;
-    int64_t epoch; /* of the last write */
-};
 
 struct sw_hub;
 struct sw_member;
@@ -253,10 +178,6 @@ void sw_leader_lost(struct sw_hub *h, const char *why);
 
 /* ---- record.c ------------------------------------------------------------- */
 
-/** The record as JSON (new). */
-cJSON *sw_job_rec_to_json(const struct sw_job_rec *r);
-/** Parses a record; errors name the key and field. */
-int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *err);
 typedef void (*sw_rec_cb)(struct sw_hub *h, struct sw_job *j, int rc, void *ctx);
 /**
  * Writes j->rec (and j->explain when set) under the hub's epoch, checked
@@ -318,11 +239,6 @@ void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final);
 
 /** One dispatch step: intent, suspend, wait for pods, copy refs, create the mirror. */
 void sw_dispatch_step(struct sw_hub *h, struct sw_job *j);
-/** The mirror's name for attempt n: "sw-" + origin UID + "-" + n. */
-void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len);
-/** Builds the mirror Job from the origin (pure; new object). */
-cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
-                       const char *s3_endpoint, int64_t epoch, bool spot);
 
 /* ---- follow.c ------------------------------------------------------------- */
 

@@ -51,8 +51,7 @@ static void count_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     const struct sw_job_rec *r = &j->rec;
     if (r->started_ms == 0 || strcmp(r->capacity, "owned") == 0 || r->capacity[0] == '\0')
         return;
-    int64_t end = r->finished_ms ? r->finished_ms : sw_hub_wall_ms();
-    double d = (double)r->gpus * r->price_gpu_h * (double)(end - r->started_ms) / 3.6e6;
+    double d = sw_job_rec_cost(r, sw_hub_wall_ms());
     for (size_t i = 0; i < rd->nspend; i++)
         if (strcmp(rd->spend[i].team, r->team) == 0 &&
             strcmp(rd->spend[i].pool, r->target_cluster) == 0) {

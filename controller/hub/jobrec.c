@@ -1,0 +1,162 @@
+/*
+ * jobrec.c - the hub's per-Job record and its JSON form (jobrec.h).
+ */
+#include <string.h>
+
+#include "common/json.h"
+#include "controller/hub/jobrec.h"
+
+static const char *state_names[SW_JS__COUNT] = {
+    "observed", "decided", "data-ready", "dispatching", "dispatched",
+    "running",  "succeeded", "failed",   "blocked",
+};
+
+const char *sw_job_state_name(enum sw_job_state s)
+{
+    return (unsigned)s < SW_JS__COUNT ? state_names[s] : "unknown";
+}
+
+int sw_job_state_parse(const char *s, enum sw_job_state *out)
+{
+    for (int i = 0; i < SW_JS__COUNT; i++)
+        if (strcmp(s, state_names[i]) == 0) {
+            *out = (enum sw_job_state)i;
+            return 0;
+        }
+    return SW_EINVAL;
+}
+
+static const char *form_name(enum sw_job_form f)
+{
+    return f == SW_FORM_DELEGATED ? "delegated" : "annotation";
+}
+
+cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL)
+        return NULL;
+    cJSON_AddStringToObject(o, "key", r->key);
+    cJSON_AddStringToObject(o, "cluster", r->cluster);
+    cJSON_AddStringToObject(o, "namespace", r->ns);
+    cJSON_AddStringToObject(o, "name", r->name);
+    cJSON_AddStringToObject(o, "uid", r->uid);
+    cJSON_AddStringToObject(o, "form", form_name(r->form));
+    cJSON_AddStringToObject(o, "state", sw_job_state_name(r->state));
+    cJSON_AddNumberToObject(o, "attempt", r->attempt);
+    cJSON_AddNumberToObject(o, "preemptions", r->preemptions);
+    cJSON_AddStringToObject(o, "targetCluster", r->target_cluster);
+    cJSON_AddStringToObject(o, "targetPool", r->target_pool);
+    cJSON_AddStringToObject(o, "targetRegion", r->target_region);
+    cJSON_AddStringToObject(o, "capacity", r->capacity);
+    cJSON_AddStringToObject(o, "mirror", r->mirror);
+    cJSON_AddStringToObject(o, "team", r->team);
+    cJSON_AddNumberToObject(o, "gpus", r->gpus);
+    cJSON_AddNumberToObject(o, "pricePerGpuHour", r->price_gpu_h);
+    cJSON_AddNumberToObject(o, "expectedCost", r->expected_cost);
+    cJSON_AddNumberToObject(o, "homeWaitSeconds", r->home_wait_s);
+    cJSON_AddNumberToObject(o, "burstNowCost", r->burst_now_cost);
+    cJSON_AddStringToObject(o, "summary", r->summary);
+    cJSON_AddStringToObject(o, "reason", r->reason);
+    cJSON_AddNumberToObject(o, "inputBytes", (double)r->input_bytes);
+    cJSON_AddNumberToObject(o, "created", r->created);
+    cJSON_AddNumberToObject(o, "observedMs", (double)r->observed_ms);
+    cJSON_AddNumberToObject(o, "decidedMs", (double)r->decided_ms);
+    cJSON_AddNumberToObject(o, "dataReadyMs", (double)r->data_ready_ms);
+    cJSON_AddNumberToObject(o, "dispatchedMs", (double)r->dispatched_ms);
+    cJSON_AddNumberToObject(o, "startedMs", (double)r->started_ms);
+    cJSON_AddNumberToObject(o, "finishedMs", (double)r->finished_ms);
+    cJSON_AddNumberToObject(o, "epoch", (double)r->epoch);
+    return o;
+}
+
+static int get_str(const cJSON *o, const char *k, char *dst, size_t cap, const char *what,
+                   struct sw_error *err)
+{
+    const char *s = NULL;
+    int rc = sw_json_string(o, k, false, what, &s, err);
+    if (rc != 0)
+        return rc;
+    if (s == NULL)
+        s = "";
+    if (strlen(s) >= cap)
+        return sw_error_set(err, SW_ETOOBIG, "%s: field \"%s\": longer than %zu bytes", what, k,
+                            cap - 1);
+    memcpy(dst, s, strlen(s) + 1);
+    return 0;
+}
+
+static int get_num(const cJSON *o, const char *k, double *out, const char *what,
+                   struct sw_error *err)
+{
+    *out = 0;
+    return sw_json_number(o, k, false, what, out, err);
+}
+
+int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *err)
+{
+    memset(r, 0, sizeof(*r));
+    const char *what = "job record";
+    char tmp[32];
+    double d;
+    int rc;
+#define S(k, f)                                                                                    \
+    if ((rc = get_str(o, k, r->f, sizeof(r->f), what, err)) != 0)                                  \
+        return rc;
+#define N(k, f, T)                                                                                 \
+    if ((rc = get_num(o, k, &d, what, err)) != 0)                                                  \
+        return rc;                                                                                 \
+    r->f = (T)d;
+    S("key", key);
+    S("cluster", cluster);
+    S("namespace", ns);
+    S("name", name);
+    S("uid", uid);
+    if ((rc = get_str(o, "form", tmp, sizeof(tmp), what, err)) != 0)
+        return rc;
+    r->form = strcmp(tmp, "delegated") == 0 ? SW_FORM_DELEGATED : SW_FORM_ANNOTATION;
+    if ((rc = get_str(o, "state", tmp, sizeof(tmp), what, err)) != 0)
+        return rc;
+    if (sw_job_state_parse(tmp, &r->state) != 0)
+        return sw_error_set(err, SW_EINVAL, "%s %s: field \"state\": unknown state \"%s\"", what,
+                            r->key, tmp);
+    N("attempt", attempt, int);
+    N("preemptions", preemptions, int);
+    S("targetCluster", target_cluster);
+    S("targetPool", target_pool);
+    S("targetRegion", target_region);
+    S("capacity", capacity);
+    S("mirror", mirror);
+    S("team", team);
+    N("gpus", gpus, int);
+    N("pricePerGpuHour", price_gpu_h, double);
+    N("expectedCost", expected_cost, double);
+    N("homeWaitSeconds", home_wait_s, double);
+    N("burstNowCost", burst_now_cost, double);
+    S("summary", summary);
+    S("reason", reason);
+    N("inputBytes", input_bytes, int64_t);
+    N("created", created, double);
+    N("observedMs", observed_ms, int64_t);
+    N("decidedMs", decided_ms, int64_t);
+    N("dataReadyMs", data_ready_ms, int64_t);
+    N("dispatchedMs", dispatched_ms, int64_t);
+    N("startedMs", started_ms, int64_t);
+    N("finishedMs", finished_ms, int64_t);
+    N("epoch", epoch, int64_t);
+#undef S
+#undef N
+    if (r->key[0] == '\0')
+        return sw_error_set(err, SW_EINVAL, "%s: field \"key\": missing", what);
+    return 0;
+}
+
+double sw_job_rec_cost(const struct sw_job_rec *r, int64_t now_ms)
+{
+    if (r->started_ms == 0)
+        return 0;
+    int64_t end = r->finished_ms ? r->finished_ms : now_ms;
+    if (end < r->started_ms)
+        return 0;
+    return (double)r->gpus * r->price_gpu_h * (double)(end - r->started_ms) / 3.6e6;
+}

@@ -1,0 +1,85 @@
+/*
+ * jobrec.h - the hub's record of one origin Job, as kept in Redis, and its
+ * JSON form. Pure: spillwayd writes it, spillctl (status, explain) reads it.
+ */
+#ifndef SW_CONTROLLER_HUB_JOBREC_H
+#define SW_CONTROLLER_HUB_JOBREC_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* Redis keys. */
+#define SW_KEY_LEASE   "spillway:hub:leader"
+#define SW_KEY_EPOCH   "spillway:hub:epoch"
+#define SW_KEY_HEALTH  "spillway:hub:members"
+#define SW_KEY_JOBS    "spillway:jobs"
+#define SW_KEY_JOB     "spillway:job:"
+#define SW_KEY_EXPLAIN "spillway:explain:"
+
+/** A Job's place in the burst lifecycle (the record's "state"). */
+enum sw_job_state {
+    SW_JS_OBSERVED = 0, /* managed; waiting for saturation or a decision to move */
+    SW_JS_DECIDED,      /* a pool is chosen; its data is next */
+    SW_JS_DATA_READY,   /* inputs verified in the target region */
+    SW_JS_DISPATCHING,  /* intent written: attempt N goes to the target */
+    SW_JS_DISPATCHED,   /* the mirror exists */
+    SW_JS_RUNNING,      /* the mirror has active pods */
+    SW_JS_SUCCEEDED,
+    SW_JS_FAILED,
+    SW_JS_BLOCKED, /* cannot burst now (a missing input, a bad reference): reason says why */
+    SW_JS__COUNT
+};
+
+/** "observed", "decided", ... */
+const char *sw_job_state_name(enum sw_job_state s);
+/** Parses a state name; SW_EINVAL when unknown. */
+int sw_job_state_parse(const char *s, enum sw_job_state *out);
+static inline bool sw_job_state_terminal(enum sw_job_state s)
+{
+    return s == SW_JS_SUCCEEDED || s == SW_JS_FAILED;
+}
+
+/** The two ways a Job opts in. */
+enum sw_job_form { SW_FORM_ANNOTATION = 0, SW_FORM_DELEGATED };
+
+/** One origin Job's record: what is written to Redis (record.c). */
+struct sw_job_rec {
+    char key[256]; /* "cluster/namespace/name" */
+    char cluster[64];
+    char ns[64];
+    char name[64];
+    char uid[64];
+    enum sw_job_form form;
+    enum sw_job_state state;
+    int attempt;       /* 0 before the first dispatch */
+    int preemptions;   /* mirrors lost to spot interruptions or node loss */
+    char target_cluster[64];
+    char target_pool[64];
+    char target_region[64];
+    char capacity[16]; /* owned, spot, on-demand */
+    char mirror[64];   /* the current attempt's mirror Job */
+    char team[64];
+    int gpus;
+    double price_gpu_h;
+    double expected_cost; /* the chosen option's expected total */
+    double home_wait_s;   /* the stay option's expected wait */
+    double burst_now_cost; /* what burst-immediately (on-demand now) would cost */
+    char summary[256]; /* "burst to cloud-spot: $41.20 expected vs 47 min wait at home" */
+    char reason[512];  /* blocked or failed: why */
+    int64_t input_bytes;
+    double created;     /* origin creationTimestamp, unix s */
+    int64_t observed_ms, decided_ms, data_ready_ms, dispatched_ms, started_ms, finished_ms;
+    int64_t epoch; /* of the last write */
+};
+
+/** The record as JSON (new; the caller deletes it). */
+cJSON *sw_job_rec_to_json(const struct sw_job_rec *r);
+/** Parses a record (borrowed); errors name the record and the field. */
+int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *err);
+/** What the record's Job has cost so far (GPUs x price x hours run), at `now_ms`. */
+double sw_job_rec_cost(const struct sw_job_rec *r, int64_t now_ms);
+
+#endif

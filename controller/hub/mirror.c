@@ -1,0 +1,180 @@
+/*
+ * mirror.c - the mirror Job built from its origin (pure): the origin's
+ * spec without the fields the API or the Job controller own, back-reference
+ * labels and annotations, the pool's node selector and the spot toleration,
+ * where the data is in the mirror's region, and a pod failure policy that
+ * tells a lost node apart from a failing workload.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "controller/hub/mirror.h"
+
+static cJSON *child(const cJSON *o, const char *k)
+{
+    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *v = child(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len)
+{
+    snprintf(buf, len, "sw-%.36s-%d", uid, attempt);
+}
+
+/* ---- the mirror object ---------------------------------------------------- */
+
+static void set_str(cJSON *o, const char *k, const char *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+    cJSON_AddStringToObject(o, k, v);
+}
+
+static cJSON *obj(cJSON *o, const char *k)
+{
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsObject(c)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+        c = cJSON_AddObjectToObject(o, k);
+    }
+    return c;
+}
+
+static cJSON *arr(cJSON *o, const char *k)
+{
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsArray(c)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+        c = cJSON_AddArrayToObject(o, k);
+    }
+    return c;
+}
+
+static void add_env(cJSON *containers, const char *name, const char *value)
+{
+    cJSON *c;
+    cJSON_ArrayForEach(c, containers)
+    {
+        cJSON *env = arr(c, "env");
+        cJSON *e;
+        bool found = false;
+        cJSON_ArrayForEach(e, env)
+        {
+            const char *n = str(e, "name");
+            if (n && strcmp(n, name) == 0)
+                found = true;
+        }
+        if (found)
+            continue;
+        cJSON *ne = cJSON_CreateObject();
+        cJSON_AddStringToObject(ne, "name", name);
+        cJSON_AddStringToObject(ne, "value", value);
+        cJSON_AddItemToArray(env, ne);
+    }
+}
+
+cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
+                       const char *s3_endpoint, int64_t epoch, bool spot)
+{
+    const cJSON *ospec = child((cJSON *)origin, "spec");
+    if (!cJSON_IsObject(ospec) || !cJSON_IsObject(child((cJSON *)ospec, "template")))
+        return NULL;
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "apiVersion", "batch/v1");
+    cJSON_AddStringToObject(m, "kind", "Job");
+    cJSON *md = cJSON_AddObjectToObject(m, "metadata");
+    cJSON_AddStringToObject(md, "name", mirror_name);
+    cJSON_AddStringToObject(md, "namespace", r->ns);
+    cJSON *labels = cJSON_AddObjectToObject(md, "labels");
+    char attempt[16], ep[32];
+    snprintf(attempt, sizeof(attempt), "%d", r->attempt);
+    snprintf(ep, sizeof(ep), "%lld", (long long)epoch);
+    cJSON_AddStringToObject(labels, SW_LBL_MANAGED, "spillway");
+    cJSON_AddStringToObject(labels, SW_LBL_ORIGIN_CL, r->cluster);
+    cJSON_AddStringToObject(labels, SW_LBL_ORIGIN_NS, r->ns);
+    cJSON_AddStringToObject(labels, SW_LBL_ORIGIN_NAME, r->name);
+    cJSON_AddStringToObject(labels, SW_LBL_ORIGIN_UID, r->uid);
+    cJSON_AddStringToObject(labels, SW_LBL_ATTEMPT, attempt);
+    cJSON_AddStringToObject(labels, SW_LBL_EPOCH, ep);
+    cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+    char origin_ref[256];
+    snprintf(origin_ref, sizeof(origin_ref), "%s/%s/%s", r->cluster, r->ns, r->name);
+    cJSON_AddStringToObject(ann, "spillway.io/origin", origin_ref);
+    cJSON_AddStringToObject(ann, SW_ANN_DECISION, r->summary);
+
+    cJSON *spec = cJSON_Duplicate(ospec, 1);
+    cJSON_AddItemToObject(m, "spec", spec);
+    static const char *drop[] = {"selector", "manualSelector", "managedBy", "suspend",
+                                 "ttlSecondsAfterFinished"};
+    for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, drop[i]);
+    cJSON *tpl = child(spec, "template");
+    cJSON *tmd = obj(tpl, "metadata");
+    cJSON *tl = child(tmd, "labels");
+    static const char *gen[] = {"controller-uid", "job-name", "batch.kubernetes.io/controller-uid",
+                                "batch.kubernetes.io/job-name"};
+    for (size_t i = 0; tl && i < sizeof(gen) / sizeof(gen[0]); i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(tl, gen[i]);
+    cJSON *tlab = obj(tmd, "labels");
+    cJSON_AddStringToObject(tlab, SW_LBL_ORIGIN_UID, r->uid);
+    cJSON *ps = obj(tpl, "spec");
+
+    /* The pool: its capacity type and GPU product, and spot's taint. */
+    cJSON *sel = obj(ps, "nodeSelector");
+    if (strcmp(r->capacity, "owned") != 0)
+        set_str(sel, "karpenter.sh/capacity-type", r->capacity);
+    if (spot) {
+        cJSON *tol = arr(ps, "tolerations");
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "key", SW_SPOT_TAINT);
+        cJSON_AddStringToObject(t, "operator", "Exists");
+        cJSON_AddStringToObject(t, "effect", "NoSchedule");
+        cJSON_AddItemToArray(tol, t);
+    }
+    if (cJSON_GetArraySize(sel) == 0)
+        cJSON_DeleteItemFromObjectCaseSensitive(ps, "nodeSelector");
+
+    /* Where the data is, in the mirror's region. */
+    add_env(child(ps, "containers"), "SPILLWAY_ATTEMPT", attempt);
+    add_env(child(ps, "containers"), "SPILLWAY_REGION", r->target_region);
+    if (s3_endpoint)
+        add_env(child(ps, "containers"), "SPILLWAY_S3_ENDPOINT", s3_endpoint);
+    const char *in = str(child(child((cJSON *)origin, "metadata"), "annotations"), "spillway.io/inputs");
+    if (in)
+        add_env(child(ps, "containers"), "SPILLWAY_INPUTS", in);
+    const char *out =
+        str(child(child((cJSON *)origin, "metadata"), "annotations"), "spillway.io/outputs");
+    if (out) {
+        char o[700];
+        size_t n = strlen(out);
+        snprintf(o, sizeof(o), "%s%sattempt-%d/", out, n && out[n - 1] == '/' ? "" : "/",
+                 r->attempt);
+        add_env(child(ps, "containers"), "SPILLWAY_OUTPUTS", o);
+    }
+
+    /* A pod lost with its node (spot reclaimed, node deleted) fails the
+     * mirror at once with a reason the hub can tell apart, so that the hub
+     * decides again instead of the Job controller retrying in place. Only
+     * possible with restartPolicy Never (the API's rule). */
+    const char *rp = str(ps, "restartPolicy");
+    if (rp && strcmp(rp, "Never") == 0) {
+        cJSON *pfp = obj(spec, "podFailurePolicy");
+        cJSON *rules = arr(pfp, "rules");
+        cJSON *rule = cJSON_CreateObject();
+        cJSON_AddStringToObject(rule, "action", "FailJob");
+        cJSON *conds = cJSON_AddArrayToObject(rule, "onPodConditions");
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "type", "DisruptionTarget");
+        cJSON_AddStringToObject(c, "status", "True");
+        cJSON_AddItemToArray(conds, c);
+        cJSON_InsertItemInArray(rules, 0, rule);
+        /* The API allows only "Failed" with a pod failure policy. */
+        set_str(spec, "podReplacementPolicy", "Failed");
+    }
+    return m;
+}
+

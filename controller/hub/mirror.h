@@ -1,0 +1,42 @@
+/*
+ * mirror.h - the mirror Job of an origin Job (pure; mirror.c).
+ */
+#ifndef SW_CONTROLLER_HUB_MIRROR_H
+#define SW_CONTROLLER_HUB_MIRROR_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/hub/jobrec.h"
+
+/* The names spillway writes on Kubernetes objects. */
+#define SW_MANAGED_BY       "spillway.io/hub"
+#define SW_FINALIZER        "spillway.io/mirror"
+#define SW_LBL_ORIGIN_CL    "spillway.io/origin-cluster"
+#define SW_LBL_ORIGIN_NS    "spillway.io/origin-namespace"
+#define SW_LBL_ORIGIN_NAME  "spillway.io/origin-name"
+#define SW_LBL_ORIGIN_UID   "spillway.io/origin-uid"
+#define SW_LBL_ATTEMPT      "spillway.io/attempt"
+#define SW_LBL_EPOCH        "spillway.io/epoch"
+#define SW_LBL_MANAGED      "app.kubernetes.io/managed-by"
+#define SW_ANN_STATE        "spillway.io/state"
+#define SW_ANN_PLACED       "spillway.io/placed-in"
+#define SW_ANN_MIRROR       "spillway.io/mirror"
+#define SW_ANN_DECISION     "spillway.io/decision"
+#define SW_ANN_COST         "spillway.io/cost"
+#define SW_SPOT_TAINT       "spillway.io/spot"
+
+/** The mirror's name for attempt n: "sw-" + origin UID + "-" + n (fits 63). */
+void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len);
+/**
+ * Builds the mirror of `origin` (borrowed) for the record's attempt and
+ * target: returns a new object (the caller deletes it), or NULL when the
+ * origin has no pod template. `s3_endpoint` (or NULL) is the target
+ * region's store; `spot` adds the spot toleration.
+ */
+cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
+                       const char *s3_endpoint, int64_t epoch, bool spot);
+
+#endif
