@@ -39,4 +39,13 @@ int sw_cli_replicate(const struct sw_cli_globals *g, int argc, char **argv);
 /** `spillctl simulate`: replays a job trace under placement policies. */
 int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv);
 
+/** `spillctl status`: the Jobs the hub manages (controller/cli/status.c). */
+int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv);
+
+/** `spillctl explain CLUSTER/NAMESPACE/JOB`: the stored decision. */
+int sw_cli_explain(const struct sw_cli_globals *g, int argc, char **argv);
+
+/** `spillctl hub status`: leader, epoch, members' health. */
+int sw_cli_hub(const struct sw_cli_globals *g, int argc, char **argv);
+
 #endif

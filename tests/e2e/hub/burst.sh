@@ -96,6 +96,31 @@ pass "outputs: attempt 1's model.pt copied back to onprem's store"
 [ "$(record_field "onprem/$NS/home" state)" = observed ] || hub_fail "the Job running at home is $(record_field "onprem/$NS/home" state)"
 pass "a burstable Job with its pod running at home stays observed, not suspended"
 
+# ---- what the platform team reads ------------------------------------------
+"$SPILLCTL" status >"$HUB_TMP/status"
+grep -E "^onprem/$NS/train-o +succeeded +cloud-spot +spot " "$HUB_TMP/status" >/dev/null || hub_fail "spillctl status: $(cat "$HUB_TMP/status")"
+"$SPILLCTL" status -o json | python3 -c "
+import json, sys
+items = {i['key']: i for i in json.load(sys.stdin)['items']}
+r = items['$A']
+assert r['state'] == 'succeeded' and r['targetCluster'] == 'cloud-spot', r
+assert r['costSoFar'] > 0 and r['expectedCost'] > 0 and r['burstNowCost'] > r['expectedCost'], r
+" || hub_fail "spillctl status -o json"
+"$SPILLCTL" explain "$A" >"$HUB_TMP/explain"
+grep -E "^cloud-spot +spot +us-east-1 .*<- chosen$" "$HUB_TMP/explain" >/dev/null || hub_fail "explain: $(cat "$HUB_TMP/explain")"
+grep -E "^cloud-ondemand +on-demand +us-west-2 " "$HUB_TMP/explain" >/dev/null || hub_fail "explain lacks on-demand: $(cat "$HUB_TMP/explain")"
+grep -E "^onprem +owned +onprem " "$HUB_TMP/explain" >/dev/null || hub_fail "explain lacks home: $(cat "$HUB_TMP/explain")"
+"$SPILLCTL" explain "onprem/$NS/nope" 2>"$HUB_TMP/err" && hub_fail "explain of an unknown Job succeeded"
+grep -q "no Job onprem/$NS/nope is managed by the hub" "$HUB_TMP/err" || hub_fail "explain error: $(cat "$HUB_TMP/err")"
+"$SPILLCTL" hub status >"$HUB_TMP/hub"
+grep -q "^Leader:  .*/$HUB_PID-" "$HUB_TMP/hub" || hub_fail "hub status leader: $(cat "$HUB_TMP/hub")"
+grep -E "^cloud-spot +cloud +us-east-1 +Ready +yes" "$HUB_TMP/hub" >/dev/null || hub_fail "hub status members: $(cat "$HUB_TMP/hub")"
+curl -sf http://127.0.0.1:19464/metrics >"$HUB_TMP/metrics" || hub_fail "no /metrics"
+grep -q '^spillway_jobs{state="succeeded"} [1-9]' "$HUB_TMP/metrics" || hub_fail "metrics: jobs by state"
+grep -q '^spillway_cloud_spend_dollars{team="'"$NS"'",pool="cloud-spot"} [0-9.]*[1-9]' "$HUB_TMP/metrics" || hub_fail "metrics: spend"
+grep -q '^spillway_dispatch_latency_seconds_count [1-9]' "$HUB_TMP/metrics" || hub_fail "metrics: latency"
+pass "spillctl status, explain and hub status, and /metrics, show the Jobs, the options and the leader"
+
 # ---- deleting the origin deletes the mirror --------------------------------
 kc onprem delete job train-a -n "$NS" --wait=false >/dev/null
 for _ in $(seq 1 60); do
