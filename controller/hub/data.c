@@ -80,15 +80,9 @@ static void on_estimate(const struct sw_gate_result *res, void *ctx)
         write_or_release(h, j, NULL);
         return;
     }
-    for (size_t i = 0; i < res->nlocations; i++)
-        if (res->locations[i].objects == 0 && res->bytes_to_copy == 0) {
-            char why[512];
-            snprintf(why, sizeof(why), "input %.400s has no objects", res->locations[i].url);
-            block(h, j, why);
-            write_or_release(h, j, NULL);
-            return;
-        }
-    /* Bytes to move to a cloud region (+1: known, even when already there). */
+    /* Bytes to move to a cloud region (+1: known, even when already there).
+     * An estimate cannot tell an empty input from one already copied; the
+     * copy itself (sw_data_step) lists the source and blocks an empty one. */
     j->rec.input_bytes = res->bytes_to_copy + 1;
     write_or_release(h, j, NULL);
     sw_hub_want_decide(h);
@@ -168,6 +162,14 @@ static void on_ensured(const struct sw_gate_result *res, void *ctx)
         write_or_release(h, j, NULL);
         return;
     }
+    for (size_t i = 0; i < res->nlocations; i++)
+        if (res->locations[i].objects == 0) {
+            char why[512];
+            snprintf(why, sizeof(why), "input %.400s has no objects", res->locations[i].url);
+            block(h, j, why);
+            write_or_release(h, j, NULL);
+            return;
+        }
     h->m.replication_bytes += (uint64_t)(res->bytes_to_copy > 0 ? res->bytes_to_copy : 0);
     SW_LOG(SW_LOG_INFO, "inputs ready in the target region", "job=%s region=%s bytes=%lld",
            j->rec.key, j->rec.target_region, (long long)res->bytes_to_copy);
