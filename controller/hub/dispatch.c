@@ -214,6 +214,9 @@ static void on_ns(struct sw_kube_result *res, void *ctx)
         return;
     }
     rc->ns_done = true;
+    struct sw_member *tm = sw_member_find(rc->h, rc->j->rec.target_cluster);
+    if (tm)
+        sw_member_add_namespace(tm, rc->j->rec.ns);
     refs_next(rc);
 }
 
@@ -226,6 +229,10 @@ static void refs_next(struct refs_chain *rc)
     int rcode = 0;
     if (om == NULL || tm == NULL) {
         rcode = SW_ENOENT;
+    } else if (!rc->ns_done && sw_member_has_namespace(tm, j->rec.ns)) {
+        rc->ns_done = true;
+        refs_next(rc);
+        return;
     } else if (!rc->ns_done) {
         cJSON *ns = cJSON_CreateObject();
         cJSON_AddStringToObject(ns, "apiVersion", "v1");
@@ -304,7 +311,6 @@ static void on_mirror_created(struct sw_kube_result *res, void *ctx)
              r->ns, r->mirror, r->attempt);
     sw_follow_event(h, r, "Normal", strcmp(r->target_cluster, r->cluster) == 0 ? "Placed" : "Burst",
                     msg);
-    sw_follow_annotate(h, r);
     write_step(h, j, "after-dispatched");
 }
 
@@ -395,8 +401,13 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         if (!fin)
             cJSON_AddItemToArray(fl, cJSON_CreateString(SW_FINALIZER));
         cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+        /* Where it is going is known now: one patch says it all. */
+        char placed[256];
+        snprintf(placed, sizeof(placed), "%s/%s/%s", r->target_cluster, r->ns, r->mirror);
         cJSON_AddStringToObject(ann, SW_ANN_STATE, "dispatching");
         cJSON_AddStringToObject(ann, SW_ANN_DECISION, r->summary);
+        cJSON_AddStringToObject(ann, SW_ANN_PLACED, placed);
+        cJSON_AddStringToObject(ann, SW_ANN_MIRROR, r->mirror);
         if (need_suspend)
             cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "suspend", 1);
         int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, patch, NULL,

@@ -360,7 +360,6 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         r->state = SW_JS_RUNNING;
         r->started_ms = sw_hub_wall_ms();
         j->busy = true;
-        sw_follow_annotate(h, r);
         if (strcmp(r->target_cluster, r->cluster) != 0)
             sw_data_outputs(h, j, false);
         write_rec(h, j, "after-running");

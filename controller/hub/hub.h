@@ -72,6 +72,8 @@ struct sw_member {
     struct sw_cluster_cache *cache;
     struct sw_health_prober *health;
     bool seen; /* in the latest registry listing */
+    char **namespaces; /* created (or found) here by this hub: not asked again */
+    size_t nnamespaces;
 };
 
 /** A region's object store, loaded from the replication stores. */
@@ -194,6 +196,10 @@ int sw_rec_load_all(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc));
 int sw_members_start(struct sw_hub *h);
 /** A member by name, or NULL. */
 struct sw_member *sw_member_find(struct sw_hub *h, const char *name);
+/** Whether this hub has created (or found) namespace `ns` in the member. */
+bool sw_member_has_namespace(const struct sw_member *m, const char *ns);
+/** Notes that namespace `ns` exists in the member. */
+void sw_member_add_namespace(struct sw_member *m, const char *ns);
 /** Whether every member's cache has synced. */
 bool sw_members_synced(const struct sw_hub *h);
 /** The store of a region, or NULL. */

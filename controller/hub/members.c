@@ -25,6 +25,26 @@ struct sw_member *sw_member_find(struct sw_hub *h, const char *name)
     return NULL;
 }
 
+bool sw_member_has_namespace(const struct sw_member *m, const char *ns)
+{
+    for (size_t i = 0; i < m->nnamespaces; i++)
+        if (strcmp(m->namespaces[i], ns) == 0)
+            return true;
+    return false;
+}
+
+void sw_member_add_namespace(struct sw_member *m, const char *ns)
+{
+    if (sw_member_has_namespace(m, ns))
+        return;
+    char **n = sw_realloc(m->namespaces, (m->nnamespaces + 1) * sizeof(*n));
+    if (n == NULL)
+        return;
+    m->namespaces = n;
+    if ((n[m->nnamespaces] = sw_strdup(ns)) != NULL)
+        m->nnamespaces++;
+}
+
 bool sw_members_synced(const struct sw_hub *h)
 {
     for (size_t i = 0; i < h->nmembers; i++)
@@ -65,6 +85,9 @@ static void member_free(struct sw_member *m)
         sw_health_prober_free(m->health);
     if (m->client)
         sw_kube_client_free(m->client);
+    for (size_t i = 0; i < m->nnamespaces; i++)
+        sw_free(m->namespaces[i]);
+    sw_free(m->namespaces);
     sw_cluster_record_clear(&m->rec);
     sw_free(m);
 }

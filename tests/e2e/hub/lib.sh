@@ -25,17 +25,23 @@ export SW_S3_ACCESS_KEY="$SW_LAB_S3_ACCESS_KEY" SW_S3_SECRET_KEY="$SW_LAB_S3_SEC
 
 rcli() { REDISCLI_AUTH="$HUB_REDIS_PASSWORD" redis-cli -h "${HUB_REDIS_HP%:*}" -p "${HUB_REDIS_HP##*:}" -n "$HUB_DB" "$@"; }
 
+# drop_namespace CLUSTER NS: deletes a namespace whose Jobs may still hold
+# spillway's finalizer (the hub that would release them is gone).
+drop_namespace() {
+    local jobs
+    jobs=$(kc "$1" get jobs -n "$2" -o name 2>/dev/null || true)
+    # shellcheck disable=SC2086
+    [ -n "$jobs" ] && kc "$1" patch $jobs -n "$2" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+    kc "$1" delete namespace "$2" --wait=false >/dev/null 2>&1 || true
+}
+
+HUB_EXTRA_NS=()
 hub_cleanup() {
-    local p
+    local p c n
     [ -n "$WATCH_PID" ] && kill "$WATCH_PID" 2>/dev/null
     for p in "${HUB_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    [ -n "${NS:-}" ] && for c in onprem cloud-spot cloud-ondemand; do
-        kc "$c" delete jobs --all -n "$NS" --wait=false >/dev/null 2>&1 || true
-        # Our finalizer would hold the origins once the hub is gone.
-        for j in $(kc "$c" get jobs -n "$NS" -o name 2>/dev/null); do
-            kc "$c" patch "$j" -n "$NS" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
-        done
-        kc "$c" delete namespace "$NS" --wait=false >/dev/null 2>&1 || true
+    for n in ${NS:-} "${HUB_EXTRA_NS[@]}"; do
+        for c in onprem cloud-spot cloud-ondemand; do drop_namespace "$c" "$n"; done
     done
     [ -n "${KEEP_HUB_TMP:-}" ] || rm -rf "$HUB_TMP"
 }
@@ -47,6 +53,12 @@ hub_setup() {
     NS="$1-$$-$RANDOM"
     (umask 077 && openssl rand -hex 32 >"$SPILLWAY_SECRET_KEY_FILE")
     rcli FLUSHDB >/dev/null
+    # The tests size their load for an empty lab: `make demo` leaves its
+    # Jobs (namespace demo) in place for a look; clear them first.
+    for c in onprem cloud-spot cloud-ondemand; do
+        drop_namespace "$c" demo
+        kc "$c" wait --for=delete namespace/demo --timeout=60s >/dev/null 2>&1 || true
+    done
     local kcd="$SW_LAB_KUBECONFIG_DIR"
     "$SPILLCTL" cluster add onprem --kubeconfig "$kcd/onprem-cert.kubeconfig" --role onprem \
         --region onprem --pool name=a100,capacity=owned,product=NVIDIA-A100-SXM4-80GB,memory=81920,price=1.00 >/dev/null

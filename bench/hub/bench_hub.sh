@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# bench_hub.sh - the hub's dispatch benchmark on the lab (make bench).
+#
+# N burstable one-GPU Jobs (default 1,000) are created at once on the
+# saturated onprem cluster; spillwayd (one hub, default rate limits: QPS 50,
+# burst 100 per cluster) dispatches them to cloud-spot, whose 8 kwok nodes
+# are given 128 GPUs each for the run. Reported:
+#   - origin created (the create call's answer) to mirror created (the
+#     record's dispatchedMs), p50, p99 and max
+#   - the sustained dispatch rate: N / (last mirror created - first origin)
+#   - Kubernetes API requests per Job per cluster (the hub's own counters)
+#   - the hub's peak RSS
+# and, in the same run on the same API server, the ceiling: one client of
+# spillway's REST layer with the hub's rate limits creating the same N Jobs
+# (suspended, so no pods) directly on cloud-spot. Rounds alternate (ceiling,
+# hub) BENCH_HUB_ROUNDS times (default 1; each hub round is N Jobs). The
+# cloud-spot nodes are put back at the end.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+export SW_SOURCE_DIR=${SW_SOURCE_DIR:-$(cd "$HERE/../.." && pwd)}
+export SW_BUILD_DIR=${SW_BUILD_DIR:-$SW_SOURCE_DIR/build}
+N=${BENCH_HUB_JOBS:-1000}
+# delegated (spec.managedBy: the hub's own pipeline) or burstable (annotation
+# only: each Job's pods must first be created and found Unschedulable by the
+# member's own controller manager and scheduler, then removed on suspend).
+FORM=${BENCH_HUB_FORM:-delegated}
+ROUNDS=${BENCH_HUB_ROUNDS:-1}
+export HUB_DB=9
+source "$SW_SOURCE_DIR/tests/e2e/hub/lib.sh"
+LOAD="$SW_BUILD_DIR/bench/hub_load"
+KCD=$SW_LAB_KUBECONFIG_DIR
+restore() {
+    "$SW_SOURCE_DIR/tests/testbed/testbed" reseed cloud-spot >/dev/null 2>&1 || true
+}
+trap 'hub_cleanup; restore' EXIT
+hub_setup bench
+saturate
+
+# Room for N one-GPU pods on cloud-spot.
+res='{"cpu":"96","memory":"1000Gi","pods":"256","nvidia.com/gpu":"128"}'
+for node in $(kc cloud-spot get nodes -l type=kwok -o name); do
+    kc cloud-spot patch "$node" --subresource=status --type=merge \
+        -p "{\"status\":{\"allocatable\":$res,\"capacity\":$res}}" >/dev/null
+done
+
+declare -a CEIL RATE P50 P99 REQ_O REQ_C RSS
+for round in $(seq 1 "$ROUNDS"); do
+    # ---- the ceiling: our REST client, the hub's limits, straight to cloud-spot
+    cns="ceil-$$-$round"
+    HUB_EXTRA_NS+=("$cns" "hub-$$-$round")
+    out=$("$LOAD" "$KCD/cloud-spot-cert.kubeconfig" "$cns" "$N" plain 50 100 2>&1 >/dev/null | tail -1)
+    echo "ceiling round $round: $out"
+    CEIL+=("$(echo "$out" | sed -E 's/.*: ([0-9.]+) Jobs\/s.*/\1/')")
+    kc cloud-spot delete namespace "$cns" --wait=false >/dev/null
+
+    # ---- the hub
+    : >"$HUB_TMP/hub.log"
+    hub_start
+    for _ in $(seq 1 80); do
+        curl -sf http://127.0.0.1:19464/readyz >/dev/null 2>&1 &&
+            [ "$(curl -sf http://127.0.0.1:19464/metrics | awk '$1=="spillway_leader"{print $2}')" = 1 ] && break
+        sleep 0.25
+    done
+    req() { curl -sf http://127.0.0.1:19464/metrics | awk -v c="$1" '$1=="spillway_api_requests_total{cluster=\""c"\"}"{print $2}'; }
+    o0=$(req onprem) c0=$(req cloud-spot)
+    hns="hub-$$-$round"
+    kc cloud-spot create namespace "$hns" >/dev/null 2>&1 || true
+    peak=0
+    "$LOAD" "$KCD/onprem-cert.kubeconfig" "$hns" "$N" "$FORM" 0 0 >"$HUB_TMP/created" 2>"$HUB_TMP/load.err" &
+    lpid=$!
+    for _ in $(seq 1 1200); do
+        r=$(awk '/VmRSS/{print $2}' "/proc/$HUB_PID/status" 2>/dev/null || echo 0)
+        [ "$r" -gt "$peak" ] && peak=$r
+        if ! kill -0 "$lpid" 2>/dev/null; then
+            n=$(rcli --scan --pattern "spillway:job:onprem/$hns/*" | wc -l)
+            d=$(curl -sf http://127.0.0.1:19464/metrics | awk '$1=="spillway_dispatches_total"{print $2}')
+            [ "${d:-0}" -ge "$N" ] && [ "$n" -ge "$N" ] && break
+        fi
+        sleep 0.5
+    done
+    wait "$lpid" || hub_fail "the load did not submit every Job: $(cat "$HUB_TMP/load.err")"
+    o1=$(req onprem) c1=$(req cloud-spot)
+    for k in $(rcli --scan --pattern "spillway:job:onprem/$hns/*"); do rcli GET "$k"; done >"$HUB_TMP/records"
+    stats=$(python3 - "$HUB_TMP/created" "$HUB_TMP/records" "$N" <<'PY'
+import json, sys
+created = {}
+for line in open(sys.argv[1]):
+    name, ms = line.split()
+    created[name] = int(ms)
+lat, disp = [], []
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    if r["dispatchedMs"] > 0 and r["name"] in created:
+        lat.append((r["dispatchedMs"] - created[r["name"]]) / 1000.0)
+        disp.append(r["dispatchedMs"])
+n = int(sys.argv[3])
+lat.sort()
+if len(lat) < n:
+    print(f"ERROR only {len(lat)} of {n} dispatched")
+    sys.exit(0)
+q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
+rate = n / ((max(disp) - min(created.values())) / 1000.0)
+print(f"{q(0.5):.3f} {q(0.99):.3f} {lat[-1]:.3f} {rate:.1f}")
+PY
+)
+    case "$stats" in ERROR*) hub_fail "$stats" ;; esac
+    read -r p50 p99 pmax rate <<<"$stats"
+    RATE+=("$rate") P50+=("$p50") P99+=("$p99") RSS+=("$((peak / 1024))")
+    REQ_O+=("$(python3 -c "print(f'{($o1 - $o0) / $N:.2f}')")")
+    REQ_C+=("$(python3 -c "print(f'{($c1 - $c0) / $N:.2f}')")")
+    echo "hub round $round: $N Jobs dispatched at $rate Jobs/s; latency p50 ${p50}s p99 ${p99}s max ${pmax}s;" \
+        "API requests per Job: onprem ${REQ_O[-1]}, cloud-spot ${REQ_C[-1]}; peak RSS ${RSS[-1]} MiB"
+    # Deleting the origins makes the hub delete the mirrors and let go.
+    kc onprem delete namespace "$hns" --wait=false >/dev/null
+    for _ in $(seq 1 600); do
+        kc onprem get namespace "$hns" >/dev/null 2>&1 || break
+        sleep 1
+    done
+    kill -9 "$HUB_PID" 2>/dev/null || true
+    wait "$HUB_PID" 2>/dev/null || true
+    kc cloud-spot delete namespace "$hns" --wait=false >/dev/null 2>&1 || true
+    rcli FLUSHDB >/dev/null
+    "$SPILLCTL" cluster add onprem --kubeconfig "$KCD/onprem-cert.kubeconfig" --role onprem --region onprem \
+        --pool name=a100,capacity=owned,product=NVIDIA-A100-SXM4-80GB,memory=81920,price=1.00 >/dev/null
+    "$SPILLCTL" cluster add cloud-spot --kubeconfig "$KCD/cloud-spot-cert.kubeconfig" --role cloud --region us-east-1 \
+        --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+    "$SPILLCTL" cluster add cloud-ondemand --kubeconfig "$KCD/cloud-ondemand-cert.kubeconfig" --role cloud --region us-west-2 \
+        --pool name=od-h100,capacity=on-demand,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=6.98 >/dev/null
+done
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END{print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
+c=$(median "${CEIL[@]}") r=$(median "${RATE[@]}")
+echo
+echo "hub dispatch, $N one-GPU $FORM Jobs at once, onprem -> cloud-spot, QPS 50 / burst 100 per cluster, median of $ROUNDS round(s):"
+printf '  %-44s %s\n' "dispatch rate (Jobs/s)" "$r" \
+    "ceiling: our REST client creating directly (Jobs/s)" "$c" \
+    "ratio to the ceiling" "$(python3 -c "print(f'{$r / $c:.2f}x')")" \
+    "origin created -> mirror created p50 (s)" "$(median "${P50[@]}")" \
+    "origin created -> mirror created p99 (s)" "$(median "${P99[@]}")" \
+    "API requests per Job, onprem" "$(median "${REQ_O[@]}")" \
+    "API requests per Job, cloud-spot" "$(median "${REQ_C[@]}")" \
+    "hub peak RSS (MiB)" "$(median "${RSS[@]}")"
