@@ -175,6 +175,8 @@ void sw_hub_step_done(struct sw_hub *h, struct sw_job *j, int rc);
 
 /** Starts campaigning for the lease (renewing it while held). */
 int sw_leader_start(struct sw_hub *h);
+/** Redis connection state (sw_redis_connect's callback): renews on reconnect. */
+void sw_leader_redis_state(struct sw_redis *r, int up, const char *why, void *ctx);
 /** Leadership is lost (a fenced write refused, or the lease not renewed): exits. */
 void sw_leader_lost(struct sw_hub *h, const char *why);
 

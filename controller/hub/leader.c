@@ -111,6 +111,17 @@ static void campaign(uv_timer_t *t)
     }
 }
 
+void sw_leader_redis_state(struct sw_redis *r, int up, const char *why, void *ctx)
+{
+    (void)r;
+    (void)why;
+    struct sw_hub *h = ctx;
+    /* Back after a Redis restart or a lost connection: renew at once rather
+     * than at the next period, so a short outage never costs the lease. */
+    if (up && h->lease_timer.data == h)
+        campaign(&h->lease_timer);
+}
+
 int sw_leader_start(struct sw_hub *h)
 {
     uv_timer_init(h->loop, &h->lease_timer);

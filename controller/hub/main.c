@@ -122,7 +122,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "spillwayd: out of memory at start-up\n");
         return 1;
     }
-    if (sw_redis_connect(h->loop, h->redis_url, NULL, NULL, &h->redis, &err) != 0) {
+    if (sw_redis_connect(h->loop, h->redis_url, sw_leader_redis_state, h, &h->redis, &err) != 0) {
         fprintf(stderr, "spillwayd: redis: %s\n", err.msg);
         return 1;
     }

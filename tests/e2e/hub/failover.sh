@@ -7,7 +7,8 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 hub_setup failover
-TTL=4
+# A Redis restart under load takes a few seconds; the lease outlives it.
+TTL=8
 hub_config "$HUB_TMP/a.yaml" 19464 $TTL
 hub_config "$HUB_TMP/b.yaml" 19465 $TTL
 watcher_start

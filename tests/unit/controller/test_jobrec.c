@@ -1,0 +1,144 @@
+/* Tests for controller/hub/jobrec.c: the hub's per-Job record round-trips
+ * through JSON field by field, bad records name the field, costs so far. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "controller/hub/jobrec.h"
+
+static void fill(struct sw_job_rec *r)
+{
+    memset(r, 0, sizeof(*r));
+    snprintf(r->key, sizeof(r->key), "onprem/team-a/train-7");
+    snprintf(r->cluster, sizeof(r->cluster), "onprem");
+    snprintf(r->ns, sizeof(r->ns), "team-a");
+    snprintf(r->name, sizeof(r->name), "train-7");
+    snprintf(r->uid, sizeof(r->uid), "0fea0c22-c6d8-4b05-8689-ec9f9296d687");
+    r->form = SW_FORM_DELEGATED;
+    r->state = SW_JS_RUNNING;
+    r->attempt = 2;
+    r->preemptions = 1;
+    snprintf(r->target_cluster, sizeof(r->target_cluster), "cloud-spot");
+    snprintf(r->target_pool, sizeof(r->target_pool), "spot-h100");
+    snprintf(r->target_region, sizeof(r->target_region), "us-east-1");
+    snprintf(r->capacity, sizeof(r->capacity), "spot");
+    snprintf(r->mirror, sizeof(r->mirror), "sw-0fea0c22-c6d8-4b05-8689-ec9f9296d687-2");
+    snprintf(r->team, sizeof(r->team), "vision");
+    r->gpus = 8;
+    r->price_gpu_h = 2.1;
+    r->expected_cost = 41.2;
+    r->home_wait_s = 2820;
+    r->burst_now_cost = 111.68;
+    snprintf(r->summary, sizeof(r->summary), "burst to cloud-spot (spot): $41.20 expected vs 47 min wait at home");
+    snprintf(r->reason, sizeof(r->reason), "its node cloud-spot-gpu-5 was lost");
+    r->input_bytes = 1114113;
+    r->created = 1795416356;
+    r->observed_ms = 1795416356149;
+    r->decided_ms = 1795416356253;
+    r->data_ready_ms = 1795416356377;
+    r->dispatched_ms = 1795416356848;
+    r->started_ms = 1795416356879;
+    r->finished_ms = 0;
+    r->epoch = 7;
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    struct sw_job_rec a, b;
+    fill(&a);
+    cJSON *o = sw_job_rec_to_json(&a);
+    assert_non_null(o);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    cJSON *p = cJSON_Parse(text);
+    cJSON_free(text);
+    struct sw_error err = {0};
+    assert_int_equal(sw_job_rec_from_json(p, &b, &err), 0);
+    cJSON_Delete(p);
+    /* Field by field (padding makes memcmp of the structs meaningless). */
+    assert_string_equal(a.key, b.key);
+    assert_string_equal(a.uid, b.uid);
+    assert_int_equal(b.form, SW_FORM_DELEGATED);
+    assert_int_equal(b.state, SW_JS_RUNNING);
+    assert_int_equal(b.attempt, 2);
+    assert_int_equal(b.preemptions, 1);
+    assert_string_equal(b.target_cluster, "cloud-spot");
+    assert_string_equal(b.mirror, a.mirror);
+    assert_string_equal(b.summary, a.summary);
+    assert_string_equal(b.reason, a.reason);
+    assert_int_equal(b.gpus, 8);
+    assert_true(b.price_gpu_h == 2.1 && b.expected_cost == 41.2 && b.burst_now_cost == 111.68);
+    assert_int_equal(b.input_bytes, 1114113);
+    assert_int_equal(b.observed_ms, 1795416356149);
+    assert_int_equal(b.dispatched_ms, 1795416356848);
+    assert_int_equal(b.started_ms, 1795416356879);
+    assert_int_equal(b.epoch, 7);
+}
+
+static void test_state_names(void **state)
+{
+    (void)state;
+    static const char *names[] = {"observed", "decided", "data-ready", "dispatching", "dispatched",
+                                  "running", "succeeded", "failed", "blocked"};
+    for (int i = 0; i < SW_JS__COUNT; i++) {
+        enum sw_job_state s;
+        assert_string_equal(sw_job_state_name((enum sw_job_state)i), names[i]);
+        assert_int_equal(sw_job_state_parse(names[i], &s), 0);
+        assert_int_equal(s, i);
+    }
+    enum sw_job_state s;
+    assert_int_equal(sw_job_state_parse("requeued", &s), SW_EINVAL);
+    assert_true(sw_job_state_terminal(SW_JS_SUCCEEDED) && sw_job_state_terminal(SW_JS_FAILED));
+    assert_false(sw_job_state_terminal(SW_JS_BLOCKED));
+}
+
+static void test_bad_records(void **state)
+{
+    (void)state;
+    struct sw_job_rec r;
+    struct sw_error err = {0};
+    cJSON *o = cJSON_Parse("{\"key\":\"a/b/c\",\"state\":\"sleeping\"}");
+    assert_int_equal(sw_job_rec_from_json(o, &r, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "job record a/b/c: field \"state\": unknown state \"sleeping\"");
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"key\":\"a/b/c\",\"state\":\"observed\",\"attempt\":\"two\"}");
+    assert_int_not_equal(sw_job_rec_from_json(o, &r, &err), 0);
+    assert_non_null(strstr(err.msg, "attempt"));
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"state\":\"observed\"}");
+    assert_int_equal(sw_job_rec_from_json(o, &r, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "job record: field \"key\": missing");
+    cJSON_Delete(o);
+}
+
+static void test_cost(void **state)
+{
+    (void)state;
+    struct sw_job_rec r;
+    fill(&r);
+    r.started_ms = 1000;
+    r.finished_ms = 0;
+    /* 8 GPUs x $2.10 x 30 min, still running. */
+    assert_true(sw_job_rec_cost(&r, 1000 + 1800 * 1000) > 8.3999 &&
+                sw_job_rec_cost(&r, 1000 + 1800 * 1000) < 8.4001);
+    r.finished_ms = 1000 + 3600 * 1000; /* finished after an hour: the clock no longer counts */
+    assert_true(sw_job_rec_cost(&r, 999999999) > 16.7999 && sw_job_rec_cost(&r, 999999999) < 16.8001);
+    r.started_ms = 0;
+    assert_true(sw_job_rec_cost(&r, 5000) == 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_state_names),
+        cmocka_unit_test(test_bad_records),
+        cmocka_unit_test(test_cost),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,143 @@
+/* Tests for controller/hub/mirror.c: the mirror Job built from an origin. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "controller/hub/mirror.h"
+
+static const char ORIGIN[] =
+    "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"train-7\",\"namespace\":"
+    "\"team-a\",\"uid\":\"0fea0c22-c6d8-4b05-8689-ec9f9296d687\",\"annotations\":{\"spillway.io/"
+    "burst\":\"auto\",\"spillway.io/inputs\":\"s3://datasets/imagenet/\",\"spillway.io/outputs\":"
+    "\"s3://checkpoints/train-7\"}},\"spec\":{\"parallelism\":2,\"completions\":2,\"suspend\":true,"
+    "\"managedBy\":\"spillway.io/hub\",\"ttlSecondsAfterFinished\":60,\"podReplacementPolicy\":"
+    "\"TerminatingOrFailed\",\"selector\":{\"matchLabels\":{\"batch.kubernetes.io/controller-uid\":"
+    "\"0fea\"}},\"template\":{\"metadata\":{\"labels\":{\"batch.kubernetes.io/controller-uid\":"
+    "\"0fea\",\"job-name\":\"train-7\",\"app\":\"trainer\"}},\"spec\":{\"restartPolicy\":\"Never\","
+    "\"containers\":[{\"name\":\"train\",\"image\":\"registry.example/train:1\",\"env\":[{\"name\":"
+    "\"SPILLWAY_REGION\",\"value\":\"mine\"}]}]}}}}";
+
+static void rec(struct sw_job_rec *r, const char *capacity)
+{
+    memset(r, 0, sizeof(*r));
+    snprintf(r->cluster, sizeof(r->cluster), "onprem");
+    snprintf(r->ns, sizeof(r->ns), "team-a");
+    snprintf(r->name, sizeof(r->name), "train-7");
+    snprintf(r->uid, sizeof(r->uid), "0fea0c22-c6d8-4b05-8689-ec9f9296d687");
+    snprintf(r->target_region, sizeof(r->target_region), "us-east-1");
+    snprintf(r->capacity, sizeof(r->capacity), "%s", capacity);
+    snprintf(r->summary, sizeof(r->summary), "burst to cloud-spot");
+    r->attempt = 3;
+}
+
+static const char *s(const cJSON *m, const char *path)
+{
+    const cJSON *v = sw_json_path(m, path);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *env(const cJSON *m, const char *name)
+{
+    const cJSON *e;
+    const cJSON *c0 = cJSON_GetArrayItem(sw_json_path(m, "spec.template.spec.containers"), 0);
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(c0, "env"))
+    {
+        if (strcmp(cJSON_GetObjectItem(e, "name")->valuestring, name) == 0)
+            return cJSON_GetObjectItem(e, "value")->valuestring;
+    }
+    return NULL;
+}
+
+static void test_name(void **state)
+{
+    (void)state;
+    char buf[64];
+    sw_mirror_name("0fea0c22-c6d8-4b05-8689-ec9f9296d687", 12, buf, sizeof(buf));
+    assert_string_equal(buf, "sw-0fea0c22-c6d8-4b05-8689-ec9f9296d687-12");
+    assert_true(strlen(buf) <= 63); /* a DNS label, as Job names must be */
+}
+
+static void test_spot_mirror(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse(ORIGIN);
+    struct sw_job_rec r;
+    rec(&r, "spot");
+    cJSON *m = sw_mirror_build(o, &r, "sw-x-3", "http://127.0.0.1:7071", 9, true);
+    assert_non_null(m);
+    assert_string_equal(s(m, "metadata.name"), "sw-x-3");
+    assert_string_equal(s(m, "metadata.namespace"), "team-a");
+    const cJSON *l = sw_json_path(m, "metadata.labels");
+    assert_string_equal(cJSON_GetObjectItem(l, "spillway.io/origin-uid")->valuestring, r.uid);
+    assert_string_equal(cJSON_GetObjectItem(l, "spillway.io/origin-cluster")->valuestring, "onprem");
+    assert_string_equal(cJSON_GetObjectItem(l, "spillway.io/attempt")->valuestring, "3");
+    assert_string_equal(cJSON_GetObjectItem(l, "spillway.io/epoch")->valuestring, "9");
+    /* What the API or the Job controller own is gone; the rest is kept. */
+    const cJSON *spec = cJSON_GetObjectItem(m, "spec");
+    assert_null(cJSON_GetObjectItem(spec, "selector"));
+    assert_null(cJSON_GetObjectItem(spec, "managedBy"));
+    assert_null(cJSON_GetObjectItem(spec, "suspend"));
+    assert_null(cJSON_GetObjectItem(spec, "ttlSecondsAfterFinished"));
+    assert_int_equal(cJSON_GetObjectItem(spec, "parallelism")->valueint, 2);
+    const cJSON *tl = sw_json_path(m, "spec.template.metadata.labels");
+    assert_null(cJSON_GetObjectItem(tl, "job-name"));
+    assert_null(cJSON_GetObjectItem(tl, "batch.kubernetes.io/controller-uid"));
+    assert_string_equal(cJSON_GetObjectItem(tl, "app")->valuestring, "trainer");
+    /* The pool and spot's taint. */
+    const cJSON *sel = sw_json_path(m, "spec.template.spec.nodeSelector");
+    assert_string_equal(cJSON_GetObjectItem(sel, "karpenter.sh/capacity-type")->valuestring, "spot");
+    const cJSON *t = cJSON_GetArrayItem(sw_json_path(m, "spec.template.spec.tolerations"), 0);
+    assert_string_equal(cJSON_GetObjectItem(t, "key")->valuestring, "spillway.io/spot");
+    /* The data, in the mirror's region; the user's own variable wins. */
+    assert_string_equal(env(m, "SPILLWAY_S3_ENDPOINT"), "http://127.0.0.1:7071");
+    assert_string_equal(env(m, "SPILLWAY_INPUTS"), "s3://datasets/imagenet/");
+    assert_string_equal(env(m, "SPILLWAY_OUTPUTS"), "s3://checkpoints/train-7/attempt-3/");
+    assert_string_equal(env(m, "SPILLWAY_ATTEMPT"), "3");
+    assert_string_equal(env(m, "SPILLWAY_REGION"), "mine");
+    /* A lost node fails the mirror at once, with a reason the hub knows. */
+    const cJSON *rule = cJSON_GetArrayItem(sw_json_path(m, "spec.podFailurePolicy.rules"), 0);
+    assert_string_equal(cJSON_GetObjectItem(rule, "action")->valuestring, "FailJob");
+    const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(rule, "onPodConditions"), 0);
+    assert_string_equal(cJSON_GetObjectItem(c, "type")->valuestring, "DisruptionTarget");
+    assert_string_equal(s(m, "spec.podReplacementPolicy"), "Failed");
+    cJSON_Delete(m);
+    cJSON_Delete(o);
+}
+
+static void test_home_mirror(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse(ORIGIN);
+    struct sw_job_rec r;
+    rec(&r, "owned");
+    cJSON *tpl = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "template");
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(tpl, "spec"), "restartPolicy",
+                              cJSON_CreateString("OnFailure"));
+    cJSON *m = sw_mirror_build(o, &r, "sw-x-1", NULL, 1, false);
+    assert_non_null(m);
+    assert_null(sw_json_path(m, "spec.template.spec.nodeSelector"));
+    assert_null(sw_json_path(m, "spec.template.spec.tolerations"));
+    assert_null(env(m, "SPILLWAY_S3_ENDPOINT"));
+    /* No pod failure policy with OnFailure (the API refuses it). */
+    assert_null(sw_json_path(m, "spec.podFailurePolicy"));
+    cJSON_Delete(m);
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
+    assert_null(sw_mirror_build(o, &r, "sw-x-1", NULL, 1, false));
+    cJSON_Delete(o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_name),
+        cmocka_unit_test(test_spot_mirror),
+        cmocka_unit_test(test_home_mirror),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
