@@ -127,11 +127,12 @@ static const char *const ex_text[SW_EX__COUNT] = {
     "team budget exceeded",
     "an input cannot reach the region",
     "not considered by the policy",
+    "preempted too often; spot no longer considered",
 };
 static const char *const ex_token[SW_EX__COUNT] = {
     "none",      "product",    "gpu-memory", "interconnect", "burst-never", "production-spot",
     "max-price", "never-fits", "capacity",   "quota",        "budget",      "no-route",
-    "policy",
+    "policy",    "preempted",
 };
 static const char *const why_text[SW_WHY__COUNT] = {
     "lowest expected cost including the value of delay",
@@ -818,7 +819,9 @@ static double lq_start(struct sw_engine *e, struct lq *q, int gpus, double now, 
 struct wctx {
     const struct sw_workload *w;
     int gpus;
-    double runtime_s;
+    double runtime_s;    /* expected runtime over the estimate's distribution */
+    double runtime_dl_s; /* its SW_DEADLINE_QUANTILE quantile, for deadlines */
+    int out_region;      /* where outputs return (-1: none or unknown) */
     int origin;
     int team;
     uint64_t product_mask; /* 0: any product */
@@ -915,6 +918,8 @@ static inline enum sw_exclusion fixed_exclusion(const struct sw_engine *e, const
         return SW_EX_BURST_NEVER;
     if (w->prio == SW_PRIO_PRODUCTION && p->cap == SW_CAP_SPOT)
         return SW_EX_PRODUCTION_SPOT;
+    if (w->no_spot && p->cap == SW_CAP_SPOT)
+        return SW_EX_PREEMPTED;
     if (w->max_price > 0 && p->price > w->max_price)
         return SW_EX_MAX_PRICE;
     return SW_EX_NONE;
@@ -985,9 +990,25 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
     } else {
         start = now + transfer;
     }
+    /* Outputs return to their region after the run: their egress is paid
+     * and their transfer is part of the completion time. */
+    double out_s = 0;
+    if (c->w->output_gb > 0 && c->w->output_region[0] != '\0') {
+        size_t R = e->regions.n;
+        double price = c->out_region >= 0 && p->region >= 0
+                           ? e->link_price[(size_t)p->region * R + (size_t)c->out_region]
+                           : INFINITY;
+        if (!isfinite(price)) {
+            o->excluded = SW_EX_NO_ROUTE;
+            o->borrowed = borrowed;
+            return;
+        }
+        egress += price * c->w->output_gb;
+        out_s = e->link_spg[(size_t)p->region * R + (size_t)c->out_region] * c->w->output_gb;
+    }
     struct sw_cost_breakdown cost;
     sw_cost_option_lost(gpus, p->price, c->rt_h, provision_h, p->rate, c->lost_h, egress, &cost);
-    double completion = start + runtime_s + cost.interruptions * c->lost_s;
+    double completion = start + runtime_s + cost.interruptions * c->lost_s + out_s;
     bool deadline_ok = true;
     if (deadline > 0) {
         /* A deadline-bound Job does not bet on luck: spot must meet the
@@ -995,7 +1016,7 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
          * than expected, plus one. */
         double n = cost.interruptions;
         double pessimistic = n > 0 ? n + 2.0 * sqrt(n) + 1.0 : 0;
-        deadline_ok = start + runtime_s + pessimistic * c->lost_s <= deadline;
+        deadline_ok = start + c->runtime_dl_s + pessimistic * c->lost_s + out_s <= deadline;
     }
     o->borrowed = borrowed;
     o->transfer_s = transfer;
@@ -1106,7 +1127,7 @@ static const uint64_t *workload_candidates(struct sw_engine *e, const struct wct
     for (int j = 0; j < nn; j++)
         for (size_t k = 0; k < W; k++)
             cand[k] &= narrow[j][k];
-    if (w->prio == SW_PRIO_PRODUCTION)
+    if (w->prio == SW_PRIO_PRODUCTION || w->no_spot)
         for (size_t k = 0; k < W; k++)
             cand[k] &= ~e->set_spot[k];
     return cand;
@@ -1525,6 +1546,13 @@ int sw_engine_decide(struct sw_engine *e, const struct sw_snapshot *s,
             }
             d->runtime_learned = true;
         }
+        /* The estimate is a log-normal belief around its median: costs and
+         * completion use its mean (the expected cost, as cost is linear in
+         * runtime), deadlines a high quantile. */
+        double median = c.runtime_s, sg = w->runtime_sigma;
+        c.runtime_s = fmin(median * exp(sg * sg / 2.0), SW_MAX_SECONDS);
+        c.runtime_dl_s = fmin(median * exp(SW_DEADLINE_Z * sg), SW_MAX_SECONDS);
+        c.out_region = w->output_region[0] ? sw__intern_find(&e->regions, w->output_region) : -1;
         d->runtime_s = c.runtime_s;
         c.origin = e->idx.work_origin[wi];
         c.team = e->idx.work_team[wi];

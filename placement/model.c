@@ -211,6 +211,10 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
         return bad_number(err, "workload", w->name, "runtime_seconds", w->runtime_s);
     if (w->runtime_s > SW_MAX_SECONDS)
         return too_big(err, "workload", w->name, "runtime_seconds", w->runtime_s, SW_MAX_SECONDS);
+    if ((rc = check_num(err, "workload", w->name, "runtime_sigma", w->runtime_sigma,
+                        SW_MAX_SIGMA)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "output_gb", w->output_gb, SW_MAX_GB)) != 0)
+        return rc;
     if ((rc = check_num(err, "workload", w->name, "checkpoint_seconds", w->checkpoint_s,
                         SW_MAX_SECONDS)) != 0 ||
         (rc = check_num(err, "workload", w->name, "restart_seconds", w->restart_s,
