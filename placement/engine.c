@@ -38,7 +38,8 @@
 /* ---- Policies --------------------------------------------------------- */
 
 static const char *const policy_names[SW_POLICY__COUNT] = {
-    "cost-aware", "local-only", "burst-now", "const-wait", "starburst", "spot-only", "greedy",
+    "cost-aware", "local-only", "burst-now", "const-wait",
+    "starburst",  "spot-only",  "greedy",    "uniform-progress",
 };
 
 const char *sw_policy_name(enum sw_policy_kind kind)
@@ -56,6 +57,9 @@ void sw_policy_default(enum sw_policy_kind kind, struct sw_policy *p)
     p->wait_s = 3600.0;
     /* Starburst (ATC'24) lets a job wait in proportion to its size. */
     p->starburst_k = 0.25;
+    /* One interruption in reserve: the deadline survives one more than
+     * the pessimistic count before on-demand is needed. */
+    p->up_margin = 1.0;
 }
 
 /* Starburst's k: waiting budget = k x runtime x GPUs. */
@@ -65,7 +69,8 @@ void sw_policy_default(enum sw_policy_kind kind, struct sw_policy *p)
 static bool policy_params_ok(const struct sw_policy *p)
 {
     return p->delay_value_gpu_h >= 0 && p->delay_value_gpu_h <= SW_MAX_PRICE && p->wait_s >= 0 &&
-           p->wait_s <= SW_MAX_SECONDS && p->starburst_k >= 0 && p->starburst_k <= POLICY_MAX_K;
+           p->wait_s <= SW_MAX_SECONDS && p->starburst_k >= 0 && p->starburst_k <= POLICY_MAX_K &&
+           p->up_margin >= 0 && p->up_margin <= POLICY_MAX_K;
 }
 
 int sw_policy_parse(const char *s, struct sw_policy *p, struct sw_error *err)
@@ -85,7 +90,7 @@ int sw_policy_parse(const char *s, struct sw_policy *p, struct sw_error *err)
                                 "policy \"%s\": parameter \"%s\": expected a non-negative number",
                                 policy_names[k], colon + 1);
         struct sw_policy q = *p;
-        q.delay_value_gpu_h = q.wait_s = q.starburst_k = v;
+        q.delay_value_gpu_h = q.wait_s = q.starburst_k = q.up_margin = v;
         if (!policy_params_ok(&q))
             return sw_error_set(err, SW_EINVAL,
                                 "policy \"%s\": parameter \"%s\": beyond any real value",
@@ -100,6 +105,9 @@ int sw_policy_parse(const char *s, struct sw_policy *p, struct sw_error *err)
         case SW_POLICY_STARBURST:
             p->starburst_k = v;
             return 0;
+        case SW_POLICY_UNIFORM_PROGRESS:
+            p->up_margin = v;
+            return 0;
         default:
             return sw_error_set(err, SW_EINVAL, "policy \"%s\" takes no parameter",
                                 policy_names[k]);
@@ -107,7 +115,7 @@ int sw_policy_parse(const char *s, struct sw_policy *p, struct sw_error *err)
     }
     return sw_error_set(err, SW_EINVAL,
                         "unknown policy \"%.*s\" (expected cost-aware, local-only, burst-now, "
-                        "const-wait, starburst, spot-only or greedy)",
+                        "const-wait, starburst, spot-only, greedy or uniform-progress)",
                         (int)n, s);
 }
 
@@ -1259,6 +1267,19 @@ static int choose_wait_then_burst(const struct sw_snapshot *s, struct sw_option 
     return pick(s, opts, n, F_STAY, KEY_COMPLETION);
 }
 
+/* Uniform Progress' test: a Job without a deadline always keeps up; one
+ * with a deadline keeps up on spot option `o` while it would finish by the
+ * deadline at the runtime's deadline quantile after the pessimistic number
+ * of interruptions plus `margin` more. */
+static bool spot_keeps_up(const struct wctx *c, const struct sw_option *o, double margin)
+{
+    if (c->w->deadline <= 0)
+        return true;
+    double n = o->cost.interruptions;
+    double pessimistic = (n > 0 ? n + 2.0 * sqrt(n) + 1.0 : 0) + margin;
+    return o->start + c->runtime_dl_s + pessimistic * c->lost_s <= c->w->deadline;
+}
+
 static int choose(const struct sw_snapshot *s, const struct sw_policy *pol, const struct wctx *c,
                   struct sw_option *opts, size_t n, struct sw_decision *d)
 {
@@ -1318,8 +1339,30 @@ static int choose(const struct sw_snapshot *s, const struct sw_policy *pol, cons
             d->why = SW_WHY_FITS_NOW;
             return k;
         }
-        /* Production may not use spot; it falls back to on-demand. */
-        k = pick(s, opts, n, w->prio == SW_PRIO_PRODUCTION ? F_ON_DEMAND : F_SPOT, KEY_COST);
+        /* Production may not use spot, nor a Job preempted too often; they
+         * fall back to on-demand. */
+        k = pick(s, opts, n, w->prio == SW_PRIO_PRODUCTION || w->no_spot ? F_ON_DEMAND : F_SPOT,
+                 KEY_COST);
+        if (k >= 0) {
+            d->why = SW_WHY_CHEAPEST;
+            return k;
+        }
+        d->why = SW_WHY_NO_CLOUD;
+        return pick(s, opts, n, F_STAY, KEY_COMPLETION);
+    case SW_POLICY_UNIFORM_PROGRESS:
+        k = pick(s, opts, n, F_STAY_NOW, KEY_COST);
+        if (k >= 0) {
+            d->why = SW_WHY_FITS_NOW;
+            return k;
+        }
+        if (w->prio != SW_PRIO_PRODUCTION) {
+            k = pick(s, opts, n, F_SPOT, KEY_COST);
+            if (k >= 0 && spot_keeps_up(c, &opts[k], pol->up_margin)) {
+                d->why = SW_WHY_CHEAPEST;
+                return k;
+            }
+        }
+        k = pick(s, opts, n, F_ON_DEMAND, KEY_COST);
         if (k >= 0) {
             d->why = SW_WHY_CHEAPEST;
             return k;

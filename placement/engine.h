@@ -29,6 +29,10 @@ enum sw_policy_kind {
     SW_POLICY_STARBURST,      /* wait k x runtime x GPUs, then burst to on-demand */
     SW_POLICY_SPOT_ONLY,      /* burst to spot only, restarting after interruptions */
     SW_POLICY_GREEDY,         /* cheapest listed price now, ignoring egress */
+    /* Deadline-aware spot in the spirit of Uniform Progress (Can't Be Late,
+     * NSDI'24): spot while it would still meet the deadline after `margin`
+     * more interruptions than the pessimistic count, else on-demand. */
+    SW_POLICY_UNIFORM_PROGRESS,
     SW_POLICY__COUNT
 };
 
@@ -41,6 +45,8 @@ struct sw_policy {
     double wait_s;
     /* starburst: waiting budget = k x runtime x GPUs. */
     double starburst_k;
+    /* uniform-progress: interruptions of slack kept in reserve. */
+    double up_margin;
 };
 
 /** Fills `p` with `kind` and its default parameter. */

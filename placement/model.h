@@ -125,6 +125,9 @@ struct sw_pool {
     double provision_s;     /* delay to add capacity past free_gpus */
     double price_gpu_h;     /* dollars per GPU-hour */
     double interrupt_per_h; /* spot interruptions per hour of running */
+    /* Simulator only: GPUs one instance of an availability trace stands for
+     * (0: the pool's whole ceiling, for a trace of one instance). */
+    int gpus_per_instance;
 };
 
 /** Egress between two regions (directional). */

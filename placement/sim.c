@@ -15,8 +15,16 @@ enum ev_type { EV_FINISH = 0, EV_PREEMPT, EV_RECHECK };
 
 struct job {
     enum job_state state;
-    double remaining; /* seconds of work left */
+    double remaining; /* seconds of work left (the truth, hidden from the engine) */
     double deadline;
+    struct sw_estimate est; /* what the hub believes of the whole runtime */
+    bool estimated;
+    double input_gb, output_gb;
+    double out_s; /* moving the outputs back after the run */
+    unsigned preemptions;
+    bool no_spot;   /* reached the preemption cap: spot is no longer offered */
+    double spot_h;  /* hours computed on spot, for the cap */
+    double gpu_h[3], cost[3], egress, lost_gpu_h;
     bool restarted;
     int pool;
     double price;
@@ -60,7 +68,10 @@ struct sim {
     struct sw_quota *quotas;
     struct sw_budget *budgets;
     struct sw_engine *engine;
+    struct sw_estimator *est;
     struct sw_sim_result *r;
+    /* Spot availability: the trace's tick 0 is time 0; it loops. */
+    double avail_next;
 };
 
 static uint64_t splitmix(uint64_t *x)
@@ -78,6 +89,58 @@ static double uniform(uint64_t seed, size_t j, unsigned k)
     uint64_t x = seed ^ ((uint64_t)j * 0x100000001B3ull) ^ ((uint64_t)k << 48);
     splitmix(&x);
     return ((double)(splitmix(&x) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+/* A standard normal draw for job `j`, stream `k` (Box-Muller). */
+static double normal(uint64_t seed, size_t j, unsigned k)
+{
+    double u1 = uniform(seed, j, k), u2 = uniform(seed, j, k + 1);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* Streams of draws that are not dispatches (those count from 1). */
+enum { DRAW_NOISE = 60000, DRAW_INPUT = 60002, DRAW_OUTPUT = 60004 };
+
+static double lognormal_size(uint64_t seed, size_t j, unsigned k, double median, double sigma)
+{
+    if (median <= 0)
+        return 0;
+    double v = median * exp(sigma * normal(seed, j, k));
+    return v < SW_MAX_GB ? v : SW_MAX_GB;
+}
+
+static void features(const struct sw_trace_job *tj, struct sw_job_features *f)
+{
+    f->team = tj->team;
+    f->label = tj->label;
+    f->prio = tj->prio;
+    f->gpus = tj->gpus;
+}
+
+/* What the hub believes of job j's runtime when it first sees it. */
+static void estimate(struct sim *s, size_t j)
+{
+    struct job *jb = &s->jobs[j];
+    const struct sw_trace_job *tj = &s->tr->jobs[j];
+    if (s->p->runtime == SW_RUNTIME_ORACLE) {
+        double noise = s->p->runtime_noise;
+        jb->est.median_s = tj->duration;
+        if (noise > 0)
+            jb->est.median_s *= exp(noise * normal(s->p->seed, j, DRAW_NOISE));
+        if (jb->est.median_s < 1)
+            jb->est.median_s = 1;
+        jb->est.sigma = noise;
+        jb->est.source = SW_EST_ORACLE;
+    } else {
+        struct sw_job_features f;
+        features(tj, &f);
+        sw_estimator_estimate(s->est, &f, tj->expected_runtime, &jb->est);
+    }
+    jb->estimated = true;
+    s->r->estimates[jb->est.source]++;
+    double mean = sw_estimate_mean(&jb->est);
+    if (tj->duration > 0 && mean > 0)
+        s->r->estimate_log_error += fabs(log(mean / tj->duration));
 }
 
 static uint32_t name_hash(const char *s)
@@ -144,24 +207,40 @@ static void fill_workload(const struct sim *s, size_t j, struct sw_workload *w)
     w->prio = tj->prio;
     w->pods = 1;
     w->gpus_per_pod = tj->gpus;
-    w->runtime_s = s->jobs[j].remaining + (s->jobs[j].restarted ? d->restart_s : 0);
-    if (w->runtime_s <= 0)
+    const struct job *jb = &s->jobs[j];
+    /* The hub knows the work checkpointed so far, not the work left: the
+     * engine gets the belief's expected remainder given that progress, as
+     * a log-normal of the belief's spread with that mean. */
+    double saved = tj->duration - jb->remaining;
+    double sg = jb->est.sigma;
+    double rem = sw_estimate_remaining(&jb->est, saved);
+    w->runtime_s = rem * exp(-sg * sg / 2.0) + (jb->restarted ? d->restart_s : 0);
+    if (w->runtime_s < 1)
         w->runtime_s = 1;
+    w->runtime_sigma = sg;
+    memcpy(w->label, tj->label, sizeof(w->label));
+    w->no_spot = jb->no_spot;
     w->checkpoint_s = d->checkpoint_s;
     w->restart_s = d->restart_s;
-    w->deadline = s->jobs[j].deadline;
+    w->deadline = jb->deadline;
     w->submit_time = tj->submit;
     w->burst = d->burst;
-    if (d->input_gb > 0 && d->input_region[0] != '\0') {
+    if (jb->input_gb > 0 && d->input_region[0] != '\0') {
         w->n_inputs = 1;
-        w->inputs[0].size_gb = d->input_gb;
+        w->inputs[0].size_gb = jb->input_gb;
         w->inputs[0].n_regions = 1;
         memcpy(w->inputs[0].regions[0], d->input_region, SW_NAME_MAX);
+    }
+    if (jb->output_gb > 0 && d->output_region[0] != '\0') {
+        w->output_gb = jb->output_gb;
+        memcpy(w->output_region, d->output_region, SW_NAME_MAX);
     }
 }
 
 static void pend_add(struct sim *s, size_t j)
 {
+    if (!s->jobs[j].estimated)
+        estimate(s, j);
     s->jobs[j].state = J_PENDING;
     s->jobs[j].slot = s->npend;
     s->pend_job[s->npend] = j;
@@ -192,6 +271,8 @@ static void bill(struct sim *s, size_t j, double t)
     double h = t > jb->bill_start ? (t - jb->bill_start) / 3600.0 : 0;
     double gh = h * s->tr->jobs[j].gpus;
     double cost = gh * jb->price;
+    jb->gpu_h[jb->cap] += gh;
+    jb->cost[jb->cap] += cost;
     switch (jb->cap) {
     case SW_CAP_OWNED:
         s->r->cost_onprem += cost;
@@ -223,6 +304,56 @@ static void release(struct sim *s, size_t j)
     }
 }
 
+/* Seconds to copy `gb` of outputs from pool `pool`'s region to the
+ * output region, over the cheapest link (as the engine prices it). */
+static double output_seconds(const struct sim *s, int pool, double gb)
+{
+    const char *from = s->c->pools[pool].region, *to = s->c->defaults.output_region;
+    if (gb <= 0 || to[0] == '\0' || strcmp(from, to) == 0)
+        return 0;
+    double best = INFINITY, secs = 0;
+    for (size_t i = 0; i < s->c->n_links; i++) {
+        const struct sw_link *l = &s->c->links[i];
+        if (strcmp(l->from, from) == 0 && strcmp(l->to, to) == 0 && l->price_per_gb < best) {
+            best = l->price_per_gb;
+            secs = gb * 8.0 / l->bandwidth_gbps;
+        }
+    }
+    return secs;
+}
+
+/* Spot GPUs obtainable at `t` by the availability trace (INT_MAX without one). */
+static int avail_gpus(const struct sim *s, const struct sw_pool *p, double t)
+{
+    const struct sw_spot_trace *a = s->p->availability;
+    if (a == NULL || a->n == 0 || p->capacity != SW_CAP_SPOT)
+        return p->max_gpus;
+    double x = fmod(t, a->gap_s * (double)a->n) / a->gap_s;
+    size_t k = (size_t)x;
+    if (k >= a->n)
+        k = a->n - 1;
+    long g = (long)a->alive[k] * (p->gpus_per_instance > 0 ? p->gpus_per_instance : p->max_gpus);
+    return g < p->max_gpus ? (int)g : p->max_gpus;
+}
+
+/* The first tick boundary after `t` where the availability trace changes
+ * (INFINITY without a trace or if it never changes). */
+static double avail_next_change(const struct sim *s, double t)
+{
+    const struct sw_spot_trace *a = s->p->availability;
+    if (a == NULL || a->n < 2)
+        return INFINITY;
+    double pos = t / a->gap_s;
+    double tick = floor(pos);
+    size_t k = (size_t)fmod(tick, (double)a->n);
+    int now = a->alive[k];
+    for (size_t step = 1; step <= a->n; step++) {
+        if (a->alive[(k + step) % a->n] != now)
+            return (tick + (double)step) * a->gap_s;
+    }
+    return INFINITY;
+}
+
 static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double t)
 {
     struct job *jb = &s->jobs[j];
@@ -245,11 +376,14 @@ static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double
         s->r->bursts++;
     }
     s->r->cost_egress += o->cost.egress_cost;
+    jb->egress += o->cost.egress_cost;
+    jb->out_s = output_seconds(s, d->pool, jb->output_gb);
     if (jb->budget >= 0)
         s->budgets[jb->budget].spent += o->cost.egress_cost;
     jb->bill_start = t + o->transfer_s;
     jb->compute_start = jb->bill_start + o->provision_s + restart;
     s->r->lost_gpu_h += gpus * restart / 3600.0;
+    jb->lost_gpu_h += gpus * restart / 3600.0;
     if (jb->first_start < 0)
         jb->first_start = jb->bill_start + o->provision_s;
     jb->end = jb->compute_start + jb->remaining;
@@ -269,6 +403,18 @@ static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double
     return ev_push(s, jb->end, j, jb->epoch, EV_FINISH);
 }
 
+/* What the hub expects a running local Job to need still: the belief's
+ * remainder given the work checkpointed before this run and the time it
+ * has computed since (the truth only under the exact oracle). */
+static double running_remaining(const struct sim *s, size_t j, double t)
+{
+    const struct job *jb = &s->jobs[j];
+    double saved = s->tr->jobs[j].duration - jb->remaining;
+    double ran = t > jb->compute_start ? t - jb->compute_start : 0;
+    double before = jb->compute_start > t ? jb->compute_start - t : 0;
+    return before + sw_estimate_remaining(&jb->est, saved + ran);
+}
+
 static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
 {
     const struct sw_clusters *c = s->c;
@@ -283,9 +429,9 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
             memcpy(q->pool, p->name, sizeof(q->pool));
             q->running = &s->running[nrun];
             for (size_t k = 0; k < s->nlocal[i]; k++) {
-                const struct job *jb = &s->jobs[s->local[i][k]];
-                s->running[nrun].gpus = s->tr->jobs[s->local[i][k]].gpus;
-                s->running[nrun].remaining_s = jb->end > t ? jb->end - t : 0;
+                size_t j = s->local[i][k];
+                s->running[nrun].gpus = s->tr->jobs[j].gpus;
+                s->running[nrun].remaining_s = running_remaining(s, j, t);
                 nrun++;
             }
             q->n_running = s->nlocal[i];
@@ -294,6 +440,7 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
              * more must be added, after the provisioning delay. */
             p->total_gpus = s->used[i];
             p->free_gpus = 0;
+            p->max_gpus = avail_gpus(s, p, t);
             if (p->max_gpus < p->total_gpus)
                 p->max_gpus = p->total_gpus;
         }
@@ -393,9 +540,67 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double *job_end,
-               double *job_deadline, struct sw_error *err)
+/* The preemption cap: a fixed count when the clusters file sets one, else
+ * more preemptions than the pool's rate makes plausible over the hours the
+ * Job has computed on spot (the Poisson count's mean plus three standard
+ * deviations, plus one). */
+static bool over_cap(const struct sw_clusters *c, const struct job *jb, const struct sw_pool *p)
 {
+    if (c->defaults.max_preemptions >= 0)
+        return jb->preemptions >= (unsigned)c->defaults.max_preemptions;
+    double n = p->interrupt_per_h * jb->spot_h;
+    return (double)jb->preemptions > n + 3.0 * sqrt(n) + 1.0;
+}
+
+double sw_sim_deadline(const struct sw_clusters *c, const struct sw_trace_job *tj)
+{
+    const struct sw_job_defaults *d = &c->defaults;
+    double deadline = tj->deadline;
+    if (deadline == 0 && d->deadline_slack > 0 &&
+        (double)(name_hash(tj->name) % 10000) < d->deadline_fraction * 10000.0)
+        deadline = tj->submit + d->deadline_allowance_s + d->deadline_slack * tj->duration;
+    /* Past the engine's last time, a deadline is none in effect. */
+    return deadline > SW_MAX_SECONDS ? SW_MAX_SECONDS : deadline;
+}
+
+static void job_record(const struct sim *s, size_t j, struct sw_sim_job *o)
+{
+    const struct job *jb = &s->jobs[j];
+    const struct sw_trace_job *tj = &s->tr->jobs[j];
+    memset(o, 0, sizeof(*o));
+    memcpy(o->name, tj->name, sizeof(o->name));
+    memcpy(o->team, tj->team, sizeof(o->team));
+    if (jb->pool >= 0) {
+        memcpy(o->pool, s->c->pools[jb->pool].name, sizeof(o->pool));
+        o->capacity = s->c->pools[jb->pool].capacity;
+    }
+    o->done = jb->state == J_DONE;
+    o->submit = tj->submit;
+    o->start = jb->first_start;
+    o->end = o->done ? jb->end : INFINITY;
+    o->wait_s = jb->first_start >= 0 ? jb->first_start - tj->submit : INFINITY;
+    o->jct_s = o->done ? jb->end - tj->submit : INFINITY;
+    o->deadline = jb->deadline;
+    o->gpus = tj->gpus;
+    o->preemptions = jb->preemptions;
+    o->fell_back = jb->no_spot;
+    memcpy(o->gpu_h, jb->gpu_h, sizeof(o->gpu_h));
+    memcpy(o->cost, jb->cost, sizeof(o->cost));
+    o->egress_cost = jb->egress;
+    o->lost_gpu_h = jb->lost_gpu_h;
+    o->input_gb = jb->input_gb;
+    o->output_gb = jb->output_gb;
+    o->estimate = jb->est.source;
+    o->estimate_mean_s = sw_estimate_mean(&jb->est);
+    o->duration_s = tj->duration;
+}
+
+int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct sw_sim_job *jobs,
+               struct sw_error *err)
+{
+    if (!(p->runtime_noise >= 0 && p->runtime_noise <= SW_MAX_SIGMA))
+        return sw_error_set(err, SW_EINVAL, "simulator: runtime noise %g: expected 0 to %g",
+                            p->runtime_noise, SW_MAX_SIGMA);
     const struct sw_clusters *c = p->clusters;
     const struct sw_trace *tr = p->trace;
     size_t n = tr->n, np = c->n_pools;
@@ -424,6 +629,12 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
         !s.used || !s.local || !s.nlocal || !s.running || !s.queues || !s.quotas || !s.budgets ||
         !jct || !wait || sw_engine_new(&s.engine) != 0)
         goto nomem;
+    if ((rc = sw_estimator_new(&c->defaults.estimator, &s.est)) != 0) {
+        if (rc == SW_EINVAL)
+            return sw_error_set(err, rc, "simulator: runtime prior out of range");
+        goto nomem;
+    }
+    s.avail_next = avail_next_change(&s, 0);
     for (size_t i = 0; i < np; i++)
         if (is_local(&s, (int)i) && (s.local[i] = sw_calloc(n + 1, sizeof(size_t))) == NULL)
             goto nomem;
@@ -438,14 +649,12 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
         for (size_t b = 0; b < c->n_budgets; b++)
             if (strcmp(c->budgets[b].team, tj->team) == 0)
                 jb->budget = (int)b;
-        jb->deadline = tj->deadline;
+        jb->deadline = sw_sim_deadline(c, tj);
         const struct sw_job_defaults *d = &c->defaults;
-        if (jb->deadline == 0 && d->deadline_slack > 0 &&
-            (double)(name_hash(tj->name) % 10000) < d->deadline_fraction * 10000.0)
-            jb->deadline = tj->submit + d->deadline_allowance_s + d->deadline_slack * tj->duration;
-        /* Past the engine's last time, a deadline is none in effect. */
-        if (jb->deadline > SW_MAX_SECONDS)
-            jb->deadline = SW_MAX_SECONDS;
+        jb->input_gb = tj->input_gb >= 0 ? tj->input_gb
+                                         : lognormal_size(p->seed, j, DRAW_INPUT, d->input_gb,
+                                                          d->input_gb_sigma);
+        jb->output_gb = lognormal_size(p->seed, j, DRAW_OUTPUT, d->output_gb, d->output_gb_sigma);
     }
     size_t next = 0;
     while (next < n || s.nheap > 0) {
@@ -454,6 +663,11 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
             t = tr->jobs[next].submit;
         if (s.nheap > 0 && s.heap[0].t < t)
             t = s.heap[0].t;
+        /* Spot capacity changing matters only to Jobs waiting for it. */
+        if (s.avail_next <= t && s.npend > 0)
+            t = s.avail_next;
+        if (s.avail_next <= t)
+            s.avail_next = avail_next_change(&s, t);
         /* The engine takes no time past SW_MAX_SECONDS (31 million years):
          * what has not finished by then never does. */
         if (t > SW_MAX_SECONDS)
@@ -469,7 +683,12 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
             release(&s, e.job);
             if (e.type == EV_FINISH) {
                 jb->state = J_DONE;
-                jb->end = e.t;
+                jb->end = e.t + jb->out_s;
+                struct sw_job_features f;
+                features(&tr->jobs[e.job], &f);
+                if ((rc = sw_estimator_observe(s.est, &f, tr->jobs[e.job].expected_runtime,
+                                               tr->jobs[e.job].duration)) != 0)
+                    goto nomem;
                 continue;
             }
             /* Preempted: keep the work up to the last checkpoint. */
@@ -480,7 +699,14 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
                 saved = jb->remaining;
             jb->remaining -= saved;
             out->lost_gpu_h += tr->jobs[e.job].gpus * (done - saved) / 3600.0;
+            jb->lost_gpu_h += tr->jobs[e.job].gpus * (done - saved) / 3600.0;
             out->preemptions++;
+            jb->preemptions++;
+            jb->spot_h += done / 3600.0;
+            if (!jb->no_spot && over_cap(c, jb, &c->pools[jb->pool])) {
+                jb->no_spot = true;
+                out->fallbacks++;
+            }
             jb->restarted = true;
             jb->epoch++;
             pend_add(&s, e.job);
@@ -494,10 +720,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
     for (size_t j = 0; j < n; j++) {
         const struct job *jb = &s.jobs[j];
         bool done = jb->state == J_DONE;
-        if (job_end != NULL)
-            job_end[j] = done ? jb->end : INFINITY;
-        if (job_deadline != NULL)
-            job_deadline[j] = jb->deadline;
+        if (jobs != NULL)
+            job_record(&s, j, &jobs[j]);
         if (jb->deadline > 0) {
             out->deadlines++;
             if (!done || jb->end > jb->deadline + 1e-6)
@@ -509,6 +733,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
         wait[nj] = jb->first_start - tr->jobs[j].submit;
         jsum += jct[nj];
         wsum += wait[nj];
+        if (wait[nj] > out->wait_max)
+            out->wait_max = wait[nj];
         nj++;
     }
     out->completed = nj;
@@ -520,6 +746,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
     out->jct_p99 = pct(jct, nj, 0.99);
     out->wait_mean = nj ? wsum / (double)nj : 0;
     out->wait_p99 = pct(wait, nj, 0.99);
+    if (n > 0)
+        out->estimate_log_error /= (double)n;
     out->cost_cloud = out->cost_spot + out->cost_ondemand + out->cost_egress;
     out->cost_total = out->cost_onprem + out->cost_cloud;
     double gh = out->gpu_h_onprem + out->gpu_h_spot + out->gpu_h_ondemand;
@@ -533,6 +761,7 @@ out:
         for (size_t i = 0; i < np; i++)
             sw_free(s.local[i]);
     sw_engine_free(s.engine);
+    sw_estimator_free(s.est);
     sw_free(s.jobs);
     sw_free(s.pend);
     sw_free(s.pend_job);
