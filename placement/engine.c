@@ -282,6 +282,7 @@ struct pool_rt {
     int queue; /* local queue index, -1 none */
     int total, max;
     int free, room; /* idle GPUs now, and GPUs autoscaling may still add */
+    double cap_wait_s; /* > 0: no GPU can be added before this many seconds */
     unsigned ic;
     enum sw_capacity cap;
 };
@@ -557,6 +558,7 @@ static int prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explai
         r->max = p->max_gpus;
         r->free = p->free_gpus;
         r->room = p->max_gpus - p->total_gpus;
+        r->cap_wait_s = p->capacity_wait_s;
         r->ic = p->interconnect;
         r->cap = p->capacity;
     }
@@ -951,12 +953,15 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
     /* Capacity first: late in a long queue most pools are full, and this
      * check is cheaper than quotas, egress and costs. */
     bool needs_provision = false;
+    double cap_wait = 0;
     if (queue < 0 && gpus > p->free) {
         if (gpus > p->free + p->room) {
             o->excluded = SW_EX_CAPACITY;
             return;
         }
         needs_provision = true;
+        /* Short spot capacity: the GPUs can be added only once it returns. */
+        cap_wait = p->cap_wait_s;
     }
     int borrowed = 0;
     if (team >= 0 && e->team_has_quota[team]) {
@@ -994,7 +999,8 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
     } else if (needs_provision) {
         provision_s = p->provision_s;
         provision_h = p->provision_h;
-        start = now + transfer + p->provision_s;
+        wait_s = cap_wait;
+        start = now + (transfer > cap_wait ? transfer : cap_wait) + p->provision_s;
     } else {
         start = now + transfer;
     }
@@ -1177,7 +1183,7 @@ enum pick_filter {
     F_CLOUD,     /* not local */
     F_ON_DEMAND, /* not local, not spot */
     F_SPOT,      /* not local, spot */
-    F_NOW,       /* starts now (locally) or bursts */
+    F_NOW,       /* starts now: no queue, no wait for spot capacity */
     F_DEADLINE,  /* meets the deadline */
     F_CLOUD_DEADLINE,
 };
@@ -1200,7 +1206,7 @@ ALWAYS_INLINE bool passes(const struct sw_snapshot *s, const struct sw_option *o
     case F_SPOT:
         return !o->stay && cap == SW_CAP_SPOT;
     case F_NOW:
-        return !o->stay || o->wait_s <= 0;
+        return o->wait_s <= 0;
     case F_DEADLINE:
         return o->deadline_ok;
     case F_CLOUD_DEADLINE:
@@ -1516,7 +1522,7 @@ static size_t evaluate_candidates(struct sw_engine *e, const struct sw_snapshot 
             n++;
             if (cut.kind == CUT_SCORE && o->deadline_ok && o->score < cut.best)
                 cut.best = o->score;
-            if (cut.kind == CUT_PRICE && (!o->stay || o->wait_s <= 0) && price < cut.best)
+            if (cut.kind == CUT_PRICE && o->wait_s <= 0 && price < cut.best)
                 cut.best = price;
         }
     return n;

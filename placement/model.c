@@ -177,7 +177,9 @@ static int validate_pool(const struct sw_snapshot *s, size_t i, struct sw__index
                         SW_MAX_SECONDS)) != 0 ||
         (rc = check_num(err, "pool", p->name, "interruptions_per_hour", p->interrupt_per_h,
                         SW_MAX_INTERRUPTIONS)) != 0 ||
-        (rc = check_num(err, "pool", p->name, "gpu_memory_gb", p->gpu_mem_gb, SW_MAX_GB)) != 0)
+        (rc = check_num(err, "pool", p->name, "gpu_memory_gb", p->gpu_mem_gb, SW_MAX_GB)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "capacity_wait_seconds", p->capacity_wait_s,
+                        SW_MAX_SECONDS)) != 0)
         return rc;
     int j = sw__intern_add(&idx->pools, p->name);
     if ((size_t)j != i)

@@ -125,6 +125,10 @@ struct sw_pool {
     double provision_s;     /* delay to add capacity past free_gpus */
     double price_gpu_h;     /* dollars per GPU-hour */
     double interrupt_per_h; /* spot interruptions per hour of running */
+    /* When > 0, the pool cannot add GPUs now (spot capacity is short) and is
+     * expected to be able to in this many seconds; max_gpus is its ceiling
+     * then. 0: it can add up to max_gpus now. */
+    double capacity_wait_s;
     /* Simulator only: GPUs one instance of an availability trace stands for
      * (0: the pool's whole ceiling, for a trace of one instance). */
     int gpus_per_instance;

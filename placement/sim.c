@@ -72,6 +72,14 @@ struct sim {
     struct sw_sim_result *r;
     /* Spot availability: the trace's tick 0 is time 0; it loops. */
     double avail_next;
+    /* What the hub has seen of it: the outages that ended so far. */
+    size_t avail_tick;      /* next tick to look at */
+    bool in_outage;
+    double outage_start;
+    double *outages;
+    size_t n_outages, cap_outages;
+    double wait_tick; /* the tick the cached expected wait is for (-1: none) */
+    double wait_cached;
 };
 
 static uint64_t splitmix(uint64_t *x)
@@ -354,6 +362,62 @@ static double avail_next_change(const struct sim *s, double t)
     return INFINITY;
 }
 
+/* Follows the availability trace up to `t` as a hub would see it, tick by
+ * tick, and records each outage (a run of ticks with nothing available)
+ * as it ends. */
+static int avail_observe(struct sim *s, double t)
+{
+    const struct sw_spot_trace *a = s->p->availability;
+    if (a == NULL || a->n == 0)
+        return 0;
+    double last = floor(t / a->gap_s);
+    for (; (double)s->avail_tick <= last; s->avail_tick++) {
+        double at = (double)s->avail_tick * a->gap_s;
+        bool none = a->alive[s->avail_tick % a->n] <= 0;
+        if (none && !s->in_outage) {
+            s->in_outage = true;
+            s->outage_start = at;
+        } else if (!none && s->in_outage) {
+            s->in_outage = false;
+            if (s->n_outages == s->cap_outages) {
+                size_t cap = s->cap_outages ? 2 * s->cap_outages : 256;
+                double *o = sw_realloc(s->outages, cap * sizeof(double));
+                if (o == NULL)
+                    return SW_ENOMEM;
+                s->outages = o;
+                s->cap_outages = cap;
+            }
+            s->outages[s->n_outages++] = at - s->outage_start;
+        }
+    }
+    return 0;
+}
+
+/* The hub's expectation of how long spot capacity stays out, at `t` in an
+ * outage that began at outage_start: the mean residual life of the
+ * outages seen so far that lasted longer than this one has; with none, as
+ * long again as it has lasted (at least one tick). */
+static double avail_expected_wait(struct sim *s, double t)
+{
+    const struct sw_spot_trace *a = s->p->availability;
+    double tick = floor(t / a->gap_s);
+    if (tick == s->wait_tick)
+        return s->wait_cached;
+    double e = t - s->outage_start, sum = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_outages; i++)
+        if (s->outages[i] > e) {
+            sum += s->outages[i] - e;
+            k++;
+        }
+    double w = k > 0 ? sum / (double)k : e;
+    if (w < a->gap_s)
+        w = a->gap_s;
+    s->wait_tick = tick;
+    s->wait_cached = w;
+    return w;
+}
+
 static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double t)
 {
     struct job *jb = &s->jobs[j];
@@ -440,7 +504,14 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
              * more must be added, after the provisioning delay. */
             p->total_gpus = s->used[i];
             p->free_gpus = 0;
-            p->max_gpus = avail_gpus(s, p, t);
+            int now_gpus = avail_gpus(s, p, t);
+            if (now_gpus <= 0 && s->in_outage) {
+                /* None obtainable now: the pool keeps its ceiling for when
+                 * capacity returns, after the wait the hub expects. */
+                p->capacity_wait_s = avail_expected_wait(s, t);
+            } else {
+                p->max_gpus = now_gpus;
+            }
             if (p->max_gpus < p->total_gpus)
                 p->max_gpus = p->total_gpus;
         }
@@ -482,9 +553,12 @@ static int schedule(struct sim *s, double t, struct sw_error *err)
 {
     if (s->npend == 0)
         return 0;
+    int rc = avail_observe(s, t);
+    if (rc != 0)
+        return rc;
     struct sw_snapshot snap;
     build_snapshot(s, t, &snap);
-    int rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, s->dec, err);
+    rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, s->dec, err);
     if (rc != 0)
         return rc;
     s->r->rounds++;
@@ -505,18 +579,24 @@ static int schedule(struct sim *s, double t, struct sw_error *err)
             s->r->rejected++;
             continue;
         }
-        bool start_now = d->verdict == SW_VERDICT_BURST ||
-                         (d->chosen.wait_s <= 0 && s->used[d->pool] + s->tr->jobs[j].gpus <=
-                                                       s->c->pools[d->pool].total_gpus);
+        /* A burst waiting for spot capacity to return is decided again
+         * when it does (or when the wait the hub expected is over). */
+        bool start_now = d->verdict == SW_VERDICT_BURST
+                             ? d->chosen.wait_s <= 0
+                             : d->chosen.wait_s <= 0 && s->used[d->pool] + s->tr->jobs[j].gpus <=
+                                                             s->c->pools[d->pool].total_gpus;
+        double recheck = d->recheck_at;
+        if (d->verdict == SW_VERDICT_BURST && !start_now)
+            recheck = t + d->chosen.wait_s;
         if (start_now) {
             if ((rc = dispatch(s, j, d, t)) != 0)
                 return rc;
             nact++;
             continue;
         }
-        if (d->recheck_at > t && d->recheck_at != jb->recheck) {
-            jb->recheck = d->recheck_at;
-            if ((rc = ev_push(s, d->recheck_at, j, jb->epoch, EV_RECHECK)) != 0)
+        if (recheck > t && recheck != jb->recheck) {
+            jb->recheck = recheck;
+            if ((rc = ev_push(s, recheck, j, jb->epoch, EV_RECHECK)) != 0)
                 return rc;
         }
     }
@@ -635,6 +715,7 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
         goto nomem;
     }
     s.avail_next = avail_next_change(&s, 0);
+    s.wait_tick = -1;
     for (size_t i = 0; i < np; i++)
         if (is_local(&s, (int)i) && (s.local[i] = sw_calloc(n + 1, sizeof(size_t))) == NULL)
             goto nomem;
@@ -777,6 +858,7 @@ out:
     sw_free(s.quotas);
     sw_free(s.budgets);
     sw_free(s.heap);
+    sw_free(s.outages);
     sw_free(jct);
     sw_free(wait);
     return rc;
