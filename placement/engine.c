@@ -50,10 +50,8 @@ const char *sw_policy_name(enum sw_policy_kind kind)
 void sw_policy_default(enum sw_policy_kind kind, struct sw_policy *p)
 {
     p->kind = kind;
-    /* A GPU-hour of delay is valued at a few times the on-demand price: the
-     * platform would rather pay for cloud GPUs than make people wait long,
-     * but not for a wait that is short next to the run. */
-    p->delay_value_gpu_h = 16.0;
+    /* Derived from each snapshot's prices (sw_policy_delay_value). */
+    p->delay_value_gpu_h = -1.0;
     p->wait_s = 3600.0;
     /* Starburst (ATC'24) lets a job wait in proportion to its size. */
     p->starburst_k = 0.25;
@@ -62,13 +60,30 @@ void sw_policy_default(enum sw_policy_kind kind, struct sw_policy *p)
     p->up_margin = 1.0;
 }
 
+double sw_policy_delay_value(const struct sw_policy *p, const struct sw_snapshot *s)
+{
+    if (p->delay_value_gpu_h >= 0)
+        return p->delay_value_gpu_h;
+    double od = INFINITY, other = 0;
+    for (size_t i = 0; s != NULL && i < s->n_pools; i++) {
+        const struct sw_pool *pool = &s->pools[i];
+        if (pool->capacity == SW_CAP_ON_DEMAND && pool->price_gpu_h < od)
+            od = pool->price_gpu_h;
+        if (pool->capacity != SW_CAP_OWNED && pool->price_gpu_h > other)
+            other = pool->price_gpu_h;
+    }
+    return isfinite(od) ? od : other;
+}
+
 /* Starburst's k: waiting budget = k x runtime x GPUs. */
 #define POLICY_MAX_K 1e6
 
 /* The policy's parameters within the bounds that keep scores finite. */
 static bool policy_params_ok(const struct sw_policy *p)
 {
-    return p->delay_value_gpu_h >= 0 && p->delay_value_gpu_h <= SW_MAX_PRICE && p->wait_s >= 0 &&
+    return (p->delay_value_gpu_h == -1.0 ||
+            (p->delay_value_gpu_h >= 0 && p->delay_value_gpu_h <= SW_MAX_PRICE)) &&
+           p->wait_s >= 0 &&
            p->wait_s <= SW_MAX_SECONDS && p->starburst_k >= 0 && p->starburst_k <= POLICY_MAX_K &&
            p->up_margin >= 0 && p->up_margin <= POLICY_MAX_K;
 }
@@ -1455,8 +1470,7 @@ static void cutoff_init(const struct sw_snapshot *s, const struct sw_policy *pol
     cut->margin = 0;
     if (c->w->burst == SW_BURST_CLOUD_FIRST)
         return;
-    if (pol->kind == SW_POLICY_COST_AWARE && pol->delay_value_gpu_h >= 0 &&
-        isfinite(c->delay_per_h)) {
+    if (pol->kind == SW_POLICY_COST_AWARE && isfinite(c->delay_per_h)) {
         /* The delay of an option is completion - now - runtime, computed
          * with a few roundings of now + runtime; the floors, with a few
          * roundings of their own size. The margin (this, plus a billionth of
@@ -1554,6 +1568,7 @@ int sw_engine_decide(struct sw_engine *e, const struct sw_snapshot *s,
     bool explain = flags & SW_DECIDE_EXPLAIN;
     if ((rc = prepare(e, s, explain, err)) != 0)
         return rc;
+    const double delay_value = sw_policy_delay_value(policy, s);
     size_t np = s->n_pools;
     /* Jobs already queued ahead take their place first. */
     for (size_t i = 0; i < s->n_queues; i++) {
@@ -1614,7 +1629,7 @@ int sw_engine_decide(struct sw_engine *e, const struct sw_snapshot *s,
         c.rt_h = c.runtime_s / 3600.0;
         c.lost_h = sw_cost_lost_hours(w->checkpoint_s / 3600.0, w->restart_s / 3600.0, c.rt_h);
         c.lost_s = c.lost_h * 3600.0;
-        c.delay_per_h = policy->delay_value_gpu_h * c.gpus;
+        c.delay_per_h = delay_value * c.gpus;
         e->stamp++;
         size_t n = np;
         if (explain) {

@@ -39,7 +39,9 @@ enum sw_policy_kind {
 /** A policy and its one parameter. */
 struct sw_policy {
     enum sw_policy_kind kind;
-    /* cost-aware: dollars one GPU-hour of delay is worth to the platform. */
+    /* cost-aware: dollars one GPU-hour of delay is worth to the platform;
+     * negative (the default): derived from the snapshot, see
+     * sw_policy_delay_value. */
     double delay_value_gpu_h;
     /* const-wait: seconds to wait before bursting. */
     double wait_s;
@@ -48,6 +50,15 @@ struct sw_policy {
     /* uniform-progress: interruptions of slack kept in reserve. */
     double up_margin;
 };
+
+/**
+ * The value of a GPU-hour of delay that cost-aware uses on snapshot `s`:
+ * the policy's own when it sets one, else the cheapest on-demand list price
+ * among the pools (ending any wait by renting on-demand GPUs is always on
+ * offer, so the platform's price for not waiting is that price; see
+ * docs/cost-model.md), else the dearest non-owned price, else 0.
+ */
+double sw_policy_delay_value(const struct sw_policy *p, const struct sw_snapshot *s);
 
 /** Fills `p` with `kind` and its default parameter. */
 void sw_policy_default(enum sw_policy_kind kind, struct sw_policy *p);

@@ -58,7 +58,8 @@ int sw_explain_text(const struct sw_snapshot *s, const struct sw_policy *policy,
     if (rc == 0 && d->verdict == SW_VERDICT_REJECT && d->main_exclusion != SW_EX_NONE)
         rc = sw_buf_addf(out, " (mostly: %s)", sw_exclusion_text(d->main_exclusion));
     if (rc == 0 && policy->kind == SW_POLICY_COST_AWARE)
-        rc = sw_buf_addf(out, "; delay valued at $%.2f per GPU-hour", policy->delay_value_gpu_h);
+        rc = sw_buf_addf(out, "; delay valued at $%.2f per GPU-hour",
+                         sw_policy_delay_value(policy, s));
     if (rc == 0)
         rc = sw_buf_adds(out, "\n");
     if (rc != 0)
@@ -150,7 +151,8 @@ int sw_explain_json(const struct sw_snapshot *s, const struct sw_policy *policy,
     if (ok && d->verdict == SW_VERDICT_REJECT)
         ok = cJSON_AddStringToObject(j, "main_exclusion", sw_exclusion_token(d->main_exclusion));
     if (ok && policy->kind == SW_POLICY_COST_AWARE)
-        ok = cJSON_AddNumberToObject(j, "delay_value_per_gpu_hour", policy->delay_value_gpu_h);
+        ok = cJSON_AddNumberToObject(j, "delay_value_per_gpu_hour",
+                                     sw_policy_delay_value(policy, s));
     if (ok && d->n_options > 0) {
         cJSON *arr = cJSON_AddArrayToObject(j, "options");
         ok = arr != NULL;

@@ -297,7 +297,7 @@ static int add_run(struct run *runs, size_t *n, const struct sw_policy *pol, boo
     const char *name = sw_policy_name(pol->kind);
     switch (pol->kind) {
     case SW_POLICY_COST_AWARE:
-        if (param)
+        if (param && pol->delay_value_gpu_h >= 0)
             snprintf(r->label, sizeof(r->label), "%s:%g", name, pol->delay_value_gpu_h);
         else
             snprintf(r->label, sizeof(r->label), "%s", name);

@@ -57,13 +57,14 @@ static void test_cost_aware_bursts_to_spot(void **state)
     assert_int_equal(d.why, SW_WHY_LOWEST_SCORE);
     assert_int_equal(d.pool, 1);
     assert_int_equal(d.n_options, 3);
-    /* Staying: 4 h wait, 8 x $1.00 x 2 h, delay 4 h valued at $16/GPU-h. */
+    /* Staying: 4 h wait, 8 x $1.00 x 2 h, delay 4 h valued at the derived
+     * $4.10/GPU-h (the on-demand price): 16 + 8 x 4.10 x 4 = $147.20. */
     const struct sw_option *stay = &d.options[0];
     assert_true(stay->stay);
     assert_int_equal(stay->excluded, SW_EX_NONE);
     assert_int_equal((int)stay->wait_s, 4 * 3600);
     assert_cents(stay->cost.total, 1600);
-    assert_cents(stay->score, 52800);
+    assert_cents(stay->score, 14720);
     /* Spot: 8 x $1.5625 x (2 h + 5 min + 0.2 x (5 + 15 min)) = $26.88. */
     const struct sw_option *spot = &d.options[1];
     assert_cents(spot->cost.run_cost, 2500);
@@ -71,7 +72,9 @@ static void test_cost_aware_bursts_to_spot(void **state)
     assert_cents(spot->cost.interruption_cost, 83);
     assert_cents(spot->cost.total, 2688);
     assert_int_equal((int)spot->completion, 1000 + 300 + 7200 + 240);
-    assert_cents(spot->score, 4608);
+    /* Its delay, provisioning and expected interruptions, 540 s:
+     * 26.88 + 8 x 4.10 x 0.15 = $31.80. */
+    assert_cents(spot->score, 3180);
     /* On-demand: 8 x $4.10 x (2 h + 5 min) = $68.33. */
     const struct sw_option *od = &d.options[2];
     assert_cents(od->cost.total, 6833);
@@ -571,7 +574,11 @@ static uint64_t digest(const struct sw_decision *d, size_t n)
 }
 
 /* The decisions of every policy on a fixed random snapshot, as recorded
- * before the engine was optimised: a faster engine must decide the same. */
+ * before the engine was optimised: a faster engine must decide the same.
+ * They were recorded with the delay valued at $16 a GPU-hour (every
+ * policy's options carry the score), so that is the value they are checked
+ * with; cost-aware's derived default (the on-demand price) has a record of
+ * its own. */
 static void test_decisions_match_recorded(void **state)
 {
     (void)state;
@@ -581,6 +588,7 @@ static void test_decisions_match_recorded(void **state)
         /* uniform-progress, recorded when it was added */
         0x40a7512e32a5ab87ull,
     };
+    static const uint64_t recorded_derived = 0xc6debdf93da995a0ull;
     uint64_t got[SW_POLICY__COUNT];
     struct sw_engine *e;
     assert_int_equal(sw_engine_new(&e), 0);
@@ -588,6 +596,7 @@ static void test_decisions_match_recorded(void **state)
     for (int k = 0; k < SW_POLICY__COUNT; k++) {
         struct sw_policy pol;
         sw_policy_default((enum sw_policy_kind)k, &pol);
+        pol.delay_value_gpu_h = 16.0;
         assert_int_equal(sw_engine_decide(e, &rs.snap, &pol, 0, rs_plain, NULL), 0);
         got[k] = digest(rs_plain, RS_WORKLOADS);
     }
@@ -596,6 +605,13 @@ static void test_decisions_match_recorded(void **state)
             fail_msg("policy %s: digest 0x%016llx, recorded 0x%016llx",
                      sw_policy_name((enum sw_policy_kind)k), (unsigned long long)got[k],
                      (unsigned long long)recorded[k]);
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    assert_int_equal(sw_engine_decide(e, &rs.snap, &pol, 0, rs_plain, NULL), 0);
+    if (digest(rs_plain, RS_WORKLOADS) != recorded_derived)
+        fail_msg("cost-aware, derived delay value: digest 0x%016llx, recorded 0x%016llx",
+                 (unsigned long long)digest(rs_plain, RS_WORKLOADS),
+                 (unsigned long long)recorded_derived);
     sw_engine_free(e);
 }
 
