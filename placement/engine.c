@@ -58,6 +58,10 @@ void sw_policy_default(enum sw_policy_kind kind, struct sw_policy *p)
     /* One interruption in reserve: the deadline survives one more than
      * the pessimistic count before on-demand is needed. */
     p->up_margin = 1.0;
+    /* A promise a platform states, not a cost: a day is far above the
+     * waits the value of delay gives, so it binds only where the runtime
+     * belief is so long that waiting looks free. */
+    p->max_wait_s = 86400.0;
 }
 
 double sw_policy_delay_value(const struct sw_policy *p, const struct sw_snapshot *s)
@@ -85,7 +89,8 @@ static bool policy_params_ok(const struct sw_policy *p)
             (p->delay_value_gpu_h >= 0 && p->delay_value_gpu_h <= SW_MAX_PRICE)) &&
            p->wait_s >= 0 &&
            p->wait_s <= SW_MAX_SECONDS && p->starburst_k >= 0 && p->starburst_k <= POLICY_MAX_K &&
-           p->up_margin >= 0 && p->up_margin <= POLICY_MAX_K;
+           p->up_margin >= 0 && p->up_margin <= POLICY_MAX_K && p->max_wait_s >= 0 &&
+           (p->max_wait_s <= SW_MAX_SECONDS || p->max_wait_s == INFINITY);
 }
 
 int sw_policy_parse(const char *s, struct sw_policy *p, struct sw_error *err)
@@ -1323,10 +1328,19 @@ static int choose(const struct sw_snapshot *s, const struct sw_policy *pol, cons
                 return k;
             }
         }
+        /* A Job that has waited its bound completes first, whatever the cost. */
+        if (s->now - w->submit_time >= pol->max_wait_s) {
+            d->why = SW_WHY_WAIT_EXHAUSTED;
+            return pick(s, opts, n, F_ANY, KEY_COMPLETION);
+        }
         d->why = SW_WHY_LOWEST_SCORE;
         k = pick(s, opts, n, F_DEADLINE, KEY_SCORE);
-        if (k >= 0)
+        if (k >= 0) {
+            /* Staying is decided again when the bound is reached. */
+            if (opts[k].wait_s > 0 && isfinite(pol->max_wait_s))
+                d->recheck_at = w->submit_time + pol->max_wait_s;
             return k;
+        }
         d->why = SW_WHY_DEADLINE_BEST;
         return pick(s, opts, n, F_ANY, KEY_COMPLETION);
     case SW_POLICY_LOCAL_ONLY:
@@ -1470,6 +1484,8 @@ static void cutoff_init(const struct sw_snapshot *s, const struct sw_policy *pol
     cut->margin = 0;
     if (c->w->burst == SW_BURST_CLOUD_FIRST)
         return;
+    if (pol->kind == SW_POLICY_COST_AWARE && s->now - c->w->submit_time >= pol->max_wait_s)
+        return; /* it takes the earliest completion: every candidate counts */
     if (pol->kind == SW_POLICY_COST_AWARE && isfinite(c->delay_per_h)) {
         /* The delay of an option is completion - now - runtime, computed
          * with a few roundings of now + runtime; the floors, with a few

@@ -49,6 +49,10 @@ struct sw_policy {
     double starburst_k;
     /* uniform-progress: interruptions of slack kept in reserve. */
     double up_margin;
+    /* cost-aware: the longest a Job waits before it takes the option that
+     * completes first, whatever it costs (the platform's promise that no
+     * Job starves; default 24 h). */
+    double max_wait_s;
 };
 
 /**
