@@ -1293,6 +1293,11 @@ static int choose_wait_then_burst(const struct sw_snapshot *s, struct sw_option 
     return pick(s, opts, n, F_STAY, KEY_COMPLETION);
 }
 
+static double pending_since(const struct sw_workload *w)
+{
+    return w->pending_since > w->submit_time ? w->pending_since : w->submit_time;
+}
+
 /* Uniform Progress' test: a Job without a deadline always keeps up; one
  * with a deadline keeps up on spot option `o` while it would finish by the
  * deadline at the runtime's deadline quantile after the pessimistic number
@@ -1329,7 +1334,7 @@ static int choose(const struct sw_snapshot *s, const struct sw_policy *pol, cons
             }
         }
         /* A Job that has waited its bound completes first, whatever the cost. */
-        if (s->now - w->submit_time >= pol->max_wait_s) {
+        if (s->now - pending_since(w) >= pol->max_wait_s) {
             d->why = SW_WHY_WAIT_EXHAUSTED;
             return pick(s, opts, n, F_ANY, KEY_COMPLETION);
         }
@@ -1338,7 +1343,7 @@ static int choose(const struct sw_snapshot *s, const struct sw_policy *pol, cons
         if (k >= 0) {
             /* Staying is decided again when the bound is reached. */
             if (opts[k].wait_s > 0 && isfinite(pol->max_wait_s))
-                d->recheck_at = w->submit_time + pol->max_wait_s;
+                d->recheck_at = pending_since(w) + pol->max_wait_s;
             return k;
         }
         d->why = SW_WHY_DEADLINE_BEST;
@@ -1484,7 +1489,7 @@ static void cutoff_init(const struct sw_snapshot *s, const struct sw_policy *pol
     cut->margin = 0;
     if (c->w->burst == SW_BURST_CLOUD_FIRST)
         return;
-    if (pol->kind == SW_POLICY_COST_AWARE && s->now - c->w->submit_time >= pol->max_wait_s)
+    if (pol->kind == SW_POLICY_COST_AWARE && s->now - pending_since(c->w) >= pol->max_wait_s)
         return; /* it takes the earliest completion: every candidate counts */
     if (pol->kind == SW_POLICY_COST_AWARE && isfinite(c->delay_per_h)) {
         /* The delay of an option is completion - now - runtime, computed

@@ -227,6 +227,8 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
         (rc = check_num(err, "workload", w->name, "min_gpu_memory_gb", w->min_gpu_mem_gb,
                         SW_MAX_GB)) != 0)
         return rc;
+    if ((rc = check_time(err, "workload", w->name, "pending_since", w->pending_since)) != 0)
+        return rc;
     if ((rc = check_time(err, "workload", w->name, "submit_time", w->submit_time)) != 0)
         return rc;
     if (w->n_products < 0 || w->n_products > SW_MAX_PRODUCTS)

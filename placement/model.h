@@ -97,6 +97,9 @@ struct sw_workload {
     double deadline;     /* absolute time; 0 means none */
     double max_price;    /* per GPU-hour; 0 means no cap */
     double submit_time;  /* orders equal priorities, first come first served */
+    /* Pending since (after a preemption, since it was requeued); a time
+     * before submit_time means since submit_time. Bounds the wait. */
+    double pending_since;
     int n_inputs;
     struct sw_input inputs[SW_MAX_INPUTS];
     /* Outputs (results, final checkpoint) copied back to `output_region`

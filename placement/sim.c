@@ -23,6 +23,7 @@ struct job {
     double out_s; /* moving the outputs back after the run */
     unsigned preemptions;
     bool no_spot;   /* reached the preemption cap: spot is no longer offered */
+    double pending_since;
     double spot_h;  /* hours computed on spot, for the cap */
     double gpu_h[3], cost[3], egress, lost_gpu_h;
     bool restarted;
@@ -232,6 +233,7 @@ static void fill_workload(const struct sim *s, size_t j, struct sw_workload *w)
     w->restart_s = d->restart_s;
     w->deadline = jb->deadline;
     w->submit_time = tj->submit;
+    w->pending_since = jb->pending_since;
     w->burst = d->burst;
     if (jb->input_gb > 0 && d->input_region[0] != '\0') {
         w->n_inputs = 1;
@@ -245,11 +247,12 @@ static void fill_workload(const struct sim *s, size_t j, struct sw_workload *w)
     }
 }
 
-static void pend_add(struct sim *s, size_t j)
+static void pend_add(struct sim *s, size_t j, double t)
 {
     if (!s->jobs[j].estimated)
         estimate(s, j);
     s->jobs[j].state = J_PENDING;
+    s->jobs[j].pending_since = t;
     s->jobs[j].slot = s->npend;
     s->pend_job[s->npend] = j;
     fill_workload(s, j, &s->pend[s->npend]);
@@ -753,8 +756,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
          * what has not finished by then never does. */
         if (t > SW_MAX_SECONDS)
             break;
-        while (next < n && tr->jobs[next].submit <= t)
-            pend_add(&s, next++);
+        for (; next < n && tr->jobs[next].submit <= t; next++)
+            pend_add(&s, next, tr->jobs[next].submit);
         while (s.nheap > 0 && s.heap[0].t <= t) {
             struct ev e = ev_pop(&s);
             struct job *jb = &s.jobs[e.job];
@@ -790,7 +793,7 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
             }
             jb->restarted = true;
             jb->epoch++;
-            pend_add(&s, e.job);
+            pend_add(&s, e.job, e.t);
         }
         if ((rc = schedule(&s, t, err)) != 0)
             goto out;

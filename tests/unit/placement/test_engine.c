@@ -589,11 +589,16 @@ static void test_cost_aware_wait_is_bounded(void **state)
     assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, &d, NULL), 0);
     assert_int_equal(d.verdict, SW_VERDICT_STAY);
     assert_true(d.recheck_at == l.pending[0].submit_time + 86400);
-    l.pending[0].submit_time = l.snap.now - 86400;
+    l.pending[0].submit_time = l.pending[0].pending_since = l.snap.now - 86400;
     assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, &d, NULL), 0);
     assert_int_equal(d.verdict, SW_VERDICT_BURST);
     assert_int_equal(d.why, SW_WHY_WAIT_EXHAUSTED);
     assert_int_equal(d.pool, 2); /* on-demand: no interruptions to wait out */
+    /* Requeued after a preemption a minute ago: its wait starts again. */
+    l.pending[0].pending_since = l.snap.now - 60;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, &d, NULL), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_true(d.recheck_at == l.snap.now - 60 + 86400);
 }
 
 /* The decisions of every policy on a fixed random snapshot, as recorded
