@@ -741,6 +741,7 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
         jb->output_gb = lognormal_size(p->seed, j, DRAW_OUTPUT, d->output_gb, d->output_gb_sigma);
     }
     size_t next = 0;
+    double next_sample = 0;
     while (next < n || s.nheap > 0) {
         double t = INFINITY;
         if (next < n)
@@ -756,6 +757,16 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
          * what has not finished by then never does. */
         if (t > SW_MAX_SECONDS)
             break;
+        /* Usage is constant between events: sample it up to t first. */
+        while (p->usage != NULL && p->usage_step_s > 0 && out->usage_n < p->usage_cap &&
+               next_sample <= t) {
+            struct sw_sim_usage *u = &p->usage[out->usage_n++];
+            u->t = next_sample;
+            memset(u->gpus, 0, sizeof(u->gpus));
+            for (size_t i = 0; i < np; i++)
+                u->gpus[c->pools[i].capacity] += s.used[i];
+            next_sample += p->usage_step_s;
+        }
         for (; next < n && tr->jobs[next].submit <= t; next++)
             pend_add(&s, next, tr->jobs[next].submit);
         while (s.nheap > 0 && s.heap[0].t <= t) {

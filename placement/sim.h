@@ -49,6 +49,18 @@ struct sw_sim_params {
     enum sw_runtime_knowledge runtime;
     double runtime_noise; /* oracle only: log-space noise, 0..SW_MAX_SIGMA */
     uint64_t seed;
+    /* Optional: GPUs in use sampled every `usage_step_s` seconds from time
+     * 0 into `usage` (caller-owned, `usage_cap` entries); the result says
+     * how many were written. */
+    double usage_step_s;
+    struct sw_sim_usage *usage;
+    size_t usage_cap;
+};
+
+/** GPUs in use at one time, by enum sw_capacity (home is owned). */
+struct sw_sim_usage {
+    double t;
+    int gpus[3];
 };
 
 /** What happened to one Job (for --jobs-csv and the chargeback report). */
@@ -89,7 +101,8 @@ struct sw_sim_result {
     double lost_gpu_h;
     size_t estimates[4]; /* first estimates by enum sw_estimate_source */
     double estimate_log_error; /* mean |log(estimated mean / true runtime)| */
-    size_t rounds; /* engine calls */
+    size_t rounds;  /* engine calls */
+    size_t usage_n; /* samples written to params->usage */
 };
 
 /**

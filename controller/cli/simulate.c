@@ -18,9 +18,11 @@
 #include "common/alloc.h"
 #include "common/json.h"
 #include "controller/cli/commands.h"
+#include "controller/cli/plot.h"
 #include "placement/sim.h"
 
-#define MAX_RUNS 64
+#define MAX_RUNS  64
+#define USAGE_MAX 100000 /* hourly samples: eleven years */
 #define MAX_FILE (1024u * 1024u * 1024u)
 
 static void usage(FILE *out)
@@ -32,6 +34,7 @@ static void usage(FILE *out)
             "                         [--availability-trace FILE] [--preemption-trace FILE]\n"
             "                         [--spot-price-factor F] [--ondemand-price-factor F]\n"
             "                         [--csv OUT] [--json OUT] [--jobs-csv OUT]\n"
+            "                         [--plot OUT.svg] [--plot-usage OUT.svg [--usage-policy L]]\n"
             "\n"
             "Replays a job trace against the pools of a clusters file and prints, for\n"
             "each policy, the cost (on-prem, spot, on-demand, egress), job completion\n"
@@ -66,6 +69,11 @@ static void usage(FILE *out)
             "  --json OUT               also write the figures as JSON to OUT\n"
             "  --jobs-csv OUT           one row per Job and policy: where it ran, wait, JCT,\n"
             "                           cost, preemptions, deadline met or missed\n"
+            "  --plot OUT.svg           cloud cost against mean and p95 JCT for every run,\n"
+            "                           the frontier marked\n"
+            "  --plot-usage OUT.svg     GPUs in use over time (home, spot, on-demand) for\n"
+            "                           one run: --usage-policy LABEL (default cost-aware,\n"
+            "                           else the first)\n"
             "  -h, --help               show this help\n"
             "\n"
             "Example:\n"
@@ -318,6 +326,23 @@ static int add_run(struct run *runs, size_t *n, const struct sw_policy *pol, boo
     return 0;
 }
 
+/* Writes one picture: the frontier of `pts`, or the usage of `u`. */
+static int write_svg(const char *path, const char *title, const struct sw_plot_point *pts,
+                     size_t n, const struct sw_sim_usage *u, size_t nu)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "spillctl simulate: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int bad = pts != NULL ? sw_plot_frontier(f, pts, n, title) : sw_plot_usage(f, u, nu, title);
+    if (fclose(f) != 0)
+        bad = -1;
+    if (bad != 0)
+        fprintf(stderr, "spillctl simulate: %s: cannot write the picture\n", path);
+    return bad;
+}
+
 static int parse_factor(const char *opt, const char *arg, double *out)
 {
     char *end;
@@ -336,6 +361,7 @@ int sw_cli_simulate(int argc, char **argv)
     const char *trace_path = NULL, *clusters_path = NULL, *policies = NULL;
     const char *preempt_path = NULL, *avail_path = NULL, *csv_path = NULL, *json_path = NULL;
     const char *jobs_path = NULL, *format = "auto";
+    const char *plot_path = NULL, *usage_path = NULL, *usage_policy = NULL;
     unsigned long long seed = 1;
     bool sweep = false;
     enum sw_runtime_knowledge knowledge = SW_RUNTIME_LEARNED;
@@ -356,6 +382,9 @@ int sw_cli_simulate(int argc, char **argv)
         {"csv", required_argument, NULL, 'C'},
         {"json", required_argument, NULL, 'J'},
         {"jobs-csv", required_argument, NULL, 'j'},
+        {"plot", required_argument, NULL, 'G'},
+        {"plot-usage", required_argument, NULL, 'U'},
+        {"usage-policy", required_argument, NULL, 'u'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -439,6 +468,15 @@ int sw_cli_simulate(int argc, char **argv)
         case 'j':
             jobs_path = optarg;
             break;
+        case 'G':
+            plot_path = optarg;
+            break;
+        case 'U':
+            usage_path = optarg;
+            break;
+        case 'u':
+            usage_policy = optarg;
+            break;
         case 'h':
             usage(stdout);
             return SW_EXIT_OK;
@@ -519,6 +557,7 @@ int sw_cli_simulate(int argc, char **argv)
     struct sw_trace trace = {0};
     struct sw_clusters clusters = {0};
     struct sw_spot_trace spot = {0}, avail = {0};
+    struct sw_sim_usage *usage = NULL;
     if (read_file(trace_path, &tbuf, &tlen) != 0 || read_file(clusters_path, &cbuf, &clen) != 0)
         goto out;
     if (sw_trace_parse(tbuf, tlen, fmt, trace_path, &trace, &err) != 0 ||
@@ -564,6 +603,22 @@ int sw_cli_simulate(int argc, char **argv)
     if (knowledge == SW_RUNTIME_ORACLE && noise > 0)
         fprintf(stderr, " with noise sigma %g", noise);
     fprintf(stderr, "\n");
+    /* The run whose GPUs in use are drawn, sampled hourly. */
+    int usage_run = -1;
+    for (size_t i = 0; usage_path != NULL && i < nrun; i++)
+        if (usage_policy != NULL ? strcmp(runs[i].label, usage_policy) == 0
+                                 : runs[i].pol.kind == SW_POLICY_COST_AWARE && usage_run < 0)
+            usage_run = (int)i;
+    if (usage_path != NULL && usage_run < 0) {
+        if (usage_policy != NULL) {
+            fprintf(stderr, "spillctl simulate: --usage-policy: no run is labelled \"%s\"\n",
+                    usage_policy);
+            goto out;
+        }
+        usage_run = 0;
+    }
+    if (usage_path != NULL && (usage = sw_calloc(USAGE_MAX, sizeof(*usage))) == NULL)
+        goto nomem;
     for (size_t i = 0; i < nrun; i++) {
         struct sw_sim_params p = {.clusters = &clusters,
                                   .trace = &trace,
@@ -573,6 +628,11 @@ int sw_cli_simulate(int argc, char **argv)
                                   .runtime = knowledge,
                                   .runtime_noise = noise,
                                   .seed = seed};
+        if ((int)i == usage_run) {
+            p.usage = usage;
+            p.usage_cap = USAGE_MAX;
+            p.usage_step_s = 3600;
+        }
         if ((runs[i].jobs = sw_calloc(trace.n, sizeof(struct sw_sim_job))) == NULL)
             goto nomem;
         if (sw_sim_run(&p, &runs[i].r, runs[i].jobs, &err) != 0) {
@@ -736,6 +796,27 @@ int sw_cli_simulate(int argc, char **argv)
             goto out;
         }
     }
+    if (plot_path != NULL) {
+        struct sw_plot_point pts[MAX_RUNS];
+        for (size_t i = 0; i < nrun; i++)
+            pts[i] = (struct sw_plot_point){.label = runs[i].label,
+                                            .kind = sw_policy_name(runs[i].pol.kind),
+                                            .cloud_cost = runs[i].r.cost_cloud,
+                                            .jct_mean_s = runs[i].r.jct_mean,
+                                            .jct_p95_s = runs[i].r.jct_p95,
+                                            .frontier = runs[i].frontier};
+        char title[256];
+        snprintf(title, sizeof(title), "Cloud cost against JCT, %zu runs, %zu jobs, seed %llu",
+                 nrun, trace.n, seed);
+        if (write_svg(plot_path, title, pts, nrun, NULL, 0) != 0)
+            goto out;
+    }
+    if (usage_path != NULL) {
+        char title[256];
+        snprintf(title, sizeof(title), "GPUs in use, %s, hourly", runs[usage_run].label);
+        if (write_svg(usage_path, title, NULL, 0, usage, runs[usage_run].r.usage_n) != 0)
+            goto out;
+    }
     status = SW_EXIT_OK;
     goto out;
 nomem:
@@ -743,6 +824,7 @@ nomem:
 out:
     for (size_t i = 0; i < nrun; i++)
         sw_free(runs[i].jobs);
+    sw_free(usage);
     sw_trace_free(&trace);
     sw_clusters_free(&clusters);
     sw_spot_trace_free(&spot);
