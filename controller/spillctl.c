@@ -12,6 +12,7 @@
 static const struct sw_cli_command commands[] = {
     {"cluster", "register, list, show and remove member clusters", sw_cli_cluster},
     {"replicate", "replicate S3 data between stores and report RPO", sw_cli_replicate},
+    {"report", "per-team chargeback report (GPU-hours, cost, savings)", sw_cli_report},
     {"simulate", "replay a job trace under placement policies", sw_cli_simulate},
     {"version", "print spillctl's version", sw_cli_version},
 };

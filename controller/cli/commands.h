@@ -30,5 +30,14 @@ int sw_cli_replicate(int argc, char **argv);
 
 /** `spillctl simulate`: replays a job trace under placement policies. */
 int sw_cli_simulate(int argc, char **argv);
+/** `spillctl report chargeback ...` */
+int sw_cli_report(int argc, char **argv);
+
+/**
+ * Reads the whole file `path` (at most 1 GiB) into a new NUL-terminated
+ * buffer `*buf` of `*len` bytes, freed by the caller with sw_free. On
+ * failure prints `spillctl CMD: PATH: reason` and returns -1.
+ */
+int sw__cli_read_file(const char *cmd, const char *path, char **buf, size_t *len);
 
 #endif

@@ -83,11 +83,11 @@ static void usage(FILE *out)
 }
 
 /* Reads a whole file; the caller frees *buf with sw_free. */
-static int read_file(const char *path, char **buf, size_t *len)
+int sw__cli_read_file(const char *cmd, const char *path, char **buf, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        fprintf(stderr, "spillctl simulate: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "spillctl %s: %s: %s\n", cmd, path, strerror(errno));
         return -1;
     }
     size_t cap = 1 << 20, n = 0;
@@ -99,7 +99,7 @@ static int read_file(const char *path, char **buf, size_t *len)
             break;
         if (n == cap) {
             if (cap >= MAX_FILE) {
-                fprintf(stderr, "spillctl simulate: %s: larger than %u bytes\n", path, MAX_FILE);
+                fprintf(stderr, "spillctl %s: %s: larger than %u bytes\n", cmd, path, MAX_FILE);
                 sw_free(p);
                 fclose(f);
                 return -1;
@@ -117,7 +117,7 @@ static int read_file(const char *path, char **buf, size_t *len)
     int bad = ferror(f);
     fclose(f);
     if (p == NULL || bad) {
-        fprintf(stderr, "spillctl simulate: %s: %s\n", path,
+        fprintf(stderr, "spillctl %s: %s: %s\n", cmd, path,
                 p == NULL ? "out of memory" : "read error");
         sw_free(p);
         return -1;
@@ -558,7 +558,7 @@ int sw_cli_simulate(int argc, char **argv)
     struct sw_clusters clusters = {0};
     struct sw_spot_trace spot = {0}, avail = {0};
     struct sw_sim_usage *usage = NULL;
-    if (read_file(trace_path, &tbuf, &tlen) != 0 || read_file(clusters_path, &cbuf, &clen) != 0)
+    if (sw__cli_read_file("simulate", trace_path, &tbuf, &tlen) != 0 || sw__cli_read_file("simulate", clusters_path, &cbuf, &clen) != 0)
         goto out;
     if (sw_trace_parse(tbuf, tlen, fmt, trace_path, &trace, &err) != 0 ||
         sw_clusters_parse(cbuf, clen, clusters_path, &clusters, &err) != 0) {
@@ -566,7 +566,7 @@ int sw_cli_simulate(int argc, char **argv)
         goto out;
     }
     if (preempt_path != NULL) {
-        if (read_file(preempt_path, &pbuf, &plen) != 0)
+        if (sw__cli_read_file("simulate", preempt_path, &pbuf, &plen) != 0)
             goto out;
         if (sw_spot_trace_parse(pbuf, plen, preempt_path, &spot, &err) != 0) {
             fprintf(stderr, "spillctl simulate: %s\n", err.msg);
@@ -574,7 +574,7 @@ int sw_cli_simulate(int argc, char **argv)
         }
     }
     if (avail_path != NULL) {
-        if (read_file(avail_path, &abuf, &alen) != 0)
+        if (sw__cli_read_file("simulate", avail_path, &abuf, &alen) != 0)
             goto out;
         if (sw_spot_trace_parse(abuf, alen, avail_path, &avail, &err) != 0) {
             fprintf(stderr, "spillctl simulate: %s\n", err.msg);
