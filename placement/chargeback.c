@@ -138,9 +138,9 @@ enum {
 };
 
 static const char *const jobs_cols[C__COUNT] = {
-    "policy",         "job",       "team",        "submit",       "jct_s",
-    "cost_onprem",    "cost_spot", "cost_ondemand", "egress",     "gpu_h_onprem",
-    "gpu_h_spot",     "gpu_h_ondemand", "preemptions", "lost_gpu_h",
+    "policy",      "job",           "team",   "submit",       "jct_s",      "cost_onprem",
+    "cost_spot",   "cost_ondemand", "egress", "gpu_h_onprem", "gpu_h_spot", "gpu_h_ondemand",
+    "preemptions", "lost_gpu_h",
 };
 
 struct fields {
@@ -290,8 +290,7 @@ int sw_job_usage_parse_csv(const char *buf, size_t len, const char *what, const 
                             &u.gpu_h[SW_CAP_SPOT], err)) ||
             (rc = field_num(&r, col[C_GPU_H_ONDEMAND], false, what, line, "gpu_h_ondemand",
                             &u.gpu_h[SW_CAP_ON_DEMAND], err)) ||
-            (rc = field_num(&r, col[C_PREEMPTIONS], false, what, line, "preemptions", &pre,
-                            err)) ||
+            (rc = field_num(&r, col[C_PREEMPTIONS], false, what, line, "preemptions", &pre, err)) ||
             (rc = field_num(&r, col[C_LOST], false, what, line, "lost_gpu_h", &u.lost_gpu_h, err)))
             goto fail;
         if (pre != floor(pre) || pre > 1e9) {

@@ -288,11 +288,11 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
             (rc = get_num(jd, "input_gb_sigma", false, what, p, SW_MAX_SIGMA, &d->input_gb_sigma,
                           err)) != 0 ||
             (rc = get_num(jd, "output_gb", false, what, p, SW_MAX_GB, &d->output_gb, err)) != 0 ||
-            (rc = get_num(jd, "output_gb_sigma", false, what, p, SW_MAX_SIGMA,
-                          &d->output_gb_sigma, err)) != 0 ||
-            (rc = get_name(jd, "output_region", false, what, p, d->output_region, err)) != 0 ||
-            (rc = get_int(jd, "max_preemptions", false, what, p, &d->max_preemptions, true,
+            (rc = get_num(jd, "output_gb_sigma", false, what, p, SW_MAX_SIGMA, &d->output_gb_sigma,
                           err)) != 0 ||
+            (rc = get_name(jd, "output_region", false, what, p, d->output_region, err)) != 0 ||
+            (rc = get_int(jd, "max_preemptions", false, what, p, &d->max_preemptions, true, err)) !=
+                0 ||
             (rc = get_num(jd, "runtime_prior_seconds", false, what, p, SW_MAX_SECONDS,
                           &d->estimator.prior_median_s, err)) != 0 ||
             (rc = get_num(jd, "runtime_prior_sigma", false, what, p, SW_MAX_SIGMA,

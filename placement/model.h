@@ -86,7 +86,7 @@ struct sw_workload {
     char products[SW_MAX_PRODUCTS][SW_PRODUCT_MAX];
     double min_gpu_mem_gb;
     unsigned interconnect;
-    double runtime_s;    /* runtime estimate (median); <= 0 means "learn it" */
+    double runtime_s; /* runtime estimate (median); <= 0 means "learn it" */
     /* The estimate's uncertainty: the standard deviation of log(runtime)
      * around log(runtime_s), a log-normal belief (0: known exactly). The
      * engine prices the expected runtime, runtime_s x exp(sigma^2 / 2), and

@@ -22,9 +22,9 @@ struct job {
     double input_gb, output_gb;
     double out_s; /* moving the outputs back after the run */
     unsigned preemptions;
-    bool no_spot;   /* reached the preemption cap: spot is no longer offered */
+    bool no_spot; /* reached the preemption cap: spot is no longer offered */
     double pending_since;
-    double spot_h;  /* hours computed on spot, for the cap */
+    double spot_h; /* hours computed on spot, for the cap */
     double gpu_h[3], cost[3], egress, lost_gpu_h;
     bool restarted;
     int pool;
@@ -74,7 +74,7 @@ struct sim {
     /* Spot availability: the trace's tick 0 is time 0; it loops. */
     double avail_next;
     /* What the hub has seen of it: the outages that ended so far. */
-    size_t avail_tick;      /* next tick to look at */
+    size_t avail_tick; /* next tick to look at */
     bool in_outage;
     double outage_start;
     double *outages;
@@ -587,7 +587,7 @@ static int schedule(struct sim *s, double t, struct sw_error *err)
         bool start_now = d->verdict == SW_VERDICT_BURST
                              ? d->chosen.wait_s <= 0
                              : d->chosen.wait_s <= 0 && s->used[d->pool] + s->tr->jobs[j].gpus <=
-                                                             s->c->pools[d->pool].total_gpus;
+                                                            s->c->pools[d->pool].total_gpus;
         double recheck = d->recheck_at;
         if (d->verdict == SW_VERDICT_BURST && !start_now)
             recheck = t + d->chosen.wait_s;
@@ -735,9 +735,9 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
                 jb->budget = (int)b;
         jb->deadline = sw_sim_deadline(c, tj);
         const struct sw_job_defaults *d = &c->defaults;
-        jb->input_gb = tj->input_gb >= 0 ? tj->input_gb
-                                         : lognormal_size(p->seed, j, DRAW_INPUT, d->input_gb,
-                                                          d->input_gb_sigma);
+        jb->input_gb = tj->input_gb >= 0
+                           ? tj->input_gb
+                           : lognormal_size(p->seed, j, DRAW_INPUT, d->input_gb, d->input_gb_sigma);
         jb->output_gb = lognormal_size(p->seed, j, DRAW_OUTPUT, d->output_gb, d->output_gb_sigma);
     }
     size_t next = 0;

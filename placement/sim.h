@@ -75,7 +75,7 @@ struct sw_sim_job {
     double deadline; /* 0: none */
     int gpus;
     unsigned preemptions;
-    bool fell_back; /* reached the preemption cap */
+    bool fell_back;  /* reached the preemption cap */
     double gpu_h[3]; /* by enum sw_capacity */
     double cost[3];  /* by enum sw_capacity */
     double egress_cost;
@@ -99,10 +99,10 @@ struct sw_sim_result {
     size_t preemptions;
     size_t fallbacks; /* Jobs that reached the preemption cap */
     double lost_gpu_h;
-    size_t estimates[4]; /* first estimates by enum sw_estimate_source */
+    size_t estimates[4];       /* first estimates by enum sw_estimate_source */
     double estimate_log_error; /* mean |log(estimated mean / true runtime)| */
-    size_t rounds;  /* engine calls */
-    size_t usage_n; /* samples written to params->usage */
+    size_t rounds;             /* engine calls */
+    size_t usage_n;            /* samples written to params->usage */
 };
 
 /**

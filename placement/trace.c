@@ -175,14 +175,13 @@ static int parse_alibaba_row(const struct row *r, const int *col, const char *wh
      * share it, so it groups runs for learning as an image name would. */
     int cpu = 0, mem = 0, milli = 0;
     if ((col[1] >= 0 && (rc = parse_int(r, col[1], what, line, "cpu_milli", &cpu, err)) != 0) ||
-        (col[2] >= 0 &&
-         (rc = parse_int(r, col[2], what, line, "memory_mib", &mem, err)) != 0) ||
+        (col[2] >= 0 && (rc = parse_int(r, col[2], what, line, "memory_mib", &mem, err)) != 0) ||
         (col[4] >= 0 && (rc = parse_int(r, col[4], what, line, "gpu_milli", &milli, err)) != 0))
         return rc;
     if (milli > 1000)
         return sw_error_set(err, SW_EPARSE,
-                            "%s:%zu: field \"gpu_milli\": expected 0 to 1000, got %d", what,
-                            line, milli);
+                            "%s:%zu: field \"gpu_milli\": expected 0 to 1000, got %d", what, line,
+                            milli);
     if (gpus == 1 && milli > 0)
         j.gpu_share = milli / 1000.0;
     snprintf(j.label, sizeof(j.label), "c%d-m%d-g%d", cpu, mem, milli);
@@ -218,8 +217,8 @@ static int parse_csv_row(const struct row *r, const int *col, const char *what, 
         return rc;
     if (!isnan(v)) {
         if (v > SW_MAX_GB)
-            return sw_error_set(err, SW_EPARSE, "%s:%zu: field \"input_gb\": %g is above %g",
-                                what, line, v, SW_MAX_GB);
+            return sw_error_set(err, SW_EPARSE, "%s:%zu: field \"input_gb\": %g is above %g", what,
+                                line, v, SW_MAX_GB);
         j.input_gb = v;
     }
     if (col[7] >= 0 && col[7] < r->n)

@@ -189,8 +189,8 @@ int sw_plot_frontier(FILE *out, const struct sw_plot_point *pts, size_t n, const
             xml_text(out, pts[i].label);
             fputs("</title></circle>\n", out);
             if (named) {
-                fprintf(out, "<text x='%.1f' y='%.1f' font-size='11' fill='%s'>",
-                        px(x, v) + 7, px(&y, pts[i].cloud_cost) - 6, c);
+                fprintf(out, "<text x='%.1f' y='%.1f' font-size='11' fill='%s'>", px(x, v) + 7,
+                        px(&y, pts[i].cloud_cost) - 6, c);
                 xml_text(out, pts[i].label);
                 fputs("</text>\n", out);
             }

@@ -132,8 +132,8 @@ static void print_csv(const struct sw_team_report *t, size_t nt)
         printf("%s,%zu,%.3f,%.3f,%.3f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f,%.4f,%u,%.3f\n",
                x->team, x->jobs, x->gpu_h[SW_CAP_OWNED], x->gpu_h[SW_CAP_SPOT],
                x->gpu_h[SW_CAP_ON_DEMAND], x->cost[SW_CAP_OWNED], x->cost[SW_CAP_SPOT],
-               x->cost[SW_CAP_ON_DEMAND], x->egress, x->total, x->all_ondemand, x->savings, x->savings_fraction,
-               x->spot_ratio, x->preemptions, x->lost_gpu_h);
+               x->cost[SW_CAP_ON_DEMAND], x->egress, x->total, x->all_ondemand, x->savings,
+               x->savings_fraction, x->spot_ratio, x->preemptions, x->lost_gpu_h);
     }
 }
 
@@ -185,7 +185,8 @@ static int print_json(const struct sw_team_report *t, size_t nt, const struct sw
             ok = cJSON_AddStringToObject(j, "job", r->name) &&
                  cJSON_AddNumberToObject(j, "gpu_hours", r->gpu_h[0] + r->gpu_h[1] + r->gpu_h[2]) &&
                  cJSON_AddNumberToObject(
-                     j, "cost", round((r->cost[0] + r->cost[1] + r->cost[2] + r->egress) * 100) / 100);
+                     j, "cost",
+                     round((r->cost[0] + r->cost[1] + r->cost[2] + r->egress) * 100) / 100);
         }
     }
     char *text = ok ? cJSON_Print(root) : NULL;
@@ -267,8 +268,7 @@ static int chargeback(int argc, char **argv)
         usage(stderr);
         return SW_EXIT_USAGE;
     }
-    if (strcmp(format, "table") != 0 && strcmp(format, "csv") != 0 &&
-        strcmp(format, "json") != 0) {
+    if (strcmp(format, "table") != 0 && strcmp(format, "csv") != 0 && strcmp(format, "json") != 0) {
         fprintf(stderr, "spillctl report: -o: expected table, csv or json, got \"%s\"\n", format);
         return SW_EXIT_USAGE;
     }

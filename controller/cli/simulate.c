@@ -23,7 +23,7 @@
 
 #define MAX_RUNS  64
 #define USAGE_MAX 100000 /* hourly samples: eleven years */
-#define MAX_FILE (1024u * 1024u * 1024u)
+#define MAX_FILE  (1024u * 1024u * 1024u)
 
 static void usage(FILE *out)
 {
@@ -134,11 +134,11 @@ struct run {
     char label[40];
     struct sw_sim_result r;
     struct sw_sim_job *jobs;
-    size_t misses;      /* feasible deadlines missed */
-    size_t lost_best;   /* deadlines the best baseline met and this run missed */
-    size_t lost_burst;  /* the same against burst-now */
-    bool frontier;      /* no other run at once cheaper, faster and missing fewer */
-    bool dominates_ca;  /* a baseline at once no dearer, no slower, missing no more */
+    size_t misses;     /* feasible deadlines missed */
+    size_t lost_best;  /* deadlines the best baseline met and this run missed */
+    size_t lost_burst; /* the same against burst-now */
+    bool frontier;     /* no other run at once cheaper, faster and missing fewer */
+    bool dominates_ca; /* a baseline at once no dearer, no slower, missing no more */
 };
 
 static bool is_baseline(const struct run *r)
@@ -152,8 +152,8 @@ static void print_table(FILE *out, const struct run *runs, size_t n, size_t feas
             "%-22s %11s %10s %10s %11s %9s %10s %6s %8s %8s %8s %7s %7s %8s %9s %6s %7s %6s "
             "%8s\n",
             "policy", "total $", "on-prem $", "spot $", "on-demand $", "egress $", "cloud $",
-            "cloud%", "JCT mean", "JCT p95", "JCT p99", "wait", "w p99", "w max", "dl-miss",
-            "lost", "preempt", "fallbk", "frontier");
+            "cloud%", "JCT mean", "JCT p95", "JCT p99", "wait", "w p99", "w max", "dl-miss", "lost",
+            "preempt", "fallbk", "frontier");
     for (size_t i = 0; i < n; i++) {
         const struct sw_sim_result *r = &runs[i].r;
         fprintf(out,
@@ -272,13 +272,12 @@ static int write_jobs_csv(const char *path, const struct run *runs, size_t n, si
                     "%s,%s,%s,%d,%s,%s,%.0f,%.1f,%.1f,%.1f,%.1f,%s,%.4f,%.4f,%.4f,%.4f,%.4f,"
                     "%.4f,%.4f,%.4f,%u,%d,%.4f,%.3f,%.3f,%.0f,%s\n",
                     runs[i].label, o->name, o->team, o->gpus, o->pool,
-                    o->pool[0] ? sw_capacity_name(o->capacity) : "", o->submit, o->wait_s,
-                    o->jct_s, o->duration_s, o->estimate_mean_s,
-                    sw_estimate_source_name(o->estimate), cost, o->cost[SW_CAP_OWNED],
-                    o->cost[SW_CAP_SPOT], o->cost[SW_CAP_ON_DEMAND], o->egress_cost,
-                    o->gpu_h[SW_CAP_OWNED], o->gpu_h[SW_CAP_SPOT], o->gpu_h[SW_CAP_ON_DEMAND],
-                    o->preemptions, o->fell_back ? 1 : 0, o->lost_gpu_h, o->input_gb,
-                    o->output_gb, o->deadline, dl);
+                    o->pool[0] ? sw_capacity_name(o->capacity) : "", o->submit, o->wait_s, o->jct_s,
+                    o->duration_s, o->estimate_mean_s, sw_estimate_source_name(o->estimate), cost,
+                    o->cost[SW_CAP_OWNED], o->cost[SW_CAP_SPOT], o->cost[SW_CAP_ON_DEMAND],
+                    o->egress_cost, o->gpu_h[SW_CAP_OWNED], o->gpu_h[SW_CAP_SPOT],
+                    o->gpu_h[SW_CAP_ON_DEMAND], o->preemptions, o->fell_back ? 1 : 0, o->lost_gpu_h,
+                    o->input_gb, o->output_gb, o->deadline, dl);
         }
     if (fclose(f) != 0) {
         fprintf(stderr, "spillctl simulate: %s: write failed\n", path);
@@ -327,8 +326,8 @@ static int add_run(struct run *runs, size_t *n, const struct sw_policy *pol, boo
 }
 
 /* Writes one picture: the frontier of `pts`, or the usage of `u`. */
-static int write_svg(const char *path, const char *title, const struct sw_plot_point *pts,
-                     size_t n, const struct sw_sim_usage *u, size_t nu)
+static int write_svg(const char *path, const char *title, const struct sw_plot_point *pts, size_t n,
+                     const struct sw_sim_usage *u, size_t nu)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL) {
@@ -558,7 +557,8 @@ int sw_cli_simulate(int argc, char **argv)
     struct sw_clusters clusters = {0};
     struct sw_spot_trace spot = {0}, avail = {0};
     struct sw_sim_usage *usage = NULL;
-    if (sw__cli_read_file("simulate", trace_path, &tbuf, &tlen) != 0 || sw__cli_read_file("simulate", clusters_path, &cbuf, &clen) != 0)
+    if (sw__cli_read_file("simulate", trace_path, &tbuf, &tlen) != 0 ||
+        sw__cli_read_file("simulate", clusters_path, &cbuf, &clen) != 0)
         goto out;
     if (sw_trace_parse(tbuf, tlen, fmt, trace_path, &trace, &err) != 0 ||
         sw_clusters_parse(cbuf, clen, clusters_path, &clusters, &err) != 0) {
@@ -588,9 +588,9 @@ int sw_cli_simulate(int argc, char **argv)
     }
     for (size_t i = 0; i < clusters.n_pools; i++) {
         struct sw_pool *p = &clusters.pools[i];
-        double f = p->capacity == SW_CAP_SPOT ? spot_factor
+        double f = p->capacity == SW_CAP_SPOT        ? spot_factor
                    : p->capacity == SW_CAP_ON_DEMAND ? od_factor
-                                                      : 1;
+                                                     : 1;
         p->price_gpu_h *= f;
         if (p->price_gpu_h > SW_MAX_PRICE)
             p->price_gpu_h = SW_MAX_PRICE;
@@ -669,8 +669,7 @@ int sw_cli_simulate(int argc, char **argv)
         if (!is_baseline(&runs[i]) || runs[i].pol.kind == SW_POLICY_LOCAL_ONLY)
             continue;
         if (best < 0 || runs[i].misses < runs[best].misses ||
-            (runs[i].misses == runs[best].misses &&
-             runs[i].r.cost_cloud < runs[best].r.cost_cloud))
+            (runs[i].misses == runs[best].misses && runs[i].r.cost_cloud < runs[best].r.cost_cloud))
             best = (int)i;
     }
     for (size_t i = 0; i < nrun; i++)
@@ -709,18 +708,16 @@ int sw_cli_simulate(int argc, char **argv)
         const struct sw_sim_result *b = &runs[bn].r;
         printf("\nagainst burst-now:\n");
         for (size_t i = 0; i < nrun; i++)
-            printf("  %-22s cloud cost %+7.1f%%, total cost %+7.1f%%, mean JCT %+6.2f%%, "
-                   "deadlines missed that burst-now met: %zu\n",
-                   runs[i].label,
-                   b->cost_cloud > 0
-                       ? 100.0 * (runs[i].r.cost_cloud - b->cost_cloud) / b->cost_cloud
-                       : 0.0,
-                   b->cost_total > 0
-                       ? 100.0 * (runs[i].r.cost_total - b->cost_total) / b->cost_total
-                       : 0.0,
-                   b->jct_mean > 0 ? 100.0 * (runs[i].r.jct_mean - b->jct_mean) / b->jct_mean
-                                   : 0.0,
-                   runs[i].lost_burst);
+            printf(
+                "  %-22s cloud cost %+7.1f%%, total cost %+7.1f%%, mean JCT %+6.2f%%, "
+                "deadlines missed that burst-now met: %zu\n",
+                runs[i].label,
+                b->cost_cloud > 0 ? 100.0 * (runs[i].r.cost_cloud - b->cost_cloud) / b->cost_cloud
+                                  : 0.0,
+                b->cost_total > 0 ? 100.0 * (runs[i].r.cost_total - b->cost_total) / b->cost_total
+                                  : 0.0,
+                b->jct_mean > 0 ? 100.0 * (runs[i].r.jct_mean - b->jct_mean) / b->jct_mean : 0.0,
+                runs[i].lost_burst);
     }
     if (ca >= 0) {
         /* The cheapest spot-only or Uniform-Progress point missing no more
@@ -746,10 +743,10 @@ int sw_cli_simulate(int argc, char **argv)
             printf("cost-aware against the cheapest spot point with no more misses (%s): "
                    "cloud cost %+.1f%%, mean JCT %+.2f%%\n",
                    runs[sp].label,
-                   runs[sp].r.cost_cloud > 0 ? 100.0 * (runs[ca].r.cost_cloud -
-                                                        runs[sp].r.cost_cloud) /
-                                                   runs[sp].r.cost_cloud
-                                             : 0.0,
+                   runs[sp].r.cost_cloud > 0
+                       ? 100.0 * (runs[ca].r.cost_cloud - runs[sp].r.cost_cloud) /
+                             runs[sp].r.cost_cloud
+                       : 0.0,
                    runs[sp].r.jct_mean > 0
                        ? 100.0 * (runs[ca].r.jct_mean - runs[sp].r.jct_mean) / runs[sp].r.jct_mean
                        : 0.0);

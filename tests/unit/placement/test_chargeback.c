@@ -76,9 +76,8 @@ static void test_team_report(void **state)
     struct sw_job_usage *r;
     size_t n;
     struct sw_error err = {0};
-    assert_int_equal(sw_job_usage_parse_csv(jobs_csv, strlen(jobs_csv), "jobs.csv", "ca", &r, &n,
-                                            &err),
-                     0);
+    assert_int_equal(
+        sw_job_usage_parse_csv(jobs_csv, strlen(jobs_csv), "jobs.csv", "ca", &r, &n, &err), 0);
     assert_int_equal(n, 4);
     assert_true(r[0].at == 3600 && r[1].at == 7300 && r[3].at == 86000);
     struct sw_team_report *t;
@@ -182,12 +181,9 @@ static void test_allocation_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ml_research_report),
-        cmocka_unit_test(test_top_consumers),
-        cmocka_unit_test(test_empty_report),
-        cmocka_unit_test(test_team_report),
-        cmocka_unit_test(test_job_usage_bad_input),
-        cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_ml_research_report),  cmocka_unit_test(test_top_consumers),
+        cmocka_unit_test(test_empty_report),        cmocka_unit_test(test_team_report),
+        cmocka_unit_test(test_job_usage_bad_input), cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

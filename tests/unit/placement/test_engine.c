@@ -611,8 +611,13 @@ static void test_decisions_match_recorded(void **state)
 {
     (void)state;
     static const uint64_t recorded[SW_POLICY__COUNT] = {
-        0xe1114ac7fc76ed7full, 0xdd1a058ac0050ffbull, 0x5e3c09eb18618075ull, 0x40af3e3d81da4932ull,
-        0x08370108d2e5b413ull, 0x579b7e9d0617cf7aull, 0x89a4b476d0010167ull,
+        0xe1114ac7fc76ed7full,
+        0xdd1a058ac0050ffbull,
+        0x5e3c09eb18618075ull,
+        0x40af3e3d81da4932ull,
+        0x08370108d2e5b413ull,
+        0x579b7e9d0617cf7aull,
+        0x89a4b476d0010167ull,
         /* uniform-progress, recorded when it was added */
         0x40a7512e32a5ab87ull,
     };

@@ -160,8 +160,8 @@ static void test_allocation_failures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_prior_then_learned), cmocka_unit_test(test_annotation),
-        cmocka_unit_test(test_remaining),          cmocka_unit_test(test_rejects_bad_params),
+        cmocka_unit_test(test_prior_then_learned),  cmocka_unit_test(test_annotation),
+        cmocka_unit_test(test_remaining),           cmocka_unit_test(test_rejects_bad_params),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

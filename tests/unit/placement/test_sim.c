@@ -37,8 +37,7 @@ static void run(const char *trace_csv, const char *policy, struct sw_sim_result 
     assert_int_equal(sw_clusters_parse(clusters_json, strlen(clusters_json), "c", &c, &err), 0);
     assert_int_equal(sw_trace_parse(trace_csv, strlen(trace_csv), SW_TRACE_CSV, "t", &t, &err), 0);
     /* These figures are known to the cent with the true runtimes. */
-    struct sw_sim_params p = {
-        .clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
     assert_int_equal(sw_policy_parse(policy, &p.policy, &err), 0);
     struct sw_sim_job *jobs = calloc(t.n, sizeof(*jobs));
     assert_non_null(jobs);

@@ -278,8 +278,8 @@ static void test_features(void **state)
     assert_true(t.jobs[0].expected_runtime == 500 && t.jobs[0].input_gb == 12.5);
     assert_true(t.jobs[1].expected_runtime == 0 && t.jobs[1].input_gb < 0);
     sw_trace_free(&t);
-    assert_int_equal(
-        sw_trace_parse(alibaba, strlen(alibaba), SW_TRACE_AUTO, "pods.csv", &t, &err), 0);
+    assert_int_equal(sw_trace_parse(alibaba, strlen(alibaba), SW_TRACE_AUTO, "pods.csv", &t, &err),
+                     0);
     assert_string_equal(t.jobs[0].label, "c12000-m16384-g1000");
     assert_true(t.jobs[0].gpu_share == 1.0 && t.jobs[0].input_gb < 0);
     sw_trace_free(&t);
@@ -292,8 +292,7 @@ static void test_features(void **state)
     sw_trace_free(&t);
     /* Bad values name the file, the line and the field. */
     static const char bad[] = "submit,gpus,duration,team,expected_runtime\n0,1,60,ml,soon\n";
-    assert_int_equal(sw_trace_parse(bad, strlen(bad), SW_TRACE_AUTO, "b.csv", &t, &err),
-                     SW_EPARSE);
+    assert_int_equal(sw_trace_parse(bad, strlen(bad), SW_TRACE_AUTO, "b.csv", &t, &err), SW_EPARSE);
     assert_non_null(strstr(err.msg, "b.csv:2: field \"expected_runtime\""));
     sw_trace_free(&t);
     static const char badm[] =
