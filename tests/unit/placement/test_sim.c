@@ -12,6 +12,8 @@
 #include "placement/cost.h"
 #include "placement/sim.h"
 
+#define assert_cents(dollars, expected_cents) assert_int_equal(sw_cents(dollars), (expected_cents))
+
 static const char clusters_json[] =
     "{\"pools\":["
     "{\"name\":\"onprem\",\"region\":\"onprem\",\"capacity\":\"owned\",\"gpus\":8,"
@@ -214,6 +216,48 @@ static void test_preemption_cap(void **state)
     assert_true(jobs[1].done);
 }
 
+/* Inputs move before the run and outputs after it: both are part of the
+ * JCT, and the outputs' egress is paid at the link's price. 125 GB in at
+ * 10 Gbit/s is 100 s; 12.5 GB out is 10 s at $0.09/GB, $1.125. */
+static void test_transfers_in_jct_and_egress(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"pools\":["
+        "{\"name\":\"onprem\",\"region\":\"onprem\",\"capacity\":\"owned\",\"gpus\":8,"
+        "\"price_per_gpu_hour\":1.0},"
+        "{\"name\":\"od\",\"region\":\"us-west-2\",\"capacity\":\"on-demand\","
+        "\"gpus\":32,\"provision_seconds\":180,\"price_per_gpu_hour\":4.10}],"
+        "\"links\":[{\"from\":\"onprem\",\"to\":\"us-west-2\",\"price_per_gb\":0,"
+        "\"bandwidth_gbps\":10},{\"from\":\"us-west-2\",\"to\":\"onprem\","
+        "\"price_per_gb\":0.09,\"bandwidth_gbps\":10}],"
+        "\"job_defaults\":{\"input_gb\":125,\"input_region\":\"onprem\",\"output_gb\":12.5}}";
+    static const char tr[] = "submit,gpus,duration,team\n0,8,3600,ml\n10,8,3600,ml\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(json, strlen(json), "c", &c, &err), 0);
+    assert_string_equal(c.defaults.output_region, "onprem"); /* defaults to the input's */
+    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
+    struct sw_sim_params p = {
+        .clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    assert_int_equal(sw_policy_parse("burst-now", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    /* At home nothing moves. */
+    assert_true(jobs[0].jct_s == 3600 && jobs[0].egress_cost == 0);
+    /* In the cloud: inputs, provisioning, the run, the outputs. */
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_float_equal(jobs[1].jct_s, 100 + 180 + 3600 + 10, 1e-6);
+    assert_cents(jobs[1].egress_cost, 113);
+    assert_cents(r.cost_egress, 113);
+    /* Billed from the end of the input transfer to the end of the run. */
+    assert_float_equal(jobs[1].gpu_h[SW_CAP_ON_DEMAND], 8 * (180 + 3600) / 3600.0, 1e-9);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_learned_estimates),
         cmocka_unit_test(test_spot_availability),
         cmocka_unit_test(test_preemption_cap),
+        cmocka_unit_test(test_transfers_in_jct_and_egress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
