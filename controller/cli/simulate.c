@@ -19,6 +19,7 @@
 #include "common/json.h"
 #include "controller/cli/commands.h"
 #include "controller/cli/plot.h"
+#include "placement/compare.h"
 #include "placement/sim.h"
 
 #define MAX_RUNS  64
@@ -134,17 +135,8 @@ struct run {
     char label[40];
     struct sw_sim_result r;
     struct sw_sim_job *jobs;
-    size_t misses;     /* feasible deadlines missed */
-    size_t lost_best;  /* deadlines the best baseline met and this run missed */
-    size_t lost_burst; /* the same against burst-now */
-    bool frontier;     /* no other run at once cheaper, faster and missing fewer */
-    bool dominates_ca; /* a baseline at once no dearer, no slower, missing no more */
+    struct sw_sim_run_view v; /* the comparison's figures (placement/compare.h) */
 };
-
-static bool is_baseline(const struct run *r)
-{
-    return r->pol.kind != SW_POLICY_COST_AWARE;
-}
 
 static void print_table(FILE *out, const struct run *runs, size_t n, size_t feasible)
 {
@@ -161,9 +153,9 @@ static void print_table(FILE *out, const struct run *runs, size_t n, size_t feas
                 "%6.0fs %6.0fs %7.0fs %4zu/%-4zu %6zu %7zu %6zu %8s\n",
                 runs[i].label, r->cost_total, r->cost_onprem, r->cost_spot, r->cost_ondemand,
                 r->cost_egress, r->cost_cloud, 100.0 * r->cloud_gpu_fraction, r->jct_mean,
-                r->jct_p95, r->jct_p99, r->wait_mean, r->wait_p99, r->wait_max, runs[i].misses,
-                feasible, runs[i].lost_best, r->preemptions, r->fallbacks,
-                runs[i].frontier ? "*" : "");
+                r->jct_p95, r->jct_p99, r->wait_mean, r->wait_p99, r->wait_max, runs[i].v.misses,
+                feasible, runs[i].v.lost_best, r->preemptions, r->fallbacks,
+                runs[i].v.frontier ? "*" : "");
     }
 }
 
@@ -183,8 +175,8 @@ static void write_csv_row(FILE *f, const struct run *run)
             r->cost_onprem, r->cost_spot, r->cost_ondemand, r->cost_egress, r->cost_cloud,
             r->gpu_h_onprem, r->gpu_h_spot, r->gpu_h_ondemand, r->cloud_gpu_fraction, r->jct_mean,
             r->jct_p50, r->jct_p95, r->jct_p99, r->wait_mean, r->wait_p99, r->wait_max,
-            r->deadlines, run->misses, run->lost_best, r->preemptions, r->fallbacks, r->lost_gpu_h,
-            run->frontier ? 1 : 0);
+            r->deadlines, run->v.misses, run->v.lost_best, r->preemptions, r->fallbacks,
+            r->lost_gpu_h, run->v.frontier ? 1 : 0);
 }
 
 static double cents(double x)
@@ -227,15 +219,15 @@ static cJSON *result_json(const struct run *run, size_t feasible, size_t infeasi
     cJSON_AddNumberToObject(o, "deadlines", (double)r->deadlines);
     cJSON_AddNumberToObject(o, "deadlines_feasible", (double)feasible);
     cJSON_AddNumberToObject(o, "deadlines_no_policy_met", (double)infeasible);
-    cJSON_AddNumberToObject(o, "deadline_misses", (double)run->misses);
-    cJSON_AddNumberToObject(o, "lost_vs_best_baseline", (double)run->lost_best);
+    cJSON_AddNumberToObject(o, "deadline_misses", (double)run->v.misses);
+    cJSON_AddNumberToObject(o, "lost_vs_best_baseline", (double)run->v.lost_best);
     if (has_bn)
-        cJSON_AddNumberToObject(o, "misses_met_by_burst_now", (double)run->lost_burst);
+        cJSON_AddNumberToObject(o, "misses_met_by_burst_now", (double)run->v.lost_burst);
     cJSON_AddNumberToObject(o, "preemptions", (double)r->preemptions);
     cJSON_AddNumberToObject(o, "fallbacks", (double)r->fallbacks);
     cJSON_AddNumberToObject(o, "lost_gpu_hours", r->lost_gpu_h);
-    cJSON_AddBoolToObject(o, "frontier", run->frontier);
-    cJSON_AddBoolToObject(o, "dominates_cost_aware", run->dominates_ca);
+    cJSON_AddBoolToObject(o, "frontier", run->v.frontier);
+    cJSON_AddBoolToObject(o, "dominates_cost_aware", run->v.dominates_cost_aware);
     cJSON *e = cJSON_AddObjectToObject(o, "estimates");
     if (e != NULL) {
         for (int k = 0; k < 4; k++)
@@ -244,11 +236,6 @@ static cJSON *result_json(const struct run *run, size_t feasible, size_t infeasi
         cJSON_AddNumberToObject(e, "mean_abs_log_error", r->estimate_log_error);
     }
     return o;
-}
-
-static bool met(const struct sw_sim_job *j)
-{
-    return j->deadline > 0 && j->done && j->end <= j->deadline + 1e-6;
 }
 
 static int write_jobs_csv(const char *path, const struct run *runs, size_t n, size_t njobs)
@@ -267,7 +254,7 @@ static int write_jobs_csv(const char *path, const struct run *runs, size_t n, si
         for (size_t j = 0; j < njobs; j++) {
             const struct sw_sim_job *o = &runs[i].jobs[j];
             double cost = o->cost[0] + o->cost[1] + o->cost[2] + o->egress_cost;
-            const char *dl = o->deadline <= 0 ? "none" : met(o) ? "met" : "missed";
+            const char *dl = o->deadline <= 0 ? "none" : sw_sim_job_met(o) ? "met" : "missed";
             fprintf(f,
                     "%s,%s,%s,%d,%s,%s,%.0f,%.1f,%.1f,%.1f,%.1f,%s,%.4f,%.4f,%.4f,%.4f,%.4f,"
                     "%.4f,%.4f,%.4f,%u,%d,%.4f,%.3f,%.3f,%.0f,%s\n",
@@ -641,69 +628,24 @@ int sw_cli_simulate(int argc, char **argv)
         }
         snprintf(runs[i].r.policy, sizeof(runs[i].r.policy), "%s", runs[i].label);
     }
-    /* Deadlines no run meets are reported apart: the synthetic rule made
-     * them, no policy could help them. The rest are feasible. */
-    size_t feasible = 0, infeasible = 0;
-    for (size_t j = 0; j < trace.n; j++) {
-        if (runs[0].jobs[j].deadline <= 0)
-            continue;
-        bool any = false;
-        for (size_t i = 0; i < nrun && !any; i++)
-            any = met(&runs[i].jobs[j]);
-        if (!any) {
-            infeasible++;
-            continue;
-        }
-        feasible++;
-        for (size_t i = 0; i < nrun; i++)
-            if (!met(&runs[i].jobs[j]))
-                runs[i].misses++;
-    }
-    /* The best baseline: fewest misses, then the cheapest cloud. */
-    int best = -1, bn = -1, ca = -1;
-    for (size_t i = 0; i < nrun; i++) {
-        if (runs[i].pol.kind == SW_POLICY_BURST_NOW && bn < 0)
-            bn = (int)i;
-        if (runs[i].pol.kind == SW_POLICY_COST_AWARE && ca < 0)
-            ca = (int)i;
-        if (!is_baseline(&runs[i]) || runs[i].pol.kind == SW_POLICY_LOCAL_ONLY)
-            continue;
-        if (best < 0 || runs[i].misses < runs[best].misses ||
-            (runs[i].misses == runs[best].misses && runs[i].r.cost_cloud < runs[best].r.cost_cloud))
-            best = (int)i;
-    }
+    struct sw_sim_run_view views[MAX_RUNS];
     for (size_t i = 0; i < nrun; i++)
-        for (size_t j = 0; j < trace.n; j++) {
-            if (best >= 0 && met(&runs[best].jobs[j]) && !met(&runs[i].jobs[j]))
-                runs[i].lost_best++;
-            if (bn >= 0 && met(&runs[bn].jobs[j]) && !met(&runs[i].jobs[j]))
-                runs[i].lost_burst++;
-        }
-    /* The frontier in (cloud cost, mean JCT, deadline misses). */
-    for (size_t i = 0; i < nrun; i++) {
-        runs[i].frontier = true;
-        for (size_t k = 0; k < nrun && runs[i].frontier; k++) {
-            const struct run *a = &runs[k], *b = &runs[i];
-            if (k == i)
-                continue;
-            bool le = a->r.cost_cloud <= b->r.cost_cloud && a->r.jct_mean <= b->r.jct_mean &&
-                      a->misses <= b->misses;
-            bool lt = a->r.cost_cloud < b->r.cost_cloud || a->r.jct_mean < b->r.jct_mean ||
-                      a->misses < b->misses;
-            if (le && lt)
-                runs[i].frontier = false;
-        }
-        if (ca >= 0 && is_baseline(&runs[i]))
-            runs[i].dominates_ca = runs[i].r.cost_cloud < runs[ca].r.cost_cloud &&
-                                   runs[i].r.jct_mean <= runs[ca].r.jct_mean &&
-                                   runs[i].misses <= runs[ca].misses;
-    }
+        views[i] = (struct sw_sim_run_view){.kind = runs[i].pol.kind,
+                                            .cloud_cost = runs[i].r.cost_cloud,
+                                            .jct_mean = runs[i].r.jct_mean,
+                                            .jobs = runs[i].jobs};
+    struct sw_sim_comparison cmp;
+    sw_sim_compare(views, nrun, trace.n, &cmp);
+    for (size_t i = 0; i < nrun; i++)
+        runs[i].v = views[i];
+    size_t feasible = cmp.feasible, infeasible = cmp.infeasible;
+    int best = cmp.best, bn = cmp.burst_now, ca = cmp.cost_aware;
     print_table(stdout, runs, nrun, feasible);
     printf("\ndeadlines: %zu feasible (met by at least one run), %zu met by none (reported "
            "apart);\nbest baseline: %s (%zu misses); \"lost\" counts deadlines it met and a run "
            "missed\n",
            feasible, infeasible, best >= 0 ? runs[best].label : "none",
-           best >= 0 ? runs[best].misses : (size_t)0);
+           best >= 0 ? runs[best].v.misses : (size_t)0);
     if (bn >= 0) {
         const struct sw_sim_result *b = &runs[bn].r;
         printf("\nagainst burst-now:\n");
@@ -717,7 +659,7 @@ int sw_cli_simulate(int argc, char **argv)
                 b->cost_total > 0 ? 100.0 * (runs[i].r.cost_total - b->cost_total) / b->cost_total
                                   : 0.0,
                 b->jct_mean > 0 ? 100.0 * (runs[i].r.jct_mean - b->jct_mean) / b->jct_mean : 0.0,
-                runs[i].lost_burst);
+                runs[i].v.lost_burst);
     }
     if (ca >= 0) {
         /* The cheapest spot-only or Uniform-Progress point missing no more
@@ -725,10 +667,10 @@ int sw_cli_simulate(int argc, char **argv)
         int sp = -1;
         size_t dominated = 0;
         for (size_t i = 0; i < nrun; i++) {
-            dominated += runs[i].dominates_ca;
+            dominated += runs[i].v.dominates_cost_aware;
             if ((runs[i].pol.kind == SW_POLICY_SPOT_ONLY ||
                  runs[i].pol.kind == SW_POLICY_UNIFORM_PROGRESS) &&
-                runs[i].misses <= runs[ca].misses &&
+                runs[i].v.misses <= runs[ca].v.misses &&
                 (sp < 0 || runs[i].r.cost_cloud < runs[sp].r.cost_cloud))
                 sp = (int)i;
         }
@@ -736,7 +678,7 @@ int sw_cli_simulate(int argc, char **argv)
                "mean JCT and missing no more deadlines",
                dominated);
         for (size_t i = 0, shown = 0; i < nrun; i++)
-            if (runs[i].dominates_ca)
+            if (runs[i].v.dominates_cost_aware)
                 printf("%s%s", shown++ == 0 ? ": " : ", ", runs[i].label);
         printf("\n");
         if (sp >= 0)
@@ -801,7 +743,7 @@ int sw_cli_simulate(int argc, char **argv)
                                             .cloud_cost = runs[i].r.cost_cloud,
                                             .jct_mean_s = runs[i].r.jct_mean,
                                             .jct_p95_s = runs[i].r.jct_p95,
-                                            .frontier = runs[i].frontier};
+                                            .frontier = runs[i].v.frontier};
         char title[256];
         snprintf(title, sizeof(title), "Cloud cost against JCT, %zu runs, %zu jobs, seed %llu",
                  nrun, trace.n, seed);

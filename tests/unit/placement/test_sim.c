@@ -239,8 +239,7 @@ static void test_transfers_in_jct_and_egress(void **state)
     assert_int_equal(sw_clusters_parse(json, strlen(json), "c", &c, &err), 0);
     assert_string_equal(c.defaults.output_region, "onprem"); /* defaults to the input's */
     assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
-    struct sw_sim_params p = {
-        .clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
     assert_int_equal(sw_policy_parse("burst-now", &p.policy, &err), 0);
     struct sw_sim_result r;
     struct sw_sim_job jobs[2];
