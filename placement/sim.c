@@ -11,7 +11,7 @@
 #include "common/alloc.h"
 
 enum job_state { J_FUTURE = 0, J_PENDING, J_RUNNING, J_DONE, J_REJECTED };
-enum ev_type { EV_FINISH = 0, EV_PREEMPT, EV_RECHECK };
+enum ev_type { EV_FINISH = 0, EV_PREEMPT, EV_RECHECK, EV_CHECKPOINT };
 
 struct job {
     enum job_state state;
@@ -62,6 +62,10 @@ struct sim {
     size_t *act_job;
     struct sw_pool *pools;
     int *used;
+    /* Per pool: hours computed on spot and preemptions seen, for the rate
+     * the hub learns. */
+    double *spot_hours;
+    size_t *spot_preempts;
     size_t **local; /* per pool: running local job indices */
     size_t *nlocal;
     struct sw_running *running;
@@ -465,9 +469,29 @@ static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double
             preempt = jb->compute_start - log(u) * 3600.0 / p->interrupt_per_h;
         }
     }
+    /* On-demand Jobs may move back to spot at a checkpoint. */
+    double ck = s->c->defaults.checkpoint_s;
+    if (s->p->migrate && p->capacity == SW_CAP_ON_DEMAND && ck > 0 &&
+        jb->compute_start + ck < jb->end) {
+        int rc = ev_push(s, jb->compute_start + ck, j, jb->epoch, EV_CHECKPOINT);
+        if (rc != 0)
+            return rc;
+    }
     if (preempt < jb->end)
         return ev_push(s, preempt, j, jb->epoch, EV_PREEMPT);
     return ev_push(s, jb->end, j, jb->epoch, EV_FINISH);
+}
+
+/* The preemption rate of spot pool `i` as the hub has seen it: the pool's
+ * listed rate as a prior worth ten preemptions' observation (a hundred
+ * hours when it lists none), updated by the preemptions and hours its Jobs
+ * have had so far. */
+static double learned_rate(const struct sim *s, size_t i)
+{
+    double r0 = s->c->pools[i].interrupt_per_h;
+    double h0 = r0 > 0 ? 10.0 / r0 : 100.0;
+    double r = (r0 * h0 + (double)s->spot_preempts[i]) / (h0 + s->spot_hours[i]);
+    return r < SW_MAX_INTERRUPTIONS ? r : SW_MAX_INTERRUPTIONS;
 }
 
 /* What the hub expects a running local Job to need still: the belief's
@@ -507,6 +531,8 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
              * more must be added, after the provisioning delay. */
             p->total_gpus = s->used[i];
             p->free_gpus = 0;
+            if (p->capacity == SW_CAP_SPOT)
+                p->interrupt_per_h = learned_rate(s, i);
             int now_gpus = avail_gpus(s, p, t);
             if (now_gpus <= 0 && s->in_outage) {
                 /* None obtainable now: the pool keeps its ceiling for when
@@ -550,6 +576,64 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
     snap->n_queues = nq;
     snap->pending = s->pend;
     snap->n_pending = s->npend;
+}
+
+/* At a checkpoint of Job j, running on on-demand: asks the engine where the
+ * Job would go if it were queued again now, from this checkpoint, with a
+ * restart; if that is spot, starting now, and the policy's figure for it
+ * (cost-aware: its score; others: its expected cost) is below what the
+ * rest of the run costs where it is, the Job stops at the checkpoint
+ * (losing no work) and is decided again with the queue. Sets *moved. */
+static int reconsider(struct sim *s, size_t j, double t, bool *moved, struct sw_error *err)
+{
+    struct job *jb = &s->jobs[j];
+    *moved = false;
+    double ck = s->c->defaults.checkpoint_s;
+    double done = t - jb->compute_start;
+    if (t + ck < jb->end) {
+        int rc = ev_push(s, t + ck, j, jb->epoch, EV_CHECKPOINT);
+        if (rc != 0)
+            return rc;
+    }
+    int rc = avail_observe(s, t);
+    if (rc != 0)
+        return rc;
+    /* The Job as the hub would queue it again: from this checkpoint. */
+    double remaining = jb->remaining;
+    bool restarted = jb->restarted;
+    jb->remaining -= done;
+    jb->restarted = true;
+    struct sw_workload w;
+    fill_workload(s, j, &w);
+    w.pending_since = t;
+    jb->remaining = remaining;
+    jb->restarted = restarted;
+    struct sw_snapshot snap;
+    build_snapshot(s, t, &snap);
+    snap.pending = &w;
+    snap.n_pending = 1;
+    struct sw_decision d;
+    if ((rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, &d, err)) != 0)
+        return rc;
+    if (d.verdict != SW_VERDICT_BURST || s->c->pools[d.pool].capacity != SW_CAP_SPOT ||
+        d.chosen.wait_s > 0)
+        return 0;
+    /* What the rest costs where it is, by the same belief. */
+    const struct sw_trace_job *tj = &s->tr->jobs[j];
+    double saved = tj->duration - jb->remaining + done;
+    double stay = tj->gpus * jb->price * sw_estimate_remaining(&jb->est, saved) / 3600.0;
+    double move = s->p->policy.kind == SW_POLICY_COST_AWARE ? d.chosen.score : d.chosen.cost.total;
+    if (!(move < stay))
+        return 0;
+    bill(s, j, t);
+    release(s, j);
+    jb->remaining -= done;
+    jb->restarted = true;
+    jb->epoch++;
+    s->r->migrations++;
+    pend_add(s, j, t);
+    *moved = true;
+    return 0;
 }
 
 static int schedule(struct sim *s, double t, struct sw_error *err)
@@ -624,14 +708,14 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* The preemption cap: a fixed count when the clusters file sets one, else
- * more preemptions than the pool's rate makes plausible over the hours the
- * Job has computed on spot (the Poisson count's mean plus three standard
- * deviations, plus one). */
-static bool over_cap(const struct sw_clusters *c, const struct job *jb, const struct sw_pool *p)
+ * more preemptions than the pool's learned rate makes plausible over the
+ * hours the Job has computed on spot (the Poisson count's mean plus three
+ * standard deviations, plus one). */
+static bool over_cap(const struct sim *s, const struct job *jb)
 {
-    if (c->defaults.max_preemptions >= 0)
-        return jb->preemptions >= (unsigned)c->defaults.max_preemptions;
-    double n = p->interrupt_per_h * jb->spot_h;
+    if (s->c->defaults.max_preemptions >= 0)
+        return jb->preemptions >= (unsigned)s->c->defaults.max_preemptions;
+    double n = learned_rate(s, (size_t)jb->pool) * jb->spot_h;
     return (double)jb->preemptions > n + 3.0 * sqrt(n) + 1.0;
 }
 
@@ -700,6 +784,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
     s.act_job = sw_calloc(n + 1, sizeof(*s.act_job));
     s.pools = sw_calloc(np, sizeof(*s.pools));
     s.used = sw_calloc(np, sizeof(*s.used));
+    s.spot_hours = sw_calloc(np + 1, sizeof(*s.spot_hours));
+    s.spot_preempts = sw_calloc(np + 1, sizeof(*s.spot_preempts));
     s.local = sw_calloc(np, sizeof(*s.local));
     s.nlocal = sw_calloc(np, sizeof(*s.nlocal));
     s.running = sw_calloc(n + 1, sizeof(*s.running));
@@ -709,8 +795,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
     double *jct = sw_calloc(n + 1, sizeof(double));
     double *wait = sw_calloc(n + 1, sizeof(double));
     if (!s.jobs || !s.pend || !s.pend_job || !s.dec || !s.acts || !s.act_job || !s.pools ||
-        !s.used || !s.local || !s.nlocal || !s.running || !s.queues || !s.quotas || !s.budgets ||
-        !jct || !wait || sw_engine_new(&s.engine) != 0)
+        !s.used || !s.spot_hours || !s.spot_preempts || !s.local || !s.nlocal || !s.running ||
+        !s.queues || !s.quotas || !s.budgets || !jct || !wait || sw_engine_new(&s.engine) != 0)
         goto nomem;
     if ((rc = sw_estimator_new(&c->defaults.estimator, &s.est)) != 0) {
         if (rc == SW_EINVAL)
@@ -774,8 +860,18 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
             struct job *jb = &s.jobs[e.job];
             if (e.type == EV_RECHECK || e.epoch != jb->epoch || jb->state != J_RUNNING)
                 continue;
+            if (e.type == EV_CHECKPOINT) {
+                bool moved;
+                if ((rc = reconsider(&s, e.job, e.t, &moved, err)) != 0)
+                    goto out;
+                continue;
+            }
             bill(&s, e.job, e.t);
             release(&s, e.job);
+            if (jb->cap == SW_CAP_SPOT && e.t > jb->compute_start) {
+                s.spot_hours[jb->pool] += (e.t - jb->compute_start) / 3600.0;
+                s.spot_preempts[jb->pool] += e.type == EV_PREEMPT;
+            }
             if (e.type == EV_FINISH) {
                 jb->state = J_DONE;
                 jb->end = e.t + jb->out_s;
@@ -798,7 +894,7 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
             out->preemptions++;
             jb->preemptions++;
             jb->spot_h += done / 3600.0;
-            if (!jb->no_spot && over_cap(c, jb, &c->pools[jb->pool])) {
+            if (!jb->no_spot && over_cap(&s, jb)) {
                 jb->no_spot = true;
                 out->fallbacks++;
             }
@@ -865,6 +961,8 @@ out:
     sw_free(s.act_job);
     sw_free(s.pools);
     sw_free(s.used);
+    sw_free(s.spot_hours);
+    sw_free(s.spot_preempts);
     sw_free(s.local);
     sw_free(s.nlocal);
     sw_free(s.running);

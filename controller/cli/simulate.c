@@ -33,6 +33,7 @@ static void usage(FILE *out)
             "                         [--seed N] [--format auto|csv|alibaba]\n"
             "                         [--runtime learned|oracle] [--runtime-noise SIGMA]\n"
             "                         [--availability-trace FILE] [--preemption-trace FILE]\n"
+            "                         [--migrate]\n"
             "                         [--spot-price-factor F] [--ondemand-price-factor F]\n"
             "                         [--csv OUT] [--json OUT] [--jobs-csv OUT]\n"
             "                         [--plot OUT.svg] [--plot-usage OUT.svg [--usage-policy L]]\n"
@@ -64,6 +65,9 @@ static void usage(FILE *out)
             "                           while it has instances available\n"
             "  --preemption-trace FILE  skypilot spot-traces JSON; spot preemptions follow it\n"
             "                           instead of the pools' interruptions_per_hour\n"
+            "  --migrate                reconsider Jobs on on-demand at each checkpoint: they\n"
+            "                           move to spot when the policy would place them there\n"
+            "                           now for less than the rest of the run costs\n"
             "  --spot-price-factor F    multiply every spot price by F (robustness checks)\n"
             "  --ondemand-price-factor F  the same for on-demand prices\n"
             "  --csv OUT                also write the table as CSV to OUT\n"
@@ -349,7 +353,7 @@ int sw_cli_simulate(int argc, char **argv)
     const char *jobs_path = NULL, *format = "auto";
     const char *plot_path = NULL, *usage_path = NULL, *usage_policy = NULL;
     unsigned long long seed = 1;
-    bool sweep = false;
+    bool sweep = false, migrate = false;
     enum sw_runtime_knowledge knowledge = SW_RUNTIME_LEARNED;
     double noise = 0, spot_factor = 1, od_factor = 1;
     static const struct option opts[] = {
@@ -357,6 +361,7 @@ int sw_cli_simulate(int argc, char **argv)
         {"clusters", required_argument, NULL, 'c'},
         {"policy", required_argument, NULL, 'p'},
         {"sweep", no_argument, NULL, 'S'},
+        {"migrate", no_argument, NULL, 'M'},
         {"seed", required_argument, NULL, 's'},
         {"format", required_argument, NULL, 'f'},
         {"runtime", required_argument, NULL, 'r'},
@@ -389,6 +394,9 @@ int sw_cli_simulate(int argc, char **argv)
             break;
         case 'S':
             sweep = true;
+            break;
+        case 'M':
+            migrate = true;
             break;
         case 's': {
             char *end;
@@ -614,7 +622,8 @@ int sw_cli_simulate(int argc, char **argv)
                                   .policy = runs[i].pol,
                                   .runtime = knowledge,
                                   .runtime_noise = noise,
-                                  .seed = seed};
+                                  .seed = seed,
+                                  .migrate = migrate};
         if ((int)i == usage_run) {
             p.usage = usage;
             p.usage_cap = USAGE_MAX;

@@ -257,6 +257,47 @@ static void test_transfers_in_jct_and_egress(void **state)
     sw_clusters_free(&c);
 }
 
+/* With migration, a Job that went to on-demand while spot was out moves
+ * to spot at its first checkpoint after spot returns, losing no work (only
+ * the restart); without, it stays on on-demand. */
+static void test_migration(void **state)
+{
+    (void)state;
+    static const char tr[] = "submit,gpus,duration,team\n0,8,36000,ml\n10,8,36000,ml\n";
+    static const char avail[] = "{\"metadata\":{\"gap_seconds\":100},"
+                                "\"data\":[0,0,0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1,1]}";
+    char json[2048];
+    snprintf(json, sizeof(json), spot_json, "0", -1);
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_spot_trace a = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(json, strlen(json), "c", &c, &err), 0);
+    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
+    assert_int_equal(sw_spot_trace_parse(avail, strlen(avail), "a", &a, &err), 0);
+    struct sw_sim_params p = {
+        .clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE, .availability = &a};
+    assert_int_equal(sw_policy_parse("greedy", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_int_equal(r.migrations, 0);
+    p.migrate = true;
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(r.migrations, 1);
+    assert_int_equal(jobs[1].capacity, SW_CAP_SPOT);
+    /* On-demand from dispatch (10 s) to the first checkpoint, 30 minutes
+     * after provisioning: 10 + 180 + 1800. */
+    assert_float_equal(jobs[1].gpu_h[SW_CAP_ON_DEMAND], 8 * (180 + 1800) / 3600.0, 1e-9);
+    /* No work lost but the restart; it ends restart and provisioning later. */
+    assert_float_equal(jobs[1].lost_gpu_h, 8 * 300 / 3600.0, 1e-9);
+    assert_float_equal(jobs[1].end, 10 + 180 + 1800 + 180 + 300 + (36000 - 1800), 1e-6);
+    sw_spot_trace_free(&a);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_spot_availability),
         cmocka_unit_test(test_preemption_cap),
         cmocka_unit_test(test_transfers_in_jct_and_egress),
+        cmocka_unit_test(test_migration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
