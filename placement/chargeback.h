@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "common/error.h"
 #include "placement/model.h"
 
 /** GPU-hours a team used on one kind of capacity at one price. */
@@ -40,5 +41,64 @@ double sw_chargeback_line_cost(const struct sw_usage_line *line);
  */
 void sw_chargeback_sum(const struct sw_usage_line *lines, size_t n, double idle_gpu_hours,
                        struct sw_chargeback *out);
+
+/**
+ * What one Job used, the input of the per-team report: from a simulation
+ * (`spillctl simulate --jobs-csv`) today, from the hub's records later.
+ * Money in dollars; GPU-hours and costs by enum sw_capacity (owned is home).
+ */
+struct sw_job_usage {
+    char name[SW_NAME_MAX];
+    char team[SW_NAME_MAX];
+    double at; /* when the usage counts: completion, or submission if it never completed */
+    double gpu_h[3];
+    double cost[3];
+    double egress;
+    unsigned preemptions;
+    double lost_gpu_h;
+};
+
+#define SW_CHARGEBACK_TOP 3
+
+/** One team's figures over a period. */
+struct sw_team_report {
+    char team[SW_NAME_MAX];
+    size_t jobs;
+    double gpu_h[3], cost[3];
+    double gpu_hours; /* all capacities */
+    double egress;
+    double total;        /* GPU costs plus egress */
+    double all_ondemand; /* the same GPU-hours at the on-demand price */
+    double savings;      /* all_ondemand - total */
+    double savings_fraction;
+    double spot_ratio; /* spot GPU-hours / cloud GPU-hours */
+    unsigned preemptions;
+    double lost_gpu_h;
+    /* The team's costliest Jobs, dearest first: indices into the records. */
+    size_t top[SW_CHARGEBACK_TOP];
+    size_t n_top;
+};
+
+/**
+ * The per-team report of the `n` records of `recs` (borrowed) whose `at`
+ * is in [from, to), teams in name order, priced against `ondemand_price`
+ * per GPU-hour. `*out` (a new array of `*n_out` entries, owned by the
+ * caller, freed with sw_free) is NULL when no record is in the period.
+ * Returns 0, or SW_ENOMEM.
+ */
+int sw_chargeback_report(const struct sw_job_usage *recs, size_t n, double from, double to,
+                         double ondemand_price, struct sw_team_report **out, size_t *n_out);
+
+/**
+ * Parses the per-Job CSV of `spillctl simulate --jobs-csv` (`len` bytes of
+ * `buf`, borrowed; `what` names it in errors) into a new array `*out` of
+ * `*n_out` records (owned by the caller, freed with sw_free), keeping the
+ * rows of run `policy` (NULL: the file must hold one run only). Errors name
+ * the file, the line and the field, e.g.
+ * `jobs.csv:7: field "cost_spot": expected a non-negative number, got "x"`.
+ * Returns 0, SW_EPARSE or SW_ENOMEM.
+ */
+int sw_job_usage_parse_csv(const char *buf, size_t len, const char *what, const char *policy,
+                           struct sw_job_usage **out, size_t *n_out, struct sw_error *err);
 
 #endif

@@ -123,7 +123,9 @@ static int parse_pool(const cJSON *o, const char *what, const char *path, struct
         (rc = get_num(o, "price_per_gpu_hour", true, what, path, SW_MAX_PRICE, &p->price_gpu_h,
                       err)) != 0 ||
         (rc = get_num(o, "interruptions_per_hour", false, what, path, SW_MAX_INTERRUPTIONS,
-                      &p->interrupt_per_h, err)) != 0)
+                      &p->interrupt_per_h, err)) != 0 ||
+        (rc = get_int(o, "gpus_per_instance", false, what, path, &p->gpus_per_instance, false,
+                      err)) != 0)
         return rc;
     /* Owned pools have `gpus` GPUs; cloud pools start empty and autoscale
      * up to `gpus` (or max_gpus). */
@@ -264,6 +266,8 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
     d->restart_s = 300;
     d->burst = SW_BURST_AUTO;
     d->deadline_fraction = 1.0;
+    d->max_preemptions = -1;
+    sw_estimator_params_default(&d->estimator);
     const cJSON *jd = cJSON_GetObjectItemCaseSensitive(root, "job_defaults");
     if (jd != NULL) {
         char burst[SW_NAME_MAX] = "auto";
@@ -280,8 +284,32 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
             (rc = get_num(jd, "deadline_allowance_seconds", false, what, p, SW_MAX_SECONDS,
                           &d->deadline_allowance_s, err)) != 0 ||
             (rc = get_num(jd, "deadline_fraction", false, what, p, 1.0, &d->deadline_fraction,
-                          err)) != 0)
+                          err)) != 0 ||
+            (rc = get_num(jd, "input_gb_sigma", false, what, p, SW_MAX_SIGMA, &d->input_gb_sigma,
+                          err)) != 0 ||
+            (rc = get_num(jd, "output_gb", false, what, p, SW_MAX_GB, &d->output_gb, err)) != 0 ||
+            (rc = get_num(jd, "output_gb_sigma", false, what, p, SW_MAX_SIGMA, &d->output_gb_sigma,
+                          err)) != 0 ||
+            (rc = get_name(jd, "output_region", false, what, p, d->output_region, err)) != 0 ||
+            (rc = get_int(jd, "max_preemptions", false, what, p, &d->max_preemptions, true, err)) !=
+                0 ||
+            (rc = get_num(jd, "runtime_prior_seconds", false, what, p, SW_MAX_SECONDS,
+                          &d->estimator.prior_median_s, err)) != 0 ||
+            (rc = get_num(jd, "runtime_prior_sigma", false, what, p, SW_MAX_SIGMA,
+                          &d->estimator.prior_sigma, err)) != 0 ||
+            (rc = get_num(jd, "annotation_sigma", false, what, p, SW_MAX_SIGMA,
+                          &d->estimator.annotation_sigma, err)) != 0)
             goto out;
+        int min_runs = (int)d->estimator.min_runs;
+        if ((rc = get_int(jd, "runtime_min_runs", false, what, p, &min_runs, false, err)) != 0)
+            goto out;
+        if (min_runs < 1 || d->estimator.prior_median_s <= 0) {
+            rc = sw_error_set(err, SW_EPARSE,
+                              "%s: job_defaults: field \"%s\": expected a positive number", what,
+                              min_runs < 1 ? "runtime_min_runs" : "runtime_prior_seconds");
+            goto out;
+        }
+        d->estimator.min_runs = (size_t)min_runs;
         if (sw_burst_mode_parse(burst, &d->burst) != 0) {
             rc = sw_error_set(err, SW_EPARSE,
                               "%s: field \"job_defaults.burst\": expected never, auto or "
@@ -290,6 +318,8 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
             goto out;
         }
     }
+    if (d->output_region[0] == '\0')
+        memcpy(d->output_region, d->input_region, sizeof(d->output_region));
     if ((rc = get_name(root, "origin", false, what, "top level", out->origin, err)) != 0)
         goto out;
     if (out->origin[0] == '\0') {

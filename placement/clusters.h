@@ -12,14 +12,30 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "placement/estimate.h"
 #include "placement/model.h"
 
 /** What a trace job does not say, applied to every job. */
 struct sw_job_defaults {
     double checkpoint_s;
     double restart_s;
+    /* Inputs the trace does not size: log-normal with median `input_gb` and
+     * log-space spread `input_gb_sigma` (0: every Job the same), drawn per
+     * Job from the simulation's seed, held in `input_region`. */
     double input_gb;
+    double input_gb_sigma;
     char input_region[SW_NAME_MAX];
+    /* Outputs copied back to `output_region` (default: input_region) after
+     * the run, sized like the inputs. */
+    double output_gb;
+    double output_gb_sigma;
+    char output_region[SW_NAME_MAX];
+    /* Spot preemptions a Job takes before it falls back to on-demand or
+     * home; -1 (the default): more than the pool's rate makes plausible
+     * over the Job's hours on spot (mean + 3 standard deviations + 1). */
+    int max_preemptions;
+    /* What the hub knows before any Job finished. */
+    struct sw_estimator_params estimator;
     enum sw_burst_mode burst;
     /* When > 0, jobs without a deadline get
      * submit + allowance + slack x duration. */

@@ -29,19 +29,40 @@ enum sw_policy_kind {
     SW_POLICY_STARBURST,      /* wait k x runtime x GPUs, then burst to on-demand */
     SW_POLICY_SPOT_ONLY,      /* burst to spot only, restarting after interruptions */
     SW_POLICY_GREEDY,         /* cheapest listed price now, ignoring egress */
+    /* Deadline-aware spot in the spirit of Uniform Progress (Can't Be Late,
+     * NSDI'24): spot while it would still meet the deadline after `margin`
+     * more interruptions than the pessimistic count, else on-demand. */
+    SW_POLICY_UNIFORM_PROGRESS,
     SW_POLICY__COUNT
 };
 
 /** A policy and its one parameter. */
 struct sw_policy {
     enum sw_policy_kind kind;
-    /* cost-aware: dollars one GPU-hour of delay is worth to the platform. */
+    /* cost-aware: dollars one GPU-hour of delay is worth to the platform;
+     * negative (the default): derived from the snapshot, see
+     * sw_policy_delay_value. */
     double delay_value_gpu_h;
     /* const-wait: seconds to wait before bursting. */
     double wait_s;
     /* starburst: waiting budget = k x runtime x GPUs. */
     double starburst_k;
+    /* uniform-progress: interruptions of slack kept in reserve. */
+    double up_margin;
+    /* cost-aware: the longest a Job waits before it takes the option that
+     * completes first, whatever it costs (the platform's promise that no
+     * Job starves; default 24 h). */
+    double max_wait_s;
 };
+
+/**
+ * The value of a GPU-hour of delay that cost-aware uses on snapshot `s`:
+ * the policy's own when it sets one, else the cheapest on-demand list price
+ * among the pools (ending any wait by renting on-demand GPUs is always on
+ * offer, so the platform's price for not waiting is that price; see
+ * docs/cost-model.md), else the dearest non-owned price, else 0.
+ */
+double sw_policy_delay_value(const struct sw_policy *p, const struct sw_snapshot *s);
 
 /** Fills `p` with `kind` and its default parameter. */
 void sw_policy_default(enum sw_policy_kind kind, struct sw_policy *p);
@@ -68,6 +89,7 @@ enum sw_exclusion {
     SW_EX_BUDGET,          /* team budget would be exceeded */
     SW_EX_NO_ROUTE,        /* an input cannot reach the pool's region */
     SW_EX_POLICY,          /* the policy does not consider this option */
+    SW_EX_PREEMPTED,       /* preempted its allowed number of times: no more spot */
     SW_EX__COUNT
 };
 

@@ -45,6 +45,9 @@ int sw_explain_text(const struct sw_snapshot *s, const struct sw_policy *policy,
         sw_buf_addf(out, "workload \"%s\" (team %s, %s, %d x %d GPUs, runtime %.2f h%s", w->name,
                     w->team[0] ? w->team : "-", sw_priority_name(w->prio), w->pods, w->gpus_per_pod,
                     d->runtime_s / 3600.0, d->runtime_learned ? " learned" : "");
+    /* An uncertain runtime is priced at its mean; say so, and its spread. */
+    if (rc == 0 && w->runtime_sigma > 0)
+        rc = sw_buf_addf(out, " expected, belief sigma %.2f", w->runtime_sigma);
     if (rc == 0 && w->deadline > 0)
         rc = sw_buf_addf(out, ", deadline in %.2f h", (w->deadline - s->now) / 3600.0);
     if (rc == 0)
@@ -58,7 +61,8 @@ int sw_explain_text(const struct sw_snapshot *s, const struct sw_policy *policy,
     if (rc == 0 && d->verdict == SW_VERDICT_REJECT && d->main_exclusion != SW_EX_NONE)
         rc = sw_buf_addf(out, " (mostly: %s)", sw_exclusion_text(d->main_exclusion));
     if (rc == 0 && policy->kind == SW_POLICY_COST_AWARE)
-        rc = sw_buf_addf(out, "; delay valued at $%.2f per GPU-hour", policy->delay_value_gpu_h);
+        rc = sw_buf_addf(out, "; delay valued at $%.2f per GPU-hour",
+                         sw_policy_delay_value(policy, s));
     if (rc == 0)
         rc = sw_buf_adds(out, "\n");
     if (rc != 0)
@@ -139,6 +143,7 @@ int sw_explain_json(const struct sw_snapshot *s, const struct sw_policy *policy,
               cJSON_AddStringToObject(j, "reason_text", sw_why_text(d->why)) &&
               cJSON_AddNumberToObject(j, "runtime_seconds", millis(d->runtime_s)) &&
               cJSON_AddBoolToObject(j, "runtime_learned", d->runtime_learned) &&
+              cJSON_AddNumberToObject(j, "runtime_sigma", s->pending[d->workload].runtime_sigma) &&
               cJSON_AddNumberToObject(j, "rank", (double)d->rank);
     if (ok && d->verdict != SW_VERDICT_REJECT) {
         cJSON *c = option_json(s, &d->chosen);
@@ -150,7 +155,8 @@ int sw_explain_json(const struct sw_snapshot *s, const struct sw_policy *policy,
     if (ok && d->verdict == SW_VERDICT_REJECT)
         ok = cJSON_AddStringToObject(j, "main_exclusion", sw_exclusion_token(d->main_exclusion));
     if (ok && policy->kind == SW_POLICY_COST_AWARE)
-        ok = cJSON_AddNumberToObject(j, "delay_value_per_gpu_hour", policy->delay_value_gpu_h);
+        ok = cJSON_AddNumberToObject(j, "delay_value_per_gpu_hour",
+                                     sw_policy_delay_value(policy, s));
     if (ok && d->n_options > 0) {
         cJSON *arr = cJSON_AddArrayToObject(j, "options");
         ok = arr != NULL;

@@ -177,7 +177,9 @@ static int validate_pool(const struct sw_snapshot *s, size_t i, struct sw__index
                         SW_MAX_SECONDS)) != 0 ||
         (rc = check_num(err, "pool", p->name, "interruptions_per_hour", p->interrupt_per_h,
                         SW_MAX_INTERRUPTIONS)) != 0 ||
-        (rc = check_num(err, "pool", p->name, "gpu_memory_gb", p->gpu_mem_gb, SW_MAX_GB)) != 0)
+        (rc = check_num(err, "pool", p->name, "gpu_memory_gb", p->gpu_mem_gb, SW_MAX_GB)) != 0 ||
+        (rc = check_num(err, "pool", p->name, "capacity_wait_seconds", p->capacity_wait_s,
+                        SW_MAX_SECONDS)) != 0)
         return rc;
     int j = sw__intern_add(&idx->pools, p->name);
     if ((size_t)j != i)
@@ -211,6 +213,10 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
         return bad_number(err, "workload", w->name, "runtime_seconds", w->runtime_s);
     if (w->runtime_s > SW_MAX_SECONDS)
         return too_big(err, "workload", w->name, "runtime_seconds", w->runtime_s, SW_MAX_SECONDS);
+    if ((rc = check_num(err, "workload", w->name, "runtime_sigma", w->runtime_sigma,
+                        SW_MAX_SIGMA)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "output_gb", w->output_gb, SW_MAX_GB)) != 0)
+        return rc;
     if ((rc = check_num(err, "workload", w->name, "checkpoint_seconds", w->checkpoint_s,
                         SW_MAX_SECONDS)) != 0 ||
         (rc = check_num(err, "workload", w->name, "restart_seconds", w->restart_s,
@@ -220,6 +226,8 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
                         SW_MAX_PRICE)) != 0 ||
         (rc = check_num(err, "workload", w->name, "min_gpu_memory_gb", w->min_gpu_mem_gb,
                         SW_MAX_GB)) != 0)
+        return rc;
+    if ((rc = check_time(err, "workload", w->name, "pending_since", w->pending_since)) != 0)
         return rc;
     if ((rc = check_time(err, "workload", w->name, "submit_time", w->submit_time)) != 0)
         return rc;

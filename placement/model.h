@@ -35,6 +35,15 @@
 #define SW_MAX_GB            1e12 /* data sizes and GPU memory */
 #define SW_MIN_GBPS          1e-6 /* link bandwidth, gigabits per second */
 #define SW_MAX_GBPS          1e9
+#define SW_MAX_SIGMA         4.0 /* log-space spread of a runtime estimate */
+
+/*
+ * Deadlines are checked against this quantile of the runtime belief (z is
+ * its standard normal score): a deadline-bound Job is placed where it would
+ * still finish if it ran as long as nine runs in ten of its kind do.
+ */
+#define SW_DEADLINE_QUANTILE 0.9
+#define SW_DEADLINE_Z        1.2815515655446004
 
 /** How a pool's GPUs are paid for. Owned capacity carries its amortised cost. */
 enum sw_capacity { SW_CAP_OWNED = 0, SW_CAP_ON_DEMAND, SW_CAP_SPOT };
@@ -77,15 +86,30 @@ struct sw_workload {
     char products[SW_MAX_PRODUCTS][SW_PRODUCT_MAX];
     double min_gpu_mem_gb;
     unsigned interconnect;
-    double runtime_s;    /* expected runtime; <= 0 means "learn it" */
+    double runtime_s; /* runtime estimate (median); <= 0 means "learn it" */
+    /* The estimate's uncertainty: the standard deviation of log(runtime)
+     * around log(runtime_s), a log-normal belief (0: known exactly). The
+     * engine prices the expected runtime, runtime_s x exp(sigma^2 / 2), and
+     * checks deadlines against the SW_DEADLINE_QUANTILE quantile. */
+    double runtime_sigma;
     double checkpoint_s; /* checkpoint interval; 0 means none */
     double restart_s;    /* restart overhead after an interruption */
     double deadline;     /* absolute time; 0 means none */
     double max_price;    /* per GPU-hour; 0 means no cap */
     double submit_time;  /* orders equal priorities, first come first served */
+    /* Pending since (after a preemption, since it was requeued); a time
+     * before submit_time means since submit_time. Bounds the wait. */
+    double pending_since;
     int n_inputs;
     struct sw_input inputs[SW_MAX_INPUTS];
+    /* Outputs (results, final checkpoint) copied back to `output_region`
+     * after the run; 0 GB or an empty region: none. */
+    double output_gb;
+    char output_region[SW_NAME_MAX];
     enum sw_burst_mode burst;
+    /* Set once the Job has been preempted its allowed number of times:
+     * spot is no longer an option for it (the fallback is on-demand or home). */
+    bool no_spot;
 };
 
 /** A GPU pool in some cluster. */
@@ -104,6 +128,13 @@ struct sw_pool {
     double provision_s;     /* delay to add capacity past free_gpus */
     double price_gpu_h;     /* dollars per GPU-hour */
     double interrupt_per_h; /* spot interruptions per hour of running */
+    /* When > 0, the pool cannot add GPUs now (spot capacity is short) and is
+     * expected to be able to in this many seconds; max_gpus is its ceiling
+     * then. 0: it can add up to max_gpus now. */
+    double capacity_wait_s;
+    /* Simulator only: GPUs one instance of an availability trace stands for
+     * (0: the pool's whole ceiling, for a trace of one instance). */
+    int gpus_per_instance;
 };
 
 /** Egress between two regions (directional). */

@@ -11,12 +11,21 @@
 #include "common/alloc.h"
 
 enum job_state { J_FUTURE = 0, J_PENDING, J_RUNNING, J_DONE, J_REJECTED };
-enum ev_type { EV_FINISH = 0, EV_PREEMPT, EV_RECHECK };
+enum ev_type { EV_FINISH = 0, EV_PREEMPT, EV_RECHECK, EV_CHECKPOINT };
 
 struct job {
     enum job_state state;
-    double remaining; /* seconds of work left */
+    double remaining; /* seconds of work left (the truth, hidden from the engine) */
     double deadline;
+    struct sw_estimate est; /* what the hub believes of the whole runtime */
+    bool estimated;
+    double input_gb, output_gb;
+    double out_s; /* moving the outputs back after the run */
+    unsigned preemptions;
+    bool no_spot; /* reached the preemption cap: spot is no longer offered */
+    double pending_since;
+    double spot_h; /* hours computed on spot, for the cap */
+    double gpu_h[3], cost[3], egress, lost_gpu_h;
     bool restarted;
     int pool;
     double price;
@@ -53,6 +62,10 @@ struct sim {
     size_t *act_job;
     struct sw_pool *pools;
     int *used;
+    /* Per pool: hours computed on spot and preemptions seen, for the rate
+     * the hub learns. */
+    double *spot_hours;
+    size_t *spot_preempts;
     size_t **local; /* per pool: running local job indices */
     size_t *nlocal;
     struct sw_running *running;
@@ -60,7 +73,18 @@ struct sim {
     struct sw_quota *quotas;
     struct sw_budget *budgets;
     struct sw_engine *engine;
+    struct sw_estimator *est;
     struct sw_sim_result *r;
+    /* Spot availability: the trace's tick 0 is time 0; it loops. */
+    double avail_next;
+    /* What the hub has seen of it: the outages that ended so far. */
+    size_t avail_tick; /* next tick to look at */
+    bool in_outage;
+    double outage_start;
+    double *outages;
+    size_t n_outages, cap_outages;
+    double wait_tick; /* the tick the cached expected wait is for (-1: none) */
+    double wait_cached;
 };
 
 static uint64_t splitmix(uint64_t *x)
@@ -78,6 +102,58 @@ static double uniform(uint64_t seed, size_t j, unsigned k)
     uint64_t x = seed ^ ((uint64_t)j * 0x100000001B3ull) ^ ((uint64_t)k << 48);
     splitmix(&x);
     return ((double)(splitmix(&x) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+/* A standard normal draw for job `j`, stream `k` (Box-Muller). */
+static double normal(uint64_t seed, size_t j, unsigned k)
+{
+    double u1 = uniform(seed, j, k), u2 = uniform(seed, j, k + 1);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* Streams of draws that are not dispatches (those count from 1). */
+enum { DRAW_NOISE = 60000, DRAW_INPUT = 60002, DRAW_OUTPUT = 60004 };
+
+static double lognormal_size(uint64_t seed, size_t j, unsigned k, double median, double sigma)
+{
+    if (median <= 0)
+        return 0;
+    double v = median * exp(sigma * normal(seed, j, k));
+    return v < SW_MAX_GB ? v : SW_MAX_GB;
+}
+
+static void features(const struct sw_trace_job *tj, struct sw_job_features *f)
+{
+    f->team = tj->team;
+    f->label = tj->label;
+    f->prio = tj->prio;
+    f->gpus = tj->gpus;
+}
+
+/* What the hub believes of job j's runtime when it first sees it. */
+static void estimate(struct sim *s, size_t j)
+{
+    struct job *jb = &s->jobs[j];
+    const struct sw_trace_job *tj = &s->tr->jobs[j];
+    if (s->p->runtime == SW_RUNTIME_ORACLE) {
+        double noise = s->p->runtime_noise;
+        jb->est.median_s = tj->duration;
+        if (noise > 0)
+            jb->est.median_s *= exp(noise * normal(s->p->seed, j, DRAW_NOISE));
+        if (jb->est.median_s < 1)
+            jb->est.median_s = 1;
+        jb->est.sigma = noise;
+        jb->est.source = SW_EST_ORACLE;
+    } else {
+        struct sw_job_features f;
+        features(tj, &f);
+        sw_estimator_estimate(s->est, &f, tj->expected_runtime, &jb->est);
+    }
+    jb->estimated = true;
+    s->r->estimates[jb->est.source]++;
+    double mean = sw_estimate_mean(&jb->est);
+    if (tj->duration > 0 && mean > 0)
+        s->r->estimate_log_error += fabs(log(mean / tj->duration));
 }
 
 static uint32_t name_hash(const char *s)
@@ -144,25 +220,43 @@ static void fill_workload(const struct sim *s, size_t j, struct sw_workload *w)
     w->prio = tj->prio;
     w->pods = 1;
     w->gpus_per_pod = tj->gpus;
-    w->runtime_s = s->jobs[j].remaining + (s->jobs[j].restarted ? d->restart_s : 0);
-    if (w->runtime_s <= 0)
+    const struct job *jb = &s->jobs[j];
+    /* The hub knows the work checkpointed so far, not the work left: the
+     * engine gets the belief's expected remainder given that progress, as
+     * a log-normal of the belief's spread with that mean. */
+    double saved = tj->duration - jb->remaining;
+    double sg = jb->est.sigma;
+    double rem = sw_estimate_remaining(&jb->est, saved);
+    w->runtime_s = rem * exp(-sg * sg / 2.0) + (jb->restarted ? d->restart_s : 0);
+    if (w->runtime_s < 1)
         w->runtime_s = 1;
+    w->runtime_sigma = sg;
+    memcpy(w->label, tj->label, sizeof(w->label));
+    w->no_spot = jb->no_spot;
     w->checkpoint_s = d->checkpoint_s;
     w->restart_s = d->restart_s;
-    w->deadline = s->jobs[j].deadline;
+    w->deadline = jb->deadline;
     w->submit_time = tj->submit;
+    w->pending_since = jb->pending_since;
     w->burst = d->burst;
-    if (d->input_gb > 0 && d->input_region[0] != '\0') {
+    if (jb->input_gb > 0 && d->input_region[0] != '\0') {
         w->n_inputs = 1;
-        w->inputs[0].size_gb = d->input_gb;
+        w->inputs[0].size_gb = jb->input_gb;
         w->inputs[0].n_regions = 1;
         memcpy(w->inputs[0].regions[0], d->input_region, SW_NAME_MAX);
     }
+    if (jb->output_gb > 0 && d->output_region[0] != '\0') {
+        w->output_gb = jb->output_gb;
+        memcpy(w->output_region, d->output_region, SW_NAME_MAX);
+    }
 }
 
-static void pend_add(struct sim *s, size_t j)
+static void pend_add(struct sim *s, size_t j, double t)
 {
+    if (!s->jobs[j].estimated)
+        estimate(s, j);
     s->jobs[j].state = J_PENDING;
+    s->jobs[j].pending_since = t;
     s->jobs[j].slot = s->npend;
     s->pend_job[s->npend] = j;
     fill_workload(s, j, &s->pend[s->npend]);
@@ -192,6 +286,8 @@ static void bill(struct sim *s, size_t j, double t)
     double h = t > jb->bill_start ? (t - jb->bill_start) / 3600.0 : 0;
     double gh = h * s->tr->jobs[j].gpus;
     double cost = gh * jb->price;
+    jb->gpu_h[jb->cap] += gh;
+    jb->cost[jb->cap] += cost;
     switch (jb->cap) {
     case SW_CAP_OWNED:
         s->r->cost_onprem += cost;
@@ -223,6 +319,112 @@ static void release(struct sim *s, size_t j)
     }
 }
 
+/* Seconds to copy `gb` of outputs from pool `pool`'s region to the
+ * output region, over the cheapest link (as the engine prices it). */
+static double output_seconds(const struct sim *s, int pool, double gb)
+{
+    const char *from = s->c->pools[pool].region, *to = s->c->defaults.output_region;
+    if (gb <= 0 || to[0] == '\0' || strcmp(from, to) == 0)
+        return 0;
+    double best = INFINITY, secs = 0;
+    for (size_t i = 0; i < s->c->n_links; i++) {
+        const struct sw_link *l = &s->c->links[i];
+        if (strcmp(l->from, from) == 0 && strcmp(l->to, to) == 0 && l->price_per_gb < best) {
+            best = l->price_per_gb;
+            secs = gb * 8.0 / l->bandwidth_gbps;
+        }
+    }
+    return secs;
+}
+
+/* Spot GPUs obtainable at `t` by the availability trace (INT_MAX without one). */
+static int avail_gpus(const struct sim *s, const struct sw_pool *p, double t)
+{
+    const struct sw_spot_trace *a = s->p->availability;
+    if (a == NULL || a->n == 0 || p->capacity != SW_CAP_SPOT)
+        return p->max_gpus;
+    double x = fmod(t, a->gap_s * (double)a->n) / a->gap_s;
+    size_t k = (size_t)x;
+    if (k >= a->n)
+        k = a->n - 1;
+    long g = (long)a->alive[k] * (p->gpus_per_instance > 0 ? p->gpus_per_instance : p->max_gpus);
+    return g < p->max_gpus ? (int)g : p->max_gpus;
+}
+
+/* The first tick boundary after `t` where the availability trace changes
+ * (INFINITY without a trace or if it never changes). */
+static double avail_next_change(const struct sim *s, double t)
+{
+    const struct sw_spot_trace *a = s->p->availability;
+    if (a == NULL || a->n < 2)
+        return INFINITY;
+    double pos = t / a->gap_s;
+    double tick = floor(pos);
+    size_t k = (size_t)fmod(tick, (double)a->n);
+    int now = a->alive[k];
+    for (size_t step = 1; step <= a->n; step++) {
+        if (a->alive[(k + step) % a->n] != now)
+            return (tick + (double)step) * a->gap_s;
+    }
+    return INFINITY;
+}
+
+/* Follows the availability trace up to `t` as a hub would see it, tick by
+ * tick, and records each outage (a run of ticks with nothing available)
+ * as it ends. */
+static int avail_observe(struct sim *s, double t)
+{
+    const struct sw_spot_trace *a = s->p->availability;
+    if (a == NULL || a->n == 0)
+        return 0;
+    double last = floor(t / a->gap_s);
+    for (; (double)s->avail_tick <= last; s->avail_tick++) {
+        double at = (double)s->avail_tick * a->gap_s;
+        bool none = a->alive[s->avail_tick % a->n] <= 0;
+        if (none && !s->in_outage) {
+            s->in_outage = true;
+            s->outage_start = at;
+        } else if (!none && s->in_outage) {
+            s->in_outage = false;
+            if (s->n_outages == s->cap_outages) {
+                size_t cap = s->cap_outages ? 2 * s->cap_outages : 256;
+                double *o = sw_realloc(s->outages, cap * sizeof(double));
+                if (o == NULL)
+                    return SW_ENOMEM;
+                s->outages = o;
+                s->cap_outages = cap;
+            }
+            s->outages[s->n_outages++] = at - s->outage_start;
+        }
+    }
+    return 0;
+}
+
+/* The hub's expectation of how long spot capacity stays out, at `t` in an
+ * outage that began at outage_start: the mean residual life of the
+ * outages seen so far that lasted longer than this one has; with none, as
+ * long again as it has lasted (at least one tick). */
+static double avail_expected_wait(struct sim *s, double t)
+{
+    const struct sw_spot_trace *a = s->p->availability;
+    double tick = floor(t / a->gap_s);
+    if (tick == s->wait_tick)
+        return s->wait_cached;
+    double e = t - s->outage_start, sum = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_outages; i++)
+        if (s->outages[i] > e) {
+            sum += s->outages[i] - e;
+            k++;
+        }
+    double w = k > 0 ? sum / (double)k : e;
+    if (w < a->gap_s)
+        w = a->gap_s;
+    s->wait_tick = tick;
+    s->wait_cached = w;
+    return w;
+}
+
 static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double t)
 {
     struct job *jb = &s->jobs[j];
@@ -245,11 +447,14 @@ static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double
         s->r->bursts++;
     }
     s->r->cost_egress += o->cost.egress_cost;
+    jb->egress += o->cost.egress_cost;
+    jb->out_s = output_seconds(s, d->pool, jb->output_gb);
     if (jb->budget >= 0)
         s->budgets[jb->budget].spent += o->cost.egress_cost;
     jb->bill_start = t + o->transfer_s;
     jb->compute_start = jb->bill_start + o->provision_s + restart;
     s->r->lost_gpu_h += gpus * restart / 3600.0;
+    jb->lost_gpu_h += gpus * restart / 3600.0;
     if (jb->first_start < 0)
         jb->first_start = jb->bill_start + o->provision_s;
     jb->end = jb->compute_start + jb->remaining;
@@ -264,9 +469,41 @@ static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double
             preempt = jb->compute_start - log(u) * 3600.0 / p->interrupt_per_h;
         }
     }
+    /* On-demand Jobs may move back to spot at a checkpoint. */
+    double ck = s->c->defaults.checkpoint_s;
+    if (s->p->migrate && p->capacity == SW_CAP_ON_DEMAND && ck > 0 &&
+        jb->compute_start + ck < jb->end) {
+        int rc = ev_push(s, jb->compute_start + ck, j, jb->epoch, EV_CHECKPOINT);
+        if (rc != 0)
+            return rc;
+    }
     if (preempt < jb->end)
         return ev_push(s, preempt, j, jb->epoch, EV_PREEMPT);
     return ev_push(s, jb->end, j, jb->epoch, EV_FINISH);
+}
+
+/* The preemption rate of spot pool `i` as the hub has seen it: the pool's
+ * listed rate as a prior worth ten preemptions' observation (a hundred
+ * hours when it lists none), updated by the preemptions and hours its Jobs
+ * have had so far. */
+static double learned_rate(const struct sim *s, size_t i)
+{
+    double r0 = s->c->pools[i].interrupt_per_h;
+    double h0 = r0 > 0 ? 10.0 / r0 : 100.0;
+    double r = (r0 * h0 + (double)s->spot_preempts[i]) / (h0 + s->spot_hours[i]);
+    return r < SW_MAX_INTERRUPTIONS ? r : SW_MAX_INTERRUPTIONS;
+}
+
+/* What the hub expects a running local Job to need still: the belief's
+ * remainder given the work checkpointed before this run and the time it
+ * has computed since (the truth only under the exact oracle). */
+static double running_remaining(const struct sim *s, size_t j, double t)
+{
+    const struct job *jb = &s->jobs[j];
+    double saved = s->tr->jobs[j].duration - jb->remaining;
+    double ran = t > jb->compute_start ? t - jb->compute_start : 0;
+    double before = jb->compute_start > t ? jb->compute_start - t : 0;
+    return before + sw_estimate_remaining(&jb->est, saved + ran);
 }
 
 static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
@@ -283,9 +520,9 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
             memcpy(q->pool, p->name, sizeof(q->pool));
             q->running = &s->running[nrun];
             for (size_t k = 0; k < s->nlocal[i]; k++) {
-                const struct job *jb = &s->jobs[s->local[i][k]];
-                s->running[nrun].gpus = s->tr->jobs[s->local[i][k]].gpus;
-                s->running[nrun].remaining_s = jb->end > t ? jb->end - t : 0;
+                size_t j = s->local[i][k];
+                s->running[nrun].gpus = s->tr->jobs[j].gpus;
+                s->running[nrun].remaining_s = running_remaining(s, j, t);
                 nrun++;
             }
             q->n_running = s->nlocal[i];
@@ -294,6 +531,16 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
              * more must be added, after the provisioning delay. */
             p->total_gpus = s->used[i];
             p->free_gpus = 0;
+            if (p->capacity == SW_CAP_SPOT)
+                p->interrupt_per_h = learned_rate(s, i);
+            int now_gpus = avail_gpus(s, p, t);
+            if (now_gpus <= 0 && s->in_outage) {
+                /* None obtainable now: the pool keeps its ceiling for when
+                 * capacity returns, after the wait the hub expects. */
+                p->capacity_wait_s = avail_expected_wait(s, t);
+            } else {
+                p->max_gpus = now_gpus;
+            }
             if (p->max_gpus < p->total_gpus)
                 p->max_gpus = p->total_gpus;
         }
@@ -331,13 +578,74 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
     snap->n_pending = s->npend;
 }
 
+/* At a checkpoint of Job j, running on on-demand: asks the engine where the
+ * Job would go if it were queued again now, from this checkpoint, with a
+ * restart; if that is spot, starting now, and the policy's figure for it
+ * (cost-aware: its score; others: its expected cost) is below what the
+ * rest of the run costs where it is, the Job stops at the checkpoint
+ * (losing no work) and is decided again with the queue. Sets *moved. */
+static int reconsider(struct sim *s, size_t j, double t, bool *moved, struct sw_error *err)
+{
+    struct job *jb = &s->jobs[j];
+    *moved = false;
+    double ck = s->c->defaults.checkpoint_s;
+    double done = t - jb->compute_start;
+    if (t + ck < jb->end) {
+        int rc = ev_push(s, t + ck, j, jb->epoch, EV_CHECKPOINT);
+        if (rc != 0)
+            return rc;
+    }
+    int rc = avail_observe(s, t);
+    if (rc != 0)
+        return rc;
+    /* The Job as the hub would queue it again: from this checkpoint. */
+    double remaining = jb->remaining;
+    bool restarted = jb->restarted;
+    jb->remaining -= done;
+    jb->restarted = true;
+    struct sw_workload w;
+    fill_workload(s, j, &w);
+    w.pending_since = t;
+    jb->remaining = remaining;
+    jb->restarted = restarted;
+    struct sw_snapshot snap;
+    build_snapshot(s, t, &snap);
+    snap.pending = &w;
+    snap.n_pending = 1;
+    struct sw_decision d;
+    if ((rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, &d, err)) != 0)
+        return rc;
+    if (d.verdict != SW_VERDICT_BURST || s->c->pools[d.pool].capacity != SW_CAP_SPOT ||
+        d.chosen.wait_s > 0)
+        return 0;
+    /* What the rest costs where it is, by the same belief. */
+    const struct sw_trace_job *tj = &s->tr->jobs[j];
+    double saved = tj->duration - jb->remaining + done;
+    double stay = tj->gpus * jb->price * sw_estimate_remaining(&jb->est, saved) / 3600.0;
+    double move = s->p->policy.kind == SW_POLICY_COST_AWARE ? d.chosen.score : d.chosen.cost.total;
+    if (!(move < stay))
+        return 0;
+    bill(s, j, t);
+    release(s, j);
+    jb->remaining -= done;
+    jb->restarted = true;
+    jb->epoch++;
+    s->r->migrations++;
+    pend_add(s, j, t);
+    *moved = true;
+    return 0;
+}
+
 static int schedule(struct sim *s, double t, struct sw_error *err)
 {
     if (s->npend == 0)
         return 0;
+    int rc = avail_observe(s, t);
+    if (rc != 0)
+        return rc;
     struct sw_snapshot snap;
     build_snapshot(s, t, &snap);
-    int rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, s->dec, err);
+    rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, s->dec, err);
     if (rc != 0)
         return rc;
     s->r->rounds++;
@@ -358,18 +666,24 @@ static int schedule(struct sim *s, double t, struct sw_error *err)
             s->r->rejected++;
             continue;
         }
-        bool start_now = d->verdict == SW_VERDICT_BURST ||
-                         (d->chosen.wait_s <= 0 && s->used[d->pool] + s->tr->jobs[j].gpus <=
-                                                       s->c->pools[d->pool].total_gpus);
+        /* A burst waiting for spot capacity to return is decided again
+         * when it does (or when the wait the hub expected is over). */
+        bool start_now = d->verdict == SW_VERDICT_BURST
+                             ? d->chosen.wait_s <= 0
+                             : d->chosen.wait_s <= 0 && s->used[d->pool] + s->tr->jobs[j].gpus <=
+                                                            s->c->pools[d->pool].total_gpus;
+        double recheck = d->recheck_at;
+        if (d->verdict == SW_VERDICT_BURST && !start_now)
+            recheck = t + d->chosen.wait_s;
         if (start_now) {
             if ((rc = dispatch(s, j, d, t)) != 0)
                 return rc;
             nact++;
             continue;
         }
-        if (d->recheck_at > t && d->recheck_at != jb->recheck) {
-            jb->recheck = d->recheck_at;
-            if ((rc = ev_push(s, d->recheck_at, j, jb->epoch, EV_RECHECK)) != 0)
+        if (recheck > t && recheck != jb->recheck) {
+            jb->recheck = recheck;
+            if ((rc = ev_push(s, recheck, j, jb->epoch, EV_RECHECK)) != 0)
                 return rc;
         }
     }
@@ -393,9 +707,67 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double *job_end,
-               double *job_deadline, struct sw_error *err)
+/* The preemption cap: a fixed count when the clusters file sets one, else
+ * more preemptions than the pool's learned rate makes plausible over the
+ * hours the Job has computed on spot (the Poisson count's mean plus three
+ * standard deviations, plus one). */
+static bool over_cap(const struct sim *s, const struct job *jb)
 {
+    if (s->c->defaults.max_preemptions >= 0)
+        return jb->preemptions >= (unsigned)s->c->defaults.max_preemptions;
+    double n = learned_rate(s, (size_t)jb->pool) * jb->spot_h;
+    return (double)jb->preemptions > n + 3.0 * sqrt(n) + 1.0;
+}
+
+double sw_sim_deadline(const struct sw_clusters *c, const struct sw_trace_job *tj)
+{
+    const struct sw_job_defaults *d = &c->defaults;
+    double deadline = tj->deadline;
+    if (deadline == 0 && d->deadline_slack > 0 &&
+        (double)(name_hash(tj->name) % 10000) < d->deadline_fraction * 10000.0)
+        deadline = tj->submit + d->deadline_allowance_s + d->deadline_slack * tj->duration;
+    /* Past the engine's last time, a deadline is none in effect. */
+    return deadline > SW_MAX_SECONDS ? SW_MAX_SECONDS : deadline;
+}
+
+static void job_record(const struct sim *s, size_t j, struct sw_sim_job *o)
+{
+    const struct job *jb = &s->jobs[j];
+    const struct sw_trace_job *tj = &s->tr->jobs[j];
+    memset(o, 0, sizeof(*o));
+    memcpy(o->name, tj->name, sizeof(o->name));
+    memcpy(o->team, tj->team, sizeof(o->team));
+    if (jb->pool >= 0) {
+        memcpy(o->pool, s->c->pools[jb->pool].name, sizeof(o->pool));
+        o->capacity = s->c->pools[jb->pool].capacity;
+    }
+    o->done = jb->state == J_DONE;
+    o->submit = tj->submit;
+    o->start = jb->first_start;
+    o->end = o->done ? jb->end : INFINITY;
+    o->wait_s = jb->first_start >= 0 ? jb->first_start - tj->submit : INFINITY;
+    o->jct_s = o->done ? jb->end - tj->submit : INFINITY;
+    o->deadline = jb->deadline;
+    o->gpus = tj->gpus;
+    o->preemptions = jb->preemptions;
+    o->fell_back = jb->no_spot;
+    memcpy(o->gpu_h, jb->gpu_h, sizeof(o->gpu_h));
+    memcpy(o->cost, jb->cost, sizeof(o->cost));
+    o->egress_cost = jb->egress;
+    o->lost_gpu_h = jb->lost_gpu_h;
+    o->input_gb = jb->input_gb;
+    o->output_gb = jb->output_gb;
+    o->estimate = jb->est.source;
+    o->estimate_mean_s = sw_estimate_mean(&jb->est);
+    o->duration_s = tj->duration;
+}
+
+int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct sw_sim_job *jobs,
+               struct sw_error *err)
+{
+    if (!(p->runtime_noise >= 0 && p->runtime_noise <= SW_MAX_SIGMA))
+        return sw_error_set(err, SW_EINVAL, "simulator: runtime noise %g: expected 0 to %g",
+                            p->runtime_noise, SW_MAX_SIGMA);
     const struct sw_clusters *c = p->clusters;
     const struct sw_trace *tr = p->trace;
     size_t n = tr->n, np = c->n_pools;
@@ -412,6 +784,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
     s.act_job = sw_calloc(n + 1, sizeof(*s.act_job));
     s.pools = sw_calloc(np, sizeof(*s.pools));
     s.used = sw_calloc(np, sizeof(*s.used));
+    s.spot_hours = sw_calloc(np + 1, sizeof(*s.spot_hours));
+    s.spot_preempts = sw_calloc(np + 1, sizeof(*s.spot_preempts));
     s.local = sw_calloc(np, sizeof(*s.local));
     s.nlocal = sw_calloc(np, sizeof(*s.nlocal));
     s.running = sw_calloc(n + 1, sizeof(*s.running));
@@ -421,9 +795,16 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
     double *jct = sw_calloc(n + 1, sizeof(double));
     double *wait = sw_calloc(n + 1, sizeof(double));
     if (!s.jobs || !s.pend || !s.pend_job || !s.dec || !s.acts || !s.act_job || !s.pools ||
-        !s.used || !s.local || !s.nlocal || !s.running || !s.queues || !s.quotas || !s.budgets ||
-        !jct || !wait || sw_engine_new(&s.engine) != 0)
+        !s.used || !s.spot_hours || !s.spot_preempts || !s.local || !s.nlocal || !s.running ||
+        !s.queues || !s.quotas || !s.budgets || !jct || !wait || sw_engine_new(&s.engine) != 0)
         goto nomem;
+    if ((rc = sw_estimator_new(&c->defaults.estimator, &s.est)) != 0) {
+        if (rc == SW_EINVAL)
+            return sw_error_set(err, rc, "simulator: runtime prior out of range");
+        goto nomem;
+    }
+    s.avail_next = avail_next_change(&s, 0);
+    s.wait_tick = -1;
     for (size_t i = 0; i < np; i++)
         if (is_local(&s, (int)i) && (s.local[i] = sw_calloc(n + 1, sizeof(size_t))) == NULL)
             goto nomem;
@@ -438,38 +819,67 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
         for (size_t b = 0; b < c->n_budgets; b++)
             if (strcmp(c->budgets[b].team, tj->team) == 0)
                 jb->budget = (int)b;
-        jb->deadline = tj->deadline;
+        jb->deadline = sw_sim_deadline(c, tj);
         const struct sw_job_defaults *d = &c->defaults;
-        if (jb->deadline == 0 && d->deadline_slack > 0 &&
-            (double)(name_hash(tj->name) % 10000) < d->deadline_fraction * 10000.0)
-            jb->deadline = tj->submit + d->deadline_allowance_s + d->deadline_slack * tj->duration;
-        /* Past the engine's last time, a deadline is none in effect. */
-        if (jb->deadline > SW_MAX_SECONDS)
-            jb->deadline = SW_MAX_SECONDS;
+        jb->input_gb = tj->input_gb >= 0
+                           ? tj->input_gb
+                           : lognormal_size(p->seed, j, DRAW_INPUT, d->input_gb, d->input_gb_sigma);
+        jb->output_gb = lognormal_size(p->seed, j, DRAW_OUTPUT, d->output_gb, d->output_gb_sigma);
     }
     size_t next = 0;
+    double next_sample = 0;
     while (next < n || s.nheap > 0) {
         double t = INFINITY;
         if (next < n)
             t = tr->jobs[next].submit;
         if (s.nheap > 0 && s.heap[0].t < t)
             t = s.heap[0].t;
+        /* Spot capacity changing matters only to Jobs waiting for it. */
+        if (s.avail_next <= t && s.npend > 0)
+            t = s.avail_next;
+        if (s.avail_next <= t)
+            s.avail_next = avail_next_change(&s, t);
         /* The engine takes no time past SW_MAX_SECONDS (31 million years):
          * what has not finished by then never does. */
         if (t > SW_MAX_SECONDS)
             break;
-        while (next < n && tr->jobs[next].submit <= t)
-            pend_add(&s, next++);
+        /* Usage is constant between events: sample it up to t first. */
+        while (p->usage != NULL && p->usage_step_s > 0 && out->usage_n < p->usage_cap &&
+               next_sample <= t) {
+            struct sw_sim_usage *u = &p->usage[out->usage_n++];
+            u->t = next_sample;
+            memset(u->gpus, 0, sizeof(u->gpus));
+            for (size_t i = 0; i < np; i++)
+                u->gpus[c->pools[i].capacity] += s.used[i];
+            next_sample += p->usage_step_s;
+        }
+        for (; next < n && tr->jobs[next].submit <= t; next++)
+            pend_add(&s, next, tr->jobs[next].submit);
         while (s.nheap > 0 && s.heap[0].t <= t) {
             struct ev e = ev_pop(&s);
             struct job *jb = &s.jobs[e.job];
             if (e.type == EV_RECHECK || e.epoch != jb->epoch || jb->state != J_RUNNING)
                 continue;
+            if (e.type == EV_CHECKPOINT) {
+                bool moved;
+                if ((rc = reconsider(&s, e.job, e.t, &moved, err)) != 0)
+                    goto out;
+                continue;
+            }
             bill(&s, e.job, e.t);
             release(&s, e.job);
+            if (jb->cap == SW_CAP_SPOT && e.t > jb->compute_start) {
+                s.spot_hours[jb->pool] += (e.t - jb->compute_start) / 3600.0;
+                s.spot_preempts[jb->pool] += e.type == EV_PREEMPT;
+            }
             if (e.type == EV_FINISH) {
                 jb->state = J_DONE;
-                jb->end = e.t;
+                jb->end = e.t + jb->out_s;
+                struct sw_job_features f;
+                features(&tr->jobs[e.job], &f);
+                if ((rc = sw_estimator_observe(s.est, &f, tr->jobs[e.job].expected_runtime,
+                                               tr->jobs[e.job].duration)) != 0)
+                    goto nomem;
                 continue;
             }
             /* Preempted: keep the work up to the last checkpoint. */
@@ -480,10 +890,17 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
                 saved = jb->remaining;
             jb->remaining -= saved;
             out->lost_gpu_h += tr->jobs[e.job].gpus * (done - saved) / 3600.0;
+            jb->lost_gpu_h += tr->jobs[e.job].gpus * (done - saved) / 3600.0;
             out->preemptions++;
+            jb->preemptions++;
+            jb->spot_h += done / 3600.0;
+            if (!jb->no_spot && over_cap(&s, jb)) {
+                jb->no_spot = true;
+                out->fallbacks++;
+            }
             jb->restarted = true;
             jb->epoch++;
-            pend_add(&s, e.job);
+            pend_add(&s, e.job, e.t);
         }
         if ((rc = schedule(&s, t, err)) != 0)
             goto out;
@@ -494,10 +911,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
     for (size_t j = 0; j < n; j++) {
         const struct job *jb = &s.jobs[j];
         bool done = jb->state == J_DONE;
-        if (job_end != NULL)
-            job_end[j] = done ? jb->end : INFINITY;
-        if (job_deadline != NULL)
-            job_deadline[j] = jb->deadline;
+        if (jobs != NULL)
+            job_record(&s, j, &jobs[j]);
         if (jb->deadline > 0) {
             out->deadlines++;
             if (!done || jb->end > jb->deadline + 1e-6)
@@ -509,6 +924,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
         wait[nj] = jb->first_start - tr->jobs[j].submit;
         jsum += jct[nj];
         wsum += wait[nj];
+        if (wait[nj] > out->wait_max)
+            out->wait_max = wait[nj];
         nj++;
     }
     out->completed = nj;
@@ -520,6 +937,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, double 
     out->jct_p99 = pct(jct, nj, 0.99);
     out->wait_mean = nj ? wsum / (double)nj : 0;
     out->wait_p99 = pct(wait, nj, 0.99);
+    if (n > 0)
+        out->estimate_log_error /= (double)n;
     out->cost_cloud = out->cost_spot + out->cost_ondemand + out->cost_egress;
     out->cost_total = out->cost_onprem + out->cost_cloud;
     double gh = out->gpu_h_onprem + out->gpu_h_spot + out->gpu_h_ondemand;
@@ -533,6 +952,7 @@ out:
         for (size_t i = 0; i < np; i++)
             sw_free(s.local[i]);
     sw_engine_free(s.engine);
+    sw_estimator_free(s.est);
     sw_free(s.jobs);
     sw_free(s.pend);
     sw_free(s.pend_job);
@@ -541,6 +961,8 @@ out:
     sw_free(s.act_job);
     sw_free(s.pools);
     sw_free(s.used);
+    sw_free(s.spot_hours);
+    sw_free(s.spot_preempts);
     sw_free(s.local);
     sw_free(s.nlocal);
     sw_free(s.running);
@@ -548,6 +970,7 @@ out:
     sw_free(s.quotas);
     sw_free(s.budgets);
     sw_free(s.heap);
+    sw_free(s.outages);
     sw_free(jct);
     sw_free(wait);
     return rc;

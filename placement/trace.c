@@ -169,6 +169,22 @@ static int parse_alibaba_row(const struct row *r, const int *col, const char *wh
     j.submit = created;
     j.duration = deleted - scheduled;
     j.gpus = gpus;
+    j.input_gb = -1;
+    j.gpu_share = 1;
+    /* The resource shape is what a pod's template fixes: pods of one job
+     * share it, so it groups runs for learning as an image name would. */
+    int cpu = 0, mem = 0, milli = 0;
+    if ((col[1] >= 0 && (rc = parse_int(r, col[1], what, line, "cpu_milli", &cpu, err)) != 0) ||
+        (col[2] >= 0 && (rc = parse_int(r, col[2], what, line, "memory_mib", &mem, err)) != 0) ||
+        (col[4] >= 0 && (rc = parse_int(r, col[4], what, line, "gpu_milli", &milli, err)) != 0))
+        return rc;
+    if (milli > 1000)
+        return sw_error_set(err, SW_EPARSE,
+                            "%s:%zu: field \"gpu_milli\": expected 0 to 1000, got %d", what, line,
+                            milli);
+    if (gpus == 1 && milli > 0)
+        j.gpu_share = milli / 1000.0;
+    snprintf(j.label, sizeof(j.label), "c%d-m%d-g%d", cpu, mem, milli);
     return push(out, &j);
 }
 
@@ -189,6 +205,24 @@ static int parse_csv_row(const struct row *r, const int *col, const char *what, 
         (rc = parse_num(r, col[4], what, line, "deadline", true, &deadline, err)) != 0)
         return rc;
     j.deadline = isnan(deadline) ? 0 : deadline;
+    j.input_gb = -1;
+    j.gpu_share = 1;
+    double v = NAN;
+    if (col[8] >= 0 &&
+        (rc = parse_num(r, col[8], what, line, "expected_runtime", true, &v, err)) != 0)
+        return rc;
+    j.expected_runtime = isnan(v) ? 0 : v;
+    v = NAN;
+    if (col[9] >= 0 && (rc = parse_num(r, col[9], what, line, "input_gb", true, &v, err)) != 0)
+        return rc;
+    if (!isnan(v)) {
+        if (v > SW_MAX_GB)
+            return sw_error_set(err, SW_EPARSE, "%s:%zu: field \"input_gb\": %g is above %g", what,
+                                line, v, SW_MAX_GB);
+        j.input_gb = v;
+    }
+    if (col[7] >= 0 && col[7] < r->n)
+        field_copy(r, col[7], j.label, sizeof(j.label));
     if (j.gpus == 0)
         return sw_error_set(err, SW_EPARSE,
                             "%s:%zu: field \"gpus\": expected a positive integer, got \"0\"", what,
@@ -250,6 +284,9 @@ int sw_trace_parse(const char *buf, size_t len, enum sw_trace_format format, con
         col[4] = find_col(&hdr, "deadline");
         col[5] = find_col(&hdr, "name");
         col[6] = find_col(&hdr, "priority");
+        col[7] = find_col(&hdr, "label");
+        col[8] = find_col(&hdr, "expected_runtime");
+        col[9] = find_col(&hdr, "input_gb");
     }
     p = nl ? nl + 1 : end;
     while (p < end) {

@@ -25,6 +25,12 @@ struct sw_trace_job {
     double duration;
     int gpus;
     double deadline; /* absolute; 0 when none */
+    /* Features a hub could learn runtimes by: an image, name prefix or
+     * resource shape (Alibaba: "c<cpu_milli>-m<memory_mib>-g<gpu_milli>"). */
+    char label[SW_NAME_MAX];
+    double expected_runtime; /* the Job's runtime annotation; 0 when none */
+    double input_gb;         /* input size; < 0 when the trace does not say */
+    double gpu_share;        /* Alibaba gpu_milli / 1000 for a fractional GPU, else 1 */
 };
 
 /** A parsed job trace; free with sw_trace_free. */
@@ -44,11 +50,13 @@ enum sw_trace_format { SW_TRACE_AUTO = 0, SW_TRACE_CSV, SW_TRACE_ALIBABA };
  * sw_trace_free (also after a failure). `what` names the input in errors.
  *
  * CSV: a header naming at least `submit`, `gpus`, `duration`, `team`, and
- * optionally `deadline`, `name`, `priority`; one job per line.
+ * optionally `deadline`, `name`, `priority`, `label`, `expected_runtime`
+ * (the runtime annotation) and `input_gb`; one job per line.
  * Alibaba: the header `name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,
  * qos,pod_phase,creation_time,deletion_time,scheduled_time`; pods without
  * GPUs or never scheduled are skipped (counted in `skipped`); the runtime is
- * deletion - scheduled time; a fractional GPU counts as a whole one; QoS maps
+ * deletion - scheduled time; a fractional GPU counts as a whole one (its
+ * share is kept in `gpu_share`); the label is the pod's resource shape; QoS maps
  * to priority: Guaranteed production, LS training, Burstable development,
  * BE best-effort.
  */

@@ -47,5 +47,14 @@ int sw_cli_explain(const struct sw_cli_globals *g, int argc, char **argv);
 
 /** `spillctl hub status`: leader, epoch, members' health. */
 int sw_cli_hub(const struct sw_cli_globals *g, int argc, char **argv);
+/** `spillctl report chargeback ...` */
+int sw_cli_report(const struct sw_cli_globals *g, int argc, char **argv);
+
+/**
+ * Reads the whole file `path` (at most 1 GiB) into a new NUL-terminated
+ * buffer `*buf` of `*len` bytes, freed by the caller with sw_free. On
+ * failure prints `spillctl CMD: PATH: reason` and returns -1.
+ */
+int sw__cli_read_file(const char *cmd, const char *path, char **buf, size_t *len);
 
 #endif

@@ -15,22 +15,22 @@
 #include "common/alloc.h"
 #include "common/json.h"
 
-static const char *const format_names[] = {"table", "wide", "json", "yaml"};
+static const char *const format_names[] = {"table", "wide", "json", "yaml", "csv"};
 
 int sw_cli_format_parse(const char *s, enum sw_cli_format *out, struct sw_error *err)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (s != NULL && strcmp(s, format_names[i]) == 0) {
             *out = (enum sw_cli_format)i;
             return 0;
         }
     return sw_error_set(err, SW_EINVAL,
-                        "-o/--output: expected table, wide, json or yaml, got \"%s\"", s ? s : "");
+                        "-o/--output: expected table, wide, json, yaml or csv, got \"%s\"", s ? s : "");
 }
 
 const char *sw_cli_format_name(enum sw_cli_format f)
 {
-    return (unsigned)f < 4 ? format_names[f] : "unknown";
+    return (unsigned)f < 5 ? format_names[f] : "unknown";
 }
 
 /* ---- numbers ------------------------------------------------------------ */
@@ -405,6 +405,48 @@ out:
     return rc;
 }
 
+/* One CSV field, quoted when it holds a comma, a quote or a line break. */
+static void csv_field(FILE *out, const char *t)
+{
+    if (strpbrk(t, ",\"\r\n") == NULL) {
+        fputs(t, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *t; t++) {
+        if (*t == '"')
+            fputc('"', out);
+        fputc(*t, out);
+    }
+    fputc('"', out);
+}
+
+static int print_csv(FILE *out, const cJSON *rows, const struct sw_cli_column *cols, size_t ncols)
+{
+    for (size_t c = 0; c < ncols; c++) {
+        if (c)
+            fputc(',', out);
+        csv_field(out, cols[c].json_key ? cols[c].json_key : "");
+    }
+    fputc('\n', out);
+    const cJSON *row;
+    cJSON_ArrayForEach(row, rows)
+    {
+        for (size_t c = 0; c < ncols; c++) {
+            const cJSON *v = cols[c].json_key ? sw_json_path(row, cols[c].json_key) : NULL;
+            char *t = value_text(v);
+            if (t == NULL)
+                return SW_ENOMEM;
+            if (c)
+                fputc(',', out);
+            csv_field(out, t);
+            sw_free(t);
+        }
+        fputc('\n', out);
+    }
+    return 0;
+}
+
 int sw_cli_print(FILE *out, enum sw_cli_format fmt, const cJSON *items, const cJSON *rows,
                  const struct sw_cli_column *cols, size_t ncols)
 {
@@ -420,6 +462,9 @@ int sw_cli_print(FILE *out, enum sw_cli_format fmt, const cJSON *items, const cJ
         fputs("{\n  \"items\": ", out);
         sw_cli_write_json(out, items, 2);
         fputs("\n}\n", out);
+        break;
+    case SW_CLI_CSV:
+        rc = print_csv(out, rows ? rows : items, cols, ncols);
         break;
     case SW_CLI_YAML:
         if (items->child == NULL) {

@@ -19,7 +19,7 @@
 #include "common/error.h"
 
 /** The -o formats. */
-enum sw_cli_format { SW_CLI_TABLE = 0, SW_CLI_WIDE, SW_CLI_JSON, SW_CLI_YAML };
+enum sw_cli_format { SW_CLI_TABLE = 0, SW_CLI_WIDE, SW_CLI_JSON, SW_CLI_YAML, SW_CLI_CSV };
 
 /**
  * Parses "table", "wide", "json" or "yaml" into *out. Returns 0, or
@@ -54,6 +54,8 @@ struct sw_cli_column {
  *  - yaml: the same document as YAML ("items:" then one "- " per item),
  *    strings quoted whenever a YAML reader could take them for anything
  *    but that string (see sw_cli_write_yaml).
+ *  - csv: the table's rows with every column, wide ones included, under a
+ *    header of the columns' keys, fields quoted as RFC 4180 says.
  * `rows` lets a table show a flattened view (say one row per pool) while
  * json and yaml keep the nested items. Returns 0, SW_EINVAL if items is not
  * an array, SW_ENOMEM, or SW_EIO when writing failed.

@@ -18,22 +18,31 @@
 #include "common/alloc.h"
 #include "common/json.h"
 #include "controller/cli/commands.h"
+#include "controller/cli/globals.h"
+#include "controller/cli/plot.h"
+#include "placement/compare.h"
 #include "placement/sim.h"
 
-#define MAX_POLICIES 16
-#define MAX_FILE     (1024u * 1024u * 1024u)
+#define MAX_RUNS  64
+#define USAGE_MAX 100000 /* hourly samples: eleven years */
+#define MAX_FILE  (1024u * 1024u * 1024u)
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: spillctl simulate --trace FILE --clusters FILE [--policy P[,P...]]\n"
+            "usage: spillctl simulate --trace FILE --clusters FILE [--policy P[,P...]] [--sweep]\n"
             "                         [--seed N] [--format auto|csv|alibaba]\n"
-            "                         [--preemption-trace FILE] [--csv OUT] [--json OUT]\n"
+            "                         [--runtime learned|oracle] [--runtime-noise SIGMA]\n"
+            "                         [--availability-trace FILE] [--preemption-trace FILE]\n"
+            "                         [--migrate]\n"
+            "                         [--spot-price-factor F] [--ondemand-price-factor F]\n"
+            "                         [--csv OUT] [--json OUT] [--jobs-csv OUT]\n"
+            "                         [--plot OUT.svg] [--plot-usage OUT.svg [--usage-policy L]]\n"
             "\n"
             "Replays a job trace against the pools of a clusters file and prints, for\n"
             "each policy, the cost (on-prem, spot, on-demand, egress), job completion\n"
-            "times (mean, p50, p95, p99), waits, deadline misses, spot preemptions and\n"
-            "lost GPU-hours.\n"
+            "times (mean, p50, p95, p99), waits (mean, p99, max), deadline misses, spot\n"
+            "preemptions and lost GPU-hours; then the cost/JCT frontier.\n"
             "\n"
             "Options:\n"
             "  --trace FILE             jobs: a CSV with submit,gpus,duration,team[,deadline]\n"
@@ -43,29 +52,49 @@ static void usage(FILE *out)
             "  --policy P[,P...]        policies to compare (default cost-aware,burst-now):\n"
             "                           cost-aware[:DOLLARS_PER_GPU_HOUR_OF_DELAY], local-only,\n"
             "                           burst-now, const-wait[:SECONDS], starburst[:K],\n"
-            "                           spot-only, greedy\n"
-            "  --seed N                 seed for spot preemptions (default 1)\n"
+            "                           spot-only, greedy, uniform-progress[:MARGIN]\n"
+            "  --sweep                  run every baseline given without a parameter across\n"
+            "                           its parameter (default policies: all but local-only)\n"
+            "  --seed N                 seed for preemptions, noise and sizes (default 1)\n"
             "  --format F               trace format: auto (default), csv or alibaba\n"
+            "  --runtime K              what the engine is told of runtimes: learned\n"
+            "                           (default: annotation, else learned, else prior) or\n"
+            "                           oracle (the true runtime)\n"
+            "  --runtime-noise SIGMA    oracle times exp(SIGMA x N(0,1)) per Job (implies\n"
+            "                           --runtime oracle)\n"
+            "  --availability-trace F   skypilot spot-traces JSON; spot pools add GPUs only\n"
+            "                           while it has instances available\n"
             "  --preemption-trace FILE  skypilot spot-traces JSON; spot preemptions follow it\n"
             "                           instead of the pools' interruptions_per_hour\n"
+            "  --migrate                reconsider Jobs on on-demand at each checkpoint: they\n"
+            "                           move to spot when the policy would place them there\n"
+            "                           now for less than the rest of the run costs\n"
+            "  --spot-price-factor F    multiply every spot price by F (robustness checks)\n"
+            "  --ondemand-price-factor F  the same for on-demand prices\n"
             "  --csv OUT                also write the table as CSV to OUT\n"
             "  --json OUT               also write the figures as JSON to OUT\n"
+            "  --jobs-csv OUT           one row per Job and policy: where it ran, wait, JCT,\n"
+            "                           cost, preemptions, deadline met or missed\n"
+            "  --plot OUT.svg           cloud cost against mean and p95 JCT for every run,\n"
+            "                           the frontier marked\n"
+            "  --plot-usage OUT.svg     GPUs in use over time (home, spot, on-demand) for\n"
+            "                           one run: --usage-policy LABEL (default cost-aware,\n"
+            "                           else the first)\n"
             "  -h, --help               show this help\n"
             "\n"
             "Example:\n"
             "  spillctl simulate --trace "
             "../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv \\\n"
-            "      --clusters docs/examples/alibaba-clusters.json --policy "
-            "cost-aware,burst-now,starburst\n"
+            "      --clusters docs/examples/alibaba-clusters.json --sweep\n"
             "\n" SW_CLI_GLOBAL_HELP);
 }
 
 /* Reads a whole file; the caller frees *buf with sw_free. */
-static int read_file(const char *path, char **buf, size_t *len)
+int sw__cli_read_file(const char *cmd, const char *path, char **buf, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        fprintf(stderr, "spillctl simulate: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "spillctl %s: %s: %s\n", cmd, path, strerror(errno));
         return -1;
     }
     size_t cap = 1 << 20, n = 0;
@@ -77,7 +106,7 @@ static int read_file(const char *path, char **buf, size_t *len)
             break;
         if (n == cap) {
             if (cap >= MAX_FILE) {
-                fprintf(stderr, "spillctl simulate: %s: larger than %u bytes\n", path, MAX_FILE);
+                fprintf(stderr, "spillctl %s: %s: larger than %u bytes\n", cmd, path, MAX_FILE);
                 sw_free(p);
                 fclose(f);
                 return -1;
@@ -95,7 +124,7 @@ static int read_file(const char *path, char **buf, size_t *len)
     int bad = ferror(f);
     fclose(f);
     if (p == NULL || bad) {
-        fprintf(stderr, "spillctl simulate: %s: %s\n", path,
+        fprintf(stderr, "spillctl %s: %s: %s\n", cmd, path,
                 p == NULL ? "out of memory" : "read error");
         sw_free(p);
         return -1;
@@ -106,57 +135,81 @@ static int read_file(const char *path, char **buf, size_t *len)
     return 0;
 }
 
-static void print_table(FILE *out, const struct sw_sim_result *r, size_t n)
+/* One simulation run: a policy (one sweep point) and what it gave. */
+struct run {
+    struct sw_policy pol;
+    char label[40];
+    struct sw_sim_result r;
+    struct sw_sim_job *jobs;
+    struct sw_sim_run_view v; /* the comparison's figures (placement/compare.h) */
+};
+
+static void print_table(FILE *out, const struct run *runs, size_t n, size_t feasible)
 {
-    fprintf(out, "%-12s %12s %11s %11s %11s %9s %6s %9s %8s %9s %9s %8s %9s %7s %8s\n", "policy",
-            "total $", "on-prem $", "spot $", "on-demand $", "egress $", "cloud%", "JCT mean",
-            "JCT p50", "JCT p95", "JCT p99", "wait", "dl-miss", "preempt", "lost GPUh");
-    for (size_t i = 0; i < n; i++)
+    fprintf(out,
+            "%-22s %11s %10s %10s %11s %9s %10s %6s %8s %8s %8s %7s %7s %8s %9s %6s %7s %6s "
+            "%8s\n",
+            "policy", "total $", "on-prem $", "spot $", "on-demand $", "egress $", "cloud $",
+            "cloud%", "JCT mean", "JCT p95", "JCT p99", "wait", "w p99", "w max", "dl-miss", "lost",
+            "preempt", "fallbk", "frontier");
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_sim_result *r = &runs[i].r;
         fprintf(out,
-                "%-12s %12.2f %11.2f %11.2f %11.2f %9.2f %5.1f%% %8.0fs %7.0fs %8.0fs %8.0fs "
-                "%7.0fs %4zu/%-4zu %7zu %8.1f\n",
-                r[i].policy, r[i].cost_total, r[i].cost_onprem, r[i].cost_spot, r[i].cost_ondemand,
-                r[i].cost_egress, 100.0 * r[i].cloud_gpu_fraction, r[i].jct_mean, r[i].jct_p50,
-                r[i].jct_p95, r[i].jct_p99, r[i].wait_mean, r[i].deadline_misses, r[i].deadlines,
-                r[i].preemptions, r[i].lost_gpu_h);
+                "%-22s %11.2f %10.2f %10.2f %11.2f %9.2f %10.2f %5.1f%% %7.0fs %7.0fs %7.0fs "
+                "%6.0fs %6.0fs %7.0fs %4zu/%-4zu %6zu %7zu %6zu %8s\n",
+                runs[i].label, r->cost_total, r->cost_onprem, r->cost_spot, r->cost_ondemand,
+                r->cost_egress, r->cost_cloud, 100.0 * r->cloud_gpu_fraction, r->jct_mean,
+                r->jct_p95, r->jct_p99, r->wait_mean, r->wait_p99, r->wait_max, runs[i].v.misses,
+                feasible, runs[i].v.lost_best, r->preemptions, r->fallbacks,
+                runs[i].v.frontier ? "*" : "");
+    }
 }
 
 static const char csv_header[] =
     "policy,jobs,completed,rejected,bursts,cost_total,cost_onprem,cost_spot,cost_ondemand,"
     "cost_egress,cost_cloud,gpu_h_onprem,gpu_h_spot,gpu_h_ondemand,cloud_gpu_fraction,jct_mean,"
-    "jct_p50,jct_p95,jct_p99,wait_mean,wait_p99,deadlines,deadline_misses,preemptions,"
-    "lost_gpu_h\n";
+    "jct_p50,jct_p95,jct_p99,wait_mean,wait_p99,wait_max,deadlines,deadline_misses,"
+    "lost_vs_best_baseline,preemptions,fallbacks,lost_gpu_h,frontier\n";
 
-static void write_csv_row(FILE *f, const struct sw_sim_result *r)
+static void write_csv_row(FILE *f, const struct run *run)
 {
+    const struct sw_sim_result *r = &run->r;
     fprintf(f,
             "%s,%zu,%zu,%zu,%zu,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.3f,%.3f,%.3f,%.4f,%.1f,%.1f,%.1f,"
-            "%.1f,%.1f,%.1f,%zu,%zu,%zu,%.3f\n",
-            r->policy, r->jobs, r->completed, r->rejected, r->bursts, r->cost_total, r->cost_onprem,
-            r->cost_spot, r->cost_ondemand, r->cost_egress, r->cost_cloud, r->gpu_h_onprem,
-            r->gpu_h_spot, r->gpu_h_ondemand, r->cloud_gpu_fraction, r->jct_mean, r->jct_p50,
-            r->jct_p95, r->jct_p99, r->wait_mean, r->wait_p99, r->deadlines, r->deadline_misses,
-            r->preemptions, r->lost_gpu_h);
+            "%.1f,%.1f,%.1f,%.1f,%zu,%zu,%zu,%zu,%zu,%.3f,%d\n",
+            run->label, r->jobs, r->completed, r->rejected, r->bursts, r->cost_total,
+            r->cost_onprem, r->cost_spot, r->cost_ondemand, r->cost_egress, r->cost_cloud,
+            r->gpu_h_onprem, r->gpu_h_spot, r->gpu_h_ondemand, r->cloud_gpu_fraction, r->jct_mean,
+            r->jct_p50, r->jct_p95, r->jct_p99, r->wait_mean, r->wait_p99, r->wait_max,
+            r->deadlines, run->v.misses, run->v.lost_best, r->preemptions, r->fallbacks,
+            r->lost_gpu_h, run->v.frontier ? 1 : 0);
 }
 
-static cJSON *result_json(const struct sw_sim_result *r, size_t extra_misses, bool has_ref)
+static double cents(double x)
 {
+    return round(x * 100) / 100;
+}
+
+static cJSON *result_json(const struct run *run, size_t feasible, size_t infeasible, bool has_bn)
+{
+    const struct sw_sim_result *r = &run->r;
     cJSON *o = cJSON_CreateObject();
     if (o == NULL)
         return NULL;
-    cJSON_AddStringToObject(o, "policy", r->policy);
+    cJSON_AddStringToObject(o, "policy", run->label);
+    cJSON_AddStringToObject(o, "kind", sw_policy_name(run->pol.kind));
     cJSON_AddNumberToObject(o, "jobs", (double)r->jobs);
     cJSON_AddNumberToObject(o, "completed", (double)r->completed);
     cJSON_AddNumberToObject(o, "rejected", (double)r->rejected);
     cJSON_AddNumberToObject(o, "bursts", (double)r->bursts);
     cJSON *c = cJSON_AddObjectToObject(o, "cost");
     if (c != NULL) {
-        cJSON_AddNumberToObject(c, "total", round(r->cost_total * 100) / 100);
-        cJSON_AddNumberToObject(c, "onprem", round(r->cost_onprem * 100) / 100);
-        cJSON_AddNumberToObject(c, "spot", round(r->cost_spot * 100) / 100);
-        cJSON_AddNumberToObject(c, "ondemand", round(r->cost_ondemand * 100) / 100);
-        cJSON_AddNumberToObject(c, "egress", round(r->cost_egress * 100) / 100);
-        cJSON_AddNumberToObject(c, "cloud", round(r->cost_cloud * 100) / 100);
+        cJSON_AddNumberToObject(c, "total", cents(r->cost_total));
+        cJSON_AddNumberToObject(c, "onprem", cents(r->cost_onprem));
+        cJSON_AddNumberToObject(c, "spot", cents(r->cost_spot));
+        cJSON_AddNumberToObject(c, "ondemand", cents(r->cost_ondemand));
+        cJSON_AddNumberToObject(c, "egress", cents(r->cost_egress));
+        cJSON_AddNumberToObject(c, "cloud", cents(r->cost_cloud));
     }
     cJSON_AddNumberToObject(o, "cloud_gpu_fraction", r->cloud_gpu_fraction);
     cJSON *j = cJSON_AddObjectToObject(o, "jct_seconds");
@@ -168,29 +221,163 @@ static cJSON *result_json(const struct sw_sim_result *r, size_t extra_misses, bo
     }
     cJSON_AddNumberToObject(o, "wait_mean_seconds", r->wait_mean);
     cJSON_AddNumberToObject(o, "wait_p99_seconds", r->wait_p99);
+    cJSON_AddNumberToObject(o, "wait_max_seconds", r->wait_max);
     cJSON_AddNumberToObject(o, "deadlines", (double)r->deadlines);
-    cJSON_AddNumberToObject(o, "deadline_misses", (double)r->deadline_misses);
-    if (has_ref)
-        cJSON_AddNumberToObject(o, "misses_met_by_burst_now", (double)extra_misses);
+    cJSON_AddNumberToObject(o, "deadlines_feasible", (double)feasible);
+    cJSON_AddNumberToObject(o, "deadlines_no_policy_met", (double)infeasible);
+    cJSON_AddNumberToObject(o, "deadline_misses", (double)run->v.misses);
+    cJSON_AddNumberToObject(o, "lost_vs_best_baseline", (double)run->v.lost_best);
+    if (has_bn)
+        cJSON_AddNumberToObject(o, "misses_met_by_burst_now", (double)run->v.lost_burst);
     cJSON_AddNumberToObject(o, "preemptions", (double)r->preemptions);
+    cJSON_AddNumberToObject(o, "fallbacks", (double)r->fallbacks);
     cJSON_AddNumberToObject(o, "lost_gpu_hours", r->lost_gpu_h);
+    cJSON_AddBoolToObject(o, "frontier", run->v.frontier);
+    cJSON_AddBoolToObject(o, "dominates_cost_aware", run->v.dominates_cost_aware);
+    cJSON *e = cJSON_AddObjectToObject(o, "estimates");
+    if (e != NULL) {
+        for (int k = 0; k < 4; k++)
+            cJSON_AddNumberToObject(e, sw_estimate_source_name((enum sw_estimate_source)k),
+                                    (double)r->estimates[k]);
+        cJSON_AddNumberToObject(e, "mean_abs_log_error", r->estimate_log_error);
+    }
     return o;
+}
+
+static int write_jobs_csv(const char *path, const struct run *runs, size_t n, size_t njobs)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "spillctl simulate: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fputs("policy,job,team,gpus,pool,capacity,submit,wait_s,jct_s,duration_s,estimate_s,"
+          "estimate_source,cost,cost_onprem,cost_spot,cost_ondemand,egress,gpu_h_onprem,"
+          "gpu_h_spot,gpu_h_ondemand,preemptions,fell_back,lost_gpu_h,input_gb,output_gb,"
+          "deadline,deadline_outcome\n",
+          f);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < njobs; j++) {
+            const struct sw_sim_job *o = &runs[i].jobs[j];
+            double cost = o->cost[0] + o->cost[1] + o->cost[2] + o->egress_cost;
+            const char *dl = o->deadline <= 0 ? "none" : sw_sim_job_met(o) ? "met" : "missed";
+            fprintf(f,
+                    "%s,%s,%s,%d,%s,%s,%.0f,%.1f,%.1f,%.1f,%.1f,%s,%.4f,%.4f,%.4f,%.4f,%.4f,"
+                    "%.4f,%.4f,%.4f,%u,%d,%.4f,%.3f,%.3f,%.0f,%s\n",
+                    runs[i].label, o->name, o->team, o->gpus, o->pool,
+                    o->pool[0] ? sw_capacity_name(o->capacity) : "", o->submit, o->wait_s, o->jct_s,
+                    o->duration_s, o->estimate_mean_s, sw_estimate_source_name(o->estimate), cost,
+                    o->cost[SW_CAP_OWNED], o->cost[SW_CAP_SPOT], o->cost[SW_CAP_ON_DEMAND],
+                    o->egress_cost, o->gpu_h[SW_CAP_OWNED], o->gpu_h[SW_CAP_SPOT],
+                    o->gpu_h[SW_CAP_ON_DEMAND], o->preemptions, o->fell_back ? 1 : 0, o->lost_gpu_h,
+                    o->input_gb, o->output_gb, o->deadline, dl);
+        }
+    if (fclose(f) != 0) {
+        fprintf(stderr, "spillctl simulate: %s: write failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The sweep of each parametrised baseline: the values people use, on a
+ * roughly geometric grid from "no wait" to "a long one". */
+static const double sweep_wait[] = {0, 300, 900, 1800, 3600, 7200, 14400, 28800};
+static const double sweep_k[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 4};
+static const double sweep_margin[] = {0, 1, 2, 4, 8};
+
+static int add_run(struct run *runs, size_t *n, const struct sw_policy *pol, bool param)
+{
+    if (*n == MAX_RUNS) {
+        fprintf(stderr, "spillctl simulate: at most %d runs\n", MAX_RUNS);
+        return -1;
+    }
+    struct run *r = &runs[(*n)++];
+    memset(r, 0, sizeof(*r));
+    r->pol = *pol;
+    const char *name = sw_policy_name(pol->kind);
+    switch (pol->kind) {
+    case SW_POLICY_COST_AWARE:
+        if (param && pol->delay_value_gpu_h >= 0)
+            snprintf(r->label, sizeof(r->label), "%s:%g", name, pol->delay_value_gpu_h);
+        else
+            snprintf(r->label, sizeof(r->label), "%s", name);
+        break;
+    case SW_POLICY_CONST_WAIT:
+        snprintf(r->label, sizeof(r->label), "%s:%g", name, pol->wait_s);
+        break;
+    case SW_POLICY_STARBURST:
+        snprintf(r->label, sizeof(r->label), "%s:%g", name, pol->starburst_k);
+        break;
+    case SW_POLICY_UNIFORM_PROGRESS:
+        snprintf(r->label, sizeof(r->label), "%s:%g", name, pol->up_margin);
+        break;
+    default:
+        snprintf(r->label, sizeof(r->label), "%s", name);
+        break;
+    }
+    return 0;
+}
+
+/* Writes one picture: the frontier of `pts`, or the usage of `u`. */
+static int write_svg(const char *path, const char *title, const struct sw_plot_point *pts, size_t n,
+                     const struct sw_sim_usage *u, size_t nu)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "spillctl simulate: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int bad = pts != NULL ? sw_plot_frontier(f, pts, n, title) : sw_plot_usage(f, u, nu, title);
+    if (fclose(f) != 0)
+        bad = -1;
+    if (bad != 0)
+        fprintf(stderr, "spillctl simulate: %s: cannot write the picture\n", path);
+    return bad;
+}
+
+static int parse_factor(const char *opt, const char *arg, double *out)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || !isfinite(v) || v <= 0 || v > 1000) {
+        fprintf(stderr, "spillctl simulate: %s: expected a number from 0 to 1000, got \"%s\"\n",
+                opt, arg);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
 {
-    const char *trace_path = NULL, *clusters_path = NULL, *policies = "cost-aware,burst-now";
-    const char *preempt_path = NULL, *csv_path = NULL, *json_path = NULL, *format = "auto";
+    const char *trace_path = NULL, *clusters_path = NULL, *policies = NULL;
+    const char *preempt_path = NULL, *avail_path = NULL, *csv_path = NULL, *json_path = NULL;
+    const char *jobs_path = NULL, *format = "auto";
+    const char *plot_path = NULL, *usage_path = NULL, *usage_policy = NULL;
     unsigned long long seed = 1;
+    bool sweep = false, migrate = false;
+    enum sw_runtime_knowledge knowledge = SW_RUNTIME_LEARNED;
+    double noise = 0, spot_factor = 1, od_factor = 1;
     static const struct option opts[] = {
         {"trace", required_argument, NULL, 't'},
         {"clusters", required_argument, NULL, 'c'},
         {"policy", required_argument, NULL, 'p'},
+        {"sweep", no_argument, NULL, 'S'},
+        {"migrate", no_argument, NULL, 'M'},
         {"seed", required_argument, NULL, 's'},
         {"format", required_argument, NULL, 'f'},
+        {"runtime", required_argument, NULL, 'r'},
+        {"runtime-noise", required_argument, NULL, 'n'},
+        {"availability-trace", required_argument, NULL, 'A'},
         {"preemption-trace", required_argument, NULL, 'P'},
+        {"spot-price-factor", required_argument, NULL, '1'},
+        {"ondemand-price-factor", required_argument, NULL, '2'},
         {"csv", required_argument, NULL, 'C'},
         {"json", required_argument, NULL, 'J'},
+        {"jobs-csv", required_argument, NULL, 'j'},
+        {"plot", required_argument, NULL, 'G'},
+        {"plot-usage", required_argument, NULL, 'U'},
+        {"usage-policy", required_argument, NULL, 'u'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -206,6 +393,12 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
             break;
         case 'p':
             policies = optarg;
+            break;
+        case 'S':
+            sweep = true;
+            break;
+        case 'M':
+            migrate = true;
             break;
         case 's': {
             char *end;
@@ -223,14 +416,62 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
         case 'f':
             format = optarg;
             break;
+        case 'r':
+            if (strcmp(optarg, "learned") == 0) {
+                knowledge = SW_RUNTIME_LEARNED;
+            } else if (strcmp(optarg, "oracle") == 0) {
+                knowledge = SW_RUNTIME_ORACLE;
+            } else {
+                fprintf(stderr,
+                        "spillctl simulate: --runtime: expected learned or oracle, got \"%s\"\n",
+                        optarg);
+                return SW_EXIT_USAGE;
+            }
+            break;
+        case 'n': {
+            char *end;
+            noise = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(noise >= 0 && noise <= SW_MAX_SIGMA)) {
+                fprintf(stderr,
+                        "spillctl simulate: --runtime-noise: expected a number from 0 to %g, "
+                        "got \"%s\"\n",
+                        SW_MAX_SIGMA, optarg);
+                return SW_EXIT_USAGE;
+            }
+            knowledge = SW_RUNTIME_ORACLE;
+            break;
+        }
+        case 'A':
+            avail_path = optarg;
+            break;
         case 'P':
             preempt_path = optarg;
+            break;
+        case '1':
+            if (parse_factor("--spot-price-factor", optarg, &spot_factor) != 0)
+                return SW_EXIT_USAGE;
+            break;
+        case '2':
+            if (parse_factor("--ondemand-price-factor", optarg, &od_factor) != 0)
+                return SW_EXIT_USAGE;
             break;
         case 'C':
             csv_path = optarg;
             break;
         case 'J':
             json_path = optarg;
+            break;
+        case 'j':
+            jobs_path = optarg;
+            break;
+        case 'G':
+            plot_path = optarg;
+            break;
+        case 'U':
+            usage_path = optarg;
+            break;
+        case 'u':
+            usage_policy = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -254,6 +495,10 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
         usage(stderr);
         return SW_EXIT_USAGE;
     }
+    if (policies == NULL)
+        policies = sweep ? "cost-aware,burst-now,spot-only,greedy,const-wait,starburst,"
+                           "uniform-progress"
+                         : "cost-aware,burst-now";
     enum sw_trace_format fmt;
     if (strcmp(format, "auto") == 0)
         fmt = SW_TRACE_AUTO;
@@ -266,8 +511,8 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
                 format);
         return SW_EXIT_USAGE;
     }
-    struct sw_policy pol[MAX_POLICIES];
-    size_t npol = 0;
+    static struct run runs[MAX_RUNS];
+    size_t nrun = 0;
     struct sw_error err = {0};
     {
         char list[512];
@@ -278,31 +523,44 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
         strcpy(list, policies);
         for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok != NULL;
              tok = strtok_r(NULL, ",", &save)) {
-            if (npol == MAX_POLICIES) {
-                fprintf(stderr, "spillctl simulate: --policy: at most %d policies\n", MAX_POLICIES);
-                return SW_EXIT_USAGE;
-            }
-            if (sw_policy_parse(tok, &pol[npol], &err) != 0) {
+            struct sw_policy pol;
+            if (sw_policy_parse(tok, &pol, &err) != 0) {
                 fprintf(stderr, "spillctl simulate: --policy: %s\n", err.msg);
                 return SW_EXIT_USAGE;
             }
-            npol++;
+            bool param = strchr(tok, ':') != NULL;
+            const double *vals = NULL;
+            size_t nv = 0;
+            if (sweep && !param) {
+                if (pol.kind == SW_POLICY_CONST_WAIT)
+                    vals = sweep_wait, nv = sizeof(sweep_wait) / sizeof(double);
+                else if (pol.kind == SW_POLICY_STARBURST)
+                    vals = sweep_k, nv = sizeof(sweep_k) / sizeof(double);
+                else if (pol.kind == SW_POLICY_UNIFORM_PROGRESS)
+                    vals = sweep_margin, nv = sizeof(sweep_margin) / sizeof(double);
+            }
+            if (nv == 0 && add_run(runs, &nrun, &pol, param) != 0)
+                return SW_EXIT_USAGE;
+            for (size_t v = 0; v < nv; v++) {
+                pol.wait_s = pol.starburst_k = pol.up_margin = vals[v];
+                if (add_run(runs, &nrun, &pol, true) != 0)
+                    return SW_EXIT_USAGE;
+            }
         }
-        if (npol == 0) {
+        if (nrun == 0) {
             fprintf(stderr, "spillctl simulate: --policy: no policy given\n");
             return SW_EXIT_USAGE;
         }
     }
     int status = SW_EXIT_FAIL;
-    char *tbuf = NULL, *cbuf = NULL, *pbuf = NULL;
-    size_t tlen, clen, plen;
+    char *tbuf = NULL, *cbuf = NULL, *pbuf = NULL, *abuf = NULL;
+    size_t tlen, clen, plen, alen;
     struct sw_trace trace = {0};
     struct sw_clusters clusters = {0};
-    struct sw_spot_trace spot = {0};
-    struct sw_sim_result res[MAX_POLICIES];
-    double *ends[MAX_POLICIES] = {0};
-    double *deadlines = NULL;
-    if (read_file(trace_path, &tbuf, &tlen) != 0 || read_file(clusters_path, &cbuf, &clen) != 0)
+    struct sw_spot_trace spot = {0}, avail = {0};
+    struct sw_sim_usage *usage = NULL;
+    if (sw__cli_read_file("simulate", trace_path, &tbuf, &tlen) != 0 ||
+        sw__cli_read_file("simulate", clusters_path, &cbuf, &clen) != 0)
         goto out;
     if (sw_trace_parse(tbuf, tlen, fmt, trace_path, &trace, &err) != 0 ||
         sw_clusters_parse(cbuf, clen, clusters_path, &clusters, &err) != 0) {
@@ -310,9 +568,17 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
         goto out;
     }
     if (preempt_path != NULL) {
-        if (read_file(preempt_path, &pbuf, &plen) != 0)
+        if (sw__cli_read_file("simulate", preempt_path, &pbuf, &plen) != 0)
             goto out;
         if (sw_spot_trace_parse(pbuf, plen, preempt_path, &spot, &err) != 0) {
+            fprintf(stderr, "spillctl simulate: %s\n", err.msg);
+            goto out;
+        }
+    }
+    if (avail_path != NULL) {
+        if (sw__cli_read_file("simulate", avail_path, &abuf, &alen) != 0)
+            goto out;
+        if (sw_spot_trace_parse(abuf, alen, avail_path, &avail, &err) != 0) {
             fprintf(stderr, "spillctl simulate: %s\n", err.msg);
             goto out;
         }
@@ -322,51 +588,128 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
                 trace_path, trace.skipped);
         goto out;
     }
+    for (size_t i = 0; i < clusters.n_pools; i++) {
+        struct sw_pool *p = &clusters.pools[i];
+        double f = p->capacity == SW_CAP_SPOT        ? spot_factor
+                   : p->capacity == SW_CAP_ON_DEMAND ? od_factor
+                                                     : 1;
+        p->price_gpu_h *= f;
+        if (p->price_gpu_h > SW_MAX_PRICE)
+            p->price_gpu_h = SW_MAX_PRICE;
+    }
     fprintf(stderr,
-            "spillctl simulate: %zu jobs from %s (%zu rows skipped), %zu pools, seed %llu\n",
-            trace.n, trace_path, trace.skipped, clusters.n_pools, seed);
-    deadlines = sw_calloc(trace.n, sizeof(double));
-    if (deadlines == NULL)
+            "spillctl simulate: %zu jobs from %s (%zu rows skipped), %zu pools, seed %llu, "
+            "runtimes %s",
+            trace.n, trace_path, trace.skipped, clusters.n_pools, seed,
+            knowledge == SW_RUNTIME_LEARNED ? "learned" : "oracle");
+    if (knowledge == SW_RUNTIME_ORACLE && noise > 0)
+        fprintf(stderr, " with noise sigma %g", noise);
+    fprintf(stderr, "\n");
+    /* The run whose GPUs in use are drawn, sampled hourly. */
+    int usage_run = -1;
+    for (size_t i = 0; usage_path != NULL && i < nrun; i++)
+        if (usage_policy != NULL ? strcmp(runs[i].label, usage_policy) == 0
+                                 : runs[i].pol.kind == SW_POLICY_COST_AWARE && usage_run < 0)
+            usage_run = (int)i;
+    if (usage_path != NULL && usage_run < 0) {
+        if (usage_policy != NULL) {
+            fprintf(stderr, "spillctl simulate: --usage-policy: no run is labelled \"%s\"\n",
+                    usage_policy);
+            goto out;
+        }
+        usage_run = 0;
+    }
+    if (usage_path != NULL && (usage = sw_calloc(USAGE_MAX, sizeof(*usage))) == NULL)
         goto nomem;
-    for (size_t i = 0; i < npol; i++) {
+    for (size_t i = 0; i < nrun; i++) {
         struct sw_sim_params p = {.clusters = &clusters,
                                   .trace = &trace,
                                   .preemptions = preempt_path ? &spot : NULL,
-                                  .policy = pol[i],
-                                  .seed = seed};
-        if ((ends[i] = sw_calloc(trace.n, sizeof(double))) == NULL)
+                                  .availability = avail_path ? &avail : NULL,
+                                  .policy = runs[i].pol,
+                                  .runtime = knowledge,
+                                  .runtime_noise = noise,
+                                  .seed = seed,
+                                  .migrate = migrate};
+        if ((int)i == usage_run) {
+            p.usage = usage;
+            p.usage_cap = USAGE_MAX;
+            p.usage_step_s = 3600;
+        }
+        if ((runs[i].jobs = sw_calloc(trace.n, sizeof(struct sw_sim_job))) == NULL)
             goto nomem;
-        if (sw_sim_run(&p, &res[i], ends[i], deadlines, &err) != 0) {
-            fprintf(stderr, "spillctl simulate: policy %s: %s\n", sw_policy_name(pol[i].kind),
-                    err.msg);
+        if (sw_sim_run(&p, &runs[i].r, runs[i].jobs, &err) != 0) {
+            fprintf(stderr, "spillctl simulate: policy %s: %s\n", runs[i].label, err.msg);
             goto out;
         }
+        snprintf(runs[i].r.policy, sizeof(runs[i].r.policy), "%s", runs[i].label);
     }
-    print_table(stdout, res, npol);
-    /* Against burst-now, when it ran: the yardstick. */
-    int ref = -1;
-    for (size_t i = 0; i < npol; i++)
-        if (pol[i].kind == SW_POLICY_BURST_NOW && ref < 0)
-            ref = (int)i;
-    size_t extra[MAX_POLICIES] = {0};
-    if (ref >= 0) {
-        const struct sw_sim_result *b = &res[ref];
+    struct sw_sim_run_view views[MAX_RUNS];
+    for (size_t i = 0; i < nrun; i++)
+        views[i] = (struct sw_sim_run_view){.kind = runs[i].pol.kind,
+                                            .cloud_cost = runs[i].r.cost_cloud,
+                                            .jct_mean = runs[i].r.jct_mean,
+                                            .jobs = runs[i].jobs};
+    struct sw_sim_comparison cmp;
+    sw_sim_compare(views, nrun, trace.n, &cmp);
+    for (size_t i = 0; i < nrun; i++)
+        runs[i].v = views[i];
+    size_t feasible = cmp.feasible, infeasible = cmp.infeasible;
+    int best = cmp.best, bn = cmp.burst_now, ca = cmp.cost_aware;
+    print_table(stdout, runs, nrun, feasible);
+    printf("\ndeadlines: %zu feasible (met by at least one run), %zu met by none (reported "
+           "apart);\nbest baseline: %s (%zu misses); \"lost\" counts deadlines it met and a run "
+           "missed\n",
+           feasible, infeasible, best >= 0 ? runs[best].label : "none",
+           best >= 0 ? runs[best].v.misses : (size_t)0);
+    if (bn >= 0) {
+        const struct sw_sim_result *b = &runs[bn].r;
         printf("\nagainst burst-now:\n");
-        for (size_t i = 0; i < npol; i++) {
-            for (size_t j = 0; j < trace.n; j++)
-                if (deadlines[j] > 0 && ends[ref][j] <= deadlines[j] + 1e-6 &&
-                    !(ends[i][j] <= deadlines[j] + 1e-6))
-                    extra[i]++;
-            printf("  %-12s cloud cost %+7.1f%%, total cost %+7.1f%%, mean JCT %+6.2f%%, "
-                   "deadlines missed that burst-now met: %zu\n",
-                   res[i].policy,
-                   b->cost_cloud > 0 ? 100.0 * (res[i].cost_cloud - b->cost_cloud) / b->cost_cloud
-                                     : 0.0,
-                   b->cost_total > 0 ? 100.0 * (res[i].cost_total - b->cost_total) / b->cost_total
-                                     : 0.0,
-                   b->jct_mean > 0 ? 100.0 * (res[i].jct_mean - b->jct_mean) / b->jct_mean : 0.0,
-                   extra[i]);
+        for (size_t i = 0; i < nrun; i++)
+            printf(
+                "  %-22s cloud cost %+7.1f%%, total cost %+7.1f%%, mean JCT %+6.2f%%, "
+                "deadlines missed that burst-now met: %zu\n",
+                runs[i].label,
+                b->cost_cloud > 0 ? 100.0 * (runs[i].r.cost_cloud - b->cost_cloud) / b->cost_cloud
+                                  : 0.0,
+                b->cost_total > 0 ? 100.0 * (runs[i].r.cost_total - b->cost_total) / b->cost_total
+                                  : 0.0,
+                b->jct_mean > 0 ? 100.0 * (runs[i].r.jct_mean - b->jct_mean) / b->jct_mean : 0.0,
+                runs[i].v.lost_burst);
+    }
+    if (ca >= 0) {
+        /* The cheapest spot-only or Uniform-Progress point missing no more
+         * deadlines than cost-aware: the engine's own contribution. */
+        int sp = -1;
+        size_t dominated = 0;
+        for (size_t i = 0; i < nrun; i++) {
+            dominated += runs[i].v.dominates_cost_aware;
+            if ((runs[i].pol.kind == SW_POLICY_SPOT_ONLY ||
+                 runs[i].pol.kind == SW_POLICY_UNIFORM_PROGRESS) &&
+                runs[i].v.misses <= runs[ca].v.misses &&
+                (sp < 0 || runs[i].r.cost_cloud < runs[sp].r.cost_cloud))
+                sp = (int)i;
         }
+        printf("\ncost-aware: %zu baseline point(s) at once cheaper in cloud cost, no slower in "
+               "mean JCT and missing no more deadlines",
+               dominated);
+        for (size_t i = 0, shown = 0; i < nrun; i++)
+            if (runs[i].v.dominates_cost_aware)
+                printf("%s%s", shown++ == 0 ? ": " : ", ", runs[i].label);
+        printf("\n");
+        if (sp >= 0)
+            printf("cost-aware against the cheapest spot point with no more misses (%s): "
+                   "cloud cost %+.1f%%, mean JCT %+.2f%%\n",
+                   runs[sp].label,
+                   runs[sp].r.cost_cloud > 0
+                       ? 100.0 * (runs[ca].r.cost_cloud - runs[sp].r.cost_cloud) /
+                             runs[sp].r.cost_cloud
+                       : 0.0,
+                   runs[sp].r.jct_mean > 0
+                       ? 100.0 * (runs[ca].r.jct_mean - runs[sp].r.jct_mean) / runs[sp].r.jct_mean
+                       : 0.0);
+        else
+            printf("cost-aware: no spot-only or uniform-progress point misses as few deadlines\n");
     }
     if (csv_path != NULL) {
         FILE *f = fopen(csv_path, "w");
@@ -375,17 +718,19 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
             goto out;
         }
         fputs(csv_header, f);
-        for (size_t i = 0; i < npol; i++)
-            write_csv_row(f, &res[i]);
+        for (size_t i = 0; i < nrun; i++)
+            write_csv_row(f, &runs[i]);
         if (fclose(f) != 0) {
             fprintf(stderr, "spillctl simulate: %s: write failed\n", csv_path);
             goto out;
         }
     }
+    if (jobs_path != NULL && write_jobs_csv(jobs_path, runs, nrun, trace.n) != 0)
+        goto out;
     if (json_path != NULL) {
         cJSON *arr = cJSON_CreateArray();
-        for (size_t i = 0; arr != NULL && i < npol; i++) {
-            cJSON *o = result_json(&res[i], extra[i], ref >= 0);
+        for (size_t i = 0; arr != NULL && i < nrun; i++) {
+            cJSON *o = result_json(&runs[i], feasible, infeasible, bn >= 0);
             if (o == NULL || !cJSON_AddItemToArray(arr, o)) {
                 cJSON_Delete(o);
                 cJSON_Delete(arr);
@@ -406,19 +751,42 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
             goto out;
         }
     }
+    if (plot_path != NULL) {
+        struct sw_plot_point pts[MAX_RUNS];
+        for (size_t i = 0; i < nrun; i++)
+            pts[i] = (struct sw_plot_point){.label = runs[i].label,
+                                            .kind = sw_policy_name(runs[i].pol.kind),
+                                            .cloud_cost = runs[i].r.cost_cloud,
+                                            .jct_mean_s = runs[i].r.jct_mean,
+                                            .jct_p95_s = runs[i].r.jct_p95,
+                                            .frontier = runs[i].v.frontier};
+        char title[256];
+        snprintf(title, sizeof(title), "Cloud cost against JCT, %zu runs, %zu jobs, seed %llu",
+                 nrun, trace.n, seed);
+        if (write_svg(plot_path, title, pts, nrun, NULL, 0) != 0)
+            goto out;
+    }
+    if (usage_path != NULL) {
+        char title[256];
+        snprintf(title, sizeof(title), "GPUs in use, %s, hourly", runs[usage_run].label);
+        if (write_svg(usage_path, title, NULL, 0, usage, runs[usage_run].r.usage_n) != 0)
+            goto out;
+    }
     status = SW_EXIT_OK;
     goto out;
 nomem:
     fprintf(stderr, "spillctl simulate: out of memory\n");
 out:
-    for (size_t i = 0; i < npol; i++)
-        sw_free(ends[i]);
-    sw_free(deadlines);
+    for (size_t i = 0; i < nrun; i++)
+        sw_free(runs[i].jobs);
+    sw_free(usage);
     sw_trace_free(&trace);
     sw_clusters_free(&clusters);
     sw_spot_trace_free(&spot);
+    sw_spot_trace_free(&avail);
     sw_free(tbuf);
     sw_free(cbuf);
     sw_free(pbuf);
+    sw_free(abuf);
     return status;
 }

@@ -6,8 +6,13 @@
 #include <cmocka.h>
 #include <math.h>
 
+#include <string.h>
+
+#include "common/alloc.h"
 #include "placement/chargeback.h"
 #include "placement/cost.h"
+
+#define assert_cents(dollars, expected_cents) assert_int_equal(sw_cents(dollars), (expected_cents))
 
 static void test_ml_research_report(void **state)
 {
@@ -52,12 +57,133 @@ static void test_empty_report(void **state)
     assert_true(r.spot_ratio == 0 && r.efficiency == 1.0);
 }
 
+/* The simulator's per-Job CSV: two runs, two teams, one Job that never
+ * completed (jct inf: it counts at its submission). */
+static const char jobs_csv[] =
+    "policy,job,team,gpus,pool,capacity,submit,wait_s,jct_s,duration_s,estimate_s,"
+    "estimate_source,cost,cost_onprem,cost_spot,cost_ondemand,egress,gpu_h_onprem,gpu_h_spot,"
+    "gpu_h_ondemand,preemptions,fell_back,lost_gpu_h,input_gb,output_gb,deadline,"
+    "deadline_outcome\n"
+    "ca,j1,ml,8,spot,spot,0,0,3600,3600,3600,learned,14.5,0,12.5,0,2,0,8,0,1,0,0.5,1,1,0,none\n"
+    "ca,j2,ml,8,od,on-demand,100,0,7200,7100,3600,prior,65.6,0,0,65.6,0,0,0,16,0,0,0,1,1,0,none\n"
+    "ca,j3,cv,1,onprem,owned,200,0,1800,1800,900,learned,0.5,0.5,0,0,0,0.5,0,0,0,0,0,1,1,0,none\n"
+    "ca,j4,cv,1,,,86000,inf,inf,60,60,prior,0,0,0,0,0,0,0,0,0,0,0,1,1,0,none\n"
+    "bn,j1,ml,8,od,on-demand,0,0,3600,3600,3600,learned,32.8,0,0,32.8,0,0,0,8,0,0,0,1,1,0,none\n";
+
+static void test_team_report(void **state)
+{
+    (void)state;
+    struct sw_job_usage *r;
+    size_t n;
+    struct sw_error err = {0};
+    assert_int_equal(
+        sw_job_usage_parse_csv(jobs_csv, strlen(jobs_csv), "jobs.csv", "ca", &r, &n, &err), 0);
+    assert_int_equal(n, 4);
+    assert_true(r[0].at == 3600 && r[1].at == 7300 && r[3].at == 86000);
+    struct sw_team_report *t;
+    size_t nt;
+    /* The first day: j4 (submitted at 86,000 s, never completed) is in. */
+    assert_int_equal(sw_chargeback_report(r, n, 0, 86400, 4.10, &t, &nt), 0);
+    assert_int_equal(nt, 2);
+    assert_string_equal(t[0].team, "cv"); /* teams in name order */
+    assert_int_equal(t[0].jobs, 2);
+    const struct sw_team_report *ml = &t[1];
+    assert_int_equal(ml->jobs, 2);
+    assert_true(ml->gpu_h[SW_CAP_SPOT] == 8 && ml->gpu_h[SW_CAP_ON_DEMAND] == 16);
+    assert_cents(ml->total, 1250 + 6560 + 200);
+    /* 24 GPU-hours at $4.10 = $98.40; saved $98.40 - $80.10 = $18.30. */
+    assert_cents(ml->all_ondemand, 9840);
+    assert_cents(ml->savings, 1830);
+    assert_true(fabs(ml->spot_ratio - 1.0 / 3) < 1e-12);
+    assert_int_equal(ml->preemptions, 1);
+    assert_int_equal(ml->n_top, 2);
+    assert_string_equal(r[ml->top[0]].name, "j2"); /* dearest first */
+    sw_free(t);
+    /* A period after everything: no team. */
+    assert_int_equal(sw_chargeback_report(r, n, 1e6, 2e6, 4.10, &t, &nt), 0);
+    assert_int_equal(nt, 0);
+    assert_null(t);
+    sw_free(r);
+    /* Without --policy a file of two runs is an error naming the line. */
+    assert_int_equal(
+        sw_job_usage_parse_csv(jobs_csv, strlen(jobs_csv), "jobs.csv", NULL, &r, &n, &err),
+        SW_EPARSE);
+    assert_non_null(strstr(err.msg, "jobs.csv:6: field \"policy\""));
+}
+
+static void test_job_usage_bad_input(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *msg;
+    } cases[] = {
+        {"", "x.csv:1: expected a header line"},
+        {"policy,job\n", "x.csv:1: header lacks column \"team\""},
+        {"policy,job,team,submit,jct_s,cost_onprem,cost_spot,cost_ondemand,egress,gpu_h_onprem,"
+         "gpu_h_spot,gpu_h_ondemand,preemptions,lost_gpu_h\n"
+         "ca,j,ml,0,10,1,x,0,0,0,0,0,0,0\n",
+         "x.csv:2: field \"cost_spot\": expected a non-negative number, got \"x\""},
+        {"policy,job,team,submit,jct_s,cost_onprem,cost_spot,cost_ondemand,egress,gpu_h_onprem,"
+         "gpu_h_spot,gpu_h_ondemand,preemptions,lost_gpu_h\n"
+         "ca,j,ml,0,10,1,0,0,0,0,0,0,1.5,0\n",
+         "x.csv:2: field \"preemptions\": expected a whole number"},
+        {"policy,job,team,submit,jct_s,cost_onprem,cost_spot,cost_ondemand,egress,gpu_h_onprem,"
+         "gpu_h_spot,gpu_h_ondemand,preemptions,lost_gpu_h\n"
+         "ca,j,ml,inf,10,1,0,0,0,0,0,0,1,0\n",
+         "x.csv:2: field \"submit\""},
+        {"policy,job,team,submit,jct_s,cost_onprem,cost_spot,cost_ondemand,egress,gpu_h_onprem,"
+         "gpu_h_spot,gpu_h_ondemand,preemptions,lost_gpu_h\n"
+         "ca,j,ml,0\n",
+         "x.csv:2: expected at least 14 fields, got 4"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct sw_job_usage *r = (void *)1;
+        size_t n = 9;
+        struct sw_error err = {0};
+        assert_int_equal(
+            sw_job_usage_parse_csv(cases[i].in, strlen(cases[i].in), "x.csv", NULL, &r, &n, &err),
+            SW_EPARSE);
+        assert_null(r);
+        assert_int_equal(n, 0);
+        if (strstr(err.msg, cases[i].msg) == NULL)
+            fail_msg("case %zu: got \"%s\", expected \"%s\"", i, err.msg, cases[i].msg);
+    }
+}
+
+/* Fail the Nth allocation for N = 1.. until parsing and the report succeed. */
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    for (uint64_t k = 1; k < 50; k++) {
+        sw_alloc_fail_at(sw_alloc_count() + k);
+        struct sw_job_usage *r = NULL;
+        size_t n = 0;
+        struct sw_error err = {0};
+        int rc = sw_job_usage_parse_csv(jobs_csv, strlen(jobs_csv), "jobs.csv", "ca", &r, &n, &err);
+        struct sw_team_report *t = NULL;
+        size_t nt = 0;
+        if (rc == 0)
+            rc = sw_chargeback_report(r, n, 0, 1e9, 4.10, &t, &nt);
+        int injected = sw_alloc_injected();
+        sw_alloc_reset();
+        sw_free(t);
+        sw_free(r);
+        if (!injected) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(nt, 2);
+            return;
+        }
+        assert_int_equal(rc, SW_ENOMEM);
+    }
+    fail_msg("never completed within 50 allocations");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ml_research_report),
-        cmocka_unit_test(test_top_consumers),
-        cmocka_unit_test(test_empty_report),
+        cmocka_unit_test(test_ml_research_report),  cmocka_unit_test(test_top_consumers),
+        cmocka_unit_test(test_empty_report),        cmocka_unit_test(test_team_report),
+        cmocka_unit_test(test_job_usage_bad_input), cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

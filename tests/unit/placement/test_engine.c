@@ -57,13 +57,14 @@ static void test_cost_aware_bursts_to_spot(void **state)
     assert_int_equal(d.why, SW_WHY_LOWEST_SCORE);
     assert_int_equal(d.pool, 1);
     assert_int_equal(d.n_options, 3);
-    /* Staying: 4 h wait, 8 x $1.00 x 2 h, delay 4 h valued at $16/GPU-h. */
+    /* Staying: 4 h wait, 8 x $1.00 x 2 h, delay 4 h valued at the derived
+     * $4.10/GPU-h (the on-demand price): 16 + 8 x 4.10 x 4 = $147.20. */
     const struct sw_option *stay = &d.options[0];
     assert_true(stay->stay);
     assert_int_equal(stay->excluded, SW_EX_NONE);
     assert_int_equal((int)stay->wait_s, 4 * 3600);
     assert_cents(stay->cost.total, 1600);
-    assert_cents(stay->score, 52800);
+    assert_cents(stay->score, 14720);
     /* Spot: 8 x $1.5625 x (2 h + 5 min + 0.2 x (5 + 15 min)) = $26.88. */
     const struct sw_option *spot = &d.options[1];
     assert_cents(spot->cost.run_cost, 2500);
@@ -71,7 +72,9 @@ static void test_cost_aware_bursts_to_spot(void **state)
     assert_cents(spot->cost.interruption_cost, 83);
     assert_cents(spot->cost.total, 2688);
     assert_int_equal((int)spot->completion, 1000 + 300 + 7200 + 240);
-    assert_cents(spot->score, 4608);
+    /* Its delay, provisioning and expected interruptions, 540 s:
+     * 26.88 + 8 x 4.10 x 0.15 = $31.80. */
+    assert_cents(spot->score, 3180);
     /* On-demand: 8 x $4.10 x (2 h + 5 min) = $68.33. */
     const struct sw_option *od = &d.options[2];
     assert_cents(od->cost.total, 6833);
@@ -497,8 +500,21 @@ static void test_explain_does_not_change_decisions(void **state)
     struct sw_engine *e;
     assert_int_equal(sw_engine_new(&e), 0);
     size_t verdicts[3] = {0}, reasons[SW_EX__COUNT] = {0};
-    for (uint64_t seed = 1; seed <= 4; seed++) {
-        rsnap_init(&rs, seed);
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        rsnap_init(&rs, seed < 5 ? seed : 1);
+        if (seed == 5) {
+            /* The estimate's spread, outputs to return, and Jobs preempted
+             * too often to go back to spot. */
+            for (size_t i = 0; i < RS_WORKLOADS; i++) {
+                rs.work[i].runtime_sigma = (double)(i % 4) * 0.5;
+                rs.work[i].no_spot = i % 5 == 0;
+                if (i % 3 == 0) {
+                    rs.work[i].output_gb = (double)(i % 200);
+                    snprintf(rs.work[i].output_region, SW_NAME_MAX, "%s",
+                             i % 6 == 0 ? "onprem" : "nowhere");
+                }
+            }
+        }
         for (int k = 0; k < SW_POLICY__COUNT; k++) {
             struct sw_policy pol;
             sw_policy_default((enum sw_policy_kind)k, &pol);
@@ -557,15 +573,55 @@ static uint64_t digest(const struct sw_decision *d, size_t n)
     return h;
 }
 
+/* A Job whose belief is so long that a four-hour wait at home looks
+ * cheap stays; once it has waited the policy's bound, it takes the option
+ * that completes first, and a stay is rechecked when the bound comes. */
+static void test_cost_aware_wait_is_bounded(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "long-1", "ml", SW_PRIO_TRAINING, 1, 8, 1e7);
+    l.snap.n_pending = 1;
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_decision d;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, &d, NULL), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_true(d.recheck_at == l.pending[0].submit_time + 86400);
+    l.pending[0].submit_time = l.pending[0].pending_since = l.snap.now - 86400;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, &d, NULL), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    assert_int_equal(d.why, SW_WHY_WAIT_EXHAUSTED);
+    assert_int_equal(d.pool, 2); /* on-demand: no interruptions to wait out */
+    /* Requeued after a preemption a minute ago: its wait starts again. */
+    l.pending[0].pending_since = l.snap.now - 60;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, &d, NULL), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_true(d.recheck_at == l.snap.now - 60 + 86400);
+}
+
 /* The decisions of every policy on a fixed random snapshot, as recorded
- * before the engine was optimised: a faster engine must decide the same. */
+ * before the engine was optimised: a faster engine must decide the same.
+ * They were recorded with the delay valued at $16 a GPU-hour (every
+ * policy's options carry the score), so that is the value they are checked
+ * with, and without the bound on waiting added since; cost-aware's
+ * defaults (the on-demand price, a day's bound) have a record of their own. */
 static void test_decisions_match_recorded(void **state)
 {
     (void)state;
     static const uint64_t recorded[SW_POLICY__COUNT] = {
-        0xe1114ac7fc76ed7full, 0xdd1a058ac0050ffbull, 0x5e3c09eb18618075ull, 0x40af3e3d81da4932ull,
-        0x08370108d2e5b413ull, 0x579b7e9d0617cf7aull, 0x89a4b476d0010167ull,
+        0xe1114ac7fc76ed7full,
+        0xdd1a058ac0050ffbull,
+        0x5e3c09eb18618075ull,
+        0x40af3e3d81da4932ull,
+        0x08370108d2e5b413ull,
+        0x579b7e9d0617cf7aull,
+        0x89a4b476d0010167ull,
+        /* uniform-progress, recorded when it was added */
+        0x40a7512e32a5ab87ull,
     };
+    static const uint64_t recorded_derived = 0x2b84de0b99cd43c0ull;
     uint64_t got[SW_POLICY__COUNT];
     struct sw_engine *e;
     assert_int_equal(sw_engine_new(&e), 0);
@@ -573,6 +629,8 @@ static void test_decisions_match_recorded(void **state)
     for (int k = 0; k < SW_POLICY__COUNT; k++) {
         struct sw_policy pol;
         sw_policy_default((enum sw_policy_kind)k, &pol);
+        pol.delay_value_gpu_h = 16.0;
+        pol.max_wait_s = INFINITY; /* added later: no bound then */
         assert_int_equal(sw_engine_decide(e, &rs.snap, &pol, 0, rs_plain, NULL), 0);
         got[k] = digest(rs_plain, RS_WORKLOADS);
     }
@@ -581,6 +639,13 @@ static void test_decisions_match_recorded(void **state)
             fail_msg("policy %s: digest 0x%016llx, recorded 0x%016llx",
                      sw_policy_name((enum sw_policy_kind)k), (unsigned long long)got[k],
                      (unsigned long long)recorded[k]);
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    assert_int_equal(sw_engine_decide(e, &rs.snap, &pol, 0, rs_plain, NULL), 0);
+    if (digest(rs_plain, RS_WORKLOADS) != recorded_derived)
+        fail_msg("cost-aware, derived delay value: digest 0x%016llx, recorded 0x%016llx",
+                 (unsigned long long)digest(rs_plain, RS_WORKLOADS),
+                 (unsigned long long)recorded_derived);
     sw_engine_free(e);
 }
 
@@ -669,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_warm_engine_does_not_allocate),
         cmocka_unit_test(test_survives_allocation_failures),
         cmocka_unit_test(test_explain_does_not_change_decisions),
+        cmocka_unit_test(test_cost_aware_wait_is_bounded),
         cmocka_unit_test(test_decisions_match_recorded),
         cmocka_unit_test(test_fuzz_costs_finite_at_bounds),
     };

@@ -39,6 +39,9 @@ static void test_deterministic_explanation(void **state)
     explain_once(&l, &j2, &t2);
     assert_string_equal(j1, j2);
     assert_string_equal(t1, t2);
+    /* A known runtime has no spread to show. */
+    assert_null(strstr(t1, "belief sigma"));
+    assert_non_null(strstr(j1, "\"runtime_sigma\":0"));
     /* The production Job: on-demand, with spot excluded and why. */
     assert_non_null(strstr(j1, "\"workload\":\"serve-1\""));
     assert_non_null(strstr(j1, "\"verdict\":\"burst\",\"reason\":\"lowest-score\""));
@@ -94,10 +97,31 @@ static void test_json_survives_allocation_failures(void **state)
     fail_msg("never completed");
 }
 
+/* An uncertain runtime: the text says it is the expected one, with the
+ * belief's spread, and the JSON carries the spread. */
+static void test_uncertain_runtime(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "train-1", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    lab_workload(&l.pending[1], "train-2", "ml", SW_PRIO_TRAINING, 1, 8, 3600);
+    l.pending[1].runtime_sigma = 1.0;
+    l.snap.n_pending = 2;
+    char *j, *t;
+    explain_once(&l, &j, &t);
+    /* Median 1 h, sigma 1: the mean is e^0.5 h, 1.65 h. */
+    assert_non_null(strstr(t, "runtime 1.65 h expected, belief sigma 1.00"));
+    assert_non_null(strstr(j, "\"runtime_sigma\":1"));
+    sw_free(j);
+    sw_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deterministic_explanation),
+        cmocka_unit_test(test_uncertain_runtime),
         cmocka_unit_test(test_json_survives_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,10 +5,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "placement/cost.h"
 #include "placement/sim.h"
+
+#define assert_cents(dollars, expected_cents) assert_int_equal(sw_cents(dollars), (expected_cents))
 
 static const char clusters_json[] =
     "{\"pools\":["
@@ -34,9 +38,15 @@ static void run(const char *trace_csv, const char *policy, struct sw_sim_result 
     struct sw_error err = {0};
     assert_int_equal(sw_clusters_parse(clusters_json, strlen(clusters_json), "c", &c, &err), 0);
     assert_int_equal(sw_trace_parse(trace_csv, strlen(trace_csv), SW_TRACE_CSV, "t", &t, &err), 0);
-    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7};
+    /* These figures are known to the cent with the true runtimes. */
+    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
     assert_int_equal(sw_policy_parse(policy, &p.policy, &err), 0);
-    assert_int_equal(sw_sim_run(&p, r, ends, NULL, &err), 0);
+    struct sw_sim_job *jobs = calloc(t.n, sizeof(*jobs));
+    assert_non_null(jobs);
+    assert_int_equal(sw_sim_run(&p, r, jobs, &err), 0);
+    for (size_t j = 0; ends != NULL && j < t.n; j++)
+        ends[j] = jobs[j].end;
+    free(jobs);
     sw_trace_free(&t);
     sw_clusters_free(&c);
 }
@@ -92,11 +102,212 @@ static void test_spot_preemptions_deterministic(void **state)
     assert_true(a.cost_spot > 3 * 8 * 1.5625 * 10);
 }
 
+static const char spot_json[] =
+    "{\"pools\":["
+    "{\"name\":\"onprem\",\"region\":\"onprem\",\"capacity\":\"owned\",\"gpus\":8,"
+    "\"price_per_gpu_hour\":1.0},"
+    "{\"name\":\"cloud-spot\",\"region\":\"us-east-1\",\"capacity\":\"spot\",\"gpus\":64,"
+    "\"provision_seconds\":180,\"price_per_gpu_hour\":1.5625,\"interruptions_per_hour\":%s},"
+    "{\"name\":\"cloud-ondemand\",\"region\":\"us-west-2\",\"capacity\":\"on-demand\","
+    "\"gpus\":32,\"provision_seconds\":180,\"price_per_gpu_hour\":4.10}],"
+    "\"job_defaults\":{\"max_preemptions\":%d}}";
+
+/* Runs `trace_csv` under `policy` with the spot rate `rate`, the cap
+ * `cap`, the availability trace `avail` (JSON or NULL) and what the engine
+ * is told of runtimes; fills `jobs`. */
+static void run_full(const char *trace_csv, const char *policy, const char *rate, int cap,
+                     const char *avail, enum sw_runtime_knowledge k, struct sw_sim_result *r,
+                     struct sw_sim_job *jobs)
+{
+    char json[2048];
+    snprintf(json, sizeof(json), spot_json, rate, cap);
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_spot_trace a = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(json, strlen(json), "c", &c, &err), 0);
+    assert_int_equal(sw_trace_parse(trace_csv, strlen(trace_csv), SW_TRACE_CSV, "t", &t, &err), 0);
+    if (avail != NULL)
+        assert_int_equal(sw_spot_trace_parse(avail, strlen(avail), "a", &a, &err), 0);
+    struct sw_sim_params p = {.clusters = &c,
+                              .trace = &t,
+                              .seed = 7,
+                              .runtime = k,
+                              .availability = avail != NULL ? &a : NULL};
+    assert_int_equal(sw_policy_parse(policy, &p.policy, &err), 0);
+    assert_int_equal(sw_sim_run(&p, r, jobs, &err), 0);
+    sw_spot_trace_free(&a);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
+/* Without an oracle the engine sees the prior first, then what finished
+ * Jobs of the same features took: never a Job's own runtime. */
+static void test_learned_estimates(void **state)
+{
+    (void)state;
+    /* Six one-GPU Jobs of label "a", one after the other on an idle
+     * cluster, each 1000 s; then a seventh long after. */
+    static const char tr[] = "submit,gpus,duration,team,label\n"
+                             "0,1,1000,ml,a\n2000,1,1000,ml,a\n4000,1,1000,ml,a\n"
+                             "6000,1,1000,ml,a\n8000,1,1000,ml,a\n10000,1,1000,ml,a\n"
+                             "20000,1,7000,ml,a\n";
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[7];
+    run_full(tr, "cost-aware", "0.1", -1, NULL, SW_RUNTIME_LEARNED, &r, jobs);
+    assert_int_equal(r.completed, 7);
+    /* The first five see the prior: one hour, sigma 2, so a mean of
+     * 3600 e^2 s. */
+    for (int j = 0; j < 5; j++) {
+        assert_int_equal(jobs[j].estimate, SW_EST_PRIOR);
+        assert_float_equal(jobs[j].estimate_mean_s, 3600.0 * exp(2.0), 1e-6);
+    }
+    /* Then five runs of 1000 s: a median of 1000 s with no spread. */
+    assert_int_equal(jobs[5].estimate, SW_EST_LEARNED);
+    assert_float_equal(jobs[5].estimate_mean_s, 1000.0, 1e-6);
+    /* The seventh runs 7000 s but is believed to run about 1000: the
+     * engine never sees the truth. */
+    assert_int_equal(jobs[6].estimate, SW_EST_LEARNED);
+    assert_float_equal(jobs[6].estimate_mean_s, 1000.0, 1e-6);
+    assert_true(jobs[6].jct_s == 7000);
+    assert_int_equal(r.estimates[SW_EST_PRIOR], 5);
+    assert_int_equal(r.estimates[SW_EST_LEARNED], 2);
+}
+
+/* A spot burst gets GPUs only while the availability trace has instances:
+ * none for the first 500 s, then one (standing for the pool's ceiling). */
+static void test_spot_availability(void **state)
+{
+    (void)state;
+    static const char tr[] = "submit,gpus,duration,team\n0,8,3600,ml\n10,8,3600,ml\n";
+    static const char avail[] = "{\"metadata\":{\"gap_seconds\":100},"
+                                "\"data\":[0,0,0,0,0,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}";
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    run_full(tr, "spot-only", "0", -1, avail, SW_RUNTIME_ORACLE, &r, jobs);
+    assert_int_equal(jobs[1].capacity, SW_CAP_SPOT);
+    /* It waits at home until spot is obtainable at 500 s, then provisions. */
+    assert_true(jobs[1].start == 500 + 180);
+    assert_true(jobs[1].end == 500 + 180 + 3600);
+    /* Without the trace it bursts at once. */
+    run_full(tr, "spot-only", "0", -1, NULL, SW_RUNTIME_ORACLE, &r, jobs);
+    assert_true(jobs[1].start == 10 + 180);
+}
+
+/* After the cap, a Job no longer goes to spot: spot-only falls back to
+ * on-demand. At 360 interruptions an hour a spot run lasts seconds. */
+static void test_preemption_cap(void **state)
+{
+    (void)state;
+    static const char tr[] = "submit,gpus,duration,team\n0,8,3600,ml\n10,8,3600,ml\n";
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    run_full(tr, "spot-only", "360", 2, NULL, SW_RUNTIME_ORACLE, &r, jobs);
+    assert_int_equal(jobs[1].preemptions, 2);
+    assert_true(jobs[1].fell_back);
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_true(jobs[1].done);
+    assert_int_equal(r.fallbacks, 1);
+    assert_true(jobs[1].gpu_h[SW_CAP_SPOT] > 0 && jobs[1].gpu_h[SW_CAP_ON_DEMAND] > 1.0);
+    /* The derived cap: at 360 an hour, many preemptions are plausible
+     * before the rate is in doubt; the Job still falls back in the end. */
+    run_full(tr, "spot-only", "360", -1, NULL, SW_RUNTIME_ORACLE, &r, jobs);
+    assert_true(jobs[1].preemptions >= 2);
+    assert_true(jobs[1].done);
+}
+
+/* Inputs move before the run and outputs after it: both are part of the
+ * JCT, and the outputs' egress is paid at the link's price. 125 GB in at
+ * 10 Gbit/s is 100 s; 12.5 GB out is 10 s at $0.09/GB, $1.125. */
+static void test_transfers_in_jct_and_egress(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"pools\":["
+        "{\"name\":\"onprem\",\"region\":\"onprem\",\"capacity\":\"owned\",\"gpus\":8,"
+        "\"price_per_gpu_hour\":1.0},"
+        "{\"name\":\"od\",\"region\":\"us-west-2\",\"capacity\":\"on-demand\","
+        "\"gpus\":32,\"provision_seconds\":180,\"price_per_gpu_hour\":4.10}],"
+        "\"links\":[{\"from\":\"onprem\",\"to\":\"us-west-2\",\"price_per_gb\":0,"
+        "\"bandwidth_gbps\":10},{\"from\":\"us-west-2\",\"to\":\"onprem\","
+        "\"price_per_gb\":0.09,\"bandwidth_gbps\":10}],"
+        "\"job_defaults\":{\"input_gb\":125,\"input_region\":\"onprem\",\"output_gb\":12.5}}";
+    static const char tr[] = "submit,gpus,duration,team\n0,8,3600,ml\n10,8,3600,ml\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(json, strlen(json), "c", &c, &err), 0);
+    assert_string_equal(c.defaults.output_region, "onprem"); /* defaults to the input's */
+    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
+    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    assert_int_equal(sw_policy_parse("burst-now", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    /* At home nothing moves. */
+    assert_true(jobs[0].jct_s == 3600 && jobs[0].egress_cost == 0);
+    /* In the cloud: inputs, provisioning, the run, the outputs. */
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_float_equal(jobs[1].jct_s, 100 + 180 + 3600 + 10, 1e-6);
+    assert_cents(jobs[1].egress_cost, 113);
+    assert_cents(r.cost_egress, 113);
+    /* Billed from the end of the input transfer to the end of the run. */
+    assert_float_equal(jobs[1].gpu_h[SW_CAP_ON_DEMAND], 8 * (180 + 3600) / 3600.0, 1e-9);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
+/* With migration, a Job that went to on-demand while spot was out moves
+ * to spot at its first checkpoint after spot returns, losing no work (only
+ * the restart); without, it stays on on-demand. */
+static void test_migration(void **state)
+{
+    (void)state;
+    static const char tr[] = "submit,gpus,duration,team\n0,8,36000,ml\n10,8,36000,ml\n";
+    static const char avail[] = "{\"metadata\":{\"gap_seconds\":100},"
+                                "\"data\":[0,0,0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1,1]}";
+    char json[2048];
+    snprintf(json, sizeof(json), spot_json, "0", -1);
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_spot_trace a = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(json, strlen(json), "c", &c, &err), 0);
+    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
+    assert_int_equal(sw_spot_trace_parse(avail, strlen(avail), "a", &a, &err), 0);
+    struct sw_sim_params p = {
+        .clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE, .availability = &a};
+    assert_int_equal(sw_policy_parse("greedy", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_int_equal(r.migrations, 0);
+    p.migrate = true;
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(r.migrations, 1);
+    assert_int_equal(jobs[1].capacity, SW_CAP_SPOT);
+    /* On-demand from dispatch (10 s) to the first checkpoint, 30 minutes
+     * after provisioning: 10 + 180 + 1800. */
+    assert_float_equal(jobs[1].gpu_h[SW_CAP_ON_DEMAND], 8 * (180 + 1800) / 3600.0, 1e-9);
+    /* No work lost but the restart; it ends restart and provisioning later. */
+    assert_float_equal(jobs[1].lost_gpu_h, 8 * 300 / 3600.0, 1e-9);
+    assert_float_equal(jobs[1].end, 10 + 180 + 1800 + 180 + 300 + (36000 - 1800), 1e-6);
+    sw_spot_trace_free(&a);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_burst_now_versus_local),
         cmocka_unit_test(test_spot_preemptions_deterministic),
+        cmocka_unit_test(test_learned_estimates),
+        cmocka_unit_test(test_spot_availability),
+        cmocka_unit_test(test_preemption_cap),
+        cmocka_unit_test(test_transfers_in_jct_and_egress),
+        cmocka_unit_test(test_migration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -263,6 +263,48 @@ static void test_fuzz_nul_in_field(void **state)
     sw_trace_free(&t);
 }
 
+/* What a hub learns runtimes by, the runtime annotation and input sizes;
+ * the Alibaba pod's resource shape as its label and its GPU share. */
+static void test_features(void **state)
+{
+    (void)state;
+    static const char in[] = "submit,gpus,duration,team,label,expected_runtime,input_gb\n"
+                             "0,1,600,ml,bert,500,12.5\n"
+                             "5,2,60,ml,,,\n";
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_trace_parse(in, strlen(in), SW_TRACE_AUTO, "f.csv", &t, &err), 0);
+    assert_string_equal(t.jobs[0].label, "bert");
+    assert_true(t.jobs[0].expected_runtime == 500 && t.jobs[0].input_gb == 12.5);
+    assert_true(t.jobs[1].expected_runtime == 0 && t.jobs[1].input_gb < 0);
+    sw_trace_free(&t);
+    assert_int_equal(sw_trace_parse(alibaba, strlen(alibaba), SW_TRACE_AUTO, "pods.csv", &t, &err),
+                     0);
+    assert_string_equal(t.jobs[0].label, "c12000-m16384-g1000");
+    assert_true(t.jobs[0].gpu_share == 1.0 && t.jobs[0].input_gb < 0);
+    sw_trace_free(&t);
+    static const char frac[] =
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+        "deletion_time,scheduled_time\n"
+        "p,6000,12288,1,460,,LS,Running,0,100,0\n";
+    assert_int_equal(sw_trace_parse(frac, strlen(frac), SW_TRACE_AUTO, "pods.csv", &t, &err), 0);
+    assert_true(t.jobs[0].gpu_share == 0.46 && t.jobs[0].gpus == 1);
+    sw_trace_free(&t);
+    /* Bad values name the file, the line and the field. */
+    static const char bad[] = "submit,gpus,duration,team,expected_runtime\n0,1,60,ml,soon\n";
+    assert_int_equal(sw_trace_parse(bad, strlen(bad), SW_TRACE_AUTO, "b.csv", &t, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "b.csv:2: field \"expected_runtime\""));
+    sw_trace_free(&t);
+    static const char badm[] =
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+        "deletion_time,scheduled_time\n"
+        "p,6000,12288,1,1460,,LS,Running,0,100,0\n";
+    assert_int_equal(sw_trace_parse(badm, strlen(badm), SW_TRACE_AUTO, "p.csv", &t, &err),
+                     SW_EPARSE);
+    assert_non_null(strstr(err.msg, "p.csv:2: field \"gpu_milli\""));
+    sw_trace_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_fuzz_spot_next_preemption_after_t),
         cmocka_unit_test(test_spot_trace_too_long),
         cmocka_unit_test(test_fuzz_nul_in_field),
+        cmocka_unit_test(test_features),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,331 @@
+/*
+ * report.c - `spillctl report chargeback`: per-team GPU-hours, cost,
+ * savings against all on-demand, preemptions and egress over a period, in
+ * the seeds' monthly-report form, as CSV or as JSON.
+ *
+ * The figures come from sw_chargeback_report (placement/chargeback.c), a
+ * function over per-Job records; today the records are a simulation's
+ * per-Job CSV (`spillctl simulate --jobs-csv`), read here.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "clusters/exec.h"
+#include "common/alloc.h"
+#include "controller/cli/commands.h"
+#include "controller/cli/globals.h"
+#include "placement/chargeback.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: spillctl report chargeback --from DATE --to DATE\n"
+            "                                  --from-simulation FILE --ondemand-price DOLLARS\n"
+            "                                  [--policy LABEL] [--epoch DATE]\n"
+            "                                  [-o table|csv|json]\n"
+            "\n"
+            "Per team, over [--from, --to): GPU-hours at home, on spot and on-demand, their\n"
+            "cost, egress, the total, what the same GPU-hours would cost on on-demand and\n"
+            "the saving, preemptions and lost GPU-hours, and the costliest Jobs. A Job\n"
+            "counts in the period it completed in (or was submitted in, if it never did).\n"
+            "\n"
+            "Options:\n"
+            "  --from DATE, --to DATE   the period: YYYY-MM-DD or RFC 3339\n"
+            "  --from-simulation FILE   the per-Job CSV of spillctl simulate --jobs-csv\n"
+            "  --policy LABEL           the run to report (needed when FILE holds several)\n"
+            "  --epoch DATE             the date of a simulation's time 0 (default 1970-01-01)\n"
+            "  --ondemand-price DOLLARS price per GPU-hour the savings are measured against\n"
+            "  -o FORMAT                table (default), csv or json (the global -o)\n"
+            "\n" SW_CLI_GLOBAL_HELP);
+}
+
+/* Seconds since the Unix epoch of "YYYY-MM-DD" or an RFC 3339 time. */
+static int parse_date(const char *opt, const char *s, double *out)
+{
+    char buf[64];
+    const char *t = s;
+    if (strlen(s) == 10) {
+        snprintf(buf, sizeof(buf), "%sT00:00:00Z", s);
+        t = buf;
+    }
+    int64_t ms;
+    const char *why = NULL;
+    if (sw_parse_rfc3339(t, &ms, &why) != 0) {
+        fprintf(stderr,
+                "spillctl report: %s: expected YYYY-MM-DD or an RFC 3339 time, got \"%s\"%s%s\n",
+                opt, s, why ? ": " : "", why ? why : "");
+        return -1;
+    }
+    *out = (double)ms / 1000.0;
+    return 0;
+}
+
+/* 1234567.891 as "1,234,567.89" (two decimals) or "1,234,568" (none). */
+static const char *money(double v, int decimals, char *buf, size_t cap)
+{
+    char raw[64];
+    snprintf(raw, sizeof(raw), "%.*f", decimals, fabs(v));
+    const char *dot = strchr(raw, '.');
+    size_t ints = dot ? (size_t)(dot - raw) : strlen(raw), o = 0;
+    if (v < 0 && o + 1 < cap)
+        buf[o++] = '-';
+    for (size_t i = 0; i < ints && o + 2 < cap; i++) {
+        if (i > 0 && (ints - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = raw[i];
+    }
+    for (const char *p = dot; p != NULL && *p && o + 1 < cap; p++)
+        buf[o++] = *p;
+    buf[o] = '\0';
+    return buf;
+}
+
+static void print_table(const struct sw_team_report *t, size_t nt, const struct sw_job_usage *recs,
+                        const char *from, const char *to, double price)
+{
+    static const enum sw_capacity order[3] = {SW_CAP_OWNED, SW_CAP_SPOT, SW_CAP_ON_DEMAND};
+    static const char *const cap_name[3] = {"home (owned)", "spot", "on-demand"};
+    char a[48], b[48], c[48];
+    for (size_t k = 0; k < nt; k++) {
+        const struct sw_team_report *x = &t[k];
+        printf("GPU Report — %s, %s to %s\n", x->team, from, to);
+        printf("━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━\n");
+        printf("GPU-hours consumed: %s hrs (%zu Jobs)\n", money(x->gpu_hours, 0, a, sizeof(a)),
+               x->jobs);
+        for (int i = 0; i < 3; i++)
+            printf("%s %s: %s hrs = $%s\n", i < 2 ? "├──" : "└──", cap_name[i],
+                   money(x->gpu_h[order[i]], 0, a, sizeof(a)),
+                   money(x->cost[order[i]], 2, b, sizeof(b)));
+        printf("Egress: $%s\n", money(x->egress, 2, a, sizeof(a)));
+        printf("──────────\n");
+        printf("Total: $%s\n", money(x->total, 2, a, sizeof(a)));
+        printf("All on-demand ($%.2f/GPU-h): $%s; saved $%s (%.1f%%)\n", price,
+               money(x->all_ondemand, 2, a, sizeof(a)), money(x->savings, 2, b, sizeof(b)),
+               100.0 * x->savings_fraction);
+        printf("Spot ratio: %.1f%% of cloud GPU-hours (target: >70%%)\n", 100.0 * x->spot_ratio);
+        printf("Preemptions: %u; lost GPU-hours: %s hrs\n", x->preemptions,
+               money(x->lost_gpu_h, 1, a, sizeof(a)));
+        printf("Top consumers:\n");
+        for (size_t i = 0; i < x->n_top; i++) {
+            const struct sw_job_usage *r = &recs[x->top[i]];
+            double gh = r->gpu_h[0] + r->gpu_h[1] + r->gpu_h[2];
+            double cost = r->cost[0] + r->cost[1] + r->cost[2] + r->egress;
+            printf("%zu. %s: %s GPU-hrs ($%s)\n", i + 1, r->name, money(gh, 0, c, sizeof(c)),
+                   money(cost, 2, b, sizeof(b)));
+        }
+        if (k + 1 < nt)
+            printf("\n");
+    }
+}
+
+static void print_csv(const struct sw_team_report *t, size_t nt)
+{
+    printf("team,jobs,gpu_h_home,gpu_h_spot,gpu_h_ondemand,cost_home,cost_spot,cost_ondemand,"
+           "egress,total,all_ondemand,savings,savings_fraction,spot_ratio,preemptions,"
+           "lost_gpu_h\n");
+    for (size_t k = 0; k < nt; k++) {
+        const struct sw_team_report *x = &t[k];
+        printf("%s,%zu,%.3f,%.3f,%.3f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f,%.4f,%u,%.3f\n",
+               x->team, x->jobs, x->gpu_h[SW_CAP_OWNED], x->gpu_h[SW_CAP_SPOT],
+               x->gpu_h[SW_CAP_ON_DEMAND], x->cost[SW_CAP_OWNED], x->cost[SW_CAP_SPOT],
+               x->cost[SW_CAP_ON_DEMAND], x->egress, x->total, x->all_ondemand, x->savings,
+               x->savings_fraction, x->spot_ratio, x->preemptions, x->lost_gpu_h);
+    }
+}
+
+static int print_json(const struct sw_team_report *t, size_t nt, const struct sw_job_usage *recs,
+                      const char *from, const char *to, double price)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *teams = root ? cJSON_AddArrayToObject(root, "teams") : NULL;
+    bool ok = teams != NULL && cJSON_AddStringToObject(root, "from", from) &&
+              cJSON_AddStringToObject(root, "to", to) &&
+              cJSON_AddNumberToObject(root, "ondemand_price_per_gpu_hour", price);
+    for (size_t k = 0; ok && k < nt; k++) {
+        const struct sw_team_report *x = &t[k];
+        cJSON *o = cJSON_CreateObject();
+        ok = o != NULL && cJSON_AddItemToArray(teams, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            break;
+        }
+        cJSON *gh = cJSON_AddObjectToObject(o, "gpu_hours");
+        cJSON *cost = cJSON_AddObjectToObject(o, "cost");
+        cJSON *top = cJSON_AddArrayToObject(o, "top");
+        ok = cJSON_AddStringToObject(o, "team", x->team) &&
+             cJSON_AddNumberToObject(o, "jobs", (double)x->jobs) && gh && cost && top &&
+             cJSON_AddNumberToObject(gh, "home", x->gpu_h[SW_CAP_OWNED]) &&
+             cJSON_AddNumberToObject(gh, "spot", x->gpu_h[SW_CAP_SPOT]) &&
+             cJSON_AddNumberToObject(gh, "ondemand", x->gpu_h[SW_CAP_ON_DEMAND]) &&
+             cJSON_AddNumberToObject(gh, "total", x->gpu_hours) &&
+             cJSON_AddNumberToObject(cost, "home", round(x->cost[SW_CAP_OWNED] * 100) / 100) &&
+             cJSON_AddNumberToObject(cost, "spot", round(x->cost[SW_CAP_SPOT] * 100) / 100) &&
+             cJSON_AddNumberToObject(cost, "ondemand",
+                                     round(x->cost[SW_CAP_ON_DEMAND] * 100) / 100) &&
+             cJSON_AddNumberToObject(cost, "egress", round(x->egress * 100) / 100) &&
+             cJSON_AddNumberToObject(cost, "total", round(x->total * 100) / 100) &&
+             cJSON_AddNumberToObject(o, "all_ondemand", round(x->all_ondemand * 100) / 100) &&
+             cJSON_AddNumberToObject(o, "savings", round(x->savings * 100) / 100) &&
+             cJSON_AddNumberToObject(o, "savings_fraction", x->savings_fraction) &&
+             cJSON_AddNumberToObject(o, "spot_ratio", x->spot_ratio) &&
+             cJSON_AddNumberToObject(o, "preemptions", x->preemptions) &&
+             cJSON_AddNumberToObject(o, "lost_gpu_hours", x->lost_gpu_h);
+        for (size_t i = 0; ok && i < x->n_top; i++) {
+            const struct sw_job_usage *r = &recs[x->top[i]];
+            cJSON *j = cJSON_CreateObject();
+            ok = j != NULL && cJSON_AddItemToArray(top, j);
+            if (!ok) {
+                cJSON_Delete(j);
+                break;
+            }
+            ok = cJSON_AddStringToObject(j, "job", r->name) &&
+                 cJSON_AddNumberToObject(j, "gpu_hours", r->gpu_h[0] + r->gpu_h[1] + r->gpu_h[2]) &&
+                 cJSON_AddNumberToObject(
+                     j, "cost",
+                     round((r->cost[0] + r->cost[1] + r->cost[2] + r->egress) * 100) / 100);
+        }
+    }
+    char *text = ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (text == NULL) {
+        fprintf(stderr, "spillctl report: out of memory\n");
+        return -1;
+    }
+    puts(text);
+    cJSON_free(text);
+    return 0;
+}
+
+static int chargeback(const struct sw_cli_globals *g, int argc, char **argv)
+{
+    const char *from_s = NULL, *to_s = NULL, *sim = NULL, *policy = NULL, *epoch_s = NULL;
+    /* -o is a global option (controller/cli/globals.h). */
+    const char *format = sw_cli_format_name(g->output);
+    double price = -1;
+    static const struct option opts[] = {
+        {"from", required_argument, NULL, 'f'},
+        {"to", required_argument, NULL, 't'},
+        {"from-simulation", required_argument, NULL, 's'},
+        {"policy", required_argument, NULL, 'p'},
+        {"epoch", required_argument, NULL, 'e'},
+        {"ondemand-price", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'f':
+            from_s = optarg;
+            break;
+        case 't':
+            to_s = optarg;
+            break;
+        case 's':
+            sim = optarg;
+            break;
+        case 'p':
+            policy = optarg;
+            break;
+        case 'e':
+            epoch_s = optarg;
+            break;
+        case 'P': {
+            char *end;
+            price = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !isfinite(price) || price < 0 || price > 1e6) {
+                fprintf(stderr,
+                        "spillctl report: --ondemand-price: expected dollars per GPU-hour, got "
+                        "\"%s\"\n",
+                        optarg);
+                return SW_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'h':
+            usage(stdout);
+            return SW_EXIT_OK;
+        default:
+            usage(stderr);
+            return SW_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "spillctl report: unexpected argument \"%s\"\n", argv[optind]);
+        return SW_EXIT_USAGE;
+    }
+    if (from_s == NULL || to_s == NULL || sim == NULL || price < 0) {
+        fprintf(stderr, "spillctl report chargeback: --from, --to, --from-simulation and "
+                        "--ondemand-price are required\n\n");
+        usage(stderr);
+        return SW_EXIT_USAGE;
+    }
+    if (strcmp(format, "table") != 0 && strcmp(format, "csv") != 0 && strcmp(format, "json") != 0) {
+        fprintf(stderr, "spillctl report chargeback: -o: expected table, csv or json, got \"%s\"\n", format);
+        return SW_EXIT_USAGE;
+    }
+    double from, to, epoch = 0;
+    if (parse_date("--from", from_s, &from) != 0 || parse_date("--to", to_s, &to) != 0 ||
+        (epoch_s != NULL && parse_date("--epoch", epoch_s, &epoch) != 0))
+        return SW_EXIT_USAGE;
+    if (!(to > from)) {
+        fprintf(stderr, "spillctl report: --to must be after --from\n");
+        return SW_EXIT_USAGE;
+    }
+    char *buf = NULL;
+    size_t len;
+    if (sw__cli_read_file("report", sim, &buf, &len) != 0)
+        return SW_EXIT_FAIL;
+    struct sw_job_usage *recs = NULL;
+    size_t n = 0;
+    struct sw_error err = {0};
+    int status = SW_EXIT_FAIL;
+    struct sw_team_report *t = NULL;
+    size_t nt = 0;
+    if (sw_job_usage_parse_csv(buf, len, sim, policy, &recs, &n, &err) != 0) {
+        fprintf(stderr, "spillctl report: %s\n", err.msg);
+        goto out;
+    }
+    /* A simulation's times are seconds from its epoch. */
+    for (size_t i = 0; i < n; i++)
+        recs[i].at += epoch;
+    if (sw_chargeback_report(recs, n, from, to, price, &t, &nt) != 0) {
+        fprintf(stderr, "spillctl report: out of memory\n");
+        goto out;
+    }
+    if (strcmp(format, "table") == 0) {
+        if (nt == 0)
+            printf("No Job completed between %s and %s.\n", from_s, to_s);
+        print_table(t, nt, recs, from_s, to_s, price);
+    } else if (strcmp(format, "csv") == 0) {
+        print_csv(t, nt);
+    } else if (print_json(t, nt, recs, from_s, to_s, price) != 0) {
+        goto out;
+    }
+    status = SW_EXIT_OK;
+out:
+    sw_free(t);
+    sw_free(recs);
+    sw_free(buf);
+    return status;
+}
+
+int sw_cli_report(const struct sw_cli_globals *g, int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fprintf(argc < 2 ? stderr : stdout, "usage: spillctl report chargeback ...\n\n");
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? SW_EXIT_USAGE : SW_EXIT_OK;
+    }
+    if (strcmp(argv[1], "chargeback") == 0)
+        return chargeback(g, argc - 1, argv + 1);
+    fprintf(stderr, "spillctl report: unknown report \"%s\" (expected chargeback)\n", argv[1]);
+    return SW_EXIT_USAGE;
+}

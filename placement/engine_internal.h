@@ -1,0 +1,260 @@
+/*
+ * engine_internal.h - what the engine's files share and nothing else sees:
+ * the workspace (struct sw_engine), the local queues, the per-workload
+ * context, and the functions each file gives the decision loop
+ * (placement/engine.c):
+ *
+ *   policy.c      policies, their parameters and the texts of reasons
+ *   prepare.c     the tables of one call: pools, regions, links, quotas,
+ *                 budgets, local queues, pool sets, the decision order
+ *   order.c       the decision order (priority, then first come)
+ *   localq.c      the local-queue forecast: when N GPUs could start
+ *   candidates.c  the pools worth pricing for a workload
+ *   options.c     pricing an option: capacity, quota, egress, times, cost
+ *   choose.c      what each policy picks among the priced options
+ *
+ * Internal to placement/: names are sw__, no contract beyond this module.
+ */
+#ifndef SW_PLACEMENT_ENGINE_INTERNAL_H
+#define SW_PLACEMENT_ENGINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "placement/engine.h"
+#include "placement/index.h"
+#include "placement/quota.h"
+
+/* For the few small functions of the option loop that must inline whatever
+ * the compiler thinks of their size: each is called with constant
+ * arguments that fold away. */
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Starburst's k: waiting budget = k x runtime x GPUs. */
+#define POLICY_MAX_K 1e6
+
+/* ---- Local queues ------------------------------------------------------ */
+
+struct release {
+    double t;
+    int gpus;
+};
+
+/* The FIFO queue of one pool: GPUs free at `cursor`, releases after it. */
+#define PEEK_CACHE 33
+
+struct lq {
+    struct release *h; /* min-heap on t */
+    size_t n, cap;
+    double cursor;
+    int free;
+    int total;
+    /* Start times already answered since the last commit, per GPU count:
+     * most workloads ask the same few sizes of an unchanged queue. */
+    unsigned version;
+    unsigned cache_v[PEEK_CACHE];
+    double cache_t[PEEK_CACHE];
+};
+
+/* A node of the release heap, for peeking at its smallest entries. */
+struct peek_node {
+    double t;
+    size_t i;
+};
+
+/* ---- The engine ------------------------------------------------------- */
+
+/* A workload's place in the decision order: priority class (highest
+ * first, so stored as 3 - class), then submit time as an unsigned integer
+ * that sorts like the double, then name, then index. */
+struct order_key {
+    uint64_t submit;
+    size_t idx;
+    unsigned prio;
+};
+
+/* Radix sort passes: the 8 bytes of the submit time, then the priority. */
+#define RADIX_PASSES 9
+
+/* What the option loop reads of a pool, packed: the snapshot's struct
+ * sw_pool is mostly names, and scanning it for a few numbers a million
+ * times per call costs cache misses. */
+struct pool_rt {
+    double price;       /* per GPU-hour */
+    double rate;        /* interruptions per hour (0 for owned capacity) */
+    double provision_s; /* delay to add capacity */
+    double provision_h;
+    double mem; /* GPU memory, GB */
+    int cluster, region, product, flavour;
+    int queue; /* local queue index, -1 none */
+    int total, max;
+    int free, room;    /* idle GPUs now, and GPUs autoscaling may still add */
+    double cap_wait_s; /* > 0: no GPU can be added before this many seconds */
+    unsigned ic;
+    enum sw_capacity cap;
+};
+
+/* Capacity levels: a pool is in level b of the capacity sets when it may
+ * still take 2^b GPUs, so a workload of g GPUs need look only at level
+ * floor(log2 g). */
+#define CAP_LEVELS 32
+
+/* A small cache of pool sets computed for one attribute value. */
+#define SET_CACHE 4
+struct set_cache {
+    double key[SET_CACHE];
+    bool used[SET_CACHE];
+    unsigned next;
+};
+
+struct sw_engine {
+    struct order_key *order, *order_tmp;
+    size_t order_cap, order_tmp_cap;
+    size_t radix[RADIX_PASSES][256];
+    struct pool_rt *pools;
+    size_t pool_cap;
+    struct lq *lqs;
+    size_t lq_cap, n_lqs;
+    struct release *scratch;
+    size_t scratch_cap;
+    struct peek_node *peek; /* lq_peek's frontier */
+    size_t peek_cap;
+    struct sw__index idx; /* pools, clusters, flavours and teams as ids */
+    struct sw__intern regions, products;
+    /* Region x region: egress price per GB and seconds per GB. */
+    double *link_price, *link_spg;
+    size_t mat_cap;
+    /* Per region for the current workload, with a stamp for laziness. */
+    double *eg_cost, *eg_time;
+    unsigned *eg_stamp;
+    size_t eg_cap;
+    unsigned stamp;
+    /* Quotas. */
+    struct sw_quota_state *qs;
+    struct sw_quota_group *qg;
+    size_t q_cap;
+    int *team_quota; /* team x flavour -> quota index, -1 none */
+    bool *team_has_quota;
+    double *budget_left;
+    size_t team_cap, tq_cap;
+    double *hist;
+    size_t hist_cap;
+    /* Options: one row per workload when explaining, else one row. */
+    struct sw_option *opts;
+    size_t opts_cap;
+    /* Pool sets: one bit per pool, `words` 64-bit words per set. Bit r
+     * stands for the pool of rank r in list price order (ties by index),
+     * so that candidates come out cheapest first. */
+    size_t np, words;
+    size_t *rank_pool, *pool_rank;
+    size_t rank_pool_cap, pool_rank_cap;
+    uint64_t *sets;
+    size_t sets_cap;
+    uint64_t *set_all, *set_spot, *set_cap, *set_prod, *set_cluster, *set_team;
+    uint64_t *set_mem, *set_ic, *set_price, *set_cand;
+    struct set_cache mem_cache, ic_cache, price_cache;
+};
+
+/* Everything about one workload the option loop needs, resolved once. */
+struct wctx {
+    const struct sw_workload *w;
+    int gpus;
+    double runtime_s;    /* expected runtime over the estimate's distribution */
+    double runtime_dl_s; /* its SW_DEADLINE_QUANTILE quantile, for deadlines */
+    int out_region;      /* where outputs return (-1: none or unknown) */
+    int origin;
+    int team;
+    uint64_t product_mask; /* 0: any product */
+    bool product_unknown;  /* asked only for products no pool has */
+    /* Hours, as the cost model takes them, and the work lost per
+     * interruption (the same for every pool). */
+    double rt_h, lost_h, lost_s;
+    double delay_per_h; /* the policy's value of an hour of delay, for all GPUs */
+    /* Region ids of the inputs' copies (-1: unknown), resolved on first use. */
+    bool src_resolved;
+    int src[SW_MAX_INPUTS][SW_MAX_INPUT_REGIONS];
+};
+
+static inline void set_bit(uint64_t *set, size_t i)
+{
+    set[i / 64] |= (uint64_t)1 << (i % 64);
+}
+
+static inline void clear_bit(uint64_t *set, size_t i)
+{
+    set[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+/* The capacity a pool shows the sets: what a burst may take (idle plus
+ * autoscaling room), or for a queued pool at least its size, since its own
+ * cluster's Jobs queue for it. */
+static inline int cap_hint(const struct pool_rt *p)
+{
+    int burst = p->free + p->room;
+    return p->queue >= 0 && p->total > burst ? p->total : burst;
+}
+
+/* Moves pool `pi` down the capacity levels after its hint fell from `old`. */
+static inline void cap_levels_update(struct sw_engine *e, size_t pi, int old)
+{
+    int now = cap_hint(&e->pools[pi]);
+    for (int b = 0; b < CAP_LEVELS && ((int64_t)1 << b) <= old; b++)
+        if (((int64_t)1 << b) > now)
+            clear_bit(e->set_cap + (size_t)b * e->words, e->pool_rank[pi]);
+}
+
+/* When the workload was last queued: its wait is bounded from then. */
+static inline double pending_since(const struct sw_workload *w)
+{
+    return w->pending_since > w->submit_time ? w->pending_since : w->submit_time;
+}
+
+/** Whether a policy's parameters are within the bounds that keep scores finite. */
+bool sw__policy_params_ok(const struct sw_policy *p);
+
+/** Sizes the workspace and builds the tables of one call (prepare.c). */
+int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
+                struct sw_error *err);
+
+/** A double's bits as an unsigned integer in the same order (order.c). */
+uint64_t sw__order_bits(double d);
+
+/** Sorts the decision order; `tmp` has n entries (order.c). */
+void sw__sort_order(struct sw_engine *e, struct order_key *a, struct order_key *tmp, size_t n,
+                    const struct sw_workload *pending);
+
+/** Adds a release to queue `q`'s heap; the heap has room (localq.c). */
+void sw__lq_push(struct lq *q, struct release r);
+
+/**
+ * When `gpus` GPUs could start on queue `q`, at the earliest `now`; with
+ * `commit` the Job is queued and holds them until start + `hold` (localq.c).
+ */
+double sw__lq_start(struct sw_engine *e, struct lq *q, int gpus, double now, bool commit,
+                    double hold);
+
+/** The candidate pools of workload `c`, as a set of e->words words (candidates.c). */
+const uint64_t *sw__workload_candidates(struct sw_engine *e, const struct wctx *c);
+
+/** Prices pool `pi` for `c` into `o`, every exclusion in order (options.c). */
+void sw__evaluate(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c, size_t pi,
+                  struct sw_option *o);
+
+/**
+ * Prices the candidate pools `cand` cheapest first into `opts`, keeping the
+ * eligible ones, stopping when the rest cannot matter; returns how many
+ * (options.c).
+ */
+size_t sw__evaluate_candidates(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,
+                               const struct sw_policy *pol, const uint64_t *cand,
+                               struct sw_option *opts);
+
+/** The option policy `pol` picks among `n` (-1: none), with d->why set (choose.c). */
+int sw__choose(const struct sw_snapshot *s, const struct sw_policy *pol, const struct wctx *c,
+               struct sw_option *opts, size_t n, struct sw_decision *d);
+
+/** The commonest exclusion among `n` options (choose.c). */
+enum sw_exclusion sw__main_exclusion(const struct sw_option *opts, size_t n);
+
+#endif
