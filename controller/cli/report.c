@@ -19,14 +19,18 @@
 #include "clusters/exec.h"
 #include "common/alloc.h"
 #include "controller/cli/commands.h"
+#include "common/json.h"
 #include "controller/cli/globals.h"
+#include "controller/hub/jobrec.h"
+#include "store/redis.h"
 #include "placement/chargeback.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: spillctl report chargeback --from DATE --to DATE\n"
-            "                                  --from-simulation FILE --ondemand-price DOLLARS\n"
+            "                                  --from-hub | --from-simulation FILE\n"
+            "                                  --ondemand-price DOLLARS\n"
             "                                  [--policy LABEL] [--epoch DATE]\n"
             "                                  [-o table|csv|json]\n"
             "\n"
@@ -37,6 +41,10 @@ static void usage(FILE *out)
             "\n"
             "Options:\n"
             "  --from DATE, --to DATE   the period: YYYY-MM-DD or RFC 3339\n"
+            "  --from-hub               the hub's records in Redis (the global --redis):\n"
+            "                           each Job's last attempt, GPUs x hours run, at the\n"
+            "                           price of the pool it ran in; inputs moved out of\n"
+            "                           their region at $0.02 per GB\n"
             "  --from-simulation FILE   the per-Job CSV of spillctl simulate --jobs-csv\n"
             "  --policy LABEL           the run to report (needed when FILE holds several)\n"
             "  --epoch DATE             the date of a simulation's time 0 (default 1970-01-01)\n"
@@ -202,9 +210,71 @@ static int print_json(const struct sw_team_report *t, size_t nt, const struct sw
     return 0;
 }
 
+/* The hub's records as usage: each Job's last attempt, GPUs x hours run at
+ * the price of the pool it ran in (controller/hub/jobrec.h). */
+static int hub_usage(const struct sw_cli_globals *g, struct sw_job_usage **out, size_t *n,
+                     struct sw_error *err)
+{
+    char url[SW_CLI_REDIS_URL_MAX];
+    redisContext *c = NULL;
+    redisReply *keys = NULL;
+    *out = NULL;
+    *n = 0;
+    if (sw_cli_redis_url(g, url, sizeof(url), err) != 0 ||
+        sw_redis_sync_connect(url, 5000, &c, err) != 0)
+        return err->code ? err->code : SW_EINVAL;
+    int rc = sw_redis_sync_command(c, &keys, err, "SMEMBERS %s", SW_KEY_JOBS);
+    if (rc != 0)
+        goto out;
+    *out = sw_calloc(keys->elements + 1, sizeof(**out));
+    if (*out == NULL) {
+        rc = SW_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < keys->elements; i++) {
+        redisReply *v = NULL;
+        if (sw_redis_sync_command(c, &v, err, "GET %s%s", SW_KEY_JOB, keys->element[i]->str) != 0)
+            continue;
+        cJSON *o = NULL;
+        struct sw_job_rec r;
+        struct sw_error e = {0};
+        if (v->type != REDIS_REPLY_STRING ||
+            sw_json_parse(v->str, v->len, keys->element[i]->str, &o, &e) != 0 ||
+            sw_job_rec_from_json(o, &r, &e) != 0) {
+            fprintf(stderr, "spillctl report chargeback: skipping record %s: %s\n",
+                    keys->element[i]->str, e.msg);
+            cJSON_Delete(o);
+            freeReplyObject(v);
+            continue;
+        }
+        cJSON_Delete(o);
+        freeReplyObject(v);
+        enum sw_capacity cap;
+        if (r.started_ms == 0 || sw_capacity_parse(r.capacity, &cap) != 0)
+            continue;
+        int64_t end = r.finished_ms ? r.finished_ms : r.started_ms;
+        struct sw_job_usage *u = &(*out)[(*n)++];
+        snprintf(u->name, sizeof(u->name), "%.*s", (int)sizeof(u->name) - 1, r.key);
+        snprintf(u->team, sizeof(u->team), "%.*s", (int)sizeof(u->team) - 1,
+                 r.team[0] ? r.team : r.ns);
+        u->at = (double)(r.finished_ms ? r.finished_ms : r.observed_ms) / 1000.0;
+        u->gpu_h[cap] = (double)r.gpus * (double)(end - r.started_ms) / 3.6e6;
+        u->cost[cap] = u->gpu_h[cap] * r.price_gpu_h;
+        if (strcmp(r.target_cluster, r.cluster) != 0 && r.input_bytes > 1)
+            u->egress = (double)(r.input_bytes - 1) / 1e9 * 0.02;
+        u->preemptions = (unsigned)r.preemptions;
+    }
+out:
+    if (keys)
+        freeReplyObject(keys);
+    redisFree(c);
+    return rc;
+}
+
 static int chargeback(const struct sw_cli_globals *g, int argc, char **argv)
 {
     const char *from_s = NULL, *to_s = NULL, *sim = NULL, *policy = NULL, *epoch_s = NULL;
+    int from_hub = 0;
     /* -o is a global option (controller/cli/globals.h). */
     const char *format = sw_cli_format_name(g->output);
     double price = -1;
@@ -212,6 +282,7 @@ static int chargeback(const struct sw_cli_globals *g, int argc, char **argv)
         {"from", required_argument, NULL, 'f'},
         {"to", required_argument, NULL, 't'},
         {"from-simulation", required_argument, NULL, 's'},
+        {"from-hub", no_argument, NULL, 'H'},
         {"policy", required_argument, NULL, 'p'},
         {"epoch", required_argument, NULL, 'e'},
         {"ondemand-price", required_argument, NULL, 'P'},
@@ -230,6 +301,9 @@ static int chargeback(const struct sw_cli_globals *g, int argc, char **argv)
             break;
         case 's':
             sim = optarg;
+            break;
+        case 'H':
+            from_hub = 1;
             break;
         case 'p':
             policy = optarg;
@@ -261,9 +335,9 @@ static int chargeback(const struct sw_cli_globals *g, int argc, char **argv)
         fprintf(stderr, "spillctl report: unexpected argument \"%s\"\n", argv[optind]);
         return SW_EXIT_USAGE;
     }
-    if (from_s == NULL || to_s == NULL || sim == NULL || price < 0) {
-        fprintf(stderr, "spillctl report chargeback: --from, --to, --from-simulation and "
-                        "--ondemand-price are required\n\n");
+    if (from_s == NULL || to_s == NULL || (sim == NULL) == (from_hub == 0) || price < 0) {
+        fprintf(stderr, "spillctl report chargeback: --from, --to, one of --from-hub and "
+                        "--from-simulation, and --ondemand-price are required\n\n");
         usage(stderr);
         return SW_EXIT_USAGE;
     }
@@ -281,19 +355,26 @@ static int chargeback(const struct sw_cli_globals *g, int argc, char **argv)
     }
     char *buf = NULL;
     size_t len;
-    if (sw__cli_read_file("report", sim, &buf, &len) != 0)
-        return SW_EXIT_FAIL;
     struct sw_job_usage *recs = NULL;
     size_t n = 0;
     struct sw_error err = {0};
     int status = SW_EXIT_FAIL;
     struct sw_team_report *t = NULL;
     size_t nt = 0;
-    if (sw_job_usage_parse_csv(buf, len, sim, policy, &recs, &n, &err) != 0) {
-        fprintf(stderr, "spillctl report: %s\n", err.msg);
-        goto out;
+    if (from_hub) {
+        if (hub_usage(g, &recs, &n, &err) != 0) {
+            fprintf(stderr, "spillctl report chargeback: %s\n", err.msg);
+            goto out;
+        }
+    } else {
+        if (sw__cli_read_file("report", sim, &buf, &len) != 0)
+            return SW_EXIT_FAIL;
+        if (sw_job_usage_parse_csv(buf, len, sim, policy, &recs, &n, &err) != 0) {
+            fprintf(stderr, "spillctl report: %s\n", err.msg);
+            goto out;
+        }
     }
-    /* A simulation's times are seconds from its epoch. */
+    /* A simulation's times are seconds from its epoch (0 for the hub's). */
     for (size_t i = 0; i < n; i++)
         recs[i].at += epoch;
     if (sw_chargeback_report(recs, n, from, to, price, &t, &nt) != 0) {

@@ -283,6 +283,7 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
     struct sw_job_rec *r = &j->rec;
     const struct sw_workload *w = &snap->pending[d->workload];
     h->m.decisions[d->verdict]++;
+    sw_metrics_decision(h, d->verdict, d->verdict == SW_VERDICT_REJECT ? "" : snap->pools[d->pool].name);
     double home_wait = -1, burst_now = 0;
     for (size_t k = 0; k < d->n_options; k++) {
         const struct sw_option *o = &d->options[k];

@@ -356,7 +356,10 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
     /* Running, or about to. */
     const cJSON *ms = child(mirror, "status");
     int active = (int)cJSON_GetNumberValue(child(ms, "active"));
-    if (r->state == SW_JS_DISPATCHED && active > 0) {
+    int ready = (int)cJSON_GetNumberValue(child(ms, "ready"));
+    /* Running means a pod runs (ready), not only that one exists: a pod
+     * waiting for a node is active too. */
+    if (r->state == SW_JS_DISPATCHED && ready > 0) {
         r->state = SW_JS_RUNNING;
         r->started_ms = sw_hub_wall_ms();
         j->busy = true;

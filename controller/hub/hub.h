@@ -91,8 +91,15 @@ struct sw_hub_store {
 #define SW_HUB_JOB_BUCKETS 4096
 
 /** Counters and gauges for /metrics. */
+#define SW_HUB_MAX_DECISION_POOLS 64
 struct sw_hub_metrics {
     uint64_t decisions[SW_VERDICT_REJECT + 1];
+    /* decisions by outcome and pool ("" for rejects) */
+    struct {
+        char pool[64];
+        uint64_t n[SW_VERDICT_REJECT + 1];
+    } by_pool[SW_HUB_MAX_DECISION_POOLS];
+    size_t nby_pool;
     uint64_t dispatches;
     uint64_t preemptions;
     uint64_t fenced;
@@ -264,6 +271,8 @@ void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r);
 
 /** Listens on cfg.listen for /metrics, /healthz and /readyz. */
 int sw_metrics_start(struct sw_hub *h, struct sw_error *err);
+/** Counts one decision by outcome and pool. */
+void sw_metrics_decision(struct sw_hub *h, enum sw_verdict v, const char *pool);
 /** Records one dispatch's latency in seconds. */
 void sw_metrics_dispatch_latency(struct sw_hub *h, double s);
 

@@ -17,6 +17,21 @@
 static const double LAT_BOUNDS[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
 #define NLAT (sizeof(LAT_BOUNDS) / sizeof(LAT_BOUNDS[0]))
 
+void sw_metrics_decision(struct sw_hub *h, enum sw_verdict v, const char *pool)
+{
+    size_t i;
+    for (i = 0; i < h->m.nby_pool; i++)
+        if (strcmp(h->m.by_pool[i].pool, pool) == 0)
+            break;
+    if (i == h->m.nby_pool) {
+        if (i == SW_HUB_MAX_DECISION_POOLS)
+            return;
+        snprintf(h->m.by_pool[i].pool, sizeof(h->m.by_pool[i].pool), "%s", pool);
+        h->m.nby_pool++;
+    }
+    h->m.by_pool[i].n[v]++;
+}
+
 void sw_metrics_dispatch_latency(struct sw_hub *h, double s)
 {
     if (s < 0)
@@ -84,11 +99,14 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     for (int s = 0; s < SW_JS__COUNT; s++)
         sw_buf_addf(b, "spillway_jobs{state=\"%s\"} %llu\n",
                     sw_job_state_name((enum sw_job_state)s), (unsigned long long)rd->states[s]);
-    sw_buf_adds(b, "# HELP spillway_decisions_total Placement decisions by outcome.\n"
+    sw_buf_adds(b, "# HELP spillway_decisions_total Placement decisions by outcome and chosen pool.\n"
                    "# TYPE spillway_decisions_total counter\n");
-    for (int v = 0; v <= SW_VERDICT_REJECT; v++)
-        sw_buf_addf(b, "spillway_decisions_total{outcome=\"%s\"} %llu\n",
-                    sw_verdict_name((enum sw_verdict)v), (unsigned long long)h->m.decisions[v]);
+    for (size_t i = 0; i < h->m.nby_pool; i++)
+        for (int v = 0; v <= SW_VERDICT_REJECT; v++)
+            if (h->m.by_pool[i].n[v])
+                sw_buf_addf(b, "spillway_decisions_total{outcome=\"%s\",pool=\"%s\"} %llu\n",
+                            sw_verdict_name((enum sw_verdict)v), h->m.by_pool[i].pool,
+                            (unsigned long long)h->m.by_pool[i].n[v]);
     sw_buf_adds(b, "# HELP spillway_dispatches_total Mirrors created.\n"
                    "# TYPE spillway_dispatches_total counter\n");
     sw_buf_addf(b, "spillway_dispatches_total %llu\n", (unsigned long long)h->m.dispatches);

@@ -96,6 +96,78 @@ pass "outputs: attempt 1's model.pt copied back to onprem's store"
 [ "$(record_field "onprem/$NS/home" state)" = observed ] || hub_fail "the Job running at home is $(record_field "onprem/$NS/home" state)"
 pass "a burstable Job with its pod running at home stays observed, not suspended"
 
+# ---- ConfigMaps and Secrets the pod needs -----------------------------------
+kc onprem create configmap train-config -n "$NS" --from-literal=lr=0.001 >/dev/null
+cat <<YAML | kc onprem apply -n "$NS" -f - >/dev/null
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: refs
+  annotations: {spillway.io/burst: auto, spillway.io/expected-runtime: 1h}
+spec:
+  managedBy: spillway.io/hub
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "3s"}
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      volumes: [{name: cfg, configMap: {name: train-config}}]
+      containers:
+      - name: train
+        image: registry.example/train:1
+        envFrom: [{secretRef: {name: optional-secret, optional: true}}]
+        volumeMounts: [{name: cfg, mountPath: /etc/train}]
+        resources: {limits: {nvidia.com/gpu: "2"}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: norefs
+  annotations: {spillway.io/burst: auto, spillway.io/expected-runtime: 1h}
+spec:
+  managedBy: spillway.io/hub
+  template:
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: train
+        image: registry.example/train:1
+        env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: hf-token, key: token}}}]
+        resources: {limits: {nvidia.com/gpu: "2"}}
+YAML
+wait_record "onprem/$NS/refs" state succeeded 90
+[ "$(kc cloud-spot get configmap train-config -n "$NS" -o jsonpath='{.data.lr}')" = 0.001 ] ||
+    hub_fail "the ConfigMap was not copied to cloud-spot"
+wait_record "onprem/$NS/norefs" state blocked 60
+record_field "onprem/$NS/norefs" reason | grep -q "references Secret $NS/hf-token, which does not exist in cluster onprem" ||
+    hub_fail "missing Secret reason: $(record_field "onprem/$NS/norefs" reason)"
+pass "references: ConfigMap train-config copied to cloud-spot; a missing Secret blocks the burst, named"
+
+# ---- suspending a delegated origin suspends its mirror ---------------------
+burst_job pause 2 120s delegated | kc onprem apply -n "$NS" -f - >/dev/null
+P="onprem/$NS/pause"
+wait_record "$P" state running 60
+kc onprem patch job pause -n "$NS" --type=merge -p '{"spec":{"suspend":true}}' >/dev/null
+pm=$(record_field "$P" mirror)
+for _ in $(seq 1 40); do
+    [ "$(kc cloud-spot get job "$pm" -n "$NS" -o jsonpath='{.spec.suspend}')" = true ] && break
+    sleep 0.25
+done
+[ "$(kc cloud-spot get job "$pm" -n "$NS" -o jsonpath='{.spec.suspend}')" = true ] || hub_fail "mirror $pm not suspended"
+pass "a delegated origin suspended: its mirror $pm suspended"
+
+# ---- a member removed and added while the hub runs -------------------------
+"$SPILLCTL" cluster remove cloud-ondemand >/dev/null
+for _ in $(seq 1 60); do grep -q 'msg="member removed" cluster=cloud-ondemand' "$HUB_TMP/hub.log" && break; sleep 0.5; done
+grep -q 'msg="member removed" cluster=cloud-ondemand' "$HUB_TMP/hub.log" || hub_fail "the hub did not drop a removed member"
+"$SPILLCTL" cluster add cloud-ondemand --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-ondemand-token.kubeconfig" --role cloud \
+    --region us-west-2 --pool name=od-h100,capacity=on-demand,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=6.98 >/dev/null
+for _ in $(seq 1 60); do [ "$(grep -c 'msg="member added" cluster=cloud-ondemand' "$HUB_TMP/hub.log")" -ge 2 ] && break; sleep 0.5; done
+[ "$(grep -c 'msg="member added" cluster=cloud-ondemand' "$HUB_TMP/hub.log")" -ge 2 ] || hub_fail "the hub did not pick up a re-added member"
+pass "a member removed and added again (token auth now) while the hub runs: picked up, no restart"
+
 # ---- what the platform team reads ------------------------------------------
 "$SPILLCTL" status >"$HUB_TMP/status"
 grep -E "^onprem/$NS/train-o +succeeded +cloud-spot +spot " "$HUB_TMP/status" >/dev/null || hub_fail "spillctl status: $(cat "$HUB_TMP/status")"
@@ -119,7 +191,12 @@ curl -sf http://127.0.0.1:19464/metrics >"$HUB_TMP/metrics" || hub_fail "no /met
 grep -q '^spillway_jobs{state="succeeded"} [1-9]' "$HUB_TMP/metrics" || hub_fail "metrics: jobs by state"
 grep -q '^spillway_cloud_spend_dollars{team="'"$NS"'",pool="cloud-spot"} [0-9.]*[1-9]' "$HUB_TMP/metrics" || hub_fail "metrics: spend"
 grep -q '^spillway_dispatch_latency_seconds_count [1-9]' "$HUB_TMP/metrics" || hub_fail "metrics: latency"
-pass "spillctl status, explain and hub status, and /metrics, show the Jobs, the options and the leader"
+grep -q '^spillway_decisions_total{outcome="burst",pool="cloud-spot"} [1-9]' "$HUB_TMP/metrics" || hub_fail "metrics: decisions by pool"
+"$SPILLCTL" report chargeback --from-hub --from 2026-01-01 --to 2100-01-01 --ondemand-price 6.98 -o csv >"$HUB_TMP/cb" ||
+    hub_fail "report chargeback --from-hub failed"
+head -1 "$HUB_TMP/cb" | grep -q "^team,jobs," || hub_fail "chargeback CSV header: $(head -1 "$HUB_TMP/cb")"
+grep -q "^$NS," "$HUB_TMP/cb" || hub_fail "chargeback has no row for team $NS: $(cat "$HUB_TMP/cb")"
+pass "spillctl status, explain, hub status, report chargeback --from-hub, and /metrics, show the Jobs, the options, the leader and the spend"
 
 # ---- deleting the origin deletes the mirror --------------------------------
 kc onprem delete job train-a -n "$NS" --wait=false >/dev/null
