@@ -63,12 +63,42 @@ static void ignore(struct sw_kube_result *res, void *ctx)
                res->err.msg);
 }
 
+/* An Event waiting for the dispatch path to be clear. */
+struct sw_pending_event {
+    struct sw_pending_event *next;
+    char cluster[64];
+    char ns[64];
+    cJSON *obj;
+};
+
+/* At most this many Events wait; past it the oldest is dropped (logged). */
+#define MAX_PENDING_EVENTS 100000
+
+static void send_event(struct sw_hub *h, const char *cluster, const char *ns, const cJSON *e)
+{
+    struct sw_member *m = sw_member_find(h, cluster);
+    if (m == NULL || m->client == NULL)
+        return;
+    sw_kube_create(m->client, SW_KIND_EVENT, ns, e, ignore, "event");
+}
+
+void sw_follow_flush_events(struct sw_hub *h, size_t max)
+{
+    for (size_t i = 0; i < max && h->events_head; i++) {
+        struct sw_pending_event *p = h->events_head;
+        h->events_head = p->next;
+        if (h->events_head == NULL)
+            h->events_tail = NULL;
+        h->nevents--;
+        send_event(h, p->cluster, p->ns, p->obj);
+        cJSON_Delete(p->obj);
+        sw_free(p);
+    }
+}
+
 void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *type,
                      const char *reason, const char *message)
 {
-    struct sw_member *m = sw_member_find(h, r->cluster);
-    if (m == NULL || m->client == NULL)
-        return;
     static unsigned seq;
     char name[128], ts[32];
     snprintf(name, sizeof(name), "%.60s.sw%llx%04x", r->name,
@@ -94,8 +124,33 @@ void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *t
     cJSON_AddStringToObject(e, "firstTimestamp", ts);
     cJSON_AddStringToObject(e, "lastTimestamp", ts);
     cJSON_AddNumberToObject(e, "count", 1);
-    sw_kube_create(m->client, SW_KIND_EVENT, r->ns, e, ignore, "event");
-    cJSON_Delete(e);
+    if (h->dispatch_backlog == 0 && h->events_head == NULL) {
+        send_event(h, r->cluster, r->ns, e);
+        cJSON_Delete(e);
+        return;
+    }
+    struct sw_pending_event *p = sw_calloc(1, sizeof(*p));
+    if (p == NULL) {
+        cJSON_Delete(e);
+        return;
+    }
+    snprintf(p->cluster, sizeof(p->cluster), "%s", r->cluster);
+    snprintf(p->ns, sizeof(p->ns), "%s", r->ns);
+    p->obj = e;
+    if (h->events_tail)
+        h->events_tail->next = p;
+    else
+        h->events_head = p;
+    h->events_tail = p;
+    if (++h->nevents > MAX_PENDING_EVENTS) {
+        SW_LOG(SW_LOG_WARN, "too many Events waiting; dropping the oldest", "max=%d",
+               MAX_PENDING_EVENTS);
+        struct sw_pending_event *old = h->events_head;
+        h->events_head = old->next;
+        h->nevents--;
+        cJSON_Delete(old->obj);
+        sw_free(old);
+    }
 }
 
 static double cost_so_far(const struct sw_job_rec *r)
@@ -372,7 +427,8 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         const cJSON *os = child(origin, "status");
         bool want_start = str(ms, "startTime") != NULL && str(os, "startTime") == NULL;
         int oactive = (int)cJSON_GetNumberValue(child(os, "active"));
-        if (want_start || oactive != active) {
+        /* The running status waits while Jobs wait for their mirrors. */
+        if ((want_start || oactive != active) && h->dispatch_backlog == 0) {
             j->busy = true;
             if (write_status(h, j, mirror, false) != 0)
                 sw_hub_step_done(h, j, SW_EUNAVAIL);

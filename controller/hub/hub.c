@@ -148,12 +148,24 @@ static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
     }
 }
 
+static void count_backlog(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    (void)ctx;
+    enum sw_job_state s = j->rec.state;
+    if (j->persisted && (s == SW_JS_DECIDED || s == SW_JS_DATA_READY || s == SW_JS_DISPATCHING))
+        h->dispatch_backlog++;
+}
+
 static void tick(uv_timer_t *t)
 {
     struct sw_hub *h = t->data;
     h->kick_pending = false;
     if (!sw_hub_acting(h))
         return;
+    h->dispatch_backlog = 0;
+    sw_hub_jobs_foreach(h, count_backlog, NULL);
+    if (h->dispatch_backlog == 0)
+        sw_follow_flush_events(h, 10); /* 50 a second: a member's default QPS */
     sw_observe_scan(h);
     int64_t now = sw_hub_mono_ms();
     if (sw_members_synced(h) && (h->decide_wanted || now >= h->next_decide_ms)) {

@@ -146,6 +146,13 @@ struct sw_hub {
     int64_t next_decide_ms;
     bool decide_wanted;
 
+    /* Jobs on their way to a mirror (decided, data-ready, dispatching): while
+     * there are any, Events and a running Job's status wait, so that the
+     * dispatch path has the members' request budgets first. */
+    size_t dispatch_backlog;
+    struct sw_pending_event *events_head, *events_tail;
+    size_t nevents;
+
     /* metrics and health */
     struct sw_hub_metrics m;
     uv_tcp_t http_server;
@@ -264,6 +271,8 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
 /** Sends an Event about the origin Job (best effort). */
 void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *type,
                      const char *reason, const char *message);
+/** Sends queued Events, up to `max` of them (hub.c calls it when no dispatch waits). */
+void sw_follow_flush_events(struct sw_hub *h, size_t max);
 /** Patches annotations on the origin Job (best effort, no callback). */
 void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r);
 
