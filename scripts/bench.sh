@@ -10,6 +10,9 @@
 # takes to be run here). Each is run BENCH_REPEAT times (default 3) so that
 # the spread shows: the machine may be shared, and one run is one sample.
 #
+# Then the hub's dispatch benchmark (bench/hub/bench_hub.sh: 1,000 Jobs,
+# three alternating rounds against its ceiling), on the lab.
+#
 # Evaluations: bench/placement/alibaba-eval.sh on the Alibaba GPU 2023 pod
 # list at ALIBABA_TRACE (default: ../shared/traces/alibaba-gpu-v2023/
 # openb_pod_list_default.csv, beside the repository). Without the trace it
@@ -40,6 +43,10 @@ for b in "${benches[@]}"; do
         "$b" || failed=1
     done
 done
+
+printf '\n==== hub dispatch (bench/hub/bench_hub.sh) ====\n'
+SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" BENCH_HUB_ROUNDS=${BENCH_HUB_ROUNDS:-3} \
+    bench/hub/bench_hub.sh || failed=1
 
 printf '\n==== Alibaba GPU 2023 evaluation ====\n'
 if [ -r "$ALIBABA_TRACE" ]; then

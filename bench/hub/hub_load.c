@@ -6,13 +6,12 @@
  *
  * "burstable" Jobs carry spillway.io/burst: auto (the load the hub
  * dispatches once their pods are Unschedulable at home); "delegated" ones
- * also spec.managedBy: spillway.io/hub (no pods at home); "plain" ones do not (the ceiling: the same Jobs created
- * directly on the cloud cluster by one client with the hub's rate limits).
- * The plain Jobs are created suspended, so that the ceiling measures the
- * API's create path and leaves no pods behind.
- * QPS 0 means no client-side limit (the users submitting). Prints one line
- * per Job, "NAME CREATED_UNIX_MS", then on stderr the count, the seconds
- * and the rate. Every Job's pod holds its GPU for an hour in the lab.
+ * also spec.managedBy: spillway.io/hub (no pods at home); "plain" ones do not (the ceiling: the
+ * same Jobs created directly on the cloud cluster by one client with the hub's rate limits). The
+ * plain Jobs are created suspended, so that the ceiling measures the API's create path and leaves
+ * no pods behind. QPS 0 means no client-side limit (the users submitting). Prints one line per Job,
+ * "NAME CREATED_UNIX_MS", then on stderr the count, the seconds and the rate. Every Job's pod holds
+ * its GPU for an hour in the lab.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +68,8 @@ static void on_ns(struct sw_kube_result *res, void *ctx)
 int main(int argc, char **argv)
 {
     if (argc != 7) {
-        fprintf(stderr, "usage: hub_load KUBECONFIG NAMESPACE COUNT burstable|delegated|plain QPS BURST\n");
+        fprintf(stderr,
+                "usage: hub_load KUBECONFIG NAMESPACE COUNT burstable|delegated|plain QPS BURST\n");
         return 2;
     }
     const char *ns = argv[2];
@@ -84,7 +84,8 @@ int main(int argc, char **argv)
     struct sw_error err = {0};
     struct sw_kube_target *t = NULL;
     if (n <= 0 || sw_http_new(&l.loop, &http) != 0 ||
-        sw_kubeconfig_load(argv[1], NULL, &t, &err) != 0 || sw_kube_target_load_files(t, &err) != 0) {
+        sw_kubeconfig_load(argv[1], NULL, &t, &err) != 0 ||
+        sw_kube_target_load_files(t, &err) != 0) {
         fprintf(stderr, "hub_load: %s\n", err.msg[0] ? err.msg : "bad arguments");
         return 1;
     }
@@ -121,7 +122,8 @@ int main(int argc, char **argv)
         cJSON *md = cJSON_GetObjectItem(job, "metadata");
         cJSON_AddStringToObject(md, "name", name);
         if (delegated)
-            cJSON_AddStringToObject(cJSON_GetObjectItem(job, "spec"), "managedBy", "spillway.io/hub");
+            cJSON_AddStringToObject(cJSON_GetObjectItem(job, "spec"), "managedBy",
+                                    "spillway.io/hub");
         if (!burstable)
             cJSON_AddBoolToObject(cJSON_GetObjectItem(job, "spec"), "suspend", 1);
         if (burstable) {

@@ -342,7 +342,8 @@ static int chargeback(const struct sw_cli_globals *g, int argc, char **argv)
         return SW_EXIT_USAGE;
     }
     if (strcmp(format, "table") != 0 && strcmp(format, "csv") != 0 && strcmp(format, "json") != 0) {
-        fprintf(stderr, "spillctl report chargeback: -o: expected table, csv or json, got \"%s\"\n", format);
+        fprintf(stderr, "spillctl report chargeback: -o: expected table, csv or json, got \"%s\"\n",
+                format);
         return SW_EXIT_USAGE;
     }
     double from, to, epoch = 0;

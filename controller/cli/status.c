@@ -60,10 +60,17 @@ static int open_redis(const struct sw_cli_globals *g, const char *cmd, redisCont
 /* ---- status --------------------------------------------------------------- */
 
 static const struct sw_cli_column status_columns[] = {
-    {"JOB", "job", 0},          {"FORM", "form", 1},         {"STATE", "state", 0},
-    {"WHERE", "where", 0},      {"CAPACITY", "capacity", 0}, {"ATTEMPT", "attempt", 1},
-    {"AGE", "age", 0},          {"COST", "cost", 0},         {"EXPECTED", "expected", 1},
-    {"MIRROR", "mirror", 1},    {"PREEMPTIONS", "preemptions", 1},
+    {"JOB", "job", 0},
+    {"FORM", "form", 1},
+    {"STATE", "state", 0},
+    {"WHERE", "where", 0},
+    {"CAPACITY", "capacity", 0},
+    {"ATTEMPT", "attempt", 1},
+    {"AGE", "age", 0},
+    {"COST", "cost", 0},
+    {"EXPECTED", "expected", 1},
+    {"MIRROR", "mirror", 1},
+    {"PREEMPTIONS", "preemptions", 1},
     {"DETAIL", "detail", 0},
 };
 
@@ -115,7 +122,8 @@ int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
             break;
         cJSON *o = NULL;
         struct sw_job_rec r;
-        if (v->type != REDIS_REPLY_STRING || sw_json_parse(v->str, v->len, names[i], &o, &err) != 0 ||
+        if (v->type != REDIS_REPLY_STRING ||
+            sw_json_parse(v->str, v->len, names[i], &o, &err) != 0 ||
             sw_job_rec_from_json(o, &r, &err) != 0) {
             fprintf(stderr, "spillctl status: skipping record %s: %s\n", names[i],
                     err.msg[0] ? err.msg : "not a string");
@@ -130,7 +138,8 @@ int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
         cJSON *row = cJSON_CreateObject();
         char buf[64];
         cJSON_AddStringToObject(row, "job", r.key);
-        cJSON_AddStringToObject(row, "form", r.form == SW_FORM_DELEGATED ? "delegated" : "annotation");
+        cJSON_AddStringToObject(row, "form",
+                                r.form == SW_FORM_DELEGATED ? "delegated" : "annotation");
         cJSON_AddStringToObject(row, "state", sw_job_state_name(r.state));
         cJSON_AddStringToObject(row, "where", r.target_cluster[0] ? r.target_cluster : "-");
         cJSON_AddStringToObject(row, "capacity", r.capacity[0] ? r.capacity : "-");
@@ -207,7 +216,8 @@ int sw_cli_explain(const struct sw_cli_globals *g, int argc, char **argv)
     rc = SW_EXIT_OK;
     cJSON *ro = NULL, *eo = NULL;
     if (rec->type != REDIS_REPLY_STRING) {
-        fprintf(stderr, "spillctl explain: no Job %s is managed by the hub (spillctl status lists them)\n",
+        fprintf(stderr,
+                "spillctl explain: no Job %s is managed by the hub (spillctl status lists them)\n",
                 key);
         rc = SW_EXIT_FAIL;
         goto out;
@@ -232,8 +242,8 @@ int sw_cli_explain(const struct sw_cli_globals *g, int argc, char **argv)
         goto out;
     }
     printf("Job:       %s (%s)\n", key, text(ro, "form"));
-    printf("State:     %s (attempt %d, %d preemptions)\n", text(ro, "state"), (int)num(ro, "attempt"),
-           (int)num(ro, "preemptions"));
+    printf("State:     %s (attempt %d, %d preemptions)\n", text(ro, "state"),
+           (int)num(ro, "attempt"), (int)num(ro, "preemptions"));
     printf("Decision:  %s\n", text(ro, "summary")[0] ? text(ro, "summary") : "(none yet)");
     if (text(ro, "reason")[0])
         printf("Reason:    %s\n", text(ro, "reason"));
@@ -244,8 +254,8 @@ int sw_cli_explain(const struct sw_cli_globals *g, int argc, char **argv)
     }
     printf("Policy:    %s (value of delay $%.2f per GPU-hour)\n", text(eo, "policy"),
            num(eo, "delay_value_per_gpu_hour"));
-    printf("Workload:  %d GPUs, runtime %.0f s (%s), priority %s, team %s\n",
-           (int)num(eo, "gpus"), num(eo, "runtime_seconds"),
+    printf("Workload:  %d GPUs, runtime %.0f s (%s), priority %s, team %s\n", (int)num(eo, "gpus"),
+           num(eo, "runtime_seconds"),
            cJSON_IsTrue(sw_json_path(eo, "runtime_learned")) ? "learned" : "given or prior",
            text(eo, "priority"), text(eo, "team"));
     printf("Verdict:   %s: %s\n\n", text(eo, "verdict"), text(eo, "reason_text"));
@@ -262,7 +272,7 @@ int sw_cli_explain(const struct sw_cli_globals *g, int argc, char **argv)
                text(o, "capacity"), text(o, "region"), num(o, "cost.run"),
                num(o, "cost.provisioning"), num(o, "cost.interruptions"), num(o, "cost.egress"),
                num(o, "cost.total"), wait,
-               chosen                          ? "<- chosen"
+               chosen                           ? "<- chosen"
                : strcmp(ex_reason, "none") != 0 ? ex_reason
                                                 : "");
     }
@@ -278,8 +288,8 @@ out:
 /* ---- hub status -------------------------------------------------------------- */
 
 static const struct sw_cli_column member_columns[] = {
-    {"CLUSTER", "name", 0},     {"ROLE", "role", 0},          {"REGION", "region", 0},
-    {"HEALTH", "health", 0},    {"SYNCED", "synced", 0},      {"API REQUESTS", "apiRequests", 1},
+    {"CLUSTER", "name", 0},  {"ROLE", "role", 0},     {"REGION", "region", 0},
+    {"HEALTH", "health", 0}, {"SYNCED", "synced", 0}, {"API REQUESTS", "apiRequests", 1},
     {"REASON", "reason", 0},
 };
 
@@ -324,7 +334,8 @@ int sw_cli_hub(const struct sw_cli_globals *g, int argc, char **argv)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "leader", leader);
         cJSON_AddNumberToObject(o, "epoch", atof(ep));
-        cJSON_AddNumberToObject(o, "leaseMillisecondsLeft", ttl->type == REDIS_REPLY_INTEGER ? (double)ttl->integer : -1);
+        cJSON_AddNumberToObject(o, "leaseMillisecondsLeft",
+                                ttl->type == REDIS_REPLY_INTEGER ? (double)ttl->integer : -1);
         cJSON_AddItemToObject(o, "members", members);
         if (g->output == SW_CLI_JSON)
             sw_cli_write_json(stdout, o, 0);
@@ -338,14 +349,17 @@ int sw_cli_hub(const struct sw_cli_globals *g, int argc, char **argv)
             printf("Lease:   %.1f s left\n", (double)ttl->integer / 1000.0);
         if (h)
             printf("Members: as of %.0f s ago\n\n",
-                   (double)(now_ms() - (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(h, "updatedMs"))) / 1000.0);
+                   (double)(now_ms() -
+                            (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(h, "updatedMs"))) /
+                       1000.0);
         cJSON *rows = cJSON_CreateArray();
         const cJSON *m;
         cJSON_ArrayForEach(m, members)
         {
             cJSON *r = cJSON_Duplicate(m, 1);
-            cJSON_ReplaceItemInObject(r, "synced",
-                                      cJSON_CreateString(cJSON_IsTrue(cJSON_GetObjectItem(m, "synced")) ? "yes" : "no"));
+            cJSON_ReplaceItemInObject(
+                r, "synced",
+                cJSON_CreateString(cJSON_IsTrue(cJSON_GetObjectItem(m, "synced")) ? "yes" : "no"));
             cJSON_AddItemToArray(rows, r);
         }
         rc = sw_cli_print(stdout, g->output, members, rows, member_columns,

@@ -43,7 +43,8 @@ struct gate_call {
 
 static void block(struct sw_hub *h, struct sw_job *j, const char *why)
 {
-    bool same = j->rec.state == SW_JS_BLOCKED && strncmp(j->rec.reason, why, sizeof(j->rec.reason) - 1) == 0;
+    bool same = j->rec.state == SW_JS_BLOCKED &&
+                strncmp(j->rec.reason, why, sizeof(j->rec.reason) - 1) == 0;
     snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
     j->rec.state = SW_JS_BLOCKED;
     j->rec.decided_ms = sw_hub_wall_ms();
@@ -113,7 +114,8 @@ void sw_data_estimate(struct sw_hub *h, struct sw_job *j, const struct sw_burst_
         return;
     if (gate_inputs(h, j, spec, in, &ostore) != 0) {
         char why[256];
-        snprintf(why, sizeof(why), "no object store in the origin's region %s (spillctl replicate store add)",
+        snprintf(why, sizeof(why),
+                 "no object store in the origin's region %s (spillctl replicate store add)",
                  om->rec.spec.region);
         j->busy = true;
         block(h, j, why);
@@ -248,7 +250,8 @@ static void on_outputs(const struct sw_gate_result *res, void *ctx)
     /* The last round ran: follow.c moves the record on. */
     j->rec.reason[0] = '\0';
     if (res->rc != 0)
-        snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %.400s", res->err.msg);
+        snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %.400s",
+                 res->err.msg);
     j->outputs_done = res->rc == 0 ? 1 : -1;
     sw_hub_step_done(h, j, 0);
 }

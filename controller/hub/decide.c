@@ -28,13 +28,13 @@
 #include "placement/explain.h"
 
 /* Defaults a hub cannot observe; docs/hub.md lists them. */
-#define PRIOR_RUNTIME_S     3600.0 /* a Job with no expected-runtime annotation */
-#define PRIOR_REMAINING_S   1800.0 /* a GPU pod running at home */
+#define PRIOR_RUNTIME_S      3600.0 /* a Job with no expected-runtime annotation */
+#define PRIOR_REMAINING_S    1800.0 /* a GPU pod running at home */
 #define SPOT_INTERRUPT_PER_H 0.1
-#define CLOUD_PROVISION_S   60.0
-#define EGRESS_PER_GB       0.02
-#define LINK_GBPS           10.0
-#define BLOCKED_RETRY_MS    30000
+#define CLOUD_PROVISION_S    60.0
+#define EGRESS_PER_GB        0.02
+#define LINK_GBPS            10.0
+#define BLOCKED_RETRY_MS     30000
 
 static const cJSON *child(const cJSON *o, const char *k)
 {
@@ -170,8 +170,8 @@ static void add_queues(struct round *rd)
             if (grow((void **)&rd->running, &rd->cap_running, rd->nrunning + 1,
                      sizeof(*rd->running)) != 0)
                 return;
-            rd->running[rd->nrunning++] = (struct sw_running){.gpus = used,
-                                                               .remaining_s = PRIOR_REMAINING_S};
+            rd->running[rd->nrunning++] =
+                (struct sw_running){.gpus = used, .remaining_s = PRIOR_REMAINING_S};
         }
         struct sw_local_queue *q = &rd->queues[rd->nqueues++];
         memcpy(q->pool, rd->pools[p].name, sizeof(q->pool));
@@ -283,7 +283,8 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
     struct sw_job_rec *r = &j->rec;
     const struct sw_workload *w = &snap->pending[d->workload];
     h->m.decisions[d->verdict]++;
-    sw_metrics_decision(h, d->verdict, d->verdict == SW_VERDICT_REJECT ? "" : snap->pools[d->pool].name);
+    sw_metrics_decision(h, d->verdict,
+                        d->verdict == SW_VERDICT_REJECT ? "" : snap->pools[d->pool].name);
     double home_wait = -1, burst_now = 0;
     for (size_t k = 0; k < d->n_options; k++) {
         const struct sw_option *o = &d->options[k];
@@ -297,15 +298,16 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
     char summary[256], wait[32];
     fmt_wait(home_wait < 0 ? 0 : home_wait, wait, sizeof(wait));
     bool move = d->verdict == SW_VERDICT_BURST ||
-                (d->verdict == SW_VERDICT_STAY &&
-                 (r->form == SW_FORM_DELEGATED || r->attempt > 0));
+                (d->verdict == SW_VERDICT_STAY && (r->form == SW_FORM_DELEGATED || r->attempt > 0));
     if (d->verdict == SW_VERDICT_REJECT) {
-        snprintf(summary, sizeof(summary), "no placement: %s", sw_exclusion_text(d->main_exclusion));
+        snprintf(summary, sizeof(summary), "no placement: %s",
+                 sw_exclusion_text(d->main_exclusion));
     } else {
         const struct sw_pool *p = &snap->pools[d->pool];
         if (d->verdict == SW_VERDICT_BURST)
-            snprintf(summary, sizeof(summary), "burst to %s (%s): $%.2f expected vs %s wait at home",
-                     p->cluster, sw_capacity_name(p->capacity), d->chosen.cost.total, wait);
+            snprintf(summary, sizeof(summary),
+                     "burst to %s (%s): $%.2f expected vs %s wait at home", p->cluster,
+                     sw_capacity_name(p->capacity), d->chosen.cost.total, wait);
         else
             snprintf(summary, sizeof(summary), "stay at home (%s): $%.2f expected, %s wait; %s",
                      p->cluster, d->chosen.cost.total, sw_why_text(d->why), wait);

@@ -71,7 +71,8 @@ static void refs_of_containers(struct refs_chain *rc, const cJSON *containers)
     {
         cJSON_ArrayForEach(e, child((cJSON *)c, "envFrom"))
         {
-            const cJSON *cm = child((cJSON *)e, "configMapRef"), *s = child((cJSON *)e, "secretRef");
+            const cJSON *cm = child((cJSON *)e, "configMapRef"),
+                        *s = child((cJSON *)e, "secretRef");
             if (cm)
                 add_ref(rc, false, str(cm, "name"), child((cJSON *)cm, "optional"));
             if (s)
@@ -103,7 +104,8 @@ static void collect_refs(struct refs_chain *rc, const cJSON *origin)
             add_ref(rc, true, str(s, "secretName"), child((cJSON *)s, "optional"));
         cJSON_ArrayForEach(src, child(child((cJSON *)v, "projected"), "sources"))
         {
-            const cJSON *pcm = child((cJSON *)src, "configMap"), *psec = child((cJSON *)src, "secret");
+            const cJSON *pcm = child((cJSON *)src, "configMap"),
+                        *psec = child((cJSON *)src, "secret");
             if (pcm)
                 add_ref(rc, false, str(pcm, "name"), child((cJSON *)pcm, "optional"));
             if (psec)
@@ -188,10 +190,8 @@ static void on_ref_got(struct sw_kube_result *res, void *ctx)
     char path[512];
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s", j->rec.ns,
              r->secret ? "secrets" : "configmaps");
-    struct sw_kube_req req = {.method = "POST",
-                              .path = path,
-                              .body = body,
-                              .body_len = body ? strlen(body) : 0};
+    struct sw_kube_req req = {
+        .method = "POST", .path = path, .body = body, .body_len = body ? strlen(body) : 0};
     int rcode = body && tm ? sw_kube_send(tm->client, &req, on_ref_created, rc, NULL) : SW_ENOMEM;
     cJSON_free(body);
     if (rcode != 0) {
@@ -387,8 +387,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         }
         cJSON *patch = cJSON_CreateObject();
         cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
-        const char *rv = cJSON_GetStringValue(
-            child(child((cJSON *)origin, "metadata"), "resourceVersion"));
+        const char *rv =
+            cJSON_GetStringValue(child(child((cJSON *)origin, "metadata"), "resourceVersion"));
         if (rv)
             cJSON_AddStringToObject(md, "resourceVersion", rv);
         cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");

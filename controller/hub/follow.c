@@ -101,8 +101,8 @@ void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *t
 {
     static unsigned seq;
     char name[128], ts[32];
-    snprintf(name, sizeof(name), "%.60s.sw%llx%04x", r->name,
-             (unsigned long long)sw_hub_wall_ms(), ++seq & 0xffff);
+    snprintf(name, sizeof(name), "%.60s.sw%llx%04x", r->name, (unsigned long long)sw_hub_wall_ms(),
+             ++seq & 0xffff);
     now_rfc3339(ts, sizeof(ts));
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "apiVersion", "v1");
@@ -167,8 +167,7 @@ void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r)
     cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(p, "metadata"), "annotations");
     char placed[256], cost[96];
     snprintf(placed, sizeof(placed), "%s/%s/%s", r->target_cluster, r->ns, r->mirror);
-    snprintf(cost, sizeof(cost), "$%.2f expected, $%.2f so far", r->expected_cost,
-             cost_so_far(r));
+    snprintf(cost, sizeof(cost), "$%.2f expected, $%.2f so far", r->expected_cost, cost_so_far(r));
     cJSON_AddStringToObject(ann, SW_ANN_STATE, sw_job_state_name(r->state));
     cJSON_AddStringToObject(ann, SW_ANN_PLACED, placed);
     cJSON_AddStringToObject(ann, SW_ANN_MIRROR, r->mirror);
@@ -202,10 +201,9 @@ static int write_status(struct sw_hub *h, struct sw_job *j, const cJSON *mirror,
     cJSON *p = cJSON_CreateObject();
     cJSON *st = cJSON_AddObjectToObject(p, "status");
     static const char *run_fields[] = {"startTime", "active", "ready", "terminating"};
-    static const char *end_fields[] = {"startTime",  "completionTime",   "active",
-                                       "ready",      "succeeded",        "failed",
-                                       "conditions", "completedIndexes", "failedIndexes",
-                                       "terminating"};
+    static const char *end_fields[] = {
+        "startTime", "completionTime", "active",           "ready",         "succeeded",
+        "failed",    "conditions",     "completedIndexes", "failedIndexes", "terminating"};
     const char **fields = terminal ? end_fields : run_fields;
     size_t n = terminal ? sizeof(end_fields) / sizeof(end_fields[0])
                         : sizeof(run_fields) / sizeof(run_fields[0]);

@@ -41,8 +41,6 @@
 #include "store/redis.h"
 #include "store/seal.h"
 
-
-
 struct sw_hub;
 struct sw_member;
 
@@ -55,14 +53,14 @@ struct sw_job {
     int64_t next_ms;     /* do not step before (backoff, polling) */
     int backoff;         /* consecutive failures */
     struct sw_gate_outputs *outputs;
-    void *outputs_ctx;   /* data.c's context for the periodic rounds */
-    int outputs_done;    /* the last round: 0 not yet, 1 copied, -1 failed */
-    bool decided_now;    /* decided in this round (for the engine's output) */
-    char *explain;       /* the decision's explanation (JSON), to be written */
-    bool warned;         /* a Warning Event about a bad annotation was sent */
-    bool refs_ok;        /* this attempt's ConfigMaps and Secrets are copied */
-    bool status_synced;  /* delegated: the origin's status shows the outcome */
-    struct sw_hub *hub;  /* for Kubernetes callbacks, whose context is the job */
+    void *outputs_ctx;  /* data.c's context for the periodic rounds */
+    int outputs_done;   /* the last round: 0 not yet, 1 copied, -1 failed */
+    bool decided_now;   /* decided in this round (for the engine's output) */
+    char *explain;      /* the decision's explanation (JSON), to be written */
+    bool warned;        /* a Warning Event about a bad annotation was sent */
+    bool refs_ok;       /* this attempt's ConfigMaps and Secrets are copied */
+    bool status_synced; /* delegated: the origin's status shows the outcome */
+    struct sw_hub *hub; /* for Kubernetes callbacks, whose context is the job */
 };
 
 /** A member cluster, as the registry has it, with its live client and cache. */
@@ -71,7 +69,7 @@ struct sw_member {
     struct sw_kube_client *client;
     struct sw_cluster_cache *cache;
     struct sw_health_prober *health;
-    bool seen; /* in the latest registry listing */
+    bool seen;         /* in the latest registry listing */
     char **namespaces; /* created (or found) here by this hub: not asked again */
     size_t nnamespaces;
 };

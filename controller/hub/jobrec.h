@@ -54,8 +54,8 @@ struct sw_job_rec {
     char uid[64];
     enum sw_job_form form;
     enum sw_job_state state;
-    int attempt;       /* 0 before the first dispatch */
-    int preemptions;   /* mirrors lost to spot interruptions or node loss */
+    int attempt;     /* 0 before the first dispatch */
+    int preemptions; /* mirrors lost to spot interruptions or node loss */
     char target_cluster[64];
     char target_pool[64];
     char target_region[64];
@@ -64,13 +64,13 @@ struct sw_job_rec {
     char team[64];
     int gpus;
     double price_gpu_h;
-    double expected_cost; /* the chosen option's expected total */
-    double home_wait_s;   /* the stay option's expected wait */
+    double expected_cost;  /* the chosen option's expected total */
+    double home_wait_s;    /* the stay option's expected wait */
     double burst_now_cost; /* what burst-immediately (on-demand now) would cost */
-    char summary[256]; /* "burst to cloud-spot: $41.20 expected vs 47 min wait at home" */
-    char reason[512];  /* blocked or failed: why */
+    char summary[256];     /* "burst to cloud-spot: $41.20 expected vs 47 min wait at home" */
+    char reason[512];      /* blocked or failed: why */
     int64_t input_bytes;
-    double created;     /* origin creationTimestamp, unix s */
+    double created; /* origin creationTimestamp, unix s */
     int64_t observed_ms, decided_ms, data_ready_ms, dispatched_ms, started_ms, finished_ms;
     int64_t epoch; /* of the last write */
 };

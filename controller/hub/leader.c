@@ -16,15 +16,14 @@
 #include "common/log.h"
 #include "controller/hub/hub.h"
 
-static const char LEASE_LUA[] =
-    "local cur = redis.call('GET', KEYS[1])\n"
-    "if cur == ARGV[1] then\n"
-    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "  return tonumber(redis.call('GET', KEYS[2]) or '0')\n"
-    "end\n"
-    "if cur then return 0 end\n"
-    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-    "return redis.call('INCR', KEYS[2])\n";
+static const char LEASE_LUA[] = "local cur = redis.call('GET', KEYS[1])\n"
+                                "if cur == ARGV[1] then\n"
+                                "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                                "  return tonumber(redis.call('GET', KEYS[2]) or '0')\n"
+                                "end\n"
+                                "if cur then return 0 end\n"
+                                "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+                                "return redis.call('INCR', KEYS[2])\n";
 
 struct renew {
     struct sw_hub *h;
@@ -47,8 +46,8 @@ static void on_loaded(struct sw_hub *h, int rc)
 
 void sw_leader_lost(struct sw_hub *h, const char *why)
 {
-    SW_LOG(SW_LOG_ERROR, "leadership lost; exiting so that only one hub acts", "hub=%s epoch=%lld why=\"%s\"",
-           h->id, (long long)h->epoch, why);
+    SW_LOG(SW_LOG_ERROR, "leadership lost; exiting so that only one hub acts",
+           "hub=%s epoch=%lld why=\"%s\"", h->id, (long long)h->epoch, why);
     fflush(NULL);
     _Exit(3);
 }

@@ -21,22 +21,21 @@ int sw_hub_run(struct sw_hub *h);
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: spillwayd --config FILE\n\n"
-            "spillwayd is spillway's hub: it watches the member clusters registered with\n"
-            "'spillctl cluster add', decides where burstable Jobs run, copies their data,\n"
-            "creates their mirrors exactly once and follows them to completion. Run two or\n"
-            "more; one holds the lease in Redis and acts, the others stand by.\n\n"
-            "Options:\n"
-            "  -c, --config FILE   the hub's configuration (YAML; docs/hub.md)\n"
-            "  -h, --help          this help\n"
-            "      --version       print the version\n\n"
-            "Environment:\n"
-            "  SPILLWAY_REDIS_PASSWORD   Redis password (or the variable the config's\n"
-            "                            redis.passwordEnv names, or redis.passwordFile)\n"
-            "  SPILLWAY_LOG              log level, overriding the config's logLevel\n\n"
-            "Exit status: 0 stopped, 1 failed at start-up, 2 bad usage or configuration,\n"
-            "3 leadership lost (restart it: it comes back as a standby).\n");
+    fprintf(out, "usage: spillwayd --config FILE\n\n"
+                 "spillwayd is spillway's hub: it watches the member clusters registered with\n"
+                 "'spillctl cluster add', decides where burstable Jobs run, copies their data,\n"
+                 "creates their mirrors exactly once and follows them to completion. Run two or\n"
+                 "more; one holds the lease in Redis and acts, the others stand by.\n\n"
+                 "Options:\n"
+                 "  -c, --config FILE   the hub's configuration (YAML; docs/hub.md)\n"
+                 "  -h, --help          this help\n"
+                 "      --version       print the version\n\n"
+                 "Environment:\n"
+                 "  SPILLWAY_REDIS_PASSWORD   Redis password (or the variable the config's\n"
+                 "                            redis.passwordEnv names, or redis.passwordFile)\n"
+                 "  SPILLWAY_LOG              log level, overriding the config's logLevel\n\n"
+                 "Exit status: 0 stopped, 1 failed at start-up, 2 bad usage or configuration,\n"
+                 "3 leadership lost (restart it: it comes back as a standby).\n");
 }
 
 int main(int argc, char **argv)

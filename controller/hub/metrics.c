@@ -99,8 +99,9 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     for (int s = 0; s < SW_JS__COUNT; s++)
         sw_buf_addf(b, "spillway_jobs{state=\"%s\"} %llu\n",
                     sw_job_state_name((enum sw_job_state)s), (unsigned long long)rd->states[s]);
-    sw_buf_adds(b, "# HELP spillway_decisions_total Placement decisions by outcome and chosen pool.\n"
-                   "# TYPE spillway_decisions_total counter\n");
+    sw_buf_adds(b,
+                "# HELP spillway_decisions_total Placement decisions by outcome and chosen pool.\n"
+                "# TYPE spillway_decisions_total counter\n");
     for (size_t i = 0; i < h->m.nby_pool; i++)
         for (int v = 0; v <= SW_VERDICT_REJECT; v++)
             if (h->m.by_pool[i].n[v])
@@ -186,8 +187,11 @@ static void respond(struct conn *c, int code, const char *ctype, const char *bod
     sw_buf_addf(&b,
                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
                 "Connection: close\r\n\r\n",
-                code, code == 200 ? "OK" : code == 404 ? "Not Found" : "Service Unavailable", ctype,
-                len);
+                code,
+                code == 200   ? "OK"
+                : code == 404 ? "Not Found"
+                              : "Service Unavailable",
+                ctype, len);
     sw_buf_add(&b, body, len);
     size_t n = 0;
     c->out = sw_buf_take(&b, &n);

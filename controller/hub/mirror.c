@@ -143,7 +143,8 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
     add_env(child(ps, "containers"), "SPILLWAY_REGION", r->target_region);
     if (s3_endpoint)
         add_env(child(ps, "containers"), "SPILLWAY_S3_ENDPOINT", s3_endpoint);
-    const char *in = str(child(child((cJSON *)origin, "metadata"), "annotations"), "spillway.io/inputs");
+    const char *in =
+        str(child(child((cJSON *)origin, "metadata"), "annotations"), "spillway.io/inputs");
     if (in)
         add_env(child(ps, "containers"), "SPILLWAY_INPUTS", in);
     const char *out =
@@ -177,4 +178,3 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
     }
     return m;
 }
-

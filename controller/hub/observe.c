@@ -126,8 +126,7 @@ static void agg_pod(const char *key, const cJSON *pod, void *ctx)
             a->lost++;
             snprintf(a->lost_node, sizeof(a->lost_node), "%s", node);
         }
-    }
-    else if (pod_starved(pod))
+    } else if (pod_starved(pod))
         a->starved++;
 }
 
@@ -166,8 +165,7 @@ bool sw_observe_starved(struct sw_hub *h, const struct sw_job_rec *r, bool *any_
 
 /* ---- lookups -------------------------------------------------------------- */
 
-static const cJSON *job_in(struct sw_hub *h, const char *cluster, const char *ns,
-                           const char *name)
+static const cJSON *job_in(struct sw_hub *h, const char *cluster, const char *ns, const char *name)
 {
     struct sw_member *m = sw_member_find(h, cluster);
     if (m == NULL || m->cache == NULL || name[0] == '\0')
@@ -249,8 +247,8 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
             snprintf(tmp.ns, sizeof(tmp.ns), "%s", ns);
             snprintf(tmp.name, sizeof(tmp.name), "%s", name);
             snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
-            SW_LOG(SW_LOG_WARN, "bad spillway annotation; leaving the Job alone", "job=%s err=\"%s\"",
-                   k, err.msg);
+            SW_LOG(SW_LOG_WARN, "bad spillway annotation; leaving the Job alone",
+                   "job=%s err=\"%s\"", k, err.msg);
             sw_follow_event(h, &tmp, "Warning", "BadAnnotation", err.msg);
         }
         return;

@@ -85,8 +85,17 @@ int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx)
     snprintf(epoch, sizeof(epoch), "%lld", (long long)h->epoch);
     snprintf(key, sizeof(key), SW_KEY_JOB "%s", j->rec.key);
     snprintf(ekey, sizeof(ekey), SW_KEY_EXPLAIN "%s", j->rec.key);
-    const char *argv[] = {"EVAL", WRITE_LUA, "4",  SW_KEY_EPOCH, key,       SW_KEY_JOBS,
-                          ekey,   epoch,     text, j->rec.key,   j->explain ? j->explain : ""};
+    const char *argv[] = {"EVAL",
+                          WRITE_LUA,
+                          "4",
+                          SW_KEY_EPOCH,
+                          key,
+                          SW_KEY_JOBS,
+                          ekey,
+                          epoch,
+                          text,
+                          j->rec.key,
+                          j->explain ? j->explain : ""};
     int rc = sw_redis_command_argv(h->redis, on_written, w, 11, argv, NULL);
     cJSON_free(text);
     if (rc != 0) {

@@ -33,7 +33,8 @@ static void fill(struct sw_job_rec *r)
     r->expected_cost = 41.2;
     r->home_wait_s = 2820;
     r->burst_now_cost = 111.68;
-    snprintf(r->summary, sizeof(r->summary), "burst to cloud-spot (spot): $41.20 expected vs 47 min wait at home");
+    snprintf(r->summary, sizeof(r->summary),
+             "burst to cloud-spot (spot): $41.20 expected vs 47 min wait at home");
     snprintf(r->reason, sizeof(r->reason), "its node cloud-spot-gpu-5 was lost");
     r->input_bytes = 1114113;
     r->created = 1795416356;
@@ -83,8 +84,9 @@ static void test_round_trip(void **state)
 static void test_state_names(void **state)
 {
     (void)state;
-    static const char *names[] = {"observed", "decided", "data-ready", "dispatching", "dispatched",
-                                  "running", "succeeded", "failed", "blocked"};
+    static const char *names[] = {"observed",    "decided",    "data-ready",
+                                  "dispatching", "dispatched", "running",
+                                  "succeeded",   "failed",     "blocked"};
     for (int i = 0; i < SW_JS__COUNT; i++) {
         enum sw_job_state s;
         assert_string_equal(sw_job_state_name((enum sw_job_state)i), names[i]);
@@ -127,7 +129,8 @@ static void test_cost(void **state)
     assert_true(sw_job_rec_cost(&r, 1000 + 1800 * 1000) > 8.3999 &&
                 sw_job_rec_cost(&r, 1000 + 1800 * 1000) < 8.4001);
     r.finished_ms = 1000 + 3600 * 1000; /* finished after an hour: the clock no longer counts */
-    assert_true(sw_job_rec_cost(&r, 999999999) > 16.7999 && sw_job_rec_cost(&r, 999999999) < 16.8001);
+    assert_true(sw_job_rec_cost(&r, 999999999) > 16.7999 &&
+                sw_job_rec_cost(&r, 999999999) < 16.8001);
     r.started_ms = 0;
     assert_true(sw_job_rec_cost(&r, 5000) == 0);
 }

@@ -11,7 +11,8 @@
 #include "controller/hub/mirror.h"
 
 static const char ORIGIN[] =
-    "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"train-7\",\"namespace\":"
+    "{\"apiVersion\":\"batch/"
+    "v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"train-7\",\"namespace\":"
     "\"team-a\",\"uid\":\"0fea0c22-c6d8-4b05-8689-ec9f9296d687\",\"annotations\":{\"spillway.io/"
     "burst\":\"auto\",\"spillway.io/inputs\":\"s3://datasets/imagenet/\",\"spillway.io/outputs\":"
     "\"s3://checkpoints/train-7\"}},\"spec\":{\"parallelism\":2,\"completions\":2,\"suspend\":true,"
@@ -74,7 +75,8 @@ static void test_spot_mirror(void **state)
     assert_string_equal(s(m, "metadata.namespace"), "team-a");
     const cJSON *l = sw_json_path(m, "metadata.labels");
     assert_string_equal(cJSON_GetObjectItem(l, "spillway.io/origin-uid")->valuestring, r.uid);
-    assert_string_equal(cJSON_GetObjectItem(l, "spillway.io/origin-cluster")->valuestring, "onprem");
+    assert_string_equal(cJSON_GetObjectItem(l, "spillway.io/origin-cluster")->valuestring,
+                        "onprem");
     assert_string_equal(cJSON_GetObjectItem(l, "spillway.io/attempt")->valuestring, "3");
     assert_string_equal(cJSON_GetObjectItem(l, "spillway.io/epoch")->valuestring, "9");
     /* What the API or the Job controller own is gone; the rest is kept. */
@@ -90,7 +92,8 @@ static void test_spot_mirror(void **state)
     assert_string_equal(cJSON_GetObjectItem(tl, "app")->valuestring, "trainer");
     /* The pool and spot's taint. */
     const cJSON *sel = sw_json_path(m, "spec.template.spec.nodeSelector");
-    assert_string_equal(cJSON_GetObjectItem(sel, "karpenter.sh/capacity-type")->valuestring, "spot");
+    assert_string_equal(cJSON_GetObjectItem(sel, "karpenter.sh/capacity-type")->valuestring,
+                        "spot");
     const cJSON *t = cJSON_GetArrayItem(sw_json_path(m, "spec.template.spec.tolerations"), 0);
     assert_string_equal(cJSON_GetObjectItem(t, "key")->valuestring, "spillway.io/spot");
     /* The data, in the mirror's region; the user's own variable wins. */
