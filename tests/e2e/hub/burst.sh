@@ -24,6 +24,16 @@ s3get() { # ENDPOINT REGION BUCKET KEY
 s3put datasets "$NS/in/part-0.bin" 1048576 1
 s3put datasets "$NS/in/part-1.bin" 65536 2
 
+# A bad config: exit 2, the file, line and field named, nothing started.
+printf 'redis:\n  url: %s\nsecretKeyFile: %s\nleader:\n  leaseTTLSeconds: abc\n' \
+    "$SPILLWAY_REDIS_URL" "$SPILLWAY_SECRET_KEY_FILE" >"$HUB_TMP/bad.yaml"
+rc=0
+"$SPILLWAYD" --config "$HUB_TMP/bad.yaml" 2>"$HUB_TMP/err" || rc=$?
+[ $rc = 2 ] || hub_fail "spillwayd with a bad config exited $rc, not 2"
+grep -qF "$HUB_TMP/bad.yaml:5: field \"leader.leaseTTLSeconds\"" "$HUB_TMP/err" ||
+    hub_fail "bad config message: $(cat "$HUB_TMP/err")"
+pass "spillwayd refuses a bad config with exit 2: $(cat "$HUB_TMP/err")"
+
 hub_start
 burst_job train-a 4 5s "" "    spillway.io/inputs: s3://datasets/$NS/in/
     spillway.io/outputs: s3://checkpoints/$NS/out/" | kc onprem apply -n "$NS" -f - >/dev/null
