@@ -216,23 +216,25 @@ static int need_redis(struct args *a)
 
 /* ---- add ---------------------------------------------------------------- */
 
-/* What spillway does on a member cluster, as RBAC resource attributes. */
+/*
+ * What spillway does on a member cluster, as RBAC resource attributes:
+ * exactly the rules of deploy/rbac/member-clusterrole.yaml, which names the
+ * code that uses each. Keep the two equal.
+ */
 static const struct perm {
     const char *group;
     const char *resource;
     const char *subresource;
     const char *verb;
 } perms[] = {
-    {"batch", "jobs", "", "get"},    {"batch", "jobs", "", "list"},
-    {"batch", "jobs", "", "watch"},  {"batch", "jobs", "", "create"},
-    {"batch", "jobs", "", "update"}, {"batch", "jobs", "", "patch"},
-    {"batch", "jobs", "", "delete"}, {"batch", "jobs", "status", "patch"},
-    {"", "pods", "", "get"},         {"", "pods", "", "list"},
-    {"", "pods", "", "watch"},       {"", "pods", "", "delete"},
-    {"", "nodes", "", "get"},        {"", "nodes", "", "list"},
-    {"", "nodes", "", "watch"},      {"", "namespaces", "", "get"},
-    {"", "namespaces", "", "list"},  {"", "namespaces", "", "create"},
-    {"", "events", "", "create"},    {"", "events", "", "patch"},
+    {"batch", "jobs", "", "list"},    {"batch", "jobs", "", "watch"},
+    {"batch", "jobs", "", "create"},  {"batch", "jobs", "", "patch"},
+    {"batch", "jobs", "", "delete"},  {"batch", "jobs", "status", "patch"},
+    {"", "pods", "", "list"},         {"", "pods", "", "watch"},
+    {"", "nodes", "", "list"},        {"", "nodes", "", "watch"},
+    {"", "namespaces", "", "create"}, {"", "events", "", "create"},
+    {"", "configmaps", "", "get"},    {"", "configmaps", "", "create"},
+    {"", "secrets", "", "get"},       {"", "secrets", "", "create"},
 };
 #define NPERMS (sizeof(perms) / sizeof(perms[0]))
 
