@@ -105,8 +105,12 @@ int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
         return rc;
     struct sw_error err = {0};
     redisReply *keys = NULL;
-    if (sw_redis_sync_command(c, &keys, &err, "SMEMBERS %s", SW_KEY_JOBS) != 0) {
-        fprintf(stderr, "spillctl status: %s\n", err.msg);
+    if (sw_redis_sync_command(c, &keys, &err, "SMEMBERS %s", SW_KEY_JOBS) != 0 ||
+        keys->type != REDIS_REPLY_ARRAY) {
+        fprintf(stderr, "spillctl status: %s\n",
+                err.msg[0] ? err.msg : "redis: spillway:jobs is not a set");
+        if (keys)
+            freeReplyObject(keys);
         redisFree(c);
         return SW_EXIT_FAIL;
     }
@@ -116,11 +120,16 @@ int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
         names[i] = keys->element[i]->str;
     qsort(names, n, sizeof(*names), cmp_keys);
     cJSON *items = cJSON_CreateArray(), *rows = cJSON_CreateArray();
+    int failed = 0;
     for (size_t i = 0; i < n; i++) {
         redisReply *v = NULL;
-        if (sw_redis_sync_command(c, &v, &err, "GET %s%s", SW_KEY_JOB, names[i]) != 0)
+        if (sw_redis_sync_command(c, &v, &err, "GET %s%s", SW_KEY_JOB, names[i]) != 0) {
+            fprintf(stderr, "spillctl status: %s\n", err.msg);
+            failed = 1;
             break;
+        }
         cJSON *o = NULL;
+        sw_error_clear(&err);
         struct sw_job_rec r;
         if (v->type != REDIS_REPLY_STRING ||
             sw_json_parse(v->str, v->len, names[i], &o, &err) != 0 ||
@@ -159,6 +168,8 @@ int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
     }
     rc = sw_cli_print(stdout, g->output, items, rows, status_columns,
                       sizeof(status_columns) / sizeof(status_columns[0]));
+    if (failed)
+        rc = SW_EIO;
     cJSON_Delete(items);
     cJSON_Delete(rows);
     free(names);

@@ -230,6 +230,7 @@ struct out_call {
     struct sw_hub *h;
     struct sw_job *j;
     bool final;
+    bool stop;               /* final round of a lost or failed attempt: nothing follows */
     struct out_call *rounds; /* final: the periodic rounds' context, freed with it */
 };
 
@@ -244,9 +245,13 @@ static void on_outputs(const struct sw_gate_result *res, void *ctx)
         SW_LOG(SW_LOG_WARN, "outputs copy failed", "job=%s err=\"%s\"", j->rec.key, res->err.msg);
     if (!oc->final)
         return;
-    j->outputs = NULL;
+    bool stop = oc->stop;
+    if (!stop)
+        j->outputs = NULL; /* a stopped handle was let go at once */
     sw_free(oc->rounds);
     sw_free(oc);
+    if (stop)
+        return;
     /* The last round ran: follow.c moves the record on. */
     j->rec.reason[0] = '\0';
     if (res->rc != 0)
@@ -280,9 +285,11 @@ void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final)
         return;
     }
     if (j->outputs == NULL) {
+        /* As the mirror was told (mirror.c): PREFIX/attempt-N/. */
         char from_prefix[600];
-        snprintf(from_prefix, sizeof(from_prefix), "%sattempt-%d/", spec.outputs.prefix,
-                 j->rec.attempt);
+        size_t pl = strlen(spec.outputs.prefix);
+        snprintf(from_prefix, sizeof(from_prefix), "%s%sattempt-%d/", spec.outputs.prefix,
+                 pl && spec.outputs.prefix[pl - 1] != '/' ? "/" : "", j->rec.attempt);
         struct sw_gate_input from = {ts->name, spec.outputs.bucket, from_prefix};
         struct sw_gate_input to = {os->name, spec.outputs.bucket, spec.outputs.prefix};
         struct sw_gate_store stores[SW_HUB_MAX_STORES];
@@ -290,7 +297,7 @@ void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final)
         struct out_call *oc = sw_calloc(1, sizeof(*oc));
         if (oc == NULL)
             return;
-        *oc = (struct out_call){h, j, false, NULL};
+        *oc = (struct out_call){h, j, false, false, NULL};
         struct sw_error err = {0};
         if (sw_gate_outputs_start(h->loop, stores, ns, j->rec.key, &from, &to, h->redis_url,
                                   h->cfg.output_sync_s, on_outputs, oc, &j->outputs, &err) != 0) {
@@ -311,8 +318,27 @@ void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final)
         struct out_call *fc = sw_calloc(1, sizeof(*fc));
         if (fc == NULL)
             return;
-        *fc = (struct out_call){h, j, true, j->outputs_ctx};
+        *fc = (struct out_call){h, j, true, false, j->outputs_ctx};
         j->outputs_ctx = NULL;
         sw_gate_outputs_finish(j->outputs, on_outputs, fc);
     }
+}
+
+void sw_data_outputs_stop(struct sw_hub *h, struct sw_job *j)
+{
+    if (j->outputs == NULL)
+        return;
+    struct out_call *fc = sw_calloc(1, sizeof(*fc));
+    struct sw_gate_outputs *o = j->outputs;
+    if (fc == NULL) {
+        j->outputs = NULL;
+        sw_gate_outputs_finish(o, NULL, NULL);
+        return;
+    }
+    /* The gate runs one last round: what the attempt wrote before it was
+     * given up reaches the origin (a retry resumes from it); nothing after. */
+    *fc = (struct out_call){h, j, true, true, j->outputs_ctx};
+    j->outputs_ctx = NULL;
+    j->outputs = NULL;
+    sw_gate_outputs_finish(o, on_outputs, fc);
 }

@@ -49,7 +49,10 @@ struct round {
     size_t nlinks;
     struct sw_workload *work;
     struct sw_job **jobs;
-    size_t nwork, cap_work, cap_jobs;
+    bool *requeued; /* per pending workload: put back after a lost mirror */
+    size_t nwork, cap_work, cap_jobs, cap_requeued;
+    const struct sw_pool_spec **specs; /* per pool: the registered pool it came from */
+    size_t cap_specs;
     struct sw_running *running;
     size_t nrunning, cap_running;
     struct sw_local_queue *queues;
@@ -71,6 +74,30 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
+struct reserve {
+    const char *cluster, *capacity;
+    int gpus;
+};
+
+static void reserve_one(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    (void)h;
+    struct reserve *rv = ctx;
+    enum sw_job_state s = j->rec.state;
+    if ((s == SW_JS_DECIDED || s == SW_JS_DATA_READY || s == SW_JS_DISPATCHING) &&
+        strcmp(j->rec.target_cluster, rv->cluster) == 0 &&
+        strcmp(j->rec.capacity, rv->capacity) == 0)
+        rv->gpus += j->rec.gpus;
+}
+
+/* GPUs of Jobs decided for a pool whose mirrors do not exist yet. */
+static int reserved_gpus(struct sw_hub *h, const char *cluster, const char *capacity)
+{
+    struct reserve rv = {cluster, capacity, 0};
+    sw_hub_jobs_foreach(h, reserve_one, &rv);
+    return rv.gpus;
+}
+
 static void add_pools(struct round *rd)
 {
     struct sw_hub *h = rd->h;
@@ -83,7 +110,9 @@ static void add_pools(struct round *rd)
             continue;
         for (size_t p = 0; p < m->rec.spec.npools; p++) {
             const struct sw_pool_spec *ps = &m->rec.spec.pools[p];
-            if (grow((void **)&rd->pools, &rd->cap_pools, rd->npools + 1, sizeof(*rd->pools)) != 0)
+            if (grow((void **)&rd->pools, &rd->cap_pools, rd->npools + 1, sizeof(*rd->pools)) !=
+                    0 ||
+                grow((void **)&rd->specs, &rd->cap_specs, rd->npools + 1, sizeof(*rd->specs)) != 0)
                 break;
             struct sw_pool *o = &rd->pools[rd->npools];
             memset(o, 0, sizeof(*o));
@@ -120,6 +149,18 @@ static void add_pools(struct round *rd)
             o->provision_s = o->capacity == SW_CAP_OWNED ? 0 : CLOUD_PROVISION_S;
             o->price_gpu_h = ps->price_per_gpu_hour;
             o->interrupt_per_h = o->capacity == SW_CAP_SPOT ? SPOT_INTERRUPT_PER_H : 0;
+            /* Names cut to fit may collide; the engine wants them unique. */
+            for (size_t k = 0; k < rd->npools; k++)
+                if (strcmp(rd->pools[k].name, o->name) == 0) {
+                    snprintf(o->name, sizeof(o->name), "%.30s#%u", m->rec.name,
+                             (unsigned)(rd->npools % 100000));
+                    break;
+                }
+            /* GPUs promised to Jobs on their way there are not free. */
+            o->free_gpus -= reserved_gpus(h, m->rec.name, ps->capacity_type);
+            if (o->free_gpus < 0)
+                o->free_gpus = 0;
+            rd->specs[rd->npools] = ps;
             rd->npools++;
         }
         sw_capacity_free(&cap);
@@ -188,17 +229,18 @@ static void add_queues(struct round *rd)
     (void)h;
 }
 
-static bool wants_decision(struct sw_hub *h, struct sw_job *j)
+static bool wants_decision(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
 {
     if (j->busy || !j->persisted)
         return false;
     struct sw_job_rec *r = &j->rec;
-    if (r->state == SW_JS_BLOCKED)
-        return sw_hub_wall_ms() - r->decided_ms >= BLOCKED_RETRY_MS;
-    if (r->state != SW_JS_OBSERVED)
+    if (r->state == SW_JS_BLOCKED && sw_hub_wall_ms() - r->decided_ms < BLOCKED_RETRY_MS)
         return false;
-    if (r->form == SW_FORM_DELEGATED || r->attempt > 0)
+    if (r->state != SW_JS_OBSERVED && r->state != SW_JS_BLOCKED)
+        return false;
+    if (r->form == SW_FORM_DELEGATED || sw_follow_requeued(r, origin))
         return true;
+    /* Annotation only: its pods wait for GPUs at home, none runs. */
     return sw_observe_starved(h, r, NULL);
 }
 
@@ -206,10 +248,8 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
 {
     struct round *rd = ctx;
     j->decided_now = false;
-    if (!wants_decision(h, j))
-        return;
     const cJSON *origin = sw_observe_origin(h, &j->rec);
-    if (origin == NULL)
+    if (origin == NULL || !wants_decision(h, j, origin))
         return;
     const cJSON *md = child(origin, "metadata");
     struct sw_burst_spec spec;
@@ -228,7 +268,8 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
         return;
     }
     if (grow((void **)&rd->work, &rd->cap_work, rd->nwork + 1, sizeof(*rd->work)) != 0 ||
-        grow((void **)&rd->jobs, &rd->cap_jobs, rd->nwork + 1, sizeof(*rd->jobs)) != 0)
+        grow((void **)&rd->jobs, &rd->cap_jobs, rd->nwork + 1, sizeof(*rd->jobs)) != 0 ||
+        grow((void **)&rd->requeued, &rd->cap_requeued, rd->nwork + 1, sizeof(*rd->requeued)) != 0)
         return;
     struct sw_workload *w = &rd->work[rd->nwork];
     memset(w, 0, sizeof(*w));
@@ -255,6 +296,7 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
         snprintf(w->inputs[0].regions[0], sizeof(w->inputs[0].regions[0]), "%.*s",
                  (int)sizeof(w->inputs[0].regions[0]) - 1, om->rec.spec.region);
     }
+    rd->requeued[rd->nwork] = sw_follow_requeued(&j->rec, origin);
     rd->jobs[rd->nwork++] = j;
 }
 
@@ -298,7 +340,8 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
     char summary[256], wait[32];
     fmt_wait(home_wait < 0 ? 0 : home_wait, wait, sizeof(wait));
     bool move = d->verdict == SW_VERDICT_BURST ||
-                (d->verdict == SW_VERDICT_STAY && (r->form == SW_FORM_DELEGATED || r->attempt > 0));
+                (d->verdict == SW_VERDICT_STAY &&
+                 (r->form == SW_FORM_DELEGATED || rd->requeued[d->workload]));
     if (d->verdict == SW_VERDICT_REJECT) {
         snprintf(summary, sizeof(summary), "no placement: %s",
                  sw_exclusion_text(d->main_exclusion));
@@ -322,11 +365,7 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
     r->decided_ms = sw_hub_wall_ms();
     if (move) {
         const struct sw_pool *p = &snap->pools[d->pool];
-        struct sw_member *tm = sw_member_find(h, p->cluster);
-        const struct sw_pool_spec *ps = NULL;
-        for (size_t k = 0; tm && k < tm->rec.spec.npools; k++)
-            if (strcmp(tm->rec.spec.pools[k].capacity_type, sw_capacity_name(p->capacity)) == 0)
-                ps = &tm->rec.spec.pools[k];
+        const struct sw_pool_spec *ps = rd->specs[d->pool];
         snprintf(r->target_cluster, sizeof(r->target_cluster), "%s", p->cluster);
         snprintf(r->target_pool, sizeof(r->target_pool), "%s", ps ? ps->name : p->name);
         snprintf(r->target_region, sizeof(r->target_region), "%s", p->region);
@@ -385,6 +424,8 @@ out:
     sw_free(rd.links);
     sw_free(rd.work);
     sw_free(rd.jobs);
+    sw_free(rd.requeued);
+    sw_free(rd.specs);
     sw_free(rd.running);
     sw_free(rd.queues);
 }

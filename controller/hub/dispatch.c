@@ -375,8 +375,9 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     if (!fin || need_suspend) {
         int bound = 0;
         sw_observe_pods(h, r->cluster, r->ns, r->name, &bound);
-        if (need_suspend && bound > 0) {
-            /* A pod got a node at home meanwhile: this Job runs at home. */
+        if (need_suspend && (bound > 0 || !sw_observe_starved(h, r, NULL))) {
+            /* A pod got a node at home meanwhile (or none waits for GPUs
+             * any more): this Job runs at home. */
             r->state = SW_JS_OBSERVED;
             snprintf(r->summary, sizeof(r->summary),
                      "not burst: a pod of the Job was scheduled at home");
@@ -421,8 +422,14 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     if (r->form == SW_FORM_ANNOTATION) {
         int pods = sw_observe_pods(h, r->cluster, r->ns, r->name, NULL);
         const cJSON *st = child((cJSON *)origin, "status");
-        int active = (int)cJSON_GetNumberValue(child((cJSON *)st, "active"));
-        if (pods > 0 || active > 0) {
+        int busy_pods = 0;
+        static const char *counts[] = {"active", "ready", "terminating"};
+        for (size_t i = 0; i < 3; i++) {
+            const cJSON *v = child((cJSON *)st, counts[i]);
+            if (cJSON_IsNumber(v))
+                busy_pods += v->valueint;
+        }
+        if (pods > 0 || busy_pods > 0) {
             j->busy = false;
             j->next_ms = sw_hub_mono_ms() + 300;
             return;

@@ -212,7 +212,11 @@ static int write_status(struct sw_hub *h, struct sw_job *j, const cJSON *mirror,
         if (v)
             cJSON_AddItemToObject(st, fields[i], cJSON_Duplicate(v, 1));
     }
-    if (child(st, "startTime") == NULL && !terminal) {
+    /* startTime is set once: a later attempt's mirror does not move it. */
+    const cJSON *origin = sw_observe_origin(h, &j->rec);
+    if (str(child(origin, "status"), "startTime") != NULL)
+        cJSON_DeleteItemFromObjectCaseSensitive(st, "startTime");
+    else if (child(st, "startTime") == NULL) {
         char ts[32];
         now_rfc3339(ts, sizeof(ts));
         cJSON_AddStringToObject(st, "startTime", ts);
@@ -223,6 +227,40 @@ static int write_status(struct sw_hub *h, struct sw_job *j, const cJSON *mirror,
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
         if (child(st, counts[i]) == NULL && (terminal || i < 3))
             cJSON_AddNumberToObject(st, counts[i], 0);
+    int rc = sw_kube_merge_patch(m->client, SW_KIND_JOB, j->rec.ns, j->rec.name, p, "status",
+                                 on_status, j);
+    cJSON_Delete(p);
+    return rc;
+}
+
+/* A delegated origin failed by the hub itself (no mirror status to copy):
+ * FailureTarget and Failed, with the startTime the API requires of a
+ * finished Job. Busy. */
+static int write_failed(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    struct sw_member *m = sw_member_find(h, j->rec.cluster);
+    if (m == NULL)
+        return SW_ENOENT;
+    char ts[32];
+    now_rfc3339(ts, sizeof(ts));
+    cJSON *p = cJSON_CreateObject();
+    cJSON *st = cJSON_AddObjectToObject(p, "status");
+    if (str(child(origin, "status"), "startTime") == NULL)
+        cJSON_AddStringToObject(st, "startTime", ts);
+    cJSON_AddNumberToObject(st, "active", 0);
+    cJSON_AddNumberToObject(st, "ready", 0);
+    cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
+    static const char *types[] = {"FailureTarget", "Failed"};
+    for (size_t i = 0; i < 2; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "type", types[i]);
+        cJSON_AddStringToObject(c, "status", "True");
+        cJSON_AddStringToObject(c, "reason", "SpillwayGaveUp");
+        cJSON_AddStringToObject(c, "message", j->rec.reason);
+        cJSON_AddStringToObject(c, "lastProbeTime", ts);
+        cJSON_AddStringToObject(c, "lastTransitionTime", ts);
+        cJSON_AddItemToArray(conds, c);
+    }
     int rc = sw_kube_merge_patch(m->client, SW_KIND_JOB, j->rec.ns, j->rec.name, p, "status",
                                  on_status, j);
     cJSON_Delete(p);
@@ -245,26 +283,68 @@ static void write_rec(struct sw_hub *h, struct sw_job *j, const char *point)
         sw_hub_step_done(h, j, SW_EUNAVAIL);
 }
 
-static void requeue_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+/* A number of a Job's status, 0 when absent (the API leaves zeros out). */
+static int count_of(const cJSON *status, const char *k)
+{
+    const cJSON *v = child(status, k);
+    return cJSON_IsNumber(v) ? v->valueint : 0;
+}
+
+static void requeued_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
 {
     (void)ctx;
     sw_hub_step_done(h, j, rc);
-    if (rc == 0)
+    if (rc == 0 && j->rec.state == SW_JS_OBSERVED)
         sw_hub_want_decide(h);
+}
+
+/*
+ * A mirror lost (its node gone, its pod disrupted, the Job gone): the intent
+ * first (state "requeued", the preemption counted), then the old mirror is
+ * deleted and its live pods awaited (requeue_step), and only then is the
+ * Job decided again, so that two attempts never run at once.
+ */
+static void requeue(struct sw_hub *h, struct sw_job *j, const char *why)
+{
+    struct sw_job_rec *r = &j->rec;
+    snprintf(r->reason, sizeof(r->reason), "%s", why);
+    r->state = SW_JS_REQUEUED;
+    r->preemptions++;
+    h->m.preemptions++;
+    SW_LOG(SW_LOG_WARN, "mirror lost; requeueing", "job=%s mirror=%s reason=\"%s\"", r->key,
+           r->mirror, r->reason);
+    sw_data_outputs_stop(h, j);
+    if (sw_rec_write(h, j, on_written, NULL) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
 }
 
 static void on_lost_deleted(struct sw_kube_result *res, void *ctx)
 {
     struct sw_job *j = ctx;
-    struct sw_hub *h = j->hub;
-    if (res->rc != 0 && res->status != 404) {
-        sw_hub_step_done(h, j, res->rc);
+    int rc = res->rc != 0 && res->status != 404 ? res->rc : 0;
+    sw_hub_step_done(j->hub, j, rc);
+}
+
+/* "requeued": delete the old mirror, wait for its live pods, then decide again. */
+static void requeue_step(struct sw_hub *h, struct sw_job *j, struct sw_member *tm,
+                         const cJSON *mirror)
+{
+    struct sw_job_rec *r = &j->rec;
+    if (mirror && child(child(mirror, "metadata"), "deletionTimestamp") == NULL) {
+        struct sw_kube_delete_opts d = {.propagation = "Foreground", .grace_period_s = -1};
+        j->busy = true;
+        if (sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d, on_lost_deleted, j) != 0)
+            sw_hub_step_done(h, j, SW_EUNAVAIL);
         return;
     }
-    struct sw_job_rec *r = &j->rec;
-    r->preemptions++;
-    h->m.preemptions++;
-    char msg[600];
+    /* Pods on a node that is gone run nowhere; the rest must be gone. */
+    int pods = sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, NULL);
+    int lost = sw_observe_lost(h, r->target_cluster, r->ns, r->mirror, NULL, 0);
+    if (pods - lost > 0) {
+        j->next_ms = sw_hub_mono_ms() + 500;
+        return;
+    }
+    char msg[700];
     if (r->attempt >= h->cfg.max_attempts) {
         r->state = SW_JS_FAILED;
         r->finished_ms = sw_hub_wall_ms();
@@ -274,43 +354,25 @@ static void on_lost_deleted(struct sw_kube_result *res, void *ctx)
                  r->preemptions, h->cfg.max_attempts, last);
         snprintf(msg, sizeof(msg), "%s", r->reason);
         sw_follow_event(h, r, "Warning", "BurstFailed", msg);
-        sw_follow_annotate(h, r);
-        write_rec(h, j, NULL);
-        return;
+    } else {
+        snprintf(msg, sizeof(msg), "mirror %s/%s lost (%.300s); deciding again (attempt %d of %d)",
+                 r->target_cluster, r->mirror, r->reason, r->attempt + 1, h->cfg.max_attempts);
+        sw_follow_event(h, r, "Warning", "Requeued", msg);
+        r->state = SW_JS_OBSERVED;
+        r->started_ms = 0;
+        j->outputs_done = 0;
+        j->status_synced = false;
     }
-    snprintf(msg, sizeof(msg), "mirror %s/%s lost (%.300s); deciding again (attempt %d of %d)",
-             r->target_cluster, r->mirror, r->reason, r->attempt + 1, h->cfg.max_attempts);
-    sw_follow_event(h, r, "Warning", "Requeued", msg);
-    SW_LOG(SW_LOG_WARN, "mirror lost; requeued", "job=%s mirror=%s reason=\"%s\"", r->key,
-           r->mirror, r->reason);
-    r->state = SW_JS_OBSERVED;
-    r->started_ms = 0;
-    j->outputs_done = 0;
-    if (sw_rec_write(h, j, requeue_written, NULL) != 0)
+    j->busy = true;
+    if (sw_rec_write(h, j, requeued_written, NULL) != 0)
         sw_hub_step_done(h, j, SW_EUNAVAIL);
-}
-
-static void requeue(struct sw_hub *h, struct sw_job *j, const char *why)
-{
-    struct sw_member *tm = sw_member_find(h, j->rec.target_cluster);
-    snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
-    if (j->outputs) {
-        /* The lost attempt's outputs are not copied back. */
-        struct sw_gate_outputs *o = j->outputs;
-        j->outputs = NULL;
-        sw_gate_outputs_finish(o, NULL, NULL);
-    }
-    struct sw_kube_delete_opts d = {.propagation = "Background", .grace_period_s = -1};
-    int rc = tm ? sw_kube_delete(tm->client, SW_KIND_JOB, j->rec.ns, j->rec.mirror, &d,
-                                 on_lost_deleted, j)
-                : SW_ENOENT;
-    if (rc != 0)
-        sw_hub_step_done(h, j, rc);
 }
 
 static void finish(struct sw_hub *h, struct sw_job *j, enum sw_job_state s, const char *why)
 {
     struct sw_job_rec *r = &j->rec;
+    if (s == SW_JS_FAILED)
+        sw_data_outputs_stop(h, j);
     r->state = s;
     r->finished_ms = sw_hub_wall_ms();
     if (r->started_ms == 0)
@@ -345,12 +407,21 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         return;
     const cJSON *origin = sw_observe_origin(h, r);
     const cJSON *mirror = sw_observe_mirror(h, r);
+    if (r->state == SW_JS_REQUEUED) {
+        requeue_step(h, j, tm, mirror);
+        return;
+    }
     if (sw_job_state_terminal(r->state)) {
-        /* A delegated origin shows the outcome once (again after a restart). */
-        if (r->form == SW_FORM_DELEGATED && !j->status_synced && mirror && origin &&
+        /* A delegated origin shows the outcome once (again after a restart):
+         * the mirror's status, or, when there is no mirror to copy (lost
+         * too often), a failure written by the hub. */
+        if (r->form == SW_FORM_DELEGATED && !j->status_synced && origin &&
             condition(origin, "Complete") == NULL && condition(origin, "Failed") == NULL) {
             j->busy = true;
-            if (write_status(h, j, mirror, true) != 0)
+            int rc = mirror && r->state == SW_JS_SUCCEEDED   ? write_status(h, j, mirror, true)
+                     : mirror && condition(mirror, "Failed") ? write_status(h, j, mirror, true)
+                                                             : write_failed(h, j, origin);
+            if (rc != 0)
                 sw_hub_step_done(h, j, SW_EUNAVAIL);
         } else {
             j->status_synced = true;
@@ -408,8 +479,8 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
     }
     /* Running, or about to. */
     const cJSON *ms = child(mirror, "status");
-    int active = (int)cJSON_GetNumberValue(child(ms, "active"));
-    int ready = (int)cJSON_GetNumberValue(child(ms, "ready"));
+    int active = count_of(ms, "active");
+    int ready = count_of(ms, "ready");
     /* Running means a pod runs (ready), not only that one exists: a pod
      * waiting for a node is active too. */
     if (r->state == SW_JS_DISPATCHED && ready > 0) {
@@ -424,7 +495,7 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
     if (r->form == SW_FORM_DELEGATED && origin) {
         const cJSON *os = child(origin, "status");
         bool want_start = str(ms, "startTime") != NULL && str(os, "startTime") == NULL;
-        int oactive = (int)cJSON_GetNumberValue(child(os, "active"));
+        int oactive = count_of(os, "active");
         /* The running status waits while Jobs wait for their mirrors. */
         if ((want_start || oactive != active) && h->dispatch_backlog == 0) {
             j->busy = true;
@@ -460,6 +531,7 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
 {
     struct sw_job_rec *r = &j->rec;
     j->hub = h;
+    sw_data_outputs_stop(h, j);
     struct sw_member *tm = r->target_cluster[0] ? sw_member_find(h, r->target_cluster) : NULL;
     if (tm && (tm->cache == NULL || !sw_cluster_cache_synced(tm->cache)))
         return;
@@ -510,4 +582,33 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         j->busy = true;
         write_rec(h, j, NULL);
     }
+}
+
+bool sw_follow_requeued(const struct sw_job_rec *r, const cJSON *origin)
+{
+    return r->preemptions > 0 && cJSON_IsTrue(child(child(origin, "spec"), "suspend"));
+}
+
+bool sw_follow_finished_at_home(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    struct sw_job_rec *r = &j->rec;
+    bool before_suspend = r->state == SW_JS_OBSERVED || r->state == SW_JS_BLOCKED ||
+                          r->state == SW_JS_DECIDED || r->state == SW_JS_DATA_READY ||
+                          r->state == SW_JS_DISPATCHING;
+    if (!before_suspend || cJSON_IsTrue(child(child(origin, "spec"), "suspend")))
+        return false;
+    bool ok = condition(origin, "Complete") != NULL;
+    if (!ok && condition(origin, "Failed") == NULL)
+        return false;
+    r->state = ok ? SW_JS_SUCCEEDED : SW_JS_FAILED;
+    r->finished_ms = sw_hub_wall_ms();
+    snprintf(r->target_cluster, sizeof(r->target_cluster), "%s", r->cluster);
+    snprintf(r->capacity, sizeof(r->capacity), "owned");
+    r->mirror[0] = '\0';
+    snprintf(r->reason, sizeof(r->reason), "ran at home (%s there before any burst)",
+             ok ? "completed" : "failed");
+    SW_LOG(SW_LOG_INFO, "job finished at home", "job=%s", r->key);
+    j->busy = true;
+    write_rec(h, j, NULL);
+    return true;
 }

@@ -129,6 +129,10 @@ static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
         sw_follow_origin_gone(h, j, origin);
         return;
     }
+    /* An annotation-only Job that finished at home before it was suspended
+     * ran at home: nothing more to do for it (never run it again). */
+    if (j->rec.form == SW_FORM_ANNOTATION && sw_follow_finished_at_home(h, j, origin))
+        return;
     switch (j->rec.state) {
     case SW_JS_DECIDED:
         sw_data_step(h, j);
@@ -139,6 +143,7 @@ static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
         break;
     case SW_JS_DISPATCHED:
     case SW_JS_RUNNING:
+    case SW_JS_REQUEUED:
     case SW_JS_SUCCEEDED:
     case SW_JS_FAILED:
         sw_follow_step(h, j);

@@ -47,11 +47,12 @@ struct sw_member;
 /** A Job the hub is following: its record plus what is in flight for it. */
 struct sw_job {
     struct sw_job_rec rec;
-    struct sw_job *next; /* hash chain */
-    bool busy;           /* a step is in flight; the next tick skips it */
-    bool persisted;      /* rec is as in Redis */
-    int64_t next_ms;     /* do not step before (backoff, polling) */
-    int backoff;         /* consecutive failures */
+    struct sw_job_rec saved; /* as last written to Redis: rec goes back to it when a write fails */
+    struct sw_job *next;     /* hash chain */
+    bool busy;               /* a step is in flight; the next tick skips it */
+    bool persisted;          /* rec is as in Redis */
+    int64_t next_ms;         /* do not step before (backoff, polling) */
+    int backoff;             /* consecutive failures */
     struct sw_gate_outputs *outputs;
     void *outputs_ctx;  /* data.c's context for the periodic rounds */
     int outputs_done;   /* the last round: 0 not yet, 1 copied, -1 failed */
@@ -199,6 +200,8 @@ typedef void (*sw_rec_cb)(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
  * Writes j->rec (and j->explain when set) under the hub's epoch, checked
  * inside Redis by a Lua script. rc 0 on success; SW_ECONFLICT when the epoch
  * moved on (the hub then gives up leadership); SW_EUNAVAIL/SW_EIO otherwise.
+ * On any failure j->rec is put back as it was last written, so no step ever
+ * acts on a state that is not in Redis.
  */
 int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx);
 /** Loads every record into the hub's table, then calls done. */
@@ -252,6 +255,8 @@ void sw_decide_round(struct sw_hub *h);
 void sw_data_estimate(struct sw_hub *h, struct sw_job *j, const struct sw_burst_spec *spec);
 /** Makes a decided Job's inputs present in its target region. */
 void sw_data_step(struct sw_hub *h, struct sw_job *j);
+/** Stops a given-up attempt's output rounds (one last round, no step follows). */
+void sw_data_outputs_stop(struct sw_hub *h, struct sw_job *j);
 /** Starts (or finishes, when the mirror ended) the outputs' flow back. */
 void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final);
 
@@ -266,6 +271,14 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j);
 void sw_follow_step(struct sw_hub *h, struct sw_job *j);
 /** The origin was deleted (or is being): delete mirrors, drop the finalizer. */
 void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *origin);
+/**
+ * For an annotation-only Job not yet suspended by the hub: when its origin
+ * has finished at home (Complete or Failed), records that it ran at home
+ * and returns true (a step is then in flight); else false.
+ */
+bool sw_follow_finished_at_home(struct sw_hub *h, struct sw_job *j, const cJSON *origin);
+/** Whether a Job was put back after a lost mirror (its origin is then suspended by the hub). */
+bool sw_follow_requeued(const struct sw_job_rec *r, const cJSON *origin);
 /** Sends an Event about the origin Job (best effort). */
 void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *type,
                      const char *reason, const char *message);

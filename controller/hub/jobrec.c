@@ -8,7 +8,7 @@
 
 static const char *state_names[SW_JS__COUNT] = {
     "observed", "decided",   "data-ready", "dispatching", "dispatched",
-    "running",  "succeeded", "failed",     "blocked",
+    "running",  "succeeded", "failed",     "blocked",     "requeued",
 };
 
 const char *sw_job_state_name(enum sw_job_state s)

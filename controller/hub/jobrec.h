@@ -29,7 +29,8 @@ enum sw_job_state {
     SW_JS_RUNNING,      /* the mirror has active pods */
     SW_JS_SUCCEEDED,
     SW_JS_FAILED,
-    SW_JS_BLOCKED, /* cannot burst now (a missing input, a bad reference): reason says why */
+    SW_JS_BLOCKED,  /* cannot burst now (a missing input, a bad reference): reason says why */
+    SW_JS_REQUEUED, /* the mirror was lost: it is being deleted; then decided again */
     SW_JS__COUNT
 };
 

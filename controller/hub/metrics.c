@@ -283,9 +283,17 @@ int sw_metrics_start(struct sw_hub *h, struct sw_error *err)
         return sw_error_set(err, SW_EINVAL, "listen \"%s\": expected HOST:PORT", h->cfg.listen);
     *colon = '\0';
     int port = atoi(colon + 1);
-    struct sockaddr_in addr;
-    if (uv_ip4_addr(host, port, &addr) != 0)
-        return sw_error_set(err, SW_EINVAL, "listen \"%s\": expected an IPv4 HOST:PORT",
+    struct sockaddr_storage addr;
+    size_t hl = strlen(host);
+    int bad;
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+        host[hl - 1] = '\0';
+        bad = uv_ip6_addr(host + 1, port, (struct sockaddr_in6 *)&addr);
+    } else {
+        bad = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+    }
+    if (bad != 0)
+        return sw_error_set(err, SW_EINVAL, "listen \"%s\": expected IPV4:PORT or [IPV6]:PORT",
                             h->cfg.listen);
     uv_tcp_init(h->loop, &h->http_server);
     h->http_server.data = h;

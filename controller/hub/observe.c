@@ -257,6 +257,16 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
         return;
     if (j == NULL && (j = sw_hub_job_get(h, k)) == NULL)
         return;
+    /* A new Job (or a new one of the same name): nothing of the old one's
+     * per-Job state carries over. */
+    sw_data_outputs_stop(h, j);
+    sw_free(j->explain);
+    j->explain = NULL;
+    j->outputs_done = 0;
+    j->status_synced = false;
+    j->refs_ok = false;
+    j->backoff = 0;
+    j->next_ms = 0;
     struct sw_job_rec *r = &j->rec;
     memset(r, 0, sizeof(*r));
     snprintf(r->key, sizeof(r->key), "%s", k);

@@ -57,14 +57,19 @@ static void on_written(struct sw_redis *r, redisReply *reply, const char *errs, 
         }
     } else {
         j->persisted = true;
+        j->saved = j->rec;
+        sw_free(j->explain);
+        j->explain = NULL;
     }
+    if (rc == SW_ECONFLICT)
+        sw_leader_lost(h, "a fenced write was refused: another hub has a newer epoch");
+    if (rc != 0 && j->persisted)
+        j->rec = j->saved; /* never act on a state that is not in Redis */
     sw_rec_cb cb = w->cb;
     void *cctx = w->ctx;
     free(w);
     if (cb)
         cb(h, j, rc, cctx);
-    if (rc == SW_ECONFLICT)
-        sw_leader_lost(h, "a fenced write was refused: another hub has a newer epoch");
 }
 
 int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx)
@@ -100,10 +105,10 @@ int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx)
     cJSON_free(text);
     if (rc != 0) {
         free(w);
+        if (j->persisted)
+            j->rec = j->saved; /* never act on a state that is not in Redis */
         return rc;
     }
-    sw_free(j->explain);
-    j->explain = NULL;
     return 0;
 }
 
@@ -144,6 +149,7 @@ static void on_values(struct sw_redis *r, redisReply *reply, const char *errs, v
                 break;
             }
             j->rec = rec;
+            j->saved = rec;
             j->persisted = true;
         }
     }

@@ -84,9 +84,9 @@ static void test_round_trip(void **state)
 static void test_state_names(void **state)
 {
     (void)state;
-    static const char *names[] = {"observed",    "decided",    "data-ready",
-                                  "dispatching", "dispatched", "running",
-                                  "succeeded",   "failed",     "blocked"};
+    static const char *names[] = {"observed",   "decided", "data-ready", "dispatching",
+                                  "dispatched", "running", "succeeded",  "failed",
+                                  "blocked",    "requeued"};
     for (int i = 0; i < SW_JS__COUNT; i++) {
         enum sw_job_state s;
         assert_string_equal(sw_job_state_name((enum sw_job_state)i), names[i]);
@@ -94,7 +94,7 @@ static void test_state_names(void **state)
         assert_int_equal(s, i);
     }
     enum sw_job_state s;
-    assert_int_equal(sw_job_state_parse("requeued", &s), SW_EINVAL);
+    assert_int_equal(sw_job_state_parse("retrying", &s), SW_EINVAL);
     assert_true(sw_job_state_terminal(SW_JS_SUCCEEDED) && sw_job_state_terminal(SW_JS_FAILED));
     assert_false(sw_job_state_terminal(SW_JS_BLOCKED));
 }
