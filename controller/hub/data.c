@@ -246,7 +246,9 @@ static void on_outputs(const struct sw_gate_result *res, void *ctx)
     if (!oc->final)
         return;
     bool stop = oc->stop;
-    if (!stop)
+    if (stop)
+        j->output_stops--;
+    else
         j->outputs = NULL; /* a stopped handle was let go at once */
     sw_free(oc->rounds);
     sw_free(oc);
@@ -340,5 +342,6 @@ void sw_data_outputs_stop(struct sw_hub *h, struct sw_job *j)
     *fc = (struct out_call){h, j, true, true, j->outputs_ctx};
     j->outputs_ctx = NULL;
     j->outputs = NULL;
+    j->output_stops++;
     sw_gate_outputs_finish(o, on_outputs, fc);
 }

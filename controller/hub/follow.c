@@ -581,6 +581,14 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         snprintf(r->reason, sizeof(r->reason), "the origin Job was deleted");
         j->busy = true;
         write_rec(h, j, NULL);
+        return;
+    }
+    if (origin == NULL && mirror == NULL && j->output_stops == 0) {
+        /* Origin and mirror gone, the outcome recorded: the record goes
+         * too (the job is freed once Redis has dropped it). */
+        j->busy = true;
+        if (sw_rec_delete(h, j) != 0)
+            sw_hub_step_done(h, j, SW_EUNAVAIL);
     }
 }
 

@@ -86,6 +86,19 @@ struct sw_job *sw_hub_job_get(struct sw_hub *h, const char *key)
     return j;
 }
 
+void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job **pp = &h->buckets[hash_key(j->rec.key)];
+    while (*pp && *pp != j)
+        pp = &(*pp)->next;
+    if (*pp == NULL)
+        return;
+    *pp = j->next;
+    h->njobs--;
+    sw_free(j->explain);
+    sw_free(j);
+}
+
 void sw_hub_jobs_foreach(struct sw_hub *h, void (*fn)(struct sw_hub *, struct sw_job *, void *),
                          void *ctx)
 {

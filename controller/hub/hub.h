@@ -56,6 +56,7 @@ struct sw_job {
     struct sw_gate_outputs *outputs;
     void *outputs_ctx;  /* data.c's context for the periodic rounds */
     int outputs_done;   /* the last round: 0 not yet, 1 copied, -1 failed */
+    int output_stops;   /* stopped output rounds whose last round is still running */
     bool decided_now;   /* decided in this round (for the engine's output) */
     char *explain;      /* the decision's explanation (JSON), to be written */
     bool warned;        /* a Warning Event about a bad annotation was sent */
@@ -204,6 +205,14 @@ typedef void (*sw_rec_cb)(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
  * acts on a state that is not in Redis.
  */
 int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx);
+/**
+ * Deletes j's record (and its explanation) under the hub's epoch, then
+ * removes j from the table and frees it; on failure clears busy and backs
+ * off. The caller sets j->busy first and must not touch j afterwards.
+ */
+int sw_rec_delete(struct sw_hub *h, struct sw_job *j);
+/** Removes a job from the table and frees it (no step may be in flight). */
+void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j);
 /** Loads every record into the hub's table, then calls done. */
 int sw_rec_load_all(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc));
 

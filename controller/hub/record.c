@@ -28,6 +28,14 @@ static const char WRITE_LUA[] =
     "if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4]) end\n"
     "return 1\n";
 
+static const char DELETE_LUA[] =
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
+    "  return redis.error_reply('FENCED epoch ' .. ARGV[1] .. ' is not the current one')\n"
+    "end\n"
+    "redis.call('DEL', KEYS[2], KEYS[4])\n"
+    "redis.call('SREM', KEYS[3], ARGV[2])\n"
+    "return 1\n";
+
 struct write_ctx {
     struct sw_hub *h;
     struct sw_job *j;
@@ -110,6 +118,44 @@ int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx)
         return rc;
     }
     return 0;
+}
+
+static void on_deleted(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
+{
+    (void)r;
+    (void)errs;
+    struct write_ctx *w = ctx;
+    struct sw_hub *h = w->h;
+    struct sw_job *j = w->j;
+    free(w);
+    if (reply && reply->type == REDIS_REPLY_ERROR && strstr(reply->str, "FENCED") != NULL) {
+        h->m.fenced++;
+        sw_leader_lost(h, "a fenced delete was refused: another hub has a newer epoch");
+    }
+    if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+        return;
+    }
+    SW_LOG(SW_LOG_INFO, "record removed: origin and mirror are gone", "job=%s", j->rec.key);
+    sw_hub_job_drop(h, j);
+}
+
+int sw_rec_delete(struct sw_hub *h, struct sw_job *j)
+{
+    struct write_ctx *w = malloc(sizeof(*w));
+    if (w == NULL)
+        return SW_ENOMEM;
+    *w = (struct write_ctx){h, j, NULL, NULL};
+    char epoch[32], key[300], ekey[300];
+    snprintf(epoch, sizeof(epoch), "%lld", (long long)h->epoch);
+    snprintf(key, sizeof(key), SW_KEY_JOB "%s", j->rec.key);
+    snprintf(ekey, sizeof(ekey), SW_KEY_EXPLAIN "%s", j->rec.key);
+    const char *argv[] = {"EVAL",      DELETE_LUA, "4",   SW_KEY_EPOCH, key,
+                          SW_KEY_JOBS, ekey,       epoch, j->rec.key};
+    int rc = sw_redis_command_argv(h->redis, on_deleted, w, 9, argv, NULL);
+    if (rc != 0)
+        free(w);
+    return rc;
 }
 
 /* ---- loading ------------------------------------------------------------- */

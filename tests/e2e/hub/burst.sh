@@ -220,6 +220,12 @@ for _ in $(seq 1 30); do
     sleep 0.5
 done
 kc onprem get job train-a -n "$NS" >/dev/null 2>&1 && hub_fail "origin still held by the finalizer"
-pass "origin deleted: mirror deleted, finalizer released"
+for _ in $(seq 1 60); do
+    [ -z "$(rcli GET "spillway:job:$A")" ] && break
+    sleep 0.5
+done
+[ -z "$(rcli GET "spillway:job:$A")" ] || hub_fail "the record of a deleted origin stayed"
+[ "$(rcli SISMEMBER spillway:jobs "$A")" = 0 ] || hub_fail "the deleted origin is still in spillway:jobs"
+pass "origin deleted: mirror deleted, finalizer released, record removed"
 
 watcher_check
