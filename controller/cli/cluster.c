@@ -235,6 +235,7 @@ static const struct perm {
     {"", "namespaces", "", "create"}, {"", "events", "", "create"},
     {"", "configmaps", "", "get"},    {"", "configmaps", "", "create"},
     {"", "secrets", "", "get"},       {"", "secrets", "", "create"},
+    {"", "configmaps", "", "update"}, {"", "secrets", "", "update"},
 };
 #define NPERMS (sizeof(perms) / sizeof(perms[0]))
 

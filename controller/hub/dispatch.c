@@ -49,7 +49,14 @@ struct refs_chain {
     struct ref refs[MAX_REFS];
     size_t n, at;
     bool ns_done;
+    char *body; /* the copy being made of refs[at] */
 };
+
+static void rc_free(struct refs_chain *rc)
+{
+    sw_free(rc->body);
+    sw_free(rc);
+}
 
 static void add_ref(struct refs_chain *rc, bool secret, const char *name, const cJSON *optional)
 {
@@ -122,7 +129,7 @@ static void refs_fail(struct refs_chain *rc, const char *why)
 {
     struct sw_hub *h = rc->h;
     struct sw_job *j = rc->j;
-    sw_free(rc);
+    rc_free(rc);
     snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
     /* Nothing was changed at home yet: the Job is not burst and stays as it is. */
     j->rec.state = SW_JS_BLOCKED;
@@ -134,18 +141,89 @@ static void refs_fail(struct refs_chain *rc, const char *why)
     sw_hub_step_done(h, j, 0);
 }
 
+static void ref_done(struct sw_kube_result *res, void *ctx);
+
+/* A copy of that name is there already: spillway's copy from the same
+ * origin cluster is brought up to date; anything else is not ours to use. */
+static void on_ref_existing(struct sw_kube_result *res, void *ctx)
+{
+    struct refs_chain *rc = ctx;
+    struct sw_job *j = rc->j;
+    struct ref *r = &rc->refs[rc->at];
+    if (res->rc != 0) {
+        struct sw_hub *h = rc->h;
+        rc_free(rc);
+        sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    const cJSON *md = child(res->body, "metadata");
+    const char *from = str(child((cJSON *)md, "labels"), SW_LBL_ORIGIN_CL);
+    if (from == NULL || strcmp(from, j->rec.cluster) != 0) {
+        char why[600];
+        snprintf(why, sizeof(why),
+                 "%s %s/%s already exists in cluster %s and is not spillway's copy from cluster "
+                 "%s; the mirror would use it instead of the origin's",
+                 r->secret ? "Secret" : "ConfigMap", j->rec.ns, r->name, j->rec.target_cluster,
+                 j->rec.cluster);
+        refs_fail(rc, why);
+        return;
+    }
+    cJSON *o = rc->body ? cJSON_Parse(rc->body) : NULL;
+    const char *rv = str(md, "resourceVersion");
+    if (o && rv)
+        cJSON_AddStringToObject(child(o, "metadata"), "resourceVersion", rv);
+    char *body = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    struct sw_member *tm = sw_member_find(rc->h, j->rec.target_cluster);
+    char path[600];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s/%s", j->rec.ns,
+             r->secret ? "secrets" : "configmaps", r->name);
+    struct sw_kube_req req = {
+        .method = "PUT", .path = path, .body = body, .body_len = body ? strlen(body) : 0};
+    int rcode = body && tm ? sw_kube_send(tm->client, &req, ref_done, rc, NULL) : SW_ENOMEM;
+    cJSON_free(body);
+    if (rcode != 0) {
+        struct sw_hub *h = rc->h;
+        rc_free(rc);
+        sw_hub_step_done(h, j, rcode);
+    }
+}
+
 static void on_ref_created(struct sw_kube_result *res, void *ctx)
 {
     struct refs_chain *rc = ctx;
-    if (res->rc != 0 && strcmp(res->reason, "AlreadyExists") != 0) {
+    if (res->rc != 0 && strcmp(res->reason, "AlreadyExists") == 0) {
+        struct sw_member *tm = sw_member_find(rc->h, rc->j->rec.target_cluster);
+        char path[600];
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s/%s", rc->j->rec.ns,
+                 rc->refs[rc->at].secret ? "secrets" : "configmaps", rc->refs[rc->at].name);
+        struct sw_kube_req req = {.path = path};
+        int rcode = tm ? sw_kube_send(tm->client, &req, on_ref_existing, rc, NULL) : SW_ENOENT;
+        if (rcode != 0) {
+            struct sw_hub *h = rc->h;
+            struct sw_job *j = rc->j;
+            rc_free(rc);
+            sw_hub_step_done(h, j, rcode);
+        }
+        return;
+    }
+    ref_done(res, ctx);
+}
+
+static void ref_done(struct sw_kube_result *res, void *ctx)
+{
+    struct refs_chain *rc = ctx;
+    if (res->rc != 0) {
         struct sw_hub *h = rc->h;
         struct sw_job *j = rc->j;
         SW_LOG(SW_LOG_WARN, "copying a reference failed", "job=%s err=\"%s\"", j->rec.key,
                res->err.msg);
-        sw_free(rc);
+        rc_free(rc);
         sw_hub_step_done(h, j, res->rc);
         return;
     }
+    sw_free(rc->body);
+    rc->body = NULL;
     rc->at++;
     refs_next(rc);
 }
@@ -170,7 +248,7 @@ static void on_ref_got(struct sw_kube_result *res, void *ctx)
             return;
         }
         struct sw_hub *h = rc->h;
-        sw_free(rc);
+        rc_free(rc);
         sw_hub_step_done(h, j, res->rc);
         return;
     }
@@ -192,11 +270,13 @@ static void on_ref_got(struct sw_kube_result *res, void *ctx)
              r->secret ? "secrets" : "configmaps");
     struct sw_kube_req req = {
         .method = "POST", .path = path, .body = body, .body_len = body ? strlen(body) : 0};
+    sw_free(rc->body);
+    rc->body = body ? sw_strdup(body) : NULL;
     int rcode = body && tm ? sw_kube_send(tm->client, &req, on_ref_created, rc, NULL) : SW_ENOMEM;
     cJSON_free(body);
     if (rcode != 0) {
         struct sw_hub *h = rc->h;
-        sw_free(rc);
+        rc_free(rc);
         sw_hub_step_done(h, j, rcode);
     }
 }
@@ -209,7 +289,7 @@ static void on_ns(struct sw_kube_result *res, void *ctx)
         struct sw_job *j = rc->j;
         SW_LOG(SW_LOG_WARN, "cannot create the target namespace", "job=%s err=\"%s\"", j->rec.key,
                res->err.msg);
-        sw_free(rc);
+        rc_free(rc);
         sw_hub_step_done(h, j, res->rc);
         return;
     }
@@ -249,12 +329,12 @@ static void refs_next(struct refs_chain *rc)
         rcode = sw_kube_send(om->client, &req, on_ref_got, rc, NULL);
     } else {
         j->refs_ok = true;
-        sw_free(rc);
+        rc_free(rc);
         sw_hub_step_done(h, j, 0);
         return;
     }
     if (rcode != 0) {
-        sw_free(rc);
+        rc_free(rc);
         sw_hub_step_done(h, j, rcode);
     }
 }

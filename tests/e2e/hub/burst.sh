@@ -153,7 +153,42 @@ wait_record "onprem/$NS/refs" state succeeded 90
 wait_record "onprem/$NS/norefs" state blocked 60
 record_field "onprem/$NS/norefs" reason | grep -q "references Secret $NS/hf-token, which does not exist in cluster onprem" ||
     hub_fail "missing Secret reason: $(record_field "onprem/$NS/norefs" reason)"
-pass "references: ConfigMap train-config copied to cloud-spot; a missing Secret blocks the burst, named"
+# The origin's ConfigMap changed: the next Job's copy is brought up to date.
+# A ConfigMap of the same name in the target that is not spillway's copy
+# blocks the burst instead of being used.
+kc onprem create configmap train-config -n "$NS" --from-literal=lr=0.01 --dry-run=client -o yaml |
+    kc onprem replace -f - >/dev/null
+kc onprem create configmap foreign -n "$NS" --from-literal=x=home >/dev/null
+kc cloud-spot create configmap foreign -n "$NS" --from-literal=x=someone-else >/dev/null
+for pair in refs2:train-config foreign:foreign; do
+    cat <<YAML | kc onprem apply -n "$NS" -f - >/dev/null
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: ${pair%%:*}
+  annotations: {spillway.io/burst: auto, spillway.io/expected-runtime: 1h}
+spec:
+  managedBy: spillway.io/hub
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "3s"}
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      volumes: [{name: cfg, configMap: {name: ${pair#*:}}}]
+      containers:
+      - {name: train, image: registry.example/train:1, resources: {limits: {nvidia.com/gpu: "2"}}}
+YAML
+done
+wait_record "onprem/$NS/refs2" state succeeded 90
+[ "$(kc cloud-spot get configmap train-config -n "$NS" -o jsonpath='{.data.lr}')" = 0.01 ] ||
+    hub_fail "spillway's copy of train-config was not brought up to date"
+wait_record "onprem/$NS/foreign" state blocked 60
+record_field "onprem/$NS/foreign" reason | grep -q "ConfigMap $NS/foreign already exists in cluster cloud-spot and is not spillway's copy" ||
+    hub_fail "foreign ConfigMap reason: $(record_field "onprem/$NS/foreign" reason)"
+[ "$(kc cloud-spot get configmap foreign -n "$NS" -o jsonpath='{.data.x}')" = someone-else ] ||
+    hub_fail "the foreign ConfigMap was changed"
+pass "references: ConfigMap train-config copied to cloud-spot and updated; a missing Secret, or a ConfigMap in the target that is not spillway's copy, blocks the burst, named"
 
 # ---- suspending a delegated origin suspends its mirror ---------------------
 burst_job pause 2 120s delegated | kc onprem apply -n "$NS" -f - >/dev/null
