@@ -25,7 +25,8 @@ int sw_cli_format_parse(const char *s, enum sw_cli_format *out, struct sw_error 
             return 0;
         }
     return sw_error_set(err, SW_EINVAL,
-                        "-o/--output: expected table, wide, json, yaml or csv, got \"%s\"", s ? s : "");
+                        "-o/--output: expected table, wide, json, yaml or csv, got \"%s\"",
+                        s ? s : "");
 }
 
 const char *sw_cli_format_name(enum sw_cli_format f)

@@ -97,7 +97,8 @@ static void on_change(struct sw_cluster_cache *cc, enum sw_kube_kind kind, const
         *(kind == SW_KIND_JOB ? &k->job : &k->pod) += 1;
 }
 
-static void capacity_from_lists(struct lab *l, struct sw_kube_client *c, struct sw_gpu_capacity *out)
+static void capacity_from_lists(struct lab *l, struct sw_kube_client *c,
+                                struct sw_gpu_capacity *out)
 {
     struct lab_wait wn = {0}, wp = {0};
     struct sw_kube_list_opts lo = {0};

@@ -217,7 +217,8 @@ static void test_errors_exact(void **state)
         /* policy: sw_policy_parse's own words */
         {BASE "placement:\n  policy: cheapest\n", SW_EINVAL,
          "hub.yaml:5: field \"placement.policy\": unknown policy \"cheapest\" (expected "
-         "cost-aware, local-only, burst-now, const-wait, starburst, spot-only, greedy or uniform-progress)"},
+         "cost-aware, local-only, burst-now, const-wait, starburst, spot-only, greedy or "
+         "uniform-progress)"},
         {BASE "placement:\n  policy: greedy:3\n", SW_EINVAL,
          "hub.yaml:5: field \"placement.policy\": policy \"greedy\" takes no parameter"},
         /* other values */
