@@ -25,6 +25,18 @@ void sw_json_init_hooks(void);
 int sw_json_parse(const char *text, size_t len, const char *what, cJSON **out,
                   struct sw_error *err);
 
+/** The member `k` of object `o`, or NULL (also when `o` is NULL or not an object). */
+static inline cJSON *sw_json_child(const cJSON *o, const char *k)
+{
+    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+/** The string member `k` of `o`, or NULL when absent or not a string. */
+static inline const char *sw_json_str(const cJSON *o, const char *k)
+{
+    return cJSON_GetStringValue(sw_json_child(o, k));
+}
+
 /** Returns a short name for the JSON type of `item` ("string", "number", ...). */
 const char *sw_json_type_name(const cJSON *item);
 

@@ -676,7 +676,7 @@ int sw_hub_config_redis_password(const struct sw_hub_config *c, char *buf, size_
             buf[n] = '\0';
             if ((mode & 077) != 0)
                 SW_LOG(SW_LOG_WARN, "the Redis password file is readable by group or others",
-                       "file=%s mode=%04o", path, (unsigned)mode);
+                       "file=%s mode=%04o", sw_log_q(path), (unsigned)mode);
         }
         explicit_bzero(text, read_n);
         sw_free(text);

@@ -19,12 +19,8 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/json.h"
 #include "controller/hub/hub.h"
-
-static const cJSON *child(const cJSON *o, const char *k)
-{
-    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
 
 static int spec_of(struct sw_hub *h, struct sw_job *j, struct sw_burst_spec *spec)
 {
@@ -32,8 +28,8 @@ static int spec_of(struct sw_hub *h, struct sw_job *j, struct sw_burst_spec *spe
     struct sw_error err = {0};
     if (origin == NULL)
         return SW_ENOENT;
-    return sw_burst_spec_parse(child(child(origin, "metadata"), "annotations"), j->rec.created,
-                               spec, &err);
+    return sw_burst_spec_parse(sw_json_child(sw_json_child(origin, "metadata"), "annotations"),
+                               j->rec.created, spec, &err);
 }
 
 struct gate_call {
@@ -50,22 +46,8 @@ static void block(struct sw_hub *h, struct sw_job *j, const char *why)
     j->rec.decided_ms = sw_hub_wall_ms();
     if (same)
         return; /* said already */
-    SW_LOG(SW_LOG_WARN, "burst blocked", "job=%s reason=\"%s\"", j->rec.key, why);
+    SW_LOG(SW_LOG_WARN, "burst blocked", "job=%s reason=%s", sw_log_q(j->rec.key), sw_log_q(why));
     sw_follow_event(h, &j->rec, "Warning", "BurstBlocked", why);
-}
-
-static void on_write_done(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
-{
-    const char *point = ctx;
-    sw_hub_step_done(h, j, rc);
-    if (rc == 0 && point)
-        sw_hub_crash_point(point);
-}
-
-static void write_or_release(struct sw_hub *h, struct sw_job *j, const char *point)
-{
-    if (sw_rec_write(h, j, on_write_done, (void *)point) != 0)
-        sw_hub_step_done(h, j, SW_EUNAVAIL);
 }
 
 /* ---- estimate ---------------------------------------------------------------- */
@@ -78,77 +60,80 @@ static void on_estimate(const struct sw_gate_result *res, void *ctx)
     sw_free(g);
     if (res->rc != 0) {
         block(h, j, res->err.msg);
-        write_or_release(h, j, NULL);
+        sw_rec_step(h, j, NULL);
         return;
     }
     /* Bytes to move to a cloud region (+1: known, even when already there).
      * An estimate cannot tell an empty input from one already copied; the
      * copy itself (sw_data_step) lists the source and blocks an empty one. */
     j->rec.input_bytes = res->bytes_to_copy + 1;
-    write_or_release(h, j, NULL);
+    sw_rec_step(h, j, NULL);
     sw_hub_want_decide(h);
 }
 
-static int gate_inputs(struct sw_hub *h, struct sw_job *j, const struct sw_burst_spec *spec,
-                       struct sw_gate_input *in, const char **origin_store)
+static void on_ensured(const struct sw_gate_result *res, void *ctx);
+
+/*
+ * Starts the gate for j's inputs (the origin region's store) toward
+ * `region`: an estimate, or the verified copy (with the Redis journal).
+ * j->busy is set; anything that keeps the gate from starting blocks the
+ * Job with the reason.
+ */
+static void gate_start(struct sw_hub *h, struct sw_job *j, const struct sw_burst_spec *spec,
+                       const char *region, bool copy)
 {
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
     const struct sw_hub_store *st = om ? sw_store_for_region(h, om->rec.spec.region) : NULL;
-    if (st == NULL)
-        return SW_ENOENT;
-    *origin_store = st->name;
-    for (int i = 0; i < spec->n_inputs; i++) {
-        in[i].store = st->name;
-        in[i].bucket = spec->inputs[i].bucket;
-        in[i].prefix = spec->inputs[i].prefix;
+    j->busy = true;
+    if (st == NULL) {
+        char why[256];
+        snprintf(why, sizeof(why),
+                 "no object store in the origin's region %s (spillctl replicate store add)",
+                 om ? om->rec.spec.region : "?");
+        block(h, j, why);
+        sw_rec_step(h, j, NULL);
+        return;
     }
-    return 0;
+    struct sw_gate_input in[SW_ANN_MAX_INPUTS];
+    for (int i = 0; i < spec->n_inputs; i++)
+        in[i] = (struct sw_gate_input){st->name, spec->inputs[i].bucket, spec->inputs[i].prefix};
+    struct sw_gate_store stores[SW_HUB_MAX_STORES];
+    struct sw_gate_request req = {.job = j->rec.key,
+                                  .region = region,
+                                  .stores = stores,
+                                  .nstores = sw_gate_stores(h, stores, SW_HUB_MAX_STORES),
+                                  .inputs = in,
+                                  .ninputs = (size_t)spec->n_inputs,
+                                  .redis_url = copy ? h->redis_url : NULL};
+    struct gate_call *g = sw_calloc(1, sizeof(*g));
+    if (g == NULL) {
+        sw_hub_step_done(h, j, SW_ENOMEM);
+        return;
+    }
+    *g = (struct gate_call){h, j};
+    struct sw_error err = {0};
+    int rc = copy ? sw_gate_ensure(h->loop, &req, on_ensured, g, &err)
+                  : sw_gate_estimate(h->loop, &req, on_estimate, g, &err);
+    if (rc != 0) {
+        sw_free(g);
+        block(h, j, err.msg);
+        sw_rec_step(h, j, NULL);
+    }
 }
 
 void sw_data_estimate(struct sw_hub *h, struct sw_job *j, const struct sw_burst_spec *spec)
 {
-    struct sw_gate_input in[SW_ANN_MAX_INPUTS];
-    const char *ostore = NULL;
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
     if (om == NULL || h->nstores == 0)
         return;
-    if (gate_inputs(h, j, spec, in, &ostore) != 0) {
-        char why[256];
-        snprintf(why, sizeof(why),
-                 "no object store in the origin's region %s (spillctl replicate store add)",
-                 om->rec.spec.region);
-        j->busy = true;
-        block(h, j, why);
-        write_or_release(h, j, NULL);
-        return;
-    }
     /* Any other region's store: what it would take to move the inputs. */
-    const char *region = NULL;
-    for (size_t i = 0; i < h->nstores && region == NULL; i++)
-        if (strcmp(h->stores[i].region, om->rec.spec.region) != 0)
+    const char *region = om->rec.spec.region;
+    for (size_t i = 0; i < h->nstores; i++)
+        if (strcmp(h->stores[i].region, om->rec.spec.region) != 0) {
             region = h->stores[i].region;
-    if (region == NULL)
-        region = om->rec.spec.region;
-    struct sw_gate_store stores[SW_HUB_MAX_STORES];
-    size_t ns = sw_gate_stores(h, stores, SW_HUB_MAX_STORES);
-    struct sw_gate_request req = {.job = j->rec.key,
-                                  .region = region,
-                                  .stores = stores,
-                                  .nstores = ns,
-                                  .inputs = in,
-                                  .ninputs = (size_t)spec->n_inputs,
-                                  .redis_url = NULL};
-    struct gate_call *g = sw_calloc(1, sizeof(*g));
-    if (g == NULL)
-        return;
-    *g = (struct gate_call){h, j};
-    struct sw_error err = {0};
-    j->busy = true;
-    if (sw_gate_estimate(h->loop, &req, on_estimate, g, &err) != 0) {
-        sw_free(g);
-        block(h, j, err.msg);
-        write_or_release(h, j, NULL);
-    }
+            break;
+        }
+    gate_start(h, j, spec, region, false);
 }
 
 /* ---- ensure ------------------------------------------------------------------ */
@@ -161,7 +146,7 @@ static void on_ensured(const struct sw_gate_result *res, void *ctx)
     sw_free(g);
     if (res->rc != 0) {
         block(h, j, res->err.msg);
-        write_or_release(h, j, NULL);
+        sw_rec_step(h, j, NULL);
         return;
     }
     for (size_t i = 0; i < res->nlocations; i++)
@@ -169,15 +154,15 @@ static void on_ensured(const struct sw_gate_result *res, void *ctx)
             char why[512];
             snprintf(why, sizeof(why), "input %.400s has no objects", res->locations[i].url);
             block(h, j, why);
-            write_or_release(h, j, NULL);
+            sw_rec_step(h, j, NULL);
             return;
         }
     h->m.replication_bytes += (uint64_t)(res->bytes_to_copy > 0 ? res->bytes_to_copy : 0);
     SW_LOG(SW_LOG_INFO, "inputs ready in the target region", "job=%s region=%s bytes=%lld",
-           j->rec.key, j->rec.target_region, (long long)res->bytes_to_copy);
+           sw_log_q(j->rec.key), sw_log_q(j->rec.target_region), (long long)res->bytes_to_copy);
     j->rec.state = SW_JS_DATA_READY;
     j->rec.data_ready_ms = sw_hub_wall_ms();
-    write_or_release(h, j, "after-data");
+    sw_rec_step(h, j, "after-data");
 }
 
 void sw_data_step(struct sw_hub *h, struct sw_job *j)
@@ -186,42 +171,15 @@ void sw_data_step(struct sw_hub *h, struct sw_job *j)
     if (spec_of(h, j, &spec) != 0)
         return;
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
-    j->busy = true;
     if (spec.n_inputs == 0 || om == NULL ||
         strcmp(om->rec.spec.region, j->rec.target_region) == 0) {
+        j->busy = true;
         j->rec.state = SW_JS_DATA_READY;
         j->rec.data_ready_ms = sw_hub_wall_ms();
-        write_or_release(h, j, "after-data");
+        sw_rec_step(h, j, "after-data");
         return;
     }
-    struct sw_gate_input in[SW_ANN_MAX_INPUTS];
-    const char *ostore = NULL;
-    if (gate_inputs(h, j, &spec, in, &ostore) != 0) {
-        block(h, j, "no object store in the origin's region");
-        write_or_release(h, j, NULL);
-        return;
-    }
-    struct sw_gate_store stores[SW_HUB_MAX_STORES];
-    size_t ns = sw_gate_stores(h, stores, SW_HUB_MAX_STORES);
-    struct sw_gate_request req = {.job = j->rec.key,
-                                  .region = j->rec.target_region,
-                                  .stores = stores,
-                                  .nstores = ns,
-                                  .inputs = in,
-                                  .ninputs = (size_t)spec.n_inputs,
-                                  .redis_url = h->redis_url};
-    struct gate_call *g = sw_calloc(1, sizeof(*g));
-    if (g == NULL) {
-        sw_hub_step_done(h, j, SW_ENOMEM);
-        return;
-    }
-    *g = (struct gate_call){h, j};
-    struct sw_error err = {0};
-    if (sw_gate_ensure(h->loop, &req, on_ensured, g, &err) != 0) {
-        sw_free(g);
-        block(h, j, err.msg);
-        write_or_release(h, j, NULL);
-    }
+    gate_start(h, j, &spec, j->rec.target_region, true);
 }
 
 /* ---- outputs ----------------------------------------------------------------- */
@@ -242,7 +200,8 @@ static void on_outputs(const struct sw_gate_result *res, void *ctx)
     if (res->rc == 0)
         h->m.replication_bytes += (uint64_t)(res->bytes_to_copy > 0 ? res->bytes_to_copy : 0);
     else
-        SW_LOG(SW_LOG_WARN, "outputs copy failed", "job=%s err=\"%s\"", j->rec.key, res->err.msg);
+        SW_LOG(SW_LOG_WARN, "outputs copy failed", "job=%s err=%s", sw_log_q(j->rec.key),
+               sw_log_q(res->err.msg));
     if (!oc->final)
         return;
     bool stop = oc->stop;
@@ -304,8 +263,8 @@ void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final)
         if (sw_gate_outputs_start(h->loop, stores, ns, j->rec.key, &from, &to, h->redis_url,
                                   h->cfg.output_sync_s, on_outputs, oc, &j->outputs, &err) != 0) {
             sw_free(oc);
-            SW_LOG(SW_LOG_WARN, "cannot copy outputs back", "job=%s err=\"%s\"", j->rec.key,
-                   err.msg);
+            SW_LOG(SW_LOG_WARN, "cannot copy outputs back", "job=%s err=%s", sw_log_q(j->rec.key),
+                   sw_log_q(err.msg));
             if (final) {
                 snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %.400s",
                          err.msg);

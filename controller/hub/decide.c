@@ -24,6 +24,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/json.h"
 #include "controller/hub/hub.h"
 #include "placement/explain.h"
 
@@ -35,11 +36,6 @@
 #define EGRESS_PER_GB        0.02
 #define LINK_GBPS            10.0
 #define BLOCKED_RETRY_MS     30000
-
-static const cJSON *child(const cJSON *o, const char *k)
-{
-    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
 
 struct round {
     struct sw_hub *h;
@@ -251,10 +247,10 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     const cJSON *origin = sw_observe_origin(h, &j->rec);
     if (origin == NULL || !wants_decision(h, j, origin))
         return;
-    const cJSON *md = child(origin, "metadata");
+    const cJSON *md = sw_json_child(origin, "metadata");
     struct sw_burst_spec spec;
     struct sw_error err = {0};
-    if (sw_burst_spec_parse(child(md, "annotations"), j->rec.created, &spec, &err) != 0 ||
+    if (sw_burst_spec_parse(sw_json_child(md, "annotations"), j->rec.created, &spec, &err) != 0 ||
         !spec.managed)
         return;
     int pods = 0, gpp = 0;
@@ -374,8 +370,8 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         r->expected_cost = d->chosen.cost.total;
         r->reason[0] = '\0';
         r->state = SW_JS_DECIDED;
-        SW_LOG(SW_LOG_INFO, "decided", "job=%s target=%s capacity=%s summary=\"%s\"", r->key,
-               p->cluster, r->capacity, summary);
+        SW_LOG(SW_LOG_INFO, "decided", "job=%s target=%s capacity=%s summary=%s", sw_log_q(r->key),
+               sw_log_q(p->cluster), sw_log_q(r->capacity), sw_log_q(summary));
     } else if (r->state == SW_JS_BLOCKED) {
         r->state = SW_JS_OBSERVED;
     }
@@ -413,7 +409,8 @@ void sw_decide_round(struct sw_hub *h)
     if (out == NULL)
         goto out;
     if (sw_engine_decide(h->engine, &snap, &h->policy, SW_DECIDE_EXPLAIN, out, &err) != 0) {
-        SW_LOG(SW_LOG_ERROR, "the placement engine refused the snapshot", "err=\"%s\"", err.msg);
+        SW_LOG(SW_LOG_ERROR, "the placement engine refused the snapshot", "err=%s",
+               sw_log_q(err.msg));
     } else {
         for (size_t i = 0; i < rd.nwork; i++)
             apply(&rd, &snap, &out[i]);

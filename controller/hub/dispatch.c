@@ -21,18 +21,8 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/json.h"
 #include "controller/hub/hub.h"
-
-static cJSON *child(const cJSON *o, const char *k)
-{
-    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = child(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 /* ---- references: ConfigMaps and Secrets ----------------------------------- */
 
@@ -76,51 +66,55 @@ static void refs_of_containers(struct refs_chain *rc, const cJSON *containers)
     const cJSON *c, *e;
     cJSON_ArrayForEach(c, containers)
     {
-        cJSON_ArrayForEach(e, child((cJSON *)c, "envFrom"))
+        cJSON_ArrayForEach(e, sw_json_child((cJSON *)c, "envFrom"))
         {
-            const cJSON *cm = child((cJSON *)e, "configMapRef"),
-                        *s = child((cJSON *)e, "secretRef");
+            const cJSON *cm = sw_json_child((cJSON *)e, "configMapRef"),
+                        *s = sw_json_child((cJSON *)e, "secretRef");
             if (cm)
-                add_ref(rc, false, str(cm, "name"), child((cJSON *)cm, "optional"));
+                add_ref(rc, false, sw_json_str(cm, "name"), sw_json_child((cJSON *)cm, "optional"));
             if (s)
-                add_ref(rc, true, str(s, "name"), child((cJSON *)s, "optional"));
+                add_ref(rc, true, sw_json_str(s, "name"), sw_json_child((cJSON *)s, "optional"));
         }
-        cJSON_ArrayForEach(e, child((cJSON *)c, "env"))
+        cJSON_ArrayForEach(e, sw_json_child((cJSON *)c, "env"))
         {
-            const cJSON *vf = child((cJSON *)e, "valueFrom");
-            const cJSON *cm = child((cJSON *)vf, "configMapKeyRef");
-            const cJSON *s = child((cJSON *)vf, "secretKeyRef");
+            const cJSON *vf = sw_json_child((cJSON *)e, "valueFrom");
+            const cJSON *cm = sw_json_child((cJSON *)vf, "configMapKeyRef");
+            const cJSON *s = sw_json_child((cJSON *)vf, "secretKeyRef");
             if (cm)
-                add_ref(rc, false, str(cm, "name"), child((cJSON *)cm, "optional"));
+                add_ref(rc, false, sw_json_str(cm, "name"), sw_json_child((cJSON *)cm, "optional"));
             if (s)
-                add_ref(rc, true, str(s, "name"), child((cJSON *)s, "optional"));
+                add_ref(rc, true, sw_json_str(s, "name"), sw_json_child((cJSON *)s, "optional"));
         }
     }
 }
 
 static void collect_refs(struct refs_chain *rc, const cJSON *origin)
 {
-    const cJSON *ps = child(child(child((cJSON *)origin, "spec"), "template"), "spec");
+    const cJSON *ps =
+        sw_json_child(sw_json_child(sw_json_child((cJSON *)origin, "spec"), "template"), "spec");
     const cJSON *v, *src;
-    cJSON_ArrayForEach(v, child((cJSON *)ps, "volumes"))
+    cJSON_ArrayForEach(v, sw_json_child((cJSON *)ps, "volumes"))
     {
-        const cJSON *cm = child((cJSON *)v, "configMap"), *s = child((cJSON *)v, "secret");
+        const cJSON *cm = sw_json_child((cJSON *)v, "configMap"),
+                    *s = sw_json_child((cJSON *)v, "secret");
         if (cm)
-            add_ref(rc, false, str(cm, "name"), child((cJSON *)cm, "optional"));
+            add_ref(rc, false, sw_json_str(cm, "name"), sw_json_child((cJSON *)cm, "optional"));
         if (s)
-            add_ref(rc, true, str(s, "secretName"), child((cJSON *)s, "optional"));
-        cJSON_ArrayForEach(src, child(child((cJSON *)v, "projected"), "sources"))
+            add_ref(rc, true, sw_json_str(s, "secretName"), sw_json_child((cJSON *)s, "optional"));
+        cJSON_ArrayForEach(src, sw_json_child(sw_json_child((cJSON *)v, "projected"), "sources"))
         {
-            const cJSON *pcm = child((cJSON *)src, "configMap"),
-                        *psec = child((cJSON *)src, "secret");
+            const cJSON *pcm = sw_json_child((cJSON *)src, "configMap"),
+                        *psec = sw_json_child((cJSON *)src, "secret");
             if (pcm)
-                add_ref(rc, false, str(pcm, "name"), child((cJSON *)pcm, "optional"));
+                add_ref(rc, false, sw_json_str(pcm, "name"),
+                        sw_json_child((cJSON *)pcm, "optional"));
             if (psec)
-                add_ref(rc, true, str(psec, "name"), child((cJSON *)psec, "optional"));
+                add_ref(rc, true, sw_json_str(psec, "name"),
+                        sw_json_child((cJSON *)psec, "optional"));
         }
     }
-    refs_of_containers(rc, child((cJSON *)ps, "containers"));
-    refs_of_containers(rc, child((cJSON *)ps, "initContainers"));
+    refs_of_containers(rc, sw_json_child((cJSON *)ps, "containers"));
+    refs_of_containers(rc, sw_json_child((cJSON *)ps, "initContainers"));
 }
 
 static void refs_next(struct refs_chain *rc);
@@ -134,11 +128,9 @@ static void refs_fail(struct refs_chain *rc, const char *why)
     /* Nothing was changed at home yet: the Job is not burst and stays as it is. */
     j->rec.state = SW_JS_BLOCKED;
     j->rec.decided_ms = sw_hub_wall_ms();
-    SW_LOG(SW_LOG_WARN, "burst refused", "job=%s reason=\"%s\"", j->rec.key, why);
+    SW_LOG(SW_LOG_WARN, "burst refused", "job=%s reason=%s", sw_log_q(j->rec.key), sw_log_q(why));
     sw_follow_event(h, &j->rec, "Warning", "BurstRefused", why);
-    if (sw_rec_write(h, j, NULL, NULL) != 0)
-        SW_LOG(SW_LOG_WARN, "record write failed", "job=%s", j->rec.key);
-    sw_hub_step_done(h, j, 0);
+    sw_rec_step(h, j, NULL);
 }
 
 static void ref_done(struct sw_kube_result *res, void *ctx);
@@ -156,8 +148,8 @@ static void on_ref_existing(struct sw_kube_result *res, void *ctx)
         sw_hub_step_done(h, j, res->rc);
         return;
     }
-    const cJSON *md = child(res->body, "metadata");
-    const char *from = str(child((cJSON *)md, "labels"), SW_LBL_ORIGIN_CL);
+    const cJSON *md = sw_json_child(res->body, "metadata");
+    const char *from = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_LBL_ORIGIN_CL);
     if (from == NULL || strcmp(from, j->rec.cluster) != 0) {
         char why[600];
         snprintf(why, sizeof(why),
@@ -169,9 +161,9 @@ static void on_ref_existing(struct sw_kube_result *res, void *ctx)
         return;
     }
     cJSON *o = rc->body ? cJSON_Parse(rc->body) : NULL;
-    const char *rv = str(md, "resourceVersion");
+    const char *rv = sw_json_str(md, "resourceVersion");
     if (o && rv)
-        cJSON_AddStringToObject(child(o, "metadata"), "resourceVersion", rv);
+        cJSON_AddStringToObject(sw_json_child(o, "metadata"), "resourceVersion", rv);
     char *body = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     struct sw_member *tm = sw_member_find(rc->h, j->rec.target_cluster);
@@ -216,8 +208,8 @@ static void ref_done(struct sw_kube_result *res, void *ctx)
     if (res->rc != 0) {
         struct sw_hub *h = rc->h;
         struct sw_job *j = rc->j;
-        SW_LOG(SW_LOG_WARN, "copying a reference failed", "job=%s err=\"%s\"", j->rec.key,
-               res->err.msg);
+        SW_LOG(SW_LOG_WARN, "copying a reference failed", "job=%s err=%s", sw_log_q(j->rec.key),
+               sw_log_q(res->err.msg));
         rc_free(rc);
         sw_hub_step_done(h, j, res->rc);
         return;
@@ -253,7 +245,7 @@ static void on_ref_got(struct sw_kube_result *res, void *ctx)
         return;
     }
     cJSON *o = res->body;
-    cJSON *md = child(o, "metadata");
+    cJSON *md = sw_json_child(o, "metadata");
     cJSON *keep = cJSON_CreateObject();
     cJSON_AddStringToObject(keep, "name", r->name);
     cJSON_AddStringToObject(keep, "namespace", j->rec.ns);
@@ -287,8 +279,8 @@ static void on_ns(struct sw_kube_result *res, void *ctx)
     if (res->rc != 0 && strcmp(res->reason, "AlreadyExists") != 0) {
         struct sw_hub *h = rc->h;
         struct sw_job *j = rc->j;
-        SW_LOG(SW_LOG_WARN, "cannot create the target namespace", "job=%s err=\"%s\"", j->rec.key,
-               res->err.msg);
+        SW_LOG(SW_LOG_WARN, "cannot create the target namespace", "job=%s err=%s",
+               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
         rc_free(rc);
         sw_hub_step_done(h, j, res->rc);
         return;
@@ -341,27 +333,13 @@ static void refs_next(struct refs_chain *rc)
 
 /* ---- the steps ------------------------------------------------------------ */
 
-static void on_step_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
-{
-    const char *point = ctx;
-    sw_hub_step_done(h, j, rc);
-    if (rc == 0 && point)
-        sw_hub_crash_point(point);
-}
-
-static void write_step(struct sw_hub *h, struct sw_job *j, const char *point)
-{
-    if (sw_rec_write(h, j, on_step_written, (void *)point) != 0)
-        sw_hub_step_done(h, j, SW_EUNAVAIL);
-}
-
 static void on_origin_patched(struct sw_kube_result *res, void *ctx)
 {
     struct sw_job *j = ctx;
     struct sw_hub *h = j->hub;
     if (res->rc != 0)
-        SW_LOG(SW_LOG_WARN, "cannot prepare the origin Job", "job=%s err=\"%s\"", j->rec.key,
-               res->err.msg);
+        SW_LOG(SW_LOG_WARN, "cannot prepare the origin Job", "job=%s err=%s", sw_log_q(j->rec.key),
+               sw_log_q(res->err.msg));
     sw_hub_step_done(h, j, res->rc);
     if (res->rc == 0)
         sw_hub_crash_point("after-suspend");
@@ -372,8 +350,8 @@ static void on_mirror_created(struct sw_kube_result *res, void *ctx)
     struct sw_job *j = ctx;
     struct sw_hub *h = j->hub;
     if (res->rc != 0 && strcmp(res->reason, "AlreadyExists") != 0) {
-        SW_LOG(SW_LOG_WARN, "cannot create the mirror", "job=%s mirror=%s err=\"%s\"", j->rec.key,
-               j->rec.mirror, res->err.msg);
+        SW_LOG(SW_LOG_WARN, "cannot create the mirror", "job=%s mirror=%s err=%s",
+               sw_log_q(j->rec.key), sw_log_q(j->rec.mirror), sw_log_q(res->err.msg));
         sw_hub_step_done(h, j, res->rc);
         return;
     }
@@ -384,20 +362,20 @@ static void on_mirror_created(struct sw_kube_result *res, void *ctx)
     h->m.dispatches++;
     if (r->created > 0)
         sw_metrics_dispatch_latency(h, (double)r->dispatched_ms / 1000.0 - r->created);
-    SW_LOG(SW_LOG_INFO, "mirror created", "job=%s mirror=%s/%s/%s attempt=%d", r->key,
-           r->target_cluster, r->ns, r->mirror, r->attempt);
+    SW_LOG(SW_LOG_INFO, "mirror created", "job=%s mirror=%s/%s/%s attempt=%d", sw_log_q(r->key),
+           sw_log_q(r->target_cluster), sw_log_q(r->ns), sw_log_q(r->mirror), r->attempt);
     char msg[600];
     snprintf(msg, sizeof(msg), "%s; mirror %s/%s/%s (attempt %d)", r->summary, r->target_cluster,
              r->ns, r->mirror, r->attempt);
     sw_follow_event(h, r, "Normal", strcmp(r->target_cluster, r->cluster) == 0 ? "Placed" : "Burst",
                     msg);
-    write_step(h, j, "after-dispatched");
+    sw_rec_step(h, j, "after-dispatched");
 }
 
 static bool has_finalizer(const cJSON *origin)
 {
     const cJSON *f;
-    cJSON_ArrayForEach(f, child(child((cJSON *)origin, "metadata"), "finalizers"))
+    cJSON_ArrayForEach(f, sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "finalizers"))
     {
         if (cJSON_IsString(f) && strcmp(f->valuestring, SW_FINALIZER) == 0)
             return true;
@@ -419,7 +397,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         r->state = SW_JS_DISPATCHING;
         j->refs_ok = false;
         j->busy = true;
-        write_step(h, j, "after-intent");
+        sw_rec_step(h, j, "after-intent");
         return;
     }
     struct sw_member *om = sw_member_find(h, r->cluster);
@@ -448,8 +426,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         return;
     }
     /* 2. finalizer, and suspend an annotation-only Job */
-    const cJSON *ospec = child((cJSON *)origin, "spec");
-    bool suspended = cJSON_IsTrue(child((cJSON *)ospec, "suspend"));
+    const cJSON *ospec = sw_json_child((cJSON *)origin, "spec");
+    bool suspended = cJSON_IsTrue(sw_json_child((cJSON *)ospec, "suspend"));
     bool fin = has_finalizer(origin);
     bool need_suspend = r->form == SW_FORM_ANNOTATION && !suspended;
     if (!fin || need_suspend) {
@@ -462,19 +440,20 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             snprintf(r->summary, sizeof(r->summary),
                      "not burst: a pod of the Job was scheduled at home");
             r->mirror[0] = '\0';
-            SW_LOG(SW_LOG_INFO, "burst abandoned: a pod runs at home", "job=%s", r->key);
-            write_step(h, j, NULL);
+            SW_LOG(SW_LOG_INFO, "burst abandoned: a pod runs at home", "job=%s", sw_log_q(r->key));
+            sw_rec_step(h, j, NULL);
             return;
         }
         cJSON *patch = cJSON_CreateObject();
         cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
-        const char *rv =
-            cJSON_GetStringValue(child(child((cJSON *)origin, "metadata"), "resourceVersion"));
+        const char *rv = cJSON_GetStringValue(
+            sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "resourceVersion"));
         if (rv)
             cJSON_AddStringToObject(md, "resourceVersion", rv);
         cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");
         const cJSON *f;
-        cJSON_ArrayForEach(f, child(child((cJSON *)origin, "metadata"), "finalizers"))
+        cJSON_ArrayForEach(f,
+                           sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "finalizers"))
         {
             if (cJSON_IsString(f))
                 cJSON_AddItemToArray(fl, cJSON_CreateString(f->valuestring));
@@ -501,11 +480,11 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     /* 3. the origin's pods gone */
     if (r->form == SW_FORM_ANNOTATION) {
         int pods = sw_observe_pods(h, r->cluster, r->ns, r->name, NULL);
-        const cJSON *st = child((cJSON *)origin, "status");
+        const cJSON *st = sw_json_child((cJSON *)origin, "status");
         int busy_pods = 0;
         static const char *counts[] = {"active", "ready", "terminating"};
         for (size_t i = 0; i < 3; i++) {
-            const cJSON *v = child((cJSON *)st, counts[i]);
+            const cJSON *v = sw_json_child((cJSON *)st, counts[i]);
             if (cJSON_IsNumber(v))
                 busy_pods += v->valueint;
         }
@@ -522,7 +501,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     if (m == NULL) {
         r->state = SW_JS_FAILED;
         snprintf(r->reason, sizeof(r->reason), "the origin Job has no pod template");
-        write_step(h, j, NULL);
+        sw_rec_step(h, j, NULL);
         return;
     }
     int rc = sw_kube_create(tm->client, SW_KIND_JOB, r->ns, m, on_mirror_created, j);

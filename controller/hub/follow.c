@@ -20,25 +20,15 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/json.h"
 #include "controller/hub/hub.h"
-
-static cJSON *child(const cJSON *o, const char *k)
-{
-    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = child(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 static const cJSON *condition(const cJSON *job, const char *type)
 {
     const cJSON *c;
-    cJSON_ArrayForEach(c, child(child(job, "status"), "conditions"))
+    cJSON_ArrayForEach(c, sw_json_child(sw_json_child(job, "status"), "conditions"))
     {
-        const char *t = str(c, "type"), *s = str(c, "status");
+        const char *t = sw_json_str(c, "type"), *s = sw_json_str(c, "status");
         if (t && s && strcmp(t, type) == 0 && strcmp(s, "True") == 0)
             return c;
     }
@@ -59,8 +49,8 @@ static void ignore(struct sw_kube_result *res, void *ctx)
 {
     const char *what = ctx;
     if (res->rc != 0)
-        SW_LOG(SW_LOG_DEBUG, "best-effort request failed", "what=%s err=\"%s\"", what,
-               res->err.msg);
+        SW_LOG(SW_LOG_DEBUG, "best-effort request failed", "what=%s err=%s", sw_log_q(what),
+               sw_log_q(res->err.msg));
 }
 
 /* An Event waiting for the dispatch path to be clear. */
@@ -183,8 +173,8 @@ static void on_status(struct sw_kube_result *res, void *ctx)
 {
     struct sw_job *j = ctx;
     if (res->rc != 0) {
-        SW_LOG(SW_LOG_WARN, "cannot write the origin's status", "job=%s err=\"%s\"", j->rec.key,
-               res->err.msg);
+        SW_LOG(SW_LOG_WARN, "cannot write the origin's status", "job=%s err=%s",
+               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
     } else if (sw_job_state_terminal(j->rec.state)) {
         j->status_synced = true;
     }
@@ -197,7 +187,7 @@ static int write_status(struct sw_hub *h, struct sw_job *j, const cJSON *mirror,
     struct sw_member *m = sw_member_find(h, j->rec.cluster);
     if (m == NULL)
         return SW_ENOENT;
-    const cJSON *ms = child(mirror, "status");
+    const cJSON *ms = sw_json_child(mirror, "status");
     cJSON *p = cJSON_CreateObject();
     cJSON *st = cJSON_AddObjectToObject(p, "status");
     static const char *run_fields[] = {"startTime", "active", "ready", "terminating"};
@@ -208,15 +198,15 @@ static int write_status(struct sw_hub *h, struct sw_job *j, const cJSON *mirror,
     size_t n = terminal ? sizeof(end_fields) / sizeof(end_fields[0])
                         : sizeof(run_fields) / sizeof(run_fields[0]);
     for (size_t i = 0; i < n; i++) {
-        const cJSON *v = child(ms, fields[i]);
+        const cJSON *v = sw_json_child(ms, fields[i]);
         if (v)
             cJSON_AddItemToObject(st, fields[i], cJSON_Duplicate(v, 1));
     }
     /* startTime is set once: a later attempt's mirror does not move it. */
     const cJSON *origin = sw_observe_origin(h, &j->rec);
-    if (str(child(origin, "status"), "startTime") != NULL)
+    if (sw_json_str(sw_json_child(origin, "status"), "startTime") != NULL)
         cJSON_DeleteItemFromObjectCaseSensitive(st, "startTime");
-    else if (child(st, "startTime") == NULL) {
+    else if (sw_json_child(st, "startTime") == NULL) {
         char ts[32];
         now_rfc3339(ts, sizeof(ts));
         cJSON_AddStringToObject(st, "startTime", ts);
@@ -225,7 +215,7 @@ static int write_status(struct sw_hub *h, struct sw_job *j, const cJSON *mirror,
      * say so, or the origin keeps its earlier values. */
     static const char *counts[] = {"active", "ready", "terminating", "succeeded", "failed"};
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
-        if (child(st, counts[i]) == NULL && (terminal || i < 3))
+        if (sw_json_child(st, counts[i]) == NULL && (terminal || i < 3))
             cJSON_AddNumberToObject(st, counts[i], 0);
     int rc = sw_kube_merge_patch(m->client, SW_KIND_JOB, j->rec.ns, j->rec.name, p, "status",
                                  on_status, j);
@@ -245,7 +235,7 @@ static int write_failed(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
     now_rfc3339(ts, sizeof(ts));
     cJSON *p = cJSON_CreateObject();
     cJSON *st = cJSON_AddObjectToObject(p, "status");
-    if (str(child(origin, "status"), "startTime") == NULL)
+    if (sw_json_str(sw_json_child(origin, "status"), "startTime") == NULL)
         cJSON_AddStringToObject(st, "startTime", ts);
     cJSON_AddNumberToObject(st, "active", 0);
     cJSON_AddNumberToObject(st, "ready", 0);
@@ -269,24 +259,10 @@ static int write_failed(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
 
 /* ---- record transitions ----------------------------------------------------- */
 
-static void on_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
-{
-    const char *point = ctx;
-    sw_hub_step_done(h, j, rc);
-    if (rc == 0 && point)
-        sw_hub_crash_point(point);
-}
-
-static void write_rec(struct sw_hub *h, struct sw_job *j, const char *point)
-{
-    if (sw_rec_write(h, j, on_written, (void *)point) != 0)
-        sw_hub_step_done(h, j, SW_EUNAVAIL);
-}
-
 /* A number of a Job's status, 0 when absent (the API leaves zeros out). */
 static int count_of(const cJSON *status, const char *k)
 {
-    const cJSON *v = child(status, k);
+    const cJSON *v = sw_json_child(status, k);
     return cJSON_IsNumber(v) ? v->valueint : 0;
 }
 
@@ -311,11 +287,10 @@ static void requeue(struct sw_hub *h, struct sw_job *j, const char *why)
     r->state = SW_JS_REQUEUED;
     r->preemptions++;
     h->m.preemptions++;
-    SW_LOG(SW_LOG_WARN, "mirror lost; requeueing", "job=%s mirror=%s reason=\"%s\"", r->key,
-           r->mirror, r->reason);
+    SW_LOG(SW_LOG_WARN, "mirror lost; requeueing", "job=%s mirror=%s reason=%s", sw_log_q(r->key),
+           sw_log_q(r->mirror), sw_log_q(r->reason));
     sw_data_outputs_stop(h, j);
-    if (sw_rec_write(h, j, on_written, NULL) != 0)
-        sw_hub_step_done(h, j, SW_EUNAVAIL);
+    sw_rec_step(h, j, NULL);
 }
 
 static void on_lost_deleted(struct sw_kube_result *res, void *ctx)
@@ -330,7 +305,7 @@ static void requeue_step(struct sw_hub *h, struct sw_job *j, struct sw_member *t
                          const cJSON *mirror)
 {
     struct sw_job_rec *r = &j->rec;
-    if (mirror && child(child(mirror, "metadata"), "deletionTimestamp") == NULL) {
+    if (mirror && sw_json_child(sw_json_child(mirror, "metadata"), "deletionTimestamp") == NULL) {
         struct sw_kube_delete_opts d = {.propagation = "Foreground", .grace_period_s = -1};
         j->busy = true;
         if (sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d, on_lost_deleted, j) != 0)
@@ -384,12 +359,12 @@ static void finish(struct sw_hub *h, struct sw_job *j, enum sw_job_state s, cons
              s == SW_JS_SUCCEEDED ? "completed" : "failed", r->target_cluster, r->ns, r->mirror,
              cost_so_far(r), r->gpus, (double)(r->finished_ms - r->started_ms) / 60000.0,
              r->reason[0] ? "; " : "", r->reason);
-    SW_LOG(SW_LOG_INFO, "job finished", "job=%s state=%s cost=%.2f", r->key, sw_job_state_name(s),
-           cost_so_far(r));
+    SW_LOG(SW_LOG_INFO, "job finished", "job=%s state=%s cost=%.2f", sw_log_q(r->key),
+           sw_log_q(sw_job_state_name(s)), cost_so_far(r));
     sw_follow_event(h, r, s == SW_JS_SUCCEEDED ? "Normal" : "Warning",
                     s == SW_JS_SUCCEEDED ? "Completed" : "Failed", msg);
     sw_follow_annotate(h, r);
-    write_rec(h, j, "after-finish");
+    sw_rec_step(h, j, "after-finish");
 }
 
 static void on_mirror_suspend(struct sw_kube_result *res, void *ctx)
@@ -440,7 +415,7 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
     const cJSON *failed = condition(mirror, "Failed");
     const cJSON *complete = condition(mirror, "Complete");
     if (failed) {
-        const char *reason = str(failed, "reason"), *msg = str(failed, "message");
+        const char *reason = sw_json_str(failed, "reason"), *msg = sw_json_str(failed, "message");
         j->busy = true;
         if (reason && strcmp(reason, "PodFailurePolicy") == 0 && msg &&
             strstr(msg, "DisruptionTarget") != NULL) {
@@ -478,7 +453,7 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         return;
     }
     /* Running, or about to. */
-    const cJSON *ms = child(mirror, "status");
+    const cJSON *ms = sw_json_child(mirror, "status");
     int active = count_of(ms, "active");
     int ready = count_of(ms, "ready");
     /* Running means a pod runs (ready), not only that one exists: a pod
@@ -489,12 +464,13 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         j->busy = true;
         if (strcmp(r->target_cluster, r->cluster) != 0)
             sw_data_outputs(h, j, false);
-        write_rec(h, j, "after-running");
+        sw_rec_step(h, j, "after-running");
         return;
     }
     if (r->form == SW_FORM_DELEGATED && origin) {
-        const cJSON *os = child(origin, "status");
-        bool want_start = str(ms, "startTime") != NULL && str(os, "startTime") == NULL;
+        const cJSON *os = sw_json_child(origin, "status");
+        bool want_start =
+            sw_json_str(ms, "startTime") != NULL && sw_json_str(os, "startTime") == NULL;
         int oactive = count_of(os, "active");
         /* The running status waits while Jobs wait for their mirrors. */
         if ((want_start || oactive != active) && h->dispatch_backlog == 0) {
@@ -503,8 +479,8 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
                 sw_hub_step_done(h, j, SW_EUNAVAIL);
             return;
         }
-        bool osusp = cJSON_IsTrue(child(child(origin, "spec"), "suspend"));
-        bool msusp = cJSON_IsTrue(child(child(mirror, "spec"), "suspend"));
+        bool osusp = cJSON_IsTrue(sw_json_child(sw_json_child(origin, "spec"), "suspend"));
+        bool msusp = cJSON_IsTrue(sw_json_child(sw_json_child(mirror, "spec"), "suspend"));
         if (osusp != msusp) {
             cJSON *p = cJSON_CreateObject();
             cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "suspend", osusp);
@@ -536,10 +512,10 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
     if (tm && (tm->cache == NULL || !sw_cluster_cache_synced(tm->cache)))
         return;
     const cJSON *mirror = tm ? sw_observe_mirror(h, r) : NULL;
-    if (mirror && child(child(mirror, "metadata"), "deletionTimestamp") == NULL) {
+    if (mirror && sw_json_child(sw_json_child(mirror, "metadata"), "deletionTimestamp") == NULL) {
         j->busy = true;
-        SW_LOG(SW_LOG_INFO, "origin deleted; deleting its mirror", "job=%s mirror=%s/%s", r->key,
-               r->target_cluster, r->mirror);
+        SW_LOG(SW_LOG_INFO, "origin deleted; deleting its mirror", "job=%s mirror=%s/%s",
+               sw_log_q(r->key), sw_log_q(r->target_cluster), sw_log_q(r->mirror));
         struct sw_kube_delete_opts d = {.propagation = "Background", .grace_period_s = -1};
         if (sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d, on_gone_step, j) != 0)
             sw_hub_step_done(h, j, SW_EUNAVAIL);
@@ -551,11 +527,11 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         bool ours = false;
         cJSON *p = cJSON_CreateObject();
         cJSON *md = cJSON_AddObjectToObject(p, "metadata");
-        const char *rv = str(child(origin, "metadata"), "resourceVersion");
+        const char *rv = sw_json_str(sw_json_child(origin, "metadata"), "resourceVersion");
         if (rv)
             cJSON_AddStringToObject(md, "resourceVersion", rv);
         cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");
-        cJSON_ArrayForEach(f, child(child(origin, "metadata"), "finalizers"))
+        cJSON_ArrayForEach(f, sw_json_child(sw_json_child(origin, "metadata"), "finalizers"))
         {
             if (!cJSON_IsString(f))
                 continue;
@@ -580,7 +556,7 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         r->finished_ms = sw_hub_wall_ms();
         snprintf(r->reason, sizeof(r->reason), "the origin Job was deleted");
         j->busy = true;
-        write_rec(h, j, NULL);
+        sw_rec_step(h, j, NULL);
         return;
     }
     if (origin == NULL && mirror == NULL && j->output_stops == 0) {
@@ -594,7 +570,8 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
 
 bool sw_follow_requeued(const struct sw_job_rec *r, const cJSON *origin)
 {
-    return r->preemptions > 0 && cJSON_IsTrue(child(child(origin, "spec"), "suspend"));
+    return r->preemptions > 0 &&
+           cJSON_IsTrue(sw_json_child(sw_json_child(origin, "spec"), "suspend"));
 }
 
 bool sw_follow_finished_at_home(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
@@ -603,7 +580,7 @@ bool sw_follow_finished_at_home(struct sw_hub *h, struct sw_job *j, const cJSON 
     bool before_suspend = r->state == SW_JS_OBSERVED || r->state == SW_JS_BLOCKED ||
                           r->state == SW_JS_DECIDED || r->state == SW_JS_DATA_READY ||
                           r->state == SW_JS_DISPATCHING;
-    if (!before_suspend || cJSON_IsTrue(child(child(origin, "spec"), "suspend")))
+    if (!before_suspend || cJSON_IsTrue(sw_json_child(sw_json_child(origin, "spec"), "suspend")))
         return false;
     bool ok = condition(origin, "Complete") != NULL;
     if (!ok && condition(origin, "Failed") == NULL)
@@ -615,8 +592,8 @@ bool sw_follow_finished_at_home(struct sw_hub *h, struct sw_job *j, const cJSON 
     r->mirror[0] = '\0';
     snprintf(r->reason, sizeof(r->reason), "ran at home (%s there before any burst)",
              ok ? "completed" : "failed");
-    SW_LOG(SW_LOG_INFO, "job finished at home", "job=%s", r->key);
+    SW_LOG(SW_LOG_INFO, "job finished at home", "job=%s", sw_log_q(r->key));
     j->busy = true;
-    write_rec(h, j, NULL);
+    sw_rec_step(h, j, NULL);
     return true;
 }

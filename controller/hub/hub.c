@@ -47,7 +47,7 @@ void sw_hub_crash_point(const char *name)
     int want = at[n] == ':' ? atoi(at + n + 1) : 1;
     if (++hits < want)
         return;
-    SW_LOG(SW_LOG_WARN, "crash point reached: killing the hub", "point=%s", name);
+    SW_LOG(SW_LOG_WARN, "crash point reached: killing the hub", "point=%s", sw_log_q(name));
     fflush(NULL);
     raise(SIGKILL);
 }
@@ -221,7 +221,8 @@ int sw_hub_run(struct sw_hub *h)
     struct sw_error err = {0};
     h->started_ms = sw_hub_wall_ms();
     if (sw_metrics_start(h, &err) != 0) {
-        SW_LOG(SW_LOG_ERROR, "cannot serve metrics", "listen=%s err=%s", h->cfg.listen, err.msg);
+        SW_LOG(SW_LOG_ERROR, "cannot serve metrics", "listen=%s err=%s", sw_log_q(h->cfg.listen),
+               sw_log_q(err.msg));
         return 1;
     }
     uv_timer_init(h->loop, &h->tick_timer);

@@ -206,6 +206,12 @@ typedef void (*sw_rec_cb)(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
  */
 int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx);
 /**
+ * One step's record write: sw_rec_write, then the step is done (backing off
+ * on failure) and, once written, the named crash point (or NULL) is passed.
+ * The caller has set j->busy.
+ */
+void sw_rec_step(struct sw_hub *h, struct sw_job *j, const char *crash_point);
+/**
  * Deletes j's record (and its explanation) under the hub's epoch, then
  * removes j from the table and frees it; on failure clears busy and backs
  * off. The caller sets j->busy first and must not touch j afterwards.

@@ -39,7 +39,7 @@ static void on_loaded(struct sw_hub *h, int rc)
         return;
     }
     h->loaded = true;
-    SW_LOG(SW_LOG_INFO, "acting as leader", "hub=%s epoch=%lld jobs=%zu", h->id,
+    SW_LOG(SW_LOG_INFO, "acting as leader", "hub=%s epoch=%lld jobs=%zu", sw_log_q(h->id),
            (long long)h->epoch, h->njobs);
     sw_hub_want_decide(h);
 }
@@ -47,7 +47,7 @@ static void on_loaded(struct sw_hub *h, int rc)
 void sw_leader_lost(struct sw_hub *h, const char *why)
 {
     SW_LOG(SW_LOG_ERROR, "leadership lost; exiting so that only one hub acts",
-           "hub=%s epoch=%lld why=\"%s\"", h->id, (long long)h->epoch, why);
+           "hub=%s epoch=%lld why=%s", sw_log_q(h->id), (long long)h->epoch, sw_log_q(why));
     fflush(NULL);
     _Exit(3);
 }
@@ -63,7 +63,8 @@ static void on_reply(struct sw_redis *r, redisReply *reply, const char *errs, vo
         const char *why = reply && reply->type == REDIS_REPLY_ERROR ? reply->str
                           : errs                                    ? errs
                                                                     : "no reply";
-        SW_LOG(SW_LOG_WARN, "lease renewal failed", "hub=%s err=\"%s\"", h->id, why);
+        SW_LOG(SW_LOG_WARN, "lease renewal failed", "hub=%s err=%s", sw_log_q(h->id),
+               sw_log_q(why));
         if (h->leader && sw_hub_mono_ms() >= h->lease_until_mono)
             sw_leader_lost(h, "the lease expired without a renewal");
         return;
@@ -80,7 +81,8 @@ static void on_reply(struct sw_redis *r, redisReply *reply, const char *errs, vo
     if (!h->leader) {
         h->leader = true;
         h->epoch = epoch;
-        SW_LOG(SW_LOG_INFO, "took the lease", "hub=%s epoch=%lld", h->id, (long long)epoch);
+        SW_LOG(SW_LOG_INFO, "took the lease", "hub=%s epoch=%lld", sw_log_q(h->id),
+               (long long)epoch);
         sw_members_start(h);
     }
     if (!h->loaded && !h->loading) {

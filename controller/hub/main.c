@@ -126,6 +126,7 @@ int main(int argc, char **argv)
         return 1;
     }
     SW_LOG(SW_LOG_INFO, "spillwayd starting", "hub=%s version=%s config=%s listen=%s policy=%s",
-           h->id, SW_VERSION, config, h->cfg.listen, h->cfg.policy);
+           sw_log_q(h->id), sw_log_q(SW_VERSION), sw_log_q(config), sw_log_q(h->cfg.listen),
+           sw_log_q(h->cfg.policy));
     return sw_hub_run(h) == 0 ? 0 : 1;
 }

@@ -109,8 +109,8 @@ static void on_health(struct sw_health_prober *pr, const struct sw_health *hs, v
 {
     (void)pr;
     struct sw_member *m = ctx;
-    SW_LOG(SW_LOG_INFO, "member health changed", "cluster=%s state=%s reason=\"%s\"", m->rec.name,
-           sw_health_state_name(hs->state), hs->reason);
+    SW_LOG(SW_LOG_INFO, "member health changed", "cluster=%s state=%s reason=%s",
+           sw_log_q(m->rec.name), sw_log_q(sw_health_state_name(hs->state)), sw_log_q(hs->reason));
 }
 
 static int member_connect(struct sw_hub *h, struct sw_member *m)
@@ -118,16 +118,16 @@ static int member_connect(struct sw_hub *h, struct sw_member *m)
     struct sw_error err = {0};
     struct sw_kube_target *t = NULL;
     if (sw_cluster_record_open(&m->rec, h->key, &t, &err) != 0) {
-        SW_LOG(SW_LOG_ERROR, "cannot open a member's connection", "cluster=%s err=\"%s\"",
-               m->rec.name, err.msg);
+        SW_LOG(SW_LOG_ERROR, "cannot open a member's connection", "cluster=%s err=%s",
+               sw_log_q(m->rec.name), sw_log_q(err.msg));
         return err.code ? err.code : SW_ECRYPTO;
     }
     struct sw_kube_opts o;
     sw_kube_opts_default(&o);
     o.name = m->rec.name;
     if (sw_kube_client_new(h->loop, h->http, t, &o, &m->client, &err) != 0) {
-        SW_LOG(SW_LOG_ERROR, "cannot make a client for a member", "cluster=%s err=\"%s\"",
-               m->rec.name, err.msg);
+        SW_LOG(SW_LOG_ERROR, "cannot make a client for a member", "cluster=%s err=%s",
+               sw_log_q(m->rec.name), sw_log_q(err.msg));
         return err.code ? err.code : SW_EINVAL;
     }
     if (sw_cluster_cache_start(m->client, on_cache_change, h, &m->cache) != 0)
@@ -135,8 +135,9 @@ static int member_connect(struct sw_hub *h, struct sw_member *m)
     struct sw_health_policy hp;
     sw_health_policy_default(&hp);
     sw_health_prober_start(m->client, &hp, on_health, m, &m->health);
-    SW_LOG(SW_LOG_INFO, "member added", "cluster=%s role=%s region=%s server=%s", m->rec.name,
-           sw_cluster_role_name(m->rec.spec.role), m->rec.spec.region, m->rec.server);
+    SW_LOG(SW_LOG_INFO, "member added", "cluster=%s role=%s region=%s server=%s",
+           sw_log_q(m->rec.name), sw_log_q(sw_cluster_role_name(m->rec.spec.role)),
+           sw_log_q(m->rec.spec.region), sw_log_q(m->rec.server));
     return 0;
 }
 
@@ -178,8 +179,8 @@ static void on_list(int rc, struct sw_cluster_record *recs, size_t n, const stru
     struct sw_hub *h = ctx;
     h->registry_busy = false;
     if (rc != 0) {
-        SW_LOG(SW_LOG_WARN, "cannot read the cluster registry", "err=\"%s\"",
-               err ? err->msg : sw_strerror(rc));
+        SW_LOG(SW_LOG_WARN, "cannot read the cluster registry", "err=%s",
+               sw_log_q(err ? err->msg : sw_strerror(rc)));
         return;
     }
     for (size_t i = 0; i < h->nmembers; i++)
@@ -193,12 +194,13 @@ static void on_list(int rc, struct sw_cluster_record *recs, size_t n, const stru
             continue;
         }
         if (m) {
-            SW_LOG(SW_LOG_INFO, "member changed; reconnecting", "cluster=%s", m->rec.name);
+            SW_LOG(SW_LOG_INFO, "member changed; reconnecting", "cluster=%s",
+                   sw_log_q(m->rec.name));
             m->seen = false; /* dropped below, then added anew */
         }
         if (h->nmembers >= SW_HUB_MAX_MEMBERS) {
             SW_LOG(SW_LOG_ERROR, "too many member clusters; ignoring one", "cluster=%s max=%d",
-                   recs[i].name, SW_HUB_MAX_MEMBERS);
+                   sw_log_q(recs[i].name), SW_HUB_MAX_MEMBERS);
             continue;
         }
         struct sw_member *nm = sw_calloc(1, sizeof(*nm));
@@ -221,7 +223,7 @@ static void on_list(int rc, struct sw_cluster_record *recs, size_t n, const stru
     }
     for (size_t i = 0; i < h->nmembers;) {
         if (!h->members[i]->seen) {
-            SW_LOG(SW_LOG_INFO, "member removed", "cluster=%s", h->members[i]->rec.name);
+            SW_LOG(SW_LOG_INFO, "member removed", "cluster=%s", sw_log_q(h->members[i]->rec.name));
             member_free(h->members[i]);
             h->members[i] = h->members[--h->nmembers];
             continue;
@@ -282,7 +284,7 @@ static void stores_done(uv_work_t *req, int status)
         memcpy(h->stores, w->out, sizeof(h->stores));
         h->nstores = w->n;
     } else {
-        SW_LOG(SW_LOG_WARN, "cannot read the object stores", "err=\"%s\"", w->err.msg);
+        SW_LOG(SW_LOG_WARN, "cannot read the object stores", "err=%s", sw_log_q(w->err.msg));
     }
     sw_seal_wipe_free(w, sizeof(*w));
 }

@@ -8,18 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "controller/hub/mirror.h"
-
-static cJSON *child(const cJSON *o, const char *k)
-{
-    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = child(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len)
 {
@@ -64,7 +54,7 @@ static void add_env(cJSON *containers, const char *name, const char *value)
         bool found = false;
         cJSON_ArrayForEach(e, env)
         {
-            const char *n = str(e, "name");
+            const char *n = sw_json_str(e, "name");
             if (n && strcmp(n, name) == 0)
                 found = true;
         }
@@ -80,8 +70,8 @@ static void add_env(cJSON *containers, const char *name, const char *value)
 cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
                        const char *s3_endpoint, int64_t epoch, bool spot)
 {
-    const cJSON *ospec = child((cJSON *)origin, "spec");
-    if (!cJSON_IsObject(ospec) || !cJSON_IsObject(child((cJSON *)ospec, "template")))
+    const cJSON *ospec = sw_json_child((cJSON *)origin, "spec");
+    if (!cJSON_IsObject(ospec) || !cJSON_IsObject(sw_json_child((cJSON *)ospec, "template")))
         return NULL;
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "apiVersion", "batch/v1");
@@ -112,9 +102,9 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
                                  "ttlSecondsAfterFinished"};
     for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
         cJSON_DeleteItemFromObjectCaseSensitive(spec, drop[i]);
-    cJSON *tpl = child(spec, "template");
+    cJSON *tpl = sw_json_child(spec, "template");
     cJSON *tmd = obj(tpl, "metadata");
-    cJSON *tl = child(tmd, "labels");
+    cJSON *tl = sw_json_child(tmd, "labels");
     static const char *gen[] = {"controller-uid", "job-name", "batch.kubernetes.io/controller-uid",
                                 "batch.kubernetes.io/job-name"};
     for (size_t i = 0; tl && i < sizeof(gen) / sizeof(gen[0]); i++)
@@ -139,29 +129,31 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
         cJSON_DeleteItemFromObjectCaseSensitive(ps, "nodeSelector");
 
     /* Where the data is, in the mirror's region. */
-    add_env(child(ps, "containers"), "SPILLWAY_ATTEMPT", attempt);
-    add_env(child(ps, "containers"), "SPILLWAY_REGION", r->target_region);
+    add_env(sw_json_child(ps, "containers"), "SPILLWAY_ATTEMPT", attempt);
+    add_env(sw_json_child(ps, "containers"), "SPILLWAY_REGION", r->target_region);
     if (s3_endpoint)
-        add_env(child(ps, "containers"), "SPILLWAY_S3_ENDPOINT", s3_endpoint);
+        add_env(sw_json_child(ps, "containers"), "SPILLWAY_S3_ENDPOINT", s3_endpoint);
     const char *in =
-        str(child(child((cJSON *)origin, "metadata"), "annotations"), "spillway.io/inputs");
+        sw_json_str(sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "annotations"),
+                    "spillway.io/inputs");
     if (in)
-        add_env(child(ps, "containers"), "SPILLWAY_INPUTS", in);
+        add_env(sw_json_child(ps, "containers"), "SPILLWAY_INPUTS", in);
     const char *out =
-        str(child(child((cJSON *)origin, "metadata"), "annotations"), "spillway.io/outputs");
+        sw_json_str(sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "annotations"),
+                    "spillway.io/outputs");
     if (out) {
         char o[700];
         size_t n = strlen(out);
         snprintf(o, sizeof(o), "%s%sattempt-%d/", out, n && out[n - 1] == '/' ? "" : "/",
                  r->attempt);
-        add_env(child(ps, "containers"), "SPILLWAY_OUTPUTS", o);
+        add_env(sw_json_child(ps, "containers"), "SPILLWAY_OUTPUTS", o);
     }
 
     /* A pod lost with its node (spot reclaimed, node deleted) fails the
      * mirror at once with a reason the hub can tell apart, so that the hub
      * decides again instead of the Job controller retrying in place. Only
      * possible with restartPolicy Never (the API's rule). */
-    const char *rp = str(ps, "restartPolicy");
+    const char *rp = sw_json_str(ps, "restartPolicy");
     if (rp && strcmp(rp, "Never") == 0) {
         cJSON *pfp = obj(spec, "podFailurePolicy");
         cJSON *rules = arr(pfp, "rules");

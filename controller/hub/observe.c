@@ -16,18 +16,8 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "clusters/exec.h"
+#include "common/json.h"
 #include "controller/hub/hub.h"
-
-static const cJSON *child(const cJSON *o, const char *k)
-{
-    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = child(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 /* ---- pods grouped by Job -------------------------------------------------- */
 
@@ -84,12 +74,13 @@ static void aggs_clear(void)
 
 static bool pod_starved(const cJSON *pod)
 {
-    const cJSON *conds = child(child(pod, "status"), "conditions");
+    const cJSON *conds = sw_json_child(sw_json_child(pod, "status"), "conditions");
     const cJSON *c;
     cJSON_ArrayForEach(c, conds)
     {
-        const char *t = str(c, "type"), *s = str(c, "status"), *r = str(c, "reason");
-        const char *msg = str(c, "message");
+        const char *t = sw_json_str(c, "type"), *s = sw_json_str(c, "status"),
+                   *r = sw_json_str(c, "reason");
+        const char *msg = sw_json_str(c, "message");
         if (t && strcmp(t, "PodScheduled") == 0 && s && strcmp(s, "False") == 0 && r &&
             strcmp(r, "Unschedulable") == 0 && msg && strstr(msg, "nvidia.com/gpu") != NULL)
             return true;
@@ -106,11 +97,11 @@ static void agg_pod(const char *key, const cJSON *pod, void *ctx)
 {
     (void)key;
     struct pod_scan *ps = ctx;
-    const cJSON *md = child(pod, "metadata");
-    const char *ns = str(md, "namespace");
-    const char *job = str(child(md, "labels"), "batch.kubernetes.io/job-name");
+    const cJSON *md = sw_json_child(pod, "metadata");
+    const char *ns = sw_json_str(md, "namespace");
+    const char *job = sw_json_str(sw_json_child(md, "labels"), "batch.kubernetes.io/job-name");
     if (job == NULL)
-        job = str(child(md, "labels"), "job-name");
+        job = sw_json_str(sw_json_child(md, "labels"), "job-name");
     if (ns == NULL || job == NULL)
         return;
     char k[200];
@@ -119,7 +110,7 @@ static void agg_pod(const char *key, const cJSON *pod, void *ctx)
     if (a == NULL)
         return;
     a->pods++;
-    const char *node = str(child(pod, "spec"), "nodeName");
+    const char *node = sw_json_str(sw_json_child(pod, "spec"), "nodeName");
     if (node && node[0]) {
         a->bound++;
         if (ps->nodes && sw_informer_get(ps->nodes, node) == NULL) {
@@ -178,7 +169,7 @@ static const cJSON *job_in(struct sw_hub *h, const char *cluster, const char *ns
 const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r)
 {
     const cJSON *o = job_in(h, r->cluster, r->ns, r->name);
-    const char *uid = str(child(o, "metadata"), "uid");
+    const char *uid = sw_json_str(sw_json_child(o, "metadata"), "uid");
     if (o && r->uid[0] && uid && strcmp(uid, r->uid) != 0)
         return NULL; /* a new Job of the same name: ours is gone */
     return o;
@@ -201,8 +192,8 @@ static void on_new_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx
     (void)ctx;
     j->busy = false;
     if (rc == 0) {
-        SW_LOG(SW_LOG_INFO, "job observed", "job=%s form=%s", j->rec.key,
-               j->rec.form == SW_FORM_DELEGATED ? "delegated" : "annotation");
+        SW_LOG(SW_LOG_INFO, "job observed", "job=%s form=%s", sw_log_q(j->rec.key),
+               sw_log_q(j->rec.form == SW_FORM_DELEGATED ? "delegated" : "annotation"));
         sw_hub_want_decide(h);
     }
 }
@@ -211,16 +202,16 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
 {
     struct job_scan *js = ctx;
     struct sw_hub *h = js->h;
-    const cJSON *md = child(job, "metadata");
-    const cJSON *ann = child(md, "annotations");
-    const char *burst = str(ann, SW_ANN_BURST);
-    if (burst == NULL || str(child(md, "labels"), SW_LBL_ORIGIN_UID) != NULL)
+    const cJSON *md = sw_json_child(job, "metadata");
+    const cJSON *ann = sw_json_child(md, "annotations");
+    const char *burst = sw_json_str(ann, SW_ANN_BURST);
+    if (burst == NULL || sw_json_str(sw_json_child(md, "labels"), SW_LBL_ORIGIN_UID) != NULL)
         return;
     char k[256];
     snprintf(k, sizeof(k), "%s/%s", js->m->rec.name, key);
     struct sw_job *j = sw_hub_job_find(h, k);
-    const char *uid = str(md, "uid");
-    const char *ns = str(md, "namespace"), *name = str(md, "name");
+    const char *uid = sw_json_str(md, "uid");
+    const char *ns = sw_json_str(md, "namespace"), *name = sw_json_str(md, "name");
     if (uid == NULL || ns == NULL || name == NULL)
         return;
     if (j && j->persisted && strcmp(j->rec.uid, uid) == 0)
@@ -233,7 +224,7 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
     struct sw_burst_spec spec;
     struct sw_error err = {0};
     int64_t created_ms = 0;
-    const char *ts = str(md, "creationTimestamp");
+    const char *ts = sw_json_str(md, "creationTimestamp");
     const char *why = NULL;
     if (ts)
         sw_parse_rfc3339(ts, &created_ms, &why);
@@ -247,8 +238,8 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
             snprintf(tmp.ns, sizeof(tmp.ns), "%s", ns);
             snprintf(tmp.name, sizeof(tmp.name), "%s", name);
             snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
-            SW_LOG(SW_LOG_WARN, "bad spillway annotation; leaving the Job alone",
-                   "job=%s err=\"%s\"", k, err.msg);
+            SW_LOG(SW_LOG_WARN, "bad spillway annotation; leaving the Job alone", "job=%s err=%s",
+                   sw_log_q(k), sw_log_q(err.msg));
             sw_follow_event(h, &tmp, "Warning", "BadAnnotation", err.msg);
         }
         return;
@@ -274,7 +265,7 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
     snprintf(r->ns, sizeof(r->ns), "%s", ns);
     snprintf(r->name, sizeof(r->name), "%s", name);
     snprintf(r->uid, sizeof(r->uid), "%s", uid);
-    const char *mb = str(child(job, "spec"), "managedBy");
+    const char *mb = sw_json_str(sw_json_child(job, "spec"), "managedBy");
     r->form = mb && strcmp(mb, SW_MANAGED_BY) == 0 ? SW_FORM_DELEGATED : SW_FORM_ANNOTATION;
     r->state = SW_JS_OBSERVED;
     r->created = (double)created_ms / 1000.0;

@@ -51,16 +51,16 @@ static void on_written(struct sw_redis *r, redisReply *reply, const char *errs, 
     struct sw_job *j = w->j;
     int rc = 0;
     if (reply == NULL) {
-        SW_LOG(SW_LOG_WARN, "record write failed", "job=%s err=\"%s\"", j->rec.key,
-               errs ? errs : "no reply");
+        SW_LOG(SW_LOG_WARN, "record write failed", "job=%s err=%s", sw_log_q(j->rec.key),
+               sw_log_q(errs ? errs : "no reply"));
         rc = SW_EUNAVAIL;
     } else if (reply->type == REDIS_REPLY_ERROR) {
         if (strstr(reply->str, "FENCED") != NULL) {
             h->m.fenced++;
             rc = SW_ECONFLICT;
         } else {
-            SW_LOG(SW_LOG_WARN, "record write refused", "job=%s err=\"%s\"", j->rec.key,
-                   reply->str);
+            SW_LOG(SW_LOG_WARN, "record write refused", "job=%s err=%s", sw_log_q(j->rec.key),
+                   sw_log_q(reply->str));
             rc = SW_EIO;
         }
     } else {
@@ -136,7 +136,8 @@ static void on_deleted(struct sw_redis *r, redisReply *reply, const char *errs, 
         sw_hub_step_done(h, j, SW_EUNAVAIL);
         return;
     }
-    SW_LOG(SW_LOG_INFO, "record removed: origin and mirror are gone", "job=%s", j->rec.key);
+    SW_LOG(SW_LOG_INFO, "record removed: origin and mirror are gone", "job=%s",
+           sw_log_q(j->rec.key));
     sw_hub_job_drop(h, j);
 }
 
@@ -156,6 +157,20 @@ int sw_rec_delete(struct sw_hub *h, struct sw_job *j)
     if (rc != 0)
         free(w);
     return rc;
+}
+
+static void on_step_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+{
+    const char *point = ctx;
+    sw_hub_step_done(h, j, rc);
+    if (rc == 0 && point)
+        sw_hub_crash_point(point);
+}
+
+void sw_rec_step(struct sw_hub *h, struct sw_job *j, const char *crash_point)
+{
+    if (sw_rec_write(h, j, on_step_written, (void *)crash_point) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
 }
 
 /* ---- loading ------------------------------------------------------------- */
@@ -184,7 +199,7 @@ static void on_values(struct sw_redis *r, redisReply *reply, const char *errs, v
             struct sw_job_rec rec;
             if (sw_json_parse(e->str, e->len, "job record", &o, &err) != 0 ||
                 sw_job_rec_from_json(o, &rec, &err) != 0) {
-                SW_LOG(SW_LOG_ERROR, "skipping a bad job record", "err=\"%s\"", err.msg);
+                SW_LOG(SW_LOG_ERROR, "skipping a bad job record", "err=%s", sw_log_q(err.msg));
                 cJSON_Delete(o);
                 continue;
             }
