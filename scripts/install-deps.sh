@@ -17,6 +17,8 @@ PACKAGES=(
     # the replication benchmark's baseline; python3-venv for the second S3
     # server (moto, from PyPI)
     rclone python3 python3-venv
+    # the deploy test's manifest checks (PyYAML for Debian's python3)
+    python3-yaml
 )
 
 missing=()

@@ -20,6 +20,9 @@
 # the CRDs (when the lab did not have them) are deleted at the end.
 source "$SW_SOURCE_DIR/tests/e2e/lab/common.sh"
 here="$SW_SOURCE_DIR/tests/e2e/deploy"
+# A python3 with PyYAML: the one on PATH, else Debian's (python3-yaml).
+PY=python3
+"$PY" -c "import yaml" 2>/dev/null || PY=/usr/bin/python3
 tmp=$(mktemp -d)
 k() { kc onprem --cache-dir="$tmp/cache" "$@"; }
 crds=(servicemonitors.monitoring.coreos.com prometheusrules.monitoring.coreos.com)
@@ -34,15 +37,15 @@ trap cleanup EXIT
 # ---- render and check our rules ------------------------------------------------
 "$SW_LAB_KUBECTL" kustomize "$SW_SOURCE_DIR/deploy/hub/overlays/eval" >"$tmp/eval.yaml" || fail "kustomize eval"
 "$SW_LAB_KUBECTL" kustomize "$SW_SOURCE_DIR/deploy/hub/base" >"$tmp/base.yaml" || fail "kustomize base"
-n_eval=$(python3 "$here/manifests.py" count "$tmp/eval.yaml")
-n_base=$(python3 "$here/manifests.py" count "$tmp/base.yaml")
+n_eval=$("$PY" "$here/manifests.py" count "$tmp/eval.yaml")
+n_base=$("$PY" "$here/manifests.py" count "$tmp/base.yaml")
 [ "$n_eval" -ge 13 ] || fail "the eval overlay renders $n_eval objects, expected 13 or more"
-python3 "$here/manifests.py" check "$tmp/eval.yaml" "$tmp/base.yaml" "$SW_SOURCE_DIR/controller/cli/cluster.c" \
+"$PY" "$here/manifests.py" check "$tmp/eval.yaml" "$tmp/base.yaml" "$SW_SOURCE_DIR/controller/cli/cluster.c" \
     "$SW_SOURCE_DIR/deploy/rbac/member-clusterrole.yaml" || fail "manifests.py check"
 pass "kustomize renders $n_eval objects (eval) and $n_base (base); our rules hold"
 
 # ---- spillwayd accepts the rendered config ---------------------------------------
-python3 - "$tmp/eval.yaml" "$tmp/hub.yaml" "$tmp" <<'PY'
+"$PY" - "$tmp/eval.yaml" "$tmp/hub.yaml" "$tmp" <<'PY'
 import sys, yaml
 objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
 cm = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("spillway-hub-config")][0]
@@ -81,7 +84,7 @@ if ! k get crd "${crds[0]}" >/dev/null 2>&1 && ! k get crd "${crds[1]}" >/dev/nu
 fi
 
 # ---- every object, server-side dry run ----------------------------------------------
-python3 "$here/manifests.py" retarget "$tmp/eval.yaml" "$NS" "$tmp/apply.yaml"
+"$PY" "$here/manifests.py" retarget "$tmp/eval.yaml" "$NS" "$tmp/apply.yaml"
 # The sealing key's Secret, made as docs/deploy.md makes it.
 head -c 32 /dev/urandom | base64 >"$tmp/secret.key"
 {
@@ -90,7 +93,7 @@ head -c 32 /dev/urandom | base64 >"$tmp/secret.key"
     echo "---"
     cat "$SW_SOURCE_DIR/deploy/rbac/member-clusterrole.yaml"
 } >>"$tmp/apply.yaml"
-want=$(python3 "$here/manifests.py" count "$tmp/apply.yaml")
+want=$("$PY" "$here/manifests.py" count "$tmp/apply.yaml")
 [ "$want" = $((n_eval + 2)) ] || fail "expected $((n_eval + 2)) objects to apply, have $want"
 k apply --server-side --dry-run=server --validate=strict --field-manager=spillway-e2e --force-conflicts \
     -f "$tmp/apply.yaml" >"$tmp/applied" 2>"$tmp/err" || fail "server dry run: $(cat "$tmp/err")"
@@ -111,7 +114,7 @@ pass "$got of $want objects accepted by the API server (server-side apply, dry r
 # The ServiceAccount admission plugin looks the account up: this one is real,
 # in the test's namespace, deleted with it.
 k create serviceaccount spillway-hub -n "$NS" >/dev/null
-np=$(python3 "$here/manifests.py" pods "$tmp/eval.yaml" "$NS" "$tmp/pods.yaml")
+np=$("$PY" "$here/manifests.py" pods "$tmp/eval.yaml" "$NS" "$tmp/pods.yaml")
 [ "$np" = 2 ] || fail "expected 2 pod templates, got $np"
 k create --dry-run=server -f "$tmp/pods.yaml" >"$tmp/pods.out" 2>&1 || fail "pods refused: $(cat "$tmp/pods.out")"
 [ "$(grep -c 'created (server dry run)' "$tmp/pods.out")" = 2 ] || fail "$(cat "$tmp/pods.out")"
@@ -122,7 +125,7 @@ echo "$out" | grep -q "violates PodSecurity" || fail "not refused by Pod Securit
 pass "the hub's and Redis' pods pass Pod Security 'restricted' (a pod allowing escalation is refused)"
 
 # ---- the test's CRDs catch a typo ------------------------------------------------------
-python3 - "$tmp/apply.yaml" "$tmp/typo-sm.yaml" "$tmp/typo-rule.yaml" <<'PY'
+"$PY" - "$tmp/apply.yaml" "$tmp/typo-sm.yaml" "$tmp/typo-rule.yaml" <<'PY'
 import sys, yaml
 objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
 sm = [o for o in objs if o["kind"] == "ServiceMonitor"][0]
