@@ -50,6 +50,14 @@ hub_cleanup() {
 # a namespace $NS on every cluster.
 hub_setup() {
     trap hub_cleanup EXIT
+    # Every hub manages every burstable Job of the lab, so two hub tests at
+    # once (two clones, two worktrees) would dispatch each other's Jobs:
+    # one at a time, lab-wide.
+    exec 8>"$SW_LAB_DIR/hub-e2e.lock"
+    if ! flock -n 8; then
+        echo "waiting for another hub test to finish (lock $SW_LAB_DIR/hub-e2e.lock)" >&2
+        flock -w 1800 8 || fail "another hub test held the lab for 30 minutes"
+    fi
     NS="$1-$$-$RANDOM"
     (umask 077 && openssl rand -hex 32 >"$SPILLWAY_SECRET_KEY_FILE")
     rcli FLUSHDB >/dev/null
