@@ -41,6 +41,7 @@ struct sw_kube_client {
     uint64_t sent;
     int freeing;
     uint64_t rng;
+    char blocked[200]; /* "" or why no request may be sent (sw_kube_client_block) */
 };
 
 enum op_state { OP_DELAY, OP_WAIT_CRED, OP_HTTP, OP_DONE };
@@ -60,6 +61,7 @@ struct sw_kube_op {
     int attempt;
     int auth_retried;
     int canceled;
+    int blocked; /* cut off by sw_kube_client_block */
     struct sw_kube_result res;
     sw_http_data_cb user_on_data;
     void *user_on_data_ctx;
@@ -399,6 +401,10 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
     op->call = NULL;
     op->res.http_version = resp->http_version;
     op->res.new_connects += resp->new_connects;
+    if (op->blocked) {
+        op_fail(op, SW_EUNAVAIL, "cut off: %s", c->blocked[0] ? c->blocked : "blocked");
+        return;
+    }
     if (op->canceled || resp->rc == SW_ECANCELED) {
         op_fail(op, SW_ECANCELED, "canceled");
         return;
@@ -594,6 +600,10 @@ static void on_timer(uv_timer_t *t)
         op_fail(op, SW_ECANCELED, "canceled");
         return;
     }
+    if (c->blocked[0]) {
+        op_fail(op, SW_EUNAVAIL, "not sent: %s", c->blocked);
+        return;
+    }
     /* The token file may have been rotated (projected service account tokens). */
     if (c->t->token_file != NULL && c->t->exec == NULL && op->auth_retried == 1) {
         char *tok;
@@ -707,6 +717,30 @@ void sw_kube_cancel(struct sw_kube_op *op)
     case OP_DONE:
         break;
     }
+}
+
+void sw_kube_client_block(struct sw_kube_client *c, const char *why)
+{
+    if (why == NULL || why[0] == '\0') {
+        c->blocked[0] = '\0';
+        return;
+    }
+    snprintf(c->blocked, sizeof(c->blocked), "%s", why);
+    for (struct sw_kube_op *op = c->ops; op != NULL; op = op->next) {
+        if (op->canceled || op->state == OP_DONE)
+            continue;
+        if (op->state == OP_HTTP && op->call != NULL) {
+            op->blocked = 1;
+            sw_http_cancel(op->call);
+        } else if (op->state == OP_DELAY) {
+            uv_timer_start(&op->timer, on_timer, 0, 0);
+        }
+    }
+}
+
+bool sw_kube_client_blocked(const struct sw_kube_client *c)
+{
+    return c->blocked[0] != '\0';
 }
 
 void sw_kube_client_free(struct sw_kube_client *c)

@@ -37,6 +37,8 @@ void sw_hub_config_default(struct sw_hub_config *c)
     snprintf(c->log_level, sizeof(c->log_level), "info");
     c->output_sync_s = 30;
     c->max_attempts = 3;
+    c->probe_interval_s = 10;
+    c->lost_after_s = 60;
 }
 
 /* ---- the schema --------------------------------------------------------- */
@@ -58,6 +60,9 @@ enum field_id {
     F_OUTPUT_SYNC,
     F_MAX_ATTEMPTS,
     F_LOG_LEVEL,
+    F_MEMBERS,
+    F_PROBE_INTERVAL,
+    F_LOST_AFTER,
     F__COUNT
 };
 
@@ -94,6 +99,10 @@ static const struct field leader_fields[] = {
 static const struct field outputs_fields[] = {
     {"syncSeconds", F_OUTPUT_SYNC, NUM_SECONDS, NULL, 0, 1, 86400},
 };
+static const struct field members_fields[] = {
+    {"probeIntervalSeconds", F_PROBE_INTERVAL, NUM_SECONDS, NULL, 0, 0.5, 600},
+    {"lostAfterSeconds", F_LOST_AFTER, NUM_SECONDS, NULL, 0, 1, 86400},
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
     {"redis", F_REDIS, "a mapping", redis_fields, N(redis_fields), 0, 0},
@@ -103,6 +112,7 @@ static const struct field top_fields[] = {
     {"leader", F_LEADER, "a mapping", leader_fields, N(leader_fields), 0, 0},
     {"outputs", F_OUTPUTS, "a mapping", outputs_fields, N(outputs_fields), 0, 0},
     {"maxAttempts", F_MAX_ATTEMPTS, "a whole number", NULL, 0, 1, 100},
+    {"members", F_MEMBERS, "a mapping", members_fields, N(members_fields), 0, 0},
     {"logLevel", F_LOG_LEVEL, "debug, info, warn or error", NULL, 0, 0, 0},
 };
 
@@ -393,6 +403,10 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return number_field(cd, line, name, f, v, 0, &c->lease_ttl_s);
     case F_OUTPUT_SYNC:
         return number_field(cd, line, name, f, v, 0, &c->output_sync_s);
+    case F_PROBE_INTERVAL:
+        return number_field(cd, line, name, f, v, 0, &c->probe_interval_s);
+    case F_LOST_AFTER:
+        return number_field(cd, line, name, f, v, 0, &c->lost_after_s);
     case F_MAX_ATTEMPTS:
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;

@@ -18,6 +18,9 @@
  *   outputs:
  *     syncSeconds: 30
  *   maxAttempts: 3
+ *   members:
+ *     probeIntervalSeconds: 10            # each member's /readyz
+ *     lostAfterSeconds: 60                # toleration before a member is lost
  *   logLevel: info                        # debug, info, warn or error
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
@@ -52,6 +55,8 @@ struct sw_hub_config {
     char log_level[16];                        /* debug|info|warn|error; default info */
     double output_sync_s;                      /* outputs copied back every N s; default 30 */
     int max_attempts;                          /* re-placements of one Job; default 3 */
+    double probe_interval_s;                   /* members' /readyz probed every N s; default 10 */
+    double lost_after_s; /* a member not answering (or not Ready) this long is lost; default 60 */
 };
 
 /** Fills `c` with the defaults; the required fields (redis.url, secretKeyFile) are "". */

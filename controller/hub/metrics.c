@@ -114,6 +114,16 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     sw_buf_adds(b, "# HELP spillway_preemptions_total Mirrors lost and decided again.\n"
                    "# TYPE spillway_preemptions_total counter\n");
     sw_buf_addf(b, "spillway_preemptions_total %llu\n", (unsigned long long)h->m.preemptions);
+    sw_buf_adds(b, "# HELP spillway_cluster_loss_requeues_total Jobs placed again because the "
+                   "cluster of their mirror was lost.\n"
+                   "# TYPE spillway_cluster_loss_requeues_total counter\n");
+    sw_buf_addf(b, "spillway_cluster_loss_requeues_total %llu\n",
+                (unsigned long long)h->m.cluster_requeues);
+    sw_buf_adds(b, "# HELP spillway_stale_mirrors_deleted_total Mirrors deleted from a lost "
+                   "cluster once it returned.\n"
+                   "# TYPE spillway_stale_mirrors_deleted_total counter\n");
+    sw_buf_addf(b, "spillway_stale_mirrors_deleted_total %llu\n",
+                (unsigned long long)h->m.stale_deleted);
     sw_buf_adds(b, "# HELP spillway_fenced_writes_total Writes refused for a stale epoch.\n"
                    "# TYPE spillway_fenced_writes_total counter\n");
     sw_buf_addf(b, "spillway_fenced_writes_total %llu\n", (unsigned long long)h->m.fenced);
@@ -150,6 +160,14 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
         const struct sw_health *hs = m->health ? sw_health_prober_health(m->health) : NULL;
         sw_buf_addf(b, "spillway_member_ready{cluster=\"%s\"} %d\n", m->rec.name,
                     hs && hs->state == SW_HEALTH_READY ? 1 : 0);
+    }
+    sw_buf_adds(b, "# HELP spillway_member_lost 1 when the member has been lost (not answering, or "
+                   "not Ready, for members.lostAfterSeconds) or is fenced.\n"
+                   "# TYPE spillway_member_lost gauge\n");
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        sw_buf_addf(b, "spillway_member_lost{cluster=\"%s\",fenced=\"%s\"} %d\n", m->rec.name,
+                    m->fenced ? "true" : "false", sw_member_lost(m) ? 1 : 0);
     }
     sw_free(rd);
 }
