@@ -17,6 +17,7 @@ static const struct sw_cli_command commands[] = {
     {"status", "the Jobs the hub manages: where they run, state, cost", sw_cli_status},
     {"explain", "the hub's decision for one Job, every option costed", sw_cli_explain},
     {"hub", "the hub's leader, epoch and members' health (hub status)", sw_cli_hub},
+    {"drill", "DR drills: lose a member cluster or the leading hub, report RTO/RPO", sw_cli_drill},
     {"report", "per-team chargeback report (GPU-hours, cost, savings)", sw_cli_report},
     {"simulate", "replay a job trace under placement policies", sw_cli_simulate},
     {"version", "print spillctl's version", sw_cli_version},

@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "controller/cli/commands.h"
 #include "controller/cli/output.h"
+#include "controller/hub/jobrec.h"
 #include "net/http.h"
 #include "store/redis.h"
 #include "store/seal.h"
@@ -468,7 +469,75 @@ struct probe {
     struct sw_health health;
     struct sw_gpu_capacity cap;
     int have_cap;
+    /* the leading hub's view (spillway:hub:members), when a hub runs */
+    char hub_state[24]; /* "" none, Ready, Degraded, Unreachable, lost, fenced */
+    int64_t hub_since_ms;
 };
+
+/*
+ * Fills each probe's hub view from the health key the leading hub writes:
+ * "lost" or "fenced" when it is, else the hub's probe state, with the time
+ * it changed. No key (no hub running) leaves them empty.
+ */
+static void hub_views(const char *url, struct probe *probes, size_t n)
+{
+    redisContext *c = NULL;
+    redisReply *rep = NULL;
+    struct sw_error err;
+    if (sw_redis_sync_connect(url, 3000, &c, &err) != 0)
+        return;
+    if (sw_redis_sync_command(c, &rep, &err, "GET %s", SW_KEY_HEALTH) == 0 &&
+        rep->type == REDIS_REPLY_STRING) {
+        cJSON *top = cJSON_Parse(rep->str);
+        const cJSON *m;
+        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(top, "members"))
+        {
+            const char *name = sw_json_str(m, "name");
+            for (size_t i = 0; name && i < n; i++) {
+                struct probe *p = &probes[i];
+                if (strcmp(p->rec.name, name) != 0)
+                    continue;
+                const cJSON *lost = cJSON_GetObjectItemCaseSensitive(m, "lost");
+                const cJSON *fenced = cJSON_GetObjectItemCaseSensitive(m, "fenced");
+                const char *health = sw_json_str(m, "health");
+                double since = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(m, "sinceMs"));
+                if (cJSON_IsTrue(fenced)) {
+                    snprintf(p->hub_state, sizeof(p->hub_state), "fenced");
+                } else if (cJSON_IsTrue(lost)) {
+                    snprintf(p->hub_state, sizeof(p->hub_state), "lost");
+                    since =
+                        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(m, "lostSinceMs"));
+                } else {
+                    snprintf(p->hub_state, sizeof(p->hub_state), "%s", health ? health : "Unknown");
+                }
+                p->hub_since_ms = since > 0 ? (int64_t)since : 0;
+            }
+        }
+        cJSON_Delete(top);
+    }
+    if (rep)
+        freeReplyObject(rep);
+    redisFree(c);
+}
+
+/* "lost 42s", "Ready 3h2m": the hub's view for the table. */
+static void hub_view_text(const struct probe *p, char *out, size_t len)
+{
+    if (p->hub_state[0] == '\0') {
+        snprintf(out, len, "-");
+        return;
+    }
+    int64_t s = p->hub_since_ms ? ((int64_t)time(NULL) * 1000 - p->hub_since_ms) / 1000 : -1;
+    if (s < 0)
+        snprintf(out, len, "%s", p->hub_state);
+    else if (s < 120)
+        snprintf(out, len, "%s %llds", p->hub_state, (long long)s);
+    else if (s < 7200)
+        snprintf(out, len, "%s %lldm", p->hub_state, (long long)(s / 60));
+    else
+        snprintf(out, len, "%s %lldh%lldm", p->hub_state, (long long)(s / 3600),
+                 (long long)(s / 60 % 60));
+}
 
 static void on_ready(struct sw_kube_result *res, void *ctx)
 {
@@ -573,10 +642,18 @@ static const struct sw_pool_spec *match_pool(const struct sw_cluster_spec *s,
 /* ---- list output -------------------------------------------------------- */
 
 static const struct sw_cli_column list_columns[] = {
-    {"NAME", "name", 0},       {"ROLE", "role", 0},     {"REGION", "region", 0},
-    {"HEALTH", "health", 0},   {"POOL", "pool", 0},     {"FREE/TOTAL", "freeTotal", 0},
-    {"PENDING", "pending", 0}, {"SERVER", "server", 1}, {"KUBERNETES", "kubernetes", 1},
-    {"AUTH", "auth", 1},       {"REASON", "reason", 0},
+    {"NAME", "name", 0},
+    {"ROLE", "role", 0},
+    {"REGION", "region", 0},
+    {"HEALTH", "health", 0},
+    {"HUB", "hubView", 0},
+    {"POOL", "pool", 0},
+    {"FREE/TOTAL", "freeTotal", 0},
+    {"PENDING", "pending", 0},
+    {"SERVER", "server", 1},
+    {"KUBERNETES", "kubernetes", 1},
+    {"AUTH", "auth", 1},
+    {"REASON", "reason", 0},
 };
 
 static void iso_time(int64_t ms, char *out, size_t len)
@@ -619,6 +696,18 @@ static cJSON *probe_item(const struct probe *p, int probed)
     else
         cJSON_AddStringToObject(o, "health", sw_health_state_name(p->health.state));
     cJSON_AddStringToObject(o, "reason", probed ? probe_reason(p) : "not probed");
+    char view[64];
+    hub_view_text(p, view, sizeof(view));
+    cJSON_AddStringToObject(o, "hubView", view);
+    if (p->hub_state[0]) {
+        cJSON *hv = cJSON_AddObjectToObject(o, "hub");
+        cJSON_AddStringToObject(hv, "state", p->hub_state);
+        char since[64];
+        iso_time(p->hub_since_ms, since, sizeof(since));
+        cJSON_AddStringToObject(hv, "since", since);
+    } else {
+        cJSON_AddNullToObject(o, "hub");
+    }
     /* The pools as registered, then as found live (when probed). */
     cJSON *specs = cJSON_AddArrayToObject(o, "poolSpecs");
     for (size_t i = 0; specs && i < r->spec.npools; i++) {
@@ -660,7 +749,7 @@ static cJSON *probe_item(const struct probe *p, int probed)
  * there are none. */
 static void add_rows(cJSON *rows, const cJSON *item)
 {
-    static const char *const copied[] = {"name",   "role",       "region", "health",
+    static const char *const copied[] = {"name",   "role",       "region", "health", "hubView",
                                          "server", "kubernetes", "auth",   "reason"};
     const cJSON *pools = cJSON_GetObjectItemCaseSensitive(item, "pools");
     int n = cJSON_GetArraySize(pools);
@@ -784,6 +873,9 @@ static void show_one(const struct probe *p, const struct sw_seal_key *key)
     else if (p->c == NULL && p->health.state != SW_HEALTH_UNKNOWN)
         printf("Health:          %s (%s)\n", sw_health_state_name(p->health.state),
                p->health.reason);
+    char view[64];
+    hub_view_text(p, view, sizeof(view));
+    printf("Hub's view:      %s\n", p->hub_state[0] ? view : "no hub has written one");
     printf("Pools:\n");
     for (size_t i = 0; i < r->spec.npools; i++) {
         const struct sw_pool_spec *ps = &r->spec.pools[i];
@@ -843,6 +935,7 @@ static int cmd_list_show(struct args *a, int show)
             start_probe(&e, &w.probes[i], key);
     for (size_t i = 0; i < w.n; i++)
         finish_probe(&e, &w.probes[i]);
+    hub_views(a->redis, w.probes, w.n);
     if (show && (a->g->output == SW_CLI_JSON || a->g->output == SW_CLI_YAML)) {
         /* One object, the same as the item list -o json prints for it. */
         cJSON *item = probe_item(&w.probes[0], !a->no_probe);

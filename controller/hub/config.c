@@ -39,6 +39,7 @@ void sw_hub_config_default(struct sw_hub_config *c)
     c->max_attempts = 3;
     c->probe_interval_s = 10;
     c->lost_after_s = 60;
+    c->rto_target_s = 600;
 }
 
 /* ---- the schema --------------------------------------------------------- */
@@ -63,6 +64,7 @@ enum field_id {
     F_MEMBERS,
     F_PROBE_INTERVAL,
     F_LOST_AFTER,
+    F_RTO_TARGET,
     F__COUNT
 };
 
@@ -102,6 +104,7 @@ static const struct field outputs_fields[] = {
 static const struct field members_fields[] = {
     {"probeIntervalSeconds", F_PROBE_INTERVAL, NUM_SECONDS, NULL, 0, 0.5, 600},
     {"lostAfterSeconds", F_LOST_AFTER, NUM_SECONDS, NULL, 0, 1, 86400},
+    {"rtoTargetSeconds", F_RTO_TARGET, NUM_SECONDS, NULL, 0, 1, 604800},
 };
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
@@ -407,6 +410,8 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return number_field(cd, line, name, f, v, 0, &c->probe_interval_s);
     case F_LOST_AFTER:
         return number_field(cd, line, name, f, v, 0, &c->lost_after_s);
+    case F_RTO_TARGET:
+        return number_field(cd, line, name, f, v, 0, &c->rto_target_s);
     case F_MAX_ATTEMPTS:
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;

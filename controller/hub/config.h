@@ -21,6 +21,7 @@
  *   members:
  *     probeIntervalSeconds: 10            # each member's /readyz
  *     lostAfterSeconds: 60                # toleration before a member is lost
+ *     rtoTargetSeconds: 600               # objective for recovering from a loss (drills)
  *   logLevel: info                        # debug, info, warn or error
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
@@ -57,6 +58,7 @@ struct sw_hub_config {
     int max_attempts;                          /* re-placements of one Job; default 3 */
     double probe_interval_s;                   /* members' /readyz probed every N s; default 10 */
     double lost_after_s; /* a member not answering (or not Ready) this long is lost; default 60 */
+    double rto_target_s; /* the objective a member's loss is recovered in (drills); default 600 */
 };
 
 /** Fills `c` with the defaults; the required fields (redis.url, secretKeyFile) are "". */

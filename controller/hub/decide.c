@@ -285,6 +285,7 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     w->max_price = spec.max_price;
     w->submit_time = j->rec.created;
     w->burst = spec.burst;
+    j->rec.wait_on_loss = !spec.requeue_on_loss; /* written with the decision */
     /* A Job put back after its mirror was lost is suspended at home: it
      * runs in a mirror wherever it goes, home included. */
     if (spec.n_inputs > 0) {

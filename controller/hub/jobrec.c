@@ -68,6 +68,7 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
     cJSON_AddNumberToObject(o, "startedMs", (double)r->started_ms);
     cJSON_AddNumberToObject(o, "finishedMs", (double)r->finished_ms);
     cJSON_AddNumberToObject(o, "epoch", (double)r->epoch);
+    cJSON_AddStringToObject(o, "onClusterLoss", r->wait_on_loss ? "wait" : "requeue");
     cJSON *st = cJSON_AddArrayToObject(o, "staleMirrors");
     for (int i = 0; i < r->nstale; i++) {
         cJSON *m = cJSON_CreateObject();
@@ -155,6 +156,9 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     N("epoch", epoch, int64_t);
 #undef S
 #undef N
+    if ((rc = get_str(o, "onClusterLoss", tmp, sizeof(tmp), what, err)) != 0)
+        return rc;
+    r->wait_on_loss = strcmp(tmp, "wait") == 0;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "staleMirrors");
     if (st != NULL && !cJSON_IsArray(st))
         return sw_error_set(err, SW_EINVAL, "%s %s: field \"staleMirrors\": expected a list", what,
@@ -164,8 +168,8 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     {
         if (r->nstale >= SW_REC_MAX_STALE)
             return sw_error_set(err, SW_ETOOBIG,
-                                "%s %s: field \"staleMirrors\": more than %d entries", what,
-                                r->key, SW_REC_MAX_STALE);
+                                "%s %s: field \"staleMirrors\": more than %d entries", what, r->key,
+                                SW_REC_MAX_STALE);
         struct sw_stale_mirror *sm = &r->stale[r->nstale];
         if ((rc = get_str(m, "cluster", sm->cluster, sizeof(sm->cluster), what, err)) != 0 ||
             (rc = get_str(m, "name", sm->name, sizeof(sm->name), what, err)) != 0 ||

@@ -18,6 +18,8 @@
 #define SW_KEY_JOBS    "spillway:jobs"
 #define SW_KEY_JOB     "spillway:job:"
 #define SW_KEY_EXPLAIN "spillway:explain:"
+/* a hash: Job key -> wall ms its outputs last came home (a full round) */
+#define SW_KEY_OUTPUTS_SYNCED "spillway:outputs-synced"
 /* member clusters cut off on purpose (spillctl drill): a hash, name -> why */
 #define SW_KEY_FENCE "spillway:fence"
 
@@ -89,8 +91,9 @@ struct sw_job_rec {
     int64_t input_bytes;
     double created; /* origin creationTimestamp, unix s */
     int64_t observed_ms, decided_ms, data_ready_ms, dispatched_ms, started_ms, finished_ms;
-    int64_t epoch; /* of the last write */
-    int nstale;    /* mirrors to delete from clusters that were lost */
+    int64_t epoch;     /* of the last write */
+    bool wait_on_loss; /* spillway.io/on-cluster-loss: wait (as of the last decision) */
+    int nstale;        /* mirrors to delete from clusters that were lost */
     struct sw_stale_mirror stale[SW_REC_MAX_STALE];
 };
 

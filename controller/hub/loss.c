@@ -226,8 +226,7 @@ bool sw_loss_step(struct sw_hub *h, struct sw_job *j)
     struct sw_member *tm = sw_member_find(h, r->target_cluster);
     if (tm == NULL)
         return false;
-    if (in_flight(r->state) && sw_member_lost(tm) &&
-        strcmp(r->target_cluster, r->cluster) != 0) {
+    if (in_flight(r->state) && sw_member_lost(tm) && strcmp(r->target_cluster, r->cluster) != 0) {
         if (!wants_requeue(h, j))
             return hold(h, j, tm);
         move_off(h, j, tm);

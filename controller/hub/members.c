@@ -197,6 +197,7 @@ static void write_health(struct sw_hub *h)
     cJSON_AddNumberToObject(top, "lostAfterMs", h->cfg.lost_after_s * 1000);
     cJSON_AddNumberToObject(top, "probeIntervalMs", h->cfg.probe_interval_s * 1000);
     cJSON_AddNumberToObject(top, "leaseTTLMs", h->cfg.lease_ttl_s * 1000);
+    cJSON_AddNumberToObject(top, "rtoTargetMs", h->cfg.rto_target_s * 1000);
     cJSON_AddItemToObject(top, "members", arr);
     char *text = cJSON_PrintUnformatted(top);
     cJSON_Delete(top);
@@ -297,9 +298,8 @@ static void on_fences(struct sw_redis *r, redisReply *reply, const char *err, vo
         for (size_t k = 0; k + 1 < reply->elements; k += 2)
             if (reply->element[k]->type == REDIS_REPLY_STRING &&
                 strcmp(reply->element[k]->str, m->rec.name) == 0)
-                why = reply->element[k + 1]->type == REDIS_REPLY_STRING
-                          ? reply->element[k + 1]->str
-                          : "fenced";
+                why = reply->element[k + 1]->type == REDIS_REPLY_STRING ? reply->element[k + 1]->str
+                                                                        : "fenced";
         if ((why != NULL) == m->fenced)
             continue;
         m->fenced = why != NULL;

@@ -135,10 +135,10 @@ wait_record() {
     hub_fail "record $1: $2 is \"$(record_field "$1" "$2")\", not \"$3\", after $4 s"
 }
 
-# watcher_start: the independent oracle (watch_invariants.py) on the three
-# clusters for the test's namespace, for the whole test.
+# watcher_start [--lossy CLUSTER]: the independent oracle (watch_invariants.py)
+# on the three clusters for the test's namespace, for the whole test.
 watcher_start() {
-    python3 "$(dirname "${BASH_SOURCE[0]}")/watch_invariants.py" "$SW_LAB_KUBECTL" "$SW_LAB_KUBECONFIG_DIR" "$NS" \
+    python3 "$(dirname "${BASH_SOURCE[0]}")/watch_invariants.py" "$SW_LAB_KUBECTL" "$SW_LAB_KUBECONFIG_DIR" "$NS" "$@" \
         >"$HUB_TMP/watch.log" 2>&1 &
     WATCH_PID=$!
 }

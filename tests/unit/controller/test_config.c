@@ -105,7 +105,7 @@ static void test_defaults(void **state)
     assert_string_equal(c.policy, "cost-aware");
     assert_true(c.recheck_s == 5);
     assert_true(c.lease_ttl_s == 10);
-    assert_true(c.probe_interval_s == 10 && c.lost_after_s == 60);
+    assert_true(c.probe_interval_s == 10 && c.lost_after_s == 60 && c.rto_target_s == 600);
     assert_string_equal(c.hub_id, "");
     assert_string_equal(c.log_level, "info");
     assert_true(c.output_sync_s == 30);
@@ -208,7 +208,7 @@ static void test_errors_exact(void **state)
          "0.5, got \"0.1\""},
         {BASE "members:\n  lostAfter: 60\n", SW_EINVAL,
          "hub.yaml:5: field \"members.lostAfter\": unknown (expected probeIntervalSeconds, "
-         "lostAfterSeconds)"},
+         "lostAfterSeconds, rtoTargetSeconds)"},
         {BASE "outputs: {syncSeconds: 0}\n", SW_EINVAL,
          "hub.yaml:4: field \"outputs.syncSeconds\": expected a number of seconds >= 1, got "
          "\"0\""},

@@ -113,10 +113,11 @@ static void test_stale_mirrors(void **state)
     }
     assert_int_equal(sw_job_rec_add_stale(&b, "cloud-spot", "one-more", 99), SW_ETOOBIG);
     /* A malformed list names the field. */
-    o = cJSON_Parse("{\"key\":\"a/b/c\",\"state\":\"observed\",\"staleMirrors\":[{\"cluster\":\"x\"}]}");
+    o = cJSON_Parse(
+        "{\"key\":\"a/b/c\",\"state\":\"observed\",\"staleMirrors\":[{\"cluster\":\"x\"}]}");
     assert_int_equal(sw_job_rec_from_json(o, &b, &err), SW_EINVAL);
-    assert_string_equal(err.msg,
-                        "job record a/b/c: field \"staleMirrors\": an entry without cluster or name");
+    assert_string_equal(
+        err.msg, "job record a/b/c: field \"staleMirrors\": an entry without cluster or name");
     cJSON_Delete(o);
 }
 
@@ -177,10 +178,8 @@ static void test_cost(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_stale_mirrors),
-        cmocka_unit_test(test_state_names),
-        cmocka_unit_test(test_bad_records),
+        cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_stale_mirrors),
+        cmocka_unit_test(test_state_names), cmocka_unit_test(test_bad_records),
         cmocka_unit_test(test_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
