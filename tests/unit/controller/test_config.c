@@ -76,6 +76,10 @@ static void test_docs_example(void **state)
                     "outputs:\n"
                     "  syncSeconds: 30\n"
                     "maxAttempts: 3\n"
+                    "members:\n"
+                    "  probeIntervalSeconds: 10\n"
+                    "  lostAfterSeconds: 60\n"
+                    "  rtoTargetSeconds: 600\n"
                     "logLevel: info\n";
     struct sw_hub_config c;
     struct sw_error err;
