@@ -74,7 +74,8 @@ static void usage(FILE *f)
             "                      else text\n"
             "  -h, --help          this help\n"
             "\n"
-            "Exit status: 0 the drill passed, 1 it failed (or could not run), 2 bad usage.\n" SW_CLI_GLOBAL_HELP);
+            "Exit status: 0 the drill passed, 1 it failed (or could not run), 2 bad "
+            "usage.\n" SW_CLI_GLOBAL_HELP);
 }
 
 static int64_t wall_ms(void)
@@ -138,11 +139,11 @@ static const cJSON *view_member(const struct hub_view *v, const char *name)
 
 struct djob {
     struct sw_job_rec r;
-    bool gone;           /* the record went away during the drill */
-    int64_t synced_ms;   /* outputs last all home, at the start; 0 never */
-    int64_t moved_ms;    /* seen placed again (0 not yet) */
-    int64_t running_ms;  /* seen running (or done) elsewhere */
-    int64_t held_ms;     /* seen holding for the cluster (wait) */
+    bool gone;          /* the record went away during the drill */
+    int64_t synced_ms;  /* outputs last all home, at the start; 0 never */
+    int64_t moved_ms;   /* seen placed again (0 not yet) */
+    int64_t running_ms; /* seen running (or done) elsewhere */
+    int64_t held_ms;    /* seen holding for the cluster (wait) */
     char to[64];
 };
 
@@ -504,8 +505,8 @@ static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const s
         }
         cJSON_AddNumberToObject(rp.o, "expectedRtoSeconds", expect);
         cJSON_AddNumberToObject(rp.o, "expectedReworkCost", rework);
-        snprintf(sum + strlen(sum), sizeof(sum) - strlen(sum),
-                 " Work redone if lost now: $%.2f.", rework);
+        snprintf(sum + strlen(sum), sizeof(sum) - strlen(sum), " Work redone if lost now: $%.2f.",
+                 rework);
         cJSON_ReplaceItemInObject(rp.o, "summary", cJSON_CreateString(sum));
         goto out;
     }
@@ -515,8 +516,7 @@ static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const s
     iso(rp.t0, at, sizeof(at));
     snprintf(why, sizeof(why), "drill cluster-loss by spillctl at %s", at);
     redisReply *rep = NULL;
-    if (sw_redis_sync_command(c, &rep, &err, "HSET %s %s %s", SW_KEY_FENCE, o->cluster, why) !=
-        0) {
+    if (sw_redis_sync_command(c, &rep, &err, "HSET %s %s %s", SW_KEY_FENCE, o->cluster, why) != 0) {
         fprintf(stderr, "spillctl drill cluster-loss: cannot set the fence: %s\n", err.msg);
         rc = SW_EXIT_FAIL;
         goto out;
@@ -646,8 +646,9 @@ static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const s
         snprintf(text, sizeof(text), "not every affected Job recovered within %.0f s",
                  o->timeout_s);
     else if (!back || !clean)
-        snprintf(text, sizeof(text), "%s did not come back clean within %.0f s (stale mirrors left)",
-                 o->cluster, o->timeout_s);
+        snprintf(text, sizeof(text),
+                 "%s did not come back clean within %.0f s (stale mirrors left)", o->cluster,
+                 o->timeout_s);
     else
         snprintf(text, sizeof(text),
                  "every affected Job ran elsewhere or held; %s back with no stale mirror",
@@ -715,7 +716,8 @@ static int hub_loss(const struct sw_cli_globals *g, redisContext *c, const struc
     char holder[256], epoch[32], why[600];
     if (read_view(c, &v, &err) != 0 || get_str_key(c, SW_KEY_LEASE, holder, sizeof(holder)) != 0 ||
         get_str_key(c, SW_KEY_EPOCH, epoch, sizeof(epoch)) != 0) {
-        fprintf(stderr, "spillctl drill hub-loss: %s\n", err.msg[0] ? err.msg : "cannot read Redis");
+        fprintf(stderr, "spillctl drill hub-loss: %s\n",
+                err.msg[0] ? err.msg : "cannot read Redis");
         cJSON_Delete(v.top);
         return SW_EXIT_FAIL;
     }
@@ -838,10 +840,14 @@ out_nodrill:
 int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"dry-run", no_argument, NULL, 'n'},       {"cluster", required_argument, NULL, 'c'},
-        {"signal", required_argument, NULL, 's'},  {"timeout", required_argument, NULL, 't'},
-        {"rto-target", required_argument, NULL, 'r'}, {"report", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"cluster", required_argument, NULL, 'c'},
+        {"signal", required_argument, NULL, 's'},
+        {"timeout", required_argument, NULL, 't'},
+        {"rto-target", required_argument, NULL, 'r'},
+        {"report", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct opts o = {.sig = SIGKILL, .timeout_s = 900};
     if (argc < 2) {

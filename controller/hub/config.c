@@ -40,6 +40,9 @@ void sw_hub_config_default(struct sw_hub_config *c)
     c->probe_interval_s = 10;
     c->lost_after_s = 60;
     c->rto_target_s = 600;
+    c->repl_interval_s = 60;
+    c->repl_model_s = 5;
+    c->repl_rpo_objective_s = 300;
 }
 
 /* ---- the schema --------------------------------------------------------- */
@@ -65,6 +68,10 @@ enum field_id {
     F_PROBE_INTERVAL,
     F_LOST_AFTER,
     F_RTO_TARGET,
+    F_REPLICATION,
+    F_REPL_INTERVAL,
+    F_REPL_MODEL,
+    F_REPL_RPO,
     F__COUNT
 };
 
@@ -106,6 +113,11 @@ static const struct field members_fields[] = {
     {"lostAfterSeconds", F_LOST_AFTER, NUM_SECONDS, NULL, 0, 1, 86400},
     {"rtoTargetSeconds", F_RTO_TARGET, NUM_SECONDS, NULL, 0, 1, 604800},
 };
+static const struct field replication_fields[] = {
+    {"intervalSeconds", F_REPL_INTERVAL, NUM_SECONDS, NULL, 0, 1, 86400},
+    {"modelRegistrySeconds", F_REPL_MODEL, NUM_SECONDS, NULL, 0, 1, 86400},
+    {"rpoObjectiveSeconds", F_REPL_RPO, NUM_SECONDS, NULL, 0, 1, 31536000},
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
     {"redis", F_REDIS, "a mapping", redis_fields, N(redis_fields), 0, 0},
@@ -116,6 +128,7 @@ static const struct field top_fields[] = {
     {"outputs", F_OUTPUTS, "a mapping", outputs_fields, N(outputs_fields), 0, 0},
     {"maxAttempts", F_MAX_ATTEMPTS, "a whole number", NULL, 0, 1, 100},
     {"members", F_MEMBERS, "a mapping", members_fields, N(members_fields), 0, 0},
+    {"replication", F_REPLICATION, "a mapping", replication_fields, N(replication_fields), 0, 0},
     {"logLevel", F_LOG_LEVEL, "debug, info, warn or error", NULL, 0, 0, 0},
 };
 
@@ -412,6 +425,12 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return number_field(cd, line, name, f, v, 0, &c->lost_after_s);
     case F_RTO_TARGET:
         return number_field(cd, line, name, f, v, 0, &c->rto_target_s);
+    case F_REPL_INTERVAL:
+        return number_field(cd, line, name, f, v, 0, &c->repl_interval_s);
+    case F_REPL_MODEL:
+        return number_field(cd, line, name, f, v, 0, &c->repl_model_s);
+    case F_REPL_RPO:
+        return number_field(cd, line, name, f, v, 0, &c->repl_rpo_objective_s);
     case F_MAX_ATTEMPTS:
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;

@@ -11,6 +11,7 @@
  *   dispatch.c  the mirror Job, created exactly once
  *   follow.c    the mirror's progress and outcome on the origin Job
  *   loss.c      member clusters lost: Jobs placed again or held, stale mirrors deleted
+ *   rules.c     every replication rule run by the leader, its RPO for /metrics
  *   metrics.c   /metrics, /healthz and /readyz
  *   hub.c       the loop: lease, ticks, the per-Job step machine
  *
@@ -93,6 +94,20 @@ struct sw_hub_store {
     int virtual_host;
 };
 
+/** A replication rule the leader runs (rules.c). */
+#define SW_HUB_MAX_RULES 64
+struct sw_hub_rule {
+    char name[64];
+    bool busy;
+    bool model_registry;
+    double objective_s; /* RPO objective (the rule's, else replication.rpoObjectiveSeconds) */
+    int64_t started_ms, last_run_ms;
+    uint64_t runs_ok, runs_failed;
+    size_t ntargets;
+    char targets[8][64];
+    int64_t oldest_pending_ms[8]; /* per target, after the last run; 0 none */
+};
+
 #define SW_HUB_MAX_MEMBERS 64
 #define SW_HUB_MAX_STORES  16
 #define SW_HUB_JOB_BUCKETS 4096
@@ -144,6 +159,8 @@ struct sw_hub {
     bool registry_busy;
     struct sw_hub_store stores[SW_HUB_MAX_STORES];
     size_t nstores;
+    struct sw_hub_rule rules[SW_HUB_MAX_RULES];
+    size_t nrules;
     bool stores_busy;
     uv_timer_t registry_timer;
     bool fences_busy;
@@ -339,6 +356,13 @@ void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r);
  * the lifecycle step should run.
  */
 bool sw_loss_step(struct sw_hub *h, struct sw_job *j);
+
+/* ---- rules.c -------------------------------------------------------------- */
+
+/** The rules as just listed (names borrowed): new ones added, removed ones dropped. */
+void sw_rules_set(struct sw_hub *h, char **names, size_t n);
+/** Each tick on the leader: starts the runs that are due. */
+void sw_rules_tick(struct sw_hub *h);
 
 /* ---- metrics.c ------------------------------------------------------------ */
 

@@ -20,6 +20,9 @@
 #define SW_KEY_EXPLAIN "spillway:explain:"
 /* a hash: Job key -> wall ms its outputs last came home (a full round) */
 #define SW_KEY_OUTPUTS_SYNCED "spillway:outputs-synced"
+/* "HUB-ID epoch E, every N s" while the leading hub runs the replication
+ * rule (with a TTL): spillctl replicate run refuses the rule without --force */
+#define SW_KEY_RULE_OWNER "spillway:rule-owner:"
 /* member clusters cut off on purpose (spillctl drill): a hash, name -> why */
 #define SW_KEY_FENCE "spillway:fence"
 

@@ -366,6 +366,9 @@ struct stores_work {
     char url[1024];
     struct sw_hub_store out[SW_HUB_MAX_STORES];
     size_t n;
+    char **rules; /* the replication rules' names */
+    size_t nrules;
+    int rules_rc;
     int rc;
     struct sw_error err;
 };
@@ -397,6 +400,8 @@ static void stores_work(uv_work_t *req)
     }
     if (names)
         sw_names_free(names, n);
+    struct sw_error rerr = {0};
+    w->rules_rc = sw_names_list(c, "sw:repl:rules", &w->rules, &w->nrules, &rerr);
     redisFree(c);
 }
 
@@ -411,6 +416,10 @@ static void stores_done(uv_work_t *req, int status)
     } else {
         SW_LOG(SW_LOG_WARN, "cannot read the object stores", "err=%s", sw_log_q(w->err.msg));
     }
+    if (status == 0 && w->rc == 0 && w->rules_rc == 0)
+        sw_rules_set(h, w->rules, w->nrules);
+    if (w->rules)
+        sw_names_free(w->rules, w->nrules);
     sw_seal_wipe_free(w, sizeof(*w));
 }
 

@@ -13,6 +13,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "controller/hub/hub.h"
+#include "replication/rpo.h"
 
 static const double LAT_BOUNDS[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
 #define NLAT (sizeof(LAT_BOUNDS) / sizeof(LAT_BOUNDS[0]))
@@ -142,6 +143,31 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     for (size_t i = 0; i < rd->nspend; i++)
         sw_buf_addf(b, "spillway_cloud_spend_dollars{team=\"%s\",pool=\"%s\"} %.4f\n",
                     rd->spend[i].team, rd->spend[i].pool, rd->spend[i].dollars);
+    /* Replication rules the leader runs (rules.c): RPO per target, the age
+     * of the last run, the objective, and runs by outcome. */
+    struct sw_rpo_entry ents[SW_HUB_MAX_RULES * 8];
+    size_t ne = 0;
+    for (size_t i = 0; i < h->nrules; i++)
+        for (size_t t = 0; t < h->rules[i].ntargets && ne < sizeof(ents) / sizeof(ents[0]); t++)
+            ents[ne++] =
+                (struct sw_rpo_entry){h->rules[i].name, h->rules[i].targets[t],
+                                      h->rules[i].oldest_pending_ms[t], h->rules[i].last_run_ms};
+    if (ne > 0)
+        sw_rpo_metrics(ents, ne, sw_hub_wall_ms(), b);
+    sw_buf_adds(b, "# HELP spillway_replication_rpo_objective_seconds The RPO objective of a "
+                   "replication rule the hub runs.\n"
+                   "# TYPE spillway_replication_rpo_objective_seconds gauge\n");
+    for (size_t i = 0; i < h->nrules; i++)
+        sw_buf_addf(b, "spillway_replication_rpo_objective_seconds{rule=\"%s\"} %g\n",
+                    h->rules[i].name, h->rules[i].objective_s);
+    sw_buf_adds(b, "# HELP spillway_replication_runs_total Runs of replication rules by the hub.\n"
+                   "# TYPE spillway_replication_runs_total counter\n");
+    for (size_t i = 0; i < h->nrules; i++) {
+        sw_buf_addf(b, "spillway_replication_runs_total{rule=\"%s\",outcome=\"ok\"} %llu\n",
+                    h->rules[i].name, (unsigned long long)h->rules[i].runs_ok);
+        sw_buf_addf(b, "spillway_replication_runs_total{rule=\"%s\",outcome=\"failed\"} %llu\n",
+                    h->rules[i].name, (unsigned long long)h->rules[i].runs_failed);
+    }
     sw_buf_adds(b, "# HELP spillway_replication_bytes_total Bytes copied for inputs and outputs.\n"
                    "# TYPE spillway_replication_bytes_total counter\n");
     sw_buf_addf(b, "spillway_replication_bytes_total %llu\n",

@@ -37,9 +37,9 @@ stale_count() { rcli GET "spillway:job:$1" | python3 -c "import json,sys; print(
 watcher_start --lossy cloud-spot
 saturate
 hub_start
-# A deadline the 30-minute wait at home would miss: attempt 2 goes to on-demand.
-burst_job req 4 120s "" "    spillway.io/outputs: s3://checkpoints/$NS/req/
-    spillway.io/deadline: 15m" | kc onprem apply -n "$NS" -f - >/dev/null
+# cloud-first: spot while it is there, then on-demand rather than the
+# 30-minute wait at home (auto would wait: cheaper).
+BURST_MODE=cloud-first burst_job req 4 120s "" "    spillway.io/outputs: s3://checkpoints/$NS/req/" | kc onprem apply -n "$NS" -f - >/dev/null
 burst_job hold 4 40s "" "    spillway.io/on-cluster-loss: wait" | kc onprem apply -n "$NS" -f - >/dev/null
 R="onprem/$NS/req"
 W="onprem/$NS/hold"

@@ -187,7 +187,8 @@ YAML
     hub_fail "onprem was not saturated"
 }
 
-# burst_job NAME GPUS DELAY [delegated] [EXTRA_ANNOTATIONS_YAML]: a burstable Job.
+# burst_job NAME GPUS DELAY [delegated] [EXTRA_ANNOTATIONS_YAML]: a burstable
+# Job (spillway.io/burst: $BURST_MODE, default auto).
 burst_job() {
     local managed=""
     [ "${4:-}" = delegated ] && managed="  managedBy: spillway.io/hub"
@@ -197,7 +198,7 @@ kind: Job
 metadata:
   name: $1
   annotations:
-    spillway.io/burst: auto
+    spillway.io/burst: ${BURST_MODE:-auto}
     spillway.io/expected-runtime: 1h
 ${5:-}
 spec:

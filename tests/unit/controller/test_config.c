@@ -80,6 +80,10 @@ static void test_docs_example(void **state)
                     "  probeIntervalSeconds: 10\n"
                     "  lostAfterSeconds: 60\n"
                     "  rtoTargetSeconds: 600\n"
+                    "replication:\n"
+                    "  intervalSeconds: 60\n"
+                    "  modelRegistrySeconds: 5\n"
+                    "  rpoObjectiveSeconds: 300\n"
                     "logLevel: info\n";
     struct sw_hub_config c;
     struct sw_error err;
@@ -110,6 +114,7 @@ static void test_defaults(void **state)
     assert_true(c.recheck_s == 5);
     assert_true(c.lease_ttl_s == 10);
     assert_true(c.probe_interval_s == 10 && c.lost_after_s == 60 && c.rto_target_s == 600);
+    assert_true(c.repl_interval_s == 60 && c.repl_model_s == 5 && c.repl_rpo_objective_s == 300);
     assert_string_equal(c.hub_id, "");
     assert_string_equal(c.log_level, "info");
     assert_true(c.output_sync_s == 30);
@@ -159,7 +164,7 @@ static void test_errors_exact(void **state)
         /* unknown keys, top-level and nested */
         {BASE "lisen: 1.2.3.4:80\n", SW_EINVAL,
          "hub.yaml:4: field \"lisen\": unknown (expected redis, secretKeyFile, listen, placement, "
-         "leader, outputs, maxAttempts, members, logLevel)"},
+         "leader, outputs, maxAttempts, members, replication, logLevel)"},
         {BASE "leader:\n  id: a\n  ttl: 5\n", SW_EINVAL,
          "hub.yaml:6: field \"leader.ttl\": unknown (expected id, leaseTTLSeconds)"},
         {"redis:\n  uri: redis://r\n", SW_EINVAL,
