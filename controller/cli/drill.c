@@ -45,7 +45,11 @@
 #include "controller/cli/output.h"
 #include "controller/hub/annotations.h"
 #include "controller/hub/jobrec.h"
+#include "net/http.h"
+#include "replication/replicator.h"
+#include "replication/rule.h"
 #include "store/redis.h"
+#include "store/seal.h"
 
 static void usage(FILE *f)
 {
@@ -56,14 +60,18 @@ static void usage(FILE *f)
             "RTO and RPO, and restores. Scenarios:\n"
             "  cluster-loss --cluster NAME  fence a member cluster: the hub sends it nothing,\n"
             "                               finds it lost, and places its Jobs again\n"
+            "  region-loss --region R       fence every member in region R, and check that the\n"
+            "                               model registries read there are complete elsewhere\n"
+            "                               (needs --secret-key-file: the stores' credentials)\n"
             "  hub-loss                     kill the leading spillwayd (a process of this host)\n"
             "                               and time the standby's takeover\n"
-            "Not yet: redis-failover, region-loss.\n"
+            "Not yet: redis-failover.\n"
             "\n"
             "Options:\n"
             "  --dry-run           say what would move, the expected RTO, RPO and cost; touch\n"
             "                      nothing\n"
             "  --cluster NAME      cluster-loss: the member to lose\n"
+            "  --region R          region-loss: the region to lose\n"
             "  --signal KILL|STOP  hub-loss: how the leader is lost (default KILL; a stopped\n"
             "                      leader is resumed after the takeover and must exit)\n"
             "  --timeout DURATION  give up waiting for recovery or restore after this long\n"
@@ -137,6 +145,48 @@ static const cJSON *view_member(const struct hub_view *v, const char *name)
     return NULL;
 }
 
+/* The member clusters a drill loses: one (cluster-loss) or a region's. */
+#define MAX_SET 16
+struct cset {
+    char names[MAX_SET][64];
+    size_t n;
+    char label[200]; /* "cloud-spot", "region us-east-1 (cloud-spot)" */
+};
+
+static bool cset_has(const struct cset *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Whether every member of the set is lost (when) in the hub's view; *since: the latest loss. */
+static bool all_lost(const struct hub_view *v, const struct cset *s, int64_t *since)
+{
+    *since = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const cJSON *m = view_member(v, s->names[i]);
+        if (m == NULL || !cJSON_IsTrue(cJSON_GetObjectItem(m, "lost")))
+            return false;
+        int64_t t = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(m, "lostSinceMs"));
+        if (t > *since)
+            *since = t;
+    }
+    return true;
+}
+
+static bool all_back(const struct hub_view *v, const struct cset *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        const cJSON *m = view_member(v, s->names[i]);
+        if (m == NULL || cJSON_IsTrue(cJSON_GetObjectItem(m, "lost")) ||
+            cJSON_IsTrue(cJSON_GetObjectItem(m, "fenced")))
+            return false;
+    }
+    return true;
+}
+
 struct djob {
     struct sw_job_rec r;
     bool gone;          /* the record went away during the drill */
@@ -172,8 +222,8 @@ static bool in_flight(enum sw_job_state s)
            s == SW_JS_DISPATCHED || s == SW_JS_RUNNING || s == SW_JS_REQUEUED;
 }
 
-/* The Jobs whose current attempt is on `cluster` (all Jobs when NULL). */
-static int load_jobs(redisContext *c, const char *cluster, struct djob **out, size_t *n,
+/* The Jobs whose current attempt is on a cluster of `set` (all Jobs when NULL). */
+static int load_jobs(redisContext *c, const struct cset *set, struct djob **out, size_t *n,
                      struct sw_error *err)
 {
     redisReply *keys = NULL, *synced = NULL;
@@ -193,8 +243,8 @@ static int load_jobs(redisContext *c, const char *cluster, struct djob **out, si
         rc = get_record(c, keys->element[i]->str, &d->r, &found, err);
         if (rc != 0 || !found)
             continue;
-        if (cluster && (strcmp(d->r.target_cluster, cluster) != 0 || !in_flight(d->r.state) ||
-                        strcmp(d->r.target_cluster, d->r.cluster) == 0))
+        if (set && (!cset_has(set, d->r.target_cluster) || !in_flight(d->r.state) ||
+                    strcmp(d->r.target_cluster, d->r.cluster) == 0))
             continue;
         for (size_t k = 0; k + 1 < synced->elements; k += 2)
             if (strcmp(synced->element[k]->str, d->r.key) == 0)
@@ -369,6 +419,7 @@ static int emit(const struct sw_cli_globals *g, const cJSON *o, const char *file
 struct opts {
     bool dry;
     const char *cluster;
+    const char *region;
     int sig;
     double timeout_s;
     double rto_target_s; /* 0: the hub's */
@@ -440,41 +491,56 @@ static bool job_done(const struct djob *d)
            sw_job_state_terminal(d->r.state);
 }
 
-static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const struct opts *o)
+/* What a region-loss drill found of the model registries (region_check). */
+struct registry_check {
+    cJSON *rules; /* [{rule, source, targets, missingObjects, missingBytes, rpoSeconds, ...}] */
+    bool pass;
+    char verdict[200];
+};
+
+/*
+ * Loses the members of `set` (fenced in spillway's view), follows their
+ * Jobs until each runs elsewhere or holds, restores, and reports. `reg`
+ * (region-loss) adds the model registries' state to the report and to the
+ * verdict.
+ */
+static int members_loss(const struct sw_cli_globals *g, redisContext *c, const struct opts *o,
+                        const char *scenario, const struct cset *set, struct registry_check *reg)
 {
     struct sw_error err = {0};
     struct hub_view v = {0};
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "spillctl drill %s", scenario);
     if (read_view(c, &v, &err) != 0) {
-        fprintf(stderr, "spillctl drill cluster-loss: %s\n", err.msg);
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
         return SW_EXIT_FAIL;
     }
-    const cJSON *m = view_member(&v, o->cluster);
-    if (m == NULL) {
-        fprintf(stderr,
-                "spillctl drill cluster-loss: --cluster %s: the hub has no member of that name "
-                "(spillctl cluster list)\n",
-                o->cluster);
-        cJSON_Delete(v.top);
-        return SW_EXIT_USAGE;
+    for (size_t i = 0; i < set->n; i++) {
+        const cJSON *m = view_member(&v, set->names[i]);
+        if (m == NULL) {
+            fprintf(stderr, "%s: the hub has no member %s (spillctl cluster list)\n", cmd,
+                    set->names[i]);
+            cJSON_Delete(v.top);
+            return SW_EXIT_USAGE;
+        }
+        if (!o->dry && (cJSON_IsTrue(cJSON_GetObjectItem(m, "lost")) ||
+                        cJSON_IsTrue(cJSON_GetObjectItem(m, "fenced")))) {
+            fprintf(stderr, "%s: %s is already lost or fenced\n", cmd, set->names[i]);
+            cJSON_Delete(v.top);
+            return SW_EXIT_FAIL;
+        }
     }
     if (wall_ms() - v.updated_ms > 60000 && !o->dry) {
         fprintf(stderr,
-                "spillctl drill cluster-loss: the hub's view is %.0f s old: no hub leads now "
-                "(spillctl hub status)\n",
+                "%s: the hub's view is %.0f s old: no hub leads now (spillctl hub status)\n", cmd,
                 (double)(wall_ms() - v.updated_ms) / 1000.0);
-        cJSON_Delete(v.top);
-        return SW_EXIT_FAIL;
-    }
-    if (cJSON_IsTrue(cJSON_GetObjectItem(m, "lost")) ||
-        cJSON_IsTrue(cJSON_GetObjectItem(m, "fenced"))) {
-        fprintf(stderr, "spillctl drill cluster-loss: %s is already lost or fenced\n", o->cluster);
         cJSON_Delete(v.top);
         return SW_EXIT_FAIL;
     }
     struct djob *jobs = NULL;
     size_t n = 0;
-    if (load_jobs(c, o->cluster, &jobs, &n, &err) != 0) {
-        fprintf(stderr, "spillctl drill cluster-loss: %s\n", err.msg);
+    if (load_jobs(c, set, &jobs, &n, &err) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
         cJSON_Delete(v.top);
         return SW_EXIT_FAIL;
     }
@@ -482,18 +548,24 @@ static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const s
     double place = median_placement_s(c);
     double expect = v.lost_after_s + v.probe_s + (place >= 0 ? place : 60);
     struct report rp;
-    report_init(&rp, "cluster-loss", o->cluster, o->dry);
+    report_init(&rp, scenario, set->label, o->dry);
     size_t nwait = 0;
     for (size_t i = 0; i < n; i++)
         nwait += jobs[i].r.wait_on_loss;
-    char sum[600];
+    char sum[700];
     snprintf(sum, sizeof(sum),
-             "%zu Jobs run on %s: %zu would be placed again, %zu would wait for it. Expected RTO "
-             "%.0f s: lost after %.0f s without an answer (probe every %.0f s), then placement "
-             "%.0f s (%s).",
-             n, o->cluster, n - nwait, nwait, expect, v.lost_after_s, v.probe_s,
+             "%zu Jobs run on %s: %zu would be placed again, %zu would wait. Expected RTO %.0f s: "
+             "lost after %.0f s without an answer (probe every %.0f s), then placement %.0f s "
+             "(%s).",
+             n, set->label, n - nwait, nwait, expect, v.lost_after_s, v.probe_s,
              place >= 0 ? place : 60,
              place >= 0 ? "the median from decision to running here" : "a prior: no Job ran yet");
+    if (reg) {
+        cJSON_AddItemToObject(rp.o, "modelRegistries", reg->rules);
+        reg->rules = NULL;
+        snprintf(sum + strlen(sum), sizeof(sum) - strlen(sum), " Model registries: %s.",
+                 reg->verdict);
+    }
     cJSON_AddStringToObject(rp.o, "summary", sum);
     int rc = SW_EXIT_OK;
     if (o->dry) {
@@ -514,27 +586,27 @@ static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const s
     /* ---- the loss ---- */
     char why[200], at[64];
     iso(rp.t0, at, sizeof(at));
-    snprintf(why, sizeof(why), "drill cluster-loss by spillctl at %s", at);
+    snprintf(why, sizeof(why), "drill %s by spillctl at %s", scenario, at);
     redisReply *rep = NULL;
-    if (sw_redis_sync_command(c, &rep, &err, "HSET %s %s %s", SW_KEY_FENCE, o->cluster, why) != 0) {
-        fprintf(stderr, "spillctl drill cluster-loss: cannot set the fence: %s\n", err.msg);
-        rc = SW_EXIT_FAIL;
-        goto out;
+    int64_t t_loss = 0, t_lost = 0, t_done = 0, deadline = 0, last_progress = 0;
+    double rto = -1;
+    for (size_t i = 0; i < set->n; i++) {
+        if (sw_redis_sync_command(c, &rep, &err, "HSET %s %s %s", SW_KEY_FENCE, set->names[i],
+                                  why) != 0) {
+            fprintf(stderr, "%s: cannot set the fence on %s: %s\n", cmd, set->names[i], err.msg);
+            rc = SW_EXIT_FAIL;
+            goto restore;
+        }
+        freeReplyObject(rep);
     }
-    freeReplyObject(rep);
-    int64_t t_loss = wall_ms();
+    t_loss = wall_ms();
     event(&rp, t_loss, "fence set on %s: the hub sends it nothing from now on (%zu Jobs run there)",
-          o->cluster, n);
-    int64_t deadline = t_loss + (int64_t)(o->timeout_s * 1000), t_lost = 0, t_done = 0;
+          set->label, n);
+    deadline = t_loss + (int64_t)(o->timeout_s * 1000);
     for (;;) {
         int64_t now = wall_ms();
-        if (read_view(c, &v, &err) == 0 && t_lost == 0) {
-            m = view_member(&v, o->cluster);
-            if (m && cJSON_IsTrue(cJSON_GetObjectItem(m, "lost"))) {
-                t_lost = (int64_t)num(m, "lostSinceMs");
-                event(&rp, t_lost, "the hub found %s lost", o->cluster);
-            }
-        }
+        if (t_lost == 0 && read_view(c, &v, &err) == 0 && all_lost(&v, set, &t_lost))
+            event(&rp, t_lost, "the hub found %s lost", set->label);
         size_t done = 0;
         for (size_t i = 0; i < n; i++) {
             struct djob *d = &jobs[i];
@@ -547,19 +619,15 @@ static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const s
                 done++;
                 continue;
             }
-            if (d->moved_ms == 0 && strcmp(d->r.target_cluster, o->cluster) != 0) {
+            bool away = d->r.target_cluster[0] && !cset_has(set, d->r.target_cluster);
+            if (d->moved_ms == 0 && (away || d->r.state == SW_JS_OBSERVED)) {
                 d->moved_ms = now;
-                snprintf(d->to, sizeof(d->to), "%s", d->r.target_cluster);
-                event(&rp, now, "%s placed again: attempt %d to %s", d->r.key, d->r.attempt + 1,
-                      d->r.target_cluster[0] ? d->r.target_cluster : "(deciding)");
-            } else if (d->moved_ms == 0 && d->r.state == SW_JS_OBSERVED) {
-                d->moved_ms = now;
-                event(&rp, now, "%s taken off %s, deciding again", d->r.key, o->cluster);
+                event(&rp, now, "%s placed again: attempt %d, %s", d->r.key, d->r.attempt + 1,
+                      away ? d->r.target_cluster : "deciding");
             }
-            if (d->moved_ms && d->to[0] == '\0' && d->r.target_cluster[0] &&
-                strcmp(d->r.target_cluster, o->cluster) != 0)
+            if (d->moved_ms && d->to[0] == '\0' && away)
                 snprintf(d->to, sizeof(d->to), "%s", d->r.target_cluster);
-            if (d->moved_ms && d->running_ms == 0 && strcmp(d->r.target_cluster, o->cluster) != 0 &&
+            if (d->moved_ms && d->running_ms == 0 && away &&
                 (d->r.state == SW_JS_RUNNING || d->r.state == SW_JS_SUCCEEDED)) {
                 d->running_ms = now;
                 event(&rp, now, "%s running in %s (attempt %d)", d->r.key, d->r.target_cluster,
@@ -568,7 +636,8 @@ static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const s
             if (d->r.wait_on_loss && d->held_ms == 0 &&
                 strncmp(d->r.reason, "waiting for cluster", 19) == 0) {
                 d->held_ms = now;
-                event(&rp, now, "%s holds for %s (on-cluster-loss: wait)", d->r.key, o->cluster);
+                event(&rp, now, "%s holds for %s (on-cluster-loss: wait)", d->r.key,
+                      d->r.target_cluster);
             }
             if (job_done(d))
                 done++;
@@ -579,7 +648,6 @@ static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const s
         }
         if (now > deadline)
             break;
-        static int64_t last_progress;
         if (now - last_progress >= 5000) {
             last_progress = now;
             fprintf(stderr, "drill: +%6.1f s  waiting: lost %s, %zu of %zu Jobs recovered\n",
@@ -587,7 +655,6 @@ static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const s
         }
         usleep(250 * 1000);
     }
-    double rto = -1;
     if (t_done) {
         int64_t last = t_lost;
         for (size_t i = 0; i < n; i++) {
@@ -601,58 +668,60 @@ static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const s
     for (size_t i = 0; i < n; i++)
         add_job(&rp, &jobs[i], t_loss);
 
-    /* ---- restore ---- */
-    if (sw_redis_sync_command(c, &rep, &err, "HDEL %s %s", SW_KEY_FENCE, o->cluster) != 0) {
-        fprintf(stderr,
-                "spillctl drill cluster-loss: cannot lift the fence (do it by hand: redis-cli "
-                "HDEL %s %s): %s\n",
-                SW_KEY_FENCE, o->cluster, err.msg);
-        rc = SW_EXIT_FAIL;
-    } else {
-        freeReplyObject(rep);
+restore:
+    for (size_t i = 0; i < set->n; i++) {
+        if (sw_redis_sync_command(c, &rep, &err, "HDEL %s %s", SW_KEY_FENCE, set->names[i]) != 0) {
+            fprintf(stderr, "%s: cannot lift the fence (do it by hand: redis-cli HDEL %s %s): %s\n",
+                    cmd, SW_KEY_FENCE, set->names[i], err.msg);
+            rc = SW_EXIT_FAIL;
+        } else {
+            freeReplyObject(rep);
+        }
     }
+    if (rc != SW_EXIT_OK)
+        goto out;
     int64_t t_lift = wall_ms();
-    event(&rp, t_lift, "fence lifted from %s", o->cluster);
+    event(&rp, t_lift, "fence lifted from %s", set->label);
     deadline = t_lift + (int64_t)(o->timeout_s * 1000);
     bool back = false, clean = false;
     while (wall_ms() < deadline && !(back && clean)) {
-        if (!back && read_view(c, &v, &err) == 0) {
-            m = view_member(&v, o->cluster);
-            if (m && !cJSON_IsTrue(cJSON_GetObjectItem(m, "lost")) &&
-                !cJSON_IsTrue(cJSON_GetObjectItem(m, "fenced"))) {
-                back = true;
-                event(&rp, wall_ms(), "the hub found %s back", o->cluster);
-            }
+        if (!back && read_view(c, &v, &err) == 0 && all_back(&v, set)) {
+            back = true;
+            event(&rp, wall_ms(), "the hub found %s back", set->label);
         }
         if (back && !clean) {
             size_t stale = 0;
             for (size_t i = 0; i < n; i++) {
                 bool found = false;
                 struct sw_job_rec r;
-                if (get_record(c, jobs[i].r.key, &r, &found, &err) == 0 && found &&
-                    sw_job_rec_stale_on(&r, o->cluster))
-                    stale++;
+                if (get_record(c, jobs[i].r.key, &r, &found, &err) == 0 && found)
+                    for (size_t k = 0; k < set->n; k++)
+                        stale += sw_job_rec_stale_on(&r, set->names[k]);
             }
             if (stale == 0) {
                 clean = true;
-                event(&rp, wall_ms(), "no stale mirror left on %s", o->cluster);
+                event(&rp, wall_ms(), "no stale mirror left on %s", set->label);
             }
         }
         usleep(250 * 1000);
     }
-    char text[300];
-    bool pass = t_done && back && clean && rto <= target && rc == SW_EXIT_OK;
+    char text[700];
+    bool pass = t_done && back && clean && rto <= target && (reg == NULL || reg->pass);
     if (!t_done)
         snprintf(text, sizeof(text), "not every affected Job recovered within %.0f s",
                  o->timeout_s);
     else if (!back || !clean)
         snprintf(text, sizeof(text),
-                 "%s did not come back clean within %.0f s (stale mirrors left)", o->cluster,
+                 "%s did not come back clean within %.0f s (stale mirrors left)", set->label,
                  o->timeout_s);
+    else if (rto > target)
+        snprintf(text, sizeof(text), "recovery took longer than the objective");
+    else if (reg && !reg->pass)
+        snprintf(text, sizeof(text), "model registries: %s", reg->verdict);
     else
         snprintf(text, sizeof(text),
-                 "every affected Job ran elsewhere or held; %s back with no stale mirror",
-                 o->cluster);
+                 "every affected Job ran elsewhere or held; %s back with no stale mirror%s%s",
+                 set->label, reg ? "; model registries: " : "", reg ? reg->verdict : "");
     verdict(&rp, pass, rto, target, text);
     rc = pass ? SW_EXIT_OK : SW_EXIT_FAIL;
 out:
@@ -661,6 +730,168 @@ out:
     cJSON_Delete(rp.o);
     cJSON_Delete(v.top);
     sw_free(jobs);
+    return rc;
+}
+
+static int cluster_loss(const struct sw_cli_globals *g, redisContext *c, const struct opts *o)
+{
+    struct cset set = {.n = 1};
+    snprintf(set.names[0], sizeof(set.names[0]), "%s", o->cluster);
+    snprintf(set.label, sizeof(set.label), "%s", o->cluster);
+    return members_loss(g, c, o, "cluster-loss", &set, NULL);
+}
+
+/* ---- region-loss ------------------------------------------------------------------ */
+
+/*
+ * The model registries whose source is in `region`: is every version in
+ * the other regions? For each model-registry rule reading a store of the
+ * region, what is missing on its slowest target now (sw_repl_estimate), and
+ * the journal's RPO of its last run. Complete, or behind by less than the
+ * rule's objective (else `default_objective_s`), passes.
+ */
+static int region_check(const struct sw_cli_globals *g, redisContext *c, const char *region,
+                        double default_objective_s, struct registry_check *out)
+{
+    struct sw_error err = {0};
+    struct sw_seal_key *key = NULL;
+    out->rules = cJSON_CreateArray();
+    out->pass = true;
+    if (sw_cli_secret_key(g, &key, &err) != 0) {
+        fprintf(stderr, "spillctl drill region-loss: %s (the stores' credentials are sealed)\n",
+                err.msg);
+        return SW_EXIT_FAIL;
+    }
+    char **names = NULL;
+    size_t nn = 0;
+    if (sw_names_list(c, "sw:repl:rules", &names, &nn, &err) != 0) {
+        fprintf(stderr, "spillctl drill region-loss: %s\n", err.msg);
+        sw_seal_key_free(key);
+        return SW_EXIT_FAIL;
+    }
+    uv_loop_t loop;
+    struct sw_http *http = NULL;
+    int rc = uv_loop_init(&loop) == 0 && sw_http_new(&loop, &http) == 0 ? 0 : SW_ENOMEM;
+    size_t checked = 0, behind = 0;
+    for (size_t i = 0; rc == 0 && i < nn; i++) {
+        struct sw_rule_spec spec;
+        struct sw_store_spec src;
+        char *ak = NULL, *sk = NULL;
+        if (sw_rule_load(c, names[i], &spec, &err) != 0 || !spec.model_registry ||
+            sw_store_load(c, key, spec.source.store, &src, &ak, &sk, &err) != 0)
+            continue;
+        sw_seal_wipe_free(ak, strlen(ak));
+        sw_seal_wipe_free(sk, strlen(sk));
+        if (strcmp(src.region, region) != 0)
+            continue;
+        checked++;
+        struct sw_rule_bound *b = NULL;
+        int64_t objects = 0, bytes = 0;
+        double secs = 0;
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "rule", spec.name);
+        cJSON_AddStringToObject(r, "source", spec.source.store);
+        double objective = spec.rpo_objective_s > 0 ? spec.rpo_objective_s : default_objective_s;
+        cJSON_AddNumberToObject(r, "rpoObjectiveSeconds", objective);
+        if (sw_rule_bind(c, key, &spec, &loop, http, &b, &err) != 0 ||
+            sw_repl_estimate(&b->rule, c, 0, &objects, &bytes, &secs, &err) != 0) {
+            cJSON_AddStringToObject(r, "error", err.msg);
+            out->pass = false;
+            behind++;
+        } else {
+            /* Behind: the journal's RPO of the last run, or that run's age
+             * when it left nothing behind (newer objects are not known). */
+            double rpo = 0;
+            for (size_t t = 0; objects > 0 && t < spec.ntargets; t++) {
+                redisReply *rep = NULL;
+                if (sw_redis_sync_command(c, &rep, &err, "GET sw:repl:%s:rpo:%s", spec.name,
+                                          spec.targets[t].store) == 0) {
+                    long long oldest = 0, last = 0;
+                    if (rep->type == REDIS_REPLY_STRING)
+                        sscanf(rep->str, "%lld %lld", &oldest, &last);
+                    double age = (double)(wall_ms() - (oldest > 0 ? oldest : last)) / 1000.0;
+                    if (last == 0)
+                        age = 1e9; /* never run */
+                    if (age > rpo)
+                        rpo = age;
+                    freeReplyObject(rep);
+                }
+            }
+            cJSON_AddNumberToObject(r, "missingObjects", (double)objects);
+            cJSON_AddNumberToObject(r, "missingBytes", (double)bytes);
+            cJSON_AddNumberToObject(r, "rpoSeconds", rpo);
+            bool ok = objects == 0 || rpo <= objective;
+            cJSON_AddBoolToObject(r, "pass", ok);
+            if (!ok) {
+                out->pass = false;
+                behind++;
+            }
+        }
+        if (b)
+            sw_rule_bound_free(b);
+        cJSON_AddItemToArray(out->rules, r);
+    }
+    if (http)
+        sw_http_free(http);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    if (names)
+        sw_names_free(names, nn);
+    sw_seal_key_free(key);
+    if (rc != 0) {
+        fprintf(stderr, "spillctl drill region-loss: out of memory\n");
+        return SW_EXIT_FAIL;
+    }
+    if (checked == 0)
+        snprintf(out->verdict, sizeof(out->verdict), "no model-registry rule reads region %s",
+                 region);
+    else if (behind == 0)
+        snprintf(out->verdict, sizeof(out->verdict),
+                 "%zu rule(s) from %s complete in the other regions (or within their RPO)", checked,
+                 region);
+    else
+        snprintf(out->verdict, sizeof(out->verdict),
+                 "%zu of %zu rule(s) from %s behind their RPO objective in another region", behind,
+                 checked, region);
+    return SW_EXIT_OK;
+}
+
+static int region_loss(const struct sw_cli_globals *g, redisContext *c, const struct opts *o)
+{
+    struct sw_error err = {0};
+    struct hub_view v = {0};
+    if (read_view(c, &v, &err) != 0) {
+        fprintf(stderr, "spillctl drill region-loss: %s\n", err.msg);
+        return SW_EXIT_FAIL;
+    }
+    struct cset set = {0};
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(v.top, "members"))
+    {
+        if (strcmp(str(m, "region"), o->region) == 0 && set.n < MAX_SET)
+            snprintf(set.names[set.n++], sizeof(set.names[0]), "%s", str(m, "name"));
+    }
+    double objective =
+        cJSON_GetNumberValue(cJSON_GetObjectItem(v.top, "replicationRpoObjectiveMs"));
+    cJSON_Delete(v.top);
+    if (set.n == 0) {
+        fprintf(stderr,
+                "spillctl drill region-loss: --region %s: no member cluster of the hub is in that "
+                "region (spillctl cluster list)\n",
+                o->region);
+        return SW_EXIT_USAGE;
+    }
+    int len = snprintf(set.label, sizeof(set.label), "region %s (", o->region);
+    for (size_t i = 0; i < set.n && len > 0 && (size_t)len < sizeof(set.label); i++)
+        len += snprintf(set.label + len, sizeof(set.label) - (size_t)len, "%s%s", i ? ", " : "",
+                        set.names[i]);
+    if (len > 0 && (size_t)len < sizeof(set.label) - 1)
+        snprintf(set.label + len, sizeof(set.label) - (size_t)len, ")");
+    struct registry_check reg = {0};
+    int rc = region_check(g, c, o->region, objective > 0 ? objective / 1000.0 : 300, &reg);
+    if (rc == SW_EXIT_OK)
+        rc = members_loss(g, c, o, "region-loss", &set, &reg);
+    cJSON_Delete(reg.rules);
     return rc;
 }
 
@@ -870,6 +1101,9 @@ int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
         case 'c':
             o.cluster = optarg;
             break;
+        case 'g':
+            o.region = optarg;
+            break;
         case 's':
             if (strcmp(optarg, "KILL") == 0 || strcmp(optarg, "SIGKILL") == 0)
                 o.sig = SIGKILL;
@@ -917,14 +1151,20 @@ int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
         return SW_EXIT_USAGE;
     }
     bool cl = strcmp(scenario, "cluster-loss") == 0, hl = strcmp(scenario, "hub-loss") == 0;
-    if (strcmp(scenario, "redis-failover") == 0 || strcmp(scenario, "region-loss") == 0) {
+    bool rl = strcmp(scenario, "region-loss") == 0;
+    if (strcmp(scenario, "redis-failover") == 0) {
         fprintf(stderr, "spillctl drill: scenario %s is not available yet\n", scenario);
         return SW_EXIT_FAIL;
     }
-    if (!cl && !hl) {
+    if (!cl && !hl && !rl) {
         fprintf(stderr,
-                "spillctl drill: unknown scenario \"%s\" (expected cluster-loss or hub-loss)\n",
+                "spillctl drill: unknown scenario \"%s\" (expected cluster-loss, region-loss or "
+                "hub-loss)\n",
                 scenario);
+        return SW_EXIT_USAGE;
+    }
+    if (rl && (o.region == NULL || o.region[0] == '\0')) {
+        fprintf(stderr, "spillctl drill region-loss: --region R is required\n");
         return SW_EXIT_USAGE;
     }
     if (cl && (o.cluster == NULL || o.cluster[0] == '\0')) {
@@ -932,10 +1172,12 @@ int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
         return SW_EXIT_USAGE;
     }
     redisContext *c = NULL;
-    int rc = sw_cli_redis_open(g, cl ? "drill cluster-loss" : "drill hub-loss", &c);
+    char what[64];
+    snprintf(what, sizeof(what), "drill %s", scenario);
+    int rc = sw_cli_redis_open(g, what, &c);
     if (rc != 0)
         return rc;
-    rc = cl ? cluster_loss(g, c, &o) : hub_loss(g, c, &o);
+    rc = cl ? cluster_loss(g, c, &o) : rl ? region_loss(g, c, &o) : hub_loss(g, c, &o);
     redisFree(c);
     return rc;
 }

@@ -154,7 +154,9 @@ static bool wants_requeue(struct sw_hub *h, struct sw_job *j)
 static void move_off(struct sw_hub *h, struct sw_job *j, const struct sw_member *m)
 {
     struct sw_job_rec *r = &j->rec;
-    double lost_for = (double)(sw_hub_wall_ms() - m->lost_since_ms) / 1000.0;
+    const struct sw_health *hs = m->health ? sw_health_prober_health(m->health) : NULL;
+    int64_t since = hs && hs->bad_since_ms ? hs->bad_since_ms : m->lost_since_ms;
+    double lost_for = (double)(sw_hub_wall_ms() - since) / 1000.0;
     if (r->mirror[0] && sw_job_rec_add_stale(r, r->target_cluster, r->mirror, r->attempt) != 0) {
         /* Too many stale mirrors to remember: never place it again. */
         r->state = SW_JS_FAILED;

@@ -198,6 +198,7 @@ static void write_health(struct sw_hub *h)
     cJSON_AddNumberToObject(top, "probeIntervalMs", h->cfg.probe_interval_s * 1000);
     cJSON_AddNumberToObject(top, "leaseTTLMs", h->cfg.lease_ttl_s * 1000);
     cJSON_AddNumberToObject(top, "rtoTargetMs", h->cfg.rto_target_s * 1000);
+    cJSON_AddNumberToObject(top, "replicationRpoObjectiveMs", h->cfg.repl_rpo_objective_s * 1000);
     cJSON_AddItemToObject(top, "members", arr);
     char *text = cJSON_PrintUnformatted(top);
     cJSON_Delete(top);

@@ -26,10 +26,9 @@
 #include "replication/replicator.h"
 #include "replication/rule.h"
 
-static const char OWN_LUA[] =
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
-    "redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
-    "return 1\n";
+static const char OWN_LUA[] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+                              "redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
+                              "return 1\n";
 
 struct rule_run {
     uv_work_t req;
@@ -130,9 +129,10 @@ static void run_done(uv_work_t *req, int status)
             }
             h->m.replication_bytes += (uint64_t)(rr->st.bytes_copied > 0 ? rr->st.bytes_copied : 0);
             if (rr->st.copied > 0)
-                SW_LOG(SW_LOG_INFO, "replication rule ran", "rule=%s copied=%lld bytes=%lld ms=%lld",
-                       sw_log_q(rr->name), (long long)rr->st.copied,
-                       (long long)rr->st.bytes_copied, (long long)rr->st.elapsed_ms);
+                SW_LOG(SW_LOG_INFO, "replication rule ran",
+                       "rule=%s copied=%lld bytes=%lld ms=%lld", sw_log_q(rr->name),
+                       (long long)rr->st.copied, (long long)rr->st.bytes_copied,
+                       (long long)rr->st.elapsed_ms);
         } else if (!rr->fenced) {
             r->runs_failed++;
             SW_LOG(SW_LOG_WARN, "replication rule failed", "rule=%s err=%s", sw_log_q(rr->name),
@@ -155,8 +155,8 @@ static void start_run(struct sw_hub *h, struct sw_hub_rule *r)
     snprintf(rr->name, sizeof(rr->name), "%s", r->name);
     snprintf(rr->redis_url, sizeof(rr->redis_url), "%s", h->redis_url);
     double every = r->model_registry ? h->cfg.repl_model_s : h->cfg.repl_interval_s;
-    snprintf(rr->owner, sizeof(rr->owner), "%s epoch %lld, every %g s", h->id,
-             (long long)h->epoch, every);
+    snprintf(rr->owner, sizeof(rr->owner), "%s epoch %lld, every %g s", h->id, (long long)h->epoch,
+             every);
     rr->epoch = h->epoch;
     /* Marked for a little longer than the gap between two runs. */
     rr->ttl_ms = (int64_t)(every * 1000) * 3 + 10000;

@@ -68,7 +68,7 @@ t1=$(date +%s.%N)
 rto=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
 [ "$(record_field "$R" attempt)" = 2 ] || hub_fail "the requeued Job is at attempt $(record_field "$R" attempt)"
 rcli GET "spillway:job:$R" | grep -q "\"name\":\"$m1\"" || hub_fail "attempt 1's mirror $m1 is not remembered as stale"
-pass "cluster-spot lost: requeue Job running again in cloud-ondemand (attempt 2) ${rto} s after its API server stopped (lostAfterSeconds 6, probe 1 s)"
+pass "cloud-spot lost: requeue Job running again in cloud-ondemand (attempt 2) ${rto} s after its API server stopped (lostAfterSeconds 6, probe 1 s)"
 
 # The Job that waits stays where it was, and says why.
 [ "$(record_field "$W" targetCluster)" = cloud-spot ] || hub_fail "the wait Job moved to $(record_field "$W" targetCluster)"

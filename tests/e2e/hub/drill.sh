@@ -9,7 +9,10 @@
 #   - cluster-loss: the fence cuts cloud-spot off, the hub finds it lost and
 #     runs the Job elsewhere; RTO measured and under the objective; the fence
 #     lifted, the stale mirror deleted; the report in JSON and Markdown; the
-#     Job then completes once (the watcher).
+#     Job then completes once (the watcher);
+#   - region-loss --region us-east-1: the model registry read there (run by
+#     the hub to us-west-2) is complete in the other region, in the dry run
+#     and in the drill, which also fences cloud-spot and restores it.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 hub_setup drill
@@ -22,8 +25,14 @@ members:
   probeIntervalSeconds: 1
   lostAfterSeconds: 6
   rtoTargetSeconds: 120
+replication:
+  modelRegistrySeconds: 2
 YAML
 done
+s3head() { # ENDPOINT REGION BUCKET KEY
+    curl -sf -o /dev/null --aws-sigv4 "aws:amz:$2:s3" --user "$SW_LAB_S3_ACCESS_KEY:$SW_LAB_S3_SECRET_KEY" \
+        -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" "$1/$3/$4"
+}
 leader_of() { # PORT -> 1 when that hub holds the lease
     curl -sf "http://127.0.0.1:$1/metrics" 2>/dev/null | awk '$1=="spillway_leader"{print $2}'
 }
@@ -103,4 +112,35 @@ grep -q "^| Job | on loss" "$HUB_TMP/drill.md" && grep -q "PASS" "$HUB_TMP/drill
 pass "drill cluster-loss cloud-spot: $X running in cloud-ondemand ${rto} s after the fence (objective 120 s); fence lifted, stale mirror deleted; Markdown report written"
 wait_record "$X" state succeeded 180
 [ "$(record_field "$X" attempt)" = 2 ] || hub_fail "x ended at attempt $(record_field "$X" attempt)"
+
+# ---- region-loss -----------------------------------------------------------------
+MB="mr-$(echo "$NS" | tr -cd 'a-z0-9-' | cut -c1-40)"
+"$S3TOOL" "$SW_LAB_S3_ENDPOINT_US_EAST_1" us-east-1 mb "$MB" >/dev/null
+"$S3TOOL" "$SW_LAB_S3_ENDPOINT_US_WEST_2" us-west-2 mb "$MB" >/dev/null
+"$SPILLCTL" replicate add "east-models-$$" --from "us-east-1-s3:$MB/models/" --to "us-west-2-s3:$MB/models/" \
+    --model-registry --rpo-objective-seconds 120 >/dev/null
+"$S3TOOL" "$SW_LAB_S3_ENDPOINT_US_EAST_1" us-east-1 put "$MB" models/llama/v1/weights.bin $((4 << 20)) 3 >/dev/null
+for _ in $(seq 1 300); do
+    s3head "$SW_LAB_S3_ENDPOINT_US_WEST_2" us-west-2 "$MB" models/llama/v1/weights.bin && break
+    sleep 0.2
+done
+s3head "$SW_LAB_S3_ENDPOINT_US_WEST_2" us-west-2 "$MB" models/llama/v1/weights.bin || hub_fail "the hub did not replicate the model registry"
+"$SPILLCTL" drill region-loss --region us-east-1 --dry-run -o json >"$HUB_TMP/rdry.json" ||
+    hub_fail "region-loss --dry-run failed"
+"$SPILLCTL" drill region-loss --region us-east-1 --timeout 3m -o json >"$HUB_TMP/region.json" 2>"$HUB_TMP/region.err" ||
+    { cat "$HUB_TMP/region.err" >&2; cat "$HUB_TMP/region.json" >&2; hub_fail "the region-loss drill failed"; }
+python3 - "$HUB_TMP/rdry.json" "$HUB_TMP/region.json" "east-models-$$" <<'PY' || hub_fail "region-loss reports: $(cat "$HUB_TMP/rdry.json" "$HUB_TMP/region.json")"
+import json, sys
+dry, run, rule = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+for d in (dry, run):
+    regs = {r["rule"]: r for r in d["modelRegistries"]}
+    assert rule in regs and regs[rule]["missingObjects"] == 0 and regs[rule]["pass"], regs
+    assert d["target"] == "region us-east-1 (cloud-spot)", d["target"]
+assert dry["dryRun"] and not dry["timeline"]
+assert run["pass"], run
+events = " | ".join(e["event"] for e in run["timeline"])
+assert "the hub found region us-east-1 (cloud-spot) lost" in events and "fence lifted" in events, events
+PY
+[ "$(rcli HLEN spillway:fence)" = 0 ] || hub_fail "region-loss left a fence"
+pass "drill region-loss us-east-1: the model registry complete in us-west-2; cloud-spot fenced, found lost in $(python3 -c "import json; print(json.load(open('$HUB_TMP/region.json'))['rtoSeconds'])") s, restored"
 watcher_check
