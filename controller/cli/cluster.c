@@ -41,7 +41,7 @@ static void usage(FILE *out)
             "Manage the member clusters spillway places Jobs on.\n"
             "\n"
             "Commands:\n"
-            "  add NAME --kubeconfig FILE --role onprem|cloud --region R [options]\n"
+            "  add NAME [--kubeconfig FILE] --role onprem|cloud --region R [options]\n"
             "                     check access and register a cluster\n"
             "  list               registered clusters with health and free/total GPUs per pool\n"
             "                     (-o table, wide, json or yaml)\n"
@@ -49,7 +49,12 @@ static void usage(FILE *out)
             "  remove NAME        unregister a cluster (its Jobs are not touched)\n"
             "\n"
             "Options of add:\n"
-            "  --kubeconfig FILE  the kubeconfig to reach the cluster (required)\n"
+            "  --kubeconfig FILE  the kubeconfig to reach the cluster; without it, in a pod,\n"
+            "                     the cluster the pod runs in (in-cluster configuration:\n"
+            "                     KUBERNETES_SERVICE_HOST/PORT and the ServiceAccount's token\n"
+            "                     and CA in " SW_SERVICEACCOUNT_DIR ",\n"
+            "                     or $" SW_SERVICEACCOUNT_DIR_ENV "); the token file's path\n"
+            "                     is registered, not the token, and read by the hub\n"
             "  --context NAME     the kubeconfig context (default: its current-context)\n"
             "  --role ROLE        onprem (owned capacity) or cloud\n"
             "  --region REGION    the cluster's region, e.g. us-east-1\n"
@@ -365,8 +370,16 @@ static int cmd_add(struct args *a)
                 a->name ? ", got \"" : "", a->name ? a->name : "", a->name ? "\"" : "");
         return SW_EXIT_USAGE;
     }
-    if (a->kubeconfig == NULL) {
-        fprintf(stderr, "spillctl cluster add %s: --kubeconfig FILE is required\n", a->name);
+    if (a->kubeconfig == NULL && !sw_kube_incluster_available()) {
+        fprintf(stderr,
+                "spillctl cluster add %s: --kubeconfig FILE is required outside a cluster "
+                "(in-cluster configuration needs KUBERNETES_SERVICE_HOST, "
+                "KUBERNETES_SERVICE_PORT and a token in \"%s\")\n",
+                a->name, sw_kube_serviceaccount_dir());
+        return SW_EXIT_USAGE;
+    }
+    if (a->kubeconfig == NULL && a->context != NULL) {
+        fprintf(stderr, "spillctl cluster add %s: --context needs --kubeconfig\n", a->name);
         return SW_EXIT_USAGE;
     }
     int rc = need_redis(a);
@@ -383,7 +396,11 @@ static int cmd_add(struct args *a)
         return SW_EXIT_FAIL;
     }
     struct sw_kube_target *t = NULL;
-    if (sw_kubeconfig_load(a->kubeconfig, a->context, &t, &err) != 0) {
+    /* In a pod without --kubeconfig: the pod's own cluster. Its target
+     * names the token file and holds no token, so what is sealed is the
+     * file's path: the hub reads the token its own pod has, as it rotates. */
+    if ((a->kubeconfig != NULL ? sw_kubeconfig_load(a->kubeconfig, a->context, &t, &err)
+                               : sw_kube_incluster_load(&t, &err)) != 0) {
         fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
         sw_seal_key_free(key);
         return SW_EXIT_FAIL;
