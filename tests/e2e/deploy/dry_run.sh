@@ -4,7 +4,7 @@
 #    built-in Kustomize, and checks our own rules on them (manifests.py:
 #    replicas, security context, probes on the config's port, Secrets only
 #    from volumes, ingress from monitoring only, the alerts, and the member
-#    ClusterRole equal to the permissions `spillctl cluster add` checks);
+#    ClusterRole read by `spillctl cluster add` from the file itself);
 #  - spillwayd itself accepts the rendered hub config (not exit 2);
 #  - applies every rendered object, the sealing-key Secret made as
 #    docs/deploy.md makes it, and the member ClusterRole with

@@ -5,9 +5,9 @@ schema cannot: our own rules for the hub's objects).
 
   manifests.py check RENDERED_EVAL RENDERED_BASE CLUSTER_C MEMBER_ROLE
       asserts the hub's least-privilege and availability settings, that the
-      base holds no Secret, that the member ClusterRole's rules are exactly
-      the permissions `spillctl cluster add` checks; prints one line per
-      check.
+      base holds no Secret, that `spillctl cluster add` reads the
+      permissions it checks from the member ClusterRole (built in); prints
+      one line per check.
   manifests.py local-member RENDERED_LM RENDERED_EVAL MEMBER_ROLE OUT
       the eval overlay with components/local-member: exactly eval's objects
       plus the member ClusterRole (as in the file) and one binding of it to
@@ -122,25 +122,16 @@ def check(eval_path, base_path, cluster_c, role_path):
             fail("alert %s missing or not on %s" % (a, m))
     print("ok: alerts %s" % ", ".join(sorted(want)))
 
-    # The member ClusterRole is exactly what `spillctl cluster add` checks.
+    # `spillctl cluster add` checks the member ClusterRole's permissions read
+    # from the file itself, built into spillctl (cmake/embed.cmake,
+    # clusters/rbac.h), not a list of its own.
     with open(cluster_c) as f:
         src = f.read()
-    table = src[src.index("} perms[] = {"):]
-    table = table[:table.index("};")]
-    checked = set(re.findall(r'\{"([^"]*)", "([^"]*)", "([^"]*)", "([^"]*)"\}', table))
+    if "perms[] = {" in src or "sw_rbac_parse(sw_member_role_yaml" not in src:
+        fail("cluster add does not read its permissions from the built-in member ClusterRole")
     role = load(role_path)[0]
-    granted = set()
-    for r in role["rules"]:
-        for g in r["apiGroups"]:
-            for res in r["resources"]:
-                base_res, _, sub = res.partition("/")
-                for v in r["verbs"]:
-                    granted.add((g, base_res, sub, v))
-    if checked != granted:
-        fail("member ClusterRole and cluster add differ: only in the role %r; only checked %r" %
-             (sorted(granted - checked), sorted(checked - granted)))
-    print("ok: the member ClusterRole's %d permissions are exactly the %d cluster add checks" %
-          (len(granted), len(checked)))
+    n = sum(len(r["apiGroups"]) * len(r["resources"]) * len(r["verbs"]) for r in role["rules"])
+    print("ok: cluster add checks the member ClusterRole's %d permissions, read from the file" % n)
 
 
 def retarget(path, ns, out):
