@@ -304,7 +304,25 @@ watcher_check
     onprem="$(audit_log onprem)" cloud-spot="$(audit_log cloud-spot)" cloud-ondemand="$(audit_log cloud-ondemand)" \
     >"$HUB_TMP/audit" || { cat "$HUB_TMP/audit" >&2; hub_fail "audit check"; }
 cat "$HUB_TMP/audit"
-pass "audit: no request refused, each allowed by spillway-member, the permissions used equal the role's $(grep -c . <(grep -v '^audit\|^PROBLEM' "$HUB_TMP/audit"))"
+# The check can fail both ways: the same logs against the role with one
+# verb more (granted, never used) and one less (used, not granted).
+"$PY" - "$ROLE" "$HUB_TMP/role-more.yaml" "$HUB_TMP/role-less.yaml" <<'EOF'
+import sys, yaml
+more, less = yaml.safe_load(open(sys.argv[1])), yaml.safe_load(open(sys.argv[1]))
+for r in more["rules"]:
+    if r["resources"] == ["pods"]:
+        r["verbs"].append("get")
+less["rules"] = [r for r in less["rules"] if r["resources"] != ["events"]]
+yaml.safe_dump(more, open(sys.argv[2], "w"))
+yaml.safe_dump(less, open(sys.argv[3], "w"))
+EOF
+for v in "more:granted but never used: get pods" "less:used but not granted: create events"; do
+    "$PY" "$HERE/audit_check.py" "$HUB_TMP/role-${v%%:*}.yaml" "$SINCE" "$HUB_USER,$MEMBER_USER" \
+        onprem="$(audit_log onprem)" cloud-spot="$(audit_log cloud-spot)" cloud-ondemand="$(audit_log cloud-ondemand)" \
+        >"$HUB_TMP/audit-${v%%:*}" && hub_fail "audit_check accepted a role with a verb ${v%%:*}"
+    grep -qx "PROBLEM: ${v#*:}" "$HUB_TMP/audit-${v%%:*}" || hub_fail "audit_check on role-${v%%:*}: $(cat "$HUB_TMP/audit-${v%%:*}")"
+done
+pass "audit: no request refused, each allowed by spillway-member, the permissions used equal the role's $(grep -c . <(grep -v '^audit\|^PROBLEM' "$HUB_TMP/audit")); the check refuses the role with a verb more or one less"
 
 # ---- nothing else grants any of them ----------------------------------------
 PERMS=$("$PY" -c "
