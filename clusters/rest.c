@@ -191,8 +191,7 @@ static void set_bearer(struct sw_kube_client *c, const char *token)
 }
 
 /*
- * A tokenFile is read when the client starts (when the kubeconfig gave no
- * token itself), again when its stamp changes (stat'ed at most once a
+ * A tokenFile is read when the client starts, again when its stamp changes (stat'ed at most once a
  * second, before a request), at least every SW_TOKEN_FILE_MAX_AGE_MS, and
  * at once after a 401 (`force`). The last token read wins over one the
  * kubeconfig held inline, as in client-go. A file that cannot be read
