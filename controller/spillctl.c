@@ -14,6 +14,7 @@
 static const struct sw_cli_command commands[] = {
     {"cluster", "register, list, show and remove member clusters", sw_cli_cluster},
     {"replicate", "replicate S3 data between stores and report RPO", sw_cli_replicate},
+    {"reseal", "seal every registered credential again with a new key", sw_cli_reseal},
     {"status", "the Jobs the hub manages: where they run, state, cost", sw_cli_status},
     {"explain", "the hub's decision for one Job, every option costed", sw_cli_explain},
     {"hub", "the hub's leader, epoch and members' health (hub status)", sw_cli_hub},

@@ -19,6 +19,7 @@
 #include "clusters/capacity.h"
 #include "clusters/health.h"
 #include "clusters/kubeconfig.h"
+#include "clusters/rbac.h"
 #include "clusters/registry.h"
 #include "clusters/rest.h"
 #include "clusters/spec.h"
@@ -42,7 +43,7 @@ static void usage(FILE *out)
             "Manage the member clusters spillway places Jobs on.\n"
             "\n"
             "Commands:\n"
-            "  add NAME --kubeconfig FILE --role onprem|cloud --region R [options]\n"
+            "  add NAME [--kubeconfig FILE] --role onprem|cloud --region R [options]\n"
             "                     check access and register a cluster\n"
             "  list               registered clusters with health and free/total GPUs per pool\n"
             "                     (-o table, wide, json or yaml)\n"
@@ -50,7 +51,12 @@ static void usage(FILE *out)
             "  remove NAME        unregister a cluster (its Jobs are not touched)\n"
             "\n"
             "Options of add:\n"
-            "  --kubeconfig FILE  the kubeconfig to reach the cluster (required)\n"
+            "  --kubeconfig FILE  the kubeconfig to reach the cluster; without it, in a pod,\n"
+            "                     the cluster the pod runs in (in-cluster configuration:\n"
+            "                     KUBERNETES_SERVICE_HOST/PORT and the ServiceAccount's token\n"
+            "                     and CA in " SW_SERVICEACCOUNT_DIR ",\n"
+            "                     or $" SW_SERVICEACCOUNT_DIR_ENV "); the token file's path\n"
+            "                     is registered, not the token, and read by the hub\n"
             "  --context NAME     the kubeconfig context (default: its current-context)\n"
             "  --role ROLE        onprem (owned capacity) or cloud\n"
             "  --region REGION    the cluster's region, e.g. us-east-1\n"
@@ -218,27 +224,13 @@ static int need_redis(struct args *a)
 /* ---- add ---------------------------------------------------------------- */
 
 /*
- * What spillway does on a member cluster, as RBAC resource attributes:
- * exactly the rules of deploy/rbac/member-clusterrole.yaml, which names the
- * code that uses each. Keep the two equal.
+ * What spillway does on a member cluster: the permissions of
+ * deploy/rbac/member-clusterrole.yaml, which names the code that uses each.
+ * The file is built into spillctl (cmake/embed.cmake), so the role a
+ * platform team applies and the list checked here are one list.
  */
-static const struct perm {
-    const char *group;
-    const char *resource;
-    const char *subresource;
-    const char *verb;
-} perms[] = {
-    {"batch", "jobs", "", "list"},    {"batch", "jobs", "", "watch"},
-    {"batch", "jobs", "", "create"},  {"batch", "jobs", "", "patch"},
-    {"batch", "jobs", "", "delete"},  {"batch", "jobs", "status", "patch"},
-    {"", "pods", "", "list"},         {"", "pods", "", "watch"},
-    {"", "nodes", "", "list"},        {"", "nodes", "", "watch"},
-    {"", "namespaces", "", "create"}, {"", "events", "", "create"},
-    {"", "configmaps", "", "get"},    {"", "configmaps", "", "create"},
-    {"", "secrets", "", "get"},       {"", "secrets", "", "create"},
-    {"", "configmaps", "", "update"}, {"", "secrets", "", "update"},
-};
-#define NPERMS (sizeof(perms) / sizeof(perms[0]))
+extern const char sw_member_role_yaml[];
+extern const unsigned long sw_member_role_yaml_len;
 
 struct ssar {
     int done;
@@ -264,30 +256,48 @@ static void on_ssar(struct sw_kube_result *res, void *ctx)
 /* Asks about every permission at once; returns the number missing, or -1. */
 static int check_permissions(struct env *e, struct sw_kube_client *c, const char *name)
 {
-    struct ssar res[NPERMS];
-    memset(res, 0, sizeof(res));
-    for (size_t i = 0; i < NPERMS; i++) {
+    struct sw_rbac_perm *perms = NULL;
+    size_t nperms = 0;
+    struct sw_error err;
+    if (sw_rbac_parse(sw_member_role_yaml, sw_member_role_yaml_len,
+                      "deploy/rbac/member-clusterrole.yaml (built in)", &perms, &nperms,
+                      &err) != 0) {
+        fprintf(stderr, "spillctl cluster add %s: %s\n", name, err.msg);
+        return -1;
+    }
+    struct ssar *res = sw_calloc(nperms, sizeof(*res));
+    if (res == NULL) {
+        sw_free(perms);
+        return -1;
+    }
+    size_t sent = 0;
+    for (; sent < nperms; sent++) {
         char body[512];
         snprintf(body, sizeof(body),
                  "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":"
                  "\"SelfSubjectAccessReview\",\"spec\":{\"resourceAttributes\":{\"group\":"
                  "\"%s\",\"resource\":\"%s\",\"subresource\":\"%s\",\"verb\":\"%s\"}}}",
-                 perms[i].group, perms[i].resource, perms[i].subresource, perms[i].verb);
+                 perms[sent].group, perms[sent].resource, perms[sent].subresource,
+                 perms[sent].verb);
         struct sw_kube_req r = {.method = "POST",
                                 .path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
                                 .body = body,
                                 .body_len = strlen(body)};
-        if (sw_kube_send(c, &r, on_ssar, &res[i], NULL) != 0)
-            return -1;
+        if (sw_kube_send(c, &r, on_ssar, &res[sent], NULL) != 0)
+            break;
     }
-    for (size_t i = 0; i < NPERMS; i++)
+    /* Every request sent is awaited: each holds a pointer into res. */
+    for (size_t i = 0; i < sent; i++)
         sw_kube_run_until(&e->loop, &res[i].done);
-    int missing = 0;
-    for (size_t i = 0; i < NPERMS; i++) {
+    int missing = sent < nperms ? -1 : 0;
+    if (missing < 0)
+        fprintf(stderr, "spillctl cluster add %s: cannot check permissions: out of memory\n", name);
+    for (size_t i = 0; missing >= 0 && i < nperms; i++) {
         if (res[i].rc != 0) {
             fprintf(stderr, "spillctl cluster add %s: cannot check permissions: %s\n", name,
                     res[i].why);
-            return -1;
+            missing = -1;
+            break;
         }
         if (!res[i].allowed) {
             if (missing++ == 0)
@@ -300,9 +310,11 @@ static int check_permissions(struct env *e, struct sw_kube_client *c, const char
                     perms[i].group[0] ? "." : "", perms[i].group);
         }
     }
-    if (missing)
+    if (missing > 0)
         fprintf(stderr, "Grant them (deploy/rbac/member-clusterrole.yaml) and run add again. "
                         "Nothing was stored.\n");
+    sw_free(res);
+    sw_free(perms);
     return missing;
 }
 
@@ -366,8 +378,16 @@ static int cmd_add(struct args *a)
                 a->name ? ", got \"" : "", a->name ? a->name : "", a->name ? "\"" : "");
         return SW_EXIT_USAGE;
     }
-    if (a->kubeconfig == NULL) {
-        fprintf(stderr, "spillctl cluster add %s: --kubeconfig FILE is required\n", a->name);
+    if (a->kubeconfig == NULL && !sw_kube_incluster_available()) {
+        fprintf(stderr,
+                "spillctl cluster add %s: --kubeconfig FILE is required outside a cluster "
+                "(in-cluster configuration needs KUBERNETES_SERVICE_HOST, "
+                "KUBERNETES_SERVICE_PORT and a token in \"%s\")\n",
+                a->name, sw_kube_serviceaccount_dir());
+        return SW_EXIT_USAGE;
+    }
+    if (a->kubeconfig == NULL && a->context != NULL) {
+        fprintf(stderr, "spillctl cluster add %s: --context needs --kubeconfig\n", a->name);
         return SW_EXIT_USAGE;
     }
     int rc = need_redis(a);
@@ -384,7 +404,11 @@ static int cmd_add(struct args *a)
         return SW_EXIT_FAIL;
     }
     struct sw_kube_target *t = NULL;
-    if (sw_kubeconfig_load(a->kubeconfig, a->context, &t, &err) != 0) {
+    /* In a pod without --kubeconfig: the pod's own cluster. Its target
+     * names the token file and holds no token, so what is sealed is the
+     * file's path: the hub reads the token its own pod has, as it rotates. */
+    if ((a->kubeconfig != NULL ? sw_kubeconfig_load(a->kubeconfig, a->context, &t, &err)
+                               : sw_kube_incluster_load(&t, &err)) != 0) {
         fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
         sw_seal_key_free(key);
         return SW_EXIT_FAIL;
