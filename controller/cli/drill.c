@@ -110,6 +110,12 @@ struct hub_view {
     int64_t updated_ms;
 };
 
+static double ms_or(const cJSON *o, const char *k, double def)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
 static int read_view(redisContext *c, struct hub_view *v, struct sw_error *err)
 {
     redisReply *rep = NULL;
@@ -125,11 +131,12 @@ static int read_view(redisContext *c, struct hub_view *v, struct sw_error *err)
                             "no hub has written its view to this Redis (%s): is spillwayd running "
                             "and leading? (spillctl hub status)",
                             SW_KEY_HEALTH);
-    v->lost_after_s = cJSON_GetNumberValue(cJSON_GetObjectItem(v->top, "lostAfterMs")) / 1000.0;
-    v->probe_s = cJSON_GetNumberValue(cJSON_GetObjectItem(v->top, "probeIntervalMs")) / 1000.0;
-    v->lease_ttl_s = cJSON_GetNumberValue(cJSON_GetObjectItem(v->top, "leaseTTLMs")) / 1000.0;
-    v->rto_target_s = cJSON_GetNumberValue(cJSON_GetObjectItem(v->top, "rtoTargetMs")) / 1000.0;
-    v->updated_ms = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(v->top, "updatedMs"));
+    /* A hub that does not publish a setting runs on its documented default. */
+    v->lost_after_s = ms_or(v->top, "lostAfterMs", 60000) / 1000.0;
+    v->probe_s = ms_or(v->top, "probeIntervalMs", 10000) / 1000.0;
+    v->lease_ttl_s = ms_or(v->top, "leaseTTLMs", 10000) / 1000.0;
+    v->rto_target_s = ms_or(v->top, "rtoTargetMs", 600000) / 1000.0;
+    v->updated_ms = (int64_t)ms_or(v->top, "updatedMs", 0);
     return 0;
 }
 
@@ -888,7 +895,7 @@ static int region_loss(const struct sw_cli_globals *g, redisContext *c, const st
     if (len > 0 && (size_t)len < sizeof(set.label) - 1)
         snprintf(set.label + len, sizeof(set.label) - (size_t)len, ")");
     struct registry_check reg = {0};
-    int rc = region_check(g, c, o->region, objective > 0 ? objective / 1000.0 : 300, &reg);
+    int rc = region_check(g, c, o->region, objective / 1000.0, &reg);
     if (rc == SW_EXIT_OK)
         rc = members_loss(g, c, o, "region-loss", &set, &reg);
     cJSON_Delete(reg.rules);
@@ -1077,6 +1084,7 @@ int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
         {"timeout", required_argument, NULL, 't'},
         {"rto-target", required_argument, NULL, 'r'},
         {"report", required_argument, NULL, 'f'},
+        {"region", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
