@@ -180,6 +180,14 @@ struct load_ctx {
     void (*done)(struct sw_hub *h, int rc);
 };
 
+static void forget_one(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    (void)h;
+    (void)ctx;
+    if (!j->busy)
+        j->persisted = false;
+}
+
 static void on_values(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
 {
     (void)r;
@@ -190,6 +198,9 @@ static void on_values(struct sw_redis *r, redisReply *reply, const char *errs, v
     if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
         rc = SW_EUNAVAIL;
     } else {
+        /* Loading again (after a Redis failover): what Redis holds now is
+         * the truth; a Job it lost is found again by the scan (adopt.c). */
+        sw_hub_jobs_foreach(h, forget_one, NULL);
         for (size_t i = 0; i < reply->elements; i++) {
             redisReply *e = reply->element[i];
             if (e->type != REDIS_REPLY_STRING)
@@ -209,6 +220,8 @@ static void on_values(struct sw_redis *r, redisReply *reply, const char *errs, v
                 rc = SW_ENOMEM;
                 break;
             }
+            if (j->busy)
+                continue; /* its write in flight says what happened */
             j->rec = rec;
             j->saved = rec;
             j->persisted = true;
@@ -234,6 +247,7 @@ static void on_members(struct sw_redis *r, redisReply *reply, const char *errs, 
         void (*done)(struct sw_hub *, int) = l->done;
         struct sw_hub *h = l->h;
         free(l);
+        sw_hub_jobs_foreach(h, forget_one, NULL);
         done(h, 0);
         return;
     }
