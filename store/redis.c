@@ -22,6 +22,13 @@
 #define BACKOFF_MAX_MS 10000
 /* With Sentinel a failover is over in seconds: look again sooner. */
 #define SENTINEL_BACKOFF_MAX_MS 2000
+/*
+ * How often a connected client asks the Sentinels whether the master moved.
+ * A manual or forced failover leaves the old master up, answering writes,
+ * until the Sentinels get round to demoting it (seconds later): those
+ * writes are lost with it. Asking keeps that window short.
+ */
+#define SENTINEL_CHECK_MS 1000
 
 /* ---- URLs --------------------------------------------------------------- */
 
@@ -635,6 +642,8 @@ struct sw_redis {
     /* Sentinel: the master is looked up on the threadpool (blocking calls). */
     uv_work_t work;
     int discovering;
+    int checking; /* the lookup is a check of a live connection */
+    uv_timer_t check;
     int disc_rc;
     char disc_host[256];
     int disc_port;
@@ -680,10 +689,17 @@ static void on_timer_closed(uv_handle_t *h)
     sw_free(r);
 }
 
+static void on_check_closed(uv_handle_t *h)
+{
+    struct sw_redis *r = h->data;
+    uv_close((uv_handle_t *)&r->retry, on_timer_closed);
+}
+
 static void finish_close(struct sw_redis *r)
 {
     uv_timer_stop(&r->retry);
-    uv_close((uv_handle_t *)&r->retry, on_timer_closed);
+    uv_timer_stop(&r->check);
+    uv_close((uv_handle_t *)&r->check, on_check_closed);
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -836,11 +852,42 @@ static void discover_done(uv_work_t *w, int status)
         finish_close(r);
         return;
     }
+    if (r->checking) {
+        /* A live connection: follow the master when the Sentinels name
+         * another node (the old one may still take writes, to be lost). */
+        r->checking = 0;
+        char now[300];
+        snprintf(now, sizeof(now), strchr(r->disc_host, ':') ? "[%s]:%d" : "%s:%d", r->disc_host,
+                 r->disc_port);
+        if (status == 0 && r->disc_rc == 0 && r->ac != NULL && strcmp(now, r->node) != 0 &&
+            !(r->ac->c.flags & REDIS_DISCONNECTING)) {
+            SW_LOG(SW_LOG_WARN, "the Sentinels name another master; following it",
+                   "redis=%s node=%s master=%s", sw_log_q(r->redacted), sw_log_q(r->node),
+                   sw_log_q(now));
+            set_down(r, "the master moved");
+            redisAsyncDisconnect(r->ac);
+        }
+        return;
+    }
     if (status != 0 || r->disc_rc != 0) {
         schedule_retry(r, status != 0 ? "lookup canceled" : r->disc_err.msg);
         return;
     }
     connect_node(r, r->disc_host, r->disc_port);
+}
+
+static void on_check(uv_timer_t *t)
+{
+    struct sw_redis *r = t->data;
+    if (!r->up || r->discovering || r->closing || r->ac == NULL)
+        return;
+    r->discovering = 1;
+    r->checking = 1;
+    r->work.data = r;
+    if (uv_queue_work(r->loop, &r->work, discover_work, discover_done) != 0) {
+        r->discovering = 0;
+        r->checking = 0;
+    }
 }
 
 static void start_connect(struct sw_redis *r)
@@ -849,8 +896,10 @@ static void start_connect(struct sw_redis *r)
         connect_node(r, r->url.path ? NULL : r->url.host, r->url.port);
         return;
     }
-    if (r->discovering)
+    if (r->discovering) {
+        r->checking = 0; /* the lookup under way is for connecting now */
         return;
+    }
     r->discovering = 1;
     r->work.data = r;
     if (uv_queue_work(r->loop, &r->work, discover_work, discover_done) != 0) {
@@ -877,6 +926,10 @@ int sw_redis_connect(uv_loop_t *loop, const char *url, sw_redis_state_cb on_stat
     r->backoff_ms = BACKOFF_MIN_MS;
     uv_timer_init(loop, &r->retry);
     r->retry.data = r;
+    uv_timer_init(loop, &r->check);
+    r->check.data = r;
+    if (r->url.sentinel)
+        uv_timer_start(&r->check, on_check, SENTINEL_CHECK_MS, SENTINEL_CHECK_MS);
     start_connect(r);
     *out = r;
     return 0;

@@ -20,7 +20,10 @@
  * own. A lost connection, or a READONLY, LOADING or MASTERDOWN error reply
  * (the node is no longer, or not yet, a usable master), makes the client
  * ask the Sentinels again and reconnect: a failover is followed without a
- * restart.
+ * restart. The async client also asks the Sentinels every second while
+ * connected, and moves when they name another master: after a failover
+ * the old master goes on answering writes until the Sentinels demote it,
+ * seconds later, and whatever it took then is lost.
  *
  * The password may be percent-encoded. AUTH (and SELECT when db != 0) are
  * sent first on every connection, before any command of the caller; hiredis

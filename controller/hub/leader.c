@@ -16,8 +16,11 @@
  *   - a take (and a re-take) writes max(the epoch in Redis, the taker's own
  *     last epoch) + 1, never a bare INCR;
  *   - with Sentinel, a hub acts under a new epoch only once a replica has
- *     it (WAIT 1): the node a failover promotes then holds it, so a standby
- *     that takes the lease there gets a higher one.
+ *     it (WAIT 1), or when no replica is connected at all (ROLE): the node
+ *     a failover promotes then holds it, so a standby that takes the lease
+ *     there gets a higher one. (Not covered: the master dies before any
+ *     replica linked up, and Sentinel promotes a replica that had been
+ *     unlinked only briefly; docs/dr.md.)
  * When the client follows a failover to another node, the leader re-takes
  * its lease there under a new epoch and reads the records again (its
  * memory may be ahead of what the new master kept); a record the failover
@@ -79,27 +82,53 @@ void sw_leader_lost(struct sw_hub *h, const char *why)
 
 static void load_records(struct sw_hub *h);
 
-static void on_waited(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
+/* No replica acknowledged the epoch: acting is safe only if none is connected. */
+static void on_role(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
 {
     (void)r;
     struct sw_hub *h = ctx;
     h->loading = false;
-    if (reply == NULL || reply->type != REDIS_REPLY_INTEGER || reply->integer < 1) {
+    /* ROLE on a master: "master", offset, [[ip, port, offset]...]. */
+    bool none = reply != NULL && reply->type == REDIS_REPLY_ARRAY && reply->elements >= 3 &&
+                reply->element[2]->type == REDIS_REPLY_ARRAY && reply->element[2]->elements == 0;
+    if (!none) {
+        const char *why = reply == NULL                      ? (errs ? errs : "no reply")
+                          : reply->type == REDIS_REPLY_ERROR ? reply->str
+                                                             : "a replica is connected, behind";
         SW_LOG(SW_LOG_WARN, "the new epoch is on no replica yet; not acting under it",
-               "hub=%s epoch=%lld err=%s", sw_log_q(h->id), (long long)h->epoch,
-               sw_log_q(reply == NULL                      ? (errs ? errs : "no reply")
-                        : reply->type == REDIS_REPLY_ERROR ? reply->str
-                                                           : "no replica acknowledged"));
+               "hub=%s epoch=%lld err=%s", sw_log_q(h->id), (long long)h->epoch, sw_log_q(why));
         return; /* the next renewal tries again */
     }
+    /* Nothing could be promoted with an older epoch: a replica that links
+     * up later copies this one. (After a crash of the old master this is
+     * the usual case, and waiting for a replica would stop the hub.) */
+    SW_LOG(SW_LOG_WARN,
+           "no replica connected to the Redis master; acting under an epoch only it has",
+           "hub=%s epoch=%lld", sw_log_q(h->id), (long long)h->epoch);
+    h->epoch_replicated = true;
+    load_records(h);
+}
+
+static void on_waited(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
+{
+    (void)r;
+    (void)errs;
+    struct sw_hub *h = ctx;
+    if (reply == NULL || reply->type != REDIS_REPLY_INTEGER || reply->integer < 1) {
+        if (sw_redis_command(h->redis, on_role, h, "ROLE") != 0)
+            h->loading = false;
+        return;
+    }
+    h->loading = false;
     h->epoch_replicated = true;
     load_records(h);
 }
 
 /*
  * Reads the records (sw_rec_load_all), once the epoch is safe: with
- * Sentinel, only after a replica acknowledged it (WAIT), so that a failover
- * cannot take the epoch back below one this hub acted under.
+ * Sentinel, only after a replica acknowledged it (WAIT) or when none is
+ * connected, so that a failover cannot take the epoch back below one this
+ * hub acted under.
  */
 static void load_records(struct sw_hub *h)
 {
@@ -149,7 +178,7 @@ static void on_reply(struct sw_redis *r, redisReply *reply, const char *errs, vo
         h->epoch = epoch;
         h->retake_wanted = false;
         h->epoch_replicated = false;
-    } else if (h->leader && epoch != h->epoch) {
+    } else if (h->leader && epoch != h->epoch && !h->retake_wanted) {
         /* Lower: the store lost the epoch's increment (a failover not
          * followed as one); higher: another hub took over. Either way this
          * hub must not go on under its epoch. */

@@ -69,7 +69,10 @@ static void on_written(struct sw_redis *r, redisReply *reply, const char *errs, 
         sw_free(j->explain);
         j->explain = NULL;
     }
-    if (rc == SW_ECONFLICT)
+    /* While a re-take after a Redis failover is pending, the epoch there
+     * may differ from this hub's (a lost increment): the re-take decides,
+     * and exits if another hub holds the lease. */
+    if (rc == SW_ECONFLICT && !h->retake_wanted)
         sw_leader_lost(h, "a fenced write was refused: another hub has a newer epoch");
     if (rc != 0 && j->persisted)
         j->rec = j->saved; /* never act on a state that is not in Redis */
@@ -130,7 +133,8 @@ static void on_deleted(struct sw_redis *r, redisReply *reply, const char *errs, 
     free(w);
     if (reply && reply->type == REDIS_REPLY_ERROR && strstr(reply->str, "FENCED") != NULL) {
         h->m.fenced++;
-        sw_leader_lost(h, "a fenced delete was refused: another hub has a newer epoch");
+        if (!h->retake_wanted)
+            sw_leader_lost(h, "a fenced delete was refused: another hub has a newer epoch");
     }
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
         sw_hub_step_done(h, j, SW_EUNAVAIL);
