@@ -48,6 +48,12 @@ int sw_health_observe(struct sw_health *h, const struct sw_health_policy *p, int
     char why[256];
     h->last_probe_ms = now_ms;
     h->last_latency_ms = latency_ms;
+    if (rc != 0 || status != 200) {
+        if (h->bad_since_ms == 0)
+            h->bad_since_ms = now_ms;
+    } else {
+        h->bad_since_ms = 0; /* answered 200, even slowly */
+    }
     if (rc != 0 || status == 0) {
         h->ok_streak = 0;
         h->fail_streak++;

@@ -45,6 +45,9 @@ struct sw_health {
     int fail_streak;
     int64_t last_probe_ms;
     int64_t last_latency_ms;
+    /* wall-clock ms of the first probe of the current run of probes that
+     * got no answer or not 200 (a slow 200 is an answer); 0 after a 200 */
+    int64_t bad_since_ms;
 };
 
 /**

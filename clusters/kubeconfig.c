@@ -10,6 +10,7 @@
  */
 #include "clusters/kubeconfig.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -707,4 +708,156 @@ const char *sw_kube_target_auth_kind(const struct sw_kube_target *t)
     if (t->username != NULL)
         return "basic";
     return "none";
+}
+
+/* ---- in-cluster configuration -------------------------------------------- */
+
+static int join_path(const char *dir, const char *file, char **out)
+{
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/')
+        dl--;
+    size_t n = dl + 1 + strlen(file) + 1;
+    if ((*out = sw_malloc(n)) == NULL)
+        return SW_ENOMEM;
+    snprintf(*out, n, "%.*s/%s", (int)dl, dir, file);
+    return 0;
+}
+
+int sw_kube_incluster_target(const char *host, const char *port, const char *dir,
+                             const char *ns_text, struct sw_kube_target **out, struct sw_error *err)
+{
+    *out = NULL;
+    if (host == NULL || host[0] == '\0')
+        return sw_error_set(err, SW_EINVAL,
+                            "in-cluster configuration: KUBERNETES_SERVICE_HOST is not set");
+    if (port == NULL || port[0] == '\0')
+        return sw_error_set(err, SW_EINVAL,
+                            "in-cluster configuration: KUBERNETES_SERVICE_PORT is not set");
+    if (strlen(host) > 253 || strpbrk(host, "/@?#[] \t\r\n") != NULL)
+        return sw_error_set(err, SW_EINVAL,
+                            "in-cluster configuration: KUBERNETES_SERVICE_HOST: expected a "
+                            "host name or an IP address, got \"%.80s\"",
+                            host);
+    char *end = NULL;
+    long p = strtol(port, &end, 10);
+    if (!isdigit((unsigned char)port[0]) || *end != '\0' || p < 1 || p > 65535)
+        return sw_error_set(err, SW_EINVAL,
+                            "in-cluster configuration: KUBERNETES_SERVICE_PORT: expected a "
+                            "port number 1-65535, got \"%.20s\"",
+                            port);
+    if (dir == NULL || dir[0] == '\0')
+        return sw_error_set(err, SW_EINVAL,
+                            "in-cluster configuration: no ServiceAccount folder given");
+    struct sw_kube_target *t = sw_calloc(1, sizeof(*t));
+    if (t == NULL)
+        return sw_error_set(err, SW_ENOMEM, "in-cluster configuration: out of memory");
+    int v6 = strchr(host, ':') != NULL; /* client-go: net.JoinHostPort */
+    size_t sn = strlen(host) + strlen(port) + 16;
+    size_t srcn = strlen(dir) + 32;
+    int rc = 0;
+    if ((t->server = sw_malloc(sn)) == NULL || (t->source = sw_malloc(srcn)) == NULL ||
+        (t->context = sw_strdup("in-cluster")) == NULL ||
+        (t->cluster = sw_strdup("in-cluster")) == NULL ||
+        (t->user = sw_strdup("in-cluster")) == NULL || join_path(dir, "ca.crt", &t->ca_file) ||
+        join_path(dir, "token", &t->token_file)) {
+        rc = SW_ENOMEM;
+    } else {
+        snprintf(t->server, sn, v6 ? "https://[%s]:%ld" : "https://%s:%ld", host, p);
+        snprintf(t->source, srcn, "in-cluster (%s)", dir);
+        if (ns_text != NULL) {
+            size_t b = 0, e = strlen(ns_text);
+            while (b < e && isspace((unsigned char)ns_text[b]))
+                b++;
+            while (e > b && isspace((unsigned char)ns_text[e - 1]))
+                e--;
+            if (e > b && (t->namespace = sw_strndup(ns_text + b, e - b)) == NULL)
+                rc = SW_ENOMEM;
+        }
+    }
+    if (rc != 0) {
+        sw_kube_target_free(t);
+        return sw_error_set(err, rc, "in-cluster configuration: out of memory");
+    }
+    *out = t;
+    return 0;
+}
+
+const char *sw_kube_serviceaccount_dir(void)
+{
+    const char *d = getenv(SW_SERVICEACCOUNT_DIR_ENV);
+    return d != NULL && d[0] != '\0' ? d : SW_SERVICEACCOUNT_DIR;
+}
+
+bool sw_kube_incluster_available(void)
+{
+    const char *h = getenv("KUBERNETES_SERVICE_HOST"), *p = getenv("KUBERNETES_SERVICE_PORT");
+    if (h == NULL || h[0] == '\0' || p == NULL || p[0] == '\0')
+        return false;
+    char *tok = NULL;
+    if (join_path(sw_kube_serviceaccount_dir(), "token", &tok) != 0)
+        return false;
+    bool ok = access(tok, R_OK) == 0;
+    sw_free(tok);
+    return ok;
+}
+
+int sw_kube_incluster_load(struct sw_kube_target **out, struct sw_error *err)
+{
+    *out = NULL;
+    const char *dir = sw_kube_serviceaccount_dir();
+    if (!sw_kube_incluster_available())
+        return sw_error_set(err, SW_ENOENT,
+                            "in-cluster configuration: not in a cluster (needs "
+                            "KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and a token in "
+                            "\"%s\"; %s overrides the folder)",
+                            dir, SW_SERVICEACCOUNT_DIR_ENV);
+    char *nspath = NULL, *ns = NULL;
+    size_t nslen = 0;
+    if (join_path(dir, "namespace", &nspath) != 0)
+        return sw_error_set(err, SW_ENOMEM, "in-cluster configuration: out of memory");
+    struct sw_error ignored;
+    if (sw_read_file(nspath, 4096, "namespace", &ns, &nslen, &ignored) != 0)
+        ns = NULL; /* optional, as in client-go */
+    sw_free(nspath);
+    int rc = sw_kube_incluster_target(getenv("KUBERNETES_SERVICE_HOST"),
+                                      getenv("KUBERNETES_SERVICE_PORT"), dir, ns, out, err);
+    sw_free(ns);
+    if (rc != 0)
+        return rc;
+    /* The CA bundle now; the token is left to its reader (see the header). */
+    rc = load_one((*out)->ca_file, "certificate-authority", (*out)->source, &(*out)->ca_data,
+                  &(*out)->ca_len, err);
+    if (rc != 0) {
+        sw_kube_target_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* ---- tokenFile rotation ------------------------------------------------- */
+
+int sw_file_stamp_get(const char *path, struct sw_file_stamp *out)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno == ENOENT ? SW_ENOENT : SW_EIO;
+    out->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    out->dev = (uint64_t)st.st_dev;
+    out->ino = (uint64_t)st.st_ino;
+    out->size = (int64_t)st.st_size;
+    return 0;
+}
+
+bool sw_token_file_due(const struct sw_file_stamp *read_stamp, int64_t read_ms,
+                       const struct sw_file_stamp *now_stamp, int64_t now_ms)
+{
+    if (read_ms < 0)
+        return true;
+    if (now_ms - read_ms >= SW_TOKEN_FILE_MAX_AGE_MS)
+        return true;
+    if (now_stamp == NULL || read_stamp == NULL)
+        return false;
+    return now_stamp->mtime_ns != read_stamp->mtime_ns || now_stamp->ino != read_stamp->ino ||
+           now_stamp->dev != read_stamp->dev || now_stamp->size != read_stamp->size;
 }

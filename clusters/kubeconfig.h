@@ -22,7 +22,9 @@
 #ifndef SW_CLUSTERS_KUBECONFIG_H
 #define SW_CLUSTERS_KUBECONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 
@@ -116,6 +118,88 @@ void sw_kube_target_free(struct sw_kube_target *t);
  * "none". Never the credential itself.
  */
 const char *sw_kube_target_auth_kind(const struct sw_kube_target *t);
+
+/* ---- in-cluster configuration -------------------------------------------- */
+
+/** Where a pod finds its ServiceAccount's token, CA bundle and namespace. */
+#define SW_SERVICEACCOUNT_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+/**
+ * The environment variable that, when set and not empty, replaces
+ * SW_SERVICEACCOUNT_DIR (for tests, and for a token mounted elsewhere).
+ */
+#define SW_SERVICEACCOUNT_DIR_ENV "SPILLWAY_SERVICEACCOUNT_DIR"
+
+/**
+ * Builds the target a pod uses to reach its own cluster, as client-go's
+ * InClusterConfig does, from values given (pure: reads no file and no
+ * environment): server "https://HOST:PORT" (an IPv6 HOST in brackets),
+ * certificate-authority DIR/ca.crt, tokenFile DIR/token (read, and read
+ * again as it rotates, by the REST client: clusters/rest.h), namespace the
+ * trimmed `ns_text` (the namespace file's content; NULL or empty: none).
+ * `host` and `port` are KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT.
+ * Context, cluster and user are "in-cluster". Returns 0 and *out (owned by
+ * the caller), SW_EINVAL naming the variable that is empty or malformed, or
+ * SW_ENOMEM.
+ */
+int sw_kube_incluster_target(const char *host, const char *port, const char *dir,
+                             const char *ns_text, struct sw_kube_target **out,
+                             struct sw_error *err);
+
+/**
+ * The ServiceAccount folder this process uses: $SPILLWAY_SERVICEACCOUNT_DIR
+ * when set and not empty, else SW_SERVICEACCOUNT_DIR. Borrowed string.
+ */
+const char *sw_kube_serviceaccount_dir(void);
+
+/**
+ * Whether this process runs in a cluster: KUBERNETES_SERVICE_HOST and
+ * KUBERNETES_SERVICE_PORT are set and not empty and the ServiceAccount
+ * folder holds a token file.
+ */
+bool sw_kube_incluster_available(void);
+
+/**
+ * Loads the in-cluster target from the environment and the ServiceAccount
+ * folder: the namespace file (optional) and the CA bundle are read; the
+ * token is not (token stays NULL, tokenFile names it) so that whoever uses
+ * the target reads the current token, never a copy that expires. SW_ENOENT
+ * naming what is missing when not in a cluster; errors of the files name
+ * them.
+ */
+int sw_kube_incluster_load(struct sw_kube_target **out, struct sw_error *err);
+
+/* ---- tokenFile rotation ------------------------------------------------- */
+
+/**
+ * How often a tokenFile is read again even when it looks unchanged (as
+ * client-go's cached file token source). A projected ServiceAccount token is
+ * replaced by the kubelet well before it expires (at 80% of its life).
+ */
+#define SW_TOKEN_FILE_MAX_AGE_MS 60000
+
+/** What identifies one version of a file: modification time, inode, size. */
+struct sw_file_stamp {
+    int64_t mtime_ns;
+    uint64_t dev;
+    uint64_t ino;
+    int64_t size;
+};
+
+/**
+ * Stats `path` (following symbolic links: the kubelet swaps a projected
+ * volume's "..data" link). 0 and *out, SW_ENOENT or SW_EIO.
+ */
+int sw_file_stamp_get(const char *path, struct sw_file_stamp *out);
+
+/**
+ * Whether a token read at `read_ms` (monotonic; negative: never read),
+ * when the file's stamp was `read_stamp`, must be read again at `now_ms`,
+ * the file's stamp now being `now_stamp` (NULL: the file cannot be stat'ed
+ * now; then only age counts). True when never read, when the stamp changed,
+ * or when SW_TOKEN_FILE_MAX_AGE_MS have passed.
+ */
+bool sw_token_file_due(const struct sw_file_stamp *read_stamp, int64_t read_ms,
+                       const struct sw_file_stamp *now_stamp, int64_t now_ms);
 
 /**
  * Reads a whole file into a new NUL-terminated buffer of at most `max`

@@ -36,11 +36,18 @@ struct sw_kube_client {
     int have_cred;
     int exec_running;
     struct sw_kube_op *waiting; /* ops waiting for the credential */
-    struct sw_kube_op *ops;     /* all live ops */
+    /* tokenFile: when it was last read (monotonic ms; -1 never), the file's
+     * stamp then, and when it was last stat'ed. */
+    int64_t token_read_ms;
+    struct sw_file_stamp token_stamp;
+    int64_t token_checked_ms;
+    int token_warned;
+    struct sw_kube_op *ops; /* all live ops */
     size_t nops;
     uint64_t sent;
     int freeing;
     uint64_t rng;
+    char blocked[200]; /* "" or why no request may be sent (sw_kube_client_block) */
 };
 
 enum op_state { OP_DELAY, OP_WAIT_CRED, OP_HTTP, OP_DONE };
@@ -60,6 +67,7 @@ struct sw_kube_op {
     int attempt;
     int auth_retried;
     int canceled;
+    int blocked; /* cut off by sw_kube_client_block */
     struct sw_kube_result res;
     sw_http_data_cb user_on_data;
     void *user_on_data_ctx;
@@ -184,6 +192,60 @@ static void set_bearer(struct sw_kube_client *c, const char *token)
     snprintf(c->auth_header, sizeof(c->auth_header), "Authorization: Bearer %s", token);
 }
 
+/*
+ * A tokenFile is read when the client starts, again when its stamp changes (stat'ed at most once a
+ * second, before a request), at least every SW_TOKEN_FILE_MAX_AGE_MS, and
+ * at once after a 401 (`force`). The last token read wins over one the
+ * kubeconfig held inline, as in client-go. A file that cannot be read
+ * leaves the current token in place; the failure is logged once until a
+ * read succeeds again, naming the file, never the token.
+ */
+static void refresh_token_file(struct sw_kube_client *c, int force)
+{
+    if (c->t->token_file == NULL || c->t->exec != NULL)
+        return;
+    int64_t now = sw_mono_ms(clock_of(c));
+    if (!force && c->token_read_ms >= 0 && now - c->token_checked_ms < 1000)
+        return;
+    c->token_checked_ms = now;
+    struct sw_file_stamp st;
+    int have = sw_file_stamp_get(c->t->token_file, &st) == 0;
+    if (!force && !sw_token_file_due(&c->token_stamp, c->token_read_ms, have ? &st : NULL, now))
+        return;
+    char *tok = NULL;
+    size_t n = 0;
+    struct sw_error e;
+    if (sw_read_file(c->t->token_file, 16384, "tokenFile", &tok, &n, &e) != 0 ||
+        n + 32 > sizeof(c->auth_header)) {
+        if (!c->token_warned)
+            SW_LOG(SW_LOG_WARN, "cannot read the token file; keeping the current token",
+                   "cluster=%s file=%s err=%s", sw_log_q(c->name), sw_log_q(c->t->token_file),
+                   sw_log_q(tok == NULL ? e.msg : "too long"));
+        c->token_warned = 1;
+        if (tok != NULL) {
+            memset(tok, 0, n);
+            sw_free(tok);
+        }
+        c->token_read_ms = now; /* try again after the file changes or a while */
+        if (have)
+            c->token_stamp = st;
+        return;
+    }
+    while (n > 0 && (tok[n - 1] == '\n' || tok[n - 1] == '\r' || tok[n - 1] == ' '))
+        tok[--n] = '\0';
+    if (n > 0)
+        set_bearer(c, tok);
+    memset(tok, 0, n);
+    sw_free(tok);
+    if (c->token_read_ms >= 0)
+        SW_LOG(SW_LOG_DEBUG, "token file read again", "cluster=%s file=%s", sw_log_q(c->name),
+               sw_log_q(c->t->token_file));
+    c->token_warned = 0;
+    c->token_read_ms = now;
+    if (have)
+        c->token_stamp = st;
+}
+
 int sw_kube_client_new(uv_loop_t *loop, struct sw_http *http, struct sw_kube_target *target,
                        const struct sw_kube_opts *opts, struct sw_kube_client **out,
                        struct sw_error *err)
@@ -220,6 +282,8 @@ int sw_kube_client_new(uv_loop_t *loop, struct sw_http *http, struct sw_kube_tar
         return rc;
     }
     set_bearer(c, target->token);
+    c->token_read_ms = -1;
+    refresh_token_file(c, 0);
     sw_ratelimit_init(&c->rl, c->opts.qps, c->opts.burst, sw_mono_ms(clock_of(c)));
     c->rng = (uint64_t)sw_mono_ms(sw_clock_system()) * 6364136223846793005ULL + 1;
     *out = c;
@@ -399,6 +463,10 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
     op->call = NULL;
     op->res.http_version = resp->http_version;
     op->res.new_connects += resp->new_connects;
+    if (op->blocked) {
+        op_fail(op, SW_EUNAVAIL, "cut off: %s", c->blocked[0] ? c->blocked : "blocked");
+        return;
+    }
     if (op->canceled || resp->rc == SW_ECANCELED) {
         op_fail(op, SW_ECANCELED, "canceled");
         return;
@@ -485,6 +553,7 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
 static void dispatch(struct sw_kube_op *op)
 {
     struct sw_kube_client *c = op->c;
+    refresh_token_file(c, 0);
     size_t ulen = strlen(c->base) + strlen(op->path) + 1;
     char *url = sw_malloc(ulen);
     if (url == NULL) {
@@ -594,18 +663,14 @@ static void on_timer(uv_timer_t *t)
         op_fail(op, SW_ECANCELED, "canceled");
         return;
     }
-    /* The token file may have been rotated (projected service account tokens). */
-    if (c->t->token_file != NULL && c->t->exec == NULL && op->auth_retried == 1) {
-        char *tok;
-        size_t n;
-        struct sw_error e;
-        if (sw_read_file(c->t->token_file, 16384, "tokenFile", &tok, &n, &e) == 0) {
-            while (n > 0 && (tok[n - 1] == '\n' || tok[n - 1] == '\r'))
-                tok[--n] = '\0';
-            set_bearer(c, tok);
-            memset(tok, 0, n);
-            sw_free(tok);
-        }
+    if (c->blocked[0]) {
+        op_fail(op, SW_EUNAVAIL, "not sent: %s", c->blocked);
+        return;
+    }
+    /* A 401: the token file may have been rotated (projected ServiceAccount
+     * tokens); read it again before the one retry. */
+    if (op->auth_retried == 1) {
+        refresh_token_file(c, 1);
         op->auth_retried = 2;
     }
     if (c->t->exec != NULL && !cred_valid(c)) {
@@ -707,6 +772,30 @@ void sw_kube_cancel(struct sw_kube_op *op)
     case OP_DONE:
         break;
     }
+}
+
+void sw_kube_client_block(struct sw_kube_client *c, const char *why)
+{
+    if (why == NULL || why[0] == '\0') {
+        c->blocked[0] = '\0';
+        return;
+    }
+    snprintf(c->blocked, sizeof(c->blocked), "%s", why);
+    for (struct sw_kube_op *op = c->ops; op != NULL; op = op->next) {
+        if (op->canceled || op->state == OP_DONE)
+            continue;
+        if (op->state == OP_HTTP && op->call != NULL) {
+            op->blocked = 1;
+            sw_http_cancel(op->call);
+        } else if (op->state == OP_DELAY) {
+            uv_timer_start(&op->timer, on_timer, 0, 0);
+        }
+    }
+}
+
+bool sw_kube_client_blocked(const struct sw_kube_client *c)
+{
+    return c->blocked[0] != '\0';
 }
 
 void sw_kube_client_free(struct sw_kube_client *c)

@@ -18,6 +18,7 @@
 #define SW_CLUSTERS_REST_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -104,6 +105,16 @@ int sw_kube_client_new(uv_loop_t *loop, struct sw_http *http, struct sw_kube_tar
  * client once they and any running exec plugin are done; run the loop.
  */
 void sw_kube_client_free(struct sw_kube_client *c);
+
+/**
+ * Cuts the client off from its server (a fenced cluster, a drill): while
+ * `why` is set, no request is sent (each fails at once with SW_EUNAVAIL
+ * and a message holding `why`), and requests on the wire, watches among
+ * them, are aborted the same way. NULL or "" lets requests through again.
+ */
+void sw_kube_client_block(struct sw_kube_client *c, const char *why);
+/** Whether the client is cut off (sw_kube_client_block). */
+bool sw_kube_client_blocked(const struct sw_kube_client *c);
 
 /** The cluster name given in the options (borrowed). */
 const char *sw_kube_client_name(const struct sw_kube_client *c);

@@ -14,9 +14,11 @@
 static const struct sw_cli_command commands[] = {
     {"cluster", "register, list, show and remove member clusters", sw_cli_cluster},
     {"replicate", "replicate S3 data between stores and report RPO", sw_cli_replicate},
+    {"reseal", "seal every registered credential again with a new key", sw_cli_reseal},
     {"status", "the Jobs the hub manages: where they run, state, cost", sw_cli_status},
     {"explain", "the hub's decision for one Job, every option costed", sw_cli_explain},
     {"hub", "the hub's leader, epoch and members' health (hub status)", sw_cli_hub},
+    {"drill", "DR drills: lose a member cluster or the leading hub, report RTO/RPO", sw_cli_drill},
     {"report", "per-team chargeback report (GPU-hours, cost, savings)", sw_cli_report},
     {"simulate", "replay a job trace under placement policies", sw_cli_simulate},
     {"version", "print spillctl's version", sw_cli_version},

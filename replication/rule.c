@@ -171,7 +171,8 @@ int sw_rule_to_json(const struct sw_rule_spec *r, char **out)
              cJSON_AddNumberToObject(o, "part_concurrency", r->part_concurrency) &&
              cJSON_AddNumberToObject(o, "part_size", (double)r->part_size) &&
              cJSON_AddNumberToObject(o, "bytes_per_s", r->bytes_per_s) &&
-             cJSON_AddBoolToObject(o, "server_copy", r->server_copy);
+             cJSON_AddBoolToObject(o, "server_copy", r->server_copy) &&
+             cJSON_AddNumberToObject(o, "rpo_objective_s", r->rpo_objective_s);
     }
     if (ok)
         *out = cJSON_PrintUnformatted(o);
@@ -206,7 +207,7 @@ int sw_rule_from_json(const char *json, size_t len, struct sw_rule_spec *out, st
         return rc;
     const char *name = NULL;
     bool mr = false, sc = false;
-    double conc = 0, pconc = 0, bw = 0;
+    double conc = 0, pconc = 0, bw = 0, rpo = 0;
     int64_t ps = 0;
     if ((rc = sw_json_string(o, "name", true, "rule", &name, err)) != 0)
         goto out;
@@ -242,8 +243,15 @@ int sw_rule_from_json(const char *json, size_t len, struct sw_rule_spec *out, st
         (rc = sw_json_number(o, "concurrency", false, "rule", &conc, err)) != 0 ||
         (rc = sw_json_number(o, "part_concurrency", false, "rule", &pconc, err)) != 0 ||
         (rc = sw_json_int64(o, "part_size", false, "rule", &ps, err)) != 0 ||
-        (rc = sw_json_number(o, "bytes_per_s", false, "rule", &bw, err)) != 0)
+        (rc = sw_json_number(o, "bytes_per_s", false, "rule", &bw, err)) != 0 ||
+        (rc = sw_json_number(o, "rpo_objective_s", false, "rule", &rpo, err)) != 0)
         goto out;
+    if (rpo < 0) {
+        rc = sw_error_set(err, SW_EPARSE, "rule %s: rpo_objective_s: expected seconds >= 0, got %g",
+                          out->name, rpo);
+        goto out;
+    }
+    out->rpo_objective_s = rpo;
     out->model_registry = mr;
     out->server_copy = sc;
     out->concurrency = (int)conc;

@@ -55,6 +55,7 @@ struct sw_rule_spec {
     int64_t part_size;
     double bytes_per_s;
     int server_copy;
+    double rpo_objective_s; /* the rule's RPO objective; 0: the hub's default */
 };
 
 /**

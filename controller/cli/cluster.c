@@ -19,6 +19,7 @@
 #include "clusters/capacity.h"
 #include "clusters/health.h"
 #include "clusters/kubeconfig.h"
+#include "clusters/rbac.h"
 #include "clusters/registry.h"
 #include "clusters/rest.h"
 #include "clusters/spec.h"
@@ -27,6 +28,7 @@
 #include "common/log.h"
 #include "controller/cli/commands.h"
 #include "controller/cli/output.h"
+#include "controller/hub/jobrec.h"
 #include "net/http.h"
 #include "store/redis.h"
 #include "store/seal.h"
@@ -41,7 +43,7 @@ static void usage(FILE *out)
             "Manage the member clusters spillway places Jobs on.\n"
             "\n"
             "Commands:\n"
-            "  add NAME --kubeconfig FILE --role onprem|cloud --region R [options]\n"
+            "  add NAME [--kubeconfig FILE] --role onprem|cloud --region R [options]\n"
             "                     check access and register a cluster\n"
             "  list               registered clusters with health and free/total GPUs per pool\n"
             "                     (-o table, wide, json or yaml)\n"
@@ -49,7 +51,12 @@ static void usage(FILE *out)
             "  remove NAME        unregister a cluster (its Jobs are not touched)\n"
             "\n"
             "Options of add:\n"
-            "  --kubeconfig FILE  the kubeconfig to reach the cluster (required)\n"
+            "  --kubeconfig FILE  the kubeconfig to reach the cluster; without it, in a pod,\n"
+            "                     the cluster the pod runs in (in-cluster configuration:\n"
+            "                     KUBERNETES_SERVICE_HOST/PORT and the ServiceAccount's token\n"
+            "                     and CA in " SW_SERVICEACCOUNT_DIR ",\n"
+            "                     or $" SW_SERVICEACCOUNT_DIR_ENV "); the token file's path\n"
+            "                     is registered, not the token, and read by the hub\n"
             "  --context NAME     the kubeconfig context (default: its current-context)\n"
             "  --role ROLE        onprem (owned capacity) or cloud\n"
             "  --region REGION    the cluster's region, e.g. us-east-1\n"
@@ -217,27 +224,13 @@ static int need_redis(struct args *a)
 /* ---- add ---------------------------------------------------------------- */
 
 /*
- * What spillway does on a member cluster, as RBAC resource attributes:
- * exactly the rules of deploy/rbac/member-clusterrole.yaml, which names the
- * code that uses each. Keep the two equal.
+ * What spillway does on a member cluster: the permissions of
+ * deploy/rbac/member-clusterrole.yaml, which names the code that uses each.
+ * The file is built into spillctl (cmake/embed.cmake), so the role a
+ * platform team applies and the list checked here are one list.
  */
-static const struct perm {
-    const char *group;
-    const char *resource;
-    const char *subresource;
-    const char *verb;
-} perms[] = {
-    {"batch", "jobs", "", "list"},    {"batch", "jobs", "", "watch"},
-    {"batch", "jobs", "", "create"},  {"batch", "jobs", "", "patch"},
-    {"batch", "jobs", "", "delete"},  {"batch", "jobs", "status", "patch"},
-    {"", "pods", "", "list"},         {"", "pods", "", "watch"},
-    {"", "nodes", "", "list"},        {"", "nodes", "", "watch"},
-    {"", "namespaces", "", "create"}, {"", "events", "", "create"},
-    {"", "configmaps", "", "get"},    {"", "configmaps", "", "create"},
-    {"", "secrets", "", "get"},       {"", "secrets", "", "create"},
-    {"", "configmaps", "", "update"}, {"", "secrets", "", "update"},
-};
-#define NPERMS (sizeof(perms) / sizeof(perms[0]))
+extern const char sw_member_role_yaml[];
+extern const unsigned long sw_member_role_yaml_len;
 
 struct ssar {
     int done;
@@ -263,30 +256,48 @@ static void on_ssar(struct sw_kube_result *res, void *ctx)
 /* Asks about every permission at once; returns the number missing, or -1. */
 static int check_permissions(struct env *e, struct sw_kube_client *c, const char *name)
 {
-    struct ssar res[NPERMS];
-    memset(res, 0, sizeof(res));
-    for (size_t i = 0; i < NPERMS; i++) {
+    struct sw_rbac_perm *perms = NULL;
+    size_t nperms = 0;
+    struct sw_error err;
+    if (sw_rbac_parse(sw_member_role_yaml, sw_member_role_yaml_len,
+                      "deploy/rbac/member-clusterrole.yaml (built in)", &perms, &nperms,
+                      &err) != 0) {
+        fprintf(stderr, "spillctl cluster add %s: %s\n", name, err.msg);
+        return -1;
+    }
+    struct ssar *res = sw_calloc(nperms, sizeof(*res));
+    if (res == NULL) {
+        sw_free(perms);
+        return -1;
+    }
+    size_t sent = 0;
+    for (; sent < nperms; sent++) {
         char body[512];
         snprintf(body, sizeof(body),
                  "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":"
                  "\"SelfSubjectAccessReview\",\"spec\":{\"resourceAttributes\":{\"group\":"
                  "\"%s\",\"resource\":\"%s\",\"subresource\":\"%s\",\"verb\":\"%s\"}}}",
-                 perms[i].group, perms[i].resource, perms[i].subresource, perms[i].verb);
+                 perms[sent].group, perms[sent].resource, perms[sent].subresource,
+                 perms[sent].verb);
         struct sw_kube_req r = {.method = "POST",
                                 .path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
                                 .body = body,
                                 .body_len = strlen(body)};
-        if (sw_kube_send(c, &r, on_ssar, &res[i], NULL) != 0)
-            return -1;
+        if (sw_kube_send(c, &r, on_ssar, &res[sent], NULL) != 0)
+            break;
     }
-    for (size_t i = 0; i < NPERMS; i++)
+    /* Every request sent is awaited: each holds a pointer into res. */
+    for (size_t i = 0; i < sent; i++)
         sw_kube_run_until(&e->loop, &res[i].done);
-    int missing = 0;
-    for (size_t i = 0; i < NPERMS; i++) {
+    int missing = sent < nperms ? -1 : 0;
+    if (missing < 0)
+        fprintf(stderr, "spillctl cluster add %s: cannot check permissions: out of memory\n", name);
+    for (size_t i = 0; missing >= 0 && i < nperms; i++) {
         if (res[i].rc != 0) {
             fprintf(stderr, "spillctl cluster add %s: cannot check permissions: %s\n", name,
                     res[i].why);
-            return -1;
+            missing = -1;
+            break;
         }
         if (!res[i].allowed) {
             if (missing++ == 0)
@@ -299,9 +310,11 @@ static int check_permissions(struct env *e, struct sw_kube_client *c, const char
                     perms[i].group[0] ? "." : "", perms[i].group);
         }
     }
-    if (missing)
+    if (missing > 0)
         fprintf(stderr, "Grant them (deploy/rbac/member-clusterrole.yaml) and run add again. "
                         "Nothing was stored.\n");
+    sw_free(res);
+    sw_free(perms);
     return missing;
 }
 
@@ -365,8 +378,16 @@ static int cmd_add(struct args *a)
                 a->name ? ", got \"" : "", a->name ? a->name : "", a->name ? "\"" : "");
         return SW_EXIT_USAGE;
     }
-    if (a->kubeconfig == NULL) {
-        fprintf(stderr, "spillctl cluster add %s: --kubeconfig FILE is required\n", a->name);
+    if (a->kubeconfig == NULL && !sw_kube_incluster_available()) {
+        fprintf(stderr,
+                "spillctl cluster add %s: --kubeconfig FILE is required outside a cluster "
+                "(in-cluster configuration needs KUBERNETES_SERVICE_HOST, "
+                "KUBERNETES_SERVICE_PORT and a token in \"%s\")\n",
+                a->name, sw_kube_serviceaccount_dir());
+        return SW_EXIT_USAGE;
+    }
+    if (a->kubeconfig == NULL && a->context != NULL) {
+        fprintf(stderr, "spillctl cluster add %s: --context needs --kubeconfig\n", a->name);
         return SW_EXIT_USAGE;
     }
     int rc = need_redis(a);
@@ -383,7 +404,11 @@ static int cmd_add(struct args *a)
         return SW_EXIT_FAIL;
     }
     struct sw_kube_target *t = NULL;
-    if (sw_kubeconfig_load(a->kubeconfig, a->context, &t, &err) != 0) {
+    /* In a pod without --kubeconfig: the pod's own cluster. Its target
+     * names the token file and holds no token, so what is sealed is the
+     * file's path: the hub reads the token its own pod has, as it rotates. */
+    if ((a->kubeconfig != NULL ? sw_kubeconfig_load(a->kubeconfig, a->context, &t, &err)
+                               : sw_kube_incluster_load(&t, &err)) != 0) {
         fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
         sw_seal_key_free(key);
         return SW_EXIT_FAIL;
@@ -468,7 +493,75 @@ struct probe {
     struct sw_health health;
     struct sw_gpu_capacity cap;
     int have_cap;
+    /* the leading hub's view (spillway:hub:members), when a hub runs */
+    char hub_state[24]; /* "" none, Ready, Degraded, Unreachable, lost, fenced */
+    int64_t hub_since_ms;
 };
+
+/*
+ * Fills each probe's hub view from the health key the leading hub writes:
+ * "lost" or "fenced" when it is, else the hub's probe state, with the time
+ * it changed. No key (no hub running) leaves them empty.
+ */
+static void hub_views(const char *url, struct probe *probes, size_t n)
+{
+    redisContext *c = NULL;
+    redisReply *rep = NULL;
+    struct sw_error err;
+    if (sw_redis_sync_connect(url, 3000, &c, &err) != 0)
+        return;
+    if (sw_redis_sync_command(c, &rep, &err, "GET %s", SW_KEY_HEALTH) == 0 &&
+        rep->type == REDIS_REPLY_STRING) {
+        cJSON *top = cJSON_Parse(rep->str);
+        const cJSON *m;
+        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(top, "members"))
+        {
+            const char *name = sw_json_str(m, "name");
+            for (size_t i = 0; name && i < n; i++) {
+                struct probe *p = &probes[i];
+                if (strcmp(p->rec.name, name) != 0)
+                    continue;
+                const cJSON *lost = cJSON_GetObjectItemCaseSensitive(m, "lost");
+                const cJSON *fenced = cJSON_GetObjectItemCaseSensitive(m, "fenced");
+                const char *health = sw_json_str(m, "health");
+                double since = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(m, "sinceMs"));
+                if (cJSON_IsTrue(fenced)) {
+                    snprintf(p->hub_state, sizeof(p->hub_state), "fenced");
+                } else if (cJSON_IsTrue(lost)) {
+                    snprintf(p->hub_state, sizeof(p->hub_state), "lost");
+                    since =
+                        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(m, "lostSinceMs"));
+                } else {
+                    snprintf(p->hub_state, sizeof(p->hub_state), "%s", health ? health : "Unknown");
+                }
+                p->hub_since_ms = since > 0 ? (int64_t)since : 0;
+            }
+        }
+        cJSON_Delete(top);
+    }
+    if (rep)
+        freeReplyObject(rep);
+    redisFree(c);
+}
+
+/* "lost 42s", "Ready 3h2m": the hub's view for the table. */
+static void hub_view_text(const struct probe *p, char *out, size_t len)
+{
+    if (p->hub_state[0] == '\0') {
+        snprintf(out, len, "-");
+        return;
+    }
+    int64_t s = p->hub_since_ms ? ((int64_t)time(NULL) * 1000 - p->hub_since_ms) / 1000 : -1;
+    if (s < 0)
+        snprintf(out, len, "%s", p->hub_state);
+    else if (s < 120)
+        snprintf(out, len, "%s %llds", p->hub_state, (long long)s);
+    else if (s < 7200)
+        snprintf(out, len, "%s %lldm", p->hub_state, (long long)(s / 60));
+    else
+        snprintf(out, len, "%s %lldh%lldm", p->hub_state, (long long)(s / 3600),
+                 (long long)(s / 60 % 60));
+}
 
 static void on_ready(struct sw_kube_result *res, void *ctx)
 {
@@ -573,10 +666,18 @@ static const struct sw_pool_spec *match_pool(const struct sw_cluster_spec *s,
 /* ---- list output -------------------------------------------------------- */
 
 static const struct sw_cli_column list_columns[] = {
-    {"NAME", "name", 0},       {"ROLE", "role", 0},     {"REGION", "region", 0},
-    {"HEALTH", "health", 0},   {"POOL", "pool", 0},     {"FREE/TOTAL", "freeTotal", 0},
-    {"PENDING", "pending", 0}, {"SERVER", "server", 1}, {"KUBERNETES", "kubernetes", 1},
-    {"AUTH", "auth", 1},       {"REASON", "reason", 0},
+    {"NAME", "name", 0},
+    {"ROLE", "role", 0},
+    {"REGION", "region", 0},
+    {"HEALTH", "health", 0},
+    {"HUB", "hubView", 0},
+    {"POOL", "pool", 0},
+    {"FREE/TOTAL", "freeTotal", 0},
+    {"PENDING", "pending", 0},
+    {"SERVER", "server", 1},
+    {"KUBERNETES", "kubernetes", 1},
+    {"AUTH", "auth", 1},
+    {"REASON", "reason", 0},
 };
 
 static void iso_time(int64_t ms, char *out, size_t len)
@@ -619,6 +720,18 @@ static cJSON *probe_item(const struct probe *p, int probed)
     else
         cJSON_AddStringToObject(o, "health", sw_health_state_name(p->health.state));
     cJSON_AddStringToObject(o, "reason", probed ? probe_reason(p) : "not probed");
+    char view[64];
+    hub_view_text(p, view, sizeof(view));
+    cJSON_AddStringToObject(o, "hubView", view);
+    if (p->hub_state[0]) {
+        cJSON *hv = cJSON_AddObjectToObject(o, "hub");
+        cJSON_AddStringToObject(hv, "state", p->hub_state);
+        char since[64];
+        iso_time(p->hub_since_ms, since, sizeof(since));
+        cJSON_AddStringToObject(hv, "since", since);
+    } else {
+        cJSON_AddNullToObject(o, "hub");
+    }
     /* The pools as registered, then as found live (when probed). */
     cJSON *specs = cJSON_AddArrayToObject(o, "poolSpecs");
     for (size_t i = 0; specs && i < r->spec.npools; i++) {
@@ -660,7 +773,7 @@ static cJSON *probe_item(const struct probe *p, int probed)
  * there are none. */
 static void add_rows(cJSON *rows, const cJSON *item)
 {
-    static const char *const copied[] = {"name",   "role",       "region", "health",
+    static const char *const copied[] = {"name",   "role",       "region", "health", "hubView",
                                          "server", "kubernetes", "auth",   "reason"};
     const cJSON *pools = cJSON_GetObjectItemCaseSensitive(item, "pools");
     int n = cJSON_GetArraySize(pools);
@@ -784,6 +897,9 @@ static void show_one(const struct probe *p, const struct sw_seal_key *key)
     else if (p->c == NULL && p->health.state != SW_HEALTH_UNKNOWN)
         printf("Health:          %s (%s)\n", sw_health_state_name(p->health.state),
                p->health.reason);
+    char view[64];
+    hub_view_text(p, view, sizeof(view));
+    printf("Hub's view:      %s\n", p->hub_state[0] ? view : "no hub has written one");
     printf("Pools:\n");
     for (size_t i = 0; i < r->spec.npools; i++) {
         const struct sw_pool_spec *ps = &r->spec.pools[i];
@@ -843,6 +959,7 @@ static int cmd_list_show(struct args *a, int show)
             start_probe(&e, &w.probes[i], key);
     for (size_t i = 0; i < w.n; i++)
         finish_probe(&e, &w.probes[i]);
+    hub_views(a->redis, w.probes, w.n);
     if (show && (a->g->output == SW_CLI_JSON || a->g->output == SW_CLI_YAML)) {
         /* One object, the same as the item list -o json prints for it. */
         cJSON *item = probe_item(&w.probes[0], !a->no_probe);

@@ -47,6 +47,11 @@ int sw_cli_explain(const struct sw_cli_globals *g, int argc, char **argv);
 
 /** `spillctl hub status`: leader, epoch, members' health. */
 int sw_cli_hub(const struct sw_cli_globals *g, int argc, char **argv);
+/** `spillctl drill cluster-loss|hub-loss`: DR drills against the running hub. */
+int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv);
+/** `spillctl reseal --new-secret-key-file FILE`: rotates the sealing key. */
+int sw_cli_reseal(const struct sw_cli_globals *g, int argc, char **argv);
+
 /** `spillctl report chargeback ...` */
 int sw_cli_report(const struct sw_cli_globals *g, int argc, char **argv);
 

@@ -5,6 +5,7 @@
 #include "controller/cli/globals.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -310,4 +311,21 @@ void sw_cli_globals_usage(FILE *out)
             "  --log-level LEVEL           debug, info, warn (default), error or off\n"
             "                              (env " SW_CLI_LOG_ENV ")\n"
             "  -h, --help                  help; 'spillctl COMMAND --help' for a command\n");
+}
+
+int sw_cli_redis_open(const struct sw_cli_globals *g, const char *cmd, redisContext **c)
+{
+    char url[SW_CLI_REDIS_URL_MAX];
+    struct sw_error err = {0};
+    if (sw_cli_redis_url(g, url, sizeof(url), &err) != 0) {
+        fprintf(stderr, "spillctl %s: %s\n", cmd, err.msg);
+        return 2; /* SW_EXIT_USAGE */
+    }
+    int rc = sw_redis_sync_connect(url, 5000, c, &err);
+    memset(url, 0, sizeof(url));
+    if (rc != 0) {
+        fprintf(stderr, "spillctl %s: %s\n", cmd, err.msg);
+        return 1; /* SW_EXIT_FAIL */
+    }
+    return 0;
 }

@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "controller/cli/output.h"
+#include "store/redis.h"
 #include "store/seal.h"
 
 #define SW_CLI_REDIS_URL_ENV              "SPILLWAY_REDIS_URL"
@@ -74,6 +75,13 @@ int sw_cli_globals_parse(int *argc, char **argv, struct sw_cli_globals *g, FILE 
  */
 int sw_cli_redis_url(const struct sw_cli_globals *g, char *out, size_t outlen,
                      struct sw_error *err);
+
+/**
+ * Connects to the Redis the global options name (5 s timeout). On failure
+ * prints "spillctl CMD: reason" and returns SW_EXIT_USAGE (no URL given)
+ * or SW_EXIT_FAIL; 0 with *c set (the caller frees it with redisFree).
+ */
+int sw_cli_redis_open(const struct sw_cli_globals *g, const char *cmd, redisContext **c);
 
 /**
  * Loads the sealing key: from the --secret-key-file / $SPILLWAY_SECRET_KEY_FILE

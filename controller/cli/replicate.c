@@ -11,6 +11,7 @@
  *   spillctl replicate list | remove RULE
  *   spillctl replicate status [RULE] [--metrics]
  *   spillctl replicate run RULE (--once | --watch SECONDS) [--progress auto|bar|plain|none]
+ *                              [--force]   (a rule the hub runs is refused without it)
  *   spillctl replicate verify RULE
  *   spillctl replicate estimate RULE [--bandwidth-mbps N]
  *
@@ -33,6 +34,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "controller/cli/commands.h"
+#include "controller/hub/jobrec.h"
 #include "controller/cli/output.h"
 #include "replication/rpo.h"
 #include "replication/rule.h"
@@ -58,11 +60,12 @@ static void usage(FILE *out)
             "  store list | store remove NAME      (list: -o table|wide|json|yaml)\n"
             "  add RULE --from STORE:BUCKET/PREFIX --to STORE:BUCKET/PREFIX [--to ...]\n"
             "      [--model-registry] [--server-copy] [--concurrency N] [--part-concurrency N]\n"
-            "      [--part-size-mib N] [--bandwidth-mbps N]\n"
+            "      [--part-size-mib N] [--bandwidth-mbps N] [--rpo-objective-seconds N]\n"
             "  list | remove RULE                  (list: -o table|wide|json|yaml)\n"
             "  status [RULE] [--metrics]           RPO per target, open uploads (-o ...);\n"
             "                                      --metrics: Prometheus text instead\n"
-            "  run RULE --once | --watch SECONDS [--progress auto|bar|plain|none]\n"
+            "  run RULE --once | --watch SECONDS [--progress auto|bar|plain|none] [--force]\n"
+            "                                      (--force: even when the hub runs the rule)\n"
             "  verify RULE                          re-read every target object, check SHA-256\n"
             "  estimate RULE [--bandwidth-mbps N]   bytes and seconds still to copy\n\n"
             "Redis (--redis) and the sealing key (--secret-key-file; --key-file is a\n"
@@ -318,6 +321,11 @@ static int cmd_add(struct ctx *c, int argc, char **argv)
         if (num(s, "--bandwidth-mbps", 0, 1e6, &v, &err) != 0)
             return fail(&err);
         r.bytes_per_s = v * 1e6;
+    }
+    if ((s = opt(argc, argv, "--rpo-objective-seconds")) != NULL) {
+        if (num(s, "--rpo-objective-seconds", 1, 31536000, &v, &err) != 0)
+            return fail(&err);
+        r.rpo_objective_s = v;
     }
     if (open_redis(c, &err) != 0 || sw_rule_save(c->redis, &r, &err) != 0)
         return fail(&err);
@@ -640,6 +648,20 @@ static int cmd_run(struct ctx *c, int argc, char **argv)
     struct sw_rule_bound *b;
     if (load_bound(c, argv[1], &b, &err) != 0)
         return fail(&err);
+    /* The leading hub runs every rule (controller/hub/rules.c) and says so
+     * in Redis while it does: a second runner is refused unless forced. */
+    redisReply *owner = redisCommand(c->redis, "GET %s%s", SW_KEY_RULE_OWNER, argv[1]);
+    if (owner != NULL && owner->type == REDIS_REPLY_STRING && !flag(argc, argv, "--force")) {
+        fprintf(stderr,
+                "spillctl replicate run: rule %s is run by the hub (%s); running it here too "
+                "would race it: stop here, or pass --force\n",
+                argv[1], owner->str);
+        freeReplyObject(owner);
+        sw_rule_bound_free(b);
+        return SW_EXIT_FAIL;
+    }
+    if (owner)
+        freeReplyObject(owner);
     int rc;
     if (once) {
         rc = run_once(c, b, mode);

@@ -42,21 +42,6 @@ static void age(int64_t from_ms, char *buf, size_t len)
         snprintf(buf, len, "%lldd", (long long)(s / 86400));
 }
 
-static int open_redis(const struct sw_cli_globals *g, const char *cmd, redisContext **c)
-{
-    char url[SW_CLI_REDIS_URL_MAX];
-    struct sw_error err = {0};
-    if (sw_cli_redis_url(g, url, sizeof(url), &err) != 0) {
-        fprintf(stderr, "spillctl %s: %s\n", cmd, err.msg);
-        return SW_EXIT_USAGE;
-    }
-    if (sw_redis_sync_connect(url, 5000, c, &err) != 0) {
-        fprintf(stderr, "spillctl %s: %s\n", cmd, err.msg);
-        return SW_EXIT_FAIL;
-    }
-    return 0;
-}
-
 /* ---- status --------------------------------------------------------------- */
 
 static const struct sw_cli_column status_columns[] = {
@@ -100,7 +85,7 @@ int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
         return SW_EXIT_USAGE;
     }
     redisContext *c = NULL;
-    int rc = open_redis(g, "status", &c);
+    int rc = sw_cli_redis_open(g, "status", &c);
     if (rc != 0)
         return rc;
     struct sw_error err = {0};
@@ -213,7 +198,7 @@ int sw_cli_explain(const struct sw_cli_globals *g, int argc, char **argv)
         return SW_EXIT_USAGE;
     }
     redisContext *c = NULL;
-    int rc = open_redis(g, "explain", &c);
+    int rc = sw_cli_redis_open(g, "explain", &c);
     if (rc != 0)
         return rc;
     struct sw_error err = {0};
@@ -320,7 +305,7 @@ int sw_cli_hub(const struct sw_cli_globals *g, int argc, char **argv)
         return help ? SW_EXIT_OK : SW_EXIT_USAGE;
     }
     redisContext *c = NULL;
-    int rc = open_redis(g, "hub status", &c);
+    int rc = sw_cli_redis_open(g, "hub status", &c);
     if (rc != 0)
         return rc;
     struct sw_error err = {0};

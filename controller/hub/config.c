@@ -39,6 +39,12 @@ void sw_hub_config_default(struct sw_hub_config *c)
     snprintf(c->log_level, sizeof(c->log_level), "info");
     c->output_sync_s = 30;
     c->max_attempts = 3;
+    c->probe_interval_s = 10;
+    c->lost_after_s = 60;
+    c->rto_target_s = 600;
+    c->repl_interval_s = 60;
+    c->repl_model_s = 5;
+    c->repl_rpo_objective_s = 300;
 }
 
 /* ---- the schema --------------------------------------------------------- */
@@ -62,6 +68,14 @@ enum field_id {
     F_OUTPUT_SYNC,
     F_MAX_ATTEMPTS,
     F_LOG_LEVEL,
+    F_MEMBERS,
+    F_PROBE_INTERVAL,
+    F_LOST_AFTER,
+    F_RTO_TARGET,
+    F_REPLICATION,
+    F_REPL_INTERVAL,
+    F_REPL_MODEL,
+    F_REPL_RPO,
     F__COUNT
 };
 
@@ -105,6 +119,16 @@ static const struct field leader_fields[] = {
 static const struct field outputs_fields[] = {
     {"syncSeconds", F_OUTPUT_SYNC, NUM_SECONDS, NULL, 0, 1, 86400},
 };
+static const struct field members_fields[] = {
+    {"probeIntervalSeconds", F_PROBE_INTERVAL, NUM_SECONDS, NULL, 0, 0.5, 600},
+    {"lostAfterSeconds", F_LOST_AFTER, NUM_SECONDS, NULL, 0, 1, 86400},
+    {"rtoTargetSeconds", F_RTO_TARGET, NUM_SECONDS, NULL, 0, 1, 604800},
+};
+static const struct field replication_fields[] = {
+    {"intervalSeconds", F_REPL_INTERVAL, NUM_SECONDS, NULL, 0, 1, 86400},
+    {"modelRegistrySeconds", F_REPL_MODEL, NUM_SECONDS, NULL, 0, 1, 86400},
+    {"rpoObjectiveSeconds", F_REPL_RPO, NUM_SECONDS, NULL, 0, 1, 31536000},
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
     {"redis", F_REDIS, "a mapping", redis_fields, N(redis_fields), 0, 0},
@@ -114,6 +138,8 @@ static const struct field top_fields[] = {
     {"leader", F_LEADER, "a mapping", leader_fields, N(leader_fields), 0, 0},
     {"outputs", F_OUTPUTS, "a mapping", outputs_fields, N(outputs_fields), 0, 0},
     {"maxAttempts", F_MAX_ATTEMPTS, "a whole number", NULL, 0, 1, 100},
+    {"members", F_MEMBERS, "a mapping", members_fields, N(members_fields), 0, 0},
+    {"replication", F_REPLICATION, "a mapping", replication_fields, N(replication_fields), 0, 0},
     {"logLevel", F_LOG_LEVEL, "debug, info, warn or error", NULL, 0, 0, 0},
 };
 
@@ -420,6 +446,18 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return number_field(cd, line, name, f, v, 0, &c->lease_ttl_s);
     case F_OUTPUT_SYNC:
         return number_field(cd, line, name, f, v, 0, &c->output_sync_s);
+    case F_PROBE_INTERVAL:
+        return number_field(cd, line, name, f, v, 0, &c->probe_interval_s);
+    case F_LOST_AFTER:
+        return number_field(cd, line, name, f, v, 0, &c->lost_after_s);
+    case F_RTO_TARGET:
+        return number_field(cd, line, name, f, v, 0, &c->rto_target_s);
+    case F_REPL_INTERVAL:
+        return number_field(cd, line, name, f, v, 0, &c->repl_interval_s);
+    case F_REPL_MODEL:
+        return number_field(cd, line, name, f, v, 0, &c->repl_model_s);
+    case F_REPL_RPO:
+        return number_field(cd, line, name, f, v, 0, &c->repl_rpo_objective_s);
     case F_MAX_ATTEMPTS:
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;

@@ -21,6 +21,14 @@
  *   outputs:
  *     syncSeconds: 30
  *   maxAttempts: 3
+ *   members:
+ *     probeIntervalSeconds: 10            # each member's /readyz
+ *     lostAfterSeconds: 60                # toleration before a member is lost
+ *     rtoTargetSeconds: 600               # objective for recovering from a loss (drills)
+ *   replication:
+ *     intervalSeconds: 60                 # every replication rule, run by the leader
+ *     modelRegistrySeconds: 5             # model-registry rules: each new version
+ *     rpoObjectiveSeconds: 300            # for rules that name none
  *   logLevel: info                        # debug, info, warn or error
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
@@ -58,6 +66,12 @@ struct sw_hub_config {
     char log_level[16];                           /* debug|info|warn|error; default info */
     double output_sync_s;                         /* outputs copied back every N s; default 30 */
     int max_attempts;                             /* re-placements of one Job; default 3 */
+    double probe_interval_s; /* members' /readyz probed every N s; default 10 */
+    double lost_after_s; /* a member not answering (or not Ready) this long is lost; default 60 */
+    double rto_target_s; /* the objective a member's loss is recovered in (drills); default 600 */
+    double repl_interval_s;      /* replication rules run every N s; default 60 */
+    double repl_model_s;         /* model-registry rules every N s; default 5 */
+    double repl_rpo_objective_s; /* a rule's RPO objective when it names none; default 300 */
 };
 
 /** Fills `c` with the defaults; the required fields (redis.url, secretKeyFile) are "". */

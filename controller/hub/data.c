@@ -197,9 +197,16 @@ static void on_outputs(const struct sw_gate_result *res, void *ctx)
     struct out_call *oc = ctx;
     struct sw_hub *h = oc->h;
     struct sw_job *j = oc->j;
-    if (res->rc == 0)
+    if (res->rc == 0) {
         h->m.replication_bytes += (uint64_t)(res->bytes_to_copy > 0 ? res->bytes_to_copy : 0);
-    else
+        if (!oc->stop) {
+            /* For RPO: when this attempt's outputs were last all home. */
+            char ms[32];
+            snprintf(ms, sizeof(ms), "%lld", (long long)sw_hub_wall_ms());
+            const char *argv[] = {"HSET", SW_KEY_OUTPUTS_SYNCED, j->rec.key, ms};
+            sw_redis_command_argv(h->redis, NULL, NULL, 4, argv, NULL);
+        }
+    } else
         SW_LOG(SW_LOG_WARN, "outputs copy failed", "job=%s err=%s", sw_log_q(j->rec.key),
                sw_log_q(res->err.msg));
     if (!oc->final)

@@ -99,7 +99,9 @@ static void add_pools(struct round *rd)
     struct sw_hub *h = rd->h;
     for (size_t i = 0; i < h->nmembers; i++) {
         struct sw_member *m = h->members[i];
-        if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
+        /* Not a member that is lost, fenced, not answering, or still has a
+         * stale mirror to delete. */
+        if (!sw_member_usable(m))
             continue;
         struct sw_gpu_capacity cap = {0};
         if (sw_cluster_cache_capacity(m->cache, &cap) != 0)
@@ -283,6 +285,7 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     w->max_price = spec.max_price;
     w->submit_time = j->rec.created;
     w->burst = spec.burst;
+    j->rec.wait_on_loss = !spec.requeue_on_loss; /* written with the decision */
     /* A Job put back after its mirror was lost is suspended at home: it
      * runs in a mirror wherever it goes, home included. */
     if (spec.n_inputs > 0) {

@@ -147,6 +147,8 @@ static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
      * ran at home: nothing more to do for it (never run it again). */
     if (j->rec.form == SW_FORM_ANNOTATION && sw_follow_finished_at_home(h, j, origin))
         return;
+    if (sw_loss_step(h, j))
+        return;
     switch (j->rec.state) {
     case SW_JS_DECIDED:
         sw_data_step(h, j);
@@ -183,6 +185,8 @@ static void tick(uv_timer_t *t)
         return;
     h->dispatch_backlog = 0;
     sw_hub_jobs_foreach(h, count_backlog, NULL);
+    sw_members_tick(h);
+    sw_rules_tick(h);
     if (h->dispatch_backlog == 0)
         sw_follow_flush_events(h, 10); /* 50 a second: a member's default QPS */
     sw_observe_scan(h);

@@ -10,6 +10,8 @@
  *   data.c      inputs made present and verified in the target region
  *   dispatch.c  the mirror Job, created exactly once
  *   follow.c    the mirror's progress and outcome on the origin Job
+ *   loss.c      member clusters lost: Jobs placed again or held, stale mirrors deleted
+ *   rules.c     every replication rule run by the leader, its RPO for /metrics
  *   metrics.c   /metrics, /healthz and /readyz
  *   hub.c       the loop: lease, ticks, the per-Job step machine
  *
@@ -74,6 +76,12 @@ struct sw_member {
     bool seen;         /* in the latest registry listing */
     char **namespaces; /* created (or found) here by this hub: not asked again */
     size_t nnamespaces;
+    /* loss (members.c): lost once not answering, or not Ready, for
+     * members.lostAfterSeconds; fenced while spillway:fence names it */
+    int64_t lost_since_ms; /* wall ms it was found lost; 0 when not lost */
+    bool fenced;           /* cut off on purpose (a drill): no request is sent */
+    char fence_why[160];
+    size_t stale; /* records with a stale mirror here (counted each tick) */
 };
 
 /** A region's object store, loaded from the replication stores. */
@@ -84,6 +92,20 @@ struct sw_hub_store {
     char access[256];
     char secret[256];
     int virtual_host;
+};
+
+/** A replication rule the leader runs (rules.c). */
+#define SW_HUB_MAX_RULES 64
+struct sw_hub_rule {
+    char name[64];
+    bool busy;
+    bool model_registry;
+    double objective_s; /* RPO objective (the rule's, else replication.rpoObjectiveSeconds) */
+    int64_t started_ms, last_run_ms;
+    uint64_t runs_ok, runs_failed;
+    size_t ntargets;
+    char targets[8][64];
+    int64_t oldest_pending_ms[8]; /* per target, after the last run; 0 none */
 };
 
 #define SW_HUB_MAX_MEMBERS 64
@@ -103,7 +125,9 @@ struct sw_hub_metrics {
     uint64_t dispatches;
     uint64_t preemptions;
     uint64_t fenced;
-    uint64_t rederived; /* records re-derived from their mirrors (adopt.h) */
+    uint64_t cluster_requeues; /* Jobs placed again because their cluster was lost */
+    uint64_t stale_deleted;    /* stale mirrors deleted from returned clusters */
+    uint64_t rederived;        /* records re-derived from their mirrors (adopt.h) */
     uint64_t replication_bytes;
     /* dispatch latency (origin created to mirror created) histogram */
     uint64_t lat_buckets[12];
@@ -144,8 +168,12 @@ struct sw_hub {
     bool registry_busy;
     struct sw_hub_store stores[SW_HUB_MAX_STORES];
     size_t nstores;
+    struct sw_hub_rule rules[SW_HUB_MAX_RULES];
+    size_t nrules;
     bool stores_busy;
     uv_timer_t registry_timer;
+    bool fences_busy;
+    int64_t fences_read_ms;
 
     /* jobs */
     struct sw_job *buckets[SW_HUB_JOB_BUCKETS];
@@ -241,8 +269,23 @@ struct sw_member *sw_member_find(struct sw_hub *h, const char *name);
 bool sw_member_has_namespace(const struct sw_member *m, const char *ns);
 /** Notes that namespace `ns` exists in the member. */
 void sw_member_add_namespace(struct sw_member *m, const char *ns);
-/** Whether every member's cache has synced. */
+/** Whether every member's cache has synced (lost and fenced ones aside). */
 bool sw_members_synced(const struct sw_hub *h);
+/**
+ * Whether the member is up and answering now: connected, synced, not
+ * fenced, not lost, its last probe answered 200. Only such a member is
+ * sent new work or has stale mirrors deleted.
+ */
+bool sw_member_reachable(const struct sw_member *m);
+/** Reachable, and no stale mirror waits to be deleted there: new work may go there. */
+bool sw_member_usable(const struct sw_member *m);
+/** Whether the member is lost (members.lostAfterSeconds without an answer or Ready). */
+static inline bool sw_member_lost(const struct sw_member *m)
+{
+    return m->lost_since_ms != 0;
+}
+/** Each tick: loss and return of members, fences from Redis, stale counts. */
+void sw_members_tick(struct sw_hub *h);
 /** The store of a region, or NULL. */
 const struct sw_hub_store *sw_store_for_region(const struct sw_hub *h, const char *region);
 /** Fills gate stores (borrowing the hub's strings) for every store; returns the count. */
@@ -310,6 +353,25 @@ void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *t
 void sw_follow_flush_events(struct sw_hub *h, size_t max);
 /** Patches annotations on the origin Job (best effort, no callback). */
 void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r);
+
+/* ---- loss.c --------------------------------------------------------------- */
+
+/**
+ * One step for a Job touched by a member's loss, before its lifecycle step:
+ * stale mirrors deleted from clusters that are back; a Job whose mirror's
+ * cluster is lost placed again (spillway.io/on-cluster-loss: requeue, the
+ * default) or held (wait); a Job decided for a lost cluster decided again.
+ * Returns true when it took the step (or the Job must wait), false when
+ * the lifecycle step should run.
+ */
+bool sw_loss_step(struct sw_hub *h, struct sw_job *j);
+
+/* ---- rules.c -------------------------------------------------------------- */
+
+/** The rules as just listed (names borrowed): new ones added, removed ones dropped. */
+void sw_rules_set(struct sw_hub *h, char **names, size_t n);
+/** Each tick on the leader: starts the runs that are due. */
+void sw_rules_tick(struct sw_hub *h);
 
 /* ---- metrics.c ------------------------------------------------------------ */
 

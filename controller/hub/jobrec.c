@@ -1,6 +1,7 @@
 /*
  * jobrec.c - the hub's per-Job record and its JSON form (jobrec.h).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/json.h"
@@ -67,6 +68,15 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
     cJSON_AddNumberToObject(o, "startedMs", (double)r->started_ms);
     cJSON_AddNumberToObject(o, "finishedMs", (double)r->finished_ms);
     cJSON_AddNumberToObject(o, "epoch", (double)r->epoch);
+    cJSON_AddStringToObject(o, "onClusterLoss", r->wait_on_loss ? "wait" : "requeue");
+    cJSON *st = cJSON_AddArrayToObject(o, "staleMirrors");
+    for (int i = 0; i < r->nstale; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "cluster", r->stale[i].cluster);
+        cJSON_AddStringToObject(m, "name", r->stale[i].name);
+        cJSON_AddNumberToObject(m, "attempt", r->stale[i].attempt);
+        cJSON_AddItemToArray(st, m);
+    }
     return o;
 }
 
@@ -146,9 +156,65 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     N("epoch", epoch, int64_t);
 #undef S
 #undef N
+    if ((rc = get_str(o, "onClusterLoss", tmp, sizeof(tmp), what, err)) != 0)
+        return rc;
+    r->wait_on_loss = strcmp(tmp, "wait") == 0;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "staleMirrors");
+    if (st != NULL && !cJSON_IsArray(st))
+        return sw_error_set(err, SW_EINVAL, "%s %s: field \"staleMirrors\": expected a list", what,
+                            r->key);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, st)
+    {
+        if (r->nstale >= SW_REC_MAX_STALE)
+            return sw_error_set(err, SW_ETOOBIG,
+                                "%s %s: field \"staleMirrors\": more than %d entries", what, r->key,
+                                SW_REC_MAX_STALE);
+        struct sw_stale_mirror *sm = &r->stale[r->nstale];
+        if ((rc = get_str(m, "cluster", sm->cluster, sizeof(sm->cluster), what, err)) != 0 ||
+            (rc = get_str(m, "name", sm->name, sizeof(sm->name), what, err)) != 0 ||
+            (rc = get_num(m, "attempt", &d, what, err)) != 0)
+            return rc;
+        if (sm->cluster[0] == '\0' || sm->name[0] == '\0')
+            return sw_error_set(err, SW_EINVAL,
+                                "%s %s: field \"staleMirrors\": an entry without cluster or name",
+                                what, r->key);
+        sm->attempt = (int)d;
+        r->nstale++;
+    }
     if (r->key[0] == '\0')
         return sw_error_set(err, SW_EINVAL, "%s: field \"key\": missing", what);
     return 0;
+}
+
+int sw_job_rec_add_stale(struct sw_job_rec *r, const char *cluster, const char *name, int attempt)
+{
+    for (int i = 0; i < r->nstale; i++)
+        if (strcmp(r->stale[i].cluster, cluster) == 0 && strcmp(r->stale[i].name, name) == 0)
+            return 0;
+    if (r->nstale >= SW_REC_MAX_STALE)
+        return SW_ETOOBIG;
+    struct sw_stale_mirror *sm = &r->stale[r->nstale++];
+    snprintf(sm->cluster, sizeof(sm->cluster), "%s", cluster);
+    snprintf(sm->name, sizeof(sm->name), "%s", name);
+    sm->attempt = attempt;
+    return 0;
+}
+
+void sw_job_rec_remove_stale(struct sw_job_rec *r, int i)
+{
+    if (i < 0 || i >= r->nstale)
+        return;
+    memmove(&r->stale[i], &r->stale[i + 1], (size_t)(r->nstale - i - 1) * sizeof(r->stale[0]));
+    r->nstale--;
+}
+
+bool sw_job_rec_stale_on(const struct sw_job_rec *r, const char *cluster)
+{
+    for (int i = 0; i < r->nstale; i++)
+        if (strcmp(r->stale[i].cluster, cluster) == 0)
+            return true;
+    return false;
 }
 
 double sw_job_rec_cost(const struct sw_job_rec *r, int64_t now_ms)

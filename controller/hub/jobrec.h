@@ -18,6 +18,13 @@
 #define SW_KEY_JOBS    "spillway:jobs"
 #define SW_KEY_JOB     "spillway:job:"
 #define SW_KEY_EXPLAIN "spillway:explain:"
+/* a hash: Job key -> wall ms its outputs last came home (a full round) */
+#define SW_KEY_OUTPUTS_SYNCED "spillway:outputs-synced"
+/* "HUB-ID epoch E, every N s" while the leading hub runs the replication
+ * rule (with a TTL): spillctl replicate run refuses the rule without --force */
+#define SW_KEY_RULE_OWNER "spillway:rule-owner:"
+/* member clusters cut off on purpose (spillctl drill): a hash, name -> why */
+#define SW_KEY_FENCE "spillway:fence"
 
 /** A Job's place in the burst lifecycle (the record's "state"). */
 enum sw_job_state {
@@ -46,6 +53,20 @@ static inline bool sw_job_state_terminal(enum sw_job_state s)
 /** The two ways a Job opts in. */
 enum sw_job_form { SW_FORM_ANNOTATION = 0, SW_FORM_DELEGATED };
 
+/** The most mirrors a record remembers to delete from lost clusters. */
+#define SW_REC_MAX_STALE 16
+
+/**
+ * A mirror left on a member cluster that was lost while it ran: the Job was
+ * placed again elsewhere, and this one is deleted when the cluster returns,
+ * before anything else is sent there.
+ */
+struct sw_stale_mirror {
+    char cluster[64];
+    char name[64];
+    int attempt;
+};
+
 /** One origin Job's record: what is written to Redis (record.c). */
 struct sw_job_rec {
     char key[256]; /* "cluster/namespace/name" */
@@ -73,13 +94,26 @@ struct sw_job_rec {
     int64_t input_bytes;
     double created; /* origin creationTimestamp, unix s */
     int64_t observed_ms, decided_ms, data_ready_ms, dispatched_ms, started_ms, finished_ms;
-    int64_t epoch; /* of the last write */
+    int64_t epoch;     /* of the last write */
+    bool wait_on_loss; /* spillway.io/on-cluster-loss: wait (as of the last decision) */
+    int nstale;        /* mirrors to delete from clusters that were lost */
+    struct sw_stale_mirror stale[SW_REC_MAX_STALE];
 };
 
 /** The record as JSON (new; the caller deletes it). */
 cJSON *sw_job_rec_to_json(const struct sw_job_rec *r);
 /** Parses a record (borrowed); errors name the record and the field. */
 int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *err);
+/**
+ * Remembers a stale mirror (once). SW_ETOOBIG when SW_REC_MAX_STALE are
+ * remembered already: the caller must then not place the Job again.
+ */
+int sw_job_rec_add_stale(struct sw_job_rec *r, const char *cluster, const char *name, int attempt);
+/** Forgets stale mirror i (its deletion is done). */
+void sw_job_rec_remove_stale(struct sw_job_rec *r, int i);
+/** Whether a stale mirror of the record is on `cluster`. */
+bool sw_job_rec_stale_on(const struct sw_job_rec *r, const char *cluster);
+
 /** What the record's Job has cost so far (GPUs x price x hours run), at `now_ms`. */
 double sw_job_rec_cost(const struct sw_job_rec *r, int64_t now_ms);
 

@@ -47,10 +47,28 @@ void sw_member_add_namespace(struct sw_member *m, const char *ns)
 
 bool sw_members_synced(const struct sw_hub *h)
 {
-    for (size_t i = 0; i < h->nmembers; i++)
-        if (h->members[i]->cache == NULL || !sw_cluster_cache_synced(h->members[i]->cache))
+    for (size_t i = 0; i < h->nmembers; i++) {
+        const struct sw_member *m = h->members[i];
+        if (m->fenced || sw_member_lost(m))
+            continue; /* it may never sync again; the others go on */
+        if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
             return false;
+    }
     return h->nmembers > 0;
+}
+
+bool sw_member_reachable(const struct sw_member *m)
+{
+    if (m->client == NULL || m->cache == NULL || !sw_cluster_cache_synced(m->cache) || m->fenced ||
+        sw_member_lost(m))
+        return false;
+    const struct sw_health *hs = m->health ? sw_health_prober_health(m->health) : NULL;
+    return hs == NULL || hs->bad_since_ms == 0; /* no probe yet counts as answering */
+}
+
+bool sw_member_usable(const struct sw_member *m)
+{
+    return sw_member_reachable(m) && m->stale == 0;
 }
 
 const struct sw_hub_store *sw_store_for_region(const struct sw_hub *h, const char *region)
@@ -134,6 +152,13 @@ static int member_connect(struct sw_hub *h, struct sw_member *m)
         return SW_ENOMEM;
     struct sw_health_policy hp;
     sw_health_policy_default(&hp);
+    hp.interval_ms = (int64_t)(h->cfg.probe_interval_s * 1000);
+    if (hp.timeout_ms > hp.interval_ms)
+        hp.timeout_ms = hp.interval_ms;
+    if (hp.slow_ms > hp.timeout_ms)
+        hp.slow_ms = hp.timeout_ms;
+    if (m->fenced)
+        sw_kube_client_block(m->client, m->fence_why);
     sw_health_prober_start(m->client, &hp, on_health, m, &m->health);
     SW_LOG(SW_LOG_INFO, "member added", "cluster=%s role=%s region=%s server=%s",
            sw_log_q(m->rec.name), sw_log_q(sw_cluster_role_name(m->rec.spec.role)),
@@ -154,6 +179,12 @@ static void write_health(struct sw_hub *h)
         cJSON_AddStringToObject(o, "health", hs ? sw_health_state_name(hs->state) : "Unknown");
         cJSON_AddStringToObject(o, "reason", hs ? hs->reason : "");
         cJSON_AddNumberToObject(o, "sinceMs", hs ? (double)hs->since_ms : 0);
+        cJSON_AddNumberToObject(o, "notAnsweringSinceMs", hs ? (double)hs->bad_since_ms : 0);
+        cJSON_AddBoolToObject(o, "lost", sw_member_lost(m));
+        cJSON_AddNumberToObject(o, "lostSinceMs", (double)m->lost_since_ms);
+        cJSON_AddBoolToObject(o, "fenced", m->fenced);
+        cJSON_AddStringToObject(o, "fenceReason", m->fence_why);
+        cJSON_AddNumberToObject(o, "staleMirrorJobs", (double)m->stale);
         cJSON_AddBoolToObject(o, "synced", m->cache && sw_cluster_cache_synced(m->cache));
         cJSON_AddNumberToObject(o, "apiRequests",
                                 m->client ? (double)sw_kube_client_sent(m->client) : 0);
@@ -163,6 +194,11 @@ static void write_health(struct sw_hub *h)
     cJSON_AddStringToObject(top, "hub", h->id);
     cJSON_AddNumberToObject(top, "epoch", (double)h->epoch);
     cJSON_AddNumberToObject(top, "updatedMs", (double)sw_hub_wall_ms());
+    cJSON_AddNumberToObject(top, "lostAfterMs", h->cfg.lost_after_s * 1000);
+    cJSON_AddNumberToObject(top, "probeIntervalMs", h->cfg.probe_interval_s * 1000);
+    cJSON_AddNumberToObject(top, "leaseTTLMs", h->cfg.lease_ttl_s * 1000);
+    cJSON_AddNumberToObject(top, "rtoTargetMs", h->cfg.rto_target_s * 1000);
+    cJSON_AddNumberToObject(top, "replicationRpoObjectiveMs", h->cfg.repl_rpo_objective_s * 1000);
     cJSON_AddItemToObject(top, "members", arr);
     char *text = cJSON_PrintUnformatted(top);
     cJSON_Delete(top);
@@ -233,6 +269,96 @@ static void on_list(int rc, struct sw_cluster_record *recs, size_t n, const stru
     write_health(h);
 }
 
+/* ---- loss, return and fences --------------------------------------------- */
+
+/* Counts, per member, the records with a stale mirror there (once each). */
+static void count_stale(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < j->rec.nstale; i++) {
+        bool seen = false;
+        for (int k = 0; k < i; k++)
+            seen = seen || strcmp(j->rec.stale[k].cluster, j->rec.stale[i].cluster) == 0;
+        struct sw_member *m = seen ? NULL : sw_member_find(h, j->rec.stale[i].cluster);
+        if (m)
+            m->stale++;
+    }
+}
+
+static void on_fences(struct sw_redis *r, redisReply *reply, const char *err, void *ctx)
+{
+    (void)r;
+    (void)err;
+    struct sw_hub *h = ctx;
+    h->fences_busy = false;
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY)
+        return; /* Redis away: fences stay as they were */
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        const char *why = NULL;
+        for (size_t k = 0; k + 1 < reply->elements; k += 2)
+            if (reply->element[k]->type == REDIS_REPLY_STRING &&
+                strcmp(reply->element[k]->str, m->rec.name) == 0)
+                why = reply->element[k + 1]->type == REDIS_REPLY_STRING ? reply->element[k + 1]->str
+                                                                        : "fenced";
+        if ((why != NULL) == m->fenced)
+            continue;
+        m->fenced = why != NULL;
+        if (why) {
+            snprintf(m->fence_why, sizeof(m->fence_why), "fenced by spillway: %s", why);
+            SW_LOG(SW_LOG_WARN, "member fenced: no request is sent to it", "cluster=%s why=%s",
+                   sw_log_q(m->rec.name), sw_log_q(why));
+        } else {
+            m->fence_why[0] = '\0';
+            SW_LOG(SW_LOG_INFO, "member fence lifted", "cluster=%s", sw_log_q(m->rec.name));
+        }
+        if (m->client)
+            sw_kube_client_block(m->client, m->fenced ? m->fence_why : NULL);
+        write_health(h);
+        sw_hub_want_decide(h);
+    }
+}
+
+void sw_members_tick(struct sw_hub *h)
+{
+    int64_t now = sw_hub_wall_ms();
+    if (!h->fences_busy && now - h->fences_read_ms >= 2000) {
+        h->fences_read_ms = now;
+        h->fences_busy = true;
+        const char *argv[] = {"HGETALL", SW_KEY_FENCE};
+        if (sw_redis_command_argv(h->redis, on_fences, h, 2, argv, NULL) != 0)
+            h->fences_busy = false;
+    }
+    bool changed = false;
+    for (size_t i = 0; i < h->nmembers; i++)
+        h->members[i]->stale = 0;
+    sw_hub_jobs_foreach(h, count_stale, NULL);
+    int64_t tol = (int64_t)(h->cfg.lost_after_s * 1000);
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        const struct sw_health *hs = m->health ? sw_health_prober_health(m->health) : NULL;
+        if (hs == NULL)
+            continue;
+        if (!sw_member_lost(m) && hs->bad_since_ms != 0 && now - hs->bad_since_ms >= tol) {
+            m->lost_since_ms = now;
+            changed = true;
+            SW_LOG(SW_LOG_WARN, "member lost", "cluster=%s not_answering_s=%.1f reason=%s",
+                   sw_log_q(m->rec.name), (double)(now - hs->bad_since_ms) / 1000.0,
+                   sw_log_q(hs->reason));
+        } else if (sw_member_lost(m) && hs->bad_since_ms == 0 && hs->state == SW_HEALTH_READY &&
+                   !m->fenced) {
+            SW_LOG(SW_LOG_INFO, "member returned", "cluster=%s lost_for_s=%.1f stale_jobs=%zu",
+                   sw_log_q(m->rec.name), (double)(now - m->lost_since_ms) / 1000.0, m->stale);
+            m->lost_since_ms = 0;
+            changed = true;
+        }
+    }
+    if (changed) {
+        write_health(h);
+        sw_hub_want_decide(h);
+    }
+}
+
 /* ---- stores, on the thread pool ------------------------------------------ */
 
 struct stores_work {
@@ -241,6 +367,9 @@ struct stores_work {
     char url[1024];
     struct sw_hub_store out[SW_HUB_MAX_STORES];
     size_t n;
+    char **rules; /* the replication rules' names */
+    size_t nrules;
+    int rules_rc;
     int rc;
     struct sw_error err;
 };
@@ -272,6 +401,8 @@ static void stores_work(uv_work_t *req)
     }
     if (names)
         sw_names_free(names, n);
+    struct sw_error rerr = {0};
+    w->rules_rc = sw_names_list(c, "sw:repl:rules", &w->rules, &w->nrules, &rerr);
     redisFree(c);
 }
 
@@ -286,6 +417,10 @@ static void stores_done(uv_work_t *req, int status)
     } else {
         SW_LOG(SW_LOG_WARN, "cannot read the object stores", "err=%s", sw_log_q(w->err.msg));
     }
+    if (status == 0 && w->rc == 0 && w->rules_rc == 0)
+        sw_rules_set(h, w->rules, w->nrules);
+    if (w->rules)
+        sw_names_free(w->rules, w->nrules);
     sw_seal_wipe_free(w, sizeof(*w));
 }
 

@@ -13,6 +13,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "controller/hub/hub.h"
+#include "replication/rpo.h"
 
 static const double LAT_BOUNDS[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
 #define NLAT (sizeof(LAT_BOUNDS) / sizeof(LAT_BOUNDS[0]))
@@ -114,6 +115,16 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     sw_buf_adds(b, "# HELP spillway_preemptions_total Mirrors lost and decided again.\n"
                    "# TYPE spillway_preemptions_total counter\n");
     sw_buf_addf(b, "spillway_preemptions_total %llu\n", (unsigned long long)h->m.preemptions);
+    sw_buf_adds(b, "# HELP spillway_cluster_loss_requeues_total Jobs placed again because the "
+                   "cluster of their mirror was lost.\n"
+                   "# TYPE spillway_cluster_loss_requeues_total counter\n");
+    sw_buf_addf(b, "spillway_cluster_loss_requeues_total %llu\n",
+                (unsigned long long)h->m.cluster_requeues);
+    sw_buf_adds(b, "# HELP spillway_stale_mirrors_deleted_total Mirrors deleted from a lost "
+                   "cluster once it returned.\n"
+                   "# TYPE spillway_stale_mirrors_deleted_total counter\n");
+    sw_buf_addf(b, "spillway_stale_mirrors_deleted_total %llu\n",
+                (unsigned long long)h->m.stale_deleted);
     sw_buf_adds(b, "# HELP spillway_fenced_writes_total Writes refused for a stale epoch.\n"
                    "# TYPE spillway_fenced_writes_total counter\n");
     sw_buf_addf(b, "spillway_fenced_writes_total %llu\n", (unsigned long long)h->m.fenced);
@@ -140,6 +151,31 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     for (size_t i = 0; i < rd->nspend; i++)
         sw_buf_addf(b, "spillway_cloud_spend_dollars{team=\"%s\",pool=\"%s\"} %.4f\n",
                     rd->spend[i].team, rd->spend[i].pool, rd->spend[i].dollars);
+    /* Replication rules the leader runs (rules.c): RPO per target, the age
+     * of the last run, the objective, and runs by outcome. */
+    struct sw_rpo_entry ents[SW_HUB_MAX_RULES * 8];
+    size_t ne = 0;
+    for (size_t i = 0; i < h->nrules; i++)
+        for (size_t t = 0; t < h->rules[i].ntargets && ne < sizeof(ents) / sizeof(ents[0]); t++)
+            ents[ne++] =
+                (struct sw_rpo_entry){h->rules[i].name, h->rules[i].targets[t],
+                                      h->rules[i].oldest_pending_ms[t], h->rules[i].last_run_ms};
+    if (ne > 0)
+        sw_rpo_metrics(ents, ne, sw_hub_wall_ms(), b);
+    sw_buf_adds(b, "# HELP spillway_replication_rpo_objective_seconds The RPO objective of a "
+                   "replication rule the hub runs.\n"
+                   "# TYPE spillway_replication_rpo_objective_seconds gauge\n");
+    for (size_t i = 0; i < h->nrules; i++)
+        sw_buf_addf(b, "spillway_replication_rpo_objective_seconds{rule=\"%s\"} %g\n",
+                    h->rules[i].name, h->rules[i].objective_s);
+    sw_buf_adds(b, "# HELP spillway_replication_runs_total Runs of replication rules by the hub.\n"
+                   "# TYPE spillway_replication_runs_total counter\n");
+    for (size_t i = 0; i < h->nrules; i++) {
+        sw_buf_addf(b, "spillway_replication_runs_total{rule=\"%s\",outcome=\"ok\"} %llu\n",
+                    h->rules[i].name, (unsigned long long)h->rules[i].runs_ok);
+        sw_buf_addf(b, "spillway_replication_runs_total{rule=\"%s\",outcome=\"failed\"} %llu\n",
+                    h->rules[i].name, (unsigned long long)h->rules[i].runs_failed);
+    }
     sw_buf_adds(b, "# HELP spillway_replication_bytes_total Bytes copied for inputs and outputs.\n"
                    "# TYPE spillway_replication_bytes_total counter\n");
     sw_buf_addf(b, "spillway_replication_bytes_total %llu\n",
@@ -158,6 +194,14 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
         const struct sw_health *hs = m->health ? sw_health_prober_health(m->health) : NULL;
         sw_buf_addf(b, "spillway_member_ready{cluster=\"%s\"} %d\n", m->rec.name,
                     hs && hs->state == SW_HEALTH_READY ? 1 : 0);
+    }
+    sw_buf_adds(b, "# HELP spillway_member_lost 1 when the member has been lost (not answering, or "
+                   "not Ready, for members.lostAfterSeconds) or is fenced.\n"
+                   "# TYPE spillway_member_lost gauge\n");
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        sw_buf_addf(b, "spillway_member_lost{cluster=\"%s\",fenced=\"%s\"} %d\n", m->rec.name,
+                    m->fenced ? "true" : "false", sw_member_lost(m) ? 1 : 0);
     }
     sw_free(rd);
 }

@@ -34,6 +34,7 @@ static const char DELETE_LUA[] =
     "end\n"
     "redis.call('DEL', KEYS[2], KEYS[4])\n"
     "redis.call('SREM', KEYS[3], ARGV[2])\n"
+    "redis.call('HDEL', KEYS[5], ARGV[2])\n"
     "return 1\n";
 
 struct write_ctx {
@@ -155,9 +156,10 @@ int sw_rec_delete(struct sw_hub *h, struct sw_job *j)
     snprintf(epoch, sizeof(epoch), "%lld", (long long)h->epoch);
     snprintf(key, sizeof(key), SW_KEY_JOB "%s", j->rec.key);
     snprintf(ekey, sizeof(ekey), SW_KEY_EXPLAIN "%s", j->rec.key);
-    const char *argv[] = {"EVAL",      DELETE_LUA, "4",   SW_KEY_EPOCH, key,
-                          SW_KEY_JOBS, ekey,       epoch, j->rec.key};
-    int rc = sw_redis_command_argv(h->redis, on_deleted, w, 9, argv, NULL);
+    const char *argv[] = {"EVAL", DELETE_LUA,  "5",  SW_KEY_EPOCH,
+                          key,    SW_KEY_JOBS, ekey, SW_KEY_OUTPUTS_SYNCED,
+                          epoch,  j->rec.key};
+    int rc = sw_redis_command_argv(h->redis, on_deleted, w, 10, argv, NULL);
     if (rc != 0)
         free(w);
     return rc;

@@ -44,7 +44,7 @@ export SPILLWAY_SECRET_KEY_FILE="$tmp/key"
 pass "a key file readable by others is refused, naming file and mode"
 
 # ---- usage -------------------------------------------------------------------
-"$spillctl" cluster --help | grep -q "add NAME --kubeconfig FILE" || fail "--help lacks add"
+"$spillctl" cluster --help | grep -qF "add NAME [--kubeconfig FILE] --role" || fail "--help lacks add"
 "$spillctl" cluster --help | grep -q "Global options (--redis, -o, ...): see spillctl --help" ||
     fail "cluster --help does not point to the global options"
 "$spillctl" --help | grep -q -- "--redis-password-file FILE" || fail "spillctl --help lacks the global options"

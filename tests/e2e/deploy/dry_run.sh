@@ -4,7 +4,7 @@
 #    built-in Kustomize, and checks our own rules on them (manifests.py:
 #    replicas, security context, probes on the config's port, Secrets only
 #    from volumes, ingress from monitoring only, the alerts, and the member
-#    ClusterRole equal to the permissions `spillctl cluster add` checks);
+#    ClusterRole read by `spillctl cluster add` from the file itself);
 #  - spillwayd itself accepts the rendered hub config (not exit 2);
 #  - applies every rendered object, the sealing-key Secret made as
 #    docs/deploy.md makes it, and the member ClusterRole with
@@ -43,6 +43,19 @@ n_base=$("$PY" "$here/manifests.py" count "$tmp/base.yaml")
 "$PY" "$here/manifests.py" check "$tmp/eval.yaml" "$tmp/base.yaml" "$SW_SOURCE_DIR/controller/cli/cluster.c" \
     "$SW_SOURCE_DIR/deploy/rbac/member-clusterrole.yaml" || fail "manifests.py check"
 pass "kustomize renders $n_eval objects (eval) and $n_base (base); our rules hold"
+
+# ---- the management cluster as a member: components/local-member --------------
+mkdir "$tmp/lm"
+cat >"$tmp/lm/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [$(realpath --relative-to="$tmp/lm" "$SW_SOURCE_DIR/deploy/hub/overlays/eval")]
+components: [$(realpath --relative-to="$tmp/lm" "$SW_SOURCE_DIR/deploy/hub/components/local-member")]
+YAML
+"$SW_LAB_KUBECTL" kustomize "$tmp/lm" >"$tmp/lm.yaml" || fail "kustomize eval + local-member"
+"$PY" "$here/manifests.py" local-member "$tmp/lm.yaml" "$tmp/eval.yaml" \
+    "$SW_SOURCE_DIR/deploy/rbac/member-clusterrole.yaml" "$tmp/lm-rbac.yaml" || fail "manifests.py local-member"
+pass "eval with components/local-member: the member ClusterRole bound to the hub's ServiceAccount, its token mounted, nothing else"
 
 # ---- spillwayd accepts the rendered config ---------------------------------------
 "$PY" - "$tmp/eval.yaml" "$tmp/hub.yaml" "$tmp" <<'PY'
@@ -109,6 +122,11 @@ done
 [ -z "$(k get deployments,services,configmaps,secrets,servicemonitors,prometheusrules -n "$NS" -o name 2>/dev/null | grep -v kube-root-ca)" ] ||
     fail "a dry run stored something in $NS"
 pass "$got of $want objects accepted by the API server (server-side apply, dry run, strict validation); nothing stored"
+k apply --server-side --dry-run=server --validate=strict --field-manager=spillway-e2e --force-conflicts \
+    -f "$tmp/lm-rbac.yaml" >"$tmp/applied" 2>"$tmp/err" || fail "local-member server dry run: $(cat "$tmp/err")"
+[ ! -s "$tmp/err" ] && [ "$(grep -c 'serverside-applied (server dry run)$' "$tmp/applied")" = 2 ] ||
+    fail "local-member's RBAC: $(cat "$tmp/applied" "$tmp/err")"
+pass "local-member's ClusterRole and ClusterRoleBinding accepted by the API server (dry run, strict)"
 
 # ---- Pod Security admission on the pods the Deployments make ------------------------
 # The ServiceAccount admission plugin looks the account up: this one is real,

@@ -135,10 +135,10 @@ wait_record() {
     hub_fail "record $1: $2 is \"$(record_field "$1" "$2")\", not \"$3\", after $4 s"
 }
 
-# watcher_start: the independent oracle (watch_invariants.py) on the three
-# clusters for the test's namespace, for the whole test.
+# watcher_start [--lossy CLUSTER]: the independent oracle (watch_invariants.py)
+# on the three clusters for the test's namespace, for the whole test.
 watcher_start() {
-    python3 "$(dirname "${BASH_SOURCE[0]}")/watch_invariants.py" "$SW_LAB_KUBECTL" "$SW_LAB_KUBECONFIG_DIR" "$NS" \
+    python3 "$(dirname "${BASH_SOURCE[0]}")/watch_invariants.py" "$SW_LAB_KUBECTL" "$SW_LAB_KUBECONFIG_DIR" "$NS" "$@" \
         >"$HUB_TMP/watch.log" 2>&1 &
     WATCH_PID=$!
 }
@@ -187,7 +187,8 @@ YAML
     hub_fail "onprem was not saturated"
 }
 
-# burst_job NAME GPUS DELAY [delegated] [EXTRA_ANNOTATIONS_YAML]: a burstable Job.
+# burst_job NAME GPUS DELAY [delegated] [EXTRA_ANNOTATIONS_YAML]: a burstable
+# Job (spillway.io/burst: $BURST_MODE, default auto).
 burst_job() {
     local managed=""
     [ "${4:-}" = delegated ] && managed="  managedBy: spillway.io/hub"
@@ -197,7 +198,7 @@ kind: Job
 metadata:
   name: $1
   annotations:
-    spillway.io/burst: auto
+    spillway.io/burst: ${BURST_MODE:-auto}
     spillway.io/expected-runtime: 1h
 ${5:-}
 spec:

@@ -11,7 +11,12 @@ promises, from the outside:
 Every breach is printed as a line starting with VIOLATION; the last line
 is "samples N origins M completions K".
 
-usage: watch_invariants.py KUBECTL KUBECONFIG_DIR NAMESPACE
+With --lossy CLUSTER (a cluster the test cuts off, whose Jobs the hub
+places again: at least once), pods on that cluster do not count toward the
+first rule: a mirror left running there while it was unreachable is the
+documented cost of requeue (docs/dr.md). The second rule still holds.
+
+usage: watch_invariants.py KUBECTL KUBECONFIG_DIR NAMESPACE [--lossy CLUSTER]
 """
 import json
 import signal
@@ -40,6 +45,14 @@ def sample(kubectl, kdir, ns, cluster):
 
 def main():
     kubectl, kdir, ns = sys.argv[1:4]
+    lossy = set()
+    rest = sys.argv[4:]
+    while rest:
+        if rest[0] == "--lossy" and len(rest) > 1:
+            lossy.add(rest[1])
+            rest = rest[2:]
+        else:
+            sys.exit(f"watch_invariants.py: unknown argument {rest[0]!r}")
     signal.signal(signal.SIGTERM, on_term)
     samples = 0
     completions = {}  # origin uid -> set of (cluster, job name)
@@ -82,6 +95,8 @@ def main():
                     continue
                 phase = (o.get("status") or {}).get("phase")
                 # A pod bound to a node that no longer exists runs nowhere.
+                if c in lossy:
+                    continue
                 if o["spec"].get("nodeName") in nodes and phase in ("Pending", "Running"):
                     active.setdefault(origin, set()).add(c)
         for origin, cs in active.items():

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clusters/health.h"
+#include "common/error.h"
 
 static void test_transitions(void **state)
 {
@@ -55,10 +56,34 @@ static void test_transitions(void **state)
     assert_string_equal(sw_health_state_name(h.state), "Ready");
 }
 
+/* bad_since_ms: when the current run of unanswered or not-200 probes began
+ * (the hub's loss toleration counts from it); a 200, even slow, ends it. */
+static void test_bad_since(void **state)
+{
+    (void)state;
+    struct sw_health_policy p;
+    sw_health_policy_default(&p);
+    struct sw_health h = {0};
+    sw_health_observe(&h, &p, 1000, 0, 200, 10, "");
+    assert_int_equal(h.bad_since_ms, 0);
+    sw_health_observe(&h, &p, 2000, SW_EUNAVAIL, 0, 0, "connection refused");
+    assert_int_equal(h.bad_since_ms, 2000);
+    sw_health_observe(&h, &p, 3000, 0, 500, 10, "etcd failed");
+    assert_int_equal(h.bad_since_ms, 2000); /* still not Ready: the run goes on */
+    sw_health_observe(&h, &p, 4000, SW_EUNAVAIL, 0, 0, "timeout");
+    assert_int_equal(h.bad_since_ms, 2000);
+    sw_health_observe(&h, &p, 5000, 0, 200, 9000, ""); /* slow, but an answer */
+    assert_int_equal(h.bad_since_ms, 0);
+    assert_int_equal(h.state, SW_HEALTH_DEGRADED);
+    sw_health_observe(&h, &p, 6000, 0, 503, 10, "");
+    assert_int_equal(h.bad_since_ms, 6000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transitions),
+        cmocka_unit_test(test_bad_since),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

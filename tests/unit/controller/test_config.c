@@ -30,7 +30,10 @@ static const char full[] = "redis:\n"                                       /* 1
                            "outputs:\n"                                     /* 12 */
                            "  syncSeconds: 60\n"                            /* 13 */
                            "maxAttempts: 5\n"                               /* 14 */
-                           "logLevel: debug\n";                             /* 15 */
+                           "logLevel: debug\n"                              /* 15 */
+                           "members:\n"                                     /* 16 */
+                           "  probeIntervalSeconds: 2\n"                    /* 17 */
+                           "  lostAfterSeconds: 20\n";                      /* 18 */
 
 static void test_full_example(void **state)
 {
@@ -51,6 +54,8 @@ static void test_full_example(void **state)
     assert_true(c.output_sync_s == 60);
     assert_int_equal(c.max_attempts, 5);
     assert_string_equal(c.log_level, "debug");
+    assert_true(c.probe_interval_s == 2);
+    assert_true(c.lost_after_s == 20);
 }
 
 /* The example of docs/hub.md, word for word. */
@@ -71,6 +76,14 @@ static void test_docs_example(void **state)
                     "outputs:\n"
                     "  syncSeconds: 30\n"
                     "maxAttempts: 3\n"
+                    "members:\n"
+                    "  probeIntervalSeconds: 10\n"
+                    "  lostAfterSeconds: 60\n"
+                    "  rtoTargetSeconds: 600\n"
+                    "replication:\n"
+                    "  intervalSeconds: 60\n"
+                    "  modelRegistrySeconds: 5\n"
+                    "  rpoObjectiveSeconds: 300\n"
                     "logLevel: info\n";
     struct sw_hub_config c;
     struct sw_error err;
@@ -100,6 +113,8 @@ static void test_defaults(void **state)
     assert_string_equal(c.policy, "cost-aware");
     assert_true(c.recheck_s == 5);
     assert_true(c.lease_ttl_s == 10);
+    assert_true(c.probe_interval_s == 10 && c.lost_after_s == 60 && c.rto_target_s == 600);
+    assert_true(c.repl_interval_s == 60 && c.repl_model_s == 5 && c.repl_rpo_objective_s == 300);
     assert_string_equal(c.hub_id, "");
     assert_string_equal(c.log_level, "info");
     assert_true(c.output_sync_s == 30);
@@ -193,7 +208,7 @@ static void test_errors_exact(void **state)
         /* unknown keys, top-level and nested */
         {BASE "lisen: 1.2.3.4:80\n", SW_EINVAL,
          "hub.yaml:4: field \"lisen\": unknown (expected redis, secretKeyFile, listen, placement, "
-         "leader, outputs, maxAttempts, logLevel)"},
+         "leader, outputs, maxAttempts, members, replication, logLevel)"},
         {BASE "leader:\n  id: a\n  ttl: 5\n", SW_EINVAL,
          "hub.yaml:6: field \"leader.ttl\": unknown (expected id, leaseTTLSeconds)"},
         {"redis:\n  uri: redis://r\n", SW_EINVAL,
@@ -239,6 +254,15 @@ static void test_errors_exact(void **state)
          "hub.yaml:4: field \"maxAttempts\": expected a whole number >= 1, got \"2.5\""},
         {BASE "maxAttempts: 101\n", SW_EINVAL,
          "hub.yaml:4: field \"maxAttempts\": expected a whole number <= 100, got \"101\""},
+        {BASE "members:\n  lostAfterSeconds: 0\n", SW_EINVAL,
+         "hub.yaml:5: field \"members.lostAfterSeconds\": expected a number of seconds >= 1, got "
+         "\"0\""},
+        {BASE "members:\n  probeIntervalSeconds: 0.1\n", SW_EINVAL,
+         "hub.yaml:5: field \"members.probeIntervalSeconds\": expected a number of seconds >= "
+         "0.5, got \"0.1\""},
+        {BASE "members:\n  lostAfter: 60\n", SW_EINVAL,
+         "hub.yaml:5: field \"members.lostAfter\": unknown (expected probeIntervalSeconds, "
+         "lostAfterSeconds, rtoTargetSeconds)"},
         {BASE "outputs: {syncSeconds: 0}\n", SW_EINVAL,
          "hub.yaml:4: field \"outputs.syncSeconds\": expected a number of seconds >= 1, got "
          "\"0\""},

@@ -81,6 +81,46 @@ static void test_round_trip(void **state)
     assert_int_equal(b.epoch, 7);
 }
 
+/* Stale mirrors (left on a lost cluster) survive the round trip, are
+ * remembered once, and are forgotten one by one. */
+static void test_stale_mirrors(void **state)
+{
+    (void)state;
+    struct sw_job_rec a, b;
+    fill(&a);
+    assert_int_equal(sw_job_rec_add_stale(&a, "cloud-spot", "sw-u1-1", 1), 0);
+    assert_int_equal(sw_job_rec_add_stale(&a, "cloud-spot", "sw-u1-1", 1), 0);
+    assert_int_equal(sw_job_rec_add_stale(&a, "cloud-ondemand", "sw-u1-2", 2), 0);
+    assert_int_equal(a.nstale, 2);
+    assert_true(sw_job_rec_stale_on(&a, "cloud-spot"));
+    assert_false(sw_job_rec_stale_on(&a, "onprem"));
+    cJSON *o = sw_job_rec_to_json(&a);
+    struct sw_error err = {0};
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), 0);
+    cJSON_Delete(o);
+    assert_int_equal(b.nstale, 2);
+    assert_string_equal(b.stale[1].cluster, "cloud-ondemand");
+    assert_string_equal(b.stale[1].name, "sw-u1-2");
+    assert_int_equal(b.stale[1].attempt, 2);
+    sw_job_rec_remove_stale(&b, 0);
+    assert_int_equal(b.nstale, 1);
+    assert_string_equal(b.stale[0].name, "sw-u1-2");
+    assert_false(sw_job_rec_stale_on(&b, "cloud-spot"));
+    for (int i = 0; i < SW_REC_MAX_STALE - 1; i++) {
+        char n[32];
+        snprintf(n, sizeof(n), "sw-u1-%d", 10 + i);
+        assert_int_equal(sw_job_rec_add_stale(&b, "cloud-spot", n, 10 + i), 0);
+    }
+    assert_int_equal(sw_job_rec_add_stale(&b, "cloud-spot", "one-more", 99), SW_ETOOBIG);
+    /* A malformed list names the field. */
+    o = cJSON_Parse(
+        "{\"key\":\"a/b/c\",\"state\":\"observed\",\"staleMirrors\":[{\"cluster\":\"x\"}]}");
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), SW_EINVAL);
+    assert_string_equal(
+        err.msg, "job record a/b/c: field \"staleMirrors\": an entry without cluster or name");
+    cJSON_Delete(o);
+}
+
 static void test_state_names(void **state)
 {
     (void)state;
@@ -138,9 +178,8 @@ static void test_cost(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_state_names),
-        cmocka_unit_test(test_bad_records),
+        cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_stale_mirrors),
+        cmocka_unit_test(test_state_names), cmocka_unit_test(test_bad_records),
         cmocka_unit_test(test_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,258 @@
+/*
+ * reseal.c - `spillctl reseal`: every sealed credential in Redis (member
+ * cluster connections, spillway:cluster:*, and object store keys,
+ * sw:store:*) opened with the current key and sealed again with a new one,
+ * for rotating the sealing key (docs/deploy.md).
+ *
+ * Two passes: the first opens every record, with the new key when it is
+ * already sealed with it (a re-run after an interruption) or else the old
+ * one; a record neither opens stops the command before anything is written.
+ * The second writes each record sealed with the new key. Each record is
+ * written whole by one SET, so a crash between records leaves some under
+ * each key, and running the command again finishes the work.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clusters/registry.h"
+#include "common/alloc.h"
+#include "controller/cli/commands.h"
+#include "replication/rule.h"
+#include "store/redis.h"
+#include "store/seal.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: spillctl reseal --new-secret-key-file FILE [--dry-run]\n"
+                 "\n"
+                 "Seal every registered credential (member clusters' connections, object\n"
+                 "stores' keys) again with a new key: each is opened with the current key\n"
+                 "(--secret-key-file, $SPILLWAY_SECRET_KEY_FILE or $SPILLWAY_SECRET_KEY)\n"
+                 "or, when already re-sealed, with the new one. Nothing is written unless\n"
+                 "every record opens. Hubs still holding the old key cannot open the\n"
+                 "records afterwards: give them the new key and restart them.\n"
+                 "\n"
+                 "  --new-secret-key-file FILE  the new key (mode 0600 or 0400)\n"
+                 "  --dry-run                   open everything, write nothing\n"
+                 "  -h, --help                  this help\n" SW_CLI_GLOBAL_HELP);
+}
+
+enum kind { CLUSTER, STORE };
+
+struct item {
+    enum kind kind;
+    char *name;
+    int already; /* sealed with the new key */
+    /* CLUSTER */
+    struct sw_cluster_record rec;
+    struct sw_kube_target *target;
+    /* STORE */
+    struct sw_store_spec store;
+    char *ak, *sk;
+};
+
+static void item_clear(struct item *it)
+{
+    sw_free(it->name);
+    sw_cluster_record_clear(&it->rec);
+    sw_kube_target_free(it->target);
+    if (it->ak != NULL)
+        sw_seal_wipe_free(it->ak, strlen(it->ak));
+    if (it->sk != NULL)
+        sw_seal_wipe_free(it->sk, strlen(it->sk));
+}
+
+/* Opens a cluster record with the new key, else the old one. */
+static int open_cluster(redisContext *r, const struct sw_seal_key *old_key,
+                        const struct sw_seal_key *new_key, struct item *it, struct sw_error *err)
+{
+    redisReply *rep = NULL;
+    int rc = sw_redis_sync_command(r, &rep, err, "GET %s%s", SW_REGISTRY_PREFIX, it->name);
+    if (rc != 0)
+        return rc;
+    if (rep->type != REDIS_REPLY_STRING) {
+        freeReplyObject(rep);
+        return sw_error_set(err, SW_ENOENT, "cluster %s: listed in %s but has no record", it->name,
+                            SW_REGISTRY_SET);
+    }
+    char what[128];
+    snprintf(what, sizeof(what), "cluster %s", it->name);
+    rc = sw_cluster_record_from_json(rep->str, rep->len, what, &it->rec, err);
+    freeReplyObject(rep);
+    if (rc != 0)
+        return rc;
+    struct sw_error ignored;
+    if (sw_cluster_record_open(&it->rec, new_key, &it->target, &ignored) == 0) {
+        it->already = 1;
+        return 0;
+    }
+    if (sw_cluster_record_open(&it->rec, old_key, &it->target, err) != 0)
+        return sw_error_wrap(err, "cluster %s: opens with neither key", it->name);
+    return 0;
+}
+
+static int open_store(redisContext *r, const struct sw_seal_key *old_key,
+                      const struct sw_seal_key *new_key, struct item *it, struct sw_error *err)
+{
+    struct sw_error ignored;
+    if (sw_store_load(r, new_key, it->name, &it->store, &it->ak, &it->sk, &ignored) == 0) {
+        it->already = 1;
+        return 0;
+    }
+    if (sw_store_load(r, old_key, it->name, &it->store, &it->ak, &it->sk, err) != 0)
+        return sw_error_wrap(err, "opens with neither key");
+    return 0;
+}
+
+static int write_item(redisContext *r, const struct sw_seal_key *new_key, struct item *it,
+                      struct sw_error *err)
+{
+    if (it->kind == STORE)
+        return sw_store_save(r, new_key, &it->store, it->ak, it->sk, err);
+    int rc = sw_cluster_record_seal(&it->rec, it->target, new_key, err);
+    if (rc != 0)
+        return rc;
+    char *json = NULL;
+    if (sw_cluster_record_to_json(&it->rec, &json) != 0)
+        return sw_error_set(err, SW_ENOMEM, "cluster %s: out of memory", it->name);
+    char key[SW_CLUSTER_NAME_MAX + 32];
+    snprintf(key, sizeof(key), "%s%s", SW_REGISTRY_PREFIX, it->name);
+    const char *argv[] = {"SET", key, json};
+    redisReply *rep = NULL;
+    rc = sw_redis_sync_command_argv(r, &rep, err, 3, argv, NULL);
+    if (rep != NULL)
+        freeReplyObject(rep);
+    sw_free(json);
+    return rc;
+}
+
+int sw_cli_reseal(const struct sw_cli_globals *g, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"new-secret-key-file", required_argument, NULL, 'n'},
+        {"dry-run", no_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *new_file = NULL;
+    int dry = 0, o;
+    optind = 1;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (o == 'n')
+            new_file = optarg;
+        else if (o == 'd')
+            dry = 1;
+        else if (o == 'h') {
+            usage(stdout);
+            return SW_EXIT_OK;
+        } else {
+            fprintf(stderr, "spillctl reseal: unknown or incomplete option \"%s\"\n\n",
+                    argv[optind - 1]);
+            usage(stderr);
+            return SW_EXIT_USAGE;
+        }
+    }
+    if (new_file == NULL || optind < argc) {
+        usage(stderr);
+        return SW_EXIT_USAGE;
+    }
+    struct sw_error err;
+    struct sw_seal_key *old_key = NULL, *new_key = NULL;
+    if (sw_cli_secret_key(g, &old_key, &err) != 0 ||
+        sw_seal_key_from_file(new_file, &new_key, &err) != 0) {
+        fprintf(stderr, "spillctl reseal: %s\n", err.msg);
+        sw_seal_key_free(old_key);
+        return SW_EXIT_FAIL;
+    }
+    int exit_code = SW_EXIT_FAIL;
+    redisContext *r = NULL;
+    char **cnames = NULL, **snames = NULL;
+    size_t nc = 0, ns = 0, n = 0;
+    struct item *items = NULL;
+    if (sw_seal_key_id(old_key) == sw_seal_key_id(new_key)) {
+        fprintf(stderr, "spillctl reseal: the new key is the current key (id %08x)\n",
+                (unsigned)sw_seal_key_id(old_key));
+        goto out;
+    }
+    char url[SW_CLI_REDIS_URL_MAX];
+    int rc = sw_cli_redis_url(g, url, sizeof(url), &err);
+    if (rc == 0)
+        rc = sw_redis_sync_connect(url, 5000, &r, &err);
+    memset(url, 0, sizeof(url)); /* it may hold the password */
+    if (rc != 0 || sw_names_list(r, SW_REGISTRY_SET, &cnames, &nc, &err) != 0 ||
+        sw_names_list(r, "sw:stores", &snames, &ns, &err) != 0) {
+        fprintf(stderr, "spillctl reseal: %s\n", err.msg);
+        goto out;
+    }
+    items = sw_calloc(nc + ns + 1, sizeof(*items));
+    if (items == NULL) {
+        fprintf(stderr, "spillctl reseal: out of memory\n");
+        goto out;
+    }
+    /* Pass 1: open everything; stop before writing if anything does not. */
+    int bad = 0;
+    for (size_t i = 0; i < nc + ns; i++, n++) {
+        struct item *it = &items[i];
+        it->kind = i < nc ? CLUSTER : STORE;
+        it->name = sw_strdup(i < nc ? cnames[i] : snames[i - nc]);
+        if (it->name == NULL) {
+            fprintf(stderr, "spillctl reseal: out of memory\n");
+            goto out;
+        }
+        rc = it->kind == CLUSTER ? open_cluster(r, old_key, new_key, it, &err)
+                                 : open_store(r, old_key, new_key, it, &err);
+        if (rc != 0) {
+            fprintf(stderr, "spillctl reseal: %s\n", err.msg);
+            bad++;
+        }
+    }
+    if (bad > 0) {
+        fprintf(stderr,
+                "spillctl reseal: %d record%s cannot be opened with the current key (%08x) "
+                "or the new one (%08x); nothing was written\n",
+                bad, bad == 1 ? "" : "s", (unsigned)sw_seal_key_id(old_key),
+                (unsigned)sw_seal_key_id(new_key));
+        goto out;
+    }
+    /* Pass 2: write. */
+    size_t done = 0, already = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct item *it = &items[i];
+        const char *kind = it->kind == CLUSTER ? "cluster" : "store";
+        if (it->already) {
+            printf("%s %s: already sealed with key %08x\n", kind, it->name,
+                   (unsigned)sw_seal_key_id(new_key));
+            already++;
+            continue;
+        }
+        if (!dry && write_item(r, new_key, it, &err) != 0) {
+            fprintf(stderr,
+                    "spillctl reseal: %s %s: %s (records before it are re-sealed; run the "
+                    "command again to finish)\n",
+                    kind, it->name, err.msg);
+            goto out;
+        }
+        printf("%s %s: %s from key %08x to key %08x\n", kind, it->name,
+               dry ? "would be re-sealed" : "re-sealed", (unsigned)sw_seal_key_id(old_key),
+               (unsigned)sw_seal_key_id(new_key));
+        done++;
+    }
+    printf("%zu cluster%s and %zu store%s: %zu %s, %zu already under the new key\n", nc,
+           nc == 1 ? "" : "s", ns, ns == 1 ? "" : "s", done,
+           dry ? "would be re-sealed (dry run)" : "re-sealed", already);
+    exit_code = SW_EXIT_OK;
+out:
+    for (size_t i = 0; i < n; i++)
+        item_clear(&items[i]);
+    sw_free(items);
+    sw_names_free(cnames, nc);
+    sw_names_free(snames, ns);
+    if (r != NULL)
+        redisFree(r);
+    sw_seal_key_free(old_key);
+    sw_seal_key_free(new_key);
+    return exit_code;
+}

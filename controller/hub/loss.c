@@ -1,0 +1,259 @@
+/*
+ * loss.c - what the hub does for a Job when a member cluster is lost.
+ *
+ * A member is lost (members.c) once it has not answered, or not been
+ * Ready, for members.lostAfterSeconds. Then, for each Job whose current
+ * attempt is there:
+ *   requeue (spillway.io/on-cluster-loss, the default; at least once): the
+ *     mirror is remembered as stale in the record, its output rounds stop
+ *     (what they copied back is the checkpoint the next attempt starts
+ *     from), and the Job is decided again, elsewhere, as attempt N+1.
+ *   wait (at most once): the Job stays as it is until the cluster returns.
+ * A Job decided for a lost (or fenced) cluster but not yet dispatched is
+ * decided again. When a lost cluster returns, every stale mirror there is
+ * deleted before the cluster is given new work (decide.c only places on
+ * members with no stale mirror left: sw_member_usable).
+ *
+ * Outputs are fenced by attempt: attempt N writes PREFIX/attempt-N/ and
+ * only the attempt the record names is copied back (data.c), so a mirror
+ * still running on a partitioned cluster never overwrites the outputs of
+ * the attempt that replaced it.
+ */
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+
+static bool in_flight(enum sw_job_state s)
+{
+    return s == SW_JS_DISPATCHING || s == SW_JS_DISPATCHED || s == SW_JS_RUNNING ||
+           s == SW_JS_REQUEUED;
+}
+
+/* ---- stale mirrors ---------------------------------------------------------- */
+
+struct stale_call {
+    struct sw_hub *h;
+    struct sw_job *j;
+    char cluster[64];
+    char name[64];
+};
+
+static void stale_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+{
+    (void)ctx;
+    sw_hub_step_done(h, j, rc);
+    if (rc == 0)
+        sw_hub_want_decide(h); /* the cluster may take work again */
+}
+
+static void forget_stale(struct sw_hub *h, struct sw_job *j, const char *cluster, const char *name)
+{
+    for (int i = 0; i < j->rec.nstale; i++)
+        if (strcmp(j->rec.stale[i].cluster, cluster) == 0 &&
+            strcmp(j->rec.stale[i].name, name) == 0) {
+            sw_job_rec_remove_stale(&j->rec, i);
+            break;
+        }
+    if (sw_rec_write(h, j, stale_written, NULL) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+}
+
+static void on_stale_deleted(struct sw_kube_result *res, void *ctx)
+{
+    struct stale_call *sc = ctx;
+    struct sw_hub *h = sc->h;
+    struct sw_job *j = sc->j;
+    if (res->rc != 0 && res->status != 404) {
+        SW_LOG(SW_LOG_WARN, "cannot delete a stale mirror", "job=%s cluster=%s mirror=%s err=%s",
+               sw_log_q(j->rec.key), sw_log_q(sc->cluster), sw_log_q(sc->name),
+               sw_log_q(res->err.msg));
+        sw_free(sc);
+        sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    h->m.stale_deleted++;
+    SW_LOG(SW_LOG_INFO, "stale mirror deleted from a returned cluster",
+           "job=%s cluster=%s mirror=%s found=%s", sw_log_q(j->rec.key), sw_log_q(sc->cluster),
+           sw_log_q(sc->name), res->status == 404 ? "no" : "yes");
+    char msg[300];
+    snprintf(msg, sizeof(msg), "stale mirror %s/%s deleted: cluster %s is back", sc->cluster,
+             sc->name, sc->cluster);
+    sw_follow_event(h, &j->rec, "Normal", "StaleMirrorDeleted", msg);
+    forget_stale(h, j, sc->cluster, sc->name);
+    sw_free(sc);
+}
+
+/* Deletes the first stale mirror whose cluster answers again; true when a step started. */
+static bool stale_step(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    for (int i = 0; i < r->nstale; i++) {
+        struct sw_member *m = sw_member_find(h, r->stale[i].cluster);
+        j->hub = h;
+        if (m == NULL) {
+            /* Removed from the registry: nothing of ours can be sent there. */
+            SW_LOG(SW_LOG_WARN, "stale mirror on a cluster no longer registered; forgotten",
+                   "job=%s cluster=%s mirror=%s", sw_log_q(r->key), sw_log_q(r->stale[i].cluster),
+                   sw_log_q(r->stale[i].name));
+            j->busy = true;
+            char c[64], n[64];
+            snprintf(c, sizeof(c), "%s", r->stale[i].cluster);
+            snprintf(n, sizeof(n), "%s", r->stale[i].name);
+            forget_stale(h, j, c, n);
+            return true;
+        }
+        if (!sw_member_reachable(m))
+            continue;
+        struct stale_call *sc = sw_calloc(1, sizeof(*sc));
+        if (sc == NULL)
+            return false;
+        sc->h = h;
+        sc->j = j;
+        snprintf(sc->cluster, sizeof(sc->cluster), "%s", r->stale[i].cluster);
+        snprintf(sc->name, sizeof(sc->name), "%s", r->stale[i].name);
+        /* Background: the pods go with the Job, and the record need not
+         * wait for them; the cluster gets no new work until this is done. */
+        struct sw_kube_delete_opts d = {.propagation = "Background", .grace_period_s = -1};
+        j->busy = true;
+        if (sw_kube_delete(m->client, SW_KIND_JOB, r->ns, sc->name, &d, on_stale_deleted, sc) !=
+            0) {
+            sw_free(sc);
+            sw_hub_step_done(h, j, SW_EUNAVAIL);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* ---- lost targets ----------------------------------------------------------- */
+
+static void moved_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+{
+    (void)ctx;
+    sw_hub_step_done(h, j, rc);
+    if (rc == 0)
+        sw_hub_want_decide(h);
+}
+
+static bool wants_requeue(struct sw_hub *h, struct sw_job *j)
+{
+    const cJSON *origin = sw_observe_origin(h, &j->rec);
+    struct sw_burst_spec spec;
+    struct sw_error err = {0};
+    if (origin == NULL ||
+        sw_burst_spec_parse(sw_json_child(sw_json_child(origin, "metadata"), "annotations"),
+                            j->rec.created, &spec, &err) != 0)
+        return true; /* the default */
+    return spec.requeue_on_loss;
+}
+
+/* Attempt N's cluster is lost: remember its mirror as stale and decide again. */
+static void move_off(struct sw_hub *h, struct sw_job *j, const struct sw_member *m)
+{
+    struct sw_job_rec *r = &j->rec;
+    const struct sw_health *hs = m->health ? sw_health_prober_health(m->health) : NULL;
+    int64_t since = hs && hs->bad_since_ms ? hs->bad_since_ms : m->lost_since_ms;
+    double lost_for = (double)(sw_hub_wall_ms() - since) / 1000.0;
+    if (r->mirror[0] && sw_job_rec_add_stale(r, r->target_cluster, r->mirror, r->attempt) != 0) {
+        /* Too many stale mirrors to remember: never place it again. */
+        r->state = SW_JS_FAILED;
+        r->finished_ms = sw_hub_wall_ms();
+        snprintf(r->reason, sizeof(r->reason),
+                 "cluster %s lost, and %d stale mirrors already wait for deletion", m->rec.name,
+                 SW_REC_MAX_STALE);
+        sw_follow_event(h, r, "Warning", "BurstFailed", r->reason);
+        j->busy = true;
+        sw_rec_step(h, j, NULL);
+        return;
+    }
+    sw_data_outputs_stop(h, j);
+    r->preemptions++;
+    h->m.cluster_requeues++;
+    char msg[700];
+    if (r->attempt >= h->cfg.max_attempts) {
+        r->state = SW_JS_FAILED;
+        r->finished_ms = sw_hub_wall_ms();
+        snprintf(r->reason, sizeof(r->reason), "cluster %s lost with attempt %d (max %d attempts)",
+                 m->rec.name, r->attempt, h->cfg.max_attempts);
+        sw_follow_event(h, r, "Warning", "BurstFailed", r->reason);
+    } else {
+        snprintf(r->reason, sizeof(r->reason),
+                 "cluster %s lost (not answering for %.0f s): attempt %d placed again", m->rec.name,
+                 lost_for, r->attempt);
+        snprintf(msg, sizeof(msg),
+                 "cluster %s lost (not answering for %.0f s); mirror %s left there to be deleted "
+                 "when it returns; deciding again (attempt %d of %d), from the outputs copied back",
+                 m->rec.name, lost_for, r->mirror, r->attempt + 1, h->cfg.max_attempts);
+        sw_follow_event(h, r, "Warning", "ClusterLost", msg);
+        r->state = SW_JS_OBSERVED;
+        r->started_ms = 0;
+        j->outputs_done = 0;
+        j->status_synced = false;
+    }
+    SW_LOG(SW_LOG_WARN, "cluster lost; job placed again", "job=%s cluster=%s mirror=%s attempt=%d",
+           sw_log_q(r->key), sw_log_q(m->rec.name), sw_log_q(r->mirror), r->attempt);
+    j->busy = true;
+    if (sw_rec_write(h, j, moved_written, NULL) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+}
+
+/* "wait": the Job stays with its cluster; said once. */
+static bool hold(struct sw_hub *h, struct sw_job *j, const struct sw_member *m)
+{
+    struct sw_job_rec *r = &j->rec;
+    char why[256];
+    snprintf(why, sizeof(why),
+             "waiting for cluster %s to return (spillway.io/on-cluster-loss: wait)", m->rec.name);
+    if (strcmp(r->reason, why) == 0)
+        return true;
+    snprintf(r->reason, sizeof(r->reason), "%s", why);
+    SW_LOG(SW_LOG_WARN, "cluster lost; job waits for it", "job=%s cluster=%s", sw_log_q(r->key),
+           sw_log_q(m->rec.name));
+    sw_follow_event(h, r, "Warning", "ClusterLost", why);
+    j->busy = true;
+    sw_rec_step(h, j, NULL);
+    return true;
+}
+
+bool sw_loss_step(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    if (r->nstale > 0 && stale_step(h, j))
+        return true;
+    if (sw_job_state_terminal(r->state) || r->target_cluster[0] == '\0')
+        return false;
+    struct sw_member *tm = sw_member_find(h, r->target_cluster);
+    if (tm == NULL)
+        return false;
+    if (in_flight(r->state) && sw_member_lost(tm) && strcmp(r->target_cluster, r->cluster) != 0) {
+        if (!wants_requeue(h, j))
+            return hold(h, j, tm);
+        move_off(h, j, tm);
+        return true;
+    }
+    if (in_flight(r->state) && sw_member_lost(tm))
+        return true; /* at home and home is lost: nothing to do until it returns */
+    if ((r->state == SW_JS_DECIDED || r->state == SW_JS_DATA_READY) &&
+        (sw_member_lost(tm) || tm->fenced)) {
+        snprintf(r->reason, sizeof(r->reason), "cluster %s %s before dispatch; deciding again",
+                 tm->rec.name, tm->fenced ? "fenced" : "lost");
+        r->state = SW_JS_OBSERVED;
+        j->busy = true;
+        if (sw_rec_write(h, j, moved_written, NULL) != 0)
+            sw_hub_step_done(h, j, SW_EUNAVAIL);
+        return true;
+    }
+    if (r->state == SW_JS_DISPATCHING && !sw_member_usable(tm))
+        return true; /* the mirror is created only where nothing stale remains */
+    /* "wait" Jobs whose cluster is back: the reason goes with the loss. */
+    if (in_flight(r->state) && strncmp(r->reason, "waiting for cluster ", 20) == 0) {
+        r->reason[0] = '\0';
+        j->busy = true;
+        sw_rec_step(h, j, NULL);
+        return true;
+    }
+    return false;
+}

@@ -1,0 +1,143 @@
+/*
+ * test_rbac.c - clusters/rbac.c: a role's rules expanded into permissions;
+ * the member role as built into spillctl holds exactly the 18 permissions
+ * the hub's code uses (docs/deploy.md names the code for each); bad roles
+ * are refused, named; allocation failures.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "clusters/rbac.h"
+#include "common/alloc.h"
+
+extern const char sw_member_role_yaml[];
+extern const unsigned long sw_member_role_yaml_len;
+
+static int has(const struct sw_rbac_perm *p, size_t n, const char *g, const char *r, const char *s,
+               const char *v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(p[i].group, g) && !strcmp(p[i].resource, r) && !strcmp(p[i].subresource, s) &&
+            !strcmp(p[i].verb, v))
+            return 1;
+    return 0;
+}
+
+static void test_member_role(void **state)
+{
+    (void)state;
+    static const char *want[][4] = {
+        {"batch", "jobs", "", "list"},    {"batch", "jobs", "", "watch"},
+        {"batch", "jobs", "", "create"},  {"batch", "jobs", "", "patch"},
+        {"batch", "jobs", "", "delete"},  {"batch", "jobs", "status", "patch"},
+        {"", "pods", "", "list"},         {"", "pods", "", "watch"},
+        {"", "nodes", "", "list"},        {"", "nodes", "", "watch"},
+        {"", "namespaces", "", "create"}, {"", "events", "", "create"},
+        {"", "configmaps", "", "get"},    {"", "configmaps", "", "create"},
+        {"", "configmaps", "", "update"}, {"", "secrets", "", "get"},
+        {"", "secrets", "", "create"},    {"", "secrets", "", "update"},
+    };
+    struct sw_rbac_perm *p = NULL;
+    size_t n = 0;
+    struct sw_error err;
+    assert_int_equal(
+        sw_rbac_parse(sw_member_role_yaml, sw_member_role_yaml_len, "member", &p, &n, &err), 0);
+    assert_int_equal(n, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < n; i++)
+        if (!has(p, n, want[i][0], want[i][1], want[i][2], want[i][3]))
+            fail_msg("the member role lacks %s %s/%s %s", want[i][0], want[i][1], want[i][2],
+                     want[i][3]);
+    sw_free(p);
+}
+
+static void test_expansion_and_dedup(void **state)
+{
+    (void)state;
+    const char *y = "kind: Role\nrules:\n"
+                    "- {apiGroups: [\"\", apps], resources: [pods, pods/log], verbs: [get]}\n"
+                    "- {apiGroups: [\"\"], resources: [pods], verbs: [get, list]}\n";
+    struct sw_rbac_perm *p = NULL;
+    size_t n = 0;
+    struct sw_error err;
+    assert_int_equal(sw_rbac_parse(y, strlen(y), "r", &p, &n, &err), 0);
+    assert_int_equal(n, 5); /* 2x2 gets, then list; the repeated get once */
+    assert_string_equal(p[1].resource, "pods");
+    assert_string_equal(p[1].subresource, "log");
+    assert_string_equal(p[2].group, "apps");
+    assert_string_equal(p[4].verb, "list");
+    sw_free(p);
+}
+
+static void test_bad_roles_named(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml, *want;
+    } bad[] = {
+        {"kind: Pod\nrules: []\n", "field \"kind\": expected ClusterRole or Role, got \"Pod\""},
+        {"kind: Role\n", "field \"rules\": expected a list"},
+        {"kind: Role\nrules: []\n", "the role grants nothing"},
+        {"kind: Role\nrules: [{apiGroups: [\"\"], resources: [pods]}]\n",
+         "rules[0]: field \"verbs\": expected a list"},
+        {"kind: Role\nrules: [{apiGroups: [\"\"], resources: [\"*\"], verbs: [get]}]\n",
+         "rules[0]: field \"resources\": wildcard \"*\" refused"},
+        {"kind: Role\nrules: [{apiGroups: [\"\"], resources: [pods], verbs: [[get]]}]\n",
+         "rules[0]: field \"verbs\": expected strings"},
+        {"kind: Role\nrules: [{apiGroups: [\"\"], resources: [pods], resourceNames: [a], verbs: "
+         "[get]}]\n",
+         "rules[0]: resourceNames and nonResourceURLs are not supported"},
+        {"kind: Role\nrules: [{apiGroups: [\"\"], resources: [pods/], verbs: [get]}]\n",
+         "a name is empty or too long"},
+        {"kind: [\n", "line"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sw_rbac_perm *p = (void *)1;
+        size_t n = 9;
+        struct sw_error err;
+        assert_int_not_equal(
+            sw_rbac_parse(bad[i].yaml, strlen(bad[i].yaml), "role.yaml", &p, &n, &err), 0);
+        assert_null(p);
+        assert_int_equal(n, 0);
+        if (strstr(err.msg, bad[i].want) == NULL || strncmp(err.msg, "role.yaml: ", 11) != 0)
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.msg, bad[i].want);
+    }
+}
+
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    for (uint64_t nth = 1; nth < 500; nth++) {
+        struct sw_rbac_perm *p = NULL;
+        size_t n = 0;
+        struct sw_error err;
+        sw_alloc_fail_at(nth);
+        int rc = sw_rbac_parse(sw_member_role_yaml, sw_member_role_yaml_len, "m", &p, &n, &err);
+        int injected = sw_alloc_injected();
+        sw_alloc_reset();
+        if (!injected) {
+            assert_int_equal(rc, 0);
+            sw_free(p);
+            return;
+        }
+        assert_int_equal(rc, SW_ENOMEM);
+        assert_null(p);
+    }
+    fail_msg("allocated more than expected");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_member_role),
+        cmocka_unit_test(test_expansion_and_dedup),
+        cmocka_unit_test(test_bad_roles_named),
+        cmocka_unit_test(test_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
