@@ -142,7 +142,7 @@ static void clients_close(struct clients *c)
     uv_run(&c->loop, UV_RUN_DEFAULT);
     uv_loop_close(&c->loop);
     if (c->journal)
-        redisFree(c->journal);
+        sw_redis_sync_free(c->journal);
 }
 
 static void post(struct work *w, const struct sw_gate_result *res,

@@ -13,12 +13,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/alloc.h"
 #include "common/log.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
+/* With Sentinel a failover is over in seconds: look again sooner. */
+#define SENTINEL_BACKOFF_MAX_MS 2000
+/*
+ * How often a connected client asks the Sentinels whether the master moved.
+ * A manual or forced failover leaves the old master up, answering writes,
+ * until the Sentinels get round to demoting it (seconds later): those
+ * writes are lost with it. Asking keeps that window short.
+ */
+#define SENTINEL_CHECK_MS 1000
 
 /* ---- URLs --------------------------------------------------------------- */
 
@@ -33,7 +43,26 @@ void sw_redis_url_free(struct sw_redis_url *u)
         memset(u->password, 0, strlen(u->password));
         sw_free(u->password);
     }
+    for (size_t i = 0; i < u->nsentinels; i++)
+        sw_free(u->sentinel_host[i]);
+    sw_free(u->master);
+    if (u->sentinel_password != NULL) {
+        memset(u->sentinel_password, 0, strlen(u->sentinel_password));
+        sw_free(u->sentinel_password);
+    }
     memset(u, 0, sizeof(*u));
+}
+
+/* The length of the URL's scheme and "://", or 0 for an unknown scheme. */
+static size_t scheme_len(const char *url)
+{
+    if (strncmp(url, SW_REDIS_SENTINEL_SCHEME, strlen(SW_REDIS_SENTINEL_SCHEME)) == 0)
+        return strlen(SW_REDIS_SENTINEL_SCHEME);
+    if (strncmp(url, "redis://", 8) == 0)
+        return 8;
+    if (strncmp(url, "unix://", 7) == 0)
+        return 7;
+    return 0;
 }
 
 /* Percent-decodes [s, s+n) into a new string; NULL on a bad escape or OOM. */
@@ -78,49 +107,195 @@ static int parse_int(const char *s, size_t n, long lo, long hi, int *out)
     return 0;
 }
 
+/*
+ * Reads "[user][:password]@" at *p, if there is one (it ends at the last '@'
+ * before the path; a unix socket's path may hold '/'), and moves *p past it.
+ */
+static int parse_credentials(const char **pp, int is_unix, struct sw_redis_url *out,
+                             struct sw_error *err)
+{
+    const char *p = *pp;
+    const char *at = NULL;
+    for (const char *q = p; *q != '\0' && (is_unix || *q != '/'); q++)
+        if (*q == '@')
+            at = q;
+    if (at == NULL)
+        return 0;
+    int bad = 0;
+    const char *colon = memchr(p, ':', (size_t)(at - p));
+    if (colon == NULL) {
+        /* redis://password@host is a common mistake; Redis has no
+         * password-less users in URLs, so read it as the password. */
+        out->password = pct_decode(p, (size_t)(at - p), &bad);
+    } else {
+        if (colon > p)
+            out->user = pct_decode(p, (size_t)(colon - p), &bad);
+        if (!bad)
+            out->password = pct_decode(colon + 1, (size_t)(at - colon - 1), &bad);
+    }
+    if (bad) {
+        sw_redis_url_free(out);
+        return sw_error_set(err, SW_EPARSE, "redis URL: bad %%-escape in the credentials");
+    }
+    if ((out->password == NULL && (colon == NULL || at > colon + 1)) ||
+        (colon != NULL && colon > p && out->user == NULL)) {
+        sw_redis_url_free(out);
+        return sw_error_set(err, SW_ENOMEM, "redis URL: out of memory");
+    }
+    *pp = at + 1;
+    return 0;
+}
+
+/*
+ * One "host[:port]" or "[v6][:port]" in [s, e); the port defaults to
+ * `defport`. Returns 0, or SW_EPARSE / SW_ENOMEM with a message that names
+ * `what` (the caller frees *out's other strings).
+ */
+static int parse_hostport(const char *s, const char *e, int defport, const char *what, char **host,
+                          int *port, struct sw_error *err)
+{
+    const char *pstart = NULL;
+    *port = defport;
+    if (s < e && *s == '[') {
+        const char *rb = memchr(s, ']', (size_t)(e - s));
+        if (rb == NULL)
+            return sw_error_set(err, SW_EPARSE, "redis URL: unterminated '[' in %s", what);
+        if (rb + 1 < e) {
+            if (rb[1] != ':')
+                return sw_error_set(err, SW_EPARSE, "redis URL: expected ':' after ']' in %s",
+                                    what);
+            pstart = rb + 2;
+        }
+        *host = sw_strndup(s + 1, (size_t)(rb - s - 1));
+    } else {
+        const char *colon = memchr(s, ':', (size_t)(e - s));
+        if (colon != NULL)
+            pstart = colon + 1;
+        *host = sw_strndup(s, (size_t)((colon ? colon : e) - s));
+    }
+    if (*host == NULL)
+        return sw_error_set(err, SW_ENOMEM, "redis URL: out of memory");
+    if ((*host)[0] == '\0')
+        return sw_error_set(err, SW_EPARSE, "redis URL: the host of %s is empty", what);
+    if (pstart != NULL && parse_int(pstart, (size_t)(e - pstart), 1, 65535, port) != 0)
+        return sw_error_set(err, SW_EPARSE, "redis URL: expected a port number 1-65535 in %s",
+                            what);
+    return 0;
+}
+
+static int sentinel_fail(struct sw_redis_url *out, int rc)
+{
+    sw_redis_url_free(out);
+    return rc;
+}
+
+/*
+ * redis+sentinel://[user[:password]@]HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]
+ * [?sentinelPassword=PW], p just past the scheme.
+ */
+static int parse_sentinel(const char *p, struct sw_redis_url *out, struct sw_error *err)
+{
+    int rc = parse_credentials(&p, 0, out, err);
+    if (rc != 0)
+        return rc;
+    out->sentinel = 1;
+    const char *slash = strchr(p, '/');
+    const char *hend = slash ? slash : p + strlen(p);
+    if (hend == p)
+        return sentinel_fail(out, sw_error_set(err, SW_EPARSE,
+                                               "redis URL: expected at least one Sentinel "
+                                               "host[:port] after " SW_REDIS_SENTINEL_SCHEME));
+    for (const char *s = p; s <= hend;) {
+        const char *comma = memchr(s, ',', (size_t)(hend - s));
+        const char *e = comma ? comma : hend;
+        char what[48];
+        snprintf(what, sizeof(what), "Sentinel %zu", out->nsentinels + 1);
+        if (e == s)
+            return sentinel_fail(
+                out, sw_error_set(err, SW_EPARSE, "redis URL: %s of the list is empty", what));
+        if (out->nsentinels == SW_REDIS_MAX_SENTINELS)
+            return sentinel_fail(out,
+                                 sw_error_set(err, SW_EPARSE, "redis URL: more than %d Sentinels",
+                                              SW_REDIS_MAX_SENTINELS));
+        size_t k = out->nsentinels++;
+        rc = parse_hostport(s, e, SW_REDIS_SENTINEL_PORT, what, &out->sentinel_host[k],
+                            &out->sentinel_port[k], err);
+        if (rc != 0)
+            return sentinel_fail(out, rc);
+        s = e + 1;
+    }
+    if (slash == NULL)
+        return sentinel_fail(out, sw_error_set(err, SW_EPARSE,
+                                               "redis URL: expected /MASTERNAME after the "
+                                               "Sentinels (the name they monitor the master by)"));
+    const char *m = slash + 1;
+    size_t mlen = strcspn(m, "/?");
+    if (mlen == 0)
+        return sentinel_fail(out, sw_error_set(err, SW_EPARSE,
+                                               "redis URL: expected /MASTERNAME after the "
+                                               "Sentinels (the name they monitor the master by)"));
+    for (size_t i = 0; i < mlen; i++)
+        if (!isalnum((unsigned char)m[i]) && m[i] != '.' && m[i] != '_' && m[i] != '-')
+            return sentinel_fail(out, sw_error_set(err, SW_EPARSE,
+                                                   "redis URL: the master name may hold letters, "
+                                                   "digits, '.', '_' and '-' only"));
+    out->master = sw_strndup(m, mlen);
+    if (out->master == NULL)
+        return sentinel_fail(out, sw_error_set(err, SW_ENOMEM, "redis URL: out of memory"));
+    const char *q = m + mlen;
+    if (*q == '/') {
+        size_t dlen = strcspn(q + 1, "?");
+        if (dlen > 0 && parse_int(q + 1, dlen, 0, 1 << 20, &out->db) != 0)
+            return sentinel_fail(out, sw_error_set(err, SW_EPARSE,
+                                                   "redis URL: expected a database number "
+                                                   "after the master name's '/'"));
+        q += 1 + dlen;
+    }
+    if (*q == '?') {
+        static const char key[] = "?" SW_REDIS_SENTINEL_PASSWORD_PARAM "=";
+        if (strncmp(q, key, strlen(key)) != 0)
+            return sentinel_fail(out, sw_error_set(err, SW_EPARSE,
+                                                   "redis URL: the only query parameter known is "
+                                                   "\"" SW_REDIS_SENTINEL_PASSWORD_PARAM "\""));
+        int bad = 0;
+        const char *v = q + strlen(key);
+        out->sentinel_password = pct_decode(v, strlen(v), &bad);
+        if (out->sentinel_password == NULL)
+            return sentinel_fail(
+                out, sw_error_set(err, bad ? SW_EPARSE : SW_ENOMEM, "redis URL: %s",
+                                  bad ? "bad %-escape in the Sentinel password" : "out of memory"));
+        if (out->sentinel_password[0] == '\0') {
+            sw_free(out->sentinel_password);
+            out->sentinel_password = NULL;
+        }
+    }
+    return 0;
+}
+
 int sw_redis_url_parse(const char *url, struct sw_redis_url *out, struct sw_error *err)
 {
     memset(out, 0, sizeof(*out));
     out->port = 6379;
     int is_unix = 0;
     const char *p;
-    if (strncmp(url, "redis://", 8) == 0) {
+    if (scheme_len(url) == strlen(SW_REDIS_SENTINEL_SCHEME)) {
+        out->port = 0;
+        out->sentinel = 1;
+        return parse_sentinel(url + scheme_len(url), out, err);
+    } else if (strncmp(url, "redis://", 8) == 0) {
         p = url + 8;
     } else if (strncmp(url, "unix://", 7) == 0) {
         p = url + 7;
         is_unix = 1;
     } else {
-        return sw_error_set(err, SW_EPARSE,
-                            "redis URL: expected it to start with redis:// or unix://");
+        return sw_error_set(
+            err, SW_EPARSE,
+            "redis URL: expected it to start with redis://, " SW_REDIS_SENTINEL_SCHEME
+            " or unix://");
     }
-    /* Credentials end at the last '@' before the path. */
-    const char *at = NULL;
-    for (const char *q = p; *q != '\0' && (is_unix || *q != '/'); q++)
-        if (*q == '@')
-            at = q;
-    int bad = 0;
-    if (at != NULL) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        if (colon == NULL) {
-            /* redis://password@host is a common mistake; Redis has no
-             * password-less users in URLs, so read it as the password. */
-            out->password = pct_decode(p, (size_t)(at - p), &bad);
-        } else {
-            if (colon > p)
-                out->user = pct_decode(p, (size_t)(colon - p), &bad);
-            if (!bad)
-                out->password = pct_decode(colon + 1, (size_t)(at - colon - 1), &bad);
-        }
-        if (bad) {
-            sw_redis_url_free(out);
-            return sw_error_set(err, SW_EPARSE, "redis URL: bad %%-escape in the credentials");
-        }
-        if (out->password == NULL && (colon == NULL || at > colon + 1)) {
-            sw_redis_url_free(out);
-            return sw_error_set(err, SW_ENOMEM, "redis URL: out of memory");
-        }
-        p = at + 1;
-    }
+    int rc = parse_credentials(&p, is_unix, out, err);
+    if (rc != 0)
+        return rc;
     if (is_unix) {
         const char *q = strchr(p, '?');
         size_t plen = q ? (size_t)(q - p) : strlen(p);
@@ -190,12 +365,93 @@ int sw_redis_url_parse(const char *url, struct sw_redis_url *out, struct sw_erro
 
 void sw_redis_url_redacted(const struct sw_redis_url *u, char *out, size_t outlen)
 {
-    const char *cred = u->password ? ":***@" : "";
+    const char *cred = u->password ? ":***@" : (u->user ? "@" : "");
+    if (u->sentinel) {
+        size_t k = (size_t)snprintf(out, outlen, SW_REDIS_SENTINEL_SCHEME "%s%s",
+                                    u->user ? u->user : "", cred);
+        for (size_t i = 0; i < u->nsentinels && k < outlen; i++) {
+            const char *h = u->sentinel_host[i];
+            int v6 = strchr(h, ':') != NULL;
+            k += (size_t)snprintf(out + k, outlen - k, "%s%s%s%s:%d", i ? "," : "", v6 ? "[" : "",
+                                  h, v6 ? "]" : "", u->sentinel_port[i]);
+        }
+        if (k < outlen)
+            snprintf(out + k, outlen - k, "/%s/%d%s", u->master ? u->master : "", u->db,
+                     u->sentinel_password ? "?" SW_REDIS_SENTINEL_PASSWORD_PARAM "=***" : "");
+        return;
+    }
     if (u->path != NULL)
         snprintf(out, outlen, "unix://%s%s%s?db=%d", u->user ? u->user : "", cred, u->path, u->db);
     else
         snprintf(out, outlen, "redis://%s%s%s:%d/%d", u->user ? u->user : "", cred, u->host,
                  u->port, u->db);
+}
+
+/* Appends the percent-encoding of s at out[*k] (bounded; clears *fits when short). */
+static void put_encoded(char *out, size_t outlen, size_t *k, const char *s, int *fits)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+        char enc[3] = {(char)*q, 0, 0};
+        size_t n = 1;
+        if (!(isalnum(*q) || *q == '-' || *q == '.' || *q == '_' || *q == '~')) {
+            enc[0] = '%';
+            enc[1] = hex[*q >> 4];
+            enc[2] = hex[*q & 15];
+            n = 3;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (*k + 1 < outlen)
+                out[(*k)++] = enc[i];
+            else
+                *fits = 0;
+        }
+    }
+}
+
+int sw_redis_url_with_sentinel_password(const char *url, const char *password, char *out,
+                                        size_t outlen, struct sw_error *err)
+{
+    struct sw_redis_url u;
+    int rc = sw_redis_url_parse(url, &u, err);
+    if (rc != 0)
+        return rc;
+    int sentinel = u.sentinel, has = u.sentinel_password != NULL;
+    sw_redis_url_free(&u);
+    if (outlen > 0)
+        out[0] = '\0';
+    if (password != NULL && !sentinel)
+        return sw_error_set(err, SW_EINVAL,
+                            "redis URL: a Sentinel password was given, but the URL is not a "
+                            "Sentinel one (" SW_REDIS_SENTINEL_SCHEME "...)");
+    if (password != NULL && has)
+        return sw_error_set(err, SW_EINVAL,
+                            "redis URL: it already holds a Sentinel password, and another was "
+                            "given separately; give it one way only");
+    size_t k = strlen(url);
+    if (k >= outlen)
+        return sw_error_set(err, SW_ETOOBIG, "redis URL: longer than %zu bytes",
+                            outlen ? outlen - 1 : 0);
+    memcpy(out, url, k + 1);
+    if (password == NULL)
+        return 0;
+    int fits = 1;
+    static const char key[] = "?" SW_REDIS_SENTINEL_PASSWORD_PARAM "=";
+    for (const char *q = key; *q; q++) {
+        if (k + 1 < outlen)
+            out[k++] = *q;
+        else
+            fits = 0;
+    }
+    put_encoded(out, outlen, &k, password, &fits);
+    if (!fits) {
+        memset(out, 0, outlen);
+        return sw_error_set(err, SW_ETOOBIG,
+                            "redis URL: longer than %zu bytes once the Sentinel password is added",
+                            outlen ? outlen - 1 : 0);
+    }
+    out[k] = '\0';
+    return 0;
 }
 
 int sw_redis_url_with_password(const char *url, const char *password, char *out, size_t outlen,
@@ -221,8 +477,8 @@ int sw_redis_url_with_password(const char *url, const char *password, char *out,
                             "separately; give the password one way only");
     /* Parsed above, so the scheme is one of the two and '@', when present,
      * ends the credentials (the same scan as the parser's). */
-    const char *p = url + (strncmp(url, "unix://", 7) == 0 ? 7 : 8);
-    int is_unix = p == url + 7;
+    const char *p = url + scheme_len(url);
+    int is_unix = strncmp(url, "unix://", 7) == 0;
     const char *at = NULL;
     for (const char *q = p; *q != '\0' && (is_unix || *q != '/'); q++)
         if (*q == '@')
@@ -246,16 +502,7 @@ int sw_redis_url_with_password(const char *url, const char *password, char *out,
     for (const char *q = url; q < p + ulen; q++)
         PUT(*q);
     PUT(':');
-    static const char hex[] = "0123456789ABCDEF";
-    for (const unsigned char *q = (const unsigned char *)password; *q; q++) {
-        if (isalnum(*q) || *q == '-' || *q == '.' || *q == '_' || *q == '~') {
-            PUT((char)*q);
-        } else {
-            PUT('%');
-            PUT(hex[*q >> 4]);
-            PUT(hex[*q & 15]);
-        }
-    }
+    put_encoded(out, outlen, &k, password, &fits);
     PUT('@');
     for (const char *q = rest; *q; q++)
         PUT(*q);
@@ -269,6 +516,13 @@ int sw_redis_url_with_password(const char *url, const char *password, char *out,
     }
     out[k] = '\0';
     return 0;
+}
+
+/* Whether an error reply says the node is not, or not yet, a usable master. */
+static int failover_error(const char *s)
+{
+    return s != NULL && (strncmp(s, "READONLY", 8) == 0 || strncmp(s, "LOADING", 7) == 0 ||
+                         strncmp(s, "MASTERDOWN", 10) == 0);
 }
 
 /* ---- hiredis on libuv ----------------------------------------------------- */
@@ -384,6 +638,16 @@ struct sw_redis {
     int closing;
     sw_redis_state_cb on_state;
     void *ctx;
+    char node[300]; /* host:port of the node connected to, or last connected to */
+    /* Sentinel: the master is looked up on the threadpool (blocking calls). */
+    uv_work_t work;
+    int discovering;
+    int checking; /* the lookup is a check of a live connection */
+    uv_timer_t check;
+    int disc_rc;
+    char disc_host[256];
+    int disc_port;
+    struct sw_error disc_err;
 };
 
 struct pending {
@@ -406,7 +670,8 @@ static void schedule_retry(struct sw_redis *r, const char *why)
     SW_LOG(SW_LOG_WARN, "redis connection lost", "redis=%s reason=%s retry_ms=%d",
            sw_log_q(r->redacted), sw_log_q(why), r->backoff_ms);
     uv_timer_start(&r->retry, on_retry, (uint64_t)r->backoff_ms, 0);
-    r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
+    int cap = r->url.sentinel ? SENTINEL_BACKOFF_MAX_MS : BACKOFF_MAX_MS;
+    r->backoff_ms = r->backoff_ms * 2 > cap ? cap : r->backoff_ms * 2;
 }
 
 static void set_down(struct sw_redis *r, const char *why)
@@ -424,10 +689,17 @@ static void on_timer_closed(uv_handle_t *h)
     sw_free(r);
 }
 
+static void on_check_closed(uv_handle_t *h)
+{
+    struct sw_redis *r = h->data;
+    uv_close((uv_handle_t *)&r->retry, on_timer_closed);
+}
+
 static void finish_close(struct sw_redis *r)
 {
     uv_timer_stop(&r->retry);
-    uv_close((uv_handle_t *)&r->retry, on_timer_closed);
+    uv_timer_stop(&r->check);
+    uv_close((uv_handle_t *)&r->check, on_check_closed);
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -467,10 +739,22 @@ static void on_auth(redisAsyncContext *ac, void *reply_, void *privdata)
         return; /* the connection went away; on_disconnect handles it */
     if (reply->type == REDIS_REPLY_ERROR) {
         /* The server's text says NOAUTH/WRONGPASS; it never contains the password. */
-        SW_LOG(SW_LOG_ERROR, "redis authentication failed", "redis=%s reason=%s",
-               sw_log_q(r->redacted), sw_log_q(reply->str));
+        SW_LOG(SW_LOG_ERROR, "redis authentication failed", "redis=%s node=%s reason=%s",
+               sw_log_q(r->redacted), sw_log_q(r->node), sw_log_q(reply->str));
         redisAsyncDisconnect(ac);
         return;
+    }
+}
+
+/* SELECT (or PING) before the ROLE check of a Sentinel URL's node. */
+static void on_setup(redisAsyncContext *ac, void *reply_, void *privdata)
+{
+    struct sw_redis *r = privdata;
+    redisReply *reply = reply_;
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
+        SW_LOG(SW_LOG_ERROR, "redis setup failed", "redis=%s node=%s reason=%s",
+               sw_log_q(r->redacted), sw_log_q(r->node), sw_log_q(reply->str));
+        redisAsyncDisconnect(ac);
     }
 }
 
@@ -478,26 +762,44 @@ static void on_ready(redisAsyncContext *ac, void *reply_, void *privdata)
 {
     struct sw_redis *r = privdata;
     redisReply *reply = reply_;
-    (void)ac;
-    if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        if (reply != NULL) {
-            SW_LOG(SW_LOG_ERROR, "redis setup failed", "redis=%s reason=%s", sw_log_q(r->redacted),
-                   sw_log_q(reply->str));
-            redisAsyncDisconnect(ac);
-        }
+    if (reply == NULL)
         return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        SW_LOG(SW_LOG_ERROR, "redis setup failed", "redis=%s node=%s reason=%s",
+               sw_log_q(r->redacted), sw_log_q(r->node), sw_log_q(reply->str));
+        redisAsyncDisconnect(ac);
+        return;
+    }
+    if (r->url.sentinel) {
+        /* The Sentinels may name a node that is not master yet (or any more):
+         * ask again rather than write to a replica. */
+        int master = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
+                     reply->element[0]->type == REDIS_REPLY_STRING &&
+                     strcmp(reply->element[0]->str, "master") == 0;
+        if (!master) {
+            SW_LOG(SW_LOG_WARN, "redis node named by the Sentinels is not a master; asking again",
+                   "redis=%s node=%s", sw_log_q(r->redacted), sw_log_q(r->node));
+            redisAsyncDisconnect(ac);
+            return;
+        }
     }
     r->up = 1;
     r->backoff_ms = BACKOFF_MIN_MS;
-    SW_LOG(SW_LOG_INFO, "redis connected", "redis=%s", sw_log_q(r->redacted));
+    SW_LOG(SW_LOG_INFO, "redis connected", "redis=%s node=%s", sw_log_q(r->redacted),
+           sw_log_q(r->node));
     if (r->on_state != NULL)
         r->on_state(r, 1, "connected", r->ctx);
 }
 
-static void start_connect(struct sw_redis *r)
+/* Connects to one node: host:port, or the URL's socket when host is NULL. */
+static void connect_node(struct sw_redis *r, const char *host, int port)
 {
-    redisAsyncContext *ac = r->url.path ? redisAsyncConnectUnix(r->url.path)
-                                        : redisAsyncConnect(r->url.host, r->url.port);
+    if (host != NULL)
+        snprintf(r->node, sizeof(r->node), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    else
+        snprintf(r->node, sizeof(r->node), "%s", r->url.path);
+    redisAsyncContext *ac =
+        host == NULL ? redisAsyncConnectUnix(r->url.path) : redisAsyncConnect(host, port);
     if (ac == NULL) {
         schedule_retry(r, "out of memory");
         return;
@@ -524,10 +826,86 @@ static void start_connect(struct sw_redis *r)
         else
             redisAsyncCommand(ac, on_auth, r, "AUTH %s", r->url.password);
     }
+    redisCallbackFn *before_role = r->url.sentinel ? on_setup : on_ready;
     if (r->url.db != 0)
-        redisAsyncCommand(ac, on_ready, r, "SELECT %d", r->url.db);
+        redisAsyncCommand(ac, before_role, r, "SELECT %d", r->url.db);
     else
-        redisAsyncCommand(ac, on_ready, r, "PING");
+        redisAsyncCommand(ac, before_role, r, "PING");
+    if (r->url.sentinel)
+        redisAsyncCommand(ac, on_ready, r, "ROLE");
+}
+
+/* On the threadpool: the blocking Sentinel lookup (reads r->url only). */
+static void discover_work(uv_work_t *w)
+{
+    struct sw_redis *r = w->data;
+    memset(&r->disc_err, 0, sizeof(r->disc_err));
+    r->disc_rc = sw_redis_sentinel_discover(&r->url, 2000, r->disc_host, sizeof(r->disc_host),
+                                            &r->disc_port, &r->disc_err);
+}
+
+static void discover_done(uv_work_t *w, int status)
+{
+    struct sw_redis *r = w->data;
+    r->discovering = 0;
+    if (r->closing) {
+        finish_close(r);
+        return;
+    }
+    if (r->checking) {
+        /* A live connection: follow the master when the Sentinels name
+         * another node (the old one may still take writes, to be lost). */
+        r->checking = 0;
+        char now[300];
+        snprintf(now, sizeof(now), strchr(r->disc_host, ':') ? "[%s]:%d" : "%s:%d", r->disc_host,
+                 r->disc_port);
+        if (status == 0 && r->disc_rc == 0 && r->ac != NULL && strcmp(now, r->node) != 0 &&
+            !(r->ac->c.flags & REDIS_DISCONNECTING)) {
+            SW_LOG(SW_LOG_WARN, "the Sentinels name another master; following it",
+                   "redis=%s node=%s master=%s", sw_log_q(r->redacted), sw_log_q(r->node),
+                   sw_log_q(now));
+            set_down(r, "the master moved");
+            redisAsyncDisconnect(r->ac);
+        }
+        return;
+    }
+    if (status != 0 || r->disc_rc != 0) {
+        schedule_retry(r, status != 0 ? "lookup canceled" : r->disc_err.msg);
+        return;
+    }
+    connect_node(r, r->disc_host, r->disc_port);
+}
+
+static void on_check(uv_timer_t *t)
+{
+    struct sw_redis *r = t->data;
+    if (!r->up || r->discovering || r->closing || r->ac == NULL)
+        return;
+    r->discovering = 1;
+    r->checking = 1;
+    r->work.data = r;
+    if (uv_queue_work(r->loop, &r->work, discover_work, discover_done) != 0) {
+        r->discovering = 0;
+        r->checking = 0;
+    }
+}
+
+static void start_connect(struct sw_redis *r)
+{
+    if (!r->url.sentinel) {
+        connect_node(r, r->url.path ? NULL : r->url.host, r->url.port);
+        return;
+    }
+    if (r->discovering) {
+        r->checking = 0; /* the lookup under way is for connecting now */
+        return;
+    }
+    r->discovering = 1;
+    r->work.data = r;
+    if (uv_queue_work(r->loop, &r->work, discover_work, discover_done) != 0) {
+        r->discovering = 0;
+        schedule_retry(r, "cannot queue the Sentinel lookup");
+    }
 }
 
 int sw_redis_connect(uv_loop_t *loop, const char *url, sw_redis_state_cb on_state, void *ctx,
@@ -548,6 +926,10 @@ int sw_redis_connect(uv_loop_t *loop, const char *url, sw_redis_state_cb on_stat
     r->backoff_ms = BACKOFF_MIN_MS;
     uv_timer_init(loop, &r->retry);
     r->retry.data = r;
+    uv_timer_init(loop, &r->check);
+    r->check.data = r;
+    if (r->url.sentinel)
+        uv_timer_start(&r->check, on_check, SENTINEL_CHECK_MS, SENTINEL_CHECK_MS);
     start_connect(r);
     *out = r;
     return 0;
@@ -558,12 +940,34 @@ int sw_redis_is_up(const struct sw_redis *r)
     return r->up;
 }
 
+int sw_redis_is_sentinel(const struct sw_redis *r)
+{
+    return r->url.sentinel;
+}
+
+const char *sw_redis_node(const struct sw_redis *r)
+{
+    return r->node;
+}
+
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     struct pending *p = privdata;
+    struct sw_redis *r = p->r;
     const char *why = NULL;
     if (reply == NULL)
         why = ac->errstr[0] ? ac->errstr : "connection closed";
+    redisReply *rr = reply;
+    if (rr != NULL && r->url.sentinel && rr->type == REDIS_REPLY_ERROR && failover_error(rr->str) &&
+        !r->closing && r->ac == ac && !(ac->c.flags & REDIS_DISCONNECTING)) {
+        /* The node was demoted (READONLY), or is loading: find the master
+         * again. The disconnect completes once the replies in flight are read. */
+        SW_LOG(SW_LOG_WARN, "redis node is not a usable master; asking the Sentinels again",
+               "redis=%s node=%s reason=%s", sw_log_q(r->redacted), sw_log_q(r->node),
+               sw_log_q(rr->str));
+        set_down(r, rr->str);
+        redisAsyncDisconnect(ac);
+    }
     if (p->cb != NULL)
         p->cb(p->r, reply, why, p->ctx);
     sw_free(p);
@@ -616,11 +1020,25 @@ void sw_redis_free(struct sw_redis *r)
     r->on_state = NULL;
     if (r->ac != NULL)
         redisAsyncDisconnect(r->ac); /* on_disconnect finishes the close */
-    else
-        finish_close(r);
+    else if (!r->discovering)
+        finish_close(r); /* else discover_done does */
 }
 
 /* ---- blocking ----------------------------------------------------------- */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
 
 static int sync_reply_rc(redisContext *c, redisReply *reply, struct sw_error *err)
 {
@@ -635,37 +1053,310 @@ static int sync_reply_rc(redisContext *c, redisReply *reply, struct sw_error *er
     return 0;
 }
 
-int sw_redis_sync_command_argv(redisContext *c, redisReply **reply, struct sw_error *err, int argc,
-                               const char **argv, const size_t *argvlen)
-{
-    redisReply *r = redisCommandArgv(c, argc, argv, argvlen);
-    int rc = sync_reply_rc(c, r, err);
-    if (rc != 0) {
-        if (r != NULL)
-            freeReplyObject(r);
-        *reply = NULL;
-        return rc;
-    }
-    *reply = r;
-    return 0;
-}
-
-int sw_redis_sync_command(redisContext *c, redisReply **reply, struct sw_error *err,
-                          const char *fmt, ...)
+/* One command on a context, without the Sentinel slots (for setting one up). */
+static int raw_command(redisContext *c, redisReply **reply, struct sw_error *err, const char *fmt,
+                       ...)
 {
     va_list ap;
     va_start(ap, fmt);
     redisReply *r = redisvCommand(c, fmt, ap);
     va_end(ap);
     int rc = sync_reply_rc(c, r, err);
-    if (rc != 0) {
+    if (rc != 0 && r != NULL)
+        freeReplyObject(r);
+    *reply = rc == 0 ? r : NULL;
+    return rc;
+}
+
+static redisContext *tcp_connect(const char *host, int port, long timeout_ms)
+{
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    if (c != NULL && c->err == 0)
+        redisSetTimeout(c, tv);
+    return c;
+}
+
+/* Appends "host:port: what; " to a bounded message. */
+static void note(char *buf, size_t len, const char *host, int port, const char *what)
+{
+    size_t k = strlen(buf);
+    if (k < len)
+        snprintf(buf + k, len - k, "%s%s:%d: %s", k ? "; " : "", host, port, what);
+}
+
+int sw_redis_sentinel_discover(const struct sw_redis_url *u, long timeout_ms, char *host,
+                               size_t hostlen, int *port, struct sw_error *err)
+{
+    char said[400] = "";
+    int answered = 0;
+    for (size_t i = 0; i < u->nsentinels; i++) {
+        const char *h = u->sentinel_host[i];
+        int p = u->sentinel_port[i];
+        redisContext *c = tcp_connect(h, p, timeout_ms);
+        redisReply *r = NULL;
+        if (c == NULL || c->err) {
+            note(said, sizeof(said), h, p, c ? c->errstr : "out of memory");
+            goto next;
+        }
+        if (u->sentinel_password != NULL) {
+            r = redisCommand(c, "AUTH %s", u->sentinel_password);
+            if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+                /* The server's text (WRONGPASS, ...) never holds the password. */
+                note(said, sizeof(said), h, p, r ? r->str : c->errstr);
+                goto next;
+            }
+            freeReplyObject(r);
+        }
+        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", u->master);
+        if (r == NULL) {
+            note(said, sizeof(said), h, p, c->errstr);
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            note(said, sizeof(said), h, p, r->str);
+        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                   r->element[0]->type == REDIS_REPLY_STRING &&
+                   r->element[1]->type == REDIS_REPLY_STRING &&
+                   parse_int(r->element[1]->str, r->element[1]->len, 1, 65535, port) == 0 &&
+                   r->element[0]->len > 0 && r->element[0]->len < hostlen) {
+            memcpy(host, r->element[0]->str, r->element[0]->len);
+            host[r->element[0]->len] = '\0';
+            freeReplyObject(r);
+            redisFree(c);
+            return 0;
+        } else {
+            answered = 1;
+            note(said, sizeof(said), h, p,
+                 r->type == REDIS_REPLY_NIL ? "does not monitor a master of that name"
+                                            : "answered something other than an address");
+        }
+    next:
         if (r != NULL)
             freeReplyObject(r);
-        *reply = NULL;
+        if (c != NULL)
+            redisFree(c);
+    }
+    return sw_error_set(err, answered ? SW_ENOENT : SW_ENET,
+                        "no Sentinel named the master \"%s\": %s", u->master, said);
+}
+
+/*
+ * Connects to one node (host:port, or u's socket path), authenticates,
+ * selects the database and, for a Sentinel URL, checks that the node says
+ * it is the master (SW_EUNAVAIL when not). `red` names the URL in messages.
+ */
+static int node_connect(const struct sw_redis_url *u, const char *host, int port, long timeout_ms,
+                        const char *red, redisContext **out, struct sw_error *err)
+{
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    redisContext *c =
+        u->path ? redisConnectUnixWithTimeout(u->path, tv) : tcp_connect(host, port, timeout_ms);
+    int rc;
+    if (c == NULL || c->err) {
+        rc = sw_error_set(err, SW_ENET, "redis %s: cannot connect to %s:%d: %s", red,
+                          u->path ? u->path : host, port, c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
         return rc;
     }
-    *reply = r;
+    redisSetTimeout(c, tv);
+    redisReply *reply = NULL;
+    if (u->password != NULL) {
+        if (u->user != NULL)
+            rc = raw_command(c, &reply, err, "AUTH %s %s", u->user, u->password);
+        else
+            rc = raw_command(c, &reply, err, "AUTH %s", u->password);
+        if (rc != 0) {
+            if (rc == SW_EIO && strstr(err ? err->msg : "", "LOADING") == NULL) {
+                rc = SW_EAUTH;
+                if (err != NULL)
+                    err->code = rc;
+            }
+            sw_error_wrap(err, "redis %s: authentication", red);
+            goto fail;
+        }
+        freeReplyObject(reply);
+    }
+    if (u->db != 0) {
+        rc = raw_command(c, &reply, err, "SELECT %d", u->db);
+        if (rc != 0) {
+            sw_error_wrap(err, "redis %s: SELECT %d", red, u->db);
+            goto fail;
+        }
+        freeReplyObject(reply);
+    }
+    if (u->sentinel) {
+        rc = raw_command(c, &reply, err, "ROLE");
+        if (rc != 0) {
+            sw_error_wrap(err, "redis %s: ROLE", red);
+            goto fail;
+        }
+        int master = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
+                     reply->element[0]->type == REDIS_REPLY_STRING &&
+                     strcmp(reply->element[0]->str, "master") == 0;
+        freeReplyObject(reply);
+        if (!master) {
+            rc = sw_error_set(err, SW_EUNAVAIL,
+                              "redis %s: %s:%d, named by the Sentinels, is not a master (yet)", red,
+                              host, port);
+            goto fail;
+        }
+    }
+    *out = c;
     return 0;
+fail:
+    redisFree(c);
+    return rc;
+}
+
+/*
+ * Finds the master through the Sentinels and connects to it, trying again
+ * with a backoff (100 ms doubling to 2 s) for up to SW_REDIS_SENTINEL_WAIT_MS
+ * while a failover is under way: the named node refuses, is not yet master,
+ * or is loading. No Sentinel answering, a master name they do not know, and
+ * a refused password fail at once.
+ */
+static int sentinel_connect(const struct sw_redis_url *u, long timeout_ms, const char *red,
+                            redisContext **out, struct sw_error *err)
+{
+    int64_t deadline = mono_ms() + SW_REDIS_SENTINEL_WAIT_MS;
+    int backoff = BACKOFF_MIN_MS;
+    for (;;) {
+        char host[256];
+        int port = 0;
+        int rc = sw_redis_sentinel_discover(u, timeout_ms, host, sizeof(host), &port, err);
+        if (rc != 0) {
+            sw_error_wrap(err, "redis %s", red);
+            return rc;
+        }
+        rc = node_connect(u, host, port, timeout_ms, red, out, err);
+        if (rc == 0 || rc == SW_EAUTH || rc == SW_ENOMEM || mono_ms() + backoff > deadline)
+            return rc;
+        sleep_ms(backoff);
+        backoff = backoff * 2 > SENTINEL_BACKOFF_MAX_MS ? SENTINEL_BACKOFF_MAX_MS : backoff * 2;
+    }
+}
+
+/*
+ * What a context of a Sentinel URL remembers, per thread (hiredis 0.14's
+ * context has no user pointer): a few slots, the oldest reused. A context
+ * that is not found here is used as it is, without following a failover.
+ */
+#define SYNC_SLOTS 8
+struct sync_slot {
+    redisContext *c;
+    struct sw_redis_url url;
+    long timeout_ms;
+    char red[300];
+};
+static _Thread_local struct sync_slot sync_slots[SYNC_SLOTS];
+static _Thread_local unsigned sync_next;
+
+static struct sync_slot *slot_find(const redisContext *c)
+{
+    for (size_t i = 0; c != NULL && i < SYNC_SLOTS; i++)
+        if (sync_slots[i].c == c)
+            return &sync_slots[i];
+    return NULL;
+}
+
+static void slot_clear(struct sync_slot *s)
+{
+    sw_redis_url_free(&s->url);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Puts the contents of `fresh` into c (same pointer for the caller), freeing c's old ones. */
+static void context_replace(redisContext *c, redisContext *fresh)
+{
+    redisContext old = *c;
+    *c = *fresh;
+    *fresh = old;
+    redisFree(fresh);
+}
+
+static int slot_reconnect(redisContext *c, struct sync_slot *s, struct sw_error *err)
+{
+    redisContext *fresh = NULL;
+    int rc = sentinel_connect(&s->url, s->timeout_ms, s->red, &fresh, err);
+    if (rc != 0)
+        return rc;
+    SW_LOG(SW_LOG_INFO, "redis: reconnected to the master named by the Sentinels", "redis=%s",
+           sw_log_q(s->red));
+    context_replace(c, fresh);
+    return 0;
+}
+
+/* Runs one formatted command, following a failover for a Sentinel context. */
+static int sync_run(redisContext *c, const char *cmd, long len, redisReply **reply,
+                    struct sw_error *err)
+{
+    struct sync_slot *s = slot_find(c);
+    int64_t deadline = mono_ms() + SW_REDIS_SENTINEL_WAIT_MS;
+    int backoff = BACKOFF_MIN_MS;
+    *reply = NULL;
+    for (;;) {
+        redisReply *r = NULL;
+        if (redisAppendFormattedCommand(c, cmd, (size_t)len) == REDIS_OK)
+            redisGetReply(c, (void **)&r);
+        if (r == NULL) {
+            int rc = sync_reply_rc(c, NULL, err);
+            /* It may have run: report it, but leave the context usable. */
+            if (s != NULL && slot_reconnect(c, s, NULL) != 0)
+                SW_LOG(SW_LOG_WARN, "redis: no master to reconnect to yet", "redis=%s",
+                       sw_log_q(s->red));
+            return rc;
+        }
+        if (s != NULL && r->type == REDIS_REPLY_ERROR && failover_error(r->str) &&
+            mono_ms() + backoff <= deadline) {
+            SW_LOG(SW_LOG_INFO, "redis: the node is not a usable master; asking the Sentinels",
+                   "redis=%s reason=%s", sw_log_q(s->red), sw_log_q(r->str));
+            freeReplyObject(r);
+            sleep_ms(backoff);
+            backoff = backoff * 2 > SENTINEL_BACKOFF_MAX_MS ? SENTINEL_BACKOFF_MAX_MS : backoff * 2;
+            int rc = slot_reconnect(c, s, err);
+            if (rc != 0)
+                return rc;
+            continue;
+        }
+        int rc = sync_reply_rc(c, r, err);
+        if (rc != 0) {
+            freeReplyObject(r);
+            return rc;
+        }
+        *reply = r;
+        return 0;
+    }
+}
+
+int sw_redis_sync_command_argv(redisContext *c, redisReply **reply, struct sw_error *err, int argc,
+                               const char **argv, const size_t *argvlen)
+{
+    char *cmd = NULL;
+    long long len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    if (len < 0) {
+        *reply = NULL;
+        return sw_error_set(err, SW_ENOMEM, "redis: out of memory");
+    }
+    int rc = sync_run(c, cmd, (long)len, reply, err);
+    redisFreeCommand(cmd);
+    return rc;
+}
+
+int sw_redis_sync_command(redisContext *c, redisReply **reply, struct sw_error *err,
+                          const char *fmt, ...)
+{
+    char *cmd = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = redisvFormatCommand(&cmd, fmt, ap);
+    va_end(ap);
+    if (len < 0) {
+        *reply = NULL;
+        return sw_error_set(err, SW_ENOMEM, "redis: out of memory (or a bad format)");
+    }
+    int rc = sync_run(c, cmd, len, reply, err);
+    redisFreeCommand(cmd);
+    return rc;
 }
 
 int sw_redis_sync_connect(const char *url, long timeout_ms, redisContext **out,
@@ -677,48 +1368,45 @@ int sw_redis_sync_connect(const char *url, long timeout_ms, redisContext **out,
         return rc;
     char red[300];
     sw_redis_url_redacted(&u, red, sizeof(red));
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    redisContext *c = u.path ? redisConnectUnixWithTimeout(u.path, tv)
-                             : redisConnectWithTimeout(u.host, u.port, tv);
-    if (c == NULL || c->err) {
-        rc = sw_error_set(err, SW_ENET, "redis %s: cannot connect: %s", red,
-                          c ? c->errstr : "out of memory");
-        if (c)
-            redisFree(c);
+    redisContext *c = NULL;
+    int sentinel = u.sentinel;
+    if (!sentinel) {
+        rc = node_connect(&u, u.host, u.port, timeout_ms, red, &c, err);
         sw_redis_url_free(&u);
-        return rc;
-    }
-    redisSetTimeout(c, tv);
-    redisReply *reply = NULL;
-    if (u.password != NULL) {
-        if (u.user != NULL)
-            rc = sw_redis_sync_command(c, &reply, err, "AUTH %s %s", u.user, u.password);
-        else
-            rc = sw_redis_sync_command(c, &reply, err, "AUTH %s", u.password);
-        if (rc != 0) {
-            if (rc == SW_EIO) {
-                rc = SW_EAUTH;
-                if (err != NULL)
-                    err->code = rc;
+    } else {
+        rc = sentinel_connect(&u, timeout_ms, red, &c, err);
+        if (rc == 0) {
+            struct sync_slot *s = slot_find(c);
+            if (s == NULL) {
+                s = &sync_slots[sync_next++ % SYNC_SLOTS];
             }
-            sw_error_wrap(err, "redis %s: authentication", red);
-            goto fail;
+            slot_clear(s);
+            s->c = c;
+            s->url = u; /* the slot owns it now */
+            s->timeout_ms = timeout_ms;
+            snprintf(s->red, sizeof(s->red), "%s", red);
+        } else {
+            sw_redis_url_free(&u);
         }
-        freeReplyObject(reply);
     }
-    if (u.db != 0) {
-        rc = sw_redis_sync_command(c, &reply, err, "SELECT %d", u.db);
-        if (rc != 0) {
-            sw_error_wrap(err, "redis %s: SELECT %d", red, u.db);
-            goto fail;
-        }
-        freeReplyObject(reply);
+    if (rc != 0)
+        return rc;
+    /* A context freed with redisFree may leave a slot naming this address. */
+    if (!sentinel) {
+        struct sync_slot *stale = slot_find(c);
+        if (stale != NULL)
+            slot_clear(stale);
     }
-    sw_redis_url_free(&u);
     *out = c;
     return 0;
-fail:
+}
+
+void sw_redis_sync_free(redisContext *c)
+{
+    if (c == NULL)
+        return;
+    struct sync_slot *s = slot_find(c);
+    if (s != NULL)
+        slot_clear(s);
     redisFree(c);
-    sw_redis_url_free(&u);
-    return rc;
 }

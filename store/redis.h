@@ -6,6 +6,24 @@
  *
  *   redis://[[user]:password@]host[:port][/db]     (port 6379, db 0 by default)
  *   unix://[[user]:password@]/path/to/socket[?db=N]
+ *   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db]
+ *                   [?sentinelPassword=PW]         (Sentinel port 26379 by default)
+ *
+ * The Sentinel form names the Sentinels and the name they monitor the master
+ * by. The client asks the Sentinels in the order given (SENTINEL
+ * get-master-addr-by-name), connects to the address the first one that
+ * answers names, authenticates with the data nodes' password (the
+ * credentials part), and checks with ROLE that the node is the master
+ * before any command of the caller runs. The Sentinels' own password, when
+ * they have one (their requirepass), is the sentinelPassword parameter; the
+ * two passwords are kept apart because Sentinels and data nodes have their
+ * own. A lost connection, or a READONLY, LOADING or MASTERDOWN error reply
+ * (the node is no longer, or not yet, a usable master), makes the client
+ * ask the Sentinels again and reconnect: a failover is followed without a
+ * restart. The async client also asks the Sentinels every second while
+ * connected, and moves when they name another master: after a failover
+ * the old master goes on answering writes until the Sentinels demote it,
+ * seconds later, and whatever it took then is lost.
  *
  * The password may be percent-encoded. AUTH (and SELECT when db != 0) are
  * sent first on every connection, before any command of the caller; hiredis
@@ -29,14 +47,26 @@
 
 #include "common/error.h"
 
+#define SW_REDIS_SENTINEL_SCHEME         "redis+sentinel://"
+#define SW_REDIS_SENTINEL_PORT           26379
+#define SW_REDIS_SENTINEL_PASSWORD_PARAM "sentinelPassword"
+#define SW_REDIS_MAX_SENTINELS           16
+
 /** A parsed Redis URL. The strings are owned; free with sw_redis_url_free. */
 struct sw_redis_url {
-    char *host;     /* host name or address; NULL for a unix socket */
-    int port;       /* TCP port */
+    char *host;     /* host name or address; NULL for a unix socket or a Sentinel URL */
+    int port;       /* TCP port (0 for a Sentinel URL) */
     char *path;     /* unix socket path, or NULL */
     char *user;     /* ACL user (Redis 6+), or NULL */
     char *password; /* or NULL; never log it */
     int db;         /* database number */
+    /* The Sentinel form: the master is found through these. */
+    int sentinel;                                /* 1 for redis+sentinel:// */
+    size_t nsentinels;                           /* 1..SW_REDIS_MAX_SENTINELS */
+    char *sentinel_host[SW_REDIS_MAX_SENTINELS]; /* in the order given */
+    int sentinel_port[SW_REDIS_MAX_SENTINELS];   /* 26379 unless given */
+    char *master;                                /* the name the Sentinels know it by */
+    char *sentinel_password;                     /* or NULL; never log it */
 };
 
 /**
@@ -70,6 +100,27 @@ void sw_redis_url_redacted(const struct sw_redis_url *u, char *out, size_t outle
 int sw_redis_url_with_password(const char *url, const char *password, char *out, size_t outlen,
                                struct sw_error *err);
 
+/**
+ * As sw_redis_url_with_password for the Sentinels' password: writes `url`
+ * with "?sentinelPassword=" and the percent-encoded password appended.
+ * With a NULL password the URL is copied unchanged. SW_EINVAL when a
+ * password is given and the URL is not a Sentinel one, or already holds a
+ * Sentinel password; SW_ETOOBIG when out is too small (out is then wiped).
+ */
+int sw_redis_url_with_sentinel_password(const char *url, const char *password, char *out,
+                                        size_t outlen, struct sw_error *err);
+
+/**
+ * Asks the Sentinels of `u` (a Sentinel URL), in order, where the master
+ * is, each with `timeout_ms` to answer. Returns 0 with the master's address
+ * in host (hostlen bytes) and *port, or SW_ENET when none answered (the
+ * message names each Sentinel and what it said, never a password), or
+ * SW_ENOENT when those that answered do not know the master's name.
+ * Blocking: for command-line tools and the uv threadpool.
+ */
+int sw_redis_sentinel_discover(const struct sw_redis_url *u, long timeout_ms, char *host,
+                               size_t hostlen, int *port, struct sw_error *err);
+
 /* ---- async, on the loop ------------------------------------------------- */
 
 struct sw_redis;
@@ -95,8 +146,19 @@ typedef void (*sw_redis_state_cb)(struct sw_redis *r, int up, const char *why, v
 int sw_redis_connect(uv_loop_t *loop, const char *url, sw_redis_state_cb on_state, void *ctx,
                      struct sw_redis **out, struct sw_error *err);
 
-/** Whether the connection is up (authenticated). */
+/** Whether the connection is up (authenticated; with Sentinel, to a node that says it is master).
+ */
 int sw_redis_is_up(const struct sw_redis *r);
+
+/** Whether the client finds its master through Sentinel. */
+int sw_redis_is_sentinel(const struct sw_redis *r);
+
+/**
+ * The address ("host:port") of the node the client is, or was last,
+ * connected to (borrowed; "" before the first connection). With Sentinel
+ * it changes when the client follows a failover.
+ */
+const char *sw_redis_node(const struct sw_redis *r);
 
 /**
  * Sends a command with hiredis's printf-like format ("SET %s %b", ...).
@@ -119,12 +181,31 @@ void sw_redis_free(struct sw_redis *r);
 
 /**
  * Connects, authenticates and selects the database, waiting at most
- * `timeout_ms`. Returns 0 and *out, a hiredis context owned by the caller
- * (free with redisFree), or SW_ENET / SW_EAUTH / SW_ETIMEDOUT with a message
- * naming the redacted URL.
+ * `timeout_ms` for each network step. Returns 0 and *out, a hiredis context
+ * owned by the caller (free with sw_redis_sync_free), or SW_ENET / SW_EAUTH
+ * / SW_ETIMEDOUT with a message naming the redacted URL.
+ *
+ * With a Sentinel URL the master is found first (and checked with ROLE),
+ * trying again with a bounded backoff for up to SW_REDIS_SENTINEL_WAIT_MS
+ * while the Sentinels name a node that is not (yet) a master. The context
+ * remembers the Sentinels, on the thread that made it: when a command of
+ * sw_redis_sync_command on that thread is answered READONLY, LOADING or
+ * MASTERDOWN, the client asks the Sentinels again, reconnects the same
+ * context to the master and runs the command again (it did not run), for
+ * up to SW_REDIS_SENTINEL_WAIT_MS; when the connection is lost, it
+ * reconnects the context so that the next command works, and returns the
+ * error (the command may or may not have run: never run twice).
  */
+#define SW_REDIS_SENTINEL_WAIT_MS 30000
 int sw_redis_sync_connect(const char *url, long timeout_ms, redisContext **out,
                           struct sw_error *err);
+
+/**
+ * Frees a context of sw_redis_sync_connect (NULL is ignored) and what it
+ * remembers of its Sentinels. redisFree works too, but leaves that memory
+ * until the thread connects again.
+ */
+void sw_redis_sync_free(redisContext *c);
 
 /**
  * Runs one command on a blocking context. Returns 0 and *reply (owned by

@@ -13,7 +13,15 @@
 
 #define PASSWORD_FILE_MAX 4096
 
-enum opt_id { OPT_REDIS, OPT_REDIS_PW_FILE, OPT_KEY_FILE, OPT_OLD_KEY_FILE, OPT_OUTPUT, OPT_LOG };
+enum opt_id {
+    OPT_REDIS,
+    OPT_REDIS_PW_FILE,
+    OPT_SENTINEL_PW_FILE,
+    OPT_KEY_FILE,
+    OPT_OLD_KEY_FILE,
+    OPT_OUTPUT,
+    OPT_LOG
+};
 
 static const struct {
     const char *name;
@@ -21,6 +29,7 @@ static const struct {
 } long_opts[] = {
     {"--redis", OPT_REDIS},
     {"--redis-password-file", OPT_REDIS_PW_FILE},
+    {"--sentinel-password-file", OPT_SENTINEL_PW_FILE},
     {"--secret-key-file", OPT_KEY_FILE},
     {"--key-file", OPT_OLD_KEY_FILE},
     {"--output", OPT_OUTPUT},
@@ -59,16 +68,24 @@ static int apply(struct sw_cli_globals *g, enum opt_id id, const char *name, con
             return SW_EINVAL;
         }
         int has_password = u.password != NULL && u.password[0] != '\0';
+        int has_sentinel_password = u.sentinel_password != NULL;
         sw_redis_url_free(&u);
         if (has_password && warn != NULL)
             fprintf(warn, "spillctl: warning: the Redis password is on the command line, where ps "
                           "shows it; use --redis-password-file or " SW_CLI_REDIS_PASSWORD_ENV "\n");
+        if (has_sentinel_password && warn != NULL)
+            fprintf(warn,
+                    "spillctl: warning: the Sentinel password is on the command line, where ps "
+                    "shows it; use --sentinel-password-file or " SW_CLI_SENTINEL_PASSWORD_ENV "\n");
         g->redis_url = v;
         g->redis_url_given = 1;
         return 0;
     }
     case OPT_REDIS_PW_FILE:
         g->redis_password_file = v;
+        return 0;
+    case OPT_SENTINEL_PW_FILE:
+        g->sentinel_password_file = v;
         return 0;
     case OPT_OLD_KEY_FILE:
         if (warn != NULL)
@@ -96,6 +113,7 @@ int sw_cli_globals_parse(int *argc, char **argv, struct sw_cli_globals *g, FILE 
     g->log_level = SW_LOG_WARN;
     g->redis_url = nonempty(getenv(SW_CLI_REDIS_URL_ENV));
     g->redis_password_file = nonempty(getenv(SW_CLI_REDIS_PASSWORD_FILE_ENV));
+    g->sentinel_password_file = nonempty(getenv(SW_CLI_SENTINEL_PASSWORD_FILE_ENV));
     g->secret_key_file = nonempty(getenv(SW_CLI_SECRET_KEY_FILE_ENV));
     const char *lvl = nonempty(getenv(SW_CLI_LOG_ENV));
     if (lvl != NULL && parse_level(lvl, SW_CLI_LOG_ENV, &g->log_level, err) != 0)
@@ -151,32 +169,39 @@ int sw_cli_globals_parse(int *argc, char **argv, struct sw_cli_globals *g, FILE 
 }
 
 /* Reads the password: the file's first line, without its line ending. */
-static int read_password_file(const char *path, char *out, size_t outlen, struct sw_error *err)
+static int read_password_file_of(const char *what, const char *path, char *out, size_t outlen,
+                                 struct sw_error *err)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return sw_error_set(err, errno == ENOENT ? SW_ENOENT : SW_EIO,
-                            "Redis password file \"%s\": cannot open: %s", path, strerror(errno));
+                            "%s password file \"%s\": cannot open: %s", what, path,
+                            strerror(errno));
     size_t n = fread(out, 1, outlen - 1, f);
     int bad = ferror(f), more = fgetc(f) != EOF;
     fclose(f);
     out[n] = '\0';
     if (bad)
-        return sw_error_set(err, SW_EIO, "Redis password file \"%s\": cannot read it", path);
+        return sw_error_set(err, SW_EIO, "%s password file \"%s\": cannot read it", what, path);
     if (more)
-        return sw_error_set(err, SW_ETOOBIG,
-                            "Redis password file \"%s\": expected at most %zu bytes", path,
-                            outlen - 1);
+        return sw_error_set(err, SW_ETOOBIG, "%s password file \"%s\": expected at most %zu bytes",
+                            what, path, outlen - 1);
     size_t len = strcspn(out, "\r\n");
     if (out[len] != '\0' && out[len + strspn(out + len, "\r\n")] != '\0')
         return sw_error_set(err, SW_EINVAL,
-                            "Redis password file \"%s\": expected the password on one line", path);
+                            "%s password file \"%s\": expected the password on one line", what,
+                            path);
     out[len] = '\0';
     if (len == 0 || memchr(out, '\0', n) != out + len)
         return sw_error_set(err, SW_EINVAL,
-                            "Redis password file \"%s\": expected a password, found %s", path,
+                            "%s password file \"%s\": expected a password, found %s", what, path,
                             len == 0 ? "none" : "a NUL byte");
     return 0;
+}
+
+static int read_password_file(const char *path, char *out, size_t outlen, struct sw_error *err)
+{
+    return read_password_file_of("Redis", path, out, outlen, err);
 }
 
 int sw_cli_redis_url(const struct sw_cli_globals *g, char *out, size_t outlen, struct sw_error *err)
@@ -199,8 +224,43 @@ int sw_cli_redis_url(const struct sw_cli_globals *g, char *out, size_t outlen, s
     } else {
         password = nonempty(getenv(SW_CLI_REDIS_PASSWORD_ENV));
     }
-    int rc = sw_redis_url_with_password(g->redis_url, password, out, outlen, err);
+    char with_data[SW_CLI_REDIS_URL_MAX];
+    int rc = sw_redis_url_with_password(g->redis_url, password, with_data, sizeof(with_data), err);
     memset(pw, 0, sizeof(pw));
+    if (rc != 0) {
+        sw_error_wrap(err, "%s", source);
+        return rc;
+    }
+    /* The Sentinels' own password, for a Sentinel URL. */
+    struct sw_redis_url u;
+    int sentinel = 0;
+    if (sw_redis_url_parse(with_data, &u, NULL) == 0) {
+        sentinel = u.sentinel;
+        sw_redis_url_free(&u);
+    }
+    password = NULL;
+    if (g->sentinel_password_file != NULL) {
+        if (!sentinel) {
+            explicit_bzero(with_data, sizeof(with_data));
+            return sw_error_set(err, SW_EINVAL,
+                                "--sentinel-password-file (or " SW_CLI_SENTINEL_PASSWORD_FILE_ENV
+                                "): given, but %s is not a Sentinel URL "
+                                "(" SW_REDIS_SENTINEL_SCHEME "HOST:PORT,.../MASTER)",
+                                source);
+        }
+        rc = read_password_file_of("Sentinel", g->sentinel_password_file, pw, sizeof(pw), err);
+        if (rc != 0) {
+            memset(pw, 0, sizeof(pw));
+            explicit_bzero(with_data, sizeof(with_data));
+            return rc;
+        }
+        password = pw;
+    } else if (sentinel) {
+        password = nonempty(getenv(SW_CLI_SENTINEL_PASSWORD_ENV));
+    }
+    rc = sw_redis_url_with_sentinel_password(with_data, password, out, outlen, err);
+    memset(pw, 0, sizeof(pw));
+    explicit_bzero(with_data, sizeof(with_data));
     if (rc != 0)
         sw_error_wrap(err, "%s", source);
     return rc;
@@ -233,12 +293,17 @@ void sw_cli_globals_usage(FILE *out)
     fprintf(out,
             "Global options (before or after the command; a flag wins over its variable):\n"
             "  --redis URL                 Redis holding spillway's state:\n"
-            "                              redis://host[:port][/db] or unix:///path[?db=N]\n"
+            "                              redis://host[:port][/db], unix:///path[?db=N] or\n"
+            "                              redis+sentinel://h1:p1,h2:p2,.../MASTER[/db]\n"
             "                              (env " SW_CLI_REDIS_URL_ENV ")\n"
             "  --redis-password-file FILE  the Redis password, on the first line of FILE\n"
             "                              (env " SW_CLI_REDIS_PASSWORD_FILE_ENV
             ", or the password\n"
             "                              itself in " SW_CLI_REDIS_PASSWORD_ENV ")\n"
+            "  --sentinel-password-file FILE  with a Sentinel URL, the Sentinels' own\n"
+            "                              password (env " SW_CLI_SENTINEL_PASSWORD_FILE_ENV
+            ", or the\n"
+            "                              password itself in " SW_CLI_SENTINEL_PASSWORD_ENV ")\n"
             "  --secret-key-file FILE      the 32-byte key sealing credentials, mode 0600\n"
             "                              (env " SW_CLI_SECRET_KEY_FILE_ENV ", or the key itself\n"
             "                              in " SW_SEAL_KEY_ENV ")\n"

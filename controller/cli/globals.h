@@ -22,11 +22,13 @@
 #include "store/redis.h"
 #include "store/seal.h"
 
-#define SW_CLI_REDIS_URL_ENV           "SPILLWAY_REDIS_URL"
-#define SW_CLI_REDIS_PASSWORD_FILE_ENV "SPILLWAY_REDIS_PASSWORD_FILE"
-#define SW_CLI_REDIS_PASSWORD_ENV      "SPILLWAY_REDIS_PASSWORD"
-#define SW_CLI_SECRET_KEY_FILE_ENV     "SPILLWAY_SECRET_KEY_FILE"
-#define SW_CLI_LOG_ENV                 "SPILLWAY_LOG"
+#define SW_CLI_REDIS_URL_ENV              "SPILLWAY_REDIS_URL"
+#define SW_CLI_REDIS_PASSWORD_FILE_ENV    "SPILLWAY_REDIS_PASSWORD_FILE"
+#define SW_CLI_REDIS_PASSWORD_ENV         "SPILLWAY_REDIS_PASSWORD"
+#define SW_CLI_SENTINEL_PASSWORD_FILE_ENV "SPILLWAY_SENTINEL_PASSWORD_FILE"
+#define SW_CLI_SENTINEL_PASSWORD_ENV      "SPILLWAY_SENTINEL_PASSWORD"
+#define SW_CLI_SECRET_KEY_FILE_ENV        "SPILLWAY_SECRET_KEY_FILE"
+#define SW_CLI_LOG_ENV                    "SPILLWAY_LOG"
 /** The longest Redis URL, password included, sw_cli_redis_url writes. */
 #define SW_CLI_REDIS_URL_MAX 2048
 
@@ -35,10 +37,12 @@ struct sw_cli_globals {
     const char *redis_url;           /* --redis or $SPILLWAY_REDIS_URL, or NULL */
     int redis_url_given;             /* whether it came from --redis */
     const char *redis_password_file; /* --redis-password-file or $SPILLWAY_REDIS_PASSWORD_FILE */
-    const char *secret_key_file;     /* --secret-key-file or $SPILLWAY_SECRET_KEY_FILE */
-    enum sw_cli_format output;       /* -o/--output; SW_CLI_TABLE by default */
-    int output_given;                /* whether -o was on the command line */
-    enum sw_log_level log_level;     /* --log-level or $SPILLWAY_LOG; SW_LOG_WARN by default */
+    /* --sentinel-password-file or $SPILLWAY_SENTINEL_PASSWORD_FILE (Sentinel URLs only) */
+    const char *sentinel_password_file;
+    const char *secret_key_file; /* --secret-key-file or $SPILLWAY_SECRET_KEY_FILE */
+    enum sw_cli_format output;   /* -o/--output; SW_CLI_TABLE by default */
+    int output_given;            /* whether -o was on the command line */
+    enum sw_log_level log_level; /* --log-level or $SPILLWAY_LOG; SW_LOG_WARN by default */
 };
 
 /**
@@ -58,7 +62,11 @@ int sw_cli_globals_parse(int *argc, char **argv, struct sw_cli_globals *g, FILE 
 /**
  * Writes into out (outlen bytes) the Redis URL a command connects to: the
  * given URL with the password from --redis-password-file, else
- * $SPILLWAY_REDIS_PASSWORD_FILE, else $SPILLWAY_REDIS_PASSWORD inserted.
+ * $SPILLWAY_REDIS_PASSWORD_FILE, else $SPILLWAY_REDIS_PASSWORD inserted;
+ * for a Sentinel URL (redis+sentinel://) also the Sentinels' own password
+ * from --sentinel-password-file, else $SPILLWAY_SENTINEL_PASSWORD_FILE,
+ * else $SPILLWAY_SENTINEL_PASSWORD. A Sentinel password file given with a
+ * URL that is not a Sentinel one is SW_EINVAL.
  * Returns 0; SW_ENOENT when no URL was given (the message says how to give
  * one); SW_EIO / SW_ENOENT when the password file cannot be read, naming
  * it; SW_EINVAL when the URL already holds a password and another source

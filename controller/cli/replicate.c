@@ -117,7 +117,7 @@ static void close_ctx(struct ctx *c)
         uv_loop_close(&c->loop);
     }
     if (c->redis != NULL)
-        redisFree(c->redis);
+        sw_redis_sync_free(c->redis);
     sw_seal_key_free(c->key);
 }
 

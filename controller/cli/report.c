@@ -267,7 +267,7 @@ static int hub_usage(const struct sw_cli_globals *g, struct sw_job_usage **out, 
 out:
     if (keys)
         freeReplyObject(keys);
-    redisFree(c);
+    sw_redis_sync_free(c);
     return rc;
 }
 

@@ -96,7 +96,7 @@ int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
                 err.msg[0] ? err.msg : "redis: spillway:jobs is not a set");
         if (keys)
             freeReplyObject(keys);
-        redisFree(c);
+        sw_redis_sync_free(c);
         return SW_EXIT_FAIL;
     }
     size_t n = keys->elements;
@@ -159,7 +159,7 @@ int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
     cJSON_Delete(rows);
     free(names);
     freeReplyObject(keys);
-    redisFree(c);
+    sw_redis_sync_free(c);
     return rc == 0 ? SW_EXIT_OK : SW_EXIT_FAIL;
 }
 
@@ -206,7 +206,7 @@ int sw_cli_explain(const struct sw_cli_globals *g, int argc, char **argv)
     if (sw_redis_sync_command(c, &rec, &err, "GET %s%s", SW_KEY_JOB, key) != 0 ||
         sw_redis_sync_command(c, &ex, &err, "GET %s%s", SW_KEY_EXPLAIN, key) != 0) {
         fprintf(stderr, "spillctl explain: %s\n", err.msg);
-        redisFree(c);
+        sw_redis_sync_free(c);
         return SW_EXIT_FAIL;
     }
     rc = SW_EXIT_OK;
@@ -277,7 +277,7 @@ out:
     cJSON_Delete(eo);
     freeReplyObject(rec);
     freeReplyObject(ex);
-    redisFree(c);
+    sw_redis_sync_free(c);
     return rc;
 }
 
@@ -315,7 +315,7 @@ int sw_cli_hub(const struct sw_cli_globals *g, int argc, char **argv)
         sw_redis_sync_command(c, &ttl, &err, "PTTL %s", SW_KEY_LEASE) != 0 ||
         sw_redis_sync_command(c, &health, &err, "GET %s", SW_KEY_HEALTH) != 0) {
         fprintf(stderr, "spillctl hub status: %s\n", err.msg);
-        redisFree(c);
+        sw_redis_sync_free(c);
         return SW_EXIT_FAIL;
     }
     const char *leader = lease->type == REDIS_REPLY_STRING ? lease->str : "";
@@ -368,6 +368,6 @@ int sw_cli_hub(const struct sw_cli_globals *g, int argc, char **argv)
     freeReplyObject(epoch);
     freeReplyObject(ttl);
     freeReplyObject(health);
-    redisFree(c);
+    sw_redis_sync_free(c);
     return rc == 0 ? SW_EXIT_OK : SW_EXIT_FAIL;
 }

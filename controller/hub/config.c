@@ -30,6 +30,8 @@ void sw_hub_config_default(struct sw_hub_config *c)
 {
     memset(c, 0, sizeof(*c));
     snprintf(c->redis_password_env, sizeof(c->redis_password_env), "SPILLWAY_REDIS_PASSWORD");
+    snprintf(c->sentinel_password_env, sizeof(c->sentinel_password_env),
+             "SPILLWAY_SENTINEL_PASSWORD");
     snprintf(c->listen, sizeof(c->listen), "127.0.0.1:9464");
     snprintf(c->policy, sizeof(c->policy), "cost-aware");
     c->recheck_s = 5;
@@ -52,6 +54,8 @@ enum field_id {
     F_REDIS_URL,
     F_REDIS_PASSWORD_FILE,
     F_REDIS_PASSWORD_ENV,
+    F_SENTINEL_PASSWORD_FILE,
+    F_SENTINEL_PASSWORD_ENV,
     F_SECRET_KEY_FILE,
     F_LISTEN,
     F_PLACEMENT,
@@ -91,9 +95,16 @@ struct field {
 #define NUM_SECONDS "a number of seconds"
 
 static const struct field redis_fields[] = {
-    {"url", F_REDIS_URL, "a Redis URL such as \"redis://127.0.0.1:6379/0\"", NULL, 0, 0, 0},
+    {"url", F_REDIS_URL,
+     "a Redis URL such as \"redis://127.0.0.1:6379/0\" or "
+     "\"redis+sentinel://h1:26379,h2:26379,h3:26379/MASTER/0\"",
+     NULL, 0, 0, 0},
     {"passwordFile", F_REDIS_PASSWORD_FILE, "a file name", NULL, 0, 0, 0},
     {"passwordEnv", F_REDIS_PASSWORD_ENV,
+     "an environment variable name (letters, digits and '_', not starting with a digit)", NULL, 0,
+     0, 0},
+    {"sentinelPasswordFile", F_SENTINEL_PASSWORD_FILE, "a file name", NULL, 0, 0, 0},
+    {"sentinelPasswordEnv", F_SENTINEL_PASSWORD_ENV,
      "an environment variable name (letters, digits and '_', not starting with a digit)", NULL, 0,
      0, 0},
 };
@@ -360,11 +371,19 @@ static int redis_url_field(struct cfg_doc *cd, size_t line, const char *name, co
         return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": %s", cd->path, line, name,
                             e.msg);
     int has_password = u.password != NULL;
+    int has_sentinel_password = u.sentinel_password != NULL;
+    cd->out->redis_sentinel = u.sentinel;
     sw_redis_url_free(&u);
     if (has_password)
         return sw_error_set(cd->err, SW_EINVAL,
                             "%s:%zu: field \"%s\": a password in the URL is refused; put it in "
                             "redis.passwordFile or in the environment (redis.passwordEnv)",
+                            cd->path, line, name);
+    if (has_sentinel_password)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"%s\": a Sentinel password in the URL is refused; put "
+                            "it in redis.sentinelPasswordFile or in the environment "
+                            "(redis.sentinelPasswordEnv)",
                             cd->path, line, name);
     if (strlen(v) >= sizeof(cd->out->redis_url))
         return sw_error_set(cd->err, SW_EINVAL,
@@ -391,6 +410,14 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
             return bad_value(cd, line, name, f->expect, v);
         return copy_text(cd, line, name, f->expect, v, c->redis_password_env,
                          sizeof(c->redis_password_env));
+    case F_SENTINEL_PASSWORD_FILE:
+        return path_field(cd, line, name, v, c->sentinel_password_file,
+                          sizeof(c->sentinel_password_file));
+    case F_SENTINEL_PASSWORD_ENV:
+        if (!valid_env_name(v))
+            return bad_value(cd, line, name, f->expect, v);
+        return copy_text(cd, line, name, f->expect, v, c->sentinel_password_env,
+                         sizeof(c->sentinel_password_env));
     case F_SECRET_KEY_FILE:
         return path_field(cd, line, name, v, c->secret_key_file, sizeof(c->secret_key_file));
     case F_LISTEN:
@@ -544,6 +571,27 @@ static int parse_root(struct cfg_doc *cd, yaml_node_t *root)
                             "expected one of them, not both",
                             cd->path, l);
     }
+    if (cd->line[F_SENTINEL_PASSWORD_FILE] != 0 && cd->line[F_SENTINEL_PASSWORD_ENV] != 0) {
+        size_t l = cd->line[F_SENTINEL_PASSWORD_FILE] > cd->line[F_SENTINEL_PASSWORD_ENV]
+                       ? cd->line[F_SENTINEL_PASSWORD_FILE]
+                       : cd->line[F_SENTINEL_PASSWORD_ENV];
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: fields \"redis.sentinelPasswordFile\" and "
+                            "\"redis.sentinelPasswordEnv\": expected one of them, not both",
+                            cd->path, l);
+    }
+    static const struct {
+        enum field_id id;
+        const char *name;
+    } sentinel_only[] = {{F_SENTINEL_PASSWORD_FILE, "redis.sentinelPasswordFile"},
+                         {F_SENTINEL_PASSWORD_ENV, "redis.sentinelPasswordEnv"}};
+    for (size_t i = 0; i < N(sentinel_only); i++)
+        if (cd->line[sentinel_only[i].id] != 0 && cd->out->redis_url[0] != '\0' &&
+            !cd->out->redis_sentinel)
+            return sw_error_set(cd->err, SW_EINVAL,
+                                "%s:%zu: field \"%s\": given, but redis.url is not a Sentinel URL "
+                                "(expected " SW_REDIS_SENTINEL_SCHEME "HOST:PORT,.../MASTER)",
+                                cd->path, cd->line[sentinel_only[i].id], sentinel_only[i].name);
     if (cd->out->redis_url[0] == '\0')
         return sw_error_set(cd->err, SW_EINVAL,
                             "%s: field \"redis.url\": required, not given (e.g. "
@@ -676,60 +724,82 @@ int sw_hub_config_load(const char *path, struct sw_hub_config *out, struct sw_er
     return rc;
 }
 
-int sw_hub_config_redis_password(const struct sw_hub_config *c, char *buf, size_t len,
-                                 struct sw_error *err)
+/* A secret from a file (trailing CR/LF stripped) or else an environment variable. */
+static int secret_lookup(const char *file, const char *env, const char *what, char *buf, size_t len,
+                         struct sw_error *err)
 {
     sw_assert(len > 0);
     buf[0] = '\0';
-    if (c->redis_password_file[0] != '\0') {
-        const char *path = c->redis_password_file;
+    if (file[0] != '\0') {
+        const char *path = file;
         char *text = NULL;
         size_t n = 0;
         mode_t mode;
+        char label[64];
+        snprintf(label, sizeof(label), "%s file", what);
         /* Read a little past `len` so that a too long password is seen
          * whatever trails it. */
-        int rc = read_file(path, "Redis password file", len + 64, &text, &n, &mode, err);
+        int rc = read_file(path, label, len + 64, &text, &n, &mode, err);
         if (rc == SW_ETOOBIG)
-            return sw_error_set(err, SW_ETOOBIG,
-                                "%s: the Redis password file holds more than %zu bytes", path,
-                                len - 1);
+            return sw_error_set(err, SW_ETOOBIG, "%s: the %s file holds more than %zu bytes", path,
+                                what, len - 1);
         if (rc != 0)
             return rc;
         size_t read_n = n;
         while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
             n--;
         if (n == 0)
-            rc = sw_error_set(err, SW_EINVAL, "%s: the Redis password file is empty", path);
+            rc = sw_error_set(err, SW_EINVAL, "%s: the %s file is empty", path, what);
         else if (memchr(text, '\0', n) != NULL)
             rc = sw_error_set(err, SW_EINVAL,
-                              "%s: the Redis password file holds a NUL byte; expected the "
-                              "password as text",
-                              path);
+                              "%s: the %s file holds a NUL byte; expected the password as text",
+                              path, what);
         else if (n >= len)
-            rc = sw_error_set(err, SW_ETOOBIG,
-                              "%s: the Redis password file holds more than %zu bytes", path,
-                              len - 1);
+            rc = sw_error_set(err, SW_ETOOBIG, "%s: the %s file holds more than %zu bytes", path,
+                              what, len - 1);
         if (rc == 0) {
             memcpy(buf, text, n);
             buf[n] = '\0';
-            if ((mode & 077) != 0)
+            if ((mode & 077) != 0 && strcmp(what, "Redis password") == 0)
                 SW_LOG(SW_LOG_WARN, "the Redis password file is readable by group or others",
+                       "file=%s mode=%04o", sw_log_q(path), (unsigned)mode);
+            else if ((mode & 077) != 0)
+                SW_LOG(SW_LOG_WARN, "the Sentinel password file is readable by group or others",
                        "file=%s mode=%04o", sw_log_q(path), (unsigned)mode);
         }
         explicit_bzero(text, read_n);
         sw_free(text);
         return rc;
     }
-    if (c->redis_password_env[0] == '\0')
+    if (env[0] == '\0')
         return 0;
-    const char *v = getenv(c->redis_password_env);
+    const char *v = getenv(env);
     if (v == NULL || v[0] == '\0')
         return 0;
     size_t n = strlen(v);
     if (n >= len)
         return sw_error_set(err, SW_ETOOBIG,
-                            "environment variable %s: the Redis password is longer than %zu bytes",
-                            c->redis_password_env, len - 1);
+                            "environment variable %s: the %s is longer than %zu bytes", env, what,
+                            len - 1);
     memcpy(buf, v, n + 1);
     return 0;
+}
+
+int sw_hub_config_redis_password(const struct sw_hub_config *c, char *buf, size_t len,
+                                 struct sw_error *err)
+{
+    return secret_lookup(c->redis_password_file, c->redis_password_env, "Redis password", buf, len,
+                         err);
+}
+
+int sw_hub_config_sentinel_password(const struct sw_hub_config *c, char *buf, size_t len,
+                                    struct sw_error *err)
+{
+    if (!c->redis_sentinel) {
+        sw_assert(len > 0);
+        buf[0] = '\0';
+        return 0;
+    }
+    return secret_lookup(c->sentinel_password_file, c->sentinel_password_env, "Sentinel password",
+                         buf, len, err);
 }

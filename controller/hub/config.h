@@ -7,6 +7,9 @@
  *     url: redis://127.0.0.1:6379/0       # required; no password in it
  *     passwordFile: /etc/spillway/redis-password
  *     passwordEnv: SPILLWAY_REDIS_PASSWORD  # instead of passwordFile
+ *     # with url: redis+sentinel://h1:26379,h2:26379,h3:26379/MASTER/0
+ *     sentinelPasswordFile: /etc/spillway/sentinel-password
+ *     sentinelPasswordEnv: SPILLWAY_SENTINEL_PASSWORD  # instead of the file
  *   secretKeyFile: /etc/spillway/secret.key  # required
  *   listen: 127.0.0.1:9464                # metrics and health
  *   placement:
@@ -48,19 +51,22 @@
 
 /** The hub's settings, defaults filled by sw_hub_config_default. */
 struct sw_hub_config {
-    char redis_url[512];                       /* "redis://host:port/db"; never a password */
-    char redis_password_file[SW_HUB_PATH_MAX]; /* "" = none */
-    char redis_password_env[64];               /* default "SPILLWAY_REDIS_PASSWORD" */
-    char secret_key_file[SW_HUB_PATH_MAX];     /* sealing key file; required */
-    char listen[128];                          /* metrics/health "host:port" */
-    char policy[64];                           /* "NAME" or "NAME:VALUE" (sw_policy_parse) */
-    double recheck_s;                          /* default 5 */
-    double lease_ttl_s;                        /* default 10; >= 1 */
-    char hub_id[64];                           /* "" = hostname-pid chosen at run time */
-    char log_level[16];                        /* debug|info|warn|error; default info */
-    double output_sync_s;                      /* outputs copied back every N s; default 30 */
-    int max_attempts;                          /* re-placements of one Job; default 3 */
-    double probe_interval_s;                   /* members' /readyz probed every N s; default 10 */
+    char redis_url[512];                          /* "redis://host:port/db"; never a password */
+    char redis_password_file[SW_HUB_PATH_MAX];    /* "" = none */
+    char redis_password_env[64];                  /* default "SPILLWAY_REDIS_PASSWORD" */
+    int redis_sentinel;                           /* redis_url is a redis+sentinel:// URL */
+    char sentinel_password_file[SW_HUB_PATH_MAX]; /* the Sentinels' own password; "" = none */
+    char sentinel_password_env[64];               /* default "SPILLWAY_SENTINEL_PASSWORD" */
+    char secret_key_file[SW_HUB_PATH_MAX];        /* sealing key file; required */
+    char listen[128];                             /* metrics/health "host:port" */
+    char policy[64];                              /* "NAME" or "NAME:VALUE" (sw_policy_parse) */
+    double recheck_s;                             /* default 5 */
+    double lease_ttl_s;                           /* default 10; >= 1 */
+    char hub_id[64];                              /* "" = hostname-pid chosen at run time */
+    char log_level[16];                           /* debug|info|warn|error; default info */
+    double output_sync_s;                         /* outputs copied back every N s; default 30 */
+    int max_attempts;                             /* re-placements of one Job; default 3 */
+    double probe_interval_s; /* members' /readyz probed every N s; default 10 */
     double lost_after_s; /* a member not answering (or not Ready) this long is lost; default 60 */
     double rto_target_s; /* the objective a member's loss is recovered in (drills); default 600 */
     double repl_interval_s;      /* replication rules run every N s; default 60 */
@@ -101,5 +107,14 @@ int sw_hub_config_load(const char *path, struct sw_hub_config *out, struct sw_er
  */
 int sw_hub_config_redis_password(const struct sw_hub_config *c, char *buf, size_t len,
                                  struct sw_error *err);
+
+/**
+ * As sw_hub_config_redis_password for the Sentinels' own password, from
+ * redis.sentinelPasswordFile, else redis.sentinelPasswordEnv (default
+ * SPILLWAY_SENTINEL_PASSWORD). With a redis.url that is not a Sentinel URL
+ * there is none: buf "" and 0 (the parser refuses the two fields then).
+ */
+int sw_hub_config_sentinel_password(const struct sw_hub_config *c, char *buf, size_t len,
+                                    struct sw_error *err);
 
 #endif

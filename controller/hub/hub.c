@@ -15,6 +15,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "controller/hub/adopt.h"
 #include "controller/hub/hub.h"
 
 int64_t sw_hub_mono_ms(void)
@@ -189,6 +190,7 @@ static void tick(uv_timer_t *t)
     if (h->dispatch_backlog == 0)
         sw_follow_flush_events(h, 10); /* 50 a second: a member's default QPS */
     sw_observe_scan(h);
+    sw_adopt_round(h); /* records that say less than their mirrors, before any decision */
     int64_t now = sw_hub_mono_ms();
     if (sw_members_synced(h) && (h->decide_wanted || now >= h->next_decide_ms)) {
         h->decide_wanted = false;

@@ -127,6 +127,7 @@ struct sw_hub_metrics {
     uint64_t fenced;
     uint64_t cluster_requeues; /* Jobs placed again because their cluster was lost */
     uint64_t stale_deleted;    /* stale mirrors deleted from returned clusters */
+    uint64_t rederived;        /* records re-derived from their mirrors (adopt.h) */
     uint64_t replication_bytes;
     /* dispatch latency (origin created to mirror created) histogram */
     uint64_t lat_buckets[12];
@@ -151,6 +152,14 @@ struct sw_hub {
     int64_t lease_until_mono; /* acting only before this */
     bool loading;             /* reading the records after taking the lease */
     bool loaded;
+    /* Redis Sentinel (leader.c): the node the lease was last renewed on, a
+     * re-take wanted or under way after a failover to another node, and
+     * whether a replica has acknowledged the epoch. */
+    char redis_node[300];
+    bool retake_wanted;
+    bool retaking;
+    bool epoch_replicated;
+    uint64_t failovers;
     uv_timer_t lease_timer;
 
     /* members and stores */

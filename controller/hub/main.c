@@ -33,6 +33,8 @@ static void usage(FILE *out)
                  "Environment:\n"
                  "  SPILLWAY_REDIS_PASSWORD   Redis password (or the variable the config's\n"
                  "                            redis.passwordEnv names, or redis.passwordFile)\n"
+                 "  SPILLWAY_SENTINEL_PASSWORD  with a redis+sentinel:// URL, the Sentinels' own\n"
+                 "                            password (or redis.sentinelPasswordEnv/File)\n"
                  "  SPILLWAY_LOG              log level, overriding the config's logLevel\n\n"
                  "Exit status: 0 stopped, 1 failed at start-up, 2 bad usage or configuration,\n"
                  "3 leadership lost (restart it: it comes back as a standby).\n");
@@ -94,11 +96,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "spillwayd: %s\n", err.msg);
         return 2;
     }
-    if (sw_redis_url_with_password(h->cfg.redis_url, password[0] ? password : NULL, h->redis_url,
-                                   sizeof(h->redis_url), &err) != 0) {
+    char with_data[sizeof(h->redis_url)];
+    if (sw_redis_url_with_password(h->cfg.redis_url, password[0] ? password : NULL, with_data,
+                                   sizeof(with_data), &err) != 0) {
         fprintf(stderr, "spillwayd: %s: field \"redis.url\": %s\n", config, err.msg);
         return 2;
     }
+    /* A Sentinel URL: the Sentinels' own password goes with it (store/redis.h). */
+    if (sw_hub_config_sentinel_password(&h->cfg, password, sizeof(password), &err) != 0) {
+        fprintf(stderr, "spillwayd: %s\n", err.msg);
+        return 2;
+    }
+    if (sw_redis_url_with_sentinel_password(with_data, password[0] ? password : NULL, h->redis_url,
+                                            sizeof(h->redis_url), &err) != 0) {
+        fprintf(stderr, "spillwayd: %s: field \"redis.url\": %s\n", config, err.msg);
+        return 2;
+    }
+    explicit_bzero(with_data, sizeof(with_data));
     memset(password, 0, sizeof(password));
     if (sw_seal_key_load(h->cfg.secret_key_file, &h->key, &err) != 0) {
         fprintf(stderr, "spillwayd: %s\n", err.msg);

@@ -128,6 +128,14 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     sw_buf_adds(b, "# HELP spillway_fenced_writes_total Writes refused for a stale epoch.\n"
                    "# TYPE spillway_fenced_writes_total counter\n");
     sw_buf_addf(b, "spillway_fenced_writes_total %llu\n", (unsigned long long)h->m.fenced);
+    sw_buf_adds(b, "# HELP spillway_records_rederived_total Job records re-derived from their "
+                   "mirrors' labels (lost in Redis).\n"
+                   "# TYPE spillway_records_rederived_total counter\n");
+    sw_buf_addf(b, "spillway_records_rederived_total %llu\n", (unsigned long long)h->m.rederived);
+    sw_buf_adds(b, "# HELP spillway_redis_failovers_total Redis failovers followed to another "
+                   "node (Sentinel).\n"
+                   "# TYPE spillway_redis_failovers_total counter\n");
+    sw_buf_addf(b, "spillway_redis_failovers_total %llu\n", (unsigned long long)h->failovers);
     sw_buf_adds(b, "# HELP spillway_dispatch_latency_seconds Origin created to mirror created.\n"
                    "# TYPE spillway_dispatch_latency_seconds histogram\n");
     for (size_t i = 0; i < NLAT; i++)

@@ -11,6 +11,8 @@
 #include "common/json.h"
 #include "controller/hub/mirror.h"
 
+#include "controller/hub/adopt.h"
+
 void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len)
 {
     snprintf(buf, len, "sw-%.36s-%d", uid, attempt);
@@ -95,6 +97,12 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
     snprintf(origin_ref, sizeof(origin_ref), "%s/%s/%s", r->cluster, r->ns, r->name);
     cJSON_AddStringToObject(ann, "spillway.io/origin", origin_ref);
     cJSON_AddStringToObject(ann, SW_ANN_DECISION, r->summary);
+    /* Enough to re-derive the record from the mirror if Redis loses it (adopt.h). */
+    char *placement = sw_adopt_placement_json(r);
+    if (placement != NULL) {
+        cJSON_AddStringToObject(ann, SW_ANN_PLACEMENT, placement);
+        cJSON_free(placement);
+    }
 
     cJSON *spec = cJSON_Duplicate(ospec, 1);
     cJSON_AddItemToObject(m, "spec", spec);

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "clusters/exec.h"
 #include "common/json.h"
+#include "controller/hub/adopt.h"
 #include "controller/hub/hub.h"
 
 /* ---- pods grouped by Job -------------------------------------------------- */
@@ -271,6 +272,7 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
     r->created = (double)created_ms / 1000.0;
     r->observed_ms = sw_hub_wall_ms();
     j->warned = false;
+    sw_adopt_new_record(h, j); /* a record Redis lost: from the mirror, if there is one */
     j->busy = true;
     if (sw_rec_write(h, j, on_new_written, NULL) != 0)
         j->busy = false;
@@ -279,6 +281,7 @@ static void scan_job(const char *key, const cJSON *job, void *ctx)
 void sw_observe_scan(struct sw_hub *h)
 {
     aggs_clear();
+    sw_adopt_index(h);
     for (size_t i = 0; i < h->nmembers; i++) {
         struct sw_member *m = h->members[i];
         if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))

@@ -70,7 +70,10 @@ static void on_written(struct sw_redis *r, redisReply *reply, const char *errs, 
         sw_free(j->explain);
         j->explain = NULL;
     }
-    if (rc == SW_ECONFLICT)
+    /* While a re-take after a Redis failover is pending, the epoch there
+     * may differ from this hub's (a lost increment): the re-take decides,
+     * and exits if another hub holds the lease. */
+    if (rc == SW_ECONFLICT && !h->retake_wanted)
         sw_leader_lost(h, "a fenced write was refused: another hub has a newer epoch");
     if (rc != 0 && j->persisted)
         j->rec = j->saved; /* never act on a state that is not in Redis */
@@ -131,7 +134,8 @@ static void on_deleted(struct sw_redis *r, redisReply *reply, const char *errs, 
     free(w);
     if (reply && reply->type == REDIS_REPLY_ERROR && strstr(reply->str, "FENCED") != NULL) {
         h->m.fenced++;
-        sw_leader_lost(h, "a fenced delete was refused: another hub has a newer epoch");
+        if (!h->retake_wanted)
+            sw_leader_lost(h, "a fenced delete was refused: another hub has a newer epoch");
     }
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
         sw_hub_step_done(h, j, SW_EUNAVAIL);
@@ -182,6 +186,14 @@ struct load_ctx {
     void (*done)(struct sw_hub *h, int rc);
 };
 
+static void forget_one(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    (void)h;
+    (void)ctx;
+    if (!j->busy)
+        j->persisted = false;
+}
+
 static void on_values(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
 {
     (void)r;
@@ -192,6 +204,9 @@ static void on_values(struct sw_redis *r, redisReply *reply, const char *errs, v
     if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
         rc = SW_EUNAVAIL;
     } else {
+        /* Loading again (after a Redis failover): what Redis holds now is
+         * the truth; a Job it lost is found again by the scan (adopt.c). */
+        sw_hub_jobs_foreach(h, forget_one, NULL);
         for (size_t i = 0; i < reply->elements; i++) {
             redisReply *e = reply->element[i];
             if (e->type != REDIS_REPLY_STRING)
@@ -211,6 +226,8 @@ static void on_values(struct sw_redis *r, redisReply *reply, const char *errs, v
                 rc = SW_ENOMEM;
                 break;
             }
+            if (j->busy)
+                continue; /* its write in flight says what happened */
             j->rec = rec;
             j->saved = rec;
             j->persisted = true;
@@ -236,6 +253,7 @@ static void on_members(struct sw_redis *r, redisReply *reply, const char *errs, 
         void (*done)(struct sw_hub *, int) = l->done;
         struct sw_hub *h = l->h;
         free(l);
+        sw_hub_jobs_foreach(h, forget_one, NULL);
         done(h, 0);
         return;
     }

@@ -135,6 +135,50 @@ static void test_defaults(void **state)
     assert_string_equal(c.redis_password_env, "MY_PW");
 }
 
+static void test_sentinel(void **state)
+{
+    (void)state;
+    struct sw_hub_config c;
+    struct sw_error err;
+    const char *y = "redis:\n  url: redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/hub-redis/7\n"
+                    "  passwordFile: /etc/pw\n  sentinelPasswordFile: sentinel-pw\n"
+                    "secretKeyFile: /k\n";
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "/etc/spillway/hub.yaml", &c, &err), 0);
+    assert_true(c.redis_sentinel);
+    assert_string_equal(c.redis_url, "redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/hub-redis/7");
+    assert_string_equal(c.sentinel_password_file, "/etc/spillway/sentinel-pw");
+    assert_string_equal(c.sentinel_password_env, "SPILLWAY_SENTINEL_PASSWORD");
+
+    /* The Sentinel password: the default variable, or the one named. */
+    y = "redis:\n  url: redis+sentinel://a/m\n  sentinelPasswordEnv: SW_TEST_SENTINEL_PW\n"
+        "secretKeyFile: /k\n";
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
+    char pw[32];
+    setenv("SW_TEST_SENTINEL_PW", "sentinel-secret", 1);
+    setenv("SPILLWAY_SENTINEL_PASSWORD", "the-default", 1);
+    assert_int_equal(sw_hub_config_sentinel_password(&c, pw, sizeof(pw), &err), 0);
+    assert_string_equal(pw, "sentinel-secret");
+    y = "redis: {url: \"redis+sentinel://a/m\"}\nsecretKeyFile: /k\n";
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
+    assert_int_equal(sw_hub_config_sentinel_password(&c, pw, sizeof(pw), &err), 0);
+    assert_string_equal(pw, "the-default");
+    /* Not a Sentinel URL: no Sentinel password, whatever the environment. */
+    y = "redis: {url: \"redis://a\"}\nsecretKeyFile: /k\n";
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
+    assert_false(c.redis_sentinel);
+    assert_int_equal(sw_hub_config_sentinel_password(&c, pw, sizeof(pw), &err), 0);
+    assert_string_equal(pw, "");
+    /* A missing file is named, with what it was for. */
+    y = "redis: {url: \"redis+sentinel://a/m\", sentinelPasswordFile: /nonexistent/sp}\n"
+        "secretKeyFile: /k\n";
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
+    assert_int_equal(sw_hub_config_sentinel_password(&c, pw, sizeof(pw), &err), SW_ENOENT);
+    assert_non_null(strstr(err.msg, "/nonexistent/sp"));
+    assert_non_null(strstr(err.msg, "Sentinel password file"));
+    unsetenv("SW_TEST_SENTINEL_PW");
+    unsetenv("SPILLWAY_SENTINEL_PASSWORD");
+}
+
 static void test_relative_paths(void **state)
 {
     (void)state;
@@ -168,7 +212,8 @@ static void test_errors_exact(void **state)
         {BASE "leader:\n  id: a\n  ttl: 5\n", SW_EINVAL,
          "hub.yaml:6: field \"leader.ttl\": unknown (expected id, leaseTTLSeconds)"},
         {"redis:\n  uri: redis://r\n", SW_EINVAL,
-         "hub.yaml:2: field \"redis.uri\": unknown (expected url, passwordFile, passwordEnv)"},
+         "hub.yaml:2: field \"redis.uri\": unknown (expected url, passwordFile, passwordEnv, "
+         "sentinelPasswordFile, sentinelPasswordEnv)"},
         /* repeated keys */
         {BASE "listen: a:1\nlisten: b:2\n", SW_EINVAL,
          "hub.yaml:5: field \"listen\": given twice (first on line 4)"},
@@ -229,8 +274,35 @@ static void test_errors_exact(void **state)
          "hub.yaml:2: field \"redis.url\": a password in the URL is refused; put it in "
          "redis.passwordFile or in the environment (redis.passwordEnv)"},
         {"redis:\n  url: http://r\n", SW_EINVAL,
-         "hub.yaml:2: field \"redis.url\": redis URL: expected it to start with redis:// or "
-         "unix://"},
+         "hub.yaml:2: field \"redis.url\": redis URL: expected it to start with redis://, "
+         "redis+sentinel:// or unix://"},
+        /* Sentinel: the URL names the field; passwords never in it */
+        {"redis:\n  url: redis+sentinel://a:1,,c:3/m\nsecretKeyFile: k\n", SW_EINVAL,
+         "hub.yaml:2: field \"redis.url\": redis URL: Sentinel 2 of the list is empty"},
+        {"redis:\n  url: redis+sentinel://a:1,b:2\nsecretKeyFile: k\n", SW_EINVAL,
+         "hub.yaml:2: field \"redis.url\": redis URL: expected /MASTERNAME after the Sentinels "
+         "(the name they monitor the master by)"},
+        {"redis:\n  url: redis+sentinel://:s3cret@a:1/m\nsecretKeyFile: k\n", SW_EINVAL,
+         "hub.yaml:2: field \"redis.url\": a password in the URL is refused; put it in "
+         "redis.passwordFile or in the environment (redis.passwordEnv)"},
+        {"redis:\n  url: redis+sentinel://a:1/m?sentinelPassword=s3cret\nsecretKeyFile: k\n",
+         SW_EINVAL,
+         "hub.yaml:2: field \"redis.url\": a Sentinel password in the URL is refused; put it in "
+         "redis.sentinelPasswordFile or in the environment (redis.sentinelPasswordEnv)"},
+        {"redis:\n  url: redis://r\n  sentinelPasswordFile: f\nsecretKeyFile: k\n", SW_EINVAL,
+         "hub.yaml:3: field \"redis.sentinelPasswordFile\": given, but redis.url is not a "
+         "Sentinel URL (expected redis+sentinel://HOST:PORT,.../MASTER)"},
+        {"redis:\n  url: redis://r\n  sentinelPasswordEnv: SP\nsecretKeyFile: k\n", SW_EINVAL,
+         "hub.yaml:3: field \"redis.sentinelPasswordEnv\": given, but redis.url is not a "
+         "Sentinel URL (expected redis+sentinel://HOST:PORT,.../MASTER)"},
+        {"redis:\n  url: redis+sentinel://a/m\n  sentinelPasswordFile: f\n"
+         "  sentinelPasswordEnv: E\nsecretKeyFile: k\n",
+         SW_EINVAL,
+         "hub.yaml:4: fields \"redis.sentinelPasswordFile\" and \"redis.sentinelPasswordEnv\": "
+         "expected one of them, not both"},
+        {"redis:\n  url: redis+sentinel://a/m\n  sentinelPasswordEnv: 9X\n", SW_EINVAL,
+         "hub.yaml:3: field \"redis.sentinelPasswordEnv\": expected an environment variable "
+         "name (letters, digits and '_', not starting with a digit), got \"9X\""},
         {"redis:\n  url: redis://r\n  passwordFile: f\n  passwordEnv: E\nsecretKeyFile: k\n",
          SW_EINVAL,
          "hub.yaml:4: fields \"redis.passwordFile\" and \"redis.passwordEnv\": expected one of "
@@ -461,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_relative_paths),
         cmocka_unit_test(test_errors_exact), cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_load),         cmocka_unit_test(test_password),
+        cmocka_unit_test(test_sentinel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,8 +140,8 @@ static void test_bad_values(void **state)
                         "--log-level: expected debug, info, warn, error or off, got \"loud\"");
     char *a4[] = {"spillctl", "--redis", "http://:hunter2@h", "version", NULL};
     assert_int_equal(parse(a4, &argc, &g, NULL, 0, &err), SW_EINVAL);
-    assert_string_equal(err.msg,
-                        "--redis: redis URL: expected it to start with redis:// or unix://");
+    assert_string_equal(err.msg, "--redis: redis URL: expected it to start with redis://, "
+                                 "redis+sentinel:// or unix://");
     setenv(SW_CLI_LOG_ENV, "chatty", 1);
     char *a5[] = {"spillctl", "version", NULL};
     assert_int_equal(parse(a5, &argc, &g, NULL, 0, &err), SW_EINVAL);

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "store/redis.h"
 
 static void test_full_url(void **state)
@@ -134,6 +135,158 @@ static void test_with_password_refused(void **state)
                      SW_ETOOBIG);
 }
 
+static void test_sentinel_url(void **state)
+{
+    (void)state;
+    struct sw_redis_url u;
+    struct sw_error err;
+    assert_int_equal(sw_redis_url_parse("redis+sentinel://hub:p%40ss@10.0.0.1:26380,sentinel-b,"
+                                        "[::1]:26381/my-master.1/7",
+                                        &u, &err),
+                     0);
+    assert_true(u.sentinel);
+    assert_null(u.host);
+    assert_int_equal(u.nsentinels, 3);
+    assert_string_equal(u.sentinel_host[0], "10.0.0.1");
+    assert_int_equal(u.sentinel_port[0], 26380);
+    assert_string_equal(u.sentinel_host[1], "sentinel-b");
+    assert_int_equal(u.sentinel_port[1], SW_REDIS_SENTINEL_PORT);
+    assert_string_equal(u.sentinel_host[2], "::1");
+    assert_int_equal(u.sentinel_port[2], 26381);
+    assert_string_equal(u.master, "my-master.1");
+    assert_int_equal(u.db, 7);
+    assert_string_equal(u.user, "hub");
+    assert_string_equal(u.password, "p@ss");
+    assert_null(u.sentinel_password);
+    char red[256];
+    sw_redis_url_redacted(&u, red, sizeof(red));
+    assert_string_equal(
+        red, "redis+sentinel://hub:***@10.0.0.1:26380,sentinel-b:26379,[::1]:26381/my-master.1/7");
+    sw_redis_url_free(&u);
+
+    /* One Sentinel, no database: db 0; the Sentinel password as a parameter. */
+    assert_int_equal(sw_redis_url_parse("redis+sentinel://h/m?sentinelPassword=s%2F1", &u, &err),
+                     0);
+    assert_int_equal(u.nsentinels, 1);
+    assert_int_equal(u.db, 0);
+    assert_null(u.password);
+    assert_string_equal(u.sentinel_password, "s/1");
+    sw_redis_url_redacted(&u, red, sizeof(red));
+    assert_string_equal(red, "redis+sentinel://h:26379/m/0?sentinelPassword=***");
+    sw_redis_url_free(&u);
+    assert_int_equal(sw_redis_url_parse("redis+sentinel://h/m/", &u, &err), 0);
+    assert_int_equal(u.db, 0);
+    sw_redis_url_free(&u);
+}
+
+static void test_sentinel_url_errors(void **state)
+{
+    (void)state;
+    struct sw_redis_url u;
+    struct sw_error err;
+    static const struct {
+        const char *url;
+        const char *says;
+    } bad[] = {
+        {"redis+sentinel://", "at least one Sentinel"},
+        {"redis+sentinel://:hunter2@/m", "at least one Sentinel"},
+        {"redis+sentinel://a:1,,b:2/m", "Sentinel 2 of the list is empty"},
+        {"redis+sentinel://a:1,/m", "Sentinel 2 of the list is empty"},
+        {"redis+sentinel://a:1,b:0/m", "port number 1-65535 in Sentinel 2"},
+        {"redis+sentinel://a:1,:5/m", "host of Sentinel 2 is empty"},
+        {"redis+sentinel://[::1:5/m", "unterminated '[' in Sentinel 1"},
+        {"redis+sentinel://:hunter2@a:1", "expected /MASTERNAME"},
+        {"redis+sentinel://a:1/", "expected /MASTERNAME"},
+        {"redis+sentinel://a:1//0", "expected /MASTERNAME"},
+        {"redis+sentinel://a:1/my master", "master name may hold"},
+        {"redis+sentinel://a:1/m/x", "database number"},
+        {"redis+sentinel://a:1/m/0?password=hunter2", "only query parameter"},
+        {"redis+sentinel://a:1/m?sentinelPassword=hunter2%z", "bad %-escape"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(sw_redis_url_parse(bad[i].url, &u, &err), SW_EPARSE);
+        if (strstr(err.msg, bad[i].says) == NULL)
+            fail_msg("%s: got \"%s\", expected it to say \"%s\"", bad[i].url, err.msg, bad[i].says);
+        assert_null(strstr(err.msg, "hunter2"));
+    }
+    /* Seventeen Sentinels are too many. */
+    char many[512] = "redis+sentinel://";
+    for (int i = 0; i < SW_REDIS_MAX_SENTINELS + 1; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sh%d", i ? "," : "", i);
+    strcat(many, "/m");
+    assert_int_equal(sw_redis_url_parse(many, &u, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "more than 16 Sentinels"));
+}
+
+static void test_sentinel_passwords(void **state)
+{
+    (void)state;
+    char a[256], b[256];
+    struct sw_error err;
+    const char *url = "redis+sentinel://127.0.0.1:26391,127.0.0.1:26392/spillway/7";
+    assert_int_equal(sw_redis_url_with_password(url, "d@ta", a, sizeof(a), &err), 0);
+    assert_string_equal(a, "redis+sentinel://:d%40ta@127.0.0.1:26391,127.0.0.1:26392/spillway/7");
+    assert_int_equal(sw_redis_url_with_sentinel_password(a, "s&=?", b, sizeof(b), &err), 0);
+    assert_string_equal(b, "redis+sentinel://:d%40ta@127.0.0.1:26391,127.0.0.1:26392/spillway/7"
+                           "?sentinelPassword=s%26%3D%3F");
+    struct sw_redis_url u;
+    assert_int_equal(sw_redis_url_parse(b, &u, &err), 0);
+    assert_string_equal(u.password, "d@ta");
+    assert_string_equal(u.sentinel_password, "s&=?");
+    assert_string_equal(u.master, "spillway");
+    assert_int_equal(u.db, 7);
+    sw_redis_url_free(&u);
+    /* NULL: unchanged. */
+    assert_int_equal(sw_redis_url_with_sentinel_password(url, NULL, b, sizeof(b), &err), 0);
+    assert_string_equal(b, url);
+    /* Refused: not a Sentinel URL; given twice; too long (nothing left behind). */
+    assert_int_equal(
+        sw_redis_url_with_sentinel_password("redis://h/0", "hunter2", b, sizeof(b), &err),
+        SW_EINVAL);
+    assert_non_null(strstr(err.msg, "not a Sentinel one"));
+    assert_null(strstr(err.msg, "hunter2"));
+    assert_int_equal(sw_redis_url_with_sentinel_password("redis+sentinel://h/m?sentinelPassword=x",
+                                                         "hunter2", b, sizeof(b), &err),
+                     SW_EINVAL);
+    assert_non_null(strstr(err.msg, "already holds a Sentinel password"));
+    char small[40];
+    assert_int_equal(sw_redis_url_with_sentinel_password("redis+sentinel://h/m",
+                                                         "hunter2hunter2hunter2", small,
+                                                         sizeof(small), &err),
+                     SW_ETOOBIG);
+    assert_null(memchr(small, 'h', sizeof(small)));
+    /* The data password goes in the credentials, never after the master. */
+    assert_int_equal(
+        sw_redis_url_with_password("redis+sentinel://hub:@h:1,g/m", "pw", a, sizeof(a), &err), 0);
+    assert_string_equal(a, "redis+sentinel://hub:pw@h:1,g/m");
+}
+
+/* Every allocation of the parser may fail: an error, never a leak or a crash. */
+static void test_sentinel_url_alloc_failures(void **state)
+{
+    (void)state;
+    const char *url = "redis+sentinel://hub:pw@a:1,b:2,[::1]:3/master/2?sentinelPassword=sp";
+    int ok = 0;
+    for (uint64_t n = 1; n < 64 && !ok; n++) {
+        struct sw_redis_url u;
+        struct sw_error err;
+        sw_alloc_fail_at(n);
+        int rc = sw_redis_url_parse(url, &u, &err);
+        int injected = sw_alloc_injected();
+        sw_alloc_reset();
+        if (rc == 0) {
+            assert_false(injected);
+            assert_string_equal(u.sentinel_password, "sp");
+            sw_redis_url_free(&u);
+            ok = 1;
+        } else {
+            assert_int_equal(rc, SW_ENOMEM);
+            assert_non_null(strstr(err.msg, "out of memory"));
+        }
+    }
+    assert_true(ok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -142,6 +295,10 @@ int main(void)
         cmocka_unit_test(test_errors_never_echo_password),
         cmocka_unit_test(test_with_password),
         cmocka_unit_test(test_with_password_refused),
+        cmocka_unit_test(test_sentinel_url),
+        cmocka_unit_test(test_sentinel_url_errors),
+        cmocka_unit_test(test_sentinel_passwords),
+        cmocka_unit_test(test_sentinel_url_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

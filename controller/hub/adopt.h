@@ -1,0 +1,107 @@
+/*
+ * adopt.h - a record re-derived from the clusters: the pure part (adopt.c
+ * in sw_hub_pure) and the hooks the hub calls (adopt_hub.c).
+ *
+ * Redis replication is asynchronous, so a failover can lose a record's
+ * newest writes, or the whole record. The clusters still hold what was
+ * done: every mirror carries labels naming its origin (cluster, namespace,
+ * name, UID) and its attempt, and an annotation with its placement. The
+ * hub indexes the mirrors it sees by origin UID; a Job whose record is
+ * missing, or says less than the mirror proves (an older attempt, a state
+ * before dispatch, another target for the same attempt), gets its record
+ * back from the mirror, in state "dispatched", and the follow step takes it
+ * from there. Nothing is created: no second dispatch.
+ */
+#ifndef SW_CONTROLLER_HUB_ADOPT_H
+#define SW_CONTROLLER_HUB_ADOPT_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "controller/hub/jobrec.h"
+
+/** The annotation on a mirror holding its placement (JSON; mirror.c writes it). */
+#define SW_ANN_PLACEMENT "spillway.io/placement"
+
+/** A mirror Job as adoption needs it (copied out of a cache). */
+struct sw_adopt_mirror {
+    char cluster[64]; /* the member it is in */
+    char name[64];    /* its name */
+    char origin_uid[64];
+    int attempt;       /* its spillway.io/attempt label */
+    bool deleting;     /* it has a deletionTimestamp */
+    char pool[64];     /* from its placement annotation ("" when unknown) */
+    char region[64];   /* the placement, else its SPILLWAY_REGION */
+    char capacity[16]; /* the placement, else its capacity-type selector, else "owned" */
+    char team[64];
+    int gpus;
+    double price_gpu_h;
+    char summary[256]; /* its spillway.io/decision annotation */
+};
+
+/**
+ * Reads a mirror Job (borrowed) found in `cluster`. Returns 0 and fills
+ * *out, or SW_ENOENT when the Job is not a mirror (no origin UID label, or
+ * no valid attempt label).
+ */
+int sw_adopt_mirror_read(const cJSON *job, const char *cluster, struct sw_adopt_mirror *out);
+
+/** What to do with a record, given the mirrors of its origin. */
+enum sw_adopt_action {
+    SW_ADOPT_NONE = 0, /* the record already says as much as the mirrors */
+    SW_ADOPT_MIRROR,   /* take the record from mirrors[*index] */
+    SW_ADOPT_ATTEMPT, /* only raise the record's attempt to *floor (a mirror of it is being deleted)
+                       */
+};
+
+/**
+ * Decides for the record `r` (its attempt and state; a record just created
+ * for a Job seen without one is "observed", attempt 0) and the `n` mirrors
+ * of its origin UID. A mirror being deleted is never adopted (a lost or
+ * finished attempt being cleaned up), but its attempt is a floor: a new
+ * dispatch must not reuse its name. Among the others the highest attempt
+ * is adopted when the record is not terminal and either names an older
+ * attempt, or the same attempt in a state before the mirror exists
+ * (observed, blocked, decided, data-ready), or another target cluster.
+ * Pure.
+ */
+enum sw_adopt_action sw_adopt_decide(const struct sw_job_rec *r, const struct sw_adopt_mirror *m,
+                                     size_t n, size_t *index, int *floor);
+
+/**
+ * Rewrites `r` from the mirror: state "dispatched", its attempt, target
+ * cluster, mirror name, placement; `now_ms` stands for dispatched_ms when
+ * the record had none. Identity fields (key, cluster, ns, name, uid, form)
+ * are kept. Pure.
+ */
+void sw_adopt_apply(struct sw_job_rec *r, const struct sw_adopt_mirror *m, int64_t now_ms);
+
+/**
+ * The placement annotation's value for a record (new string, the caller
+ * frees it with cJSON_free), or NULL on out of memory.
+ */
+char *sw_adopt_placement_json(const struct sw_job_rec *r);
+
+/* ---- the hub's hooks (adopt_hub.c) ---------------------------------------- */
+
+struct sw_hub;
+struct sw_job;
+
+/** Indexes every member's mirrors by origin UID (called at the start of each scan). */
+void sw_adopt_index(struct sw_hub *h);
+/**
+ * For a record being created for a Job seen without one (observe.c): when
+ * a mirror of its origin exists, fills the record from it. Returns true
+ * when it did.
+ */
+bool sw_adopt_new_record(struct sw_hub *h, struct sw_job *j);
+/**
+ * For every persisted Job not busy: when its mirrors prove more than its
+ * record says, writes the record re-derived from the mirror (under the
+ * epoch, as any step). Called each tick after the scan, before decisions.
+ */
+void sw_adopt_round(struct sw_hub *h);
+
+#endif
