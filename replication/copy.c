@@ -1,7 +1,8 @@
 /*
  * copy.c - one verified object copy: a small state machine on the loop.
  *
- *   small:      GET -> SHA-256 -> PUT (signed payload) -> HEAD verify
+ *   small:      GET -> SHA-256 -> PUT (signed payload) -> ETag verify, or a
+ *               HEAD when the ETag is not an MD5 that matches
  *   multipart:  HEAD source -> Create -> parts [GET range -> SHA-256 of
  *               the part on the thread pool -> UploadPart] x concurrency ->
  *               Complete -> (metadata) -> HEAD verify; Abort on failure
@@ -15,11 +16,13 @@
  */
 #include "replication/copy.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/evp.h>
 
@@ -53,11 +56,11 @@ struct copy {
     char expect_sha[65];                /* known or from the source's metadata; "" if unknown */
     char src_etag[SW_S3_ETAG_MAX];      /* as the source sent it (quotes kept) */
     char src_etag_bare[SW_S3_ETAG_MAX]; /* recorded in the target's metadata */
-    char md5[33];                       /* small objects: MD5 of the bytes sent */
-    int meta_at_create;                 /* sw-sha256 was set when the upload was created */
-    int server;                         /* server-side copy */
-    int small_throttled;                /* the small path reserved its bandwidth */
-    EVP_MD_CTX *whole;                  /* owned */
+    char md5[33];        /* small objects: the source's MD5 ETag, else the MD5 of the bytes sent */
+    int meta_at_create;  /* sw-sha256 was set when the upload was created */
+    int server;          /* server-side copy */
+    int small_throttled; /* the small path reserved its bandwidth */
+    EVP_MD_CTX *whole;   /* owned */
     struct sw_buf small;
     struct part *parts;
     int nparts;
@@ -250,14 +253,15 @@ static void on_small_put(struct sw_s3_response *r, void *ctx)
     if (c->spec.on_bytes)
         c->spec.on_bytes(c->res.size, c->spec.ctx);
     /* The server answers a whole-object PUT with the MD5 of what it stored
-     * as ETag (unless it encrypts with KMS): when it matches the MD5 of the
-     * bytes sent, the copy is verified without another request. The PUT
-     * carried the SHA-256 as signed payload hash and as metadata, so the
-     * server checked those bytes too. Otherwise a HEAD decides. */
+     * as ETag (unless it encrypts with KMS): when it matches the source's
+     * MD5 ETag, or else the MD5 of the bytes sent, the copy is verified
+     * without another request. The PUT carried the SHA-256 as signed
+     * payload hash and as metadata, so the server checked those bytes too.
+     * Otherwise a HEAD decides. */
     char etag[SW_S3_ETAG_MAX], bare[SW_S3_ETAG_MAX];
     if (sw_http_header(r->http, "ETag", etag, sizeof(etag)) == 0) {
         sw_s3_etag_bare(etag, bare, sizeof(bare));
-        if (strcmp(bare, c->md5) == 0) {
+        if (c->md5[0] != '\0' && strcasecmp(bare, c->md5) == 0) {
             maybe_abort_and_report(c);
             return;
         }
@@ -282,12 +286,23 @@ static void on_small_get(struct sw_s3_response *r, void *ctx)
     set_src_etag(c, h.etag);
     c->res.size = (int64_t)c->small.len;
     sw_sha256_hex(c->small.data ? c->small.data : "", c->small.len, c->res.sha256);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    if (EVP_Digest(c->small.data ? c->small.data : "", c->small.len, md, &mdlen, EVP_md5(), NULL) ==
-            1 &&
-        mdlen == 16)
-        sw_hex(md, 16, c->md5);
+    /* The target's ETag is compared with an MD5 once the PUT is done. A
+     * source ETag shaped like one (a single-PUT object) is the MD5 of the
+     * source's bytes: a target ETag equal to it proves that the bytes
+     * arrived as the source holds them, GET included, without hashing them
+     * a second time here. Otherwise the MD5 of the bytes sent is computed. */
+    if (sw_s3_etag_is_md5(c->src_etag_bare)) {
+        for (int i = 0; i < 32; i++)
+            c->md5[i] = (char)tolower((unsigned char)c->src_etag_bare[i]);
+        c->md5[32] = '\0';
+    } else {
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int mdlen = 0;
+        if (EVP_Digest(c->small.data ? c->small.data : "", c->small.len, md, &mdlen, EVP_md5(),
+                       NULL) == 1 &&
+            mdlen == 16)
+            sw_hex(md, 16, c->md5);
+    }
     if (check_sha(c, c->res.sha256) != 0) {
         maybe_abort_and_report(c);
         return;
