@@ -94,7 +94,6 @@ static const char *spillctl;
 static const char *bucket = "datasets";
 static char tag[48];  /* bench-PID-TIME: names the stores and rules */
 static char base[64]; /* tag + "/": the object prefix of this run */
-static redisContext *journal;
 
 static double now_s(void)
 {
@@ -223,21 +222,28 @@ static double run_ours(const char *rule, double *cpu)
     return run_proc(argv, cpu);
 }
 
-/* The verified copies the journal holds for a rule's target. */
+/* The verified copies the journal holds for a rule's target. A connection
+ * per check: the lab's Redis may be restarted by a test meanwhile (it keeps
+ * its data). */
+static const char *journal_url;
+
 static long long journal_done(const char *rule)
 {
     char d[96];
     snprintf(d, sizeof(d), "%s-dst", tag);
+    redisContext *c = NULL;
     redisReply *r = NULL;
     struct sw_error err;
     char key[512];
     snprintf(key, sizeof(key), "sw:repl:%s:done:%s", rule, d);
-    if (sw_redis_sync_command(journal, &r, &err, "HLEN %s", key) != 0) {
+    if (sw_redis_sync_connect(journal_url, 5000, &c, &err) != 0 ||
+        sw_redis_sync_command(c, &r, &err, "HLEN %s", key) != 0) {
         fprintf(stderr, "bench_replication: %s\n", err.msg);
         exit(1);
     }
     long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     freeReplyObject(r);
+    redisFree(c);
     return n;
 }
 
@@ -359,6 +365,7 @@ static int server_pid[3];
 static void find_servers(void)
 {
     const char *dir = getenv("SW_LAB_DIR");
+    memset(server_pid, 0, sizeof(server_pid));
     for (int i = 0; dir && i < 3; i++) {
         char path[1024];
         snprintf(path, sizeof(path), "%s/run/%s.pid", dir, SERVER_PIDFILE[i]);
@@ -707,11 +714,8 @@ int main(int argc, char **argv)
     snprintf(url, sizeof(url), "redis://%s%s%s%s/%d", pass[0] ? ":" : "", pass, pass[0] ? "@" : "",
              hostport, db);
     struct sw_error err;
-    if (sw_redis_sync_connect(url, 5000, &journal, &err) != 0) {
-        fprintf(stderr, "bench_replication: %s\n", err.msg);
-        return 1;
-    }
-    memset(url, 0, sizeof(url));
+    journal_url = url;
+    (void)journal_done("bench-connect-check");
     memset(pass, 0, sizeof(pass));
     /* A sealing key for this run's store credentials. */
     unsigned char rnd[32];
@@ -842,6 +846,7 @@ int main(int argc, char **argv)
                 snprintf(to, sizeof(to), "%s%s-%d-%d/", base, TOOL_SLUG[t], s, round);
                 rule_name(rule, sizeof(rule), t, s, round);
                 double secs = 0, cpu = 0, srv0[3], srv1[3];
+                find_servers(); /* a test may have restarted one */
                 for (int i = 0; i < 3; i++)
                     srv0[i] = proc_cpu(server_pid[i]);
                 if (t == T_OURS || t == T_OURS_TUNED)
@@ -959,7 +964,7 @@ int main(int argc, char **argv)
         spillctl_quiet(a1);
         spillctl_quiet(a2);
     }
-    redisFree(journal);
+    memset(url, 0, sizeof(url));
     sw_s3_free(src);
     sw_s3_free(dst);
     sw_http_free(http);
