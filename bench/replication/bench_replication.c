@@ -811,7 +811,7 @@ int main(int argc, char **argv)
         printf(" %s", RCLONE_TUNED[i]);
     printf(" SRC DST\n");
     printf("  spillway:       spillctl replicate add RULE --from S --to D; spillctl replicate run "
-           "RULE --once   (16 objects, 4 parts of 16 MiB each)\n");
+           "RULE --once --progress none   (16 objects, 4 parts of 16 MiB each)\n");
     if (want_tuned)
         printf("  spillway tuned: spillctl replicate add RULE --from S --to D --concurrency 32 "
                "--part-concurrency 8; run as above\n");
