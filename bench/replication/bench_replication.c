@@ -53,6 +53,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "replication/copy.h"
 #include "replication/s3.h"
 #include "store/redis.h"
 #include "tests/support/fill.h"
@@ -585,6 +586,13 @@ static int run_ceiling(struct sw_s3 *src, struct sw_s3 *dst, const char *from, c
     }
     while (ceil_run.inflight > 0)
         uv_run(&loop, UV_RUN_ONCE);
+    /* A failed run leaves no multipart upload open on the target. */
+    for (int i = 0; i < count && (rc != 0 || ceil_run.failed); i++) {
+        struct sw_error err;
+        if (objs[i].upload_id[0] != '\0' &&
+            sw_copy_abort_sync(dst, bucket, objs[i].key_dst, objs[i].upload_id, &err) != 0)
+            fprintf(stderr, "bench_replication: %s\n", err.msg);
+    }
     for (int i = 0; i < count; i++) {
         sw_free(objs[i].etags);
         sw_buf_free(&objs[i].complete);
