@@ -15,8 +15,9 @@
 #                list at ALIBABA_TRACE; needs no lab
 #
 # The lab (tests/testbed/testbed up; it stays up) is brought up only when a
-# benchmark that needs it is to run, after those that do not: placement
-# runs, and reports, whatever becomes of the lab.
+# benchmark that needs it is to run and some part of it is down, after the
+# benchmarks that need no lab: placement runs, and reports, whatever becomes
+# of the lab.
 #
 # Inputs from outside the repository: the Alibaba pod list at ALIBABA_TRACE
 # (default ../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv,
@@ -103,7 +104,10 @@ fi
 # ---- what runs on the lab -------------------------------------------------
 
 if [ -n "${want[clusters]:-}${want[replication]:-}${want[hub]:-}" ]; then
-    if ! tests/testbed/testbed up >/dev/null; then
+    # A lab that is up is used as it is (up would seed its clusters again
+    # under whoever else is using them).
+    if tests/testbed/testbed status 2>/dev/null | grep -qE ' (Down|NotReady) ' &&
+        ! tests/testbed/testbed up >/dev/null; then
         fail "the lab did not come up (tests/testbed/testbed up)"
         exit 1
     fi
