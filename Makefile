@@ -36,10 +36,12 @@ asan: deps
 fuzz: deps
 	@tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-# Every benchmark program, then the Alibaba evaluation when the trace is
-# there (ALIBABA_TRACE=PATH to point at it): scripts/bench.sh.
+# The benchmarks (scripts/bench.sh): all, or those named in BENCH, e.g.
+# BENCH=placement (no lab), BENCH="replication hub" (on the lab). The
+# Alibaba evaluation needs its trace (ALIBABA_TRACE=PATH).
+BENCH ?=
 bench: build
-	@BUILD=$(BUILD) scripts/bench.sh
+	@BUILD=$(BUILD) scripts/bench.sh $(BENCH)
 
 e2e: build
 	@tests/testbed/testbed up >/dev/null

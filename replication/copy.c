@@ -1,25 +1,29 @@
 /*
  * copy.c - one verified object copy: a small state machine on the loop.
  *
- *   small:      GET -> SHA-256 -> PUT (signed payload) -> HEAD verify
+ *   small:      GET -> SHA-256 -> PUT (signed payload) -> ETag verify, or a
+ *               HEAD when the ETag is not an MD5 that matches
  *   multipart:  HEAD source -> Create -> parts [GET range -> SHA-256 of
  *               the part on the thread pool -> UploadPart] x concurrency ->
  *               Complete -> (metadata) -> HEAD verify; Abort on failure
  *   server:     CopyObject, or Create -> UploadPartCopy x N -> Complete,
  *               -> HEAD verify
  *
- * The whole-object SHA-256 is fed on the loop in part order; a part's
+ * The whole-object SHA-256 is fed in part order on the thread pool, one
+ * job at a time per copy (a part's own SHA-256 is another job); a part's
  * buffer is released once it is both uploaded and hashed, and no part is
  * fetched further than a window ahead of the hash, so memory stays under
  * (2 x concurrency) parts.
  */
 #include "replication/copy.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/evp.h>
 
@@ -53,16 +57,19 @@ struct copy {
     char expect_sha[65];                /* known or from the source's metadata; "" if unknown */
     char src_etag[SW_S3_ETAG_MAX];      /* as the source sent it (quotes kept) */
     char src_etag_bare[SW_S3_ETAG_MAX]; /* recorded in the target's metadata */
-    char md5[33];                       /* small objects: MD5 of the bytes sent */
-    int meta_at_create;                 /* sw-sha256 was set when the upload was created */
-    int server;                         /* server-side copy */
-    int small_throttled;                /* the small path reserved its bandwidth */
-    EVP_MD_CTX *whole;                  /* owned */
+    char md5[33];        /* small objects: the source's MD5 ETag, else the MD5 of the bytes sent */
+    int meta_at_create;  /* sw-sha256 was set when the upload was created */
+    int server;          /* server-side copy */
+    int small_throttled; /* the small path reserved its bandwidth */
+    EVP_MD_CTX *whole;   /* owned */
     struct sw_buf small;
     struct part *parts;
     int nparts;
     int next_fetch;
-    int next_hash;
+    int next_hash;  /* parts before it are in the whole-object hash */
+    int whole_upto; /* parts [next_hash, whole_upto) are being hashed */
+    int whole_busy; /* whole_work is queued or running */
+    uv_work_t whole_work;
     int inflight; /* requests and thread-pool jobs outstanding */
     int uploaded;
     int failed;
@@ -250,14 +257,15 @@ static void on_small_put(struct sw_s3_response *r, void *ctx)
     if (c->spec.on_bytes)
         c->spec.on_bytes(c->res.size, c->spec.ctx);
     /* The server answers a whole-object PUT with the MD5 of what it stored
-     * as ETag (unless it encrypts with KMS): when it matches the MD5 of the
-     * bytes sent, the copy is verified without another request. The PUT
-     * carried the SHA-256 as signed payload hash and as metadata, so the
-     * server checked those bytes too. Otherwise a HEAD decides. */
+     * as ETag (unless it encrypts with KMS): when it matches the source's
+     * MD5 ETag, or else the MD5 of the bytes sent, the copy is verified
+     * without another request. The PUT carried the SHA-256 as signed
+     * payload hash and as metadata, so the server checked those bytes too.
+     * Otherwise a HEAD decides. */
     char etag[SW_S3_ETAG_MAX], bare[SW_S3_ETAG_MAX];
     if (sw_http_header(r->http, "ETag", etag, sizeof(etag)) == 0) {
         sw_s3_etag_bare(etag, bare, sizeof(bare));
-        if (strcmp(bare, c->md5) == 0) {
+        if (c->md5[0] != '\0' && strcasecmp(bare, c->md5) == 0) {
             maybe_abort_and_report(c);
             return;
         }
@@ -282,12 +290,23 @@ static void on_small_get(struct sw_s3_response *r, void *ctx)
     set_src_etag(c, h.etag);
     c->res.size = (int64_t)c->small.len;
     sw_sha256_hex(c->small.data ? c->small.data : "", c->small.len, c->res.sha256);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    if (EVP_Digest(c->small.data ? c->small.data : "", c->small.len, md, &mdlen, EVP_md5(), NULL) ==
-            1 &&
-        mdlen == 16)
-        sw_hex(md, 16, c->md5);
+    /* The target's ETag is compared with an MD5 once the PUT is done. A
+     * source ETag shaped like one (a single-PUT object) is the MD5 of the
+     * source's bytes: a target ETag equal to it proves that the bytes
+     * arrived as the source holds them, GET included, without hashing them
+     * a second time here. Otherwise the MD5 of the bytes sent is computed. */
+    if (sw_s3_etag_is_md5(c->src_etag_bare)) {
+        for (int i = 0; i < 32; i++)
+            c->md5[i] = (char)tolower((unsigned char)c->src_etag_bare[i]);
+        c->md5[32] = '\0';
+    } else {
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int mdlen = 0;
+        if (EVP_Digest(c->small.data ? c->small.data : "", c->small.len, md, &mdlen, EVP_md5(),
+                       NULL) == 1 &&
+            mdlen == 16)
+            sw_hex(md, 16, c->md5);
+    }
     if (check_sha(c, c->res.sha256) != 0) {
         maybe_abort_and_report(c);
         return;
@@ -367,15 +386,59 @@ static void release_if_done(struct part *p)
     }
 }
 
+static void check_all_done(struct copy *c);
+
+/* The whole-object SHA-256 of parts [next_hash, whole_upto), on the thread
+ * pool. One such job at a time per copy, so the parts go in in order; the
+ * fields it reads do not change until it is done. */
+static void whole_hash_work(uv_work_t *w)
+{
+    struct copy *c = w->data;
+    for (int i = c->next_hash; i < c->whole_upto; i++)
+        EVP_DigestUpdate(c->whole, c->parts[i].data, (size_t)c->parts[i].len);
+}
+
+static void hash_in_order(struct copy *c);
+
+static void whole_hash_done(uv_work_t *w, int status)
+{
+    (void)status;
+    struct copy *c = w->data;
+    c->inflight--;
+    c->whole_busy = 0;
+    for (; c->next_hash < c->whole_upto; c->next_hash++) {
+        c->parts[c->next_hash].hashed = 1;
+        release_if_done(&c->parts[c->next_hash]);
+    }
+    if (c->failed) {
+        maybe_abort_and_report(c);
+        return;
+    }
+    hash_in_order(c);
+    if (!c->failed)
+        check_all_done(c);
+}
+
+/* Feeds the fetched parts that come next in order to the whole-object
+ * hash, off the loop: hashing a 16 MiB part takes milliseconds the loop
+ * would otherwise not spend on the transfers. */
 static void hash_in_order(struct copy *c)
 {
-    while (c->next_hash < c->nparts && c->parts[c->next_hash].fetched) {
-        struct part *p = &c->parts[c->next_hash];
-        EVP_DigestUpdate(c->whole, p->data, (size_t)p->len);
-        p->hashed = 1;
-        release_if_done(p);
-        c->next_hash++;
+    if (c->whole_busy)
+        return;
+    int upto = c->next_hash;
+    while (upto < c->nparts && c->parts[upto].fetched)
+        upto++;
+    if (upto == c->next_hash)
+        return;
+    c->whole_upto = upto;
+    c->whole_work.data = c;
+    if (uv_queue_work(loop_of(c), &c->whole_work, whole_hash_work, whole_hash_done) != 0) {
+        set_error(c, SW_EIO, "cannot queue work on the thread pool");
+        return;
     }
+    c->whole_busy = 1;
+    c->inflight++;
 }
 
 static void check_all_done(struct copy *c)

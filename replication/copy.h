@@ -8,8 +8,10 @@
  * same endpoint. Every part is sent with its SHA-256 as the signed payload
  * hash, so the server refuses bytes that changed on the way; the SHA-256 of
  * the whole object is computed on the way, compared with the source's own
- * sw-sha256 metadata when it has some, kept in the target's
- * x-amz-meta-sw-sha256, and checked with a HEAD of the target at the end.
+ * sw-sha256 metadata when it has some, and kept in the target's
+ * x-amz-meta-sw-sha256. At the end a whole-object PUT is verified by the
+ * ETag it returns, when that equals the source's MD5 ETag or the MD5 of the
+ * bytes sent; every other copy by a HEAD of the target (size, sw-sha256).
  * A multipart upload that fails is aborted; its id is reported through
  * on_upload before any part is sent, so a journal can abort it after a
  * crash.

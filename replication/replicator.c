@@ -185,17 +185,6 @@ static void journal_cmd(redisContext *j, const char *fmt, ...)
         freeReplyObject(r);
 }
 
-/* Records a verified copy: done:TARGET KEY -> "SOURCE-ETAG SIZE SHA256"
- * (one Redis argument; hiredis splits the format only at literal spaces). */
-static void record_done(redisContext *j, const char *rule, const char *target, const char *key,
-                        const char *etag, int64_t size, const char *sha)
-{
-    char k[512], v[SW_S3_ETAG_MAX + 96];
-    journal_key(k, sizeof(k), rule, "done", target);
-    snprintf(v, sizeof(v), "%s %" PRId64 " %s", etag[0] ? etag : "-", size, sha);
-    journal_cmd(j, "HSET %s %s %s", k, key, v);
-}
-
 /* Aborts the uploads a crashed run recorded, then every upload still open
  * under each target prefix. */
 static int recover(const struct sw_repl_rule *rule, redisContext *j, struct sw_repl_stats *st,
@@ -258,6 +247,7 @@ struct job {
     size_t target;
     char *dst_key;
     char known_sha[65];
+    int upload_journaled; /* its multipart upload id is in the journal */
 };
 
 struct run {
@@ -273,7 +263,84 @@ struct run {
     sw_repl_progress_cb progress;
     void *ctx;
     int64_t last_progress_ms;
+    int jpending; /* pipelined journal writes whose replies are unread */
 };
+
+/* Journal writes nothing waits for (a verified copy, an upload that is
+ * gone) are pipelined: sent at once, their replies read in batches, so the
+ * loop does not stop for a Redis round trip per object. Losing them in a
+ * crash costs the next run a HEAD per object, or an abort of an upload
+ * that no longer exists. A write that must be in Redis before its effect
+ * (an upload id, before the first part) waits for its reply, after the
+ * pipelined ones, whose replies come first. */
+#define JOURNAL_BATCH 256
+
+static void journal_drain(struct run *r)
+{
+    while (r->jpending > 0) {
+        void *reply = NULL;
+        if (redisGetReply(r->j, &reply) != REDIS_OK) {
+            SW_LOG(SW_LOG_WARN, "journal write failed", "error=%s", sw_log_q(r->j->errstr));
+            r->jpending = 0;
+            return;
+        }
+        redisReply *rep = reply;
+        if (rep != NULL && rep->type == REDIS_REPLY_ERROR)
+            SW_LOG(SW_LOG_WARN, "journal write refused", "error=%s", sw_log_q(rep->str));
+        freeReplyObject(reply);
+        r->jpending--;
+    }
+}
+
+static void journal_pipelined(struct run *r, const char *fmt, ...)
+{
+    if (r->j == NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = redisvAppendCommand(r->j, fmt, ap);
+    va_end(ap);
+    if (rc != REDIS_OK) {
+        SW_LOG(SW_LOG_WARN, "journal write failed", "error=%s", sw_log_q(r->j->errstr));
+        return;
+    }
+    r->jpending++;
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(r->j, &done) != REDIS_OK) {
+            SW_LOG(SW_LOG_WARN, "journal write failed", "error=%s", sw_log_q(r->j->errstr));
+            break;
+        }
+    if (r->jpending >= JOURNAL_BATCH)
+        journal_drain(r);
+}
+
+/* A write whose reply is awaited (after the pipelined ones). */
+static void journal_now(struct run *r, const char *fmt, ...)
+{
+    if (r->j == NULL)
+        return;
+    journal_drain(r);
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *rep = redisvCommand(r->j, fmt, ap);
+    va_end(ap);
+    if (rep == NULL)
+        SW_LOG(SW_LOG_WARN, "journal write failed", "error=%s", sw_log_q(r->j->errstr));
+    else
+        freeReplyObject(rep);
+}
+
+/* Records a verified copy: done:TARGET KEY -> "SOURCE-ETAG SIZE SHA256"
+ * (one Redis argument; hiredis splits the format only at literal spaces). */
+static void record_done(struct run *r, const char *target, const char *key, const char *etag,
+                        int64_t size, const char *sha)
+{
+    char k[512], v[SW_S3_ETAG_MAX + 96];
+    journal_key(k, sizeof(k), r->rule->name, "done", target);
+    snprintf(v, sizeof(v), "%s %" PRId64 " %s", etag[0] ? etag : "-", size, sha);
+    journal_pipelined(r, "HSET %s %s %s", k, key, v);
+}
 
 static char *dst_key_for(const struct sw_repl_rule *rule, size_t t, const char *key)
 {
@@ -292,8 +359,9 @@ static void on_upload(const char *upload_id, void *ctx)
     struct run *r = jb->run;
     char k[512];
     journal_key(k, sizeof(k), r->rule->name, "uploads", NULL);
-    journal_cmd(r->j, "HSET %s %s\n%s %s", k, r->rule->targets[jb->target].name, jb->dst_key,
+    journal_now(r, "HSET %s %s\n%s %s", k, r->rule->targets[jb->target].name, jb->dst_key,
                 upload_id);
+    jb->upload_journaled = 1;
 }
 
 static void report_progress(struct run *r, int force)
@@ -323,9 +391,9 @@ static void on_copied(const struct sw_copy_result *res, void *ctx)
     const struct sw_repl_target *tg = &r->rule->targets[jb->target];
     const struct sw_s3_object *o = &r->src.v[jb->obj];
     char k[512];
-    if (res->upload_id[0] == '\0' || res->aborted) {
+    if (jb->upload_journaled && (res->upload_id[0] == '\0' || res->aborted)) {
         journal_key(k, sizeof(k), r->rule->name, "uploads", NULL);
-        journal_cmd(r->j, "HDEL %s %s\n%s", k, tg->name, jb->dst_key);
+        journal_pipelined(r, "HDEL %s %s\n%s", k, tg->name, jb->dst_key);
     }
     r->active--;
     r->finished++;
@@ -333,7 +401,7 @@ static void on_copied(const struct sw_copy_result *res, void *ctx)
     if (res->rc == 0) {
         r->st->copied++;
         r->st->bytes_copied += res->size;
-        record_done(r->j, r->rule->name, tg->name, jb->dst_key, o->etag, res->size, res->sha256);
+        record_done(r, tg->name, jb->dst_key, o->etag, res->size, res->sha256);
     } else {
         r->st->failed++;
         if (r->st->first_error.code == 0)
@@ -411,7 +479,7 @@ static int plan_one(struct run *r, size_t t, const struct objs *dst, const struc
     sw_s3_etag_bare(o->etag, bare, sizeof(bare));
     if (th.size == o->size && th.sha256[0] != '\0' && bare[0] != '\0' &&
         strcmp(th.source_etag, bare) == 0) {
-        record_done(r->j, r->rule->name, tg->name, jb->dst_key, o->etag, o->size, th.sha256);
+        record_done(r, tg->name, jb->dst_key, o->etag, o->size, th.sha256);
         return 0;
     }
     if (jb->known_sha[0] == '\0') {
@@ -421,7 +489,7 @@ static int plan_one(struct run *r, size_t t, const struct objs *dst, const struc
     }
     int same = th.size == o->size && th.sha256[0] != '\0' && strcmp(th.sha256, jb->known_sha) == 0;
     if (same) {
-        record_done(r->j, r->rule->name, tg->name, jb->dst_key, o->etag, o->size, th.sha256);
+        record_done(r, tg->name, jb->dst_key, o->etag, o->size, th.sha256);
         return 0;
     }
     /* Model versions are immutable: an object already on the target that
@@ -536,6 +604,8 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
             uv_run(loop, UV_RUN_ONCE);
         report_progress(&r, 1);
     }
+    if (journal != NULL)
+        journal_drain(&r);
     int64_t now = sw_now_ms(sw_clock_system());
     for (size_t t = 0; t < rule->ntargets; t++) {
         st->rpo_ms[t] = oldest[t] == INT64_MAX ? 0 : now - oldest[t];

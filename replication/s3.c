@@ -650,6 +650,15 @@ void sw_s3_head_from_headers(const struct sw_http_response *resp, struct sw_s3_h
     sw_http_header(resp, SW_S3_META_SOURCE_ETAG, out->source_etag, sizeof(out->source_etag));
 }
 
+int sw_s3_etag_is_md5(const char *bare)
+{
+    size_t n = 0;
+    for (; bare[n] != '\0'; n++)
+        if (!isxdigit((unsigned char)bare[n]))
+            return 0;
+    return n == 32;
+}
+
 void sw_s3_etag_bare(const char *etag, char *out, size_t outlen)
 {
     size_t n = strlen(etag);

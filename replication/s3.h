@@ -161,6 +161,15 @@ struct sw_s3_head {
 
 /** Copies an ETag without its quotes (bounded). */
 void sw_s3_etag_bare(const char *etag, char *out, size_t outlen);
+
+/**
+ * Whether a bare ETag has the shape of an MD5 (32 hex digits): what S3
+ * gives an object written by one PUT without KMS encryption. A multipart
+ * ETag ("HEX-N") or any other form is not. The shape does not prove that
+ * it is the MD5 of the bytes (KMS ETags have it too), so it may only be
+ * used where a false "yes" costs a slower path, never a wrong answer.
+ */
+int sw_s3_etag_is_md5(const char *bare);
 int sw_s3_head_sync(struct sw_s3 *s3, const char *bucket, const char *key, struct sw_s3_head *out,
                     struct sw_error *err);
 

@@ -1,58 +1,128 @@
 #!/usr/bin/env bash
-# bench.sh - what `make bench` runs: every benchmark program, then the
-# evaluations that need data from outside the repository when it is there.
+# bench.sh [NAME...] - what `make bench` runs (`make bench BENCH="NAME..."`
+# for some): the benchmarks by name, all of them when none is named.
 #
-# The lab is brought up first (tests/testbed/testbed up; it stays up), as
-# the clusters and replication benchmarks measure against its servers.
+#   placement    build/bench/bench_placement, BENCH_REPEAT times (default 3)
+#                so that the spread shows; needs no lab
+#   clusters     build/bench/clusters/bench_clusters_list, BENCH_REPEAT
+#                times, on the lab
+#   replication  build/bench/bench_replication, once: it alternates its own
+#                rounds (BENCH_REPLICATION_ROUNDS, default 3) and reports
+#                medians; on the lab
+#   hub          bench/hub/bench_hub.sh: 1,000 Jobs, BENCH_HUB_ROUNDS
+#                alternating rounds (default 3) against its ceiling; on the lab
+#   alibaba      bench/placement/alibaba-eval.sh on the Alibaba GPU 2023 pod
+#                list at ALIBABA_TRACE; needs no lab
 #
-# Benchmark programs are the bench_* executables under BUILD/bench (one per
-# module: add_executable(bench_MODULE ...) in bench/CMakeLists.txt is all it
-# takes to be run here). Each is run BENCH_REPEAT times (default 3) so that
-# the spread shows: the machine may be shared, and one run is one sample.
+# The lab (tests/testbed/testbed up; it stays up) is brought up only when a
+# benchmark that needs it is to run and some part of it is down, after the
+# benchmarks that need no lab: placement runs, and reports, whatever becomes
+# of the lab.
 #
-# Then the hub's dispatch benchmark (bench/hub/bench_hub.sh: 1,000 Jobs,
-# three alternating rounds against its ceiling), on the lab.
+# Inputs from outside the repository: the Alibaba pod list at ALIBABA_TRACE
+# (default ../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv,
+# beside the repository). When it was asked for, by naming `alibaba` or by
+# setting ALIBABA_TRACE, a missing trace fails the run. Only when neither
+# was done does a missing default trace mean a note and a skip.
 #
-# Evaluations: bench/placement/alibaba-eval.sh on the Alibaba GPU 2023 pod
-# list at ALIBABA_TRACE (default: ../shared/traces/alibaba-gpu-v2023/
-# openb_pod_list_default.csv, beside the repository). Without the trace it
-# prints a note naming the path and carries on; the evaluation script itself
-# fails on a missing trace.
+# Exit status: 0 when every benchmark that ran succeeded, 1 otherwise (a
+# benchmark's own failure, a missing program or input, the lab not coming
+# up), 2 for an unknown name.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 REPEAT=${BENCH_REPEAT:-3}
-ALIBABA_TRACE=${ALIBABA_TRACE:-../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv}
+DEFAULT_TRACE=../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv
+TRACE_ASKED=${ALIBABA_TRACE:+ALIBABA_TRACE}
+ALIBABA_TRACE=${ALIBABA_TRACE:-$DEFAULT_TRACE}
 
-# The clusters and replication benchmarks run against the lab.
-if ! tests/testbed/testbed up >/dev/null; then
-    echo "bench: the lab did not come up (tests/testbed/testbed up)" >&2
-    exit 1
+ALL=(placement alibaba clusters replication hub)
+declare -A want=()
+if [ $# -eq 0 ]; then
+    for n in "${ALL[@]}"; do want[$n]=1; done
+else
+    for n in "$@"; do
+        case " ${ALL[*]} " in
+        *" $n "*) want[$n]=1 ;;
+        *)
+            echo "bench: unknown benchmark \"$n\"; expected some of: ${ALL[*]}" >&2
+            exit 2
+            ;;
+        esac
+    done
+    [ -n "${want[alibaba]:-}" ] && TRACE_ASKED="${TRACE_ASKED:+$TRACE_ASKED and }the name alibaba"
 fi
-eval "$(tests/testbed/testbed env)"
 
 failed=0
-mapfile -t benches < <(find "$BUILD/bench" -type f -name 'bench_*' -perm -u+x | sort)
-if [ ${#benches[@]} -eq 0 ]; then
-    echo "bench: no bench_* program in $BUILD/bench (run make build)" >&2
-    exit 1
+fail() {
+    echo "bench: $*" >&2
+    failed=1
+}
+
+# A benchmark program this script does not know would never run: say so.
+if [ $# -eq 0 ] && [ -d "$BUILD/bench" ]; then
+    while read -r prog; do
+        case "$(basename "$prog")" in
+        bench_placement | bench_clusters_list | bench_replication) ;;
+        *) fail "$prog is not run by scripts/bench.sh: add it there" ;;
+        esac
+    done < <(find "$BUILD/bench" -type f -name 'bench_*' -perm -u+x)
 fi
-for b in "${benches[@]}"; do
-    for i in $(seq 1 "$REPEAT"); do
-        printf '\n==== %s (run %d of %d) ====\n' "$(basename "$b")" "$i" "$REPEAT"
-        "$b" || failed=1
+
+# Runs a benchmark program `times` times, after checking that it was built.
+run_program() {
+    local prog=$1 times=$2
+    shift 2
+    if [ ! -x "$prog" ]; then
+        fail "no $prog (run make build)"
+        return
+    fi
+    for i in $(seq 1 "$times"); do
+        printf '\n==== %s (run %d of %d) ====\n' "$(basename "$prog")" "$i" "$times"
+        "$prog" "$@" || fail "$(basename "$prog") failed (run $i)"
     done
-done
+}
 
-printf '\n==== hub dispatch (bench/hub/bench_hub.sh) ====\n'
-SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" BENCH_HUB_ROUNDS=${BENCH_HUB_ROUNDS:-3} \
-    bench/hub/bench_hub.sh || failed=1
+# ---- what needs no lab ----------------------------------------------------
 
-printf '\n==== Alibaba GPU 2023 evaluation ====\n'
-if [ -r "$ALIBABA_TRACE" ]; then
-    bench/placement/alibaba-eval.sh "$BUILD" "$ALIBABA_TRACE" || failed=1
-else
-    echo "bench: note: no Alibaba trace at $ALIBABA_TRACE; the evaluation is skipped."
-    echo "bench: download the pod list there (or set ALIBABA_TRACE=PATH) to run it."
+if [ -n "${want[placement]:-}" ]; then
+    run_program "$BUILD/bench/bench_placement" "$REPEAT"
+fi
+
+if [ -n "${want[alibaba]:-}" ]; then
+    printf '\n==== Alibaba GPU 2023 evaluation ====\n'
+    if [ -r "$ALIBABA_TRACE" ]; then
+        bench/placement/alibaba-eval.sh "$BUILD" "$ALIBABA_TRACE" || fail "the Alibaba evaluation failed"
+    elif [ -n "$TRACE_ASKED" ]; then
+        fail "no Alibaba trace at $ALIBABA_TRACE, asked for by $TRACE_ASKED"
+    else
+        echo "bench: note: no Alibaba trace at $ALIBABA_TRACE; the evaluation is skipped"
+        echo "bench: (set ALIBABA_TRACE=PATH, or name alibaba, to make a missing trace a failure)"
+    fi
+fi
+
+# ---- what runs on the lab -------------------------------------------------
+
+if [ -n "${want[clusters]:-}${want[replication]:-}${want[hub]:-}" ]; then
+    # A lab that is up is used as it is (up would seed its clusters again
+    # under whoever else is using them).
+    if tests/testbed/testbed status 2>/dev/null | grep -qE ' (Down|NotReady) ' &&
+        ! tests/testbed/testbed up >/dev/null; then
+        fail "the lab did not come up (tests/testbed/testbed up)"
+        exit 1
+    fi
+    eval "$(tests/testbed/testbed env)"
+
+    if [ -n "${want[clusters]:-}" ]; then
+        run_program "$BUILD/bench/clusters/bench_clusters_list" "$REPEAT"
+    fi
+    if [ -n "${want[replication]:-}" ]; then
+        run_program "$BUILD/bench/bench_replication" 1 --rounds "${BENCH_REPLICATION_ROUNDS:-3}"
+    fi
+    if [ -n "${want[hub]:-}" ]; then
+        printf '\n==== hub dispatch (bench/hub/bench_hub.sh) ====\n'
+        SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" BENCH_HUB_ROUNDS=${BENCH_HUB_ROUNDS:-3} \
+            bench/hub/bench_hub.sh || fail "the hub benchmark failed"
+    fi
 fi
 exit $failed
