@@ -10,8 +10,11 @@
 # takes to be run here). Each is run BENCH_REPEAT times (default 3) so that
 # the spread shows: the machine may be shared, and one run is one sample.
 #
-# Then the hub's dispatch benchmark (bench/hub/bench_hub.sh: 1,000 Jobs,
-# three alternating rounds against its ceiling), on the lab.
+# Then, on the lab, the informer benchmark (bench/clusters/bench_informer.sh:
+# spillway's cache against client-go's shared informers on 10,000 Jobs and
+# 10,000 Pods, three alternating rounds) and the hub's dispatch benchmark
+# (bench/hub/bench_hub.sh: 1,000 Jobs, three alternating rounds against its
+# ceiling).
 #
 # Evaluations: bench/placement/alibaba-eval.sh on the Alibaba GPU 2023 pod
 # list at ALIBABA_TRACE (default: ../shared/traces/alibaba-gpu-v2023/
@@ -43,6 +46,10 @@ for b in "${benches[@]}"; do
         "$b" || failed=1
     done
 done
+
+printf '\n==== informers against client-go (bench/clusters/bench_informer.sh) ====\n'
+SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" BENCH_INFORMER_ROUNDS=${BENCH_INFORMER_ROUNDS:-3} \
+    bench/clusters/bench_informer.sh || failed=1
 
 printf '\n==== hub dispatch (bench/hub/bench_hub.sh) ====\n'
 SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" BENCH_HUB_ROUNDS=${BENCH_HUB_ROUNDS:-3} \
