@@ -128,7 +128,7 @@ END {
     printf "median (min-max) of %d rounds; heap: spillway glibc in use, client-go HeapAlloc after GC\n", rounds
     for (k = 2; k <= 3; k++) {
         s = order[k]
-        printf "spillway / %-15s synced %.2fx, heap per object %.2fx, RSS %.2fx\n", s,
+        printf "spillway / %-15s time to synced %.2fx, heap per object %.2fx, RSS %.2fx (above 1: spillway worse)\n", s,
             sm["spillway"] / sm[s], hm["spillway"] / hm[s], rm["spillway"] / rm[s]
     }
     for (k = 1; k <= 3; k++) printf "cached by %s: %s\n", order[k], cached[order[k]]
