@@ -9,6 +9,9 @@
 #   replication  build/bench/bench_replication, once: it alternates its own
 #                rounds (BENCH_REPLICATION_ROUNDS, default 3) and reports
 #                medians; on the lab
+#   informer     bench/clusters/bench_informer.sh: spillway's cache against
+#                client-go's shared informers on 10,000 Jobs and 10,000 Pods,
+#                BENCH_INFORMER_ROUNDS alternating rounds (default 3); on the lab
 #   hub          bench/hub/bench_hub.sh: 1,000 Jobs, BENCH_HUB_ROUNDS
 #                alternating rounds (default 3) against its ceiling; on the lab
 #   alibaba      bench/placement/alibaba-eval.sh on the Alibaba GPU 2023 pod
@@ -36,7 +39,7 @@ DEFAULT_TRACE=../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv
 TRACE_ASKED=${ALIBABA_TRACE:+ALIBABA_TRACE}
 ALIBABA_TRACE=${ALIBABA_TRACE:-$DEFAULT_TRACE}
 
-ALL=(placement alibaba clusters replication hub)
+ALL=(placement alibaba clusters replication informer hub)
 declare -A want=()
 if [ $# -eq 0 ]; then
     for n in "${ALL[@]}"; do want[$n]=1; done
@@ -103,7 +106,7 @@ fi
 
 # ---- what runs on the lab -------------------------------------------------
 
-if [ -n "${want[clusters]:-}${want[replication]:-}${want[hub]:-}" ]; then
+if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]:-}" ]; then
     # A lab that is up is used as it is (up would seed its clusters again
     # under whoever else is using them).
     if tests/testbed/testbed status 2>/dev/null | grep -qE ' (Down|NotReady) ' &&
@@ -118,6 +121,11 @@ if [ -n "${want[clusters]:-}${want[replication]:-}${want[hub]:-}" ]; then
     fi
     if [ -n "${want[replication]:-}" ]; then
         run_program "$BUILD/bench/bench_replication" 1 --rounds "${BENCH_REPLICATION_ROUNDS:-3}"
+    fi
+    if [ -n "${want[informer]:-}" ]; then
+        printf '\n==== informers against client-go (bench/clusters/bench_informer.sh) ====\n'
+        SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" BENCH_INFORMER_ROUNDS=${BENCH_INFORMER_ROUNDS:-3} \
+            bench/clusters/bench_informer.sh || fail "the informer benchmark failed"
     fi
     if [ -n "${want[hub]:-}" ]; then
         printf '\n==== hub dispatch (bench/hub/bench_hub.sh) ====\n'

@@ -2,6 +2,8 @@
 // their Go modules at a pinned version. k8s.io/kubernetes requires its staging
 // modules at v0.0.0 and replaces them with local folders; outside its own
 // repository each one is replaced here by its published v0.Y.Z release.
+// cmd/informer-peer, the client-go side of bench/clusters/bench_informer.sh,
+// uses client-go at the same version.
 module spillway.io/testbed/kube
 
 go 1.25.0
@@ -10,6 +12,8 @@ godebug default=go1.24
 
 require (
 	go.etcd.io/etcd/server/v3 v3.6.4
+	k8s.io/apimachinery v0.34.4
+	k8s.io/client-go v0.34.4
 	k8s.io/kubernetes v1.34.4
 )
 
@@ -160,10 +164,8 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/api v0.34.4 // indirect
 	k8s.io/apiextensions-apiserver v0.0.0 // indirect
-	k8s.io/apimachinery v0.34.4 // indirect
 	k8s.io/apiserver v0.34.4 // indirect
 	k8s.io/cli-runtime v0.34.4 // indirect
-	k8s.io/client-go v0.34.4 // indirect
 	k8s.io/cloud-provider v0.34.4 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/component-base v0.34.4 // indirect
