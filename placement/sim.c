@@ -580,10 +580,13 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
 
 /* At a checkpoint of Job j, running on on-demand: asks the engine where the
  * Job would go if it were queued again now, from this checkpoint, with a
- * restart; if that is spot, starting now, and the policy's figure for it
- * (cost-aware: its score; others: its expected cost) is below what the
- * rest of the run costs where it is, the Job stops at the checkpoint
- * (losing no work) and is decided again with the queue. Sets *moved. */
+ * restart, in its place in the pending queue (by priority and submit time,
+ * as every Job is decided); if that is spot or home, starting now (home:
+ * GPUs idle now that no Job queued before it is given), and the policy's
+ * figure for it (cost-aware: its score; others: its expected cost) is
+ * below what the rest of the run costs where it is, the Job stops at the
+ * checkpoint (losing no work) and is decided again with the queue. Sets
+ * *moved. */
 static int reconsider(struct sim *s, size_t j, double t, bool *moved, struct sw_error *err)
 {
     struct job *jb = &s->jobs[j];
@@ -608,15 +611,21 @@ static int reconsider(struct sim *s, size_t j, double t, bool *moved, struct sw_
     w.pending_since = t;
     jb->remaining = remaining;
     jb->restarted = restarted;
+    /* It is decided with the pending queue, in its place in the order, so
+     * that it takes no home GPU a Job queued before it would get. The Job
+     * runs, so the pending arrays have room for it. */
     struct sw_snapshot snap;
     build_snapshot(s, t, &snap);
-    snap.pending = &w;
-    snap.n_pending = 1;
-    struct sw_decision d;
-    if ((rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, &d, err)) != 0)
+    s->pend[s->npend] = w;
+    snap.n_pending = s->npend + 1;
+    if ((rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, s->dec, err)) != 0)
         return rc;
-    if (d.verdict != SW_VERDICT_BURST || s->c->pools[d.pool].capacity != SW_CAP_SPOT ||
-        d.chosen.wait_s > 0)
+    const struct sw_decision d = s->dec[s->npend];
+    bool to_spot = d.verdict == SW_VERDICT_BURST && s->c->pools[d.pool].capacity == SW_CAP_SPOT &&
+                   d.chosen.wait_s <= 0;
+    bool to_home = d.verdict == SW_VERDICT_STAY && d.chosen.wait_s <= 0 &&
+                   s->used[d.pool] + s->tr->jobs[j].gpus <= s->c->pools[d.pool].total_gpus;
+    if (!to_spot && !to_home)
         return 0;
     /* What the rest costs where it is, by the same belief. */
     const struct sw_trace_job *tj = &s->tr->jobs[j];

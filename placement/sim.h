@@ -50,8 +50,9 @@ struct sw_sim_params {
     double runtime_noise; /* oracle only: log-space noise, 0..SW_MAX_SIGMA */
     uint64_t seed;
     /* When set, a Job running on on-demand is reconsidered at each of its
-     * checkpoints and moves to spot when the policy would place it there
-     * now for less than the rest of its run costs where it is. */
+     * checkpoints and moves to spot or home when the policy, deciding it
+     * with the pending queue, would start it there now for less than the
+     * rest of its run costs where it is. */
     bool migrate;
     /* Optional: GPUs in use sampled every `usage_step_s` seconds from time
      * 0 into `usage` (caller-owned, `usage_cap` entries); the result says
@@ -102,7 +103,7 @@ struct sw_sim_result {
     size_t deadlines, deadline_misses;
     size_t preemptions;
     size_t fallbacks;  /* Jobs that reached the preemption cap */
-    size_t migrations; /* on-demand Jobs moved to spot at a checkpoint */
+    size_t migrations; /* on-demand Jobs moved to spot or home at a checkpoint */
     double lost_gpu_h;
     size_t estimates[4];       /* first estimates by enum sw_estimate_source */
     double estimate_log_error; /* mean |log(estimated mean / true runtime)| */

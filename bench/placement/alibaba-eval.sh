@@ -138,5 +138,22 @@ print(f'{"MET  " if g2 else "SHORT"} goal: cloud cost 15% below the best spot-on
       f'uniform-progress point missing no more deadlines: '
       + (f'{pct(cloud(ca), cloud(s)):+.1f}% against {s["policy"]}' if s else
          "no such point (every one misses more deadlines)"))
+# The nearest spot point on the other side: fewest misses above cost-aware's,
+# cheapest among those.
+more = [r for r in rs if r["kind"] in ("spot-only", "uniform-progress")
+        and r["deadline_misses"] > ca["deadline_misses"]]
+if more:
+    m = min(more, key=lambda r: (r["deadline_misses"], cloud(r)))
+    print(f'      nearest spot point with more misses: {m["policy"]} ({m["deadline_misses"]} to '
+          f'{ca["deadline_misses"]}), cost-aware {pct(cloud(ca), cloud(m)):+.1f}% against it')
+for name, what in (("spot05", "spot x 0.5"), ("spot15", "spot x 1.5"),
+                   ("od05", "on-demand x 0.5"), ("od15", "on-demand x 1.5")):
+    x = load(name)
+    c = by(x, "cost-aware")
+    s = best_spot(x, c)
+    ok = s is None or cloud(c) <= cloud(s)
+    print(f'{"MET  " if ok else "SHORT"} prices {what}: cost-aware no dearer than the cheapest spot '
+          f'point missing no more deadlines: '
+          + (f'{pct(cloud(c), cloud(s)):+.1f}% against {s["policy"]}' if s else "no such point"))
 sys.exit(0 if must else 1)
 PY

@@ -298,6 +298,40 @@ static void test_migration(void **state)
     sw_clusters_free(&c);
 }
 
+/* With migration, a Job sent to on-demand because the home GPUs were busy
+ * moves home at its first checkpoint after they are free (billed $1, not
+ * $4.10, per GPU-hour for the rest); without, it stays on on-demand. */
+static void test_migration_home(void **state)
+{
+    (void)state;
+    static const char tr[] = "submit,gpus,duration,team\n0,8,3600,ml\n10,8,36000,ml\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(clusters_json, strlen(clusters_json), "c", &c, &err), 0);
+    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
+    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    assert_int_equal(sw_policy_parse("burst-now", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_int_equal(r.migrations, 0);
+    p.migrate = true;
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(r.migrations, 1);
+    assert_int_equal(jobs[1].capacity, SW_CAP_OWNED);
+    /* Computing from 190 s; its checkpoint at 1990 s finds home busy (the
+     * first Job runs to 3600 s), the one at 3790 s finds it free: on-demand
+     * from dispatch (10 s) to 3790 s. */
+    assert_float_equal(jobs[1].gpu_h[SW_CAP_ON_DEMAND], 8 * 3780 / 3600.0, 1e-9);
+    /* Home has no provisioning: the rest, with the restart, from 3790 s. */
+    assert_float_equal(jobs[1].gpu_h[SW_CAP_OWNED], 8 * (300 + 36000 - 3600) / 3600.0, 1e-9);
+    assert_float_equal(jobs[1].end, 3790 + 300 + (36000 - 3600), 1e-6);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_preemption_cap),
         cmocka_unit_test(test_transfers_in_jct_and_egress),
         cmocka_unit_test(test_migration),
+        cmocka_unit_test(test_migration_home),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
