@@ -65,7 +65,8 @@ static void usage(FILE *f)
             "                               (needs --secret-key-file: the stores' credentials)\n"
             "  hub-loss                     kill the leading spillwayd (a process of this host)\n"
             "                               and time the standby's takeover\n"
-            "Not yet: redis-failover.\n"
+            "  redis-failover               ask the Sentinels (--redis redis+sentinel://...) to\n"
+            "                               fail the master over; time the hub's re-take\n"
             "\n"
             "Options:\n"
             "  --dry-run           say what would move, the expected RTO, RPO and cost; touch\n"
@@ -1073,6 +1074,183 @@ out_nodrill:
     return rc;
 }
 
+/* ---- redis-failover ---------------------------------------------------------------- */
+
+/*
+ * Asks the Sentinels (of the --redis redis+sentinel:// URL) to fail the
+ * master over, and times what the hub does: the Sentinels name a new
+ * master, the hub re-takes its lease there under a higher epoch, and acts
+ * again (its view written after that). Nothing is restored: the old master
+ * comes back as a replica, which is how Sentinel leaves it.
+ */
+/* A plain connection to one data node (the new master), with the URL's
+ * user, password and database: the Sentinel-aware client may still talk
+ * to the old master until it is demoted. */
+static redisContext *connect_node(const struct sw_redis_url *u, const char *host, int port)
+{
+    struct timeval tv = {2, 0};
+    redisContext *n = redisConnectWithTimeout(host, port, tv);
+    if (n == NULL || n->err) {
+        if (n)
+            redisFree(n);
+        return NULL;
+    }
+    redisReply *rep = NULL;
+    if (u->password)
+        rep = u->user ? redisCommand(n, "AUTH %s %s", u->user, u->password)
+                      : redisCommand(n, "AUTH %s", u->password);
+    bool ok = u->password == NULL || (rep && rep->type != REDIS_REPLY_ERROR);
+    if (rep)
+        freeReplyObject(rep);
+    rep = ok ? redisCommand(n, "SELECT %d", u->db) : NULL;
+    ok = ok && rep && rep->type != REDIS_REPLY_ERROR;
+    if (rep)
+        freeReplyObject(rep);
+    if (!ok) {
+        redisFree(n);
+        return NULL;
+    }
+    return n;
+}
+
+static int redis_failover(const struct sw_cli_globals *g, redisContext *c, const struct opts *o)
+{
+    struct sw_error err = {0};
+    char url[SW_CLI_REDIS_URL_MAX];
+    struct sw_redis_url u;
+    memset(&u, 0, sizeof(u));
+    if (sw_cli_redis_url(g, url, sizeof(url), &err) != 0 ||
+        sw_redis_url_parse(url, &u, &err) != 0) {
+        fprintf(stderr, "spillctl drill redis-failover: %s\n", err.msg);
+        memset(url, 0, sizeof(url));
+        return SW_EXIT_FAIL;
+    }
+    memset(url, 0, sizeof(url));
+    if (!u.sentinel) {
+        fprintf(stderr, "spillctl drill redis-failover: --redis is not a Sentinel URL "
+                        "(redis+sentinel://HOST:PORT[,...]/MASTER[/db]): there is nothing to fail "
+                        "over\n");
+        sw_redis_url_free(&u);
+        return SW_EXIT_USAGE;
+    }
+    struct hub_view v = {0};
+    char holder[256], epoch[32], host0[256], host[256], why[400] = "";
+    int port0 = 0, port = 0;
+    if (read_view(c, &v, &err) != 0 || get_str_key(c, SW_KEY_LEASE, holder, sizeof(holder)) != 0 ||
+        get_str_key(c, SW_KEY_EPOCH, epoch, sizeof(epoch)) != 0 ||
+        sw_redis_sentinel_discover(&u, 2000, host0, sizeof(host0), &port0, &err) != 0) {
+        fprintf(stderr, "spillctl drill redis-failover: %s\n",
+                err.msg[0] ? err.msg : "cannot read Redis");
+        cJSON_Delete(v.top);
+        sw_redis_url_free(&u);
+        return SW_EXIT_FAIL;
+    }
+    double target = o->rto_target_s > 0 ? o->rto_target_s : v.lease_ttl_s;
+    struct report rp;
+    report_init(&rp, "redis-failover", u.master, o->dry);
+    char sum[1400];
+    snprintf(sum, sizeof(sum),
+             "Master %s:%d of \"%s\" %s to a replica; leader %s (epoch %s) follows it, re-takes "
+             "its lease there under a higher epoch and acts again, within its lease TTL %.0f s "
+             "or a standby takes over. Lost in the window: writes the replica had not received "
+             "(records are re-derived from the mirrors, docs/dr.md).",
+             host0, port0, u.master, o->dry ? "would be failed over" : "failed over",
+             holder[0] ? holder : "(none)", epoch[0] ? epoch : "0", v.lease_ttl_s);
+    cJSON_AddStringToObject(rp.o, "summary", sum);
+    int rc = SW_EXIT_OK;
+    if (o->dry) {
+        cJSON_AddNumberToObject(rp.o, "expectedRtoSeconds", v.lease_ttl_s);
+        goto out;
+    }
+    /* Ask the Sentinels in order until one accepts. */
+    int asked = 0;
+    for (size_t i = 0; i < u.nsentinels && !asked; i++) {
+        struct timeval tv = {2, 0};
+        redisContext *sc = redisConnectWithTimeout(u.sentinel_host[i], u.sentinel_port[i], tv);
+        if (sc == NULL || sc->err) {
+            if (sc)
+                redisFree(sc);
+            continue;
+        }
+        redisReply *rep = NULL;
+        if (u.sentinel_password) {
+            rep = redisCommand(sc, "AUTH %s", u.sentinel_password);
+            if (rep)
+                freeReplyObject(rep);
+        }
+        rep = redisCommand(sc, "SENTINEL FAILOVER %s", u.master);
+        if (rep && rep->type == REDIS_REPLY_STATUS)
+            asked = 1;
+        else if (rep && rep->type == REDIS_REPLY_ERROR)
+            snprintf(why, sizeof(why), "Sentinel %s:%d: %s", u.sentinel_host[i], u.sentinel_port[i],
+                     rep->str);
+        if (rep)
+            freeReplyObject(rep);
+        redisFree(sc);
+    }
+    int64_t t0 = wall_ms();
+    if (!asked) {
+        fprintf(stderr, "spillctl drill redis-failover: no Sentinel accepted the failover%s%s\n",
+                why[0] ? ": " : "", why);
+        rc = SW_EXIT_FAIL;
+        goto out;
+    }
+    event(&rp, t0, "SENTINEL FAILOVER %s (master %s:%d, leader %s, epoch %s)", u.master, host0,
+          port0, holder, epoch);
+    int64_t deadline = t0 + (int64_t)(o->timeout_s * 1000), t_new = 0, t_lease = 0, t_act = 0;
+    long long e0 = atoll(epoch), e1 = 0;
+    char now_holder[256] = "";
+    redisContext *nm = NULL;
+    while (wall_ms() < deadline && !t_act) {
+        int64_t now = wall_ms();
+        if (!t_new && sw_redis_sentinel_discover(&u, 1000, host, sizeof(host), &port, &err) == 0 &&
+            (strcmp(host, host0) != 0 || port != port0)) {
+            t_new = now;
+            event(&rp, now, "the Sentinels name %s:%d the master", host, port);
+        }
+        if (t_new && nm == NULL && (nm = connect_node(&u, host, port)) == NULL) {
+            usleep(100 * 1000);
+            continue;
+        }
+        char ep[32];
+        if (t_new && !t_lease && get_str_key(nm, SW_KEY_EPOCH, ep, sizeof(ep)) == 0 &&
+            atoll(ep) > e0 && get_str_key(nm, SW_KEY_LEASE, now_holder, sizeof(now_holder)) == 0 &&
+            now_holder[0]) {
+            t_lease = now;
+            e1 = atoll(ep);
+            event(&rp, now, "%s holds the lease under epoch %lld%s", now_holder, e1,
+                  strcmp(now_holder, holder) == 0 ? " (the same hub: no takeover)" : "");
+        }
+        if (t_lease && read_view(nm, &v, &err) == 0 &&
+            (long long)cJSON_GetNumberValue(cJSON_GetObjectItem(v.top, "epoch")) >= e1) {
+            t_act = wall_ms();
+            event(&rp, t_act, "%s acting again on the new master", now_holder);
+        }
+        usleep(100 * 1000);
+    }
+    if (nm)
+        redisFree(nm);
+    double rto = t_act ? (double)(t_act - t0) / 1000.0 : -1;
+    bool pass = t_act && rto <= target;
+    snprintf(why, sizeof(why), "%s",
+             !t_new         ? "the Sentinels named no new master"
+             : !t_lease     ? "no hub re-took the lease under a higher epoch"
+             : !t_act       ? "the hub did not act again"
+             : rto > target ? "the hub took longer than its lease TTL to act again"
+                            : "the hub followed the new master under a higher epoch");
+    verdict(&rp, pass, rto, target, why);
+    cJSON_AddNumberToObject(rp.o, "epochBefore", (double)e0);
+    cJSON_AddNumberToObject(rp.o, "epochAfter", (double)e1);
+    rc = pass ? SW_EXIT_OK : SW_EXIT_FAIL;
+out:
+    if (emit(g, rp.o, o->report) != 0)
+        rc = SW_EXIT_FAIL;
+    cJSON_Delete(rp.o);
+    cJSON_Delete(v.top);
+    sw_redis_url_free(&u);
+    return rc;
+}
+
 /* ---- the command ---------------------------------------------------------------- */
 
 int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
@@ -1159,16 +1337,13 @@ int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
         return SW_EXIT_USAGE;
     }
     bool cl = strcmp(scenario, "cluster-loss") == 0, hl = strcmp(scenario, "hub-loss") == 0;
-    bool rl = strcmp(scenario, "region-loss") == 0;
-    if (strcmp(scenario, "redis-failover") == 0) {
-        fprintf(stderr, "spillctl drill: scenario %s is not available yet\n", scenario);
-        return SW_EXIT_FAIL;
-    }
-    if (!cl && !hl && !rl) {
-        fprintf(stderr,
-                "spillctl drill: unknown scenario \"%s\" (expected cluster-loss, region-loss or "
-                "hub-loss)\n",
-                scenario);
+    bool rl = strcmp(scenario, "region-loss") == 0, rf = strcmp(scenario, "redis-failover") == 0;
+    if (!cl && !hl && !rl && !rf) {
+        fprintf(
+            stderr,
+            "spillctl drill: unknown scenario \"%s\" (expected cluster-loss, region-loss, hub-loss "
+            "or redis-failover)\n",
+            scenario);
         return SW_EXIT_USAGE;
     }
     if (rl && (o.region == NULL || o.region[0] == '\0')) {
@@ -1185,7 +1360,10 @@ int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
     int rc = sw_cli_redis_open(g, what, &c);
     if (rc != 0)
         return rc;
-    rc = cl ? cluster_loss(g, c, &o) : rl ? region_loss(g, c, &o) : hub_loss(g, c, &o);
+    rc = cl   ? cluster_loss(g, c, &o)
+         : rl ? region_loss(g, c, &o)
+         : rf ? redis_failover(g, c, &o)
+              : hub_loss(g, c, &o);
     redisFree(c);
     return rc;
 }

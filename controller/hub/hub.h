@@ -284,6 +284,11 @@ static inline bool sw_member_lost(const struct sw_member *m)
 {
     return m->lost_since_ms != 0;
 }
+/**
+ * Writes the hub's view (spillway:hub:members: this hub, its epoch, each
+ * member's health, loss and fence, the loss and lease settings) to Redis.
+ */
+void sw_members_publish(struct sw_hub *h);
 /** Each tick: loss and return of members, fences from Redis, stale counts. */
 void sw_members_tick(struct sw_hub *h);
 /** The store of a region, or NULL. */

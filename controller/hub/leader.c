@@ -69,6 +69,7 @@ static void on_loaded(struct sw_hub *h, int rc)
     h->loaded = true;
     SW_LOG(SW_LOG_INFO, "acting as leader", "hub=%s epoch=%lld jobs=%zu", sw_log_q(h->id),
            (long long)h->epoch, h->njobs);
+    sw_members_publish(h); /* the view says who acts, under which epoch */
     sw_hub_want_decide(h);
 }
 

@@ -166,7 +166,7 @@ static int member_connect(struct sw_hub *h, struct sw_member *m)
     return 0;
 }
 
-static void write_health(struct sw_hub *h)
+void sw_members_publish(struct sw_hub *h)
 {
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; i < h->nmembers; i++) {
@@ -266,7 +266,7 @@ static void on_list(int rc, struct sw_cluster_record *recs, size_t n, const stru
         }
         i++;
     }
-    write_health(h);
+    sw_members_publish(h);
 }
 
 /* ---- loss, return and fences --------------------------------------------- */
@@ -314,7 +314,7 @@ static void on_fences(struct sw_redis *r, redisReply *reply, const char *err, vo
         }
         if (m->client)
             sw_kube_client_block(m->client, m->fenced ? m->fence_why : NULL);
-        write_health(h);
+        sw_members_publish(h);
         sw_hub_want_decide(h);
     }
 }
@@ -354,7 +354,7 @@ void sw_members_tick(struct sw_hub *h)
         }
     }
     if (changed) {
-        write_health(h);
+        sw_members_publish(h);
         sw_hub_want_decide(h);
     }
 }

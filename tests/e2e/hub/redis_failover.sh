@@ -215,4 +215,20 @@ for j in lost-a lost-d; do one_mirror "$j"; done
 [ "$(kc onprem get job lost-d -n "$NS" -o jsonpath='{.status.succeeded}')" = 1 ] ||
     hub_fail "lost-d's origin does not show it succeeded"
 pass "the two re-derived Jobs succeeded, one mirror each, no second dispatch"
+# ---- spillctl drill redis-failover -------------------------------------------------
+"$SPILLCTL" drill redis-failover --dry-run >"$HUB_TMP/rf-dry.txt" 2>&1 || hub_fail "drill redis-failover --dry-run: $(cat "$HUB_TMP/rf-dry.txt")"
+grep -q "would be failed over" "$HUB_TMP/rf-dry.txt" || hub_fail "dry run: $(cat "$HUB_TMP/rf-dry.txt")"
+"$SPILLCTL" drill redis-failover --timeout 1m -o json >"$HUB_TMP/rf.json" 2>"$HUB_TMP/rf.err" ||
+    { cat "$HUB_TMP/rf.err" "$HUB_TMP/rf.json" >&2; hub_fail "the redis-failover drill failed"; }
+rto=$(python3 - "$HUB_TMP/rf.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["pass"] and d["epochAfter"] > d["epochBefore"] and d["rtoSeconds"] <= d["rtoTargetSeconds"], d
+events = " | ".join(e["event"] for e in d["timeline"])
+assert "the Sentinels name" in events and "acting again" in events, events
+print(d["rtoSeconds"])
+PY
+) || hub_fail "redis-failover report: $(cat "$HUB_TMP/rf.json")"
+kill -0 "$A" 2>/dev/null || hub_fail "hub a exited in the drill's failover"
+pass "drill redis-failover: the hub acting again on the new master ${rto} s after SENTINEL FAILOVER (objective: the lease TTL)"
 watcher_check
