@@ -97,7 +97,13 @@ enum sw_adopt_action sw_adopt_decide(const struct sw_job_rec *r, const struct sw
     for (size_t i = 0; i < n; i++) {
         if (strcmp(m[i].origin_uid, r->uid) != 0)
             continue;
-        if (m[i].deleting) {
+        /* A mirror the record gave up (left on a lost cluster, to be
+         * deleted when it returns) counts as one being deleted. */
+        bool stale = false;
+        for (int k = 0; k < r->nstale; k++)
+            stale = stale || (strcmp(r->stale[k].cluster, m[i].cluster) == 0 &&
+                              strcmp(r->stale[k].name, m[i].name) == 0);
+        if (m[i].deleting || stale) {
             if (m[i].attempt > deleted_max)
                 deleted_max = m[i].attempt;
             continue;

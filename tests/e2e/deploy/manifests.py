@@ -112,7 +112,8 @@ def check(eval_path, base_path, cluster_c, role_path):
     alerts = {r["alert"]: r["expr"] for g in rules["spec"]["groups"] for r in g["rules"] if "alert" in r}
     want = {
         "SpillwayNoLeader": "sum(spillway_leader) < 1",
-        "SpillwayMemberLost": "spillway_member_ready",
+        "SpillwayMemberLost": "spillway_member_lost",
+        "SpillwayMemberNotReady": "spillway_member_ready",
         "SpillwayDispatchStuck": "spillway_dispatches_total",
         "SpillwayCloudSpendOverBudget": "spillway_cloud_spend_dollars",
         "SpillwayReplicationRPOOverObjective": "spillway_replication_rpo_seconds",

@@ -181,6 +181,13 @@ static void test_decide_attempts(void **state)
     assert_int_equal(floor, 1);
     r = rec(SW_JS_OBSERVED, 1, "");
     assert_int_equal(sw_adopt_decide(&r, two, 1, &at, &floor), SW_ADOPT_NONE);
+    /* A mirror the record left on a lost cluster (stale) is never taken
+     * back: the Job was placed again; it waits to be deleted there. */
+    struct sw_adopt_mirror lost[] = {mir("cloud-spot", 1, false)};
+    r = rec(SW_JS_OBSERVED, 1, "cloud-spot");
+    assert_int_equal(sw_adopt_decide(&r, lost, 1, &at, &floor), SW_ADOPT_MIRROR);
+    assert_int_equal(sw_job_rec_add_stale(&r, "cloud-spot", lost[0].name, 1), 0);
+    assert_int_equal(sw_adopt_decide(&r, lost, 1, &at, &floor), SW_ADOPT_NONE);
     /* Two mirrors of one attempt (should never be): the record's target wins. */
     struct sw_adopt_mirror same[] = {mir("cloud-ondemand", 2, false), mir("cloud-spot", 2, false)};
     r = rec(SW_JS_DATA_READY, 2, "cloud-spot");
