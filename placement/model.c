@@ -255,10 +255,9 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
     /* The engine decides with these ids; finding them here saves it a
      * lookup per workload. */
     idx->work_team[i] = sw__intern_find(&idx->teams, w->team);
-    if ((idx->work_origin[i] = sw__intern_find(&idx->clusters, w->origin)) < 0)
-        return sw_error_set(err, SW_ENOENT,
-                            "workload \"%s\": field \"origin\": unknown cluster \"%s\"", w->name,
-                            w->origin);
+    /* An origin with no pool in the snapshot (its cluster is lost, say):
+     * -1, no home option. */
+    idx->work_origin[i] = sw__intern_find(&idx->clusters, w->origin);
     return 0;
 }
 

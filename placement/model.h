@@ -77,7 +77,10 @@ struct sw_workload {
     char name[SW_NAME_MAX];
     char team[SW_NAME_MAX];
     char label[SW_NAME_MAX];  /* optional; groups runs for runtime learning */
-    char origin[SW_NAME_MAX]; /* the cluster it was submitted to */
+    /* The cluster it was submitted to. When no pool of the snapshot is in
+     * it (the hub leaves out a lost cluster), the workload has no home
+     * option: it can only go elsewhere, and never if burst is NEVER. */
+    char origin[SW_NAME_MAX];
     enum sw_priority_class prio;
     int pods;
     int gpus_per_pod;

@@ -344,6 +344,27 @@ static void test_deadline_and_burst_never(void **state)
     assert_int_equal(d.options[2].excluded, SW_EX_BURST_NEVER);
 }
 
+/* An origin with no pool in the snapshot (the hub leaves a lost cluster
+ * out): no home option, so it goes elsewhere; burst never: nowhere. */
+static void test_origin_without_pools(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    strcpy(l.pending[0].origin, "lost-home");
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    assert_true(d.n_options > 0);
+    for (size_t i = 0; i < d.n_options; i++)
+        assert_false(d.options[i].stay);
+    l.pending[0].burst = SW_BURST_NEVER;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_REJECT);
+}
+
 static void test_learned_runtime(void **state)
 {
     (void)state;
@@ -722,6 +743,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cost_aware_bursts_to_spot),
         cmocka_unit_test(test_production_never_on_spot),
+        cmocka_unit_test(test_origin_without_pools),
         cmocka_unit_test(test_policies),
         cmocka_unit_test(test_greedy_ignores_egress),
         cmocka_unit_test(test_quota_and_borrowing),
