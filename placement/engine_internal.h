@@ -160,9 +160,10 @@ struct sw_engine {
 struct wctx {
     const struct sw_workload *w;
     int gpus;
-    double runtime_s;    /* expected runtime over the estimate's distribution */
-    double runtime_dl_s; /* its SW_DEADLINE_QUANTILE quantile, for deadlines */
-    int out_region;      /* where outputs return (-1: none or unknown) */
+    double runtime_s;     /* expected runtime over the estimate's distribution */
+    double runtime_dl_s;  /* its SW_DEADLINE_QUANTILE quantile, for deadlines */
+    double runtime_med_s; /* its median: the weaker promise when no option keeps that one */
+    int out_region;       /* where outputs return (-1: none or unknown) */
     int origin;
     int team;
     uint64_t product_mask; /* 0: any product */

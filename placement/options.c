@@ -66,6 +66,7 @@ static inline void option_init(const struct sw_engine *e, const struct wctx *c, 
     o->pool = (int)pi;
     o->stay = e->pools[pi].cluster == c->origin;
     o->deadline_ok = true;
+    o->deadline_median_ok = true;
     o->detail = 0;
     o->borrowed = 0;
     o->wait_s = 0;
@@ -188,14 +189,18 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
     struct sw_cost_breakdown cost;
     sw_cost_option_lost(gpus, p->price, c->rt_h, provision_h, p->rate, c->lost_h, egress, &cost);
     double completion = start + runtime_s + cost.interruptions * c->lost_s + out_s;
-    bool deadline_ok = true;
+    bool deadline_ok = true, deadline_median_ok = true;
     if (deadline > 0) {
         /* A deadline-bound Job does not bet on luck: spot must meet the
          * deadline even with two standard deviations more interruptions
-         * than expected, plus one. */
+         * than expected, plus one. The median test is the weaker promise
+         * cost-aware falls back to when no option keeps the first
+         * (choose.c); it bets no more on interruptions. */
         double n = cost.interruptions;
         double pessimistic = n > 0 ? n + 2.0 * sqrt(n) + 1.0 : 0;
-        deadline_ok = start + c->runtime_dl_s + pessimistic * c->lost_s + out_s <= deadline;
+        double fixed = start + pessimistic * c->lost_s + out_s;
+        deadline_ok = fixed + c->runtime_dl_s <= deadline;
+        deadline_median_ok = fixed + c->runtime_med_s <= deadline;
     }
     o->borrowed = borrowed;
     o->transfer_s = transfer;
@@ -205,6 +210,7 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
     o->cost = cost;
     o->completion = completion;
     o->deadline_ok = deadline_ok;
+    o->deadline_median_ok = deadline_median_ok;
     if (team >= 0) {
         double charge = p->cap == SW_CAP_OWNED ? egress : cost.total;
         if (charge > e->budget_left[team]) {

@@ -317,6 +317,64 @@ static void test_gpu_attributes(void **state)
     assert_int_equal(d.verdict, SW_VERDICT_STAY);
 }
 
+/* When no option meets the deadline at the runtime's 90th percentile,
+ * cost-aware takes the lowest score among the options that meet it at the
+ * median (spot with its pessimistic interruptions), and the earliest
+ * completion only when none does. Median 7200 s, sigma 1: mean 11,870.7 s
+ * (0.3297 expected interruptions on spot, pessimistically 2.478 of 1200 s
+ * each: 2,974 s), 90th percentile 25,937 s. From now = 1000: on-demand's
+ * median completion is 1000 + 300 + 7200 = 8,500, spot's 11,474, home's
+ * (after 4 h of queue) 22,600; no option's 90th percentile is before 27,000. */
+static void test_deadline_median_fallback(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.pending[0].runtime_sigma = 1.0;
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    /* Only on-demand meets it at the median. */
+    l.pending[0].deadline = 9000;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    for (int i = 0; i < 3; i++)
+        assert_false(d.options[i].deadline_ok);
+    assert_false(d.options[0].deadline_median_ok);
+    assert_false(d.options[1].deadline_median_ok);
+    assert_true(d.options[2].deadline_median_ok);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_MEDIAN);
+    assert_int_equal(d.pool, 2);
+    /* Spot meets it at the median too, and scores lower: spot. */
+    l.pending[0].deadline = 12000;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_false(d.options[1].deadline_ok);
+    assert_true(d.options[1].deadline_median_ok);
+    assert_false(d.options[0].deadline_median_ok);
+    assert_true(d.options[1].score < d.options[2].score);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_MEDIAN);
+    assert_int_equal(d.pool, 1);
+    /* The same without explanations. */
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.pool, 1);
+    /* Spot's margin: 1 s less and it no longer meets it at the median. */
+    l.pending[0].deadline = 11474.0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_true(d.options[1].deadline_median_ok);
+    l.pending[0].deadline = 11473.0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_false(d.options[1].deadline_median_ok);
+    assert_int_equal(d.pool, 2);
+    /* Nothing meets it even at the median: the earliest completion. */
+    l.pending[0].deadline = 8000;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_BEST);
+    assert_int_equal(d.pool, 2);
+    /* A baseline keeps its own rule: uniform-progress does not fall back. */
+    l.pending[0].deadline = 12000;
+    assert_int_equal(decide(&l, SW_POLICY_UNIFORM_PROGRESS, 0, &d), 0);
+    assert_int_equal(d.pool, 2);
+}
+
 static void test_deadline_and_burst_never(void **state)
 {
     (void)state;
@@ -729,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_priority_order),
         cmocka_unit_test(test_gpu_attributes),
         cmocka_unit_test(test_deadline_and_burst_never),
+        cmocka_unit_test(test_deadline_median_fallback),
         cmocka_unit_test(test_learned_runtime),
         cmocka_unit_test(test_bad_input_through_engine),
         cmocka_unit_test(test_warm_engine_does_not_allocate),
