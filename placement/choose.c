@@ -150,6 +150,72 @@ static bool spot_keeps_up(const struct wctx *c, const struct sw_option *o, doubl
     return o->start + c->runtime_dl_s + pessimistic * c->lost_s <= c->w->deadline;
 }
 
+/*
+ * Waiting for spot capacity, weighed over the wait's distribution. An
+ * option that waits for a pool's capacity is priced at the mean wait the
+ * hub expects; but waits are heavy-tailed (the AWS V100 trace's outages:
+ * median 29 min, mean 94 min), and waiting is not a commitment: a Job can
+ * wait up to some tau and, if the capacity is still out, take the best
+ * option that starts then. With the wait's points w_1..w_K (equally
+ * likely), that strategy's expected score is
+ *
+ *   E(tau) = 1/K x sum over w_i <= tau of score(w_i)
+ *          + (#{w_i > tau} / K) x min over the other options a of
+ *              (score_a + V x G x max(0, tau - wait_a))
+ *
+ * where score(w) is the option's score with w in place of the mean. The
+ * option gets the lowest E(tau) over tau in {w_i} when it is below its
+ * score at the mean (tau = infinity), and its wait becomes tau: the Job is
+ * decided again then, or when the capacity returns. Only for a Job without
+ * a deadline: the fallback after tau is not checked against one.
+ */
+static void weigh_capacity_waits(const struct sw_snapshot *s, const struct wctx *c,
+                                 struct sw_option *opts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct sw_option *o = &opts[i];
+        const struct sw_pool *p = &s->pools[o->pool];
+        int K = p->n_capacity_wait_points;
+        if (o->excluded != SW_EX_NONE || o->stay || o->wait_s <= 0 || K <= 0)
+            continue;
+        /* The waiting option's delay is max(transfer, wait) + provisioning. */
+        double base = fmax(o->transfer_s, o->wait_s);
+        double best = o->score, best_tau = o->wait_s, spot_sum = 0;
+        int below = 0;
+        for (int k = 0; k < K; k++) {
+            double tau = p->capacity_wait_points[k];
+            double sk = o->score + c->delay_per_h * (fmax(o->transfer_s, tau) - base) / 3600.0;
+            spot_sum += sk;
+            below++;
+            if (k + 1 < K && p->capacity_wait_points[k + 1] <= tau)
+                continue; /* equal points fall on the same side of tau */
+            if (tau <= 0 || below == K)
+                continue;
+            double fb = INFINITY;
+            for (size_t a = 0; a < n; a++) {
+                const struct sw_option *alt = &opts[a];
+                if (a == i || alt->excluded != SW_EX_NONE)
+                    continue;
+                if (!alt->stay && alt->wait_s > 0 && s->pools[alt->pool].n_capacity_wait_points > 0)
+                    continue; /* another waiting option is no fallback */
+                double later = fmax(0, tau - alt->wait_s);
+                double sa = alt->score + c->delay_per_h * later / 3600.0;
+                if (sa < fb)
+                    fb = sa;
+            }
+            if (!isfinite(fb))
+                break;
+            double e = (spot_sum + (double)(K - below) * fb) / (double)K;
+            if (e < best) {
+                best = e;
+                best_tau = tau;
+            }
+        }
+        o->score = best;
+        o->wait_s = best_tau;
+    }
+}
+
 int sw__choose(const struct sw_snapshot *s, const struct sw_policy *pol, const struct wctx *c,
                struct sw_option *opts, size_t n, struct sw_decision *d)
 {
@@ -178,6 +244,8 @@ int sw__choose(const struct sw_snapshot *s, const struct sw_policy *pol, const s
             return pick(s, opts, n, F_ANY, KEY_COMPLETION);
         }
         d->why = SW_WHY_LOWEST_SCORE;
+        if (w->deadline <= 0)
+            weigh_capacity_waits(s, c, opts, n);
         k = pick(s, opts, n, F_DEADLINE, KEY_SCORE);
         if (k >= 0) {
             /* Staying is decided again when the bound is reached. */

@@ -321,7 +321,11 @@ size_t sw__evaluate_candidates(struct sw_engine *e, const struct sw_snapshot *s,
             if (o->excluded != SW_EX_NONE)
                 continue;
             n++;
-            if (cut.kind == CUT_SCORE && o->deadline_ok && o->score < cut.best)
+            /* An option waiting for capacity whose wait has a distribution
+             * is scored again against the options that start (choose.c),
+             * so it does not set the bar they are cut by. */
+            bool rescored = o->wait_s > 0 && !o->stay && s->pools[pi].n_capacity_wait_points > 0;
+            if (cut.kind == CUT_SCORE && o->deadline_ok && o->score < cut.best && !rescored)
                 cut.best = o->score;
             if (cut.kind == CUT_PRICE && o->wait_s <= 0 && price < cut.best)
                 cut.best = price;

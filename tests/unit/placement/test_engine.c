@@ -375,6 +375,71 @@ static void test_deadline_median_fallback(void **state)
     assert_int_equal(d.pool, 2);
 }
 
+/* Waiting for spot capacity over the wait's distribution. Spot is out,
+ * expected back in 7,500 s on average: half the waits seen would end in
+ * 600 s, half in 14,400 s. One 8-GPU Job of 2 h, V = $4.10 (x 8 GPUs =
+ * $32.80 an hour of delay). At the mean wait spot scores $26.875 + 32.80 x
+ * (7500 + 300 + 240) / 3600 = $100.13 and on-demand $68.33 + $2.73 =
+ * $71.07: on-demand. Waiting up to 600 s and then taking on-demand: half
+ * the time spot at $26.875 + 32.80 x 1140 / 3600 = $37.26, half on-demand
+ * 600 s later at $71.07 + $5.47 = $76.53; expected $56.90: spot, waiting
+ * 600 s. */
+static void test_capacity_wait_distribution(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.snap.n_pending = 1;
+    l.pools[1].capacity_wait_s = 7500;
+    struct sw_decision d;
+    /* The mean alone: on-demand. */
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.pool, 2);
+    assert_float_equal(d.options[1].score, 100.13, 0.005);
+    assert_float_equal(d.options[2].score, 71.07, 0.005);
+    /* With the distribution: spot, waiting up to 600 s. */
+    for (int k = 0; k < 8; k++)
+        l.pools[1].capacity_wait_points[k] = k < 4 ? 600 : 14400;
+    l.pools[1].n_capacity_wait_points = 8;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.pool, 1);
+    assert_float_equal(d.chosen.score, 56.90, 0.005);
+    assert_float_equal(d.chosen.wait_s, 600, 1e-9);
+    assert_float_equal(d.options[2].score, 71.07, 0.005);
+    /* The same without explanations (the waiting option sets no cutoff). */
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.pool, 1);
+    assert_float_equal(d.chosen.wait_s, 600, 1e-9);
+    /* If the short waits were rarer, waiting would not pay: 1 in 8. */
+    for (int k = 0; k < 8; k++)
+        l.pools[1].capacity_wait_points[k] = k < 1 ? 600 : 8485.714285714286;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.pool, 2);
+    /* A Job with a deadline is priced at the mean wait, as before. */
+    for (int k = 0; k < 8; k++)
+        l.pools[1].capacity_wait_points[k] = k < 4 ? 600 : 14400;
+    l.pending[0].deadline = 1e9;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.pool, 2);
+    l.pending[0].deadline = 0;
+    /* The baselines ignore it. */
+    assert_int_equal(decide(&l, SW_POLICY_UNIFORM_PROGRESS, 0, &d), 0);
+    assert_int_equal(d.pool, 1);
+    assert_float_equal(d.chosen.wait_s, 7500, 1e-9);
+    /* Bad points are refused, naming the pool and the field. */
+    l.pools[1].capacity_wait_points[5] = 100;
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_error err = {0};
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, &d, &err), SW_EINVAL);
+    assert_non_null(
+        strstr(err.msg, "\"cloud-spot\": field \"capacity_wait_points\": not ascending"));
+    l.pools[1].capacity_wait_points[5] = 14400;
+    l.pools[1].n_capacity_wait_points = SW_WAIT_POINTS + 1;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, &d, &err), SW_EINVAL);
+}
+
 static void test_deadline_and_burst_never(void **state)
 {
     (void)state;
@@ -788,6 +853,7 @@ int main(void)
         cmocka_unit_test(test_gpu_attributes),
         cmocka_unit_test(test_deadline_and_burst_never),
         cmocka_unit_test(test_deadline_median_fallback),
+        cmocka_unit_test(test_capacity_wait_distribution),
         cmocka_unit_test(test_learned_runtime),
         cmocka_unit_test(test_bad_input_through_engine),
         cmocka_unit_test(test_warm_engine_does_not_allocate),
