@@ -141,13 +141,16 @@ static int choose_wait_then_burst(const struct sw_snapshot *s, struct sw_option 
  * with a deadline keeps up on spot option `o` while it would finish by the
  * deadline at the runtime's deadline quantile after the pessimistic number
  * of interruptions plus `margin` more. */
-static bool spot_keeps_up(const struct wctx *c, const struct sw_option *o, double margin)
+static bool spot_keeps_up(const struct sw_snapshot *s, const struct wctx *c,
+                          const struct sw_option *o, double margin)
 {
     if (c->w->deadline <= 0)
         return true;
     double n = o->cost.interruptions;
     double pessimistic = (n > 0 ? n + 2.0 * sqrt(n) + 1.0 : 0) + margin;
-    return o->start + c->runtime_dl_s + pessimistic * c->lost_s <= c->w->deadline;
+    const struct sw_pool *p = &s->pools[o->pool];
+    double lost_s = p->interrupt_per_h > 0 ? c->lost_s + p->provision_s : c->lost_s;
+    return o->start + c->runtime_dl_s + pessimistic * lost_s <= c->w->deadline;
 }
 
 /*
@@ -317,7 +320,7 @@ int sw__choose(const struct sw_snapshot *s, const struct sw_policy *pol, const s
         }
         if (w->prio != SW_PRIO_PRODUCTION) {
             k = pick(s, opts, n, F_SPOT, KEY_COST);
-            if (k >= 0 && spot_keeps_up(c, &opts[k], pol->up_margin)) {
+            if (k >= 0 && spot_keeps_up(s, c, &opts[k], pol->up_margin)) {
                 d->why = SW_WHY_CHEAPEST;
                 return k;
             }

@@ -177,6 +177,14 @@ struct wctx {
     int src[SW_MAX_INPUTS][SW_MAX_INPUT_REGIONS];
 };
 
+/* Seconds of work and waiting one interruption costs on pool `p`: the
+ * workload's lost work and restart, plus the replacement's provisioning
+ * (only pools with interruptions have any). */
+static inline double lost_per_interruption(const struct wctx *c, const struct pool_rt *p)
+{
+    return p->rate > 0 ? c->lost_s + p->provision_s : c->lost_s;
+}
+
 static inline void set_bit(uint64_t *set, size_t i)
 {
     set[i / 64] |= (uint64_t)1 << (i % 64);

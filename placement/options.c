@@ -186,9 +186,13 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
         egress += price * c->w->output_gb;
         out_s = e->link_spg[(size_t)p->region * R + (size_t)c->out_region] * c->w->output_gb;
     }
+    /* An interrupted Job loses half a checkpoint interval and its restart,
+     * and waits for a replacement instance: the pool's provisioning. */
+    double lost_s = lost_per_interruption(c, p);
     struct sw_cost_breakdown cost;
-    sw_cost_option_lost(gpus, p->price, c->rt_h, provision_h, p->rate, c->lost_h, egress, &cost);
-    double completion = start + runtime_s + cost.interruptions * c->lost_s + out_s;
+    sw_cost_option_lost(gpus, p->price, c->rt_h, provision_h, p->rate, lost_s / 3600.0, egress,
+                        &cost);
+    double completion = start + runtime_s + cost.interruptions * lost_s + out_s;
     bool deadline_ok = true, deadline_median_ok = true;
     if (deadline > 0) {
         /* A deadline-bound Job does not bet on luck: spot must meet the
@@ -198,7 +202,7 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
          * (choose.c); it bets no more on interruptions. */
         double n = cost.interruptions;
         double pessimistic = n > 0 ? n + 2.0 * sqrt(n) + 1.0 : 0;
-        double fixed = start + pessimistic * c->lost_s + out_s;
+        double fixed = start + pessimistic * lost_s + out_s;
         deadline_ok = fixed + c->runtime_dl_s <= deadline;
         deadline_median_ok = fixed + c->runtime_med_s <= deadline;
     }
