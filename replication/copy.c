@@ -9,7 +9,8 @@
  *   server:     CopyObject, or Create -> UploadPartCopy x N -> Complete,
  *               -> HEAD verify
  *
- * The whole-object SHA-256 is fed on the loop in part order; a part's
+ * The whole-object SHA-256 is fed in part order on the thread pool, one
+ * job at a time per copy (a part's own SHA-256 is another job); a part's
  * buffer is released once it is both uploaded and hashed, and no part is
  * fetched further than a window ahead of the hash, so memory stays under
  * (2 x concurrency) parts.
@@ -65,7 +66,10 @@ struct copy {
     struct part *parts;
     int nparts;
     int next_fetch;
-    int next_hash;
+    int next_hash;  /* parts before it are in the whole-object hash */
+    int whole_upto; /* parts [next_hash, whole_upto) are being hashed */
+    int whole_busy; /* whole_work is queued or running */
+    uv_work_t whole_work;
     int inflight; /* requests and thread-pool jobs outstanding */
     int uploaded;
     int failed;
@@ -382,15 +386,59 @@ static void release_if_done(struct part *p)
     }
 }
 
+static void check_all_done(struct copy *c);
+
+/* The whole-object SHA-256 of parts [next_hash, whole_upto), on the thread
+ * pool. One such job at a time per copy, so the parts go in in order; the
+ * fields it reads do not change until it is done. */
+static void whole_hash_work(uv_work_t *w)
+{
+    struct copy *c = w->data;
+    for (int i = c->next_hash; i < c->whole_upto; i++)
+        EVP_DigestUpdate(c->whole, c->parts[i].data, (size_t)c->parts[i].len);
+}
+
+static void hash_in_order(struct copy *c);
+
+static void whole_hash_done(uv_work_t *w, int status)
+{
+    (void)status;
+    struct copy *c = w->data;
+    c->inflight--;
+    c->whole_busy = 0;
+    for (; c->next_hash < c->whole_upto; c->next_hash++) {
+        c->parts[c->next_hash].hashed = 1;
+        release_if_done(&c->parts[c->next_hash]);
+    }
+    if (c->failed) {
+        maybe_abort_and_report(c);
+        return;
+    }
+    hash_in_order(c);
+    if (!c->failed)
+        check_all_done(c);
+}
+
+/* Feeds the fetched parts that come next in order to the whole-object
+ * hash, off the loop: hashing a 16 MiB part takes milliseconds the loop
+ * would otherwise not spend on the transfers. */
 static void hash_in_order(struct copy *c)
 {
-    while (c->next_hash < c->nparts && c->parts[c->next_hash].fetched) {
-        struct part *p = &c->parts[c->next_hash];
-        EVP_DigestUpdate(c->whole, p->data, (size_t)p->len);
-        p->hashed = 1;
-        release_if_done(p);
-        c->next_hash++;
+    if (c->whole_busy)
+        return;
+    int upto = c->next_hash;
+    while (upto < c->nparts && c->parts[upto].fetched)
+        upto++;
+    if (upto == c->next_hash)
+        return;
+    c->whole_upto = upto;
+    c->whole_work.data = c;
+    if (uv_queue_work(loop_of(c), &c->whole_work, whole_hash_work, whole_hash_done) != 0) {
+        set_error(c, SW_EIO, "cannot queue work on the thread pool");
+        return;
     }
+    c->whole_busy = 1;
+    c->inflight++;
 }
 
 static void check_all_done(struct copy *c)
