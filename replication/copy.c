@@ -42,7 +42,7 @@ struct part {
     int fetched;
     int hashed;
     int uploaded;
-    int throttled; /* bandwidth already reserved */
+    struct sw_throttle_slot slot; /* its share of the bandwidth limit */
     char sha[65];
     char etag[SW_S3_ETAG_MAX];
     uv_work_t work;
@@ -85,6 +85,16 @@ int64_t sw_throttle_reserve(struct sw_throttle *t, int64_t now_ms, size_t n)
     int64_t start = t->next_free_ms > now_ms ? t->next_free_ms : now_ms;
     t->next_free_ms = start + (int64_t)((double)n * 1000.0 / t->bytes_per_s);
     return start - now_ms;
+}
+
+int64_t sw_throttle_wait(struct sw_throttle *t, struct sw_throttle_slot *s, int64_t now_ms,
+                         size_t n)
+{
+    if (!s->reserved) {
+        s->reserved = 1;
+        s->start_ms = now_ms + sw_throttle_reserve(t, now_ms, n);
+    }
+    return s->start_ms > now_ms ? s->start_ms - now_ms : 0;
 }
 
 static uv_loop_t *loop_of(struct copy *c)
@@ -617,10 +627,12 @@ static void pump(struct copy *c)
     while (c->next_fetch < c->nparts && c->next_fetch - c->uploaded < c->spec.concurrency &&
            (c->server || c->next_fetch < c->next_hash + window)) {
         struct part *p = &c->parts[c->next_fetch];
-        if (!p->throttled && !c->server) {
-            p->throttled = 1;
-            int64_t wait =
-                sw_throttle_reserve(c->spec.throttle, (int64_t)uv_now(loop_of(c)), (size_t)p->len);
+        /* pump() also runs when a part is uploaded or hashed, not only
+         * from the timer: a part whose reserved time has not come yet
+         * waits for the rest of it whoever calls. */
+        if (!c->server) {
+            int64_t wait = sw_throttle_wait(c->spec.throttle, &p->slot, (int64_t)uv_now(loop_of(c)),
+                                            (size_t)p->len);
             if (wait > 0) {
                 uv_timer_start(&c->pump_timer, on_pump_timer, (uint64_t)wait, 0);
                 return;
