@@ -412,21 +412,26 @@ static void hash_in_order(struct copy *c);
 
 static void whole_hash_done(uv_work_t *w, int status)
 {
-    (void)status;
     struct copy *c = w->data;
     c->inflight--;
     c->whole_busy = 0;
+    if (status != 0) {
+        /* Nothing cancels these jobs today; a job that did not run did
+         * not hash its parts, and the copy cannot be completed. */
+        set_error(c, SW_EIO, "copy s3://%s/%s: whole-object SHA-256 job did not run: %s",
+                  c->src_bucket, c->src_key, uv_strerror(status));
+        maybe_abort_and_report(c);
+        return;
+    }
     for (; c->next_hash < c->whole_upto; c->next_hash++) {
         c->parts[c->next_hash].hashed = 1;
         release_if_done(&c->parts[c->next_hash]);
     }
-    if (c->failed) {
-        maybe_abort_and_report(c);
-        return;
-    }
-    hash_in_order(c);
+    /* check_all_done() reports a failure, the queueing's included once
+     * nothing is in flight, or pumps, or completes the upload. */
     if (!c->failed)
-        check_all_done(c);
+        hash_in_order(c);
+    check_all_done(c);
 }
 
 /* Feeds the fetched parts that come next in order to the whole-object
