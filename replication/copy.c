@@ -9,7 +9,8 @@
  *   server:     CopyObject, or Create -> UploadPartCopy x N -> Complete,
  *               -> HEAD verify
  *
- * The whole-object SHA-256 is fed on the loop in part order; a part's
+ * The whole-object SHA-256 is fed in part order on the thread pool, one
+ * job at a time per copy (a part's own SHA-256 is another job); a part's
  * buffer is released once it is both uploaded and hashed, and no part is
  * fetched further than a window ahead of the hash, so memory stays under
  * (2 x concurrency) parts.
@@ -41,7 +42,7 @@ struct part {
     int fetched;
     int hashed;
     int uploaded;
-    int throttled; /* bandwidth already reserved */
+    struct sw_throttle_slot slot; /* its share of the bandwidth limit */
     char sha[65];
     char etag[SW_S3_ETAG_MAX];
     uv_work_t work;
@@ -65,7 +66,10 @@ struct copy {
     struct part *parts;
     int nparts;
     int next_fetch;
-    int next_hash;
+    int next_hash;  /* parts before it are in the whole-object hash */
+    int whole_upto; /* parts [next_hash, whole_upto) are being hashed */
+    int whole_busy; /* whole_work is queued or running */
+    uv_work_t whole_work;
     int inflight; /* requests and thread-pool jobs outstanding */
     int uploaded;
     int failed;
@@ -81,6 +85,16 @@ int64_t sw_throttle_reserve(struct sw_throttle *t, int64_t now_ms, size_t n)
     int64_t start = t->next_free_ms > now_ms ? t->next_free_ms : now_ms;
     t->next_free_ms = start + (int64_t)((double)n * 1000.0 / t->bytes_per_s);
     return start - now_ms;
+}
+
+int64_t sw_throttle_wait(struct sw_throttle *t, struct sw_throttle_slot *s, int64_t now_ms,
+                         size_t n)
+{
+    if (!s->reserved) {
+        s->reserved = 1;
+        s->start_ms = now_ms + sw_throttle_reserve(t, now_ms, n);
+    }
+    return s->start_ms > now_ms ? s->start_ms - now_ms : 0;
 }
 
 static uv_loop_t *loop_of(struct copy *c)
@@ -382,15 +396,64 @@ static void release_if_done(struct part *p)
     }
 }
 
+static void check_all_done(struct copy *c);
+
+/* The whole-object SHA-256 of parts [next_hash, whole_upto), on the thread
+ * pool. One such job at a time per copy, so the parts go in in order; the
+ * fields it reads do not change until it is done. */
+static void whole_hash_work(uv_work_t *w)
+{
+    struct copy *c = w->data;
+    for (int i = c->next_hash; i < c->whole_upto; i++)
+        EVP_DigestUpdate(c->whole, c->parts[i].data, (size_t)c->parts[i].len);
+}
+
+static void hash_in_order(struct copy *c);
+
+static void whole_hash_done(uv_work_t *w, int status)
+{
+    struct copy *c = w->data;
+    c->inflight--;
+    c->whole_busy = 0;
+    if (status != 0) {
+        /* Nothing cancels these jobs today; a job that did not run did
+         * not hash its parts, and the copy cannot be completed. */
+        set_error(c, SW_EIO, "copy s3://%s/%s: whole-object SHA-256 job did not run: %s",
+                  c->src_bucket, c->src_key, uv_strerror(status));
+        maybe_abort_and_report(c);
+        return;
+    }
+    for (; c->next_hash < c->whole_upto; c->next_hash++) {
+        c->parts[c->next_hash].hashed = 1;
+        release_if_done(&c->parts[c->next_hash]);
+    }
+    /* check_all_done() reports a failure, the queueing's included once
+     * nothing is in flight, or pumps, or completes the upload. */
+    if (!c->failed)
+        hash_in_order(c);
+    check_all_done(c);
+}
+
+/* Feeds the fetched parts that come next in order to the whole-object
+ * hash, off the loop: hashing a 16 MiB part takes milliseconds the loop
+ * would otherwise not spend on the transfers. */
 static void hash_in_order(struct copy *c)
 {
-    while (c->next_hash < c->nparts && c->parts[c->next_hash].fetched) {
-        struct part *p = &c->parts[c->next_hash];
-        EVP_DigestUpdate(c->whole, p->data, (size_t)p->len);
-        p->hashed = 1;
-        release_if_done(p);
-        c->next_hash++;
+    if (c->whole_busy)
+        return;
+    int upto = c->next_hash;
+    while (upto < c->nparts && c->parts[upto].fetched)
+        upto++;
+    if (upto == c->next_hash)
+        return;
+    c->whole_upto = upto;
+    c->whole_work.data = c;
+    if (uv_queue_work(loop_of(c), &c->whole_work, whole_hash_work, whole_hash_done) != 0) {
+        set_error(c, SW_EIO, "cannot queue work on the thread pool");
+        return;
     }
+    c->whole_busy = 1;
+    c->inflight++;
 }
 
 static void check_all_done(struct copy *c)
@@ -569,10 +632,12 @@ static void pump(struct copy *c)
     while (c->next_fetch < c->nparts && c->next_fetch - c->uploaded < c->spec.concurrency &&
            (c->server || c->next_fetch < c->next_hash + window)) {
         struct part *p = &c->parts[c->next_fetch];
-        if (!p->throttled && !c->server) {
-            p->throttled = 1;
-            int64_t wait =
-                sw_throttle_reserve(c->spec.throttle, (int64_t)uv_now(loop_of(c)), (size_t)p->len);
+        /* pump() also runs when a part is uploaded or hashed, not only
+         * from the timer: a part whose reserved time has not come yet
+         * waits for the rest of it whoever calls. */
+        if (!c->server) {
+            int64_t wait = sw_throttle_wait(c->spec.throttle, &p->slot, (int64_t)uv_now(loop_of(c)),
+                                            (size_t)p->len);
             if (wait > 0) {
                 uv_timer_start(&c->pump_timer, on_pump_timer, (uint64_t)wait, 0);
                 return;

@@ -42,6 +42,22 @@ struct sw_throttle {
  */
 int64_t sw_throttle_reserve(struct sw_throttle *t, int64_t now_ms, size_t n);
 
+/** One transfer's place in a throttle (zeroed = nothing reserved yet). */
+struct sw_throttle_slot {
+    int reserved;
+    int64_t start_ms; /* the loop time it may start at */
+};
+
+/**
+ * How many milliseconds the transfer of `n` bytes in slot `s` must still
+ * wait at `now_ms`. The first call reserves its bandwidth; every later call
+ * returns the time left until the reserved start (0 once it has come), so
+ * a caller asked again early, by another event than its timer, still waits
+ * for the rest. Borrows both; pure (time is an input).
+ */
+int64_t sw_throttle_wait(struct sw_throttle *t, struct sw_throttle_slot *s, int64_t now_ms,
+                         size_t n);
+
 /** What to copy, and how. Strings are copied; stores are borrowed. */
 struct sw_copy_spec {
     struct sw_s3 *src;

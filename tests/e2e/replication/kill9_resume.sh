@@ -56,6 +56,16 @@ kill -0 "$pid" 2>/dev/null || fail "the run ended before it could be killed"
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
 pid=""
+# The bandwidth limit held: no progress line shows more than the limit
+# (its mean since the start, MB = 10^6 bytes), a part's worth of slack
+# allowed. A copy fetching parts before their reserved time ran at 3x.
+check_rate() { # FILE WHAT
+    awk -v lim=60 -v what="$2" '
+        /^progress / { for (i = 1; i <= NF; i++) if ($i ~ /^mbps=/) { m = substr($i, 6) + 0; n++
+            if (m > lim * 1.25) { printf "%s: progress at %.1f MB/s, over the %d MB/s limit: %s\n", what, m, lim, $0; bad = 1 } } }
+        END { if (n == 0) { printf "%s: no progress line\n", what; bad = 1 } exit bad }' "$1"
+}
+check_rate "$LOG" "throttled run" >&2 || fail "the bandwidth limit was not held"
 
 open=$("$T" "$DST_EP" "$DST_REGION" uploads datasets "$ID/")
 journaled=$(rcli HLEN "sw:repl:$ID:uploads")
@@ -63,9 +73,11 @@ echo "after kill -9: $open multipart upload(s) open on the target, $journaled in
 [ "$open" -ge 1 ] || fail "expected the kill to leave a multipart upload open"
 [ "$journaled" -ge 1 ] || fail "expected the journal to name the open upload(s)"
 
-# Resume (unthrottled): stale uploads are aborted, everything is copied.
-out=$("$S" replicate run "$ID" --once --progress none 2>&1) || fail "resume failed: $out"
+# Resume (same limit): stale uploads are aborted, everything is copied.
+"$S" replicate run "$ID" --once --progress plain >"$LOG" 2>&1 || fail "resume failed"
+out=$(grep -v '^progress ' "$LOG")
 echo "$out"
+check_rate "$LOG" "resume" >&2 || fail "the bandwidth limit was not held by the resume"
 echo "$out" | grep -Eq "aborted [1-9][0-9]* stale upload" || fail "the resume aborted no stale upload"
 
 # Every byte verified; nothing open; journal empty.
