@@ -1027,6 +1027,8 @@ struct list_ctx {
     char base[PATH_MAX_LEN]; /* path with selectors, without limit/continue */
     int limit;
     char *cont;
+    char rv[64]; /* the first page's resourceVersion, or "" */
+    void (*on_page)(cJSON *items, void *ctx);
     cJSON *acc; /* the list being built */
     int restarted;
     sw_kube_cb cb;
@@ -1074,6 +1076,11 @@ static void on_page(struct sw_kube_result *res, void *ctx)
                                l->base);
         list_done(l, res);
         return;
+    }
+    if (l->on_page != NULL && cJSON_IsArray(items)) {
+        l->on_page(items, l->ctx);
+        while (cJSON_GetArraySize(items) > 0)
+            cJSON_DeleteItemFromArray(items, 0);
     }
     const char *cont = NULL;
     sw_json_string(res->body, "metadata.continue", false, "list", &cont, NULL);
@@ -1132,6 +1139,8 @@ static int list_next(struct list_ctx *l)
     }
     if (rc == 0 && l->cont != NULL)
         rc = sw_kube_path_query(path, sizeof(path), "continue", l->cont);
+    else if (rc == 0 && l->rv[0] != '\0')
+        rc = sw_kube_path_query(path, sizeof(path), "resourceVersion", l->rv);
     if (rc != 0)
         return rc;
     struct sw_kube_req r = {.method = "GET", .path = path};
@@ -1148,6 +1157,9 @@ int sw_kube_list(struct sw_kube_client *c, enum sw_kube_kind k, const char *ns,
     l->cb = cb;
     l->ctx = ctx;
     l->limit = o && o->limit != 0 ? o->limit : SW_KUBE_DEFAULT_PAGE;
+    l->on_page = o ? o->on_page : NULL;
+    if (o && o->resource_version && strlen(o->resource_version) < sizeof(l->rv))
+        snprintf(l->rv, sizeof(l->rv), "%s", o->resource_version);
     int rc = sw_kube_path(k, ns, NULL, l->base, sizeof(l->base));
     if (rc == 0 && o && o->label_selector && o->label_selector[0])
         rc = sw_kube_path_query(l->base, sizeof(l->base), "labelSelector", o->label_selector);

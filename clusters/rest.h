@@ -175,13 +175,21 @@ struct sw_kube_list_opts {
     const char *label_selector; /* or NULL */
     const char *field_selector; /* or NULL */
     int limit;                  /* page size; 0: SW_KUBE_DEFAULT_PAGE; < 0: no paging */
+    /* The first page's resourceVersion, or NULL: "0" lets the API server
+     * answer from its watch cache, as client-go's first list does. */
+    const char *resource_version;
+    /* Or NULL. Called with each page's "items" array (borrowed; the callee
+     * may detach and keep items) as it arrives, so that a long list is not
+     * held whole; the final List then has no items. After a restart (below)
+     * pages come again from the first. */
+    void (*on_page)(cJSON *items, void *ctx);
 };
 
 /**
  * Lists all pages (limit/continue) and calls back once with one List object
- * whose "items" hold every page's items and whose metadata.resourceVersion
- * is the list's. If a continue token expires (410) mid-way, the list
- * restarts from the beginning once.
+ * whose "items" hold every page's items (none with on_page) and whose
+ * metadata.resourceVersion is the list's. If a continue token expires (410)
+ * mid-way, the list restarts from the beginning once.
  */
 int sw_kube_list(struct sw_kube_client *c, enum sw_kube_kind k, const char *ns,
                  const struct sw_kube_list_opts *o, sw_kube_cb cb, void *ctx);

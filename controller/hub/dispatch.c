@@ -16,6 +16,8 @@
  *   4. the mirror is created under a name derived from the origin's UID and
  *      the attempt number; AlreadyExists is success (the name is ours)
  *   5. the record says "dispatched"
+ * Steps 1 and 4 read the pod template, which the cache does not keep: each
+ * GETs the origin first (j->full), and uses that answer once.
  */
 #include <string.h>
 
@@ -372,6 +374,46 @@ static void on_mirror_created(struct sw_kube_result *res, void *ctx)
     sw_rec_step(h, j, "after-dispatched");
 }
 
+static void on_full_origin(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    struct sw_hub *h = j->hub;
+    const char *uid = sw_json_str(sw_json_child(res->body, "metadata"), "uid");
+    if (res->rc == 0 && uid && strcmp(uid, j->rec.uid) == 0) {
+        cJSON_Delete(j->full);
+        j->full = res->body;
+        res->body = NULL;
+    } else if (res->rc == 0) {
+        /* Another Job of the same name: the cache will say ours is gone. */
+        j->full_for = 0;
+        sw_hub_step_done(h, j, SW_ENOENT);
+        return;
+    }
+    sw_hub_step_done(h, j, res->rc);
+}
+
+/* The origin with its pod template for `step`, or NULL after starting a GET
+ * for it (busy until it answers). */
+static cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_member *om, int step)
+{
+    if (j->full != NULL && j->full_for == step)
+        return j->full;
+    cJSON_Delete(j->full);
+    j->full = NULL;
+    j->full_for = step;
+    j->busy = true;
+    if (sw_kube_get(om->client, SW_KIND_JOB, j->rec.ns, j->rec.name, on_full_origin, j) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+    return NULL;
+}
+
+static void drop_full(struct sw_job *j)
+{
+    cJSON_Delete(j->full);
+    j->full = NULL;
+    j->full_for = 0;
+}
+
 static bool has_finalizer(const cJSON *origin)
 {
     const cJSON *f;
@@ -414,6 +456,9 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     }
     /* 1. references, before anything changes at home */
     if (!j->refs_ok && strcmp(r->target_cluster, r->cluster) != 0) {
+        const cJSON *full = full_origin(h, j, om, 1);
+        if (full == NULL)
+            return;
         struct refs_chain *rc = sw_calloc(1, sizeof(*rc));
         if (rc == NULL) {
             sw_hub_step_done(h, j, SW_ENOMEM);
@@ -421,7 +466,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         }
         rc->h = h;
         rc->j = j;
-        collect_refs(rc, origin);
+        collect_refs(rc, full);
+        drop_full(j);
         refs_next(rc);
         return;
     }
@@ -495,9 +541,13 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         }
     }
     /* 4. the mirror */
+    const cJSON *full = full_origin(h, j, om, 4);
+    if (full == NULL)
+        return;
     const struct sw_hub_store *st = sw_store_for_region(h, r->target_region);
-    cJSON *m = sw_mirror_build(origin, r, r->mirror, st ? st->endpoint : NULL, h->epoch,
+    cJSON *m = sw_mirror_build(full, r, r->mirror, st ? st->endpoint : NULL, h->epoch,
                                strcmp(r->capacity, "spot") == 0);
+    drop_full(j);
     if (m == NULL) {
         r->state = SW_JS_FAILED;
         snprintf(r->reason, sizeof(r->reason), "the origin Job has no pod template");

@@ -97,6 +97,7 @@ void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j)
     *pp = j->next;
     h->njobs--;
     sw_free(j->explain);
+    cJSON_Delete(j->full);
     sw_free(j);
 }
 

@@ -65,6 +65,11 @@ struct sw_job {
     bool refs_ok;       /* this attempt's ConfigMaps and Secrets are copied */
     bool status_synced; /* delegated: the origin's status shows the outcome */
     struct sw_hub *hub; /* for Kubernetes callbacks, whose context is the job */
+    /* The origin Job as a GET returned it (the cache keeps a record without
+     * the pod template), for the dispatch step that asked; dropped once
+     * used, so at most one per Job being dispatched. */
+    cJSON *full;
+    int full_for; /* the step it was fetched for */
 };
 
 /** A member cluster, as the registry has it, with its live client and cache. */

@@ -29,7 +29,7 @@ struct seen {
 };
 
 static void on_change(struct sw_informer *inf, enum sw_watch_type type, const char *key,
-                      const cJSON *old, const cJSON *obj, void *ctx)
+                      const void *old, const void *obj, void *ctx)
 {
     (void)inf;
     (void)old;
