@@ -524,8 +524,9 @@ static void fill_pod(struct blob *b, const cJSON *pod, void *out)
     r->node = b_intern(b, str_at(spec, "nodeName"));
     r->phase = b_intern(b, str_at(st, "phase"));
     struct sw_pod_facts f;
-    r->gpu_request =
-        sw_pod_facts_from_json(pod, &f, NULL) == 0 ? f.gpu_request : SW_REC_INVALID;
+    if (b->p != NULL) /* not needed to size the record */
+        r->gpu_request =
+            sw_pod_facts_from_json(pod, &f, NULL) == 0 ? f.gpu_request : SW_REC_INVALID;
     r->node_selector = b_kvs(b, child(spec, "nodeSelector"), is_string, &r->nselector);
     r->conditions = b_conds(b, child(st, "conditions"), false, &r->nconditions);
 }
@@ -594,7 +595,9 @@ static void fill_node(struct blob *b, const cJSON *node, void *out)
     r->name = b_str(b, str_at(md, "name"));
     r->rv = b_str(b, str_at(md, "resourceVersion") ? str_at(md, "resourceVersion") : "");
     struct sw_node_facts f;
-    if (sw_node_facts_from_json(node, &f, NULL) == 0) {
+    if (b->p == NULL) {
+        /* sizing: the facts take no room */
+    } else if (sw_node_facts_from_json(node, &f, NULL) == 0) {
         r->gpu_allocatable = f.gpu_allocatable;
         r->ready = f.ready;
         r->unschedulable = f.unschedulable;
