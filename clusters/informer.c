@@ -310,24 +310,21 @@ static void retry_later(struct sw_informer *inf)
     uv_timer_start(&inf->retry, on_retry, (uint64_t)d, 0);
 }
 
-/* A page of a list: each item into the store, marked with this list's
- * generation; what the list lacks is deleted when it ends (on_list). */
-static void on_page(cJSON *items, void *ctx)
+/* An item of a list, as it arrives: into the store, marked with this
+ * list's generation; what the list lacks is deleted when it ends (on_list). */
+static void on_item(cJSON *it, void *ctx)
 {
     struct sw_informer *inf = ctx;
-    if (inf->stopping)
+    if (inf->stopping) {
+        cJSON_Delete(it);
         return;
-    const char *item_kind = sw_kube_kind_name(inf->o.kind);
-    const char *api_version = sw_kube_kind_api_version(inf->o.kind);
-    cJSON *it;
-    while ((it = cJSON_DetachItemFromArray(items, 0)) != NULL) {
-        /* List items carry no kind; give them one as watch events do. */
-        if (inf->o.compact == NULL && !cJSON_HasObjectItem(it, "kind")) {
-            cJSON_AddStringToObject(it, "kind", item_kind);
-            cJSON_AddStringToObject(it, "apiVersion", api_version);
-        }
-        upsert(inf, it);
     }
+    /* List items carry no kind; give them one as watch events do. */
+    if (inf->o.compact == NULL && !cJSON_HasObjectItem(it, "kind")) {
+        cJSON_AddStringToObject(it, "kind", sw_kube_kind_name(inf->o.kind));
+        cJSON_AddStringToObject(it, "apiVersion", sw_kube_kind_api_version(inf->o.kind));
+    }
+    upsert(inf, it);
 }
 
 /* The keys of entries the last list did not see. */
@@ -361,10 +358,10 @@ static void on_list(struct sw_kube_result *res, void *ctx)
         return;
     }
     inf->st.lists++;
-    /* Items still in the body (a list without pages) go in as pages do. */
-    cJSON *items = cJSON_GetObjectItemCaseSensitive(res->body, "items");
-    if (cJSON_IsArray(items))
-        on_page(items, inf);
+    /* Items still in the body (none when they were split on arrival). */
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(res->body, "items"), *it;
+    while (cJSON_IsArray(items) && (it = cJSON_DetachItemFromArray(items, 0)) != NULL)
+        on_item(it, inf);
     /* What this list did not see was deleted meanwhile. */
     struct stale st = {NULL, 0, 0};
     for (size_t i = 0; i < inf->nbuckets; i++)
@@ -400,7 +397,7 @@ static void start_list(struct sw_informer *inf)
     /* The first list may come from the API server's watch cache ("0"), as
      * client-go's does; a relist after 410 Gone reads the latest. */
     struct sw_kube_list_opts lo = {inf->label_selector, inf->field_selector, inf->o.page,
-                                   inf->st.lists == 0 ? "0" : NULL, on_page};
+                                   inf->st.lists == 0 ? "0" : NULL, on_item};
     inf->gen++;
     int rc = sw_kube_list(inf->c, inf->o.kind, inf->ns, &lo, on_list, inf);
     if (rc != 0) {

@@ -88,6 +88,14 @@ struct sw_kube_req {
     /** Streaming (watch): each chunk goes here and the body is not kept. */
     sw_http_data_cb on_data;
     void *on_data_ctx;
+    /**
+     * Or, for a List: each item (a new reference, ownership passed) as soon
+     * as it has arrived, while the rest is still on the wire; res->body is
+     * then the List without items. A request is retried (as any) only as
+     * long as no item was handed over.
+     */
+    void (*on_item)(cJSON *item, void *ctx);
+    void *on_item_ctx;
     long timeout_ms;       /* 0: the client's default; -1: none (watches) */
     long low_speed_time_s; /* abort when idle this long; 0: off */
 };
@@ -178,16 +186,16 @@ struct sw_kube_list_opts {
     /* The first page's resourceVersion, or NULL: "0" lets the API server
      * answer from its watch cache, as client-go's first list does. */
     const char *resource_version;
-    /* Or NULL. Called with each page's "items" array (borrowed; the callee
-     * may detach and keep items) as it arrives, so that a long list is not
-     * held whole; the final List then has no items. After a restart (below)
-     * pages come again from the first. */
-    void (*on_page)(cJSON *items, void *ctx);
+    /* Or NULL. Called with each item (ownership passed) as it arrives
+     * (sw_kube_req.on_item), so that a long list is never held whole; the
+     * final List then has no items. After a restart (below) items come
+     * again from the first. */
+    void (*on_item)(cJSON *item, void *ctx);
 };
 
 /**
  * Lists all pages (limit/continue) and calls back once with one List object
- * whose "items" hold every page's items (none with on_page) and whose
+ * whose "items" hold every page's items (none with on_item) and whose
  * metadata.resourceVersion is the list's. If a continue token expires (410)
  * mid-way, the list restarts from the beginning once.
  */
