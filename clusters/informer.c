@@ -413,6 +413,10 @@ static int on_event(struct sw_watch_event *ev, void *ctx)
     struct sw_informer *inf = ctx;
     if (inf->stopping)
         return SW_ECANCELED;
+    /* The version points into the object, which upsert frees once converted. */
+    char rv[sizeof(inf->rv)] = "";
+    if (strlen(ev->resource_version) < sizeof(rv))
+        snprintf(rv, sizeof(rv), "%s", ev->resource_version);
     switch (ev->type) {
     case SW_WATCH_ERROR:
         if (ev->code == 410) {
@@ -441,8 +445,8 @@ static int on_event(struct sw_watch_event *ev, void *ctx)
         break;
     }
     }
-    if (ev->resource_version[0] != '\0' && strlen(ev->resource_version) < sizeof(inf->rv))
-        snprintf(inf->rv, sizeof(inf->rv), "%s", ev->resource_version);
+    if (rv[0] != '\0')
+        snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
     return 0;
 }
 
