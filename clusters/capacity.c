@@ -295,8 +295,7 @@ int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
             out->pending_total += pod->gpu_request;
             out->pending_pods++;
             for (size_t j = 0; j < out->npools; j++)
-                if (rep[j] != NULL && out->pools[j].nodes > 0 &&
-                    selector_matches(pod, rep[j]))
+                if (rep[j] != NULL && out->pools[j].nodes > 0 && selector_matches(pod, rep[j]))
                     out->pools[j].pending += pod->gpu_request;
             continue;
         }

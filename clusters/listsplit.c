@@ -166,8 +166,7 @@ int sw_list_splitter_feed(struct sw_list_splitter *s, const char *data, size_t l
         }
         if (s->mode == M_DONE) {
             if (c != ' ' && c != '\n' && c != '\r' && c != '\t')
-                return sw_error_set(err, SW_EPARSE, "%s: unexpected data after the list",
-                                    s->what);
+                return sw_error_set(err, SW_EPARSE, "%s: unexpected data after the list", s->what);
             continue;
         }
         /* The envelope. */
@@ -190,8 +189,7 @@ int sw_list_splitter_feed(struct sw_list_splitter *s, const char *data, size_t l
         if (s->depth == 0 && c != '{') {
             if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
                 continue;
-            return sw_error_set(err, SW_EPARSE, "%s: expected a List object, got '%c'", s->what,
-                                c);
+            return sw_error_set(err, SW_EPARSE, "%s: expected a List object, got '%c'", s->what, c);
         }
         if (c == '"') {
             s->in_str = true;
@@ -214,8 +212,8 @@ int sw_list_splitter_finish(struct sw_list_splitter *s, const char **envelope, s
                             struct sw_error *err)
 {
     if (s->mode != M_DONE)
-        return sw_error_set(err, SW_EPARSE, "%s: the list ended early (after %zu items)",
-                            s->what, s->items);
+        return sw_error_set(err, SW_EPARSE, "%s: the list ended early (after %zu items)", s->what,
+                            s->items);
     *envelope = s->env.p;
     *len = s->env.len;
     return 0;

@@ -193,8 +193,7 @@ static int named(const cJSON *obj, const char *kind, struct sw_error *err)
     if (!cJSON_IsObject(obj) || !cJSON_IsObject(md))
         return sw_error_set(err, SW_EPARSE, "%s: field \"metadata\": expected an object", kind);
     if (!cJSON_IsString(child(md, "name")) || child(md, "name")->valuestring[0] == '\0')
-        return sw_error_set(err, SW_EPARSE, "%s: field \"metadata.name\": expected a string",
-                            kind);
+        return sw_error_set(err, SW_EPARSE, "%s: field \"metadata.name\": expected a string", kind);
     return 0;
 }
 

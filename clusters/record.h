@@ -76,17 +76,17 @@ struct sw_job_record {
 };
 
 struct sw_pod_record {
-    const char *name, *rv;           /* own */
-    const char *ns, *owner;          /* interned; owner is the Job's name or NULL */
-    const char *node, *phase;        /* interned or NULL */
-    int64_t gpu_request;             /* or SW_REC_INVALID */
+    const char *name, *rv;    /* own */
+    const char *ns, *owner;   /* interned; owner is the Job's name or NULL */
+    const char *node, *phase; /* interned or NULL */
+    int64_t gpu_request;      /* or SW_REC_INVALID */
     uint16_t nconditions, nselector;
     const struct sw_condition *conditions;
     const struct sw_kv *node_selector;
 };
 
 struct sw_node_record {
-    const char *name, *rv;  /* own */
+    const char *name, *rv;   /* own */
     int64_t gpu_allocatable; /* 0 when absent, or SW_REC_INVALID */
     bool ready, unschedulable;
     uint16_t nlabels, ntaints;

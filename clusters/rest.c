@@ -532,14 +532,13 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
     if (splitting && resp->status >= 200 && resp->status < 300) {
         /* The List without its items, which went to on_item. */
         struct sw_error serr;
-        if (op->split == NULL ||
-            sw_list_splitter_finish(op->split, &bdata, &blen, &serr) != 0) {
+        if (op->split == NULL || sw_list_splitter_finish(op->split, &bdata, &blen, &serr) != 0) {
             op->res.rc = op->split ? serr.code : SW_EPARSE;
             if (op->split)
                 op->res.err = serr;
             else
-                sw_error_set(&op->res.err, SW_EPARSE, "cluster %s: %s %s: empty response",
-                             c->name, op->method, op->path);
+                sw_error_set(&op->res.err, SW_EPARSE, "cluster %s: %s %s: empty response", c->name,
+                             op->method, op->path);
             op_finish(op);
             return;
         }

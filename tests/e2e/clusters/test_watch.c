@@ -398,8 +398,7 @@ static void gone_relists(bool compact)
         assert_null(sw_informer_get(inf, key));
         assert_int_equal(live_recs, 2);
         snprintf(key, sizeof(key), "%s/keep-3", ns);
-        assert_string_equal(((const struct lease_rec *)sw_informer_get(inf, key))->name,
-                            "keep-3");
+        assert_string_equal(((const struct lease_rec *)sw_informer_get(inf, key))->name, "keep-3");
     }
     sw_informer_free(inf);
     /* Freeing drops the records at once. */

@@ -91,7 +91,8 @@ static void test_errors(void **state)
     } cases[] = {
         {"{\"items\":[1]}", 0, SW_EPARSE, 0,
          "list pods: field \"items\": expected objects, got '1' after item 0"},
-        {"{\"items\":[{\"a\":1},", 0, 0, SW_EPARSE, "list pods: the list ended early (after 1 items)"},
+        {"{\"items\":[{\"a\":1},", 0, 0, SW_EPARSE,
+         "list pods: the list ended early (after 1 items)"},
         {"{\"items\":[{\"a\":\"0123456789\"}]}", 10, SW_ETOOBIG, 0,
          "list pods: an item longer than 10 bytes"},
         {"[]", 0, SW_EPARSE, 0, "list pods: expected a List object, got '['"},

@@ -91,8 +91,7 @@ static void test_job_record(void **state)
     assert_null(sw_job_record_label(r, "team"));
     assert_int_equal(r->nannotations, 2);
     assert_string_equal(sw_job_record_annotation(r, "spillway.io/burst"), "auto");
-    assert_null(
-        sw_job_record_annotation(r, "kubectl.kubernetes.io/last-applied-configuration"));
+    assert_null(sw_job_record_annotation(r, "kubectl.kubernetes.io/last-applied-configuration"));
     assert_int_equal(r->nfinalizers, 2);
     assert_string_equal(r->finalizers[1], "other/x");
     assert_int_equal(r->nselector, 1);
@@ -303,8 +302,8 @@ static void test_node_record_and_capacity(void **state)
         assert_int_equal(a.pools[i].pending, b.pools[i].pending);
     }
     /* The spot pool: n1 included (8, 2 used), n2 NotReady excluded, 2 pending. */
-    const struct sw_gpu_pool *spot = strncmp(b.pools[0].key, "spot", 4) == 0 ? &b.pools[0]
-                                                                              : &b.pools[1];
+    const struct sw_gpu_pool *spot =
+        strncmp(b.pools[0].key, "spot", 4) == 0 ? &b.pools[0] : &b.pools[1];
     assert_int_equal(spot->total, 8);
     assert_int_equal(spot->used, 2);
     assert_int_equal(spot->excluded, 8);
@@ -314,8 +313,8 @@ static void test_node_record_and_capacity(void **state)
     sw_capacity_free(&b);
 
     /* A bad allocatable: the record keeps it as invalid, the facts name the node. */
-    cJSON_ReplaceItemInObjectCaseSensitive(mut(nj[0], "status.allocatable"),
-                                           "nvidia.com/gpu", cJSON_CreateString("eight"));
+    cJSON_ReplaceItemInObjectCaseSensitive(mut(nj[0], "status.allocatable"), "nvidia.com/gpu",
+                                           cJSON_CreateString("eight"));
     struct sw_node_record *bad = NULL;
     assert_int_equal(sw_node_record_from_json(t, nj[0], &bad, &err), 0);
     assert_int_equal(sw_node_facts_from_record(bad, &fr[0], &err), SW_EPARSE);
