@@ -169,7 +169,10 @@ int sw_list_splitter_feed(struct sw_list_splitter *s, const char *data, size_t l
                 return sw_error_set(err, SW_EPARSE, "%s: unexpected data after the list", s->what);
             continue;
         }
-        /* The envelope. */
+        /* The envelope: text, no control characters but white space (JSON has none). */
+        if ((unsigned char)c < 0x20 && c != ' ' && c != '\n' && c != '\r' && c != '\t')
+            return sw_error_set(err, SW_EPARSE, "%s: control character 0x%02x in the list", s->what,
+                                (unsigned)(unsigned char)c);
         if ((rc = sadd(&s->env, &c, 1, MAX_ENVELOPE)) != 0)
             return too_big(s, rc, err);
         if (s->in_str) {

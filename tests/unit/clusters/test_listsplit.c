@@ -97,6 +97,7 @@ static void test_errors(void **state)
          "list pods: an item longer than 10 bytes"},
         {"[]", 0, SW_EPARSE, 0, "list pods: expected a List object, got '['"},
         {"{\"items\":[]} x", 0, SW_EPARSE, 0, "list pods: unexpected data after the list"},
+        {"{\"items\":[]\001}", 0, SW_EPARSE, 0, "list pods: control character 0x01 in the list"},
         {"{\"items\":[]}", 0, 0, 0, NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
