@@ -38,6 +38,15 @@ struct sw_list_splitter {
     bool key_items; /* that string was "items" */
     struct sbuf env, item;
     size_t items;
+    /* metadata.managedFields of an item, dropped unparsed */
+    size_t str_at;     /* where the current string began in item (a key?) */
+    bool in_metadata;  /* inside the item's "metadata" object */
+    bool key_metadata; /* the last depth-1 string was "metadata" */
+    bool key_managed;  /* the last depth-2 string in metadata was "managedFields" */
+    size_t managed_at; /* where that key began in item */
+    bool after_colon;  /* its ':' came: the value begins next */
+    bool skipping;     /* inside its value */
+    bool drop_comma;   /* it was the first member: drop the comma after it */
 };
 
 static int sadd(struct sbuf *b, const char *p, size_t n, size_t max)
@@ -97,10 +106,34 @@ static int too_big(struct sw_list_splitter *s, int rc, struct sw_error *err)
                         s->mode == M_ITEM ? s->max_item : (size_t)MAX_ENVELOPE);
 }
 
-/* Scans an item's bytes from data[i]: returns where the item ends (one past
- * its closing brace) or len when it goes on past this chunk. */
-static size_t scan_item(struct sw_list_splitter *s, const char *data, size_t i, size_t len)
+static bool ws(char c)
 {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* The item's text from item.p[a] to its end equals `lit` (a quoted key). */
+static bool item_is(const struct sw_list_splitter *s, size_t a, const char *lit, size_t n)
+{
+    return s->item.len - a == n && memcmp(s->item.p + a, lit, n) == 0;
+}
+
+/*
+ * An item's bytes from data[i]: copied to s->item in runs, less
+ * metadata.managedFields (the largest part of most objects, which no
+ * reader wants: client-go's TransformStripManagedFields, before parsing).
+ * Returns where it stopped: one past the item's closing brace, or len.
+ */
+static int feed_item(struct sw_list_splitter *s, const char *data, size_t *at, size_t len,
+                     struct sw_error *err)
+{
+    size_t i = *at, run = i;
+    int rc;
+#define FLUSH(to)                                                                                  \
+    do {                                                                                           \
+        if ((to) > run && (rc = sadd(&s->item, data + run, (to)-run, s->max_item)) != 0)           \
+            return too_big(s, rc, err);                                                            \
+        run = (to);                                                                                \
+    } while (0)
     for (; i < len; i++) {
         char c = data[i];
         if (s->in_str) {
@@ -108,18 +141,86 @@ static size_t scan_item(struct sw_list_splitter *s, const char *data, size_t i, 
                 s->esc = false;
             else if (c == '\\')
                 s->esc = true;
-            else if (c == '"')
+            else if (c == '"') {
                 s->in_str = false;
+                if (!s->skipping &&
+                    (s->item_depth == 1 || (s->item_depth == 2 && s->in_metadata))) {
+                    /* A possible key: compare it whole. */
+                    FLUSH(i + 1);
+                    if (s->item_depth == 1)
+                        s->key_metadata = item_is(s, s->str_at, "\"metadata\"", 10);
+                    else if ((s->key_managed = item_is(s, s->str_at, "\"managedFields\"", 15)))
+                        s->managed_at = s->str_at;
+                }
+            }
             continue;
         }
-        if (c == '"')
-            s->in_str = true;
-        else if (c == '{' || c == '[')
+        if (s->skipping) {
+            if (c == '"')
+                s->in_str = true;
+            else if (c == '{' || c == '[')
+                s->item_depth++;
+            else if ((c == '}' || c == ']') && --s->item_depth == 2) {
+                s->skipping = false;
+                run = i + 1;
+            }
+            continue;
+        }
+        if (ws(c))
+            continue;
+        if (s->drop_comma) {
+            s->drop_comma = false;
+            if (c == ',') {
+                FLUSH(i);
+                run = i + 1;
+                continue;
+            }
+        }
+        if (s->key_managed && c == ':') {
+            s->after_colon = true;
+            continue;
+        }
+        if (s->key_managed && s->after_colon && c == '[') {
+            /* The value of managedFields begins: drop the member. */
+            s->key_managed = s->after_colon = false;
+            FLUSH(i);
+            s->item.len = s->managed_at;
+            while (s->item.len > 0 && ws(s->item.p[s->item.len - 1]))
+                s->item.len--;
+            if (s->item.len > 0 && s->item.p[s->item.len - 1] == ',')
+                s->item.len--; /* a member before it: its comma goes */
+            else
+                s->drop_comma = true; /* the first: the comma after it goes */
+            s->item.p[s->item.len] = '\0';
+            s->skipping = true;
             s->item_depth++;
-        else if ((c == '}' || c == ']') && --s->item_depth == 0)
-            return i + 1;
+            run = i + 1;
+            continue;
+        }
+        s->key_managed = s->after_colon = false;
+        if (c == '"') {
+            s->in_str = true;
+            s->str_at = s->item.len + (i - run);
+        } else if (c == '{' || c == '[') {
+            s->item_depth++;
+            if (s->item_depth == 2 && c == '{')
+                s->in_metadata = s->key_metadata;
+        } else if (c == '}' || c == ']') {
+            if (s->item_depth == 2)
+                s->in_metadata = false;
+            if (--s->item_depth == 0) {
+                i++;
+                break;
+            }
+        } else if (c == ',' && s->item_depth == 1) {
+            s->key_metadata = false;
+        }
     }
-    return len;
+    if (!s->skipping)
+        FLUSH(i);
+#undef FLUSH
+    *at = i;
+    return 0;
 }
 
 int sw_list_splitter_feed(struct sw_list_splitter *s, const char *data, size_t len,
@@ -129,10 +230,8 @@ int sw_list_splitter_feed(struct sw_list_splitter *s, const char *data, size_t l
     int rc;
     while (i < len) {
         if (s->mode == M_ITEM) {
-            size_t end = scan_item(s, data, i, len);
-            if ((rc = sadd(&s->item, data + i, end - i, s->max_item)) != 0)
-                return too_big(s, rc, err);
-            i = end;
+            if ((rc = feed_item(s, data, &i, len, err)) != 0)
+                return rc;
             if (s->item_depth == 0) {
                 s->items++;
                 s->mode = M_ITEMS;
@@ -149,6 +248,8 @@ int sw_list_splitter_feed(struct sw_list_splitter *s, const char *data, size_t l
                 s->mode = M_ITEM;
                 s->item_depth = 1;
                 s->in_str = s->esc = false;
+                s->in_metadata = s->key_metadata = s->key_managed = false;
+                s->after_colon = s->skipping = s->drop_comma = false;
                 if ((rc = sadd(&s->item, "{", 1, s->max_item)) != 0)
                     return too_big(s, rc, err);
             } else if (c == ']') {

@@ -6,7 +6,10 @@
  * splitter hands over each item's text as soon as its closing brace
  * arrives, so that the caller parses and converts item by item while the
  * rest is still on the wire, and never holds the whole list (as text or as
- * a tree). What is not an item (the envelope: kind, apiVersion, metadata
+ * a tree). Each item's metadata.managedFields, which no reader of ours
+ * wants and which is the largest part of most objects, is dropped before it
+ * is parsed (client-go's TransformStripManagedFields drops it after). What
+ * is not an item (the envelope: kind, apiVersion, metadata
  * with resourceVersion and continue) is kept, with "items":[] in place of
  * the items, for the caller to parse at the end.
  */

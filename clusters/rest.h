@@ -90,8 +90,9 @@ struct sw_kube_req {
     void *on_data_ctx;
     /**
      * Or, for a List: each item (a new reference, ownership passed) as soon
-     * as it has arrived, while the rest is still on the wire; res->body is
-     * then the List without items. A request is retried (as any) only as
+     * as it has arrived, while the rest is still on the wire, without its
+     * metadata.managedFields (dropped unparsed); res->body is then the List
+     * without items. A request is retried (as any) only as
      * long as no item was handed over.
      */
     void (*on_item)(cJSON *item, void *ctx);

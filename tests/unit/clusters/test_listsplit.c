@@ -72,6 +72,62 @@ static void test_any_chunking(void **state)
     }
 }
 
+/* Each item split from "{\"items\":[ITEM]}" fed byte by byte and whole. */
+static void split_one(const char *item, char *out, size_t cap)
+{
+    char doc[1024];
+    snprintf(doc, sizeof(doc), "{\"items\":[%s]}", item);
+    for (int whole = 0; whole < 2; whole++) {
+        struct got g = {0};
+        struct sw_list_splitter *s = NULL;
+        struct sw_error err;
+        assert_int_equal(sw_list_splitter_new("list", 0, on_item, &g, &s), 0);
+        size_t n = strlen(doc), step = whole ? n : 1;
+        for (size_t i = 0; i < n; i += step)
+            assert_int_equal(sw_list_splitter_feed(s, doc + i, step, &err), 0);
+        const char *env;
+        size_t len;
+        assert_int_equal(sw_list_splitter_finish(s, &env, &len, &err), 0);
+        assert_int_equal(g.n, 1);
+        if (whole)
+            assert_string_equal(out, g.items[0]); /* the same either way */
+        snprintf(out, cap, "%s", g.items[0]);
+        sw_list_splitter_free(s);
+    }
+}
+
+static void test_managed_fields_dropped(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        /* in the middle, first, last, alone */
+        {"{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"x\",\"f:m\":{\"}\":[]}}],"
+         "\"uid\":\"u\"},\"spec\":{}}",
+         "{\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":{}}"},
+        {"{\"metadata\":{\"managedFields\":[{}] , \"name\":\"a\"}}",
+         "{\"metadata\":{  \"name\":\"a\"}}"},
+        {"{\"kind\":\"Pod\", \"metadata\" : {\"name\":\"a\" , \"managedFields\" : [ ] } }",
+         "{\"kind\":\"Pod\", \"metadata\" : {\"name\":\"a\"  } }"},
+        {"{\"metadata\":{\"managedFields\":[]}}", "{\"metadata\":{}}"},
+        /* elsewhere, or not a key: kept */
+        {"{\"spec\":{\"managedFields\":[1]}}", "{\"spec\":{\"managedFields\":[1]}}"},
+        {"{\"metadata\":{\"name\":\"managedFields\",\"x\":[1]}}",
+         "{\"metadata\":{\"name\":\"managedFields\",\"x\":[1]}}"},
+        {"{\"metadata\":{\"labels\":{\"managedFields\":\"[x]\"}}}",
+         "{\"metadata\":{\"labels\":{\"managedFields\":\"[x]\"}}}"},
+        {"{\"status\":\"metadata\",\"x\":{\"managedFields\":[]}}",
+         "{\"status\":\"metadata\",\"x\":{\"managedFields\":[]}}"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[256];
+        split_one(cases[i].in, out, sizeof(out));
+        if (strcmp(out, cases[i].out) != 0)
+            fail_msg("case %zu:\n  got  %s\n  want %s", i, out, cases[i].out);
+    }
+}
+
 static int refuse(const char *item, size_t len, void *ctx, struct sw_error *err)
 {
     (void)item;
@@ -133,6 +189,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_any_chunking),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_managed_fields_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
