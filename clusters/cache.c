@@ -1,20 +1,22 @@
 /*
- * cache.c - three informers and capacity from them.
+ * cache.c - three informers of compact records, and capacity from them.
  */
 #include "clusters/cache.h"
 
 #include <string.h>
 
+#include "clusters/record.h"
 #include "common/alloc.h"
 
 struct sw_cluster_cache {
     struct sw_informer *jobs, *pods, *nodes;
+    struct sw_intern *strings; /* shared by the three informers' records */
     sw_cache_change_cb on_change;
     void *ctx;
 };
 
 static void on_event(struct sw_informer *inf, enum sw_watch_type type, const char *key,
-                     const cJSON *old, const cJSON *obj, void *ctx)
+                     const void *old, const void *obj, void *ctx)
 {
     (void)type;
     (void)old;
@@ -34,6 +36,59 @@ static bool wants_gpus(const cJSON *pod, void *ctx)
     return sw_pod_facts_from_json(pod, &f, NULL) == 0 && f.gpu_request > 0;
 }
 
+/* ---- records ---- */
+
+static int compact_job(const cJSON *obj, void *ctx, void **rec, struct sw_error *err)
+{
+    struct sw_cluster_cache *cc = ctx;
+    return sw_job_record_from_json(cc->strings, obj, (struct sw_job_record **)rec, err);
+}
+
+static void release_job(void *rec, void *ctx)
+{
+    struct sw_cluster_cache *cc = ctx;
+    sw_job_record_free(cc->strings, rec);
+}
+
+static const char *job_rv(const void *rec)
+{
+    return ((const struct sw_job_record *)rec)->rv;
+}
+
+static int compact_pod(const cJSON *obj, void *ctx, void **rec, struct sw_error *err)
+{
+    struct sw_cluster_cache *cc = ctx;
+    return sw_pod_record_from_json(cc->strings, obj, (struct sw_pod_record **)rec, err);
+}
+
+static void release_pod(void *rec, void *ctx)
+{
+    struct sw_cluster_cache *cc = ctx;
+    sw_pod_record_free(cc->strings, rec);
+}
+
+static const char *pod_rv(const void *rec)
+{
+    return ((const struct sw_pod_record *)rec)->rv;
+}
+
+static int compact_node(const cJSON *obj, void *ctx, void **rec, struct sw_error *err)
+{
+    struct sw_cluster_cache *cc = ctx;
+    return sw_node_record_from_json(cc->strings, obj, (struct sw_node_record **)rec, err);
+}
+
+static void release_node(void *rec, void *ctx)
+{
+    struct sw_cluster_cache *cc = ctx;
+    sw_node_record_free(cc->strings, rec);
+}
+
+static const char *node_rv(const void *rec)
+{
+    return ((const struct sw_node_record *)rec)->rv;
+}
+
 int sw_cluster_cache_start(struct sw_kube_client *c, sw_cache_change_cb on_change, void *ctx,
                            struct sw_cluster_cache **out)
 {
@@ -42,15 +97,29 @@ int sw_cluster_cache_start(struct sw_kube_client *c, sw_cache_change_cb on_chang
         return SW_ENOMEM;
     cc->on_change = on_change;
     cc->ctx = ctx;
+    cc->strings = sw_intern_new();
+    if (cc->strings == NULL) {
+        sw_free(cc);
+        return SW_ENOMEM;
+    }
     struct sw_informer_opts o = {.handler = on_event, .ctx = cc};
     o.kind = SW_KIND_JOB;
+    o.compact = compact_job;
+    o.release = release_job;
+    o.record_rv = job_rv;
     int rc = sw_informer_new(c, &o, &cc->jobs);
     o.kind = SW_KIND_NODE;
+    o.compact = compact_node;
+    o.release = release_node;
+    o.record_rv = node_rv;
     if (rc == 0)
         rc = sw_informer_new(c, &o, &cc->nodes);
     o.kind = SW_KIND_POD;
     o.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
     o.filter = wants_gpus;
+    o.compact = compact_pod;
+    o.release = release_pod;
+    o.record_rv = pod_rv;
     if (rc == 0)
         rc = sw_informer_new(c, &o, &cc->pods);
     if (rc != 0) {
@@ -68,9 +137,12 @@ void sw_cluster_cache_free(struct sw_cluster_cache *cc)
 {
     if (cc == NULL)
         return;
+    /* The informers drop their records now (they may finish later). */
     sw_informer_free(cc->jobs);
     sw_informer_free(cc->pods);
     sw_informer_free(cc->nodes);
+    if (cc->strings != NULL)
+        sw_intern_free(cc->strings);
     sw_free(cc);
 }
 
@@ -94,19 +166,19 @@ struct collect {
     size_t n;
 };
 
-static void add_node(const char *key, const cJSON *obj, void *ctx)
+static void add_node(const char *key, const void *obj, void *ctx)
 {
     (void)key;
     struct collect *c = ctx;
-    if (sw_node_facts_from_json(obj, &c->nodes[c->n], NULL) == 0)
+    if (sw_node_facts_from_record(obj, &c->nodes[c->n], NULL) == 0)
         c->n++;
 }
 
-static void add_pod(const char *key, const cJSON *obj, void *ctx)
+static void add_pod(const char *key, const void *obj, void *ctx)
 {
     (void)key;
     struct collect *c = ctx;
-    if (sw_pod_facts_from_json(obj, &c->pods[c->n], NULL) == 0)
+    if (sw_pod_facts_from_record(obj, &c->pods[c->n], NULL) == 0)
         c->n++;
 }
 

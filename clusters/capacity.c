@@ -184,13 +184,33 @@ static int cmp_slot(const void *a, const void *b)
     return strcmp(((const struct node_slot *)a)->name, ((const struct node_slot *)b)->name);
 }
 
-static bool selector_matches(const cJSON *selector, const cJSON *labels)
+static const char *node_label(const struct sw_node_facts *n, const char *key)
 {
-    const cJSON *kv;
-    cJSON_ArrayForEach(kv, selector)
-    {
-        const cJSON *l = cJSON_GetObjectItemCaseSensitive(labels, kv->string);
-        if (!cJSON_IsString(kv) || !cJSON_IsString(l) || strcmp(kv->valuestring, l->valuestring))
+    if (n->labels != NULL) {
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(n->labels, key);
+        return cJSON_IsString(l) ? l->valuestring : NULL;
+    }
+    for (size_t i = 0; i < n->nlabelv; i++)
+        if (strcmp(n->labelv[i].key, key) == 0)
+            return n->labelv[i].value;
+    return NULL;
+}
+
+static bool selector_matches(const struct sw_pod_facts *pod, const struct sw_node_facts *n)
+{
+    if (pod->node_selector != NULL) {
+        const cJSON *kv;
+        cJSON_ArrayForEach(kv, pod->node_selector)
+        {
+            const char *l = node_label(n, kv->string);
+            if (!cJSON_IsString(kv) || l == NULL || strcmp(kv->valuestring, l) != 0)
+                return false;
+        }
+        return true;
+    }
+    for (size_t i = 0; i < pod->nselectorv; i++) {
+        const char *l = node_label(n, pod->selectorv[i].key);
+        if (l == NULL || strcmp(pod->selectorv[i].value, l) != 0)
             return false;
     }
     return true;
@@ -275,8 +295,7 @@ int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
             out->pending_total += pod->gpu_request;
             out->pending_pods++;
             for (size_t j = 0; j < out->npools; j++)
-                if (rep[j] != NULL && out->pools[j].nodes > 0 &&
-                    selector_matches(pod->node_selector, rep[j]->labels))
+                if (rep[j] != NULL && out->pools[j].nodes > 0 && selector_matches(pod, rep[j]))
                     out->pools[j].pending += pod->gpu_request;
             continue;
         }

@@ -32,6 +32,12 @@
 
 #define SW_GPU_RESOURCE "nvidia.com/gpu"
 
+/** A key and its value (a label, a selector term), borrowed. */
+struct sw_kv {
+    const char *key;
+    const char *value;
+};
+
 /** What capacity needs to know of a node. Strings borrowed or owned by the caller. */
 struct sw_node_facts {
     const char *name;
@@ -43,8 +49,11 @@ struct sw_node_facts {
     int64_t gpu_allocatable;
     bool ready;
     bool unschedulable;
-    /* All labels, for matching pending pods' nodeSelector (borrowed). */
+    /* All labels, for matching pending pods' nodeSelector (borrowed): the
+     * JSON object, or when that is NULL the array (a cache record's). */
     const cJSON *labels;
+    const struct sw_kv *labelv;
+    size_t nlabelv;
 };
 
 /** What capacity needs to know of a pod. */
@@ -55,6 +64,9 @@ struct sw_pod_facts {
     int64_t gpu_request;
     bool terminal;
     const cJSON *node_selector; /* borrowed; NULL when absent */
+    /* Or, when node_selector is NULL, as an array (a cache record's). */
+    const struct sw_kv *selectorv;
+    size_t nselectorv;
 };
 
 /** A pool's figures. `key` and the attribute strings are owned by the result. */

@@ -17,10 +17,12 @@
 #include "common/json.h"
 #include "common/log.h"
 
+/* One allocation per cached object: the key follows the header. */
 struct entry {
-    char *key;
-    cJSON *obj;
     struct entry *next;
+    void *obj;    /* cJSON, or the record `compact` made */
+    uint32_t gen; /* the list that last saw it (relist diff) */
+    char key[];
 };
 
 struct sw_informer {
@@ -31,6 +33,7 @@ struct sw_informer {
     struct entry **buckets;
     size_t nbuckets;
     size_t count;
+    uint32_t gen; /* lists started */
     char rv[64];
     bool synced;
     bool stopping;
@@ -57,12 +60,17 @@ static uint64_t hash(const char *s)
     return h;
 }
 
-static struct entry **slot(const struct sw_informer *inf, const char *key)
+static struct entry **slot_h(const struct sw_informer *inf, const char *key, uint64_t h)
 {
-    struct entry **p = &inf->buckets[hash(key) & (inf->nbuckets - 1)];
+    struct entry **p = &inf->buckets[h & (inf->nbuckets - 1)];
     while (*p != NULL && strcmp((*p)->key, key) != 0)
         p = &(*p)->next;
     return p;
+}
+
+static struct entry **slot(const struct sw_informer *inf, const char *key)
+{
+    return slot_h(inf, key, hash(key));
 }
 
 static int grow(struct sw_informer *inf)
@@ -87,6 +95,14 @@ static int grow(struct sw_informer *inf)
     return 0;
 }
 
+static void obj_free(struct sw_informer *inf, void *obj)
+{
+    if (inf->o.compact != NULL)
+        inf->o.release(obj, inf->o.ctx);
+    else
+        cJSON_Delete(obj);
+}
+
 int sw_object_key(const cJSON *obj, char *buf, size_t len)
 {
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
@@ -100,10 +116,16 @@ int sw_object_key(const cJSON *obj, char *buf, size_t len)
     return n < 0 || (size_t)n >= len ? SW_ETOOBIG : 0;
 }
 
-static const char *obj_rv(const cJSON *obj)
+static const char *json_rv(const cJSON *obj)
 {
     const cJSON *v = sw_json_path(obj, "metadata.resourceVersion");
     return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* A cached object's resourceVersion. */
+static const char *cached_rv(const struct sw_informer *inf, const void *obj)
+{
+    return inf->o.compact != NULL ? inf->o.record_rv(obj) : json_rv(obj);
 }
 
 /* Drops what no reconciler reads and costs the most memory. */
@@ -116,7 +138,8 @@ static void strip(cJSON *obj)
                                             "kubectl.kubernetes.io/last-applied-configuration");
 }
 
-/* Puts `obj` (ownership taken) in the store and tells the handler. */
+/* Puts `obj` (ownership taken; freed once converted) in the store and
+ * tells the handler. */
 static int upsert(struct sw_informer *inf, cJSON *obj)
 {
     char key[512];
@@ -124,52 +147,66 @@ static int upsert(struct sw_informer *inf, cJSON *obj)
         cJSON_Delete(obj);
         return SW_EPARSE;
     }
+    uint64_t h = hash(key);
+    struct entry **p = slot_h(inf, key, h);
     if (inf->o.filter != NULL && !inf->o.filter(obj, inf->o.ctx)) {
         /* It no longer qualifies: to the cache, that is a deletion. */
-        struct entry **p = slot(inf, key);
         if (*p != NULL) {
             struct entry *e = *p;
             *p = e->next;
             inf->count--;
             if (inf->o.handler)
                 inf->o.handler(inf, SW_WATCH_DELETED, key, NULL, e->obj, inf->o.ctx);
-            cJSON_Delete(e->obj);
-            sw_free(e->key);
+            obj_free(inf, e->obj);
             sw_free(e);
         }
         cJSON_Delete(obj);
         return 0;
     }
-    strip(obj);
-    struct entry **p = slot(inf, key);
     if (*p != NULL) {
-        struct entry *e = *p;
-        if (strcmp(obj_rv(e->obj), obj_rv(obj)) == 0) {
+        (*p)->gen = inf->gen;
+        if (strcmp(cached_rv(inf, (*p)->obj), json_rv(obj)) == 0) {
             cJSON_Delete(obj); /* the same version again: not a change */
             return 0;
         }
-        cJSON *old = e->obj;
-        e->obj = obj;
+    }
+    void *rec = obj;
+    if (inf->o.compact != NULL) {
+        struct sw_error err = {0};
+        int rc = inf->o.compact(obj, inf->o.ctx, &rec, &err);
+        cJSON_Delete(obj);
+        if (rc != 0) {
+            inf->st.rejected++;
+            SW_LOG(SW_LOG_WARN, "object not cached", "informer=%s key=%s error=%s",
+                   sw_log_q(inf->what), sw_log_q(key), sw_log_q(err.msg));
+            return rc;
+        }
+    } else {
+        strip(obj);
+    }
+    if (*p != NULL) {
+        struct entry *e = *p;
+        void *old = e->obj;
+        e->obj = rec;
         if (inf->o.handler)
-            inf->o.handler(inf, SW_WATCH_MODIFIED, key, old, obj, inf->o.ctx);
-        cJSON_Delete(old);
+            inf->o.handler(inf, SW_WATCH_MODIFIED, key, old, rec, inf->o.ctx);
+        obj_free(inf, old);
         return 0;
     }
-    struct entry *e = sw_malloc(sizeof(*e));
-    char *k = sw_strdup(key);
-    if (e == NULL || k == NULL) {
-        sw_free(e);
-        sw_free(k);
-        cJSON_Delete(obj);
+    size_t klen = strlen(key) + 1;
+    struct entry *e = sw_malloc(sizeof(*e) + klen);
+    if (e == NULL) {
+        obj_free(inf, rec);
         return SW_ENOMEM;
     }
-    e->key = k;
-    e->obj = obj;
+    memcpy(e->key, key, klen);
+    e->obj = rec;
+    e->gen = inf->gen;
     e->next = NULL;
     *p = e;
     inf->count++;
     if (inf->o.handler)
-        inf->o.handler(inf, SW_WATCH_ADDED, key, NULL, obj, inf->o.ctx);
+        inf->o.handler(inf, SW_WATCH_ADDED, key, NULL, rec, inf->o.ctx);
     if (inf->count > inf->nbuckets)
         grow(inf); /* best effort: a full table is slower, not wrong */
     return 0;
@@ -183,10 +220,12 @@ static void remove_key(struct sw_informer *inf, const char *key, const cJSON *la
     struct entry *e = *p;
     *p = e->next;
     inf->count--;
-    if (inf->o.handler)
-        inf->o.handler(inf, SW_WATCH_DELETED, key, e->obj, last ? last : e->obj, inf->o.ctx);
-    cJSON_Delete(e->obj);
-    sw_free(e->key);
+    if (inf->o.handler) {
+        /* The last state as the watch told it, when the cache keeps JSON. */
+        const void *obj = last && inf->o.compact == NULL ? (const void *)last : e->obj;
+        inf->o.handler(inf, SW_WATCH_DELETED, key, e->obj, obj, inf->o.ctx);
+    }
+    obj_free(inf, e->obj);
     sw_free(e);
 }
 
@@ -196,8 +235,7 @@ static void clear_store(struct sw_informer *inf)
         struct entry *e = inf->buckets[i];
         while (e != NULL) {
             struct entry *next = e->next;
-            cJSON_Delete(e->obj);
-            sw_free(e->key);
+            obj_free(inf, e->obj);
             sw_free(e);
             e = next;
         }
@@ -211,14 +249,14 @@ size_t sw_informer_count(const struct sw_informer *inf)
     return inf->count;
 }
 
-const cJSON *sw_informer_get(const struct sw_informer *inf, const char *key)
+const void *sw_informer_get(const struct sw_informer *inf, const char *key)
 {
     struct entry **p = slot(inf, key);
     return *p ? (*p)->obj : NULL;
 }
 
 void sw_informer_foreach(const struct sw_informer *inf,
-                         void (*fn)(const char *key, const cJSON *obj, void *ctx), void *ctx)
+                         void (*fn)(const char *key, const void *obj, void *ctx), void *ctx)
 {
     for (size_t i = 0; i < inf->nbuckets; i++)
         for (struct entry *e = inf->buckets[i]; e != NULL; e = e->next)
@@ -272,29 +310,28 @@ static void retry_later(struct sw_informer *inf)
     uv_timer_start(&inf->retry, on_retry, (uint64_t)d, 0);
 }
 
-/* A relist: replace the store, reporting what changed. */
-struct mark_ctx {
-    struct sw_informer *inf;
+/* An item of a list, as it arrives: into the store, marked with this
+ * list's generation; what the list lacks is deleted when it ends (on_list). */
+static void on_item(cJSON *it, void *ctx)
+{
+    struct sw_informer *inf = ctx;
+    if (inf->stopping) {
+        cJSON_Delete(it);
+        return;
+    }
+    /* List items carry no kind; give them one as watch events do. */
+    if (inf->o.compact == NULL && !cJSON_HasObjectItem(it, "kind")) {
+        cJSON_AddStringToObject(it, "kind", sw_kube_kind_name(inf->o.kind));
+        cJSON_AddStringToObject(it, "apiVersion", sw_kube_kind_api_version(inf->o.kind));
+    }
+    upsert(inf, it);
+}
+
+/* The keys of entries the last list did not see. */
+struct stale {
     char **keys;
     size_t n, cap;
 };
-
-static void collect_key(const char *key, const cJSON *obj, void *ctx)
-{
-    (void)obj;
-    struct mark_ctx *m = ctx;
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 64;
-        char **k = sw_realloc(m->keys, cap * sizeof(char *));
-        if (k == NULL)
-            return;
-        m->keys = k;
-        m->cap = cap;
-    }
-    m->keys[m->n] = sw_strdup(key);
-    if (m->keys[m->n] != NULL)
-        m->n++;
-}
 
 static void on_list(struct sw_kube_result *res, void *ctx)
 {
@@ -321,49 +358,32 @@ static void on_list(struct sw_kube_result *res, void *ctx)
         return;
     }
     inf->st.lists++;
-    /* Keys cached before this list; those the list lacks were deleted. */
-    struct mark_ctx m = {inf, NULL, 0, 0};
-    sw_informer_foreach(inf, collect_key, &m);
-    cJSON *items = cJSON_GetObjectItemCaseSensitive(res->body, "items");
-    /* Mark every listed key by clearing it from m.keys (sorted lookup). */
-    char key[512];
-    cJSON *it;
-    /* Collect seen keys in a small table to find deletions. */
-    struct sw_informer seen = {0};
-    seen.nbuckets = 64;
-    seen.buckets = sw_calloc(seen.nbuckets, sizeof(struct entry *));
-    const char *item_kind = sw_kube_kind_name(inf->o.kind);
-    const char *api_version = sw_kube_kind_api_version(inf->o.kind);
-    while ((it = cJSON_DetachItemFromArray(items, 0)) != NULL) {
-        /* List items carry no kind; give them one as watch events do. */
-        if (!cJSON_HasObjectItem(it, "kind")) {
-            cJSON_AddStringToObject(it, "kind", item_kind);
-            cJSON_AddStringToObject(it, "apiVersion", api_version);
-        }
-        if (seen.buckets != NULL && sw_object_key(it, key, sizeof(key)) == 0) {
-            struct entry **p = slot(&seen, key);
-            if (*p == NULL) {
-                struct entry *e = sw_calloc(1, sizeof(*e));
-                if (e != NULL && (e->key = sw_strdup(key)) != NULL) {
-                    *p = e;
-                    if (++seen.count > seen.nbuckets)
-                        grow(&seen);
-                } else {
-                    sw_free(e);
-                }
+    /* Items still in the body (none when they were split on arrival). */
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(res->body, "items"), *it;
+    while (cJSON_IsArray(items) && (it = cJSON_DetachItemFromArray(items, 0)) != NULL)
+        on_item(it, inf);
+    /* What this list did not see was deleted meanwhile. */
+    struct stale st = {NULL, 0, 0};
+    for (size_t i = 0; i < inf->nbuckets; i++)
+        for (struct entry *e = inf->buckets[i]; e != NULL; e = e->next) {
+            if (e->gen == inf->gen)
+                continue;
+            if (st.n == st.cap) {
+                size_t cap = st.cap ? st.cap * 2 : 64;
+                char **k = sw_realloc(st.keys, cap * sizeof(char *));
+                if (k == NULL)
+                    continue; /* found again by the next relist */
+                st.keys = k;
+                st.cap = cap;
             }
+            if ((st.keys[st.n] = sw_strdup(e->key)) != NULL)
+                st.n++;
         }
-        upsert(inf, it);
+    for (size_t i = 0; i < st.n; i++) {
+        remove_key(inf, st.keys[i], NULL);
+        sw_free(st.keys[i]);
     }
-    for (size_t i = 0; i < m.n; i++) {
-        if (seen.buckets != NULL && *slot(&seen, m.keys[i]) == NULL)
-            remove_key(inf, m.keys[i], NULL);
-        sw_free(m.keys[i]);
-    }
-    sw_free(m.keys);
-    if (seen.buckets != NULL)
-        clear_store(&seen);
-    sw_free(seen.buckets);
+    sw_free(st.keys);
     snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
     inf->synced = true;
     inf->failures = 0;
@@ -374,7 +394,11 @@ static void on_list(struct sw_kube_result *res, void *ctx)
 
 static void start_list(struct sw_informer *inf)
 {
-    struct sw_kube_list_opts lo = {inf->label_selector, inf->field_selector, inf->o.page};
+    /* The first list may come from the API server's watch cache ("0"), as
+     * client-go's does; a relist after 410 Gone reads the latest. */
+    struct sw_kube_list_opts lo = {inf->label_selector, inf->field_selector, inf->o.page,
+                                   inf->st.lists == 0 ? "0" : NULL, on_item};
+    inf->gen++;
     int rc = sw_kube_list(inf->c, inf->o.kind, inf->ns, &lo, on_list, inf);
     if (rc != 0) {
         inf->st.errors++;
@@ -387,6 +411,12 @@ static void start_list(struct sw_informer *inf)
 static int on_event(struct sw_watch_event *ev, void *ctx)
 {
     struct sw_informer *inf = ctx;
+    if (inf->stopping)
+        return SW_ECANCELED;
+    /* The version points into the object, which upsert frees once converted. */
+    char rv[sizeof(inf->rv)] = "";
+    if (strlen(ev->resource_version) < sizeof(rv))
+        snprintf(rv, sizeof(rv), "%s", ev->resource_version);
     switch (ev->type) {
     case SW_WATCH_ERROR:
         if (ev->code == 410) {
@@ -415,8 +445,8 @@ static int on_event(struct sw_watch_event *ev, void *ctx)
         break;
     }
     }
-    if (ev->resource_version[0] != '\0' && strlen(ev->resource_version) < sizeof(inf->rv))
-        snprintf(inf->rv, sizeof(inf->rv), "%s", ev->resource_version);
+    if (rv[0] != '\0')
+        snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
     return 0;
 }
 
@@ -590,6 +620,9 @@ void sw_informer_free(struct sw_informer *inf)
     if (inf == NULL || inf->stopping)
         return;
     inf->stopping = true;
+    /* Nothing reads the store any more: its records go now, while what
+     * they reference (a cache's string table) is still there. */
+    clear_store(inf);
     if (inf->watch_op != NULL)
         sw_kube_cancel(inf->watch_op);
     if (inf->retry_open) {

@@ -10,7 +10,11 @@
  * it lists again and reports the differences as events.
  *
  * Cached objects are stripped of metadata.managedFields (as client-go's
- * TransformStripManagedFields) and may be filtered by a predicate.
+ * TransformStripManagedFields) and may be filtered by a predicate. With a
+ * `compact` callback (client-go's SetTransform) the cache keeps what it
+ * returns, a record of the fields its readers use (clusters/record.h),
+ * and each listed or watched object's JSON is freed as soon as it is
+ * converted; the cached "objects" below are then those records.
  */
 #ifndef SW_CLUSTERS_INFORMER_H
 #define SW_CLUSTERS_INFORMER_H
@@ -27,11 +31,13 @@ struct sw_informer;
 
 /**
  * A change to the cache: ADDED (old NULL), MODIFIED (old and obj), DELETED
- * (obj is the last known state). `key` is "namespace/name" or "name". All
- * borrowed, valid during the call. Handlers should only enqueue the key.
+ * (obj is the last known state; with `compact`, the cached record). `key` is
+ * "namespace/name" or "name". old and obj are cJSON objects, or records with
+ * `compact`. All borrowed, valid during the call. Handlers should only
+ * enqueue the key.
  */
 typedef void (*sw_informer_handler)(struct sw_informer *inf, enum sw_watch_type type,
-                                    const char *key, const cJSON *old, const cJSON *obj, void *ctx);
+                                    const char *key, const void *old, const void *obj, void *ctx);
 
 /** Keeps only the objects for which this returns true (NULL keeps all). */
 typedef bool (*sw_informer_filter)(const cJSON *obj, void *ctx);
@@ -47,6 +53,15 @@ struct sw_informer_opts {
     void *ctx;
     /** Server-side timeout of each watch (s); 0: 300 (client-go picks 5-10 min). */
     int watch_timeout_s;
+    /**
+     * Or NULL. Makes the record to cache from an object (borrowed, after
+     * `filter`): 0 and *rec, or an error naming the object and field (the
+     * object is then not cached; a cached older version stays). `release`
+     * frees a record, `record_rv` returns its resourceVersion (borrowed).
+     */
+    int (*compact)(const cJSON *obj, void *ctx, void **rec, struct sw_error *err);
+    void (*release)(void *rec, void *ctx);
+    const char *(*record_rv)(const void *rec);
 };
 
 /** Creates an informer on `c` (borrowed; must outlive it). Not started. */
@@ -68,12 +83,15 @@ const char *sw_informer_resource_version(const struct sw_informer *inf);
 /** The number of cached objects. */
 size_t sw_informer_count(const struct sw_informer *inf);
 
-/** Looks an object up by key (borrowed; valid until the next loop turn). */
-const cJSON *sw_informer_get(const struct sw_informer *inf, const char *key);
+/**
+ * Looks an object up by key: a cJSON object, or the record with `compact`
+ * (borrowed; valid until the next loop turn).
+ */
+const void *sw_informer_get(const struct sw_informer *inf, const char *key);
 
-/** Calls `fn` for every cached object. */
+/** Calls `fn` for every cached object (cJSON, or records with `compact`). */
 void sw_informer_foreach(const struct sw_informer *inf,
-                         void (*fn)(const char *key, const cJSON *obj, void *ctx), void *ctx);
+                         void (*fn)(const char *key, const void *obj, void *ctx), void *ctx);
 
 /** Counters for tests and metrics. */
 struct sw_informer_stats {
@@ -83,6 +101,7 @@ struct sw_informer_stats {
     uint64_t events;    /* watch events applied */
     uint64_t bookmarks; /* bookmarks received */
     uint64_t errors;    /* failed lists or watches */
+    uint64_t rejected;  /* objects `compact` refused */
 };
 
 /** Reads the counters. */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "clusters/exec.h"
+#include "clusters/listsplit.h"
 #include "clusters/ratelimit.h"
 #include "common/alloc.h"
 #include "common/json.h"
@@ -71,6 +72,12 @@ struct sw_kube_op {
     struct sw_kube_result res;
     sw_http_data_cb user_on_data;
     void *user_on_data_ctx;
+    /* on_item: the List split as it arrives, or a non-2xx answer's body */
+    struct sw_list_splitter *split;
+    struct sw_buf errbody;
+    size_t delivered; /* items handed over (no retry after the first) */
+    int split_rc;     /* the splitter or an item's parser stopped the transfer */
+    struct sw_error split_err;
     struct sw_kube_op *next, *prev; /* in c->ops */
     struct sw_kube_op *wnext;       /* in c->waiting */
 };
@@ -321,6 +328,8 @@ static void op_closed(uv_handle_t *h)
     sw_free(op->method);
     sw_free(op->content_type);
     sw_free(op->body);
+    sw_list_splitter_free(op->split);
+    sw_buf_free(&op->errbody);
     sw_free(op);
     maybe_release(c);
 }
@@ -467,11 +476,20 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
         op_fail(op, SW_EUNAVAIL, "cut off: %s", c->blocked[0] ? c->blocked : "blocked");
         return;
     }
+    if (op->split_rc != 0 && !op->canceled) {
+        op->res.status = resp->status;
+        op->res.rc = op->split_rc;
+        op->res.err = op->split_err;
+        op_finish(op);
+        return;
+    }
     if (op->canceled || resp->rc == SW_ECANCELED) {
         op_fail(op, SW_ECANCELED, "canceled");
         return;
     }
-    int streaming = op->req.on_data != NULL;
+    int splitting = op->req.on_item != NULL;
+    /* A split List streams, but can be sent again while nothing was handed over. */
+    int streaming = op->req.on_data != NULL && (!splitting || op->delivered > 0);
     /* A 401 with a refreshable credential: refresh once and resend. */
     if (resp->status == 401 && !op->auth_retried && (c->t->exec != NULL || c->t->token_file)) {
         op->auth_retried = 1;
@@ -509,13 +527,32 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
                 resp->error[0] ? resp->error : sw_strerror(resp->rc));
         return;
     }
-    op->res.raw = resp->body.data ? resp->body.data : "";
-    op->res.raw_len = resp->body.len;
-    if (resp->body.len > 0 && !op->req.raw) {
+    const char *bdata = resp->body.data;
+    size_t blen = resp->body.len;
+    if (splitting && resp->status >= 200 && resp->status < 300) {
+        /* The List without its items, which went to on_item. */
+        struct sw_error serr;
+        if (op->split == NULL || sw_list_splitter_finish(op->split, &bdata, &blen, &serr) != 0) {
+            op->res.rc = op->split ? serr.code : SW_EPARSE;
+            if (op->split)
+                op->res.err = serr;
+            else
+                sw_error_set(&op->res.err, SW_EPARSE, "cluster %s: %s %s: empty response", c->name,
+                             op->method, op->path);
+            op_finish(op);
+            return;
+        }
+    } else if (splitting) {
+        bdata = op->errbody.data;
+        blen = op->errbody.len;
+    }
+    op->res.raw = bdata ? bdata : "";
+    op->res.raw_len = blen;
+    if (blen > 0 && !op->req.raw) {
         struct sw_error perr;
         char what[300];
         snprintf(what, sizeof(what), "cluster %s: %s %s: response", c->name, op->method, op->path);
-        if (sw_json_parse(resp->body.data, resp->body.len, what, &op->res.body, &perr) != 0) {
+        if (sw_json_parse(bdata, blen, what, &op->res.body, &perr) != 0) {
             op->res.body = NULL;
             if (resp->status >= 200 && resp->status < 300) {
                 op->res.rc = perr.code;
@@ -550,6 +587,8 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
     op_finish(op);
 }
 
+static int split_item(const char *item, size_t len, void *ctx, struct sw_error *err);
+
 static void dispatch(struct sw_kube_op *op)
 {
     struct sw_kube_client *c = op->c;
@@ -577,6 +616,21 @@ static void dispatch(struct sw_kube_op *op)
         sw_free(url);
         op_fail(op, SW_ENOMEM, "out of memory");
         return;
+    }
+    if (op->req.on_item != NULL) {
+        /* Each attempt splits its own answer. */
+        char what[300];
+        snprintf(what, sizeof(what), "cluster %s: %s %s: response", c->name, op->method, op->path);
+        sw_list_splitter_free(op->split);
+        op->split = NULL;
+        sw_buf_reset(&op->errbody);
+        op->split_rc = 0;
+        if (sw_list_splitter_new(what, 0, split_item, op, &op->split) != 0) {
+            curl_slist_free_all(h);
+            sw_free(url);
+            op_fail(op, SW_ENOMEM, "out of memory");
+            return;
+        }
     }
     struct sw_http_request r = {0};
     r.method = op->method;
@@ -693,6 +747,42 @@ static void on_timer(uv_timer_t *t)
 
 /* ---- public request API ------------------------------------------------- */
 
+/* An item of a split List: parsed and handed over. */
+static int split_item(const char *item, size_t len, void *ctx, struct sw_error *err)
+{
+    struct sw_kube_op *op = ctx;
+    cJSON *obj = NULL;
+    char what[300];
+    snprintf(what, sizeof(what), "cluster %s: %s %s: item %zu", op->c->name, op->method, op->path,
+             op->delivered);
+    int rc = sw_json_parse(item, len, what, &obj, err);
+    if (rc != 0)
+        return rc;
+    op->delivered++;
+    op->req.on_item(obj, op->req.on_item_ctx);
+    return 0;
+}
+
+static int split_data(const char *data, size_t len, void *ctx)
+{
+    struct sw_kube_op *op = ctx;
+    if (op->canceled)
+        return 1;
+    long status = op->call ? sw_http_call_status(op->call) : 0;
+    if (status < 200 || status >= 300) {
+        /* A Status object saying why: kept for the error (bounded). */
+        if (op->errbody.len < 65536)
+            sw_buf_add(&op->errbody, data, len < 65536 ? len : 65536);
+        return 0;
+    }
+    int rc = sw_list_splitter_feed(op->split, data, len, &op->split_err);
+    if (rc != 0) {
+        op->split_rc = rc;
+        return 1;
+    }
+    return 0;
+}
+
 static int streaming_data(const char *data, size_t len, void *ctx);
 
 int sw_kube_send(struct sw_kube_client *c, const struct sw_kube_req *req, sw_kube_cb cb, void *ctx,
@@ -726,7 +816,10 @@ int sw_kube_send(struct sw_kube_client *c, const struct sw_kube_req *req, sw_kub
     }
     op->cb = cb;
     op->ctx = ctx;
-    if (req->on_data != NULL)
+    sw_buf_init(&op->errbody, 65536);
+    if (req->on_item != NULL)
+        op->req.on_data = split_data;
+    else if (req->on_data != NULL)
         op->req.on_data = streaming_data;
     op->user_on_data = req->on_data;
     op->user_on_data_ctx = req->on_data_ctx;
@@ -1027,6 +1120,8 @@ struct list_ctx {
     char base[PATH_MAX_LEN]; /* path with selectors, without limit/continue */
     int limit;
     char *cont;
+    char rv[64]; /* the first page's resourceVersion, or "" */
+    void (*on_item)(cJSON *item, void *ctx);
     cJSON *acc; /* the list being built */
     int restarted;
     sw_kube_cb cb;
@@ -1132,9 +1227,12 @@ static int list_next(struct list_ctx *l)
     }
     if (rc == 0 && l->cont != NULL)
         rc = sw_kube_path_query(path, sizeof(path), "continue", l->cont);
+    else if (rc == 0 && l->rv[0] != '\0')
+        rc = sw_kube_path_query(path, sizeof(path), "resourceVersion", l->rv);
     if (rc != 0)
         return rc;
-    struct sw_kube_req r = {.method = "GET", .path = path};
+    struct sw_kube_req r = {
+        .method = "GET", .path = path, .on_item = l->on_item, .on_item_ctx = l->ctx};
     return sw_kube_send(l->c, &r, on_page, l, NULL);
 }
 
@@ -1148,6 +1246,9 @@ int sw_kube_list(struct sw_kube_client *c, enum sw_kube_kind k, const char *ns,
     l->cb = cb;
     l->ctx = ctx;
     l->limit = o && o->limit != 0 ? o->limit : SW_KUBE_DEFAULT_PAGE;
+    l->on_item = o ? o->on_item : NULL;
+    if (o && o->resource_version && strlen(o->resource_version) < sizeof(l->rv))
+        snprintf(l->rv, sizeof(l->rv), "%s", o->resource_version);
     int rc = sw_kube_path(k, ns, NULL, l->base, sizeof(l->base));
     if (rc == 0 && o && o->label_selector && o->label_selector[0])
         rc = sw_kube_path_query(l->base, sizeof(l->base), "labelSelector", o->label_selector);

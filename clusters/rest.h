@@ -88,6 +88,15 @@ struct sw_kube_req {
     /** Streaming (watch): each chunk goes here and the body is not kept. */
     sw_http_data_cb on_data;
     void *on_data_ctx;
+    /**
+     * Or, for a List: each item (a new reference, ownership passed) as soon
+     * as it has arrived, while the rest is still on the wire, without its
+     * metadata.managedFields (dropped unparsed); res->body is then the List
+     * without items. A request is retried (as any) only as
+     * long as no item was handed over.
+     */
+    void (*on_item)(cJSON *item, void *ctx);
+    void *on_item_ctx;
     long timeout_ms;       /* 0: the client's default; -1: none (watches) */
     long low_speed_time_s; /* abort when idle this long; 0: off */
 };
@@ -175,13 +184,21 @@ struct sw_kube_list_opts {
     const char *label_selector; /* or NULL */
     const char *field_selector; /* or NULL */
     int limit;                  /* page size; 0: SW_KUBE_DEFAULT_PAGE; < 0: no paging */
+    /* The first page's resourceVersion, or NULL: "0" lets the API server
+     * answer from its watch cache, as client-go's first list does. */
+    const char *resource_version;
+    /* Or NULL. Called with each item (ownership passed) as it arrives
+     * (sw_kube_req.on_item), so that a long list is never held whole; the
+     * final List then has no items. After a restart (below) items come
+     * again from the first. */
+    void (*on_item)(cJSON *item, void *ctx);
 };
 
 /**
  * Lists all pages (limit/continue) and calls back once with one List object
- * whose "items" hold every page's items and whose metadata.resourceVersion
- * is the list's. If a continue token expires (410) mid-way, the list
- * restarts from the beginning once.
+ * whose "items" hold every page's items (none with on_item) and whose
+ * metadata.resourceVersion is the list's. If a continue token expires (410)
+ * mid-way, the list restarts from the beginning once.
  */
 int sw_kube_list(struct sw_kube_client *c, enum sw_kube_kind k, const char *ns,
                  const struct sw_kube_list_opts *o, sw_kube_cb cb, void *ctx);

@@ -307,6 +307,13 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userp)
     return rc == 0 ? n : 0;
 }
 
+long sw_http_call_status(const struct sw_http_call *call)
+{
+    long status = 0;
+    curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
+    return status;
+}
+
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userp)
 {
     struct sw_http_call *c = userp;

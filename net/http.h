@@ -128,6 +128,9 @@ int sw_http_send(struct sw_http *h, const struct sw_http_request *req, sw_http_d
 /** Cancels a call; its callback runs with SW_ECANCELED from the loop. */
 void sw_http_cancel(struct sw_http_call *call);
 
+/** The response's status code so far (0 before the headers), e.g. from on_data. */
+long sw_http_call_status(const struct sw_http_call *call);
+
 /** The number of calls in flight. */
 size_t sw_http_pending(const struct sw_http *h);
 

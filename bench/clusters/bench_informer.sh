@@ -84,6 +84,13 @@ for r in $(seq 1 "$ROUNDS"); do
     done
 done
 
+# The hub's shape: one cache per lab cluster in one process (the load is
+# on one of them), for the hub's RSS.
+HUB_KCS=()
+for c in $SW_LAB_CLUSTERS; do HUB_KCS+=("$SW_LAB_KUBECONFIG_DIR/$c-cert.kubeconfig"); done
+hub_line=$("$SIDE" measure-hub "${HUB_KCS[@]}") || die "measure-hub failed"
+echo "hub: $hub_line"
+
 load=$(cut -d' ' -f1 /proc/loadavg)
 version=$("$SW_LAB_KUBECTL" --kubeconfig "$KC" version -o json 2>/dev/null |
     sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p' | tail -1)

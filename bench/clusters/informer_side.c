@@ -5,6 +5,7 @@
  *
  *   informer_side load KUBECONFIG NAMESPACE JOBS PODS
  *   informer_side measure KUBECONFIG
+ *   informer_side measure-hub KUBECONFIG...
  *   informer_side unload KUBECONFIG NAMESPACE
  *
  * load: creates the namespace, JOBS suspended Jobs (no pods) and PODS
@@ -19,10 +20,15 @@
  * of key=value figures: the time, the objects cached, heap in use (glibc
  * mallinfo2 after malloc_trim) per cached object, and the process's RSS.
  *
+ * measure-hub: as the hub runs it with several members: one client and one
+ * cache per kubeconfig on one loop, timed to all synced; prints the totals
+ * and the process's RSS and peak RSS (VmHWM).
+ *
  * unload: deletes the namespace and waits until it is gone (at most 10
  * minutes), so the load is over when it returns.
  */
 #include <malloc.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +237,16 @@ static void on_change(struct sw_cluster_cache *cc, enum sw_kube_kind kind, const
     (*(size_t *)ctx)++;
 }
 
+/* CPU seconds this process used (user + system): with the wall time, how
+ * much of the sync was ours and how much waiting for the server. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static int measure(const char *kc)
 {
     size_t heap0 = heap_used();
@@ -252,12 +268,64 @@ static int measure(const char *kc)
     size_t heap1 = heap_used();
     long rss1 = rss_kib();
     double n = (double)(nj + np + nn);
-    printf("side=spillway synced_s=%.3f jobs=%zu pods=%zu nodes=%zu heap_inuse_per_obj=%.0f "
-           "heap_inuse_mib=%.1f rss_mib=%.1f rss_delta_per_obj=%.0f\n",
-           synced, nj, np, nn, (double)(heap1 - heap0) / n, (double)heap1 / 1048576.0,
+    printf("side=spillway synced_s=%.3f cpu_s=%.3f jobs=%zu pods=%zu nodes=%zu "
+           "heap_inuse_per_obj=%.0f heap_inuse_mib=%.1f rss_mib=%.1f rss_delta_per_obj=%.0f\n",
+           synced, cpu_s(), nj, np, nn, (double)(heap1 - heap0) / n, (double)heap1 / 1048576.0,
            (double)rss1 / 1024.0, (double)(rss1 - rss0) * 1024.0 / n);
     sw_cluster_cache_free(cc);
     sw_kube_client_free(c);
+    return 0;
+}
+
+static long hwm_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kib = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+#define MAX_MEMBERS 8
+
+static int measure_hub(int n, char **kcs)
+{
+    size_t heap0 = heap_used();
+    size_t events = 0;
+    double t0 = now_s();
+    struct sw_kube_client *c[MAX_MEMBERS];
+    struct sw_cluster_cache *cc[MAX_MEMBERS];
+    for (int i = 0; i < n; i++) {
+        c[i] = client(kcs[i], -1, 0);
+        if (sw_cluster_cache_start(c[i], on_change, &events, &cc[i]) != 0) {
+            fprintf(stderr, "informer_side: cache %s did not start\n", kcs[i]);
+            return 1;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        while (!sw_cluster_cache_synced(cc[i]))
+            uv_run(&loop, UV_RUN_ONCE);
+    double synced = now_s() - t0;
+    size_t nj = 0, np = 0, nn = 0;
+    for (int i = 0; i < n; i++) {
+        nj += sw_informer_count(sw_cluster_cache_informer(cc[i], SW_KIND_JOB));
+        np += sw_informer_count(sw_cluster_cache_informer(cc[i], SW_KIND_POD));
+        nn += sw_informer_count(sw_cluster_cache_informer(cc[i], SW_KIND_NODE));
+    }
+    size_t heap1 = heap_used();
+    printf("side=spillway-hub clusters=%d synced_s=%.3f jobs=%zu pods=%zu nodes=%zu "
+           "heap_inuse_mib=%.1f heap_per_obj=%.0f rss_mib=%.1f peak_rss_mib=%.1f\n",
+           n, synced, nj, np, nn, (double)heap1 / 1048576.0,
+           (double)(heap1 - heap0) / (double)(nj + np + nn), (double)rss_kib() / 1024.0,
+           (double)hwm_kib() / 1024.0);
+    for (int i = 0; i < n; i++) {
+        sw_cluster_cache_free(cc[i]);
+        sw_kube_client_free(c[i]);
+    }
     return 0;
 }
 
@@ -272,11 +340,14 @@ int main(int argc, char **argv)
         rc = load(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
     else if (argc == 3 && strcmp(argv[1], "measure") == 0)
         rc = measure(argv[2]);
+    else if (argc >= 3 && argc - 2 <= MAX_MEMBERS && strcmp(argv[1], "measure-hub") == 0)
+        rc = measure_hub(argc - 2, argv + 2);
     else if (argc == 4 && strcmp(argv[1], "unload") == 0)
         rc = unload(argv[2], argv[3]);
     else {
         fprintf(stderr, "usage: informer_side load KUBECONFIG NAMESPACE JOBS PODS\n"
                         "       informer_side measure KUBECONFIG\n"
+                        "       informer_side measure-hub KUBECONFIG...\n"
                         "       informer_side unload KUBECONFIG NAMESPACE\n");
         return 2;
     }

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "clusters/record.h"
 #include "common/alloc.h"
 #include "common/log.h"
 #include "controller/hub/adopt.h"
@@ -45,12 +46,19 @@ static void index_clear(void)
     }
 }
 
-static void index_job(const char *key, const cJSON *job, void *ctx)
+static void index_job(const char *key, const void *obj, void *ctx)
 {
     (void)key;
     const struct sw_member *m = ctx;
+    const struct sw_job_record *rec = obj;
+    /* Only mirrors: most Jobs are not, and need no JSON view. */
+    if (sw_job_record_label(rec, SW_LBL_ORIGIN_UID) == NULL)
+        return;
+    cJSON *job = sw_job_record_json(rec);
     struct sw_adopt_mirror am;
-    if (sw_adopt_mirror_read(job, m->rec.name, &am) != 0)
+    int rc = job ? sw_adopt_mirror_read(job, m->rec.name, &am) : SW_ENOMEM;
+    cJSON_Delete(job);
+    if (rc != 0)
         return;
     struct entry *e = sw_calloc(1, sizeof(*e));
     if (e == NULL)

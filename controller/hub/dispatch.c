@@ -20,6 +20,10 @@
  * cannot be done there: the record names the origin as stale first, and
  * the origin is suspended when its cluster returns, before anything else
  * happens there; the references are then used only if the target has them.
+ * Steps 1 and 4 read the pod template, which the cache does not keep: each
+ * GETs the origin first (j->full), and uses that answer once; with the
+ * origin's cluster lost, they use the copy kept while it answered (j->kept,
+ * sw_dispatch_keep_origin).
  */
 #include <string.h>
 
@@ -404,6 +408,90 @@ static void on_mirror_created(struct sw_kube_result *res, void *ctx)
     sw_rec_step(h, j, "after-dispatched");
 }
 
+static void on_full_origin(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    struct sw_hub *h = j->hub;
+    const char *uid = sw_json_str(sw_json_child(res->body, "metadata"), "uid");
+    if (res->rc == 0 && uid && strcmp(uid, j->rec.uid) == 0) {
+        cJSON_Delete(j->full);
+        j->full = res->body;
+        res->body = NULL;
+    } else if (res->rc == 0) {
+        /* Another Job of the same name: the cache will say ours is gone. */
+        j->full_for = 0;
+        sw_hub_step_done(h, j, SW_ENOENT);
+        return;
+    }
+    sw_hub_step_done(h, j, res->rc);
+}
+
+/* The origin with its pod template for `step`, or NULL after starting a GET
+ * for it (busy until it answers). With the origin's cluster lost: the copy
+ * kept while it answered, or NULL (the step retried later). */
+static const cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_member *om,
+                                int step)
+{
+    if (sw_member_lost(om)) {
+        if (j->kept == NULL) {
+            SW_LOG(SW_LOG_WARN, "home lost before its Job was read whole; waiting for it",
+                   "job=%s", sw_log_q(j->rec.key));
+            sw_hub_step_done(h, j, SW_EUNAVAIL);
+        }
+        return j->kept;
+    }
+    if (j->full != NULL && j->full_for == step)
+        return j->full;
+    cJSON_Delete(j->full);
+    j->full = NULL;
+    j->full_for = step;
+    j->busy = true;
+    if (sw_kube_get(om->client, SW_KIND_JOB, j->rec.ns, j->rec.name, on_full_origin, j) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+    return NULL;
+}
+
+static void on_kept(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    struct sw_hub *h = j->hub;
+    const char *uid = sw_json_str(sw_json_child(res->body, "metadata"), "uid");
+    if (res->rc == 0 && uid && strcmp(uid, j->rec.uid) == 0) {
+        cJSON *b = res->body;
+        res->body = NULL;
+        cJSON_DeleteItemFromObjectCaseSensitive(b, "status");
+        cJSON_DeleteItemFromObjectCaseSensitive(sw_json_child(b, "metadata"), "managedFields");
+        cJSON_Delete(j->kept);
+        j->kept = b;
+    }
+    sw_hub_step_done(h, j, res->rc == 0 ? 0 : res->rc);
+}
+
+bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    if (sw_job_state_terminal(r->state)) {
+        cJSON_Delete(j->kept); /* nothing will be placed again */
+        j->kept = NULL;
+        return false;
+    }
+    struct sw_member *om = sw_member_find(h, r->cluster);
+    if (j->kept != NULL || om == NULL || !sw_member_reachable(om))
+        return false;
+    j->hub = h;
+    j->busy = true;
+    if (sw_kube_get(om->client, SW_KIND_JOB, r->ns, r->name, on_kept, j) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+    return true;
+}
+
+static void drop_full(struct sw_job *j)
+{
+    cJSON_Delete(j->full);
+    j->full = NULL;
+    j->full_for = 0;
+}
+
 static bool has_finalizer(const cJSON *origin)
 {
     const cJSON *f;
@@ -450,6 +538,9 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     bool home_lost = sw_member_lost(om);
     /* 1. references, before anything changes at home */
     if (!j->refs_ok && strcmp(r->target_cluster, r->cluster) != 0) {
+        const cJSON *full = full_origin(h, j, om, 1);
+        if (full == NULL)
+            return;
         struct refs_chain *rc = sw_calloc(1, sizeof(*rc));
         if (rc == NULL) {
             sw_hub_step_done(h, j, SW_ENOMEM);
@@ -458,7 +549,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         rc->h = h;
         rc->j = j;
         rc->check_only = home_lost;
-        collect_refs(rc, origin);
+        collect_refs(rc, full);
+        drop_full(j);
         refs_next(rc);
         return;
     }
@@ -533,9 +625,13 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         }
     }
     /* 4. the mirror */
+    const cJSON *full = full_origin(h, j, om, 4);
+    if (full == NULL)
+        return;
     const struct sw_hub_store *st = sw_store_for_region(h, r->target_region);
-    cJSON *m = sw_mirror_build(origin, r, r->mirror, st ? st->endpoint : NULL, h->epoch,
+    cJSON *m = sw_mirror_build(full, r, r->mirror, st ? st->endpoint : NULL, h->epoch,
                                strcmp(r->capacity, "spot") == 0);
+    drop_full(j);
     if (m == NULL) {
         r->state = SW_JS_FAILED;
         snprintf(r->reason, sizeof(r->reason), "the origin Job has no pod template");

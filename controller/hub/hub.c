@@ -97,6 +97,8 @@ void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j)
     *pp = j->next;
     h->njobs--;
     sw_free(j->explain);
+    cJSON_Delete(j->full);
+    cJSON_Delete(j->kept);
     sw_free(j);
 }
 
@@ -148,6 +150,8 @@ static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
     if (j->rec.form == SW_FORM_ANNOTATION && sw_follow_finished_at_home(h, j, origin))
         return;
     if (sw_loss_step(h, j))
+        return;
+    if (sw_dispatch_keep_origin(h, j))
         return;
     switch (j->rec.state) {
     case SW_JS_DECIDED:

@@ -65,6 +65,15 @@ struct sw_job {
     bool refs_ok;       /* this attempt's ConfigMaps and Secrets are copied */
     bool status_synced; /* delegated: the origin's status shows the outcome */
     struct sw_hub *hub; /* for Kubernetes callbacks, whose context is the job */
+    /* The origin Job as a GET returned it (the cache keeps a record without
+     * the pod template), for the dispatch step that asked; dropped once
+     * used, so at most one per Job being dispatched. */
+    cJSON *full;
+    int full_for; /* the step it was fetched for */
+    /* The origin Job as a GET returned it, without status and managedFields,
+     * kept while the Job is unfinished, so that it can still be placed when
+     * its home is lost (loss.c): one per managed Job, not per cached Job. */
+    cJSON *kept;
 };
 
 /** A member cluster, as the registry has it, with its live client and cache. */
@@ -336,6 +345,12 @@ void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final);
 
 /** One dispatch step: intent, suspend, wait for pods, copy refs, create the mirror. */
 void sw_dispatch_step(struct sw_hub *h, struct sw_job *j);
+/**
+ * Keeps a copy of an unfinished Job's whole origin (j->kept) while its
+ * cluster answers, for dispatch if that cluster is lost; drops it once the
+ * Job is finished. Returns true when it started a GET (the Job is busy).
+ */
+bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j);
 
 /* ---- follow.c ------------------------------------------------------------- */
 

@@ -10,12 +10,19 @@
  *
  * Pods are grouped by their Job (the job-name label) once per scan, so that
  * asking whether a Job starves at home costs a lookup, not a walk.
+ *
+ * The caches hold compact records (clusters/record.h). A reconciler that
+ * asks for an origin or a mirror gets a JSON view of its record, made on
+ * demand and freed at the end of the loop turn (the same lifetime a cached
+ * tree had: the next watch event could replace it); it holds what the
+ * record keeps, not the pod template (dispatch GETs the Job for that).
  */
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/log.h"
 #include "clusters/exec.h"
+#include "clusters/record.h"
 #include "common/json.h"
 #include "controller/hub/adopt.h"
 #include "controller/hub/hub.h"
@@ -73,17 +80,14 @@ static void aggs_clear(void)
     }
 }
 
-static bool pod_starved(const cJSON *pod)
+static bool pod_starved(const struct sw_pod_record *pod)
 {
-    const cJSON *conds = sw_json_child(sw_json_child(pod, "status"), "conditions");
-    const cJSON *c;
-    cJSON_ArrayForEach(c, conds)
-    {
-        const char *t = sw_json_str(c, "type"), *s = sw_json_str(c, "status"),
-                   *r = sw_json_str(c, "reason");
-        const char *msg = sw_json_str(c, "message");
-        if (t && strcmp(t, "PodScheduled") == 0 && s && strcmp(s, "False") == 0 && r &&
-            strcmp(r, "Unschedulable") == 0 && msg && strstr(msg, "nvidia.com/gpu") != NULL)
+    for (size_t i = 0; i < pod->nconditions; i++) {
+        const struct sw_condition *c = &pod->conditions[i];
+        if (c->type && strcmp(c->type, "PodScheduled") == 0 && c->status &&
+            strcmp(c->status, "False") == 0 && c->reason &&
+            strcmp(c->reason, "Unschedulable") == 0 && c->message &&
+            strstr(c->message, "nvidia.com/gpu") != NULL)
             return true;
     }
     return false;
@@ -94,24 +98,20 @@ struct pod_scan {
     struct sw_informer *nodes;
 };
 
-static void agg_pod(const char *key, const cJSON *pod, void *ctx)
+static void agg_pod(const char *key, const void *obj, void *ctx)
 {
     (void)key;
     struct pod_scan *ps = ctx;
-    const cJSON *md = sw_json_child(pod, "metadata");
-    const char *ns = sw_json_str(md, "namespace");
-    const char *job = sw_json_str(sw_json_child(md, "labels"), "batch.kubernetes.io/job-name");
-    if (job == NULL)
-        job = sw_json_str(sw_json_child(md, "labels"), "job-name");
-    if (ns == NULL || job == NULL)
+    const struct sw_pod_record *pod = obj;
+    if (pod->ns == NULL || pod->owner == NULL)
         return;
     char k[200];
-    snprintf(k, sizeof(k), "%s/%s/%s", ps->cluster, ns, job);
+    snprintf(k, sizeof(k), "%s/%s/%s", ps->cluster, pod->ns, pod->owner);
     struct pod_agg *a = agg_find(k, true);
     if (a == NULL)
         return;
     a->pods++;
-    const char *node = sw_json_str(sw_json_child(pod, "spec"), "nodeName");
+    const char *node = pod->node;
     if (node && node[0]) {
         a->bound++;
         if (ps->nodes && sw_informer_get(ps->nodes, node) == NULL) {
@@ -155,9 +155,73 @@ bool sw_observe_starved(struct sw_hub *h, const struct sw_job_rec *r, bool *any_
     return a && a->starved > 0 && a->bound == 0;
 }
 
+/* ---- views of records ----------------------------------------------------- */
+
+#define VIEW_BUCKETS 1024
+struct view {
+    const struct sw_job_record *rec;
+    cJSON *json;
+    struct view *next;
+};
+
+/* This loop turn's views, by record (the hub has one loop: no lock). */
+static struct view *views[VIEW_BUCKETS];
+static size_t nviews;
+static uv_check_t views_check;
+static bool views_check_open;
+
+static void views_clear(uv_check_t *c)
+{
+    for (size_t b = 0; b < VIEW_BUCKETS && nviews > 0; b++) {
+        struct view *v = views[b];
+        while (v) {
+            struct view *n = v->next;
+            cJSON_Delete(v->json);
+            sw_free(v);
+            nviews--;
+            v = n;
+        }
+        views[b] = NULL;
+    }
+    if (c != NULL)
+        uv_check_stop(c);
+}
+
+/* A JSON view of a record, valid until the end of this loop turn. */
+static const cJSON *view_of(struct sw_hub *h, const struct sw_job_record *rec)
+{
+    if (rec == NULL)
+        return NULL;
+    size_t b = ((uintptr_t)rec >> 4) % VIEW_BUCKETS;
+    for (struct view *v = views[b]; v; v = v->next) {
+        /* The same record (a freed one's address may be reused: check its version). */
+        const char *rv = sw_json_str(sw_json_child(v->json, "metadata"), "resourceVersion");
+        if (v->rec == rec && rv && strcmp(rv, rec->rv) == 0)
+            return v->json;
+    }
+    if (!views_check_open && h->loop != NULL) {
+        uv_check_init(h->loop, &views_check);
+        uv_unref((uv_handle_t *)&views_check);
+        views_check_open = true;
+    }
+    struct view *v = sw_calloc(1, sizeof(*v));
+    if (v == NULL || (v->json = sw_job_record_json(rec)) == NULL) {
+        sw_free(v);
+        return NULL;
+    }
+    v->rec = rec;
+    v->next = views[b];
+    views[b] = v;
+    nviews++;
+    if (views_check_open)
+        uv_check_start(&views_check, views_clear);
+    return v->json;
+}
+
 /* ---- lookups -------------------------------------------------------------- */
 
-static const cJSON *job_in(struct sw_hub *h, const char *cluster, const char *ns, const char *name)
+static const struct sw_job_record *job_in(struct sw_hub *h, const char *cluster, const char *ns,
+                                          const char *name)
 {
     struct sw_member *m = sw_member_find(h, cluster);
     if (m == NULL || m->cache == NULL || name[0] == '\0')
@@ -169,16 +233,15 @@ static const cJSON *job_in(struct sw_hub *h, const char *cluster, const char *ns
 
 const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r)
 {
-    const cJSON *o = job_in(h, r->cluster, r->ns, r->name);
-    const char *uid = sw_json_str(sw_json_child(o, "metadata"), "uid");
-    if (o && r->uid[0] && uid && strcmp(uid, r->uid) != 0)
+    const struct sw_job_record *o = job_in(h, r->cluster, r->ns, r->name);
+    if (o && r->uid[0] && strcmp(o->uid, r->uid) != 0)
         return NULL; /* a new Job of the same name: ours is gone */
-    return o;
+    return view_of(h, o);
 }
 
 const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r)
 {
-    return job_in(h, r->target_cluster, r->ns, r->mirror);
+    return view_of(h, job_in(h, r->target_cluster, r->ns, r->mirror));
 }
 
 /* ---- the scan ------------------------------------------------------------- */
@@ -199,10 +262,16 @@ static void on_new_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx
     }
 }
 
-static void scan_job(const char *key, const cJSON *job, void *ctx)
+static void scan_job(const char *key, const void *obj, void *ctx)
 {
     struct job_scan *js = ctx;
     struct sw_hub *h = js->h;
+    const struct sw_job_record *rec = obj;
+    /* Most Jobs are not ours: decided on the record, without a view. */
+    if (sw_job_record_annotation(rec, SW_ANN_BURST) == NULL ||
+        sw_job_record_label(rec, SW_LBL_ORIGIN_UID) != NULL)
+        return;
+    const cJSON *job = view_of(h, rec);
     const cJSON *md = sw_json_child(job, "metadata");
     const cJSON *ann = sw_json_child(md, "annotations");
     const char *burst = sw_json_str(ann, SW_ANN_BURST);

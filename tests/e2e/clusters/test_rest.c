@@ -168,6 +168,23 @@ static void test_patch_apply_delete(void **state)
     cJSON_Delete(w.body);
 }
 
+struct split_seen {
+    int n, managed, named;
+};
+
+static struct split_seen *split_now; /* the list's ctx is the lab_wait */
+
+static void on_split_item(cJSON *item, void *ctx)
+{
+    (void)ctx;
+    struct split_seen *sp = split_now;
+    sp->n++;
+    sp->managed += sw_json_path(item, "metadata.managedFields") != NULL;
+    const char *name = cJSON_GetStringValue(sw_json_path(item, "metadata.name"));
+    sp->named += name != NULL && (strncmp(name, "page-", 5) == 0 || strcmp(name, "j1") == 0);
+    cJSON_Delete(item);
+}
+
 static void test_paging_and_event(void **state)
 {
     (void)state;
@@ -188,6 +205,22 @@ static void test_paging_and_event(void **state)
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(w.body, "items")), 8);
     assert_int_equal(sw_kube_client_sent(c) - before, 4); /* 2+2+2+2 */
     assert_null(sw_json_path(w.body, "metadata.continue"));
+    assert_non_null(sw_json_path(w.body, "metadata.resourceVersion"));
+    cJSON_Delete(w.body);
+    /* The same list split into items as they arrive: every item once, in
+     * order, without managedFields; the List itself then has none. */
+    struct split_seen sp = {0};
+    split_now = &sp;
+    lo.on_item = on_split_item;
+    before = sw_kube_client_sent(c);
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(sw_kube_list(c, SW_KIND_JOB, ns, &lo, lab_on_result, &w), 0);
+    assert_int_equal(lab_wait(&l, &w), 0);
+    assert_int_equal(sp.n, 8);
+    assert_int_equal(sp.managed, 0);
+    assert_int_equal(sp.named, 8);
+    assert_int_equal(sw_kube_client_sent(c) - before, 4);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(w.body, "items")), 0);
     assert_non_null(sw_json_path(w.body, "metadata.resourceVersion"));
     cJSON_Delete(w.body);
     /* An Event about j1. */

@@ -29,7 +29,7 @@ struct seen {
 };
 
 static void on_change(struct sw_informer *inf, enum sw_watch_type type, const char *key,
-                      const cJSON *old, const cJSON *obj, void *ctx)
+                      const void *old, const void *obj, void *ctx)
 {
     (void)inf;
     (void)old;
@@ -246,9 +246,62 @@ static void test_watch_resumes_across_restart(void **state)
     lab_close(&l);
 }
 
-static void test_gone_relists_and_selectors(void **state)
+/* A record of a Lease, as a cache's `compact` makes one. */
+struct lease_rec {
+    char name[64];
+    char rv[32];
+    char holder[64];
+};
+
+static int live_recs; /* records made and not yet released */
+
+static int compact_lease(const cJSON *obj, void *ctx, void **rec, struct sw_error *err)
 {
-    (void)state;
+    (void)ctx;
+    const char *name = cJSON_GetStringValue(sw_json_path(obj, "metadata.name"));
+    const char *rv = cJSON_GetStringValue(sw_json_path(obj, "metadata.resourceVersion"));
+    const char *holder = cJSON_GetStringValue(sw_json_path(obj, "spec.holderIdentity"));
+    if (name == NULL || rv == NULL)
+        return sw_error_set(err, SW_EPARSE, "Lease: field \"metadata.name\": expected a string");
+    struct lease_rec *r = calloc(1, sizeof(*r));
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    snprintf(r->rv, sizeof(r->rv), "%s", rv);
+    snprintf(r->holder, sizeof(r->holder), "%s", holder ? holder : "");
+    live_recs++;
+    *rec = r;
+    return 0;
+}
+
+static void release_lease(void *rec, void *ctx)
+{
+    (void)ctx;
+    live_recs--;
+    free(rec);
+}
+
+static const char *lease_rv(const void *rec)
+{
+    return ((const struct lease_rec *)rec)->rv;
+}
+
+static void on_change_rec(struct sw_informer *inf, enum sw_watch_type type, const char *key,
+                          const void *old, const void *obj, void *ctx)
+{
+    (void)inf;
+    (void)key;
+    (void)old;
+    struct seen *s = ctx;
+    const struct lease_rec *r = obj;
+    if (s->n >= MAX_EVENTS)
+        return;
+    s->type[s->n] = type;
+    snprintf(s->name[s->n], sizeof(s->name[0]), "%s", r->name);
+    s->rv[s->n] = strtoull(r->rv, NULL, 10);
+    s->n++;
+}
+
+static void gone_relists(bool compact)
+{
     /* The API server answers a watch from its watch cache, which holds the
      * events since the server started: on a lab that has just come up,
      * resourceVersion 1 is still in it and no 410 would come. Restarting
@@ -259,7 +312,7 @@ static void test_gone_relists_and_selectors(void **state)
     struct sw_kube_client *c = lab_client(&l, "cloud-ondemand", "-cert", 0);
     assert_non_null(c);
     char ns[64];
-    snprintf(ns, sizeof(ns), "e2e-gone-%d", (int)getpid());
+    snprintf(ns, sizeof(ns), "e2e-gone-%s%d", compact ? "rec-" : "", (int)getpid());
     make_namespace(&l, c, ns);
     make_lease(&l, c, ns, "keep-1", "keep");
     make_lease(&l, c, ns, "keep-2", "keep");
@@ -272,16 +325,29 @@ static void test_gone_relists_and_selectors(void **state)
                                  .field_selector = "metadata.name!=keep-2",
                                  .handler = on_change,
                                  .ctx = &s};
+    if (compact) {
+        /* The cache keeps records, as the hub's does (clusters/record.h). */
+        o.handler = on_change_rec;
+        o.compact = compact_lease;
+        o.release = release_lease;
+        o.record_rv = lease_rv;
+        make_lease(&l, c, ns, "keep-4", "keep");
+    }
     struct sw_informer *inf = NULL;
     assert_int_equal(sw_informer_new(c, &o, &inf), 0);
     assert_int_equal(sw_informer_start(inf), 0);
     for (int i = 0; i < 200 && !sw_informer_synced(inf); i++)
         lab_run_for(&l, 50);
-    /* The selectors were applied by the server: only keep-1 qualifies. */
-    assert_int_equal(sw_informer_count(inf), 1);
+    /* The selectors were applied by the server: only keep-1 (and keep-4) qualify. */
+    assert_int_equal(sw_informer_count(inf), compact ? 2 : 1);
     char key[128];
     snprintf(key, sizeof(key), "%s/keep-1", ns);
     assert_non_null(sw_informer_get(inf, key));
+    if (compact) {
+        assert_int_equal(live_recs, 2);
+        /* The record holds what compact kept: spec.holderIdentity. */
+        assert_string_equal(((const struct lease_rec *)sw_informer_get(inf, key))->holder, "a");
+    }
 
     /* A lease the informer should see appears; then etcd is compacted up to
      * it and the informer is pointed at an ancient resourceVersion: the
@@ -296,6 +362,13 @@ static void test_gone_relists_and_selectors(void **state)
              "\"physical\":true}' >/dev/null",
              ip, rv3);
     assert_int_equal(system(cmd), 0);
+    if (compact) {
+        /* Deleted while this loop does not run, and the watch is then
+         * dropped unread: only the relist's differences can tell. */
+        snprintf(cmd, sizeof(cmd), "%s --kubeconfig %s -n %s delete lease keep-4 >/dev/null",
+                 lab_env("SW_LAB_KUBECTL"), lab_env("SW_LAB_KUBECONFIG_CLOUD_ONDEMAND"), ns);
+        assert_int_equal(system(cmd), 0);
+    }
     sw__informer_force_rewatch(inf, "1");
     struct sw_informer_stats st;
     for (int i = 0; i < 400; i++) {
@@ -312,20 +385,46 @@ static void test_gone_relists_and_selectors(void **state)
     snprintf(key, sizeof(key), "%s/keep-3", ns);
     assert_non_null(sw_informer_get(inf, key));
     /* The handler heard of keep-3 from the relist's differences. */
-    int found = 0;
-    for (int i = 0; i < s.n; i++)
+    int found = 0, gone = 0;
+    for (int i = 0; i < s.n; i++) {
         found |= s.type[i] == SW_WATCH_ADDED && strcmp(s.name[i], "keep-3") == 0;
+        gone |= s.type[i] == SW_WATCH_DELETED && strcmp(s.name[i], "keep-4") == 0;
+    }
     assert_true(found);
+    if (compact) {
+        /* ... and of keep-4's deletion, with its record; one record per object. */
+        assert_true(gone);
+        snprintf(key, sizeof(key), "%s/keep-4", ns);
+        assert_null(sw_informer_get(inf, key));
+        assert_int_equal(live_recs, 2);
+        snprintf(key, sizeof(key), "%s/keep-3", ns);
+        assert_string_equal(((const struct lease_rec *)sw_informer_get(inf, key))->name, "keep-3");
+    }
     sw_informer_free(inf);
+    /* Freeing drops the records at once. */
+    assert_int_equal(live_recs, 0);
     delete_namespace(&l, c, ns);
     sw_kube_client_free(c);
     lab_close(&l);
+}
+
+static void test_gone_relists_and_selectors(void **state)
+{
+    (void)state;
+    gone_relists(false);
+}
+
+static void test_gone_relists_records(void **state)
+{
+    (void)state;
+    gone_relists(true);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gone_relists_and_selectors),
+        cmocka_unit_test(test_gone_relists_records),
         cmocka_unit_test(test_watch_resumes_across_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clusters/record.h"
 #include "controller/hub/annotations.h"
 
 #define CREATED 1767225600.0 /* 2026-01-01T00:00:00Z */
@@ -512,6 +513,22 @@ static cJSON *job(const char *spec)
 #define LIM(n)  "'resources': {'limits': {'nvidia.com/gpu': " n "}}"
 #define CTRS(c) "'template': {'spec': {'containers': [" c "]}}"
 
+/* The shape read from the cache's view of the Job (clusters/record.h). */
+static int shape_of_view(const cJSON *j, int *pods, int *gpus, struct sw_error *err)
+{
+    struct sw_intern *t = sw_intern_new();
+    struct sw_job_record *r = NULL;
+    int rc = sw_job_record_from_json(t, j, &r, err);
+    if (rc == 0) {
+        cJSON *v = sw_job_record_json(r);
+        rc = sw_job_gpu_shape(v, pods, gpus, err);
+        cJSON_Delete(v);
+    }
+    sw_job_record_free(t, r);
+    sw_intern_free(t);
+    return rc;
+}
+
 static void test_gpu_shape(void **state)
 {
     (void)state;
@@ -556,10 +573,15 @@ static void test_gpu_shape(void **state)
         struct sw_error err;
         sw_error_clear(&err);
         int rc = sw_job_gpu_shape(j, &pods, &gpus, &err);
-        cJSON_Delete(j);
         if (rc != 0 || pods != good[i].pods || gpus != good[i].gpus)
             fail_msg("case %zu: rc %d (%s), pods %d gpus %d, want %d x %d", i, rc, err.msg, pods,
                      gpus, good[i].pods, good[i].gpus);
+        pods = gpus = -1;
+        rc = shape_of_view(j, &pods, &gpus, &err);
+        cJSON_Delete(j);
+        if (rc != 0 || pods != good[i].pods || gpus != good[i].gpus)
+            fail_msg("case %zu, cached: rc %d (%s), pods %d gpus %d, want %d x %d", i, rc, err.msg,
+                     pods, gpus, good[i].pods, good[i].gpus);
     }
 
     struct {
@@ -618,10 +640,14 @@ static void test_gpu_shape(void **state)
         struct sw_error err;
         sw_error_clear(&err);
         int rc = sw_job_gpu_shape(j, &pods, &gpus, &err);
-        cJSON_Delete(j);
         if (rc != SW_EINVAL || strcmp(err.msg, bad[i].msg) != 0)
             fail_msg("case %zu: rc %d, message\n  %s\nexpected\n  %s", i, rc, err.msg, bad[i].msg);
         assert_int_equal(pods, -1); /* untouched on error */
+        /* The cache's view is refused too (its message names the field). */
+        rc = shape_of_view(j, &pods, &gpus, &err);
+        cJSON_Delete(j);
+        if (rc != SW_EINVAL)
+            fail_msg("case %zu, cached: rc %d, pods %d gpus %d", i, rc, pods, gpus);
     }
 
     /* A Job without a name or namespace is still named. */
