@@ -23,6 +23,7 @@
 #include <yaml.h>
 
 #include "common/alloc.h"
+#include "common/yamlnode.h"
 #include "store/base64.h"
 
 /* Largest referenced file (CA bundle, certificate, key, token). */
@@ -48,20 +49,6 @@ static int fail(struct ctx *c, int code, const char *field, const char *fmt, ...
     if (field != NULL)
         return sw_error_set(c->err, code, "%s: field \"%s\": %s", c->prefix, field, what);
     return sw_error_set(c->err, code, "%s: %s", c->prefix, what);
-}
-
-static const char *node_kind(const yaml_node_t *n)
-{
-    switch (n->type) {
-    case YAML_SCALAR_NODE:
-        return "a scalar";
-    case YAML_SEQUENCE_NODE:
-        return "a list";
-    case YAML_MAPPING_NODE:
-        return "a mapping";
-    default:
-        return "nothing";
-    }
 }
 
 /* A plain scalar spelled as YAML's null. */
@@ -98,7 +85,7 @@ static int check_map_keys(struct ctx *c)
                         k ? k->start_mark.line + 1 : 0, k ? k->start_mark.column + 1 : 0,
                         k == NULL                     ? "nothing"
                         : k->type == YAML_SCALAR_NODE ? "null"
-                                                      : node_kind(k));
+                                                      : sw_yaml_kind(k));
         }
     }
     return 0;
@@ -131,7 +118,7 @@ static int get_str(struct ctx *c, yaml_node_t *map, const char *key, const char 
     if (n == NULL)
         return 0;
     if (n->type != YAML_SCALAR_NODE)
-        return fail(c, SW_EPARSE, field, "expected a string, got %s", node_kind(n));
+        return fail(c, SW_EPARSE, field, "expected a string, got %s", sw_yaml_kind(n));
     if (memchr(n->data.scalar.value, '\0', n->data.scalar.length) != NULL)
         return fail(c, SW_EPARSE, field, "the string contains a NUL character");
     char *s = sw_strndup((const char *)n->data.scalar.value, n->data.scalar.length);
@@ -148,7 +135,7 @@ static int get_bool(struct ctx *c, yaml_node_t *map, const char *key, const char
     if (n == NULL)
         return 0;
     if (n->type != YAML_SCALAR_NODE)
-        return fail(c, SW_EPARSE, field, "expected true or false, got %s", node_kind(n));
+        return fail(c, SW_EPARSE, field, "expected true or false, got %s", sw_yaml_kind(n));
     static const char *yes[] = {"true", "yes", "on", "y"};
     static const char *no[] = {"false", "no", "off", "n"};
     const char *v = (const char *)n->data.scalar.value;
@@ -214,7 +201,7 @@ static int find_named(struct ctx *c, yaml_node_t *root, const char *list, const 
     if (l == NULL)
         return 0;
     if (l->type != YAML_SEQUENCE_NODE)
-        return fail(c, SW_EPARSE, list, "expected a list, got %s", node_kind(l));
+        return fail(c, SW_EPARSE, list, "expected a list, got %s", sw_yaml_kind(l));
     size_t idx = 0;
     for (yaml_node_item_t *it = l->data.sequence.items.start; it < l->data.sequence.items.top;
          it++, idx++) {
@@ -223,7 +210,7 @@ static int find_named(struct ctx *c, yaml_node_t *root, const char *list, const 
         snprintf(field, sizeof(field), "%s[%zu]", list, idx);
         if (e == NULL || e->type != YAML_MAPPING_NODE)
             return fail(c, SW_EPARSE, field, "expected a mapping with name and %s, got %s", inner,
-                        e ? node_kind(e) : "nothing");
+                        e ? sw_yaml_kind(e) : "nothing");
         yaml_node_t *n = get(c, e, "name");
         if (n == NULL || n->type != YAML_SCALAR_NODE) {
             snprintf(field, sizeof(field), "%s[%zu].name", list, idx);
@@ -241,7 +228,7 @@ static int find_named(struct ctx *c, yaml_node_t *root, const char *list, const 
         if (payload == NULL)
             return fail(c, SW_EPARSE, field, "missing");
         if (payload->type != YAML_MAPPING_NODE)
-            return fail(c, SW_EPARSE, field, "expected a mapping, got %s", node_kind(payload));
+            return fail(c, SW_EPARSE, field, "expected a mapping, got %s", sw_yaml_kind(payload));
         *out = payload;
     }
     return 0;
@@ -303,7 +290,7 @@ static int parse_exec(struct ctx *c, yaml_node_t *m, struct sw_kube_exec *e)
     if (args != NULL) {
         if (args->type != YAML_SEQUENCE_NODE)
             return fail(c, SW_EPARSE, "exec.args", "expected a list of strings, got %s",
-                        node_kind(args));
+                        sw_yaml_kind(args));
         size_t n = (size_t)(args->data.sequence.items.top - args->data.sequence.items.start);
         e->args = sw_calloc(n + 1, sizeof(char *));
         if (e->args == NULL)
@@ -314,7 +301,7 @@ static int parse_exec(struct ctx *c, yaml_node_t *m, struct sw_kube_exec *e)
             snprintf(field, sizeof(field), "exec.args[%zu]", i);
             if (a == NULL || a->type != YAML_SCALAR_NODE)
                 return fail(c, SW_EPARSE, field, "expected a string, got %s",
-                            a ? node_kind(a) : "nothing");
+                            a ? sw_yaml_kind(a) : "nothing");
             e->args[i] = sw_strndup((const char *)a->data.scalar.value, a->data.scalar.length);
             if (e->args[i] == NULL)
                 return fail(c, SW_ENOMEM, field, "out of memory");
@@ -325,7 +312,7 @@ static int parse_exec(struct ctx *c, yaml_node_t *m, struct sw_kube_exec *e)
     if (env != NULL) {
         if (env->type != YAML_SEQUENCE_NODE)
             return fail(c, SW_EPARSE, "exec.env", "expected a list of {name, value}, got %s",
-                        node_kind(env));
+                        sw_yaml_kind(env));
         size_t n = (size_t)(env->data.sequence.items.top - env->data.sequence.items.start);
         e->env_names = sw_calloc(n + 1, sizeof(char *));
         e->env_values = sw_calloc(n + 1, sizeof(char *));
@@ -337,7 +324,7 @@ static int parse_exec(struct ctx *c, yaml_node_t *m, struct sw_kube_exec *e)
             snprintf(field, sizeof(field), "exec.env[%zu]", i);
             if (a == NULL || a->type != YAML_MAPPING_NODE)
                 return fail(c, SW_EPARSE, field, "expected {name, value}, got %s",
-                            a ? node_kind(a) : "nothing");
+                            a ? sw_yaml_kind(a) : "nothing");
             e->nenv = i + 1;
             snprintf(field, sizeof(field), "exec.env[%zu].name", i);
             if ((rc = get_str(c, a, "name", field, &e->env_names[i])) != 0)
@@ -410,7 +397,7 @@ static int parse_user(struct ctx *c, yaml_node_t *m, struct sw_kube_target *t)
     yaml_node_t *exec = get(c, m, "exec");
     if (exec != NULL) {
         if (exec->type != YAML_MAPPING_NODE)
-            return fail(c, SW_EPARSE, "exec", "expected a mapping, got %s", node_kind(exec));
+            return fail(c, SW_EPARSE, "exec", "expected a mapping, got %s", sw_yaml_kind(exec));
         t->exec = sw_calloc(1, sizeof(*t->exec));
         if (t->exec == NULL)
             return fail(c, SW_ENOMEM, "exec", "out of memory");
@@ -441,7 +428,7 @@ static int parse_doc(struct ctx *c, const char *want, struct sw_kube_target *t)
     if (root == NULL)
         return fail(c, SW_EPARSE, NULL, "the file is empty");
     if (root->type != YAML_MAPPING_NODE)
-        return fail(c, SW_EPARSE, NULL, "expected a mapping at the top, got %s", node_kind(root));
+        return fail(c, SW_EPARSE, NULL, "expected a mapping at the top, got %s", sw_yaml_kind(root));
     if ((rc = check_map_keys(c)) != 0)
         return rc;
     char *kind = NULL;

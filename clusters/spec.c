@@ -11,6 +11,7 @@
 #include <yaml.h>
 
 #include "common/assert.h"
+#include "common/yamlnode.h"
 
 const char *sw_cluster_role_name(enum sw_cluster_role r)
 {
@@ -218,59 +219,6 @@ struct spec_doc {
     struct sw_error *err;
 };
 
-static const char *node_kind(const yaml_node_t *n)
-{
-    if (n == NULL)
-        return "nothing";
-    switch (n->type) {
-    case YAML_SCALAR_NODE:
-        return "a scalar";
-    case YAML_SEQUENCE_NODE:
-        return "a list";
-    case YAML_MAPPING_NODE:
-        return "a mapping";
-    default:
-        return "nothing";
-    }
-}
-
-static size_t line_of(const yaml_node_t *n)
-{
-    return n != NULL ? n->start_mark.line + 1 : 0;
-}
-
-/* A plain scalar spelled as YAML's null ("", "~", "null"). */
-static int is_null(const yaml_node_t *n)
-{
-    if (n == NULL || n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return 0;
-    const char *v = (const char *)n->data.scalar.value;
-    size_t l = n->data.scalar.length;
-    return l == 0 || (l == 1 && v[0] == '~') ||
-           (l == 4 && (strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0));
-}
-
-/* A scalar that is text: not null, no NUL byte inside. */
-static int is_text(const yaml_node_t *n)
-{
-    return n != NULL && n->type == YAML_SCALAR_NODE && !is_null(n) &&
-           memchr(n->data.scalar.value, '\0', n->data.scalar.length) == NULL;
-}
-
-/* What a node is, for "expected X, got Y" when it is not usable text. */
-static const char *not_text(const yaml_node_t *n)
-{
-    if (n != NULL && n->type == YAML_SCALAR_NODE)
-        return is_null(n) ? "null" : "a string with a NUL character";
-    return node_kind(n);
-}
-
-static int key_eq(const yaml_node_t *k, const char *name)
-{
-    size_t l = strlen(name);
-    return k->data.scalar.length == l && memcmp(k->data.scalar.value, name, l) == 0;
-}
-
 /*
  * Checks the keys of mapping `m`: each a field name (text), one of `known`
  * and not given before. `in` names the mapping in errors ("" for the top,
@@ -282,31 +230,31 @@ static int check_keys(struct spec_doc *sd, yaml_node_t *m, const char *in, const
 {
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(sd->doc, p->key);
-        if (!is_text(k)) {
+        if (!sw_yaml_is_text(k)) {
             if (in[0] == '\0')
                 return sw_error_set(sd->err, SW_EPARSE,
                                     "%s: line %zu: a key of the top-level mapping: expected a "
                                     "field name, got %s",
-                                    sd->what, line_of(k), not_text(k));
+                                    sd->what, sw_yaml_line(k), sw_yaml_not_text(k));
             return sw_error_set(sd->err, SW_EPARSE,
                                 "%s: line %zu: a key of \"%.*s\": expected a field name, got %s",
-                                sd->what, line_of(k), (int)strlen(in) - 1, in, not_text(k));
+                                sd->what, sw_yaml_line(k), (int)strlen(in) - 1, in, sw_yaml_not_text(k));
         }
         const char *name = (const char *)k->data.scalar.value;
         size_t i = 0;
-        while (i < nknown && !key_eq(k, known[i]))
+        while (i < nknown && !sw_yaml_key_eq(k, known[i]))
             i++;
         if (i == nknown)
             return sw_error_set(sd->err, SW_EINVAL,
                                 "%s: line %zu: field \"%s%.60s\": unknown (expected %s)", sd->what,
-                                line_of(k), in, name, expected);
+                                sw_yaml_line(k), in, name, expected);
         for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
             yaml_node_t *prev = yaml_document_get_node(sd->doc, q->key);
-            if (key_eq(prev, known[i]))
+            if (sw_yaml_key_eq(prev, known[i]))
                 return sw_error_set(sd->err, SW_EPARSE,
                                     "%s: line %zu: field \"%s%s\": given twice (first on line "
                                     "%zu)",
-                                    sd->what, line_of(k), in, known[i], line_of(prev));
+                                    sd->what, sw_yaml_line(k), in, known[i], sw_yaml_line(prev));
         }
     }
     return 0;
@@ -316,9 +264,9 @@ static int check_keys(struct spec_doc *sd, yaml_node_t *m, const char *in, const
 static int text_field(struct spec_doc *sd, const yaml_node_t *k, const yaml_node_t *v,
                       const char *field, const char *expected, const char **out)
 {
-    if (!is_text(v))
+    if (!sw_yaml_is_text(v))
         return sw_error_set(sd->err, SW_EPARSE, "%s: line %zu: field \"%s\": expected %s, got %s",
-                            sd->what, line_of(k), field, expected, not_text(v));
+                            sd->what, sw_yaml_line(k), field, expected, sw_yaml_not_text(v));
     *out = (const char *)v->data.scalar.value;
     return 0;
 }
@@ -330,7 +278,7 @@ static int parse_pool(struct spec_doc *sd, yaml_node_t *pn, size_t idx, struct s
     if (pn == NULL || pn->type != YAML_MAPPING_NODE)
         return sw_error_set(sd->err, SW_EPARSE,
                             "%s: line %zu: field \"pools[%zu]\": expected a mapping, got %s",
-                            sd->what, line_of(pn), idx, node_kind(pn));
+                            sd->what, sw_yaml_line(pn), idx, sw_yaml_kind(pn));
     const char *known[PF_N];
     for (int i = 0; i < PF_N; i++)
         known[i] = pool_fields[i].file;
@@ -343,13 +291,13 @@ static int parse_pool(struct spec_doc *sd, yaml_node_t *pn, size_t idx, struct s
         yaml_node_t *k = yaml_document_get_node(sd->doc, q->key);
         yaml_node_t *v = yaml_document_get_node(sd->doc, q->value);
         int f = 0;
-        while (f < PF_N && !key_eq(k, pool_fields[f].file))
+        while (f < PF_N && !sw_yaml_key_eq(k, pool_fields[f].file))
             f++;
         sw_assert(f < PF_N); /* check_keys let only known keys through */
         char field[48], what[340];
         const char *text = NULL;
         snprintf(field, sizeof(field), "%s%s", in, pool_fields[f].file);
-        snprintf(what, sizeof(what), "%s: line %zu", sd->what, line_of(k));
+        snprintf(what, sizeof(what), "%s: line %zu", sd->what, sw_yaml_line(k));
         if ((rc = text_field(sd, k, v, field, pool_fields[f].expect, &text)) != 0 ||
             (rc = set_pool_field(pool, (enum pool_field)f, text, what, field, sd->err)) != 0)
             return rc;
@@ -361,7 +309,7 @@ static int parse_root(struct spec_doc *sd, yaml_node_t *root, struct sw_cluster_
 {
     if (root == NULL || root->type != YAML_MAPPING_NODE)
         return sw_error_set(sd->err, SW_EPARSE, "%s: expected a mapping at the top, got %s",
-                            sd->what, root == NULL ? "an empty file" : node_kind(root));
+                            sd->what, root == NULL ? "an empty file" : sw_yaml_kind(root));
     static const char *const known[] = {"role", "region", "name", "pools"};
     int rc = check_keys(sd, root, "", known, 4, "role, region, name, pools");
     if (rc != 0)
@@ -371,24 +319,24 @@ static int parse_root(struct spec_doc *sd, yaml_node_t *root, struct sw_cluster_
         yaml_node_t *k = yaml_document_get_node(sd->doc, p->key);
         yaml_node_t *v = yaml_document_get_node(sd->doc, p->value);
         const char *text = NULL;
-        if (key_eq(k, "role")) {
+        if (sw_yaml_key_eq(k, "role")) {
             if ((rc = text_field(sd, k, v, "role", "onprem or cloud", &text)) != 0)
                 return rc;
             if (sw_cluster_role_parse(text, &out->role) != 0)
                 return sw_error_set(sd->err, SW_EINVAL,
                                     "%s: line %zu: field \"role\": expected onprem or cloud, got "
                                     "\"%.40s\"",
-                                    sd->what, line_of(k), text);
-        } else if (key_eq(k, "region")) {
+                                    sd->what, sw_yaml_line(k), text);
+        } else if (sw_yaml_key_eq(k, "region")) {
             if ((rc = text_field(sd, k, v, "region", "a region name", &text)) != 0)
                 return rc;
             if (text[0] == '\0' || strlen(text) >= sizeof(out->region))
                 return sw_error_set(sd->err, SW_EINVAL,
                                     "%s: line %zu: field \"region\": expected a region name of 1 "
                                     "to %zu characters",
-                                    sd->what, line_of(k), sizeof(out->region) - 1);
+                                    sd->what, sw_yaml_line(k), sizeof(out->region) - 1);
             snprintf(out->region, sizeof(out->region), "%s", text);
-        } else if (key_eq(k, "name")) {
+        } else if (sw_yaml_key_eq(k, "name")) {
             /* The cluster's name comes from the command line; allowed here
              * for readability only, but it must still be a name. */
             if ((rc = text_field(sd, k, v, "name", "a cluster name", &text)) != 0)
@@ -398,13 +346,13 @@ static int parse_root(struct spec_doc *sd, yaml_node_t *root, struct sw_cluster_
                 return sw_error_set(sd->err, SW_EPARSE,
                                     "%s: line %zu: field \"pools\": expected a list of pools, got "
                                     "%s",
-                                    sd->what, line_of(k), is_null(v) ? "null" : node_kind(v));
+                                    sd->what, sw_yaml_line(k), sw_yaml_is_null(v) ? "null" : sw_yaml_kind(v));
             size_t idx = 0;
             for (yaml_node_item_t *it = v->data.sequence.items.start;
                  it < v->data.sequence.items.top; it++, idx++) {
                 if (out->npools >= SW_MAX_POOLS)
                     return sw_error_set(sd->err, SW_ERANGE, "%s: line %zu: at most %d pools",
-                                        sd->what, line_of(k), SW_MAX_POOLS);
+                                        sd->what, sw_yaml_line(k), SW_MAX_POOLS);
                 struct sw_pool_spec pool = {0};
                 if ((rc = parse_pool(sd, yaml_document_get_node(sd->doc, *it), idx, &pool)) != 0)
                     return rc;

@@ -54,7 +54,7 @@ const uint64_t *sw__workload_candidates(struct sw_engine *e, const struct wctx *
     const struct sw_workload *w = c->w;
     size_t W = e->words;
     uint64_t *cand = e->set_cand;
-    if (c->product_unknown) {
+    if (c->product_unknown || (w->burst == SW_BURST_NEVER && c->origin < 0)) {
         memset(cand, 0, W * sizeof(*cand));
         return cand;
     }

@@ -128,6 +128,7 @@ static bool workload_context(struct sw_engine *e, const struct sw_snapshot *s, s
     double median = c->runtime_s, sg = w->runtime_sigma;
     c->runtime_s = fmin(median * exp(sg * sg / 2.0), SW_MAX_SECONDS);
     c->runtime_dl_s = fmin(median * exp(SW_DEADLINE_Z * sg), SW_MAX_SECONDS);
+    c->runtime_med_s = fmin(median, SW_MAX_SECONDS);
     c->out_region = w->output_region[0] ? sw__intern_find(&e->regions, w->output_region) : -1;
     d->runtime_s = c->runtime_s;
     c->origin = e->idx.work_origin[wi];

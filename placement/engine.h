@@ -100,14 +100,15 @@ struct sw_option {
     enum sw_exclusion excluded;
     int detail; /* SW_EX_QUOTA: an enum sw_quota_verdict */
     struct sw_cost_breakdown cost;
-    double wait_s;      /* queueing before it can start */
-    double provision_s; /* autoscaling delay (0 when GPUs are free) */
-    double transfer_s;  /* moving inputs into the region */
-    double start;       /* absolute time the GPUs start */
-    double completion;  /* absolute expected completion time */
-    double score;       /* what the policy minimised (cost-aware: $) */
-    bool deadline_ok;
-    int borrowed; /* GPUs borrowed from the cohort */
+    double wait_s;           /* queueing before it can start */
+    double provision_s;      /* autoscaling delay (0 when GPUs are free) */
+    double transfer_s;       /* moving inputs into the region */
+    double start;            /* absolute time the GPUs start */
+    double completion;       /* absolute expected completion time */
+    double score;            /* what the policy minimised (cost-aware: $) */
+    bool deadline_ok;        /* meets it at the runtime's SW_DEADLINE_QUANTILE */
+    bool deadline_median_ok; /* meets it at the runtime's median (the fallback promise) */
+    int borrowed;            /* GPUs borrowed from the cohort */
 };
 
 /** What happens to a workload. */
@@ -127,6 +128,8 @@ enum sw_why {
     SW_WHY_DEADLINE_BEST,    /* no option meets the deadline: earliest completion */
     SW_WHY_NO_OPTION,        /* rejected: no eligible option */
     SW_WHY_NO_RUNTIME,       /* rejected: runtime unknown and nothing to learn from */
+    SW_WHY_DEADLINE_MEDIAN,  /* no option meets the deadline at the quantile; lowest score at the
+                                median */
     SW_WHY__COUNT
 };
 

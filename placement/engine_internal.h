@@ -160,9 +160,10 @@ struct sw_engine {
 struct wctx {
     const struct sw_workload *w;
     int gpus;
-    double runtime_s;    /* expected runtime over the estimate's distribution */
-    double runtime_dl_s; /* its SW_DEADLINE_QUANTILE quantile, for deadlines */
-    int out_region;      /* where outputs return (-1: none or unknown) */
+    double runtime_s;     /* expected runtime over the estimate's distribution */
+    double runtime_dl_s;  /* its SW_DEADLINE_QUANTILE quantile, for deadlines */
+    double runtime_med_s; /* its median: the weaker promise when no option keeps that one */
+    int out_region;       /* where outputs return (-1: none or unknown) */
     int origin;
     int team;
     uint64_t product_mask; /* 0: any product */
@@ -175,6 +176,14 @@ struct wctx {
     bool src_resolved;
     int src[SW_MAX_INPUTS][SW_MAX_INPUT_REGIONS];
 };
+
+/* Seconds of work and waiting one interruption costs on pool `p`: the
+ * workload's lost work and restart, plus the replacement's provisioning
+ * (only pools with interruptions have any). */
+static inline double lost_per_interruption(const struct wctx *c, const struct pool_rt *p)
+{
+    return p->rate > 0 ? c->lost_s + p->provision_s : c->lost_s;
+}
 
 static inline void set_bit(uint64_t *set, size_t i)
 {

@@ -114,6 +114,7 @@ static cJSON *option_json(const struct sw_snapshot *s, const struct sw_option *o
              cJSON_AddNumberToObject(j, "transfer_seconds", millis(o->transfer_s)) &&
              cJSON_AddNumberToObject(j, "completion_seconds", millis(o->completion - s->now)) &&
              cJSON_AddBoolToObject(j, "deadline_ok", o->deadline_ok) &&
+             cJSON_AddBoolToObject(j, "deadline_median_ok", o->deadline_median_ok) &&
              cJSON_AddNumberToObject(j, "score", cents(o->score)) &&
              cJSON_AddNumberToObject(j, "borrowed_gpus", o->borrowed);
     }

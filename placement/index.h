@@ -31,7 +31,7 @@ struct sw__index {
     size_t queue_cap;
     uint64_t *pairs; /* (team, flavour) of each quota, to find duplicates */
     size_t pair_cap;
-    int *work_origin; /* per pending workload: its origin's cluster id */
+    int *work_origin; /* per pending workload: its origin's cluster id (-1: no pool there) */
     int *work_team;   /* per pending workload: its team's id, -1 none */
     size_t work_origin_cap, work_team_cap;
 };

@@ -181,6 +181,20 @@ static int validate_pool(const struct sw_snapshot *s, size_t i, struct sw__index
         (rc = check_num(err, "pool", p->name, "capacity_wait_seconds", p->capacity_wait_s,
                         SW_MAX_SECONDS)) != 0)
         return rc;
+    if (p->n_capacity_wait_points < 0 || p->n_capacity_wait_points > SW_WAIT_POINTS)
+        return sw_error_set(
+            err, SW_EINVAL,
+            "pool \"%s\": field \"capacity_wait_points\": %d points, expected 0 to %d", p->name,
+            p->n_capacity_wait_points, SW_WAIT_POINTS);
+    for (int k = 0; k < p->n_capacity_wait_points; k++) {
+        double v = p->capacity_wait_points[k];
+        if ((rc = check_num(err, "pool", p->name, "capacity_wait_points", v, SW_MAX_SECONDS)) != 0)
+            return rc;
+        if (k > 0 && v < p->capacity_wait_points[k - 1])
+            return sw_error_set(err, SW_EINVAL,
+                                "pool \"%s\": field \"capacity_wait_points\": not ascending at %d",
+                                p->name, k);
+    }
     int j = sw__intern_add(&idx->pools, p->name);
     if ((size_t)j != i)
         return sw_error_set(err, SW_EINVAL, "pool \"%s\": duplicate name (pools #%d and #%zu)",
@@ -255,10 +269,9 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
     /* The engine decides with these ids; finding them here saves it a
      * lookup per workload. */
     idx->work_team[i] = sw__intern_find(&idx->teams, w->team);
-    if ((idx->work_origin[i] = sw__intern_find(&idx->clusters, w->origin)) < 0)
-        return sw_error_set(err, SW_ENOENT,
-                            "workload \"%s\": field \"origin\": unknown cluster \"%s\"", w->name,
-                            w->origin);
+    /* An origin with no pool in the snapshot (its cluster is lost, say):
+     * -1, no home option. */
+    idx->work_origin[i] = sw__intern_find(&idx->clusters, w->origin);
     return 0;
 }
 

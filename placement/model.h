@@ -37,6 +37,9 @@
 #define SW_MAX_GBPS          1e9
 #define SW_MAX_SIGMA         4.0 /* log-space spread of a runtime estimate */
 
+/* Points of a pool's capacity-wait distribution a snapshot may carry. */
+#define SW_WAIT_POINTS 8
+
 /*
  * Deadlines are checked against this quantile of the runtime belief (z is
  * its standard normal score): a deadline-bound Job is placed where it would
@@ -77,7 +80,10 @@ struct sw_workload {
     char name[SW_NAME_MAX];
     char team[SW_NAME_MAX];
     char label[SW_NAME_MAX];  /* optional; groups runs for runtime learning */
-    char origin[SW_NAME_MAX]; /* the cluster it was submitted to */
+    /* The cluster it was submitted to. When no pool of the snapshot is in
+     * it (the hub leaves out a lost cluster), the workload has no home
+     * option: it can only go elsewhere, and never if burst is NEVER. */
+    char origin[SW_NAME_MAX];
     enum sw_priority_class prio;
     int pods;
     int gpus_per_pod;
@@ -132,6 +138,13 @@ struct sw_pool {
      * expected to be able to in this many seconds; max_gpus is its ceiling
      * then. 0: it can add up to max_gpus now. */
     double capacity_wait_s;
+    /* What the hub knows of that wait's distribution, when it knows more
+     * than the mean: n_capacity_wait_points equally likely waits, seconds,
+     * ascending (0 points: the mean alone). Cost-aware weighs waiting for
+     * the pool up to one of them and then taking the best option that
+     * starts (docs/cost-model.md, "Waiting for spot capacity"). */
+    double capacity_wait_points[SW_WAIT_POINTS];
+    int n_capacity_wait_points;
     /* Simulator only: GPUs one instance of an availability trace stands for
      * (0: the pool's whole ceiling, for a trace of one instance). */
     int gpus_per_instance;

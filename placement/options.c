@@ -66,6 +66,7 @@ static inline void option_init(const struct sw_engine *e, const struct wctx *c, 
     o->pool = (int)pi;
     o->stay = e->pools[pi].cluster == c->origin;
     o->deadline_ok = true;
+    o->deadline_median_ok = true;
     o->detail = 0;
     o->borrowed = 0;
     o->wait_s = 0;
@@ -185,17 +186,25 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
         egress += price * c->w->output_gb;
         out_s = e->link_spg[(size_t)p->region * R + (size_t)c->out_region] * c->w->output_gb;
     }
+    /* An interrupted Job loses half a checkpoint interval and its restart,
+     * and waits for a replacement instance: the pool's provisioning. */
+    double lost_s = lost_per_interruption(c, p);
     struct sw_cost_breakdown cost;
-    sw_cost_option_lost(gpus, p->price, c->rt_h, provision_h, p->rate, c->lost_h, egress, &cost);
-    double completion = start + runtime_s + cost.interruptions * c->lost_s + out_s;
-    bool deadline_ok = true;
+    sw_cost_option_lost(gpus, p->price, c->rt_h, provision_h, p->rate, lost_s / 3600.0, egress,
+                        &cost);
+    double completion = start + runtime_s + cost.interruptions * lost_s + out_s;
+    bool deadline_ok = true, deadline_median_ok = true;
     if (deadline > 0) {
         /* A deadline-bound Job does not bet on luck: spot must meet the
          * deadline even with two standard deviations more interruptions
-         * than expected, plus one. */
+         * than expected, plus one. The median test is the weaker promise
+         * cost-aware falls back to when no option keeps the first
+         * (choose.c); it bets no more on interruptions. */
         double n = cost.interruptions;
         double pessimistic = n > 0 ? n + 2.0 * sqrt(n) + 1.0 : 0;
-        deadline_ok = start + c->runtime_dl_s + pessimistic * c->lost_s + out_s <= deadline;
+        double fixed = start + pessimistic * lost_s + out_s;
+        deadline_ok = fixed + c->runtime_dl_s <= deadline;
+        deadline_median_ok = fixed + c->runtime_med_s <= deadline;
     }
     o->borrowed = borrowed;
     o->transfer_s = transfer;
@@ -205,6 +214,7 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
     o->cost = cost;
     o->completion = completion;
     o->deadline_ok = deadline_ok;
+    o->deadline_median_ok = deadline_median_ok;
     if (team >= 0) {
         double charge = p->cap == SW_CAP_OWNED ? egress : cost.total;
         if (charge > e->budget_left[team]) {
@@ -315,7 +325,11 @@ size_t sw__evaluate_candidates(struct sw_engine *e, const struct sw_snapshot *s,
             if (o->excluded != SW_EX_NONE)
                 continue;
             n++;
-            if (cut.kind == CUT_SCORE && o->deadline_ok && o->score < cut.best)
+            /* An option waiting for capacity whose wait has a distribution
+             * is scored again against the options that start (choose.c),
+             * so it does not set the bar they are cut by. */
+            bool rescored = o->wait_s > 0 && !o->stay && s->pools[pi].n_capacity_wait_points > 0;
+            if (cut.kind == CUT_SCORE && o->deadline_ok && o->score < cut.best && !rescored)
                 cut.best = o->score;
             if (cut.kind == CUT_PRICE && o->wait_s <= 0 && price < cut.best)
                 cut.best = price;

@@ -145,12 +145,14 @@ static const char *const why_text[SW_WHY__COUNT] = {
     "no option meets the deadline; earliest completion chosen",
     "no eligible option",
     "runtime unknown and no finished run to learn it from",
+    "no option meets the deadline at the 90th percentile; lowest score at the median",
 };
 static const char *const why_token[SW_WHY__COUNT] = {
     "lowest-score",          "fits-now",    "within-wait-budget",
     "wait-budget-exhausted", "cheapest",    "local-only",
     "burst-never",           "cloud-first", "no-cloud-option",
     "deadline-best-effort",  "no-option",   "no-runtime",
+    "deadline-median",
 };
 
 const char *sw_exclusion_text(enum sw_exclusion ex)

@@ -85,6 +85,12 @@ struct sim {
     size_t n_outages, cap_outages;
     double wait_tick; /* the tick the cached expected wait is for (-1: none) */
     double wait_cached;
+    /* The distribution behind it: SW_WAIT_POINTS quantiles of the residual
+     * outages seen (fewer when fewer were seen), and scratch to sort them. */
+    double wait_points[SW_WAIT_POINTS];
+    int n_wait_points;
+    double *residuals;
+    size_t cap_residuals;
 };
 
 static uint64_t splitmix(uint64_t *x)
@@ -400,26 +406,53 @@ static int avail_observe(struct sim *s, double t)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b);
+
 /* The hub's expectation of how long spot capacity stays out, at `t` in an
  * outage that began at outage_start: the mean residual life of the
  * outages seen so far that lasted longer than this one has; with none, as
- * long again as it has lasted (at least one tick). */
-static double avail_expected_wait(struct sim *s, double t)
+ * long again as it has lasted (at least one tick). Also leaves the
+ * distribution of those residuals in wait_points: SW_WAIT_POINTS equally
+ * spaced quantiles ((k + 1/2) / SW_WAIT_POINTS), or every residual when
+ * fewer were seen, none when none was. *rc: 0 or SW_ENOMEM. */
+static double avail_expected_wait(struct sim *s, double t, int *rc)
 {
     const struct sw_spot_trace *a = s->p->availability;
     double tick = floor(t / a->gap_s);
+    *rc = 0;
     if (tick == s->wait_tick)
         return s->wait_cached;
+    if (s->cap_residuals < s->n_outages) {
+        double *r = sw_realloc(s->residuals, s->cap_outages * sizeof(double));
+        if (r == NULL) {
+            *rc = SW_ENOMEM;
+            return 0;
+        }
+        s->residuals = r;
+        s->cap_residuals = s->cap_outages;
+    }
     double e = t - s->outage_start, sum = 0;
     size_t k = 0;
     for (size_t i = 0; i < s->n_outages; i++)
         if (s->outages[i] > e) {
-            sum += s->outages[i] - e;
+            s->residuals[k] = s->outages[i] - e;
+            sum += s->residuals[k];
             k++;
         }
     double w = k > 0 ? sum / (double)k : e;
     if (w < a->gap_s)
         w = a->gap_s;
+    s->n_wait_points = 0;
+    if (k > 0) {
+        qsort(s->residuals, k, sizeof(double), cmp_double);
+        size_t n = k < SW_WAIT_POINTS ? k : SW_WAIT_POINTS;
+        for (size_t q = 0; q < n; q++) {
+            size_t at =
+                k < SW_WAIT_POINTS ? q : (size_t)(((double)q + 0.5) * (double)k / SW_WAIT_POINTS);
+            s->wait_points[q] = s->residuals[at];
+        }
+        s->n_wait_points = (int)n;
+    }
     s->wait_tick = tick;
     s->wait_cached = w;
     return w;
@@ -506,7 +539,7 @@ static double running_remaining(const struct sim *s, size_t j, double t)
     return before + sw_estimate_remaining(&jb->est, saved + ran);
 }
 
-static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
+static int build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
 {
     const struct sw_clusters *c = s->c;
     size_t nrun = 0, nq = 0;
@@ -537,7 +570,12 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
             if (now_gpus <= 0 && s->in_outage) {
                 /* None obtainable now: the pool keeps its ceiling for when
                  * capacity returns, after the wait the hub expects. */
-                p->capacity_wait_s = avail_expected_wait(s, t);
+                int rc;
+                p->capacity_wait_s = avail_expected_wait(s, t, &rc);
+                if (rc != 0)
+                    return rc;
+                p->n_capacity_wait_points = s->n_wait_points;
+                memcpy(p->capacity_wait_points, s->wait_points, sizeof(s->wait_points));
             } else {
                 p->max_gpus = now_gpus;
             }
@@ -576,6 +614,7 @@ static void build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
     snap->n_queues = nq;
     snap->pending = s->pend;
     snap->n_pending = s->npend;
+    return 0;
 }
 
 /* At a checkpoint of Job j, running on on-demand: asks the engine where the
@@ -615,7 +654,8 @@ static int reconsider(struct sim *s, size_t j, double t, bool *moved, struct sw_
      * that it takes no home GPU a Job queued before it would get. The Job
      * runs, so the pending arrays have room for it. */
     struct sw_snapshot snap;
-    build_snapshot(s, t, &snap);
+    if ((rc = build_snapshot(s, t, &snap)) != 0)
+        return rc;
     s->pend[s->npend] = w;
     snap.n_pending = s->npend + 1;
     if ((rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, s->dec, err)) != 0)
@@ -653,7 +693,8 @@ static int schedule(struct sim *s, double t, struct sw_error *err)
     if (rc != 0)
         return rc;
     struct sw_snapshot snap;
-    build_snapshot(s, t, &snap);
+    if ((rc = build_snapshot(s, t, &snap)) != 0)
+        return rc;
     rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, s->dec, err);
     if (rc != 0)
         return rc;
@@ -980,6 +1021,7 @@ out:
     sw_free(s.budgets);
     sw_free(s.heap);
     sw_free(s.outages);
+    sw_free(s.residuals);
     sw_free(jct);
     sw_free(wait);
     return rc;

@@ -22,7 +22,8 @@
  * RTO (until every affected Job runs elsewhere, or the standby leads), the
  * RPO (the age of each Job's newest outputs at home at the moment of loss),
  * every Job affected, and pass or fail against the objectives. Exit status
- * 0 pass, 1 fail, 2 bad usage.
+ * 0 pass, 1 fail, 2 bad usage. Every drill that ran (not a dry run) is kept
+ * in Redis, the newest 200; `spillctl drill history` lists them.
  *
  * Everything the drill knows comes from Redis, as the hub writes it: the
  * records, the health key (with the hub's lostAfter, probe and lease
@@ -67,6 +68,8 @@ static void usage(FILE *f)
             "                               and time the standby's takeover\n"
             "  redis-failover               ask the Sentinels (--redis redis+sentinel://...) to\n"
             "                               fail the master over; time the hub's re-take\n"
+            "  history [ID]                 the drills that ran, newest first, or drill ID's\n"
+            "                               whole report (see spillctl drill history --help)\n"
             "\n"
             "Options:\n"
             "  --dry-run           say what would move, the expected RTO, RPO and cost; touch\n"
@@ -388,6 +391,52 @@ static void write_text(FILE *f, const cJSON *o, bool md)
         else
             fprintf(f, "  +%6.1f s  %s  %s\n", num(j, "seconds"), str(j, "at"), str(j, "event"));
     }
+}
+
+/* The drills kept in Redis, newest first (`spillctl drill history`). */
+#define SW_KEY_DRILLS     "spillway:drills"
+#define SW_KEY_DRILLS_SEQ "spillway:drills:seq"
+#define DRILLS_KEPT       200
+
+/*
+ * Keeps the report of a drill that ran (a dry run touches nothing, Redis
+ * included) in SW_KEY_DRILLS under the next id, the newest DRILLS_KEPT of
+ * them. A report without a verdict (the drill could not run to its end) is
+ * kept as failed. A failure to keep it is said, not fatal: the drill ran.
+ */
+static void keep(redisContext *c, cJSON *o)
+{
+    if (cJSON_IsTrue(cJSON_GetObjectItem(o, "dryRun")))
+        return;
+    if (!cJSON_GetObjectItem(o, "pass")) {
+        cJSON_AddBoolToObject(o, "pass", false);
+        if (!cJSON_GetObjectItem(o, "verdict"))
+            cJSON_AddStringToObject(o, "verdict", "the drill could not run to its end");
+    }
+    struct sw_error err = {0};
+    redisReply *rep = NULL;
+    long long id = 0;
+    if (c != NULL && sw_redis_sync_command(c, &rep, &err, "INCR %s", SW_KEY_DRILLS_SEQ) == 0) {
+        id = rep->integer;
+        freeReplyObject(rep);
+        rep = NULL;
+        cJSON_DeleteItemFromObject(o, "id");
+        cJSON_AddNumberToObject(o, "id", (double)id);
+        char *js = cJSON_PrintUnformatted(o);
+        if (js != NULL &&
+            sw_redis_sync_command(c, &rep, &err, "LPUSH %s %s", SW_KEY_DRILLS, js) == 0) {
+            freeReplyObject(rep);
+            rep = NULL;
+            if (sw_redis_sync_command(c, &rep, &err, "LTRIM %s 0 %d", SW_KEY_DRILLS,
+                                      DRILLS_KEPT - 1) == 0)
+                freeReplyObject(rep);
+            cJSON_free(js);
+            return;
+        }
+        cJSON_free(js);
+    }
+    fprintf(stderr, "spillctl drill: the report is not kept in Redis (%s)\n",
+            err.msg[0] ? err.msg : c == NULL ? "no connection to the master" : "out of memory");
 }
 
 static int emit(const struct sw_cli_globals *g, const cJSON *o, const char *file)
@@ -733,6 +782,7 @@ restore:
     verdict(&rp, pass, rto, target, text);
     rc = pass ? SW_EXIT_OK : SW_EXIT_FAIL;
 out:
+    keep(c, rp.o);
     if (emit(g, rp.o, o->report) != 0)
         rc = SW_EXIT_FAIL;
     cJSON_Delete(rp.o);
@@ -1066,6 +1116,7 @@ static int hub_loss(const struct sw_cli_globals *g, redisContext *c, const struc
                             t_acting ? (double)(t_acting - t0) / 1000.0 : -1);
     rc = pass ? SW_EXIT_OK : SW_EXIT_FAIL;
 out:
+    keep(c, rp.o);
     if (emit(g, rp.o, o->report) != 0)
         rc = SW_EXIT_FAIL;
 out_nodrill:
@@ -1158,6 +1209,7 @@ static int redis_failover(const struct sw_cli_globals *g, redisContext *c, const
              holder[0] ? holder : "(none)", epoch[0] ? epoch : "0", v.lease_ttl_s);
     cJSON_AddStringToObject(rp.o, "summary", sum);
     int rc = SW_EXIT_OK;
+    redisContext *nm = NULL; /* the new master */
     if (o->dry) {
         cJSON_AddNumberToObject(rp.o, "expectedRtoSeconds", v.lease_ttl_s);
         goto out;
@@ -1200,7 +1252,6 @@ static int redis_failover(const struct sw_cli_globals *g, redisContext *c, const
     int64_t deadline = t0 + (int64_t)(o->timeout_s * 1000), t_new = 0, t_lease = 0, t_act = 0;
     long long e0 = atoll(epoch), e1 = 0;
     char now_holder[256] = "";
-    redisContext *nm = NULL;
     while (wall_ms() < deadline && !t_act) {
         int64_t now = wall_ms();
         if (!t_new && sw_redis_sentinel_discover(&u, 1000, host, sizeof(host), &port, &err) == 0 &&
@@ -1228,8 +1279,6 @@ static int redis_failover(const struct sw_cli_globals *g, redisContext *c, const
         }
         usleep(100 * 1000);
     }
-    if (nm)
-        redisFree(nm);
     double rto = t_act ? (double)(t_act - t0) / 1000.0 : -1;
     bool pass = t_act && rto <= target;
     snprintf(why, sizeof(why), "%s",
@@ -1243,11 +1292,174 @@ static int redis_failover(const struct sw_cli_globals *g, redisContext *c, const
     cJSON_AddNumberToObject(rp.o, "epochAfter", (double)e1);
     rc = pass ? SW_EXIT_OK : SW_EXIT_FAIL;
 out:
+    /* After a failover, the drill's own connection is to the old master. */
+    keep(nm ? nm : c, rp.o);
+    if (nm)
+        redisFree(nm);
     if (emit(g, rp.o, o->report) != 0)
         rc = SW_EXIT_FAIL;
     cJSON_Delete(rp.o);
     cJSON_Delete(v.top);
     sw_redis_url_free(&u);
+    return rc;
+}
+
+/* ---- history ---------------------------------------------------------------- */
+
+static void history_usage(FILE *f)
+{
+    fprintf(f, "usage: spillctl drill history [ID] [--limit N] [--report FILE]\n"
+               "\n"
+               "Lists the drills that ran (newest first; dry runs are not kept), or shows the\n"
+               "whole report of drill ID, as the drill printed it.\n"
+               "\n"
+               "Options:\n"
+               "  --limit N      list at most N drills (default 20; the newest 200 are kept)\n"
+               "  --report FILE  with ID: also write the report (Markdown for *.md, JSON for\n"
+               "                 *.json, else text)\n"
+               "  -h, --help     this help\n" SW_CLI_GLOBAL_HELP);
+}
+
+static const struct sw_cli_column history_columns[] = {
+    {"id", "id", 0},         {"started", "startedAt", 0}, {"scenario", "scenario", 0},
+    {"target", "target", 0}, {"result", "result", 0},     {"rto", "rto", 0},
+    {"objective", "objective", 0}, {"jobs", "jobs", 0},  {"verdict", "verdict", 1},
+};
+
+static int history(const struct sw_cli_globals *g, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"limit", required_argument, NULL, 'l'},
+        {"report", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    long limit = 20;
+    const char *file = NULL, *id = NULL;
+    optind = 2;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'l': {
+            char *end = NULL;
+            limit = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || limit < 1 || limit > DRILLS_KEPT) {
+                fprintf(stderr,
+                        "spillctl drill history: --limit: expected a number from 1 to %d, got "
+                        "\"%s\"\n",
+                        DRILLS_KEPT, optarg);
+                return SW_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'f':
+            file = optarg;
+            break;
+        case 'h':
+            history_usage(stdout);
+            return SW_EXIT_OK;
+        case ':':
+            fprintf(stderr, "spillctl drill history: %s needs a value\n", argv[optind - 1]);
+            return SW_EXIT_USAGE;
+        default:
+            fprintf(stderr,
+                    "spillctl drill history: unknown option %s (see spillctl drill history "
+                    "--help)\n",
+                    argv[optind - 1]);
+            return SW_EXIT_USAGE;
+        }
+    }
+    if (optind < argc)
+        id = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "spillctl drill history: unexpected argument \"%s\"\n", argv[optind]);
+        return SW_EXIT_USAGE;
+    }
+    if (file != NULL && id == NULL) {
+        fprintf(stderr, "spillctl drill history: --report needs a drill ID\n");
+        return SW_EXIT_USAGE;
+    }
+    redisContext *c = NULL;
+    int rc = sw_cli_redis_open(g, "drill history", &c);
+    if (rc != 0)
+        return rc;
+    struct sw_error err = {0};
+    redisReply *rep = NULL;
+    if (sw_redis_sync_command(c, &rep, &err, "LRANGE %s 0 %d", SW_KEY_DRILLS, DRILLS_KEPT - 1) !=
+        0) {
+        fprintf(stderr, "spillctl drill history: %s\n", err.msg);
+        redisFree(c);
+        return SW_EXIT_FAIL;
+    }
+    cJSON *items = cJSON_CreateArray();
+    cJSON *found = NULL;
+    for (size_t i = 0; i < rep->elements && items != NULL; i++) {
+        const redisReply *e = rep->element[i];
+        cJSON *o = e->type == REDIS_REPLY_STRING ? cJSON_ParseWithLength(e->str, e->len) : NULL;
+        if (!cJSON_IsObject(o)) {
+            fprintf(stderr, "spillctl drill history: entry %zu of %s is not a drill report; "
+                            "skipped\n", i, SW_KEY_DRILLS);
+            cJSON_Delete(o);
+            continue;
+        }
+        if (id != NULL) {
+            char mine[32];
+            snprintf(mine, sizeof(mine), "%.0f", num(o, "id"));
+            if (strcmp(mine, id) == 0 && found == NULL)
+                found = o;
+            else
+                cJSON_Delete(o);
+            continue;
+        }
+        if ((long)cJSON_GetArraySize(items) >= limit) {
+            cJSON_Delete(o);
+            break;
+        }
+        cJSON *row = cJSON_CreateObject();
+        char rto[32], tgt[32];
+        fmt_s(num(o, "rtoSeconds"), rto, sizeof(rto));
+        fmt_s(num(o, "rtoTargetSeconds"), tgt, sizeof(tgt));
+        cJSON_AddNumberToObject(row, "id", num(o, "id"));
+        cJSON_AddStringToObject(row, "startedAt", str(o, "startedAt"));
+        cJSON_AddStringToObject(row, "scenario", str(o, "scenario"));
+        cJSON_AddStringToObject(row, "target", str(o, "target"));
+        cJSON_AddStringToObject(row, "result",
+                                cJSON_IsTrue(cJSON_GetObjectItem(o, "pass")) ? "PASS" : "FAIL");
+        cJSON_AddStringToObject(row, "rto", rto);
+        cJSON_AddStringToObject(row, "objective", tgt);
+        cJSON_AddNumberToObject(row, "jobs", cJSON_GetArraySize(cJSON_GetObjectItem(o, "jobs")));
+        cJSON_AddStringToObject(row, "verdict", str(o, "verdict"));
+        /* -o json|yaml: the whole reports; the table: one line each. */
+        if (g->output == SW_CLI_JSON || g->output == SW_CLI_YAML) {
+            cJSON_AddItemToArray(items, o);
+            cJSON_Delete(row);
+        } else {
+            cJSON_AddItemToArray(items, row);
+            cJSON_Delete(o);
+        }
+    }
+    freeReplyObject(rep);
+    redisFree(c);
+    if (id != NULL) {
+        cJSON_Delete(items);
+        if (found == NULL) {
+            fprintf(stderr,
+                    "spillctl drill history: no drill %s is kept (see spillctl drill history)\n",
+                    id);
+            return SW_EXIT_FAIL;
+        }
+        rc = emit(g, found, file) == 0 ? SW_EXIT_OK : SW_EXIT_FAIL;
+        cJSON_Delete(found);
+        return rc;
+    }
+    if (items == NULL)
+        return SW_EXIT_FAIL;
+    rc = sw_cli_print(stdout, g->output, items, NULL, history_columns,
+                      sizeof(history_columns) / sizeof(history_columns[0])) == 0
+             ? SW_EXIT_OK
+             : SW_EXIT_FAIL;
+    cJSON_Delete(items);
     return rc;
 }
 
@@ -1276,6 +1488,8 @@ int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
         usage(stdout);
         return SW_EXIT_OK;
     }
+    if (strcmp(scenario, "history") == 0)
+        return history(g, argc, argv);
     optind = 2;
     opterr = 0;
     int ch;
@@ -1341,8 +1555,8 @@ int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
     if (!cl && !hl && !rl && !rf) {
         fprintf(
             stderr,
-            "spillctl drill: unknown scenario \"%s\" (expected cluster-loss, region-loss, hub-loss "
-            "or redis-failover)\n",
+            "spillctl drill: unknown scenario \"%s\" (expected cluster-loss, region-loss, hub-loss, "
+            "redis-failover or history)\n",
             scenario);
         return SW_EXIT_USAGE;
     }

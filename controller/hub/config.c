@@ -22,6 +22,7 @@
 
 #include "common/alloc.h"
 #include "common/assert.h"
+#include "common/yamlnode.h"
 #include "common/log.h"
 #include "placement/engine.h"
 #include "store/redis.h"
@@ -152,60 +153,6 @@ struct cfg_doc {
     struct sw_error *err;
     size_t line[F__COUNT]; /* where each field was given; 0 = not given */
 };
-
-static const char *node_kind(const yaml_node_t *n)
-{
-    if (n == NULL)
-        return "nothing";
-    switch (n->type) {
-    case YAML_SCALAR_NODE:
-        return "a scalar";
-    case YAML_SEQUENCE_NODE:
-        return "a list";
-    case YAML_MAPPING_NODE:
-        return "a mapping";
-    default:
-        return "nothing";
-    }
-}
-
-static size_t line_of(const yaml_node_t *n)
-{
-    return n != NULL ? n->start_mark.line + 1 : 0;
-}
-
-/* A plain scalar spelled as YAML's null ("", "~", "null"). */
-static int is_null(const yaml_node_t *n)
-{
-    if (n == NULL || n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return 0;
-    const char *v = (const char *)n->data.scalar.value;
-    size_t l = n->data.scalar.length;
-    return l == 0 || (l == 1 && v[0] == '~') ||
-           (l == 4 && (strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0));
-}
-
-/* A scalar that is text: not null, no NUL byte inside. */
-static int is_text(const yaml_node_t *n)
-{
-    return n != NULL && n->type == YAML_SCALAR_NODE && !is_null(n) &&
-           memchr(n->data.scalar.value, '\0', n->data.scalar.length) == NULL;
-}
-
-/* What a node is, for "expected X, got Y" when it is not usable text. */
-static const char *not_text(const yaml_node_t *n)
-{
-    if (n != NULL && n->type == YAML_SCALAR_NODE)
-        return is_null(n) ? "null" : "a string with a NUL character";
-    return node_kind(n);
-}
-
-static int key_eq(const yaml_node_t *k, const char *name)
-{
-    size_t l = strlen(name);
-    return k->type == YAML_SCALAR_NODE && k->data.scalar.length == l &&
-           memcmp(k->data.scalar.value, name, l) == 0;
-}
 
 /* "url, passwordFile, passwordEnv": the keys a mapping accepts. */
 static void key_list(const struct field *fields, size_t n, char *buf, size_t cap)
@@ -486,64 +433,64 @@ static int walk(struct cfg_doc *cd, yaml_node_t *m, const char *in, const struct
 {
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(cd->doc, p->key);
-        if (!is_text(k)) {
+        if (!sw_yaml_is_text(k)) {
             if (in[0] == '\0')
                 return sw_error_set(cd->err, SW_EINVAL,
                                     "%s:%zu: a key of the top-level mapping: expected a field "
                                     "name, got %s",
-                                    cd->path, line_of(k), not_text(k));
+                                    cd->path, sw_yaml_line(k), sw_yaml_not_text(k));
             return sw_error_set(cd->err, SW_EINVAL,
                                 "%s:%zu: a key of \"%.*s\": expected a field name, got %s",
-                                cd->path, line_of(k), (int)strlen(in) - 1, in, not_text(k));
+                                cd->path, sw_yaml_line(k), (int)strlen(in) - 1, in, sw_yaml_not_text(k));
         }
         size_t i = 0;
-        while (i < nfields && !key_eq(k, fields[i].key))
+        while (i < nfields && !sw_yaml_key_eq(k, fields[i].key))
             i++;
         if (i == nfields) {
             char keys[256];
             key_list(fields, nfields, keys, sizeof(keys));
             return sw_error_set(cd->err, SW_EINVAL,
                                 "%s:%zu: field \"%s%.60s\": unknown (expected %s)", cd->path,
-                                line_of(k), in, (const char *)k->data.scalar.value, keys);
+                                sw_yaml_line(k), in, (const char *)k->data.scalar.value, keys);
         }
         for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
             yaml_node_t *prev = yaml_document_get_node(cd->doc, q->key);
-            if (key_eq(prev, fields[i].key))
+            if (sw_yaml_key_eq(prev, fields[i].key))
                 return sw_error_set(cd->err, SW_EINVAL,
                                     "%s:%zu: field \"%s%s\": given twice (first on line %zu)",
-                                    cd->path, line_of(k), in, fields[i].key, line_of(prev));
+                                    cd->path, sw_yaml_line(k), in, fields[i].key, sw_yaml_line(prev));
         }
     }
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(cd->doc, p->key);
         yaml_node_t *v = yaml_document_get_node(cd->doc, p->value);
         size_t i = 0;
-        while (i < nfields && !key_eq(k, fields[i].key))
+        while (i < nfields && !sw_yaml_key_eq(k, fields[i].key))
             i++;
         sw_assert(i < nfields); /* the loop above let only known keys through */
         const struct field *f = &fields[i];
         char name[64];
         snprintf(name, sizeof(name), "%s%s", in, f->key);
-        cd->line[f->id] = line_of(k);
+        cd->line[f->id] = sw_yaml_line(k);
         int rc;
         if (f->sub != NULL) {
             if (v == NULL || v->type != YAML_MAPPING_NODE)
                 return sw_error_set(cd->err, SW_EINVAL,
                                     "%s:%zu: field \"%s\": expected a mapping, got %s", cd->path,
-                                    line_of(k), name, is_null(v) ? "null" : node_kind(v));
+                                    sw_yaml_line(k), name, sw_yaml_is_null(v) ? "null" : sw_yaml_kind(v));
             char sub_in[72];
             snprintf(sub_in, sizeof(sub_in), "%s.", name);
             rc = walk(cd, v, sub_in, f->sub, f->nsub);
-        } else if (!is_text(v)) {
+        } else if (!sw_yaml_is_text(v)) {
             char expect[160];
             if (f->max > 0) /* a number */
                 snprintf(expect, sizeof(expect), "%s >= %g", f->expect, f->min);
             else
                 snprintf(expect, sizeof(expect), "%s", f->expect);
             rc = sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected %s, got %s",
-                              cd->path, line_of(k), name, expect, not_text(v));
+                              cd->path, sw_yaml_line(k), name, expect, sw_yaml_not_text(v));
         } else {
-            rc = set_field(cd, f, line_of(k), name, (const char *)v->data.scalar.value);
+            rc = set_field(cd, f, sw_yaml_line(k), name, (const char *)v->data.scalar.value);
         }
         if (rc != 0)
             return rc;
@@ -558,7 +505,7 @@ static int parse_root(struct cfg_doc *cd, yaml_node_t *root)
                             "%s: expected a mapping at the top, got an empty file", cd->path);
     if (root->type != YAML_MAPPING_NODE)
         return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: expected a mapping at the top, got %s",
-                            cd->path, line_of(root), is_null(root) ? "null" : node_kind(root));
+                            cd->path, sw_yaml_line(root), sw_yaml_is_null(root) ? "null" : sw_yaml_kind(root));
     int rc = walk(cd, root, "", top_fields, N(top_fields));
     if (rc != 0)
         return rc;

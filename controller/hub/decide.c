@@ -236,7 +236,8 @@ static bool wants_decision(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         return false;
     if (r->state != SW_JS_OBSERVED && r->state != SW_JS_BLOCKED)
         return false;
-    if (r->form == SW_FORM_DELEGATED || sw_follow_requeued(r, origin))
+    if (r->form == SW_FORM_DELEGATED || sw_follow_requeued(r, origin) ||
+        sw_loss_origin_fenced(r))
         return true;
     /* Annotation only: its pods wait for GPUs at home, none runs. */
     return sw_observe_starved(h, r, NULL);
@@ -259,7 +260,10 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     if (sw_job_gpu_shape(origin, &pods, &gpp, &err) != 0 || pods * gpp <= 0)
         return;
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
-    if (om == NULL)
+    /* A "wait" Job waits for its lost home (loss.c); and while home does
+     * not answer, not yet lost, nothing is decided from its absence. */
+    if (om == NULL || (sw_member_lost(om) && !spec.requeue_on_loss) ||
+        (!sw_member_lost(om) && !sw_member_usable(om)))
         return;
     if (spec.n_inputs > 0 && j->rec.input_bytes == 0) {
         sw_data_estimate(h, j, &spec);
@@ -295,7 +299,7 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
         snprintf(w->inputs[0].regions[0], sizeof(w->inputs[0].regions[0]), "%.*s",
                  (int)sizeof(w->inputs[0].regions[0]) - 1, om->rec.spec.region);
     }
-    rd->requeued[rd->nwork] = sw_follow_requeued(&j->rec, origin);
+    rd->requeued[rd->nwork] = sw_follow_requeued(&j->rec, origin) || sw_loss_origin_fenced(&j->rec);
     rd->jobs[rd->nwork++] = j;
 }
 
@@ -346,7 +350,12 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
                  sw_exclusion_text(d->main_exclusion));
     } else {
         const struct sw_pool *p = &snap->pools[d->pool];
-        if (d->verdict == SW_VERDICT_BURST)
+        const struct sw_member *om = sw_member_find(h, r->cluster);
+        if (d->verdict == SW_VERDICT_BURST && home_wait < 0 && om && sw_member_lost(om))
+            snprintf(summary, sizeof(summary),
+                     "burst to %s (%s): $%.2f expected; home cluster %s lost", p->cluster,
+                     sw_capacity_name(p->capacity), d->chosen.cost.total, r->cluster);
+        else if (d->verdict == SW_VERDICT_BURST)
             snprintf(summary, sizeof(summary),
                      "burst to %s (%s): $%.2f expected vs %s wait at home", p->cluster,
                      sw_capacity_name(p->capacity), d->chosen.cost.total, wait);

@@ -16,6 +16,10 @@
  *   4. the mirror is created under a name derived from the origin's UID and
  *      the attempt number; AlreadyExists is success (the name is ours)
  *   5. the record says "dispatched"
+ * When the origin's cluster is lost (a requeue Job, loss.c), steps 2 and 3
+ * cannot be done there: the record names the origin as stale first, and
+ * the origin is suspended when its cluster returns, before anything else
+ * happens there; the references are then used only if the target has them.
  */
 #include <string.h>
 
@@ -39,6 +43,7 @@ struct refs_chain {
     struct ref refs[MAX_REFS];
     size_t n, at;
     bool ns_done;
+    bool check_only; /* the origin's cluster is lost: the target must have them already */
     char *body; /* the copy being made of refs[at] */
 };
 
@@ -273,6 +278,32 @@ static void on_ref_got(struct sw_kube_result *res, void *ctx)
     }
 }
 
+/* The origin's cluster is lost: the reference can only be used if the target has it. */
+static void on_ref_checked(struct sw_kube_result *res, void *ctx)
+{
+    struct refs_chain *rc = ctx;
+    struct ref *r = &rc->refs[rc->at];
+    struct sw_job *j = rc->j;
+    if (res->rc == 0 || (res->status == 404 && r->optional)) {
+        rc->at++;
+        refs_next(rc);
+        return;
+    }
+    if (res->status == 404) {
+        char why[512];
+        snprintf(why, sizeof(why),
+                 "the pod template references %s %s/%s, which is not in cluster %s, and cluster "
+                 "%s, where it lives, is lost",
+                 r->secret ? "Secret" : "ConfigMap", j->rec.ns, r->name, j->rec.target_cluster,
+                 j->rec.cluster);
+        refs_fail(rc, why);
+        return;
+    }
+    struct sw_hub *h = rc->h;
+    rc_free(rc);
+    sw_hub_step_done(h, j, res->rc);
+}
+
 static void on_ns(struct sw_kube_result *res, void *ctx)
 {
     struct refs_chain *rc = ctx;
@@ -318,7 +349,8 @@ static void refs_next(struct refs_chain *rc)
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s/%s", j->rec.ns,
                  rc->refs[rc->at].secret ? "secrets" : "configmaps", rc->refs[rc->at].name);
         struct sw_kube_req req = {.path = path};
-        rcode = sw_kube_send(om->client, &req, on_ref_got, rc, NULL);
+        rcode = rc->check_only ? sw_kube_send(tm->client, &req, on_ref_checked, rc, NULL)
+                               : sw_kube_send(om->client, &req, on_ref_got, rc, NULL);
     } else {
         j->refs_ok = true;
         rc_free(rc);
@@ -412,6 +444,10 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         on_mirror_created(&fake, j);
         return;
     }
+    /* The origin's cluster lost: its Job is fenced when it returns (loss.c). */
+    if (sw_loss_fence_origin(h, j))
+        return;
+    bool home_lost = sw_member_lost(om);
     /* 1. references, before anything changes at home */
     if (!j->refs_ok && strcmp(r->target_cluster, r->cluster) != 0) {
         struct refs_chain *rc = sw_calloc(1, sizeof(*rc));
@@ -421,6 +457,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         }
         rc->h = h;
         rc->j = j;
+        rc->check_only = home_lost;
         collect_refs(rc, origin);
         refs_next(rc);
         return;
@@ -430,7 +467,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     bool suspended = cJSON_IsTrue(sw_json_child((cJSON *)ospec, "suspend"));
     bool fin = has_finalizer(origin);
     bool need_suspend = r->form == SW_FORM_ANNOTATION && !suspended;
-    if (!fin || need_suspend) {
+    /* Home lost: the origin is fenced on return instead (sw_loss_step). */
+    if ((!fin || need_suspend) && !home_lost) {
         int bound = 0;
         sw_observe_pods(h, r->cluster, r->ns, r->name, &bound);
         if (need_suspend && (bound > 0 || !sw_observe_starved(h, r, NULL))) {
@@ -477,8 +515,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             sw_hub_step_done(h, j, rc);
         return;
     }
-    /* 3. the origin's pods gone */
-    if (r->form == SW_FORM_ANNOTATION) {
+    /* 3. the origin's pods gone (on a lost home: stopped on return) */
+    if (r->form == SW_FORM_ANNOTATION && !home_lost) {
         int pods = sw_observe_pods(h, r->cluster, r->ns, r->name, NULL);
         const cJSON *st = sw_json_child((cJSON *)origin, "status");
         int busy_pods = 0;

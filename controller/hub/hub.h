@@ -370,6 +370,19 @@ void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r);
  * the lifecycle step should run.
  */
 bool sw_loss_step(struct sw_hub *h, struct sw_job *j);
+/**
+ * Whether the record names its own origin as stale (attempt 0): the origin's
+ * cluster was lost when the Job was placed elsewhere, and the origin is
+ * suspended there when it returns.
+ */
+bool sw_loss_origin_fenced(const struct sw_job_rec *r);
+/**
+ * Dispatch, with the origin's cluster lost and the origin not yet fenced: a
+ * requeue Job records its origin as stale and goes on without suspending it
+ * (done on return); a wait Job goes back to waiting. Returns 1 when it took
+ * the step (the record is being written), 0 when dispatch goes on as usual.
+ */
+int sw_loss_fence_origin(struct sw_hub *h, struct sw_job *j);
 
 /* ---- rules.c -------------------------------------------------------------- */
 

@@ -18,6 +18,14 @@
  * only the attempt the record names is copied back (data.c), so a mirror
  * still running on a partitioned cluster never overwrites the outputs of
  * the attempt that replaced it.
+ *
+ * The Job's home (its origin's cluster) lost: a burstable Job running there
+ * natively, or decided and not yet dispatched, is placed elsewhere like any
+ * other (requeue), with the origin itself recorded as stale, as attempt 0:
+ * the hub cannot suspend it while its cluster does not answer, so the
+ * origin is suspended (and given spillway's finalizer) when its cluster
+ * returns, before anything else happens there. A `wait` Job whose home is
+ * lost waits: nothing is decided for it until its home returns.
  */
 #include <string.h>
 
@@ -33,6 +41,15 @@ static bool in_flight(enum sw_job_state s)
 }
 
 /* ---- stale mirrors ---------------------------------------------------------- */
+
+bool sw_loss_origin_fenced(const struct sw_job_rec *r)
+{
+    for (int i = 0; i < r->nstale; i++)
+        if (r->stale[i].attempt == 0 && strcmp(r->stale[i].cluster, r->cluster) == 0 &&
+            strcmp(r->stale[i].name, r->name) == 0)
+            return true;
+    return false;
+}
 
 struct stale_call {
     struct sw_hub *h;
@@ -86,6 +103,79 @@ static void on_stale_deleted(struct sw_kube_result *res, void *ctx)
     sw_free(sc);
 }
 
+static void on_origin_fenced(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    struct sw_hub *h = j->hub;
+    struct sw_job_rec *r = &j->rec;
+    if (res->rc != 0 && res->status != 404) {
+        SW_LOG(SW_LOG_WARN, "cannot suspend the Job at its returned home", "job=%s err=%s",
+               sw_log_q(r->key), sw_log_q(res->err.msg));
+        sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    SW_LOG(SW_LOG_INFO, "home run stopped: its cluster is back and the Job runs elsewhere",
+           "job=%s cluster=%s placed=%s/%s", sw_log_q(r->key), sw_log_q(r->cluster),
+           sw_log_q(r->target_cluster), sw_log_q(r->mirror));
+    char msg[400];
+    snprintf(msg, sizeof(msg),
+             "cluster %s is back: this Job, placed in %s while the cluster was lost, is "
+             "suspended here (its pods at home stop)",
+             r->cluster, r->target_cluster[0] ? r->target_cluster : "another cluster");
+    sw_follow_event(h, r, "Normal", "HomeRunStopped", msg);
+    forget_stale(h, j, r->cluster, r->name);
+}
+
+/*
+ * The origin, recorded stale when its cluster was lost, on its returned
+ * cluster: spillway's finalizer, where it went, and (an annotation-only
+ * Job) spec.suspend=true, which stops its pods there. What dispatch does
+ * before it creates a mirror, done late because the cluster did not answer.
+ */
+static bool fence_origin(struct sw_hub *h, struct sw_job *j, struct sw_member *m)
+{
+    struct sw_job_rec *r = &j->rec;
+    const cJSON *origin = sw_observe_origin(h, r);
+    j->hub = h;
+    j->busy = true;
+    if (origin == NULL || r->state == SW_JS_OBSERVED || r->state == SW_JS_BLOCKED) {
+        /* Gone meanwhile, or placed nowhere else after all (no pool would
+         * take it): nothing to stop at home. */
+        forget_stale(h, j, r->cluster, r->name);
+        return true;
+    }
+    const cJSON *omd = sw_json_child((cJSON *)origin, "metadata");
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");
+    const cJSON *f;
+    bool fin = false;
+    cJSON_ArrayForEach(f, sw_json_child((cJSON *)omd, "finalizers"))
+    {
+        if (cJSON_IsString(f)) {
+            fin = fin || strcmp(f->valuestring, SW_FINALIZER) == 0;
+            cJSON_AddItemToArray(fl, cJSON_CreateString(f->valuestring));
+        }
+    }
+    if (!fin)
+        cJSON_AddItemToArray(fl, cJSON_CreateString(SW_FINALIZER));
+    if (r->target_cluster[0] && r->mirror[0]) {
+        cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+        char placed[256];
+        snprintf(placed, sizeof(placed), "%s/%s/%s", r->target_cluster, r->ns, r->mirror);
+        cJSON_AddStringToObject(ann, SW_ANN_PLACED, placed);
+        cJSON_AddStringToObject(ann, SW_ANN_MIRROR, r->mirror);
+    }
+    if (r->form == SW_FORM_ANNOTATION)
+        cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "suspend", 1);
+    int rc = sw_kube_merge_patch(m->client, SW_KIND_JOB, r->ns, r->name, patch, NULL,
+                                 on_origin_fenced, j);
+    cJSON_Delete(patch);
+    if (rc != 0)
+        sw_hub_step_done(h, j, rc);
+    return true;
+}
+
 /* Deletes the first stale mirror whose cluster answers again; true when a step started. */
 static bool stale_step(struct sw_hub *h, struct sw_job *j)
 {
@@ -107,6 +197,9 @@ static bool stale_step(struct sw_hub *h, struct sw_job *j)
         }
         if (!sw_member_reachable(m))
             continue;
+        if (r->stale[i].attempt == 0 && strcmp(r->stale[i].cluster, r->cluster) == 0 &&
+            strcmp(r->stale[i].name, r->name) == 0)
+            return fence_origin(h, j, m);
         struct stale_call *sc = sw_calloc(1, sizeof(*sc));
         if (sc == NULL)
             return false;
@@ -218,10 +311,109 @@ static bool hold(struct sw_hub *h, struct sw_job *j, const struct sw_member *m)
     return true;
 }
 
+/* ---- a lost home ------------------------------------------------------------ */
+
+/* Records the origin as stale (attempt 0): suspended when its cluster returns. */
+static int add_origin_fence(struct sw_hub *h, struct sw_job *j, const struct sw_member *om)
+{
+    struct sw_job_rec *r = &j->rec;
+    if (sw_job_rec_add_stale(r, r->cluster, r->name, 0) != 0) {
+        r->state = SW_JS_FAILED;
+        r->finished_ms = sw_hub_wall_ms();
+        snprintf(r->reason, sizeof(r->reason),
+                 "cluster %s lost, and %d stale mirrors already wait for deletion", om->rec.name,
+                 SW_REC_MAX_STALE);
+        sw_follow_event(h, r, "Warning", "BurstFailed", r->reason);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * The Job's home is lost while the Job runs there natively (its origin not
+ * suspended, a pod bound to a node there): requeue places it elsewhere,
+ * the origin recorded as stale; wait holds it. A Job only queued at home is
+ * left to the decision, which places it as any starved Job (and dispatch
+ * fences its origin, sw_loss_fence_origin). True when it took a step.
+ */
+static bool home_step(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    if (r->state != SW_JS_OBSERVED && r->state != SW_JS_BLOCKED)
+        return false;
+    struct sw_member *om = sw_member_find(h, r->cluster);
+    if (om == NULL)
+        return false;
+    if (!sw_member_lost(om)) {
+        /* A "wait" Job whose home is back: the reason goes with the loss. */
+        if (strncmp(r->reason, "waiting for cluster ", 20) != 0)
+            return false;
+        r->reason[0] = '\0';
+        j->busy = true;
+        sw_rec_step(h, j, NULL);
+        return true;
+    }
+    if (sw_loss_origin_fenced(r))
+        return false; /* to be placed by the decision */
+    if (!wants_requeue(h, j))
+        return hold(h, j, om);
+    const cJSON *origin = sw_observe_origin(h, r);
+    if (origin == NULL || cJSON_IsTrue(sw_json_child(sw_json_child(origin, "spec"), "suspend")))
+        return false;
+    int bound = 0;
+    sw_observe_pods(h, r->cluster, r->ns, r->name, &bound);
+    if (bound == 0)
+        return false;
+    j->busy = true;
+    if (add_origin_fence(h, j, om) != 0) {
+        sw_rec_step(h, j, NULL);
+        return true;
+    }
+    const struct sw_health *hs = om->health ? sw_health_prober_health(om->health) : NULL;
+    int64_t since = hs && hs->bad_since_ms ? hs->bad_since_ms : om->lost_since_ms;
+    double lost_for = (double)(sw_hub_wall_ms() - since) / 1000.0;
+    h->m.cluster_requeues++;
+    snprintf(r->reason, sizeof(r->reason),
+             "home cluster %s lost (not answering for %.0f s) while the Job ran there: placed "
+             "again; suspended there when it returns",
+             om->rec.name, lost_for);
+    sw_follow_event(h, r, "Warning", "ClusterLost", r->reason);
+    SW_LOG(SW_LOG_WARN, "home cluster lost; job running there placed again", "job=%s cluster=%s",
+           sw_log_q(r->key), sw_log_q(om->rec.name));
+    if (sw_rec_write(h, j, moved_written, NULL) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+    return true;
+}
+
+int sw_loss_fence_origin(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    struct sw_member *om = sw_member_find(h, r->cluster);
+    if (om == NULL || !sw_member_lost(om) || sw_loss_origin_fenced(r))
+        return 0;
+    j->busy = true;
+    if (!wants_requeue(h, j)) {
+        /* Decided before the loss; at most once: back to waiting for home. */
+        snprintf(r->reason, sizeof(r->reason),
+                 "waiting for cluster %s to return (spillway.io/on-cluster-loss: wait)",
+                 om->rec.name);
+        r->state = SW_JS_OBSERVED;
+        sw_rec_step(h, j, NULL);
+        return 1;
+    }
+    if (add_origin_fence(h, j, om) == 0)
+        SW_LOG(SW_LOG_WARN, "home cluster lost; job dispatched without suspending it there",
+               "job=%s cluster=%s", sw_log_q(r->key), sw_log_q(om->rec.name));
+    sw_rec_step(h, j, NULL);
+    return 1;
+}
+
 bool sw_loss_step(struct sw_hub *h, struct sw_job *j)
 {
     struct sw_job_rec *r = &j->rec;
     if (r->nstale > 0 && stale_step(h, j))
+        return true;
+    if (home_step(h, j))
         return true;
     if (sw_job_state_terminal(r->state) || r->target_cluster[0] == '\0')
         return false;

@@ -12,7 +12,9 @@
 #     Job then completes once (the watcher);
 #   - region-loss --region us-east-1: the model registry read there (run by
 #     the hub to us-west-2) is complete in the other region, in the dry run
-#     and in the drill, which also fences cloud-spot and restores it.
+#     and in the drill, which also fences cloud-spot and restores it;
+#   - drill history: the four drills that ran, newest first, none of the dry
+#     runs; one drill's whole report again, as Markdown.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 hub_setup drill
@@ -140,4 +142,26 @@ assert "the hub found region us-east-1 (cloud-spot) lost" in events and "fence l
 PY
 [ "$(rcli HLEN spillway:fence)" = 0 ] || hub_fail "region-loss left a fence"
 pass "drill region-loss us-east-1: the model registry complete in us-west-2; cloud-spot fenced, found lost in $(python3 -c "import json; print(json.load(open('$HUB_TMP/region.json'))['rtoSeconds'])") s, restored"
+
+"$SPILLCTL" drill history -o json >"$HUB_TMP/history.json" || hub_fail "drill history failed"
+"$SPILLCTL" drill history >"$HUB_TMP/history.txt" || hub_fail "drill history (table) failed"
+CL_ID=$(python3 - "$HUB_TMP" <<'PY'
+import json, sys
+d = sys.argv[1]
+ran = [json.load(open(f"{d}/{n}.json")) for n in ("stop", "kill", "cl", "region")]
+items = json.load(open(f"{d}/history.json"))["items"]
+assert [i["id"] for i in items] == [r["id"] for r in reversed(ran)], (items, ran)
+assert not any(i["dryRun"] for i in items), items
+assert [i["scenario"] for i in items] == ["region-loss", "cluster-loss", "hub-loss", "hub-loss"]
+assert all(i["pass"] for i in items), items
+print(ran[2]["id"])
+PY
+) || hub_fail "drill history: $(cat "$HUB_TMP/history.json")"
+awk -v id="$CL_ID" '$1==id && /cluster-loss/ && /cloud-spot/ && /PASS/ {f=1} END {exit !f}' "$HUB_TMP/history.txt" ||
+    hub_fail "drill history table: $(cat "$HUB_TMP/history.txt")"
+"$SPILLCTL" drill history "$CL_ID" --report "$HUB_TMP/again.md" >/dev/null || hub_fail "drill history $CL_ID failed"
+grep -q "^| Job | on loss" "$HUB_TMP/again.md" && grep -q "$X" "$HUB_TMP/again.md" || hub_fail "drill history $CL_ID --report: $(cat "$HUB_TMP/again.md")"
+if "$SPILLCTL" drill history 999999 2>"$HUB_TMP/nohist.err"; then hub_fail "drill history of an unknown id succeeded"; fi
+grep -q "no drill 999999 is kept" "$HUB_TMP/nohist.err" || hub_fail "unknown id: $(cat "$HUB_TMP/nohist.err")"
+pass "drill history: 4 drills newest first, no dry run; drill $CL_ID's report again as Markdown"
 watcher_check

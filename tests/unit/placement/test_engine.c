@@ -65,21 +65,23 @@ static void test_cost_aware_bursts_to_spot(void **state)
     assert_int_equal((int)stay->wait_s, 4 * 3600);
     assert_cents(stay->cost.total, 1600);
     assert_cents(stay->score, 14720);
-    /* Spot: 8 x $1.5625 x (2 h + 5 min + 0.2 x (5 + 15 min)) = $26.88. */
+    /* Spot: 8 x $1.5625 x (2 h + 5 min + 0.2 x (5 + 15 + 5 min)) = $27.08:
+     * each interruption loses the restart, half a checkpoint interval and
+     * the replacement's provisioning. */
     const struct sw_option *spot = &d.options[1];
     assert_cents(spot->cost.run_cost, 2500);
     assert_cents(spot->cost.provision_cost, 104);
-    assert_cents(spot->cost.interruption_cost, 83);
-    assert_cents(spot->cost.total, 2688);
-    assert_int_equal((int)spot->completion, 1000 + 300 + 7200 + 240);
-    /* Its delay, provisioning and expected interruptions, 540 s:
-     * 26.88 + 8 x 4.10 x 0.15 = $31.80. */
-    assert_cents(spot->score, 3180);
+    assert_cents(spot->cost.interruption_cost, 104);
+    assert_cents(spot->cost.total, 2708);
+    assert_int_equal((int)spot->completion, 1000 + 300 + 7200 + 300);
+    /* Its delay, provisioning and expected interruptions, 600 s:
+     * 27.08 + 8 x 4.10 x 600 / 3600 = $32.55. */
+    assert_cents(spot->score, 3255);
     /* On-demand: 8 x $4.10 x (2 h + 5 min) = $68.33. */
     const struct sw_option *od = &d.options[2];
     assert_cents(od->cost.total, 6833);
     assert_int_equal((int)od->completion, 8500);
-    assert_cents(d.chosen.cost.total, 2688);
+    assert_cents(d.chosen.cost.total, 2708);
     sw_engine_free(e);
 }
 
@@ -175,11 +177,11 @@ static void test_greedy_ignores_egress(void **state)
     assert_int_equal(d.pool, 3);
     assert_cents(d.chosen.cost.egress_cost, 12000);
     assert_int_equal((int)d.chosen.transfer_s, 8000);
-    assert_cents(d.chosen.cost.total, 12000 + 2064);
+    assert_cents(d.chosen.cost.total, 12000 + 2080);
     assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
     assert_int_equal(d.pool, 1);
     assert_cents(d.chosen.cost.egress_cost, 2000);
-    assert_cents(d.chosen.cost.total, 2688 + 2000);
+    assert_cents(d.chosen.cost.total, 2708 + 2000);
     assert_int_equal((int)d.chosen.transfer_s, 800);
     /* An input held only where no link leads cannot move. */
     strcpy(l.pending[0].inputs[0].regions[0], "mars");
@@ -317,6 +319,129 @@ static void test_gpu_attributes(void **state)
     assert_int_equal(d.verdict, SW_VERDICT_STAY);
 }
 
+/* When no option meets the deadline at the runtime's 90th percentile,
+ * cost-aware takes the lowest score among the options that meet it at the
+ * median (spot with its pessimistic interruptions), and the earliest
+ * completion only when none does. Median 7200 s, sigma 1: mean 11,870.8 s
+ * (0.3297 expected interruptions on spot, pessimistically 2.478 of 1500 s
+ * each: 3,717.3 s), 90th percentile 25,937 s. From now = 1000: on-demand's
+ * median completion is 1000 + 300 + 7200 = 8,500, spot's 12,217.3, home's
+ * (after 4 h of queue) 22,600; no option's 90th percentile is before 27,000. */
+static void test_deadline_median_fallback(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.pending[0].runtime_sigma = 1.0;
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    /* Only on-demand meets it at the median. */
+    l.pending[0].deadline = 9000;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    for (int i = 0; i < 3; i++)
+        assert_false(d.options[i].deadline_ok);
+    assert_false(d.options[0].deadline_median_ok);
+    assert_false(d.options[1].deadline_median_ok);
+    assert_true(d.options[2].deadline_median_ok);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_MEDIAN);
+    assert_int_equal(d.pool, 2);
+    /* Spot meets it at the median too, and scores lower: spot. */
+    l.pending[0].deadline = 12500;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_false(d.options[1].deadline_ok);
+    assert_true(d.options[1].deadline_median_ok);
+    assert_false(d.options[0].deadline_median_ok);
+    assert_true(d.options[1].score < d.options[2].score);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_MEDIAN);
+    assert_int_equal(d.pool, 1);
+    /* The same without explanations. */
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.pool, 1);
+    /* Spot's margin: 1 s less and it no longer meets it at the median. */
+    l.pending[0].deadline = 12218.0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_true(d.options[1].deadline_median_ok);
+    l.pending[0].deadline = 12217.0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_false(d.options[1].deadline_median_ok);
+    assert_int_equal(d.pool, 2);
+    /* Nothing meets it even at the median: the earliest completion. */
+    l.pending[0].deadline = 8000;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_BEST);
+    assert_int_equal(d.pool, 2);
+    /* A baseline keeps its own rule: uniform-progress does not fall back. */
+    l.pending[0].deadline = 12500;
+    assert_int_equal(decide(&l, SW_POLICY_UNIFORM_PROGRESS, 0, &d), 0);
+    assert_int_equal(d.pool, 2);
+}
+
+/* Waiting for spot capacity over the wait's distribution. Spot is out,
+ * expected back in 7,500 s on average: half the waits seen would end in
+ * 600 s, half in 14,400 s. One 8-GPU Job of 2 h, V = $4.10 (x 8 GPUs =
+ * $32.80 an hour of delay). At the mean wait spot scores $27.083 + 32.80 x
+ * (7500 + 300 + 300) / 3600 = $100.88 and on-demand $68.33 + $2.73 =
+ * $71.07: on-demand. Waiting up to 600 s and then taking on-demand: half
+ * the time spot at $27.083 + 32.80 x 1200 / 3600 = $38.02, half on-demand
+ * 600 s later at $71.07 + $5.47 = $76.53; expected $57.275: spot, waiting
+ * 600 s. */
+static void test_capacity_wait_distribution(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.snap.n_pending = 1;
+    l.pools[1].capacity_wait_s = 7500;
+    struct sw_decision d;
+    /* The mean alone: on-demand. */
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.pool, 2);
+    assert_float_equal(d.options[1].score, 100.883, 0.001);
+    assert_float_equal(d.options[2].score, 71.07, 0.005);
+    /* With the distribution: spot, waiting up to 600 s. */
+    for (int k = 0; k < 8; k++)
+        l.pools[1].capacity_wait_points[k] = k < 4 ? 600 : 14400;
+    l.pools[1].n_capacity_wait_points = 8;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.pool, 1);
+    assert_float_equal(d.chosen.score, 57.275, 0.001);
+    assert_float_equal(d.chosen.wait_s, 600, 1e-9);
+    assert_float_equal(d.options[2].score, 71.07, 0.005);
+    /* The same without explanations (the waiting option sets no cutoff). */
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.pool, 1);
+    assert_float_equal(d.chosen.wait_s, 600, 1e-9);
+    /* If the short waits were rarer, waiting would not pay: 1 in 8. */
+    for (int k = 0; k < 8; k++)
+        l.pools[1].capacity_wait_points[k] = k < 1 ? 600 : 8485.714285714286;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.pool, 2);
+    /* A Job with a deadline is priced at the mean wait, as before. */
+    for (int k = 0; k < 8; k++)
+        l.pools[1].capacity_wait_points[k] = k < 4 ? 600 : 14400;
+    l.pending[0].deadline = 1e9;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.pool, 2);
+    l.pending[0].deadline = 0;
+    /* The baselines ignore it. */
+    assert_int_equal(decide(&l, SW_POLICY_UNIFORM_PROGRESS, 0, &d), 0);
+    assert_int_equal(d.pool, 1);
+    assert_float_equal(d.chosen.wait_s, 7500, 1e-9);
+    /* Bad points are refused, naming the pool and the field. */
+    l.pools[1].capacity_wait_points[5] = 100;
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_error err = {0};
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, &d, &err), SW_EINVAL);
+    assert_non_null(
+        strstr(err.msg, "\"cloud-spot\": field \"capacity_wait_points\": not ascending"));
+    l.pools[1].capacity_wait_points[5] = 14400;
+    l.pools[1].n_capacity_wait_points = SW_WAIT_POINTS + 1;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, &d, &err), SW_EINVAL);
+}
+
 static void test_deadline_and_burst_never(void **state)
 {
     (void)state;
@@ -342,6 +467,27 @@ static void test_deadline_and_burst_never(void **state)
     assert_int_equal(d.verdict, SW_VERDICT_STAY);
     assert_int_equal(d.why, SW_WHY_BURST_NEVER);
     assert_int_equal(d.options[2].excluded, SW_EX_BURST_NEVER);
+}
+
+/* An origin with no pool in the snapshot (the hub leaves a lost cluster
+ * out): no home option, so it goes elsewhere; burst never: nowhere. */
+static void test_origin_without_pools(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    strcpy(l.pending[0].origin, "lost-home");
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    assert_true(d.n_options > 0);
+    for (size_t i = 0; i < d.n_options; i++)
+        assert_false(d.options[i].stay);
+    l.pending[0].burst = SW_BURST_NEVER;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_REJECT);
 }
 
 static void test_learned_runtime(void **state)
@@ -606,22 +752,26 @@ static void test_cost_aware_wait_is_bounded(void **state)
  * They were recorded with the delay valued at $16 a GPU-hour (every
  * policy's options carry the score), so that is the value they are checked
  * with, and without the bound on waiting added since; cost-aware's
- * defaults (the on-demand price, a day's bound) have a record of their own. */
+ * defaults (the on-demand price, a day's bound) have a record of their own.
+ * When an interruption's loss came to include the replacement's
+ * provisioning, exactly the four policies whose choices price spot
+ * options changed (cost-aware, spot-only, greedy, uniform-progress) and
+ * were recorded again; the others' records are the originals. */
 static void test_decisions_match_recorded(void **state)
 {
     (void)state;
     static const uint64_t recorded[SW_POLICY__COUNT] = {
-        0xe1114ac7fc76ed7full,
+        0x15c488f3e601b91aull, /* re-recorded: provisioning in the loss */
         0xdd1a058ac0050ffbull,
         0x5e3c09eb18618075ull,
         0x40af3e3d81da4932ull,
         0x08370108d2e5b413ull,
-        0x579b7e9d0617cf7aull,
-        0x89a4b476d0010167ull,
-        /* uniform-progress, recorded when it was added */
-        0x40a7512e32a5ab87ull,
+        0xee1aa6c51171c943ull, /* re-recorded */
+        0xbdd8dad19ff997acull, /* re-recorded */
+        /* uniform-progress, recorded when it was added; re-recorded */
+        0x9cd3f40a85d3de47ull,
     };
-    static const uint64_t recorded_derived = 0x2b84de0b99cd43c0ull;
+    static const uint64_t recorded_derived = 0x9fa5a6158ff6f352ull; /* re-recorded */
     uint64_t got[SW_POLICY__COUNT];
     struct sw_engine *e;
     assert_int_equal(sw_engine_new(&e), 0);
@@ -722,6 +872,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cost_aware_bursts_to_spot),
         cmocka_unit_test(test_production_never_on_spot),
+        cmocka_unit_test(test_origin_without_pools),
         cmocka_unit_test(test_policies),
         cmocka_unit_test(test_greedy_ignores_egress),
         cmocka_unit_test(test_quota_and_borrowing),
@@ -729,6 +880,8 @@ int main(void)
         cmocka_unit_test(test_priority_order),
         cmocka_unit_test(test_gpu_attributes),
         cmocka_unit_test(test_deadline_and_burst_never),
+        cmocka_unit_test(test_deadline_median_fallback),
+        cmocka_unit_test(test_capacity_wait_distribution),
         cmocka_unit_test(test_learned_runtime),
         cmocka_unit_test(test_bad_input_through_engine),
         cmocka_unit_test(test_warm_engine_does_not_allocate),

@@ -82,12 +82,6 @@ static void test_unknown_names(void **state)
     strcpy(l.queues[0].pool, "onprem-2");
     expect_error(&l.snap, SW_ENOENT, "local queue #0: field \"pool\": unknown pool \"onprem-2\"");
     strcpy(l.queues[0].pool, "onprem");
-    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 1, 60);
-    strcpy(l.pending[0].origin, "elsewhere");
-    l.snap.n_pending = 1;
-    expect_error(&l.snap, SW_ENOENT,
-                 "workload \"w\": field \"origin\": unknown cluster \"elsewhere\"");
-    l.snap.n_pending = 0;
     l.quotas[0] = (struct sw_quota){"ml", "no-such-pool", "", 1, 0, 0};
     l.snap.n_quotas = 1;
     expect_error(

@@ -194,6 +194,52 @@ static void test_spot_availability(void **state)
     assert_true(jobs[1].start == 10 + 180);
 }
 
+/* Cost-aware waits for spot over the outages' distribution. The hub first
+ * watches twelve outages of 100 s and four of 20,000 s end (availability
+ * ticks of 100 s), while Job 0 holds home for days. Job 1 (8 GPUs, 2 h, no
+ * deadline) arrives 10 s into a new outage: the mean residual wait is about
+ * 5,000 s, at which spot scores above on-demand ($27 + $32.80 x 1.4 h
+ * against $70); six of the eight quantile points are 90 s, so waiting up
+ * to them, then on-demand, is expected at about $40 (test_engine.c's
+ * test_capacity_wait_distribution has the same rule to the cent). It
+ * waits, the capacity returns at the next tick, and it runs on spot. */
+static void test_spot_wait_distribution(void **state)
+{
+    (void)state;
+    char avail[8192];
+    size_t n = 0;
+    n += (size_t)snprintf(avail + n, sizeof(avail) - n,
+                          "{\"metadata\":{\"gap_seconds\":100},\"data\":[");
+    int tick = 0;
+    for (int k = 0; k < 12; k++, tick += 2)
+        n += (size_t)snprintf(avail + n, sizeof(avail) - n, "1,0,");
+    for (int k = 0; k < 4; k++) {
+        n += (size_t)snprintf(avail + n, sizeof(avail) - n, "1,");
+        tick++;
+        for (int z = 0; z < 200; z++, tick++)
+            n += (size_t)snprintf(avail + n, sizeof(avail) - n, "0,");
+    }
+    n += (size_t)snprintf(avail + n, sizeof(avail) - n, "1,1,");
+    tick += 2;
+    int outage = tick; /* Job 1 arrives 10 s into this tick */
+    n += (size_t)snprintf(avail + n, sizeof(avail) - n, "0");
+    for (int k = 0; k < 300; k++)
+        n += (size_t)snprintf(avail + n, sizeof(avail) - n, ",1");
+    n += (size_t)snprintf(avail + n, sizeof(avail) - n, "]}");
+    assert_true(n < sizeof(avail) - 1);
+    char tr[256];
+    double arrive = outage * 100.0 + 10;
+    snprintf(tr, sizeof(tr), "submit,gpus,duration,team\n0,8,1000000,ml\n%.0f,8,7200,ml\n", arrive);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    run_full(tr, "cost-aware", "0.1", -1, avail, SW_RUNTIME_ORACLE, &r, jobs);
+    assert_int_equal(jobs[0].capacity, SW_CAP_OWNED);
+    assert_int_equal(jobs[1].capacity, SW_CAP_SPOT);
+    assert_float_equal(jobs[1].gpu_h[SW_CAP_ON_DEMAND], 0, 1e-9);
+    /* Capacity is back at the next tick; then provisioning. */
+    assert_float_equal(jobs[1].start, (outage + 1) * 100.0 + 180, 1e-6);
+}
+
 /* After the cap, a Job no longer goes to spot: spot-only falls back to
  * on-demand. At 360 interruptions an hour a spot run lasts seconds. */
 static void test_preemption_cap(void **state)
@@ -339,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_spot_preemptions_deterministic),
         cmocka_unit_test(test_learned_estimates),
         cmocka_unit_test(test_spot_availability),
+        cmocka_unit_test(test_spot_wait_distribution),
         cmocka_unit_test(test_preemption_cap),
         cmocka_unit_test(test_transfers_in_jct_and_egress),
         cmocka_unit_test(test_migration),
