@@ -3,14 +3,14 @@
 #   make demo    install what is missing, build, bring the lab up, show it
 #   make test    install what is missing, build, run every test suite
 #
-# Other targets: build, unit, asan, e2e, fuzz, bench, lab-up, lab-down,
-# lab-status, format, clean.
+# Other targets: build, unit, asan, e2e, chaos, fuzz, bench, lab-up,
+# lab-down, lab-status, format, clean.
 BUILD ?= build
 BUILD_ASAN ?= build-asan
 JOBS ?= 2
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build test unit asan e2e fuzz bench demo lab-up lab-down lab-status format clean
+.PHONY: all deps build test unit asan e2e chaos fuzz bench demo lab-up lab-down lab-status format clean
 
 all: build
 
@@ -46,6 +46,14 @@ bench: build
 e2e: build
 	@tests/testbed/testbed up >/dev/null
 	@eval "$$(tests/testbed/testbed env)" && ctest --test-dir $(BUILD) -L e2e --output-on-failure
+
+# The chaos suite, all of it (tests/e2e/hub/chaos.sh full; its fast cases
+# run in `make test`): faults injected into the lab while Jobs burst, the
+# invariants checked from outside, a table of faults, violations and RTO.
+chaos: build
+	@tests/testbed/testbed up >/dev/null
+	@eval "$$(tests/testbed/testbed env)" && SW_SOURCE_DIR=$(CURDIR) SW_BUILD_DIR=$(abspath $(BUILD)) \
+		bash tests/e2e/hub/chaos.sh full
 
 demo: deps
 	@scripts/demo.sh

@@ -17,10 +17,6 @@ hub_setup burst
 watcher_start
 saturate
 s3put() { "$S3TOOL" "$SW_LAB_S3_ENDPOINT_ONPREM" onprem put "$@" >/dev/null; }
-s3get() { # ENDPOINT REGION BUCKET KEY
-    curl -sf --aws-sigv4 "aws:amz:$2:s3" --user "$SW_LAB_S3_ACCESS_KEY:$SW_LAB_S3_SECRET_KEY" \
-        -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" "$1/$3/$4"
-}
 s3put datasets "$NS/in/part-0.bin" 1048576 1
 s3put datasets "$NS/in/part-1.bin" 65536 2
 

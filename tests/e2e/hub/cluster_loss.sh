@@ -25,10 +25,6 @@ members:
   probeIntervalSeconds: 1
   lostAfterSeconds: 6
 YAML
-s3get() { # ENDPOINT REGION BUCKET KEY
-    curl -sf --aws-sigv4 "aws:amz:$2:s3" --user "$SW_LAB_S3_ACCESS_KEY:$SW_LAB_S3_SECRET_KEY" \
-        -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" "$1/$3/$4"
-}
 s3put() { # ENDPOINT REGION KEY SIZE SEED
     "$S3TOOL" "$1" "$2" put checkpoints "$3" "$4" "$5" >/dev/null
 }

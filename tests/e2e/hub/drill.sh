@@ -35,9 +35,6 @@ s3head() { # ENDPOINT REGION BUCKET KEY
     curl -sf -o /dev/null --aws-sigv4 "aws:amz:$2:s3" --user "$SW_LAB_S3_ACCESS_KEY:$SW_LAB_S3_SECRET_KEY" \
         -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" "$1/$3/$4"
 }
-leader_of() { # PORT -> 1 when that hub holds the lease
-    curl -sf "http://127.0.0.1:$1/metrics" 2>/dev/null | awk '$1=="spillway_leader"{print $2}'
-}
 watcher_start --lossy cloud-spot
 saturate
 hub_start "$HUB_TMP/a.yaml"

@@ -13,9 +13,6 @@ hub_config "$HUB_TMP/a.yaml" 19464 $TTL
 hub_config "$HUB_TMP/b.yaml" 19465 $TTL
 watcher_start
 saturate
-leader_of() { # PORT -> 1 when that hub holds the lease
-    curl -sf "http://127.0.0.1:$1/metrics" 2>/dev/null | awk '$1=="spillway_leader"{print $2}'
-}
 hub_start "$HUB_TMP/a.yaml"
 A=$HUB_PID
 for _ in $(seq 1 40); do [ "$(leader_of 19464)" = 1 ] && break; sleep 0.25; done

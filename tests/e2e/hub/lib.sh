@@ -23,7 +23,71 @@ export SPILLWAY_REDIS_PASSWORD="$HUB_REDIS_PASSWORD"
 export SPILLWAY_SECRET_KEY_FILE="$HUB_TMP/secret.key"
 export SW_S3_ACCESS_KEY="$SW_LAB_S3_ACCESS_KEY" SW_S3_SECRET_KEY="$SW_LAB_S3_SECRET_KEY"
 
-rcli() { REDISCLI_AUTH="$HUB_REDIS_PASSWORD" redis-cli -h "${HUB_REDIS_HP%:*}" -p "${HUB_REDIS_HP##*:}" -n "$HUB_DB" "$@"; }
+# rcli ARGS...: the hub's database (on the Sentinels' master after
+# hub_use_sentinel).
+rcli() {
+    if [ -n "${HUB_SENTINEL:-}" ]; then
+        dcli "$(master_port)" "$@"
+    else
+        REDISCLI_AUTH="$HUB_REDIS_PASSWORD" redis-cli -h "${HUB_REDIS_HP%:*}" -p "${HUB_REDIS_HP##*:}" -n "$HUB_DB" "$@"
+    fi
+}
+
+# hub_use_sentinel: the hub, spillctl and rcli on the lab's Redis Sentinel
+# (testbed sentinel up: a primary, a replica, three Sentinels) instead of
+# the single Redis; call it before hub_setup. The data nodes' password and
+# the Sentinels' own come apart, from the environment.
+hub_use_sentinel() {
+    "$SW_SOURCE_DIR/tests/testbed/testbed" sentinel up >/dev/null
+    eval "$("$SW_SOURCE_DIR/tests/testbed/testbed" env)"
+    export SPILLWAY_REDIS_URL="redis+sentinel://$SW_LAB_SENTINELS/$SW_LAB_SENTINEL_MASTER/$HUB_DB"
+    export SPILLWAY_REDIS_PASSWORD="$SW_LAB_SENTINEL_DATA_PASSWORD"
+    export SPILLWAY_SENTINEL_PASSWORD="$SW_LAB_SENTINEL_PASSWORD"
+    HUB_REDIS_PASSWORD="$SW_LAB_SENTINEL_DATA_PASSWORD"
+    HUB_SENTINEL=1
+}
+scli() { # scli ARGS...: the first Sentinel
+    local s1=${SW_LAB_SENTINELS%%,*}
+    REDISCLI_AUTH="$SW_LAB_SENTINEL_PASSWORD" redis-cli -h "${s1%:*}" -p "${s1##*:}" "$@"
+}
+master_port() { scli SENTINEL get-master-addr-by-name "$SW_LAB_SENTINEL_MASTER" | sed -n 2p; }
+replica_port() {
+    local p m
+    m=$(master_port)
+    for p in $SW_LAB_SENTINEL_DATA_PORTS; do
+        if [ "$p" != "$m" ]; then echo "$p"; fi
+    done
+}
+dcli() { # dcli PORT ARGS...: a Sentinel data node, the hub's database
+    local p=$1
+    shift
+    REDISCLI_AUTH="$SW_LAB_SENTINEL_DATA_PASSWORD" redis-cli -h 127.0.0.1 -p "$p" -n "$HUB_DB" "$@"
+}
+
+# wait_sentinel_ready: the replica linked again, so that the next failover
+# has a replica to promote.
+wait_sentinel_ready() {
+    local i
+    for i in $(seq 1 150); do
+        scli SENTINEL replicas "$SW_LAB_SENTINEL_MASTER" |
+            awk 'p { print; exit } $0 == "master-link-status" { p = 1 }' | grep -qx ok &&
+            [ "$(dcli "$(replica_port)" ROLE | head -1)" = slave ] && return 0
+        sleep 0.2
+    done
+    hub_fail "the replica did not link to the new master within 30 s"
+}
+
+# s3get ENDPOINT REGION BUCKET KEY: an object, read apart from the hub
+# (curl's own SigV4), on stdout.
+s3get() {
+    curl -sf --aws-sigv4 "aws:amz:$2:s3" --user "$SW_LAB_S3_ACCESS_KEY:$SW_LAB_S3_SECRET_KEY" \
+        -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" "$1/$3/$4"
+}
+
+# Members and stores may be reached through other addresses (the chaos
+# suite's fault proxy): HUB_KUBECONFIG[CLUSTER] and HUB_STORE_ENDPOINT[REGION]
+# override the lab's, for hub_setup.
+declare -A HUB_KUBECONFIG=() HUB_STORE_ENDPOINT=()
 
 # drop_namespace CLUSTER NS: deletes a namespace whose Jobs may still hold
 # spillway's finalizer (the hub that would release them is gone).
@@ -39,6 +103,7 @@ HUB_EXTRA_NS=()
 hub_cleanup() {
     local p c n
     [ -n "$WATCH_PID" ] && kill "$WATCH_PID" 2>/dev/null
+    [ -n "${FAULT_PID:-}" ] && kill "$FAULT_PID" 2>/dev/null
     for p in "${HUB_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     for n in ${NS:-} "${HUB_EXTRA_NS[@]}"; do
         for c in onprem cloud-spot cloud-ondemand; do drop_namespace "$c" "$n"; done
@@ -46,18 +111,26 @@ hub_cleanup() {
     [ -n "${KEEP_HUB_TMP:-}" ] || rm -rf "$HUB_TMP"
 }
 
-# hub_setup PREFIX: a fresh database, the clusters, the stores, a config and
-# a namespace $NS on every cluster.
-hub_setup() {
-    trap hub_cleanup EXIT
-    # Every hub manages every burstable Job of the lab, so two hub tests at
-    # once (two clones, two worktrees) would dispatch each other's Jobs:
-    # one at a time, lab-wide.
+# hub_lock: every hub manages every burstable Job of the lab, so two hub
+# tests at once (two clones, two worktrees) would dispatch each other's
+# Jobs: one at a time, lab-wide. hub_setup takes it; a test that needs the
+# lab before (the chaos suite's fault proxy) takes it first.
+HUB_LOCKED=""
+hub_lock() {
+    [ -z "$HUB_LOCKED" ] || return 0
     exec 8>"$SW_LAB_DIR/hub-e2e.lock"
     if ! flock -n 8; then
         echo "waiting for another hub test to finish (lock $SW_LAB_DIR/hub-e2e.lock)" >&2
         flock -w 1800 8 || fail "another hub test held the lab for 30 minutes"
     fi
+    HUB_LOCKED=1
+}
+
+# hub_setup PREFIX: a fresh database, the clusters, the stores, a config and
+# a namespace $NS on every cluster.
+hub_setup() {
+    trap hub_cleanup EXIT
+    hub_lock
     NS="$1-$$-$RANDOM"
     (umask 077 && openssl rand -hex 32 >"$SPILLWAY_SECRET_KEY_FILE")
     rcli FLUSHDB >/dev/null
@@ -68,15 +141,15 @@ hub_setup() {
         kc "$c" wait --for=delete namespace/demo --timeout=60s >/dev/null 2>&1 || true
     done
     local kcd="$SW_LAB_KUBECONFIG_DIR"
-    "$SPILLCTL" cluster add onprem --kubeconfig "$kcd/onprem-cert.kubeconfig" --role onprem \
+    "$SPILLCTL" cluster add onprem --kubeconfig "${HUB_KUBECONFIG[onprem]:-$kcd/onprem-cert.kubeconfig}" --role onprem \
         --region onprem --pool name=a100,capacity=owned,product=NVIDIA-A100-SXM4-80GB,memory=81920,price=1.00 >/dev/null
-    "$SPILLCTL" cluster add cloud-spot --kubeconfig "$kcd/cloud-spot-cert.kubeconfig" --role cloud \
+    "$SPILLCTL" cluster add cloud-spot --kubeconfig "${HUB_KUBECONFIG[cloud-spot]:-$kcd/cloud-spot-cert.kubeconfig}" --role cloud \
         --region us-east-1 --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
-    "$SPILLCTL" cluster add cloud-ondemand --kubeconfig "$kcd/cloud-ondemand-cert.kubeconfig" --role cloud \
+    "$SPILLCTL" cluster add cloud-ondemand --kubeconfig "${HUB_KUBECONFIG[cloud-ondemand]:-$kcd/cloud-ondemand-cert.kubeconfig}" --role cloud \
         --region us-west-2 --pool name=od-h100,capacity=on-demand,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=6.98 >/dev/null
-    "$SPILLCTL" replicate store add onprem-s3 --endpoint "$SW_LAB_S3_ENDPOINT_ONPREM" --region onprem >/dev/null
-    "$SPILLCTL" replicate store add us-east-1-s3 --endpoint "$SW_LAB_S3_ENDPOINT_US_EAST_1" --region us-east-1 >/dev/null
-    "$SPILLCTL" replicate store add us-west-2-s3 --endpoint "$SW_LAB_S3_ENDPOINT_US_WEST_2" --region us-west-2 >/dev/null
+    "$SPILLCTL" replicate store add onprem-s3 --endpoint "${HUB_STORE_ENDPOINT[onprem]:-$SW_LAB_S3_ENDPOINT_ONPREM}" --region onprem >/dev/null
+    "$SPILLCTL" replicate store add us-east-1-s3 --endpoint "${HUB_STORE_ENDPOINT[us-east-1]:-$SW_LAB_S3_ENDPOINT_US_EAST_1}" --region us-east-1 >/dev/null
+    "$SPILLCTL" replicate store add us-west-2-s3 --endpoint "${HUB_STORE_ENDPOINT[us-west-2]:-$SW_LAB_S3_ENDPOINT_US_WEST_2}" --region us-west-2 >/dev/null
     for c in onprem cloud-spot cloud-ondemand; do kc "$c" create namespace "$NS" >/dev/null; done
     hub_config "$HUB_TMP/hub.yaml" 19464
 }
@@ -215,4 +288,64 @@ $managed
         image: registry.example/train:1
         resources: {limits: {nvidia.com/gpu: "$2"}}
 YAML
+}
+
+# ---- the fault proxy (faultproxy.py), for the chaos suite ---------------------
+
+FAULT_CTL=127.0.0.1:19480
+FAULT_PID=""
+# faultproxy_start: a TCP route in front of each member's API server (on
+# 127.0.0.21-23:6443; the hub's kubeconfig for it is the lab's token one,
+# pointed at the proxy: its tls-server-name keeps TLS verified) and an HTTP
+# route in front of each region's store (127.0.0.1:17170-17172). Sets
+# HUB_KUBECONFIG and HUB_STORE_ENDPOINT, so call it before hub_setup.
+# Routes are named after the cluster, or s3-REGION.
+faultproxy_start() {
+    local routes=() i=0 c up listen r ep var
+    for c in onprem cloud-spot cloud-ondemand; do
+        i=$((i + 1))
+        up=$(awk '$1=="server:"{print $2; exit}' "$SW_LAB_KUBECONFIG_DIR/$c-token.kubeconfig")
+        listen=127.0.0.$((20 + i)):6443
+        routes+=("$c=$listen=${up#https://}")
+        sed "s|server: $up|server: https://$listen|" "$SW_LAB_KUBECONFIG_DIR/$c-token.kubeconfig" \
+            >"$HUB_TMP/$c-proxy.kubeconfig"
+        chmod 600 "$HUB_TMP/$c-proxy.kubeconfig"
+        HUB_KUBECONFIG[$c]="$HUB_TMP/$c-proxy.kubeconfig"
+    done
+    i=0
+    for r in onprem us-east-1 us-west-2; do
+        var=SW_LAB_S3_ENDPOINT_$(echo "$r" | tr 'a-z-' 'A-Z_')
+        ep=${!var}
+        routes+=("s3-$r=127.0.0.1:$((17170 + i))=${ep#http://}=http")
+        HUB_STORE_ENDPOINT[$r]="http://127.0.0.1:$((17170 + i))"
+        i=$((i + 1))
+    done
+    python3 "$(dirname "${BASH_SOURCE[0]}")/faultproxy.py" "$FAULT_CTL" "${routes[@]}" \
+        >"$HUB_TMP/faultproxy.log" 2>&1 &
+    FAULT_PID=$!
+    for i in $(seq 1 50); do
+        grep -qs "faultproxy ready" "$HUB_TMP/faultproxy.log" && return 0
+        kill -0 "$FAULT_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    fail "the fault proxy did not start: $(cat "$HUB_TMP/faultproxy.log")"
+}
+
+# fault ROUTE KEY=VALUE...: switches a route's faults (faultproxy.py: latency
+# in ms, drop and err503 as fractions, partition=0|1, cut=1, for=SECONDS).
+fault() {
+    local q="route=$1" kv
+    shift
+    for kv in "$@"; do q="$q&$kv"; done
+    curl -sf "http://$FAULT_CTL/set?$q" >/dev/null || hub_fail "the fault proxy refused $q"
+}
+fault_clear() { curl -sf "http://$FAULT_CTL/clear" >/dev/null || hub_fail "the fault proxy did not answer"; }
+# fault_stat ROUTE COUNTER: one of the proxy's counters.
+fault_stat() {
+    curl -sf "http://$FAULT_CTL/stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1']['$2'])"
+}
+
+# leader_of PORT: 1 when the hub whose metrics listen there holds the lease.
+leader_of() {
+    curl -sf "http://127.0.0.1:$1/metrics" 2>/dev/null | awk '$1=="spillway_leader"{print $2}'
 }

@@ -15,33 +15,7 @@
 #      under, although the new master's epoch went back to 1.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
-"$TESTBED" sentinel up >/dev/null
-eval "$("$TESTBED" env)"
-
-# spillwayd and spillctl on the Sentinels; the data nodes' password and the
-# Sentinels' own, apart, from the environment.
-export SPILLWAY_REDIS_URL="redis+sentinel://$SW_LAB_SENTINELS/$SW_LAB_SENTINEL_MASTER/$HUB_DB"
-export SPILLWAY_REDIS_PASSWORD="$SW_LAB_SENTINEL_DATA_PASSWORD"
-export SPILLWAY_SENTINEL_PASSWORD="$SW_LAB_SENTINEL_PASSWORD"
-HUB_REDIS_PASSWORD="$SW_LAB_SENTINEL_DATA_PASSWORD"
-S1=${SW_LAB_SENTINELS%%,*}
-scli() { REDISCLI_AUTH="$SW_LAB_SENTINEL_PASSWORD" redis-cli -h "${S1%:*}" -p "${S1##*:}" "$@"; }
-master_port() { scli SENTINEL get-master-addr-by-name "$SW_LAB_SENTINEL_MASTER" | sed -n 2p; }
-replica_port() {
-    local p m
-    m=$(master_port)
-    for p in $SW_LAB_SENTINEL_DATA_PORTS; do
-        if [ "$p" != "$m" ]; then echo "$p"; fi
-    done
-}
-dcli() { # dcli PORT ARGS...: a data node, the hub's database
-    local p=$1
-    shift
-    REDISCLI_AUTH="$SW_LAB_SENTINEL_DATA_PASSWORD" redis-cli -h 127.0.0.1 -p "$p" -n "$HUB_DB" "$@"
-}
-# lib.sh's rcli, on whichever node is master now.
-rcli() { dcli "$(master_port)" "$@"; }
+hub_use_sentinel
 
 metric() { # PORT NAME
     curl -sf "http://127.0.0.1:$1/metrics" 2>/dev/null | awk -v n="$2" '$1==n{print $2}'
@@ -63,19 +37,6 @@ failover() {
         sleep 0.1
     done
     hub_fail "no failover from $before after 15 s"
-}
-
-# wait_sentinel_ready: the replica linked again, so that the next failover
-# has a replica to promote.
-wait_sentinel_ready() {
-    local i
-    for i in $(seq 1 150); do
-        scli SENTINEL replicas "$SW_LAB_SENTINEL_MASTER" |
-            awk 'p { print; exit } $0 == "master-link-status" { p = 1 }' | grep -qx ok &&
-            [ "$(dcli "$(replica_port)" ROLE | head -1)" = slave ] && return 0
-        sleep 0.2
-    done
-    hub_fail "the replica did not link to the new master within 30 s"
 }
 
 one_mirror() { # JOB: exactly one mirror of it across the clusters, attempt 1

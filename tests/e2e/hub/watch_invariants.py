@@ -8,15 +8,28 @@ promises, from the outside:
     terminal) in two clusters at once;
   - no burstable Job completes in more than one place (one Job object with
     succeeded pods per origin).
+  - a Job's outcome is committed once: once its origin says it succeeded
+    or failed (spillway.io/state), that state and the attempt it names
+    (spillway.io/mirror) never change.
 Every breach is printed as a line starting with VIOLATION; the last line
-is "samples N origins M completions K".
+is "samples N origins M completions K terminal T" (T: origins whose state
+is succeeded or failed).
 
 With --lossy CLUSTER (a cluster the test cuts off, whose Jobs the hub
 places again: at least once), pods on that cluster do not count toward the
 first rule: a mirror left running there while it was unreachable is the
 documented cost of requeue (docs/dr.md). The second rule still holds.
+With --lossy-file FILE the clusters named in FILE (one a line) are lossy
+while they are named there: the chaos suite names a cluster for the time
+it cuts it off, until the hub has deleted its stale mirrors. Under a
+partition the cut-off cluster still runs, so a stale mirror there may
+even complete: that is compute run twice, which requeue documents, and
+while the cluster is named in the file it does not count toward the
+second rule either; the third rule (one committed outcome) holds
+everywhere.
 
 usage: watch_invariants.py KUBECTL KUBECONFIG_DIR NAMESPACE [--lossy CLUSTER]
+       [--lossy-file FILE]
 """
 import json
 import signal
@@ -45,11 +58,15 @@ def sample(kubectl, kdir, ns, cluster):
 
 def main():
     kubectl, kdir, ns = sys.argv[1:4]
-    lossy = set()
+    always_lossy = set()
+    lossy_file = None
     rest = sys.argv[4:]
     while rest:
         if rest[0] == "--lossy" and len(rest) > 1:
-            lossy.add(rest[1])
+            always_lossy.add(rest[1])
+            rest = rest[2:]
+        elif rest[0] == "--lossy-file" and len(rest) > 1:
+            lossy_file = rest[1]
             rest = rest[2:]
         else:
             sys.exit(f"watch_invariants.py: unknown argument {rest[0]!r}")
@@ -57,7 +74,16 @@ def main():
     samples = 0
     completions = {}  # origin uid -> set of (cluster, job name)
     origins = set()
+    outcome = {}  # origin uid -> (state, mirror) once terminal
     while not stop:
+        cut = set()  # named in the lossy file now
+        if lossy_file:
+            try:
+                with open(lossy_file) as f:
+                    cut = {ln.strip() for ln in f if ln.strip()}
+            except OSError:
+                pass
+        lossy = always_lossy | cut
         active = {}  # origin uid -> set of clusters
         uid_of = {}  # (cluster, job name) -> origin uid, for origin Jobs
         seen = {}
@@ -74,6 +100,13 @@ def main():
                     if "spillway.io/burst" in ann and "spillway.io/origin-uid" not in labels:
                         uid_of[(c, md["name"])] = md["uid"]
                         origins.add(md["uid"])
+                        state = ann.get("spillway.io/state", "")
+                        if state in ("succeeded", "failed"):
+                            now = (state, ann.get("spillway.io/mirror", ""))
+                            before = outcome.setdefault(md["uid"], now)
+                            if before != now:
+                                print(f"VIOLATION job {md['uid']} ({c}/{ns}/{md['name']}) committed "
+                                      f"{before} then {now}", flush=True)
         for c, items in seen.items():
             nodes = {o["metadata"]["name"] for o in items if o["kind"] == "Node"}
             for o in items:
@@ -84,7 +117,7 @@ def main():
                 if o["kind"] == "Job":
                     origin = labels.get("spillway.io/origin-uid") or uid_of.get((c, md["name"]))
                     if origin and (o.get("status") or {}).get("succeeded", 0) > 0 and \
-                            "spillway.io/origin-uid" in labels:
+                            "spillway.io/origin-uid" in labels and c not in cut:
                         completions.setdefault(origin, set()).add((c, md["name"]))
                     continue
                 origin = labels.get("spillway.io/origin-uid")
@@ -109,7 +142,7 @@ def main():
         samples += 1
         time.sleep(0.3)
     n = sum(len(w) for w in completions.values())
-    print(f"samples {samples} origins {len(origins)} completions {n}", flush=True)
+    print(f"samples {samples} origins {len(origins)} completions {n} terminal {len(outcome)}", flush=True)
 
 
 if __name__ == "__main__":
