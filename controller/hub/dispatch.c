@@ -463,8 +463,13 @@ static void on_kept(struct sw_kube_result *res, void *ctx)
         cJSON_DeleteItemFromObjectCaseSensitive(sw_json_child(b, "metadata"), "managedFields");
         cJSON_Delete(j->kept);
         j->kept = b;
+    } else if (res->rc != 0) {
+        /* Not worth holding the Job up for: tried again in a minute. */
+        SW_LOG(SW_LOG_WARN, "cannot keep a copy of the origin", "job=%s err=%s",
+               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
+        j->kept_retry_ms = sw_hub_mono_ms() + 60000;
     }
-    sw_hub_step_done(h, j, res->rc == 0 ? 0 : res->rc);
+    sw_hub_step_done(h, j, 0);
 }
 
 bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j)
@@ -476,7 +481,8 @@ bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j)
         return false;
     }
     struct sw_member *om = sw_member_find(h, r->cluster);
-    if (j->kept != NULL || om == NULL || !sw_member_reachable(om))
+    if (j->kept != NULL || om == NULL || !sw_member_reachable(om) ||
+        sw_hub_mono_ms() < j->kept_retry_ms)
         return false;
     j->hub = h;
     j->busy = true;

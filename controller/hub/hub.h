@@ -74,6 +74,7 @@ struct sw_job {
      * kept while the Job is unfinished, so that it can still be placed when
      * its home is lost (loss.c): one per managed Job, not per cached Job. */
     cJSON *kept;
+    int64_t kept_retry_ms; /* after a failed GET of it: not before (monotonic) */
 };
 
 /** A member cluster, as the registry has it, with its live client and cache. */
