@@ -320,7 +320,14 @@ faultproxy_start() {
         HUB_STORE_ENDPOINT[$r]="http://127.0.0.1:$((17170 + i))"
         i=$((i + 1))
     done
-    python3 "$(dirname "${BASH_SOURCE[0]}")/faultproxy.py" "$FAULT_CTL" "${routes[@]}" \
+    faultproxy_run "${routes[@]}"
+}
+
+# faultproxy_run NAME=LISTEN=UPSTREAM[=http]...: starts the fault proxy with
+# these routes, its control on $FAULT_CTL; stopped by hub_cleanup.
+faultproxy_run() {
+    local i
+    python3 "$(dirname "${BASH_SOURCE[0]}")/faultproxy.py" "$FAULT_CTL" "$@" \
         >"$HUB_TMP/faultproxy.log" 2>&1 &
     FAULT_PID=$!
     for i in $(seq 1 50); do
