@@ -428,7 +428,8 @@ static int parse_doc(struct ctx *c, const char *want, struct sw_kube_target *t)
     if (root == NULL)
         return fail(c, SW_EPARSE, NULL, "the file is empty");
     if (root->type != YAML_MAPPING_NODE)
-        return fail(c, SW_EPARSE, NULL, "expected a mapping at the top, got %s", sw_yaml_kind(root));
+        return fail(c, SW_EPARSE, NULL, "expected a mapping at the top, got %s",
+                    sw_yaml_kind(root));
     if ((rc = check_map_keys(c)) != 0)
         return rc;
     char *kind = NULL;

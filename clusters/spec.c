@@ -238,7 +238,8 @@ static int check_keys(struct spec_doc *sd, yaml_node_t *m, const char *in, const
                                     sd->what, sw_yaml_line(k), sw_yaml_not_text(k));
             return sw_error_set(sd->err, SW_EPARSE,
                                 "%s: line %zu: a key of \"%.*s\": expected a field name, got %s",
-                                sd->what, sw_yaml_line(k), (int)strlen(in) - 1, in, sw_yaml_not_text(k));
+                                sd->what, sw_yaml_line(k), (int)strlen(in) - 1, in,
+                                sw_yaml_not_text(k));
         }
         const char *name = (const char *)k->data.scalar.value;
         size_t i = 0;
@@ -346,7 +347,8 @@ static int parse_root(struct spec_doc *sd, yaml_node_t *root, struct sw_cluster_
                 return sw_error_set(sd->err, SW_EPARSE,
                                     "%s: line %zu: field \"pools\": expected a list of pools, got "
                                     "%s",
-                                    sd->what, sw_yaml_line(k), sw_yaml_is_null(v) ? "null" : sw_yaml_kind(v));
+                                    sd->what, sw_yaml_line(k),
+                                    sw_yaml_is_null(v) ? "null" : sw_yaml_kind(v));
             size_t idx = 0;
             for (yaml_node_item_t *it = v->data.sequence.items.start;
                  it < v->data.sequence.items.top; it++, idx++) {

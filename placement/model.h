@@ -79,7 +79,7 @@ struct sw_input {
 struct sw_workload {
     char name[SW_NAME_MAX];
     char team[SW_NAME_MAX];
-    char label[SW_NAME_MAX];  /* optional; groups runs for runtime learning */
+    char label[SW_NAME_MAX]; /* optional; groups runs for runtime learning */
     /* The cluster it was submitted to. When no pool of the snapshot is in
      * it (the hub leaves out a lost cluster), the workload has no home
      * option: it can only go elsewhere, and never if burst is NEVER. */

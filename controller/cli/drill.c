@@ -436,7 +436,9 @@ static void keep(redisContext *c, cJSON *o)
         cJSON_free(js);
     }
     fprintf(stderr, "spillctl drill: the report is not kept in Redis (%s)\n",
-            err.msg[0] ? err.msg : c == NULL ? "no connection to the master" : "out of memory");
+            err.msg[0]  ? err.msg
+            : c == NULL ? "no connection to the master"
+                        : "out of memory");
 }
 
 static int emit(const struct sw_cli_globals *g, const cJSON *o, const char *file)
@@ -1321,9 +1323,15 @@ static void history_usage(FILE *f)
 }
 
 static const struct sw_cli_column history_columns[] = {
-    {"id", "id", 0},         {"started", "startedAt", 0}, {"scenario", "scenario", 0},
-    {"target", "target", 0}, {"result", "result", 0},     {"rto", "rto", 0},
-    {"objective", "objective", 0}, {"jobs", "jobs", 0},  {"verdict", "verdict", 1},
+    {"id", "id", 0},
+    {"started", "startedAt", 0},
+    {"scenario", "scenario", 0},
+    {"target", "target", 0},
+    {"result", "result", 0},
+    {"rto", "rto", 0},
+    {"objective", "objective", 0},
+    {"jobs", "jobs", 0},
+    {"verdict", "verdict", 1},
 };
 
 static int history(const struct sw_cli_globals *g, int argc, char **argv)
@@ -1398,8 +1406,10 @@ static int history(const struct sw_cli_globals *g, int argc, char **argv)
         const redisReply *e = rep->element[i];
         cJSON *o = e->type == REDIS_REPLY_STRING ? cJSON_ParseWithLength(e->str, e->len) : NULL;
         if (!cJSON_IsObject(o)) {
-            fprintf(stderr, "spillctl drill history: entry %zu of %s is not a drill report; "
-                            "skipped\n", i, SW_KEY_DRILLS);
+            fprintf(stderr,
+                    "spillctl drill history: entry %zu of %s is not a drill report; "
+                    "skipped\n",
+                    i, SW_KEY_DRILLS);
             cJSON_Delete(o);
             continue;
         }
@@ -1553,11 +1563,11 @@ int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
     bool cl = strcmp(scenario, "cluster-loss") == 0, hl = strcmp(scenario, "hub-loss") == 0;
     bool rl = strcmp(scenario, "region-loss") == 0, rf = strcmp(scenario, "redis-failover") == 0;
     if (!cl && !hl && !rl && !rf) {
-        fprintf(
-            stderr,
-            "spillctl drill: unknown scenario \"%s\" (expected cluster-loss, region-loss, hub-loss, "
-            "redis-failover or history)\n",
-            scenario);
+        fprintf(stderr,
+                "spillctl drill: unknown scenario \"%s\" (expected cluster-loss, region-loss, "
+                "hub-loss, "
+                "redis-failover or history)\n",
+                scenario);
         return SW_EXIT_USAGE;
     }
     if (rl && (o.region == NULL || o.region[0] == '\0')) {

@@ -439,9 +439,9 @@ static int walk(struct cfg_doc *cd, yaml_node_t *m, const char *in, const struct
                                     "%s:%zu: a key of the top-level mapping: expected a field "
                                     "name, got %s",
                                     cd->path, sw_yaml_line(k), sw_yaml_not_text(k));
-            return sw_error_set(cd->err, SW_EINVAL,
-                                "%s:%zu: a key of \"%.*s\": expected a field name, got %s",
-                                cd->path, sw_yaml_line(k), (int)strlen(in) - 1, in, sw_yaml_not_text(k));
+            return sw_error_set(
+                cd->err, SW_EINVAL, "%s:%zu: a key of \"%.*s\": expected a field name, got %s",
+                cd->path, sw_yaml_line(k), (int)strlen(in) - 1, in, sw_yaml_not_text(k));
         }
         size_t i = 0;
         while (i < nfields && !sw_yaml_key_eq(k, fields[i].key))
@@ -456,9 +456,9 @@ static int walk(struct cfg_doc *cd, yaml_node_t *m, const char *in, const struct
         for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
             yaml_node_t *prev = yaml_document_get_node(cd->doc, q->key);
             if (sw_yaml_key_eq(prev, fields[i].key))
-                return sw_error_set(cd->err, SW_EINVAL,
-                                    "%s:%zu: field \"%s%s\": given twice (first on line %zu)",
-                                    cd->path, sw_yaml_line(k), in, fields[i].key, sw_yaml_line(prev));
+                return sw_error_set(
+                    cd->err, SW_EINVAL, "%s:%zu: field \"%s%s\": given twice (first on line %zu)",
+                    cd->path, sw_yaml_line(k), in, fields[i].key, sw_yaml_line(prev));
         }
     }
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
@@ -475,9 +475,9 @@ static int walk(struct cfg_doc *cd, yaml_node_t *m, const char *in, const struct
         int rc;
         if (f->sub != NULL) {
             if (v == NULL || v->type != YAML_MAPPING_NODE)
-                return sw_error_set(cd->err, SW_EINVAL,
-                                    "%s:%zu: field \"%s\": expected a mapping, got %s", cd->path,
-                                    sw_yaml_line(k), name, sw_yaml_is_null(v) ? "null" : sw_yaml_kind(v));
+                return sw_error_set(
+                    cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected a mapping, got %s",
+                    cd->path, sw_yaml_line(k), name, sw_yaml_is_null(v) ? "null" : sw_yaml_kind(v));
             char sub_in[72];
             snprintf(sub_in, sizeof(sub_in), "%s.", name);
             rc = walk(cd, v, sub_in, f->sub, f->nsub);
@@ -505,7 +505,8 @@ static int parse_root(struct cfg_doc *cd, yaml_node_t *root)
                             "%s: expected a mapping at the top, got an empty file", cd->path);
     if (root->type != YAML_MAPPING_NODE)
         return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: expected a mapping at the top, got %s",
-                            cd->path, sw_yaml_line(root), sw_yaml_is_null(root) ? "null" : sw_yaml_kind(root));
+                            cd->path, sw_yaml_line(root),
+                            sw_yaml_is_null(root) ? "null" : sw_yaml_kind(root));
     int rc = walk(cd, root, "", top_fields, N(top_fields));
     if (rc != 0)
         return rc;

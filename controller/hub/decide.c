@@ -236,8 +236,7 @@ static bool wants_decision(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         return false;
     if (r->state != SW_JS_OBSERVED && r->state != SW_JS_BLOCKED)
         return false;
-    if (r->form == SW_FORM_DELEGATED || sw_follow_requeued(r, origin) ||
-        sw_loss_origin_fenced(r))
+    if (r->form == SW_FORM_DELEGATED || sw_follow_requeued(r, origin) || sw_loss_origin_fenced(r))
         return true;
     /* Annotation only: its pods wait for GPUs at home, none runs. */
     return sw_observe_starved(h, r, NULL);

@@ -48,7 +48,7 @@ struct refs_chain {
     size_t n, at;
     bool ns_done;
     bool check_only; /* the origin's cluster is lost: the target must have them already */
-    char *body; /* the copy being made of refs[at] */
+    char *body;      /* the copy being made of refs[at] */
 };
 
 static void rc_free(struct refs_chain *rc)
@@ -429,13 +429,12 @@ static void on_full_origin(struct sw_kube_result *res, void *ctx)
 /* The origin with its pod template for `step`, or NULL after starting a GET
  * for it (busy until it answers). With the origin's cluster lost: the copy
  * kept while it answered, or NULL (the step retried later). */
-static const cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_member *om,
-                                int step)
+static const cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_member *om, int step)
 {
     if (sw_member_lost(om)) {
         if (j->kept == NULL) {
-            SW_LOG(SW_LOG_WARN, "home lost before its Job was read whole; waiting for it",
-                   "job=%s", sw_log_q(j->rec.key));
+            SW_LOG(SW_LOG_WARN, "home lost before its Job was read whole; waiting for it", "job=%s",
+                   sw_log_q(j->rec.key));
             sw_hub_step_done(h, j, SW_EUNAVAIL);
         }
         return j->kept;
