@@ -144,6 +144,25 @@ static void refs_fail(struct refs_chain *rc, const char *why)
 
 static void ref_done(struct sw_kube_result *res, void *ctx);
 
+/* Whether the target's object of refs[at] (its metadata `md`) is spillway's
+ * copy from the origin's cluster; if not, the burst is refused, named. */
+static bool ours_or_refuse(struct refs_chain *rc, const cJSON *md)
+{
+    struct sw_job *j = rc->j;
+    const struct ref *r = &rc->refs[rc->at];
+    const char *from = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_LBL_ORIGIN_CL);
+    if (from != NULL && strcmp(from, j->rec.cluster) == 0)
+        return true;
+    char why[600];
+    snprintf(why, sizeof(why),
+             "%s %s/%s already exists in cluster %s and is not spillway's copy from cluster "
+             "%s; the mirror would use it instead of the origin's",
+             r->secret ? "Secret" : "ConfigMap", j->rec.ns, r->name, j->rec.target_cluster,
+             j->rec.cluster);
+    refs_fail(rc, why);
+    return false;
+}
+
 /* A copy of that name is there already: spillway's copy from the same
  * origin cluster is brought up to date; anything else is not ours to use. */
 static void on_ref_existing(struct sw_kube_result *res, void *ctx)
@@ -158,17 +177,8 @@ static void on_ref_existing(struct sw_kube_result *res, void *ctx)
         return;
     }
     const cJSON *md = sw_json_child(res->body, "metadata");
-    const char *from = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_LBL_ORIGIN_CL);
-    if (from == NULL || strcmp(from, j->rec.cluster) != 0) {
-        char why[600];
-        snprintf(why, sizeof(why),
-                 "%s %s/%s already exists in cluster %s and is not spillway's copy from cluster "
-                 "%s; the mirror would use it instead of the origin's",
-                 r->secret ? "Secret" : "ConfigMap", j->rec.ns, r->name, j->rec.target_cluster,
-                 j->rec.cluster);
-        refs_fail(rc, why);
+    if (!ours_or_refuse(rc, md))
         return;
-    }
     cJSON *o = rc->body ? cJSON_Parse(rc->body) : NULL;
     const char *rv = sw_json_str(md, "resourceVersion");
     if (o && rv)
@@ -282,12 +292,15 @@ static void on_ref_got(struct sw_kube_result *res, void *ctx)
     }
 }
 
-/* The origin's cluster is lost: the reference can only be used if the target has it. */
+/* The origin's cluster is lost: the reference can only be used if the
+ * target has spillway's copy of it from that cluster already. */
 static void on_ref_checked(struct sw_kube_result *res, void *ctx)
 {
     struct refs_chain *rc = ctx;
     struct ref *r = &rc->refs[rc->at];
     struct sw_job *j = rc->j;
+    if (res->rc == 0 && !ours_or_refuse(rc, sw_json_child(res->body, "metadata")))
+        return;
     if (res->rc == 0 || (res->status == 404 && r->optional)) {
         rc->at++;
         refs_next(rc);
@@ -497,6 +510,43 @@ static void drop_full(struct sw_job *j)
     j->full_for = 0;
 }
 
+cJSON *sw_dispatch_origin_patch(const cJSON *origin, const struct sw_job_rec *r, bool dispatching,
+                                bool suspend)
+{
+    const cJSON *omd = sw_json_child((cJSON *)origin, "metadata");
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
+    const char *rv = sw_json_str(omd, "resourceVersion");
+    if (dispatching && rv)
+        cJSON_AddStringToObject(md, "resourceVersion", rv);
+    cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");
+    const cJSON *f;
+    bool fin = false;
+    cJSON_ArrayForEach(f, sw_json_child((cJSON *)omd, "finalizers"))
+    {
+        if (cJSON_IsString(f)) {
+            fin = fin || strcmp(f->valuestring, SW_FINALIZER) == 0;
+            cJSON_AddItemToArray(fl, cJSON_CreateString(f->valuestring));
+        }
+    }
+    if (!fin)
+        cJSON_AddItemToArray(fl, cJSON_CreateString(SW_FINALIZER));
+    cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+    if (dispatching) {
+        cJSON_AddStringToObject(ann, SW_ANN_STATE, "dispatching");
+        cJSON_AddStringToObject(ann, SW_ANN_DECISION, r->summary);
+    }
+    if (r->target_cluster[0] && r->mirror[0]) {
+        char placed[256];
+        snprintf(placed, sizeof(placed), "%s/%s/%s", r->target_cluster, r->ns, r->mirror);
+        cJSON_AddStringToObject(ann, SW_ANN_PLACED, placed);
+        cJSON_AddStringToObject(ann, SW_ANN_MIRROR, r->mirror);
+    }
+    if (suspend)
+        cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "suspend", 1);
+    return patch;
+}
+
 static bool has_finalizer(const cJSON *origin)
 {
     const cJSON *f;
@@ -579,32 +629,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             sw_rec_step(h, j, NULL);
             return;
         }
-        cJSON *patch = cJSON_CreateObject();
-        cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
-        const char *rv = cJSON_GetStringValue(
-            sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "resourceVersion"));
-        if (rv)
-            cJSON_AddStringToObject(md, "resourceVersion", rv);
-        cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");
-        const cJSON *f;
-        cJSON_ArrayForEach(f,
-                           sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "finalizers"))
-        {
-            if (cJSON_IsString(f))
-                cJSON_AddItemToArray(fl, cJSON_CreateString(f->valuestring));
-        }
-        if (!fin)
-            cJSON_AddItemToArray(fl, cJSON_CreateString(SW_FINALIZER));
-        cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
         /* Where it is going is known now: one patch says it all. */
-        char placed[256];
-        snprintf(placed, sizeof(placed), "%s/%s/%s", r->target_cluster, r->ns, r->mirror);
-        cJSON_AddStringToObject(ann, SW_ANN_STATE, "dispatching");
-        cJSON_AddStringToObject(ann, SW_ANN_DECISION, r->summary);
-        cJSON_AddStringToObject(ann, SW_ANN_PLACED, placed);
-        cJSON_AddStringToObject(ann, SW_ANN_MIRROR, r->mirror);
-        if (need_suspend)
-            cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "suspend", 1);
+        cJSON *patch = sw_dispatch_origin_patch(origin, r, true, need_suspend);
         int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, patch, NULL,
                                      on_origin_patched, j);
         cJSON_Delete(patch);

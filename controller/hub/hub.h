@@ -352,6 +352,16 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j);
  * Job is finished. Returns true when it started a GET (the Job is busy).
  */
 bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j);
+/**
+ * The merge patch that hands an origin to spillway (new; the caller deletes
+ * it): its finalizers with spillway's added, where the Job went, and
+ * spec.suspend=true when `suspend`. `dispatching`: dispatch's own patch,
+ * conditional on the origin's resourceVersion, with the state and decision
+ * annotations; else the late one for an origin fenced when its lost cluster
+ * returns (loss.c).
+ */
+cJSON *sw_dispatch_origin_patch(const cJSON *origin, const struct sw_job_rec *r, bool dispatching,
+                                bool suspend);
 
 /* ---- follow.c ------------------------------------------------------------- */
 

@@ -144,30 +144,7 @@ static bool fence_origin(struct sw_hub *h, struct sw_job *j, struct sw_member *m
         forget_stale(h, j, r->cluster, r->name);
         return true;
     }
-    const cJSON *omd = sw_json_child((cJSON *)origin, "metadata");
-    cJSON *patch = cJSON_CreateObject();
-    cJSON *md = cJSON_AddObjectToObject(patch, "metadata");
-    cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");
-    const cJSON *f;
-    bool fin = false;
-    cJSON_ArrayForEach(f, sw_json_child((cJSON *)omd, "finalizers"))
-    {
-        if (cJSON_IsString(f)) {
-            fin = fin || strcmp(f->valuestring, SW_FINALIZER) == 0;
-            cJSON_AddItemToArray(fl, cJSON_CreateString(f->valuestring));
-        }
-    }
-    if (!fin)
-        cJSON_AddItemToArray(fl, cJSON_CreateString(SW_FINALIZER));
-    if (r->target_cluster[0] && r->mirror[0]) {
-        cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
-        char placed[256];
-        snprintf(placed, sizeof(placed), "%s/%s/%s", r->target_cluster, r->ns, r->mirror);
-        cJSON_AddStringToObject(ann, SW_ANN_PLACED, placed);
-        cJSON_AddStringToObject(ann, SW_ANN_MIRROR, r->mirror);
-    }
-    if (r->form == SW_FORM_ANNOTATION)
-        cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "suspend", 1);
+    cJSON *patch = sw_dispatch_origin_patch(origin, r, false, r->form == SW_FORM_ANNOTATION);
     int rc = sw_kube_merge_patch(m->client, SW_KIND_JOB, r->ns, r->name, patch, NULL,
                                  on_origin_fenced, j);
     cJSON_Delete(patch);

@@ -41,12 +41,7 @@ for j in "${jobs[@]}"; do
 done
 # Exactly one mirror per origin, attempt 1, across both cloud clusters.
 for j in "${jobs[@]}"; do
-    uid=$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.uid}')
-    n=0
-    for c in cloud-spot cloud-ondemand onprem; do
-        k=$(kc "$c" get jobs -n "$NS" -l "spillway.io/origin-uid=$uid" -o name | wc -l)
-        n=$((n + k))
-    done
+    n=$(mirrors_of "$j")
     [ "$n" = 1 ] || hub_fail "$j has $n mirrors"
     [ "$(record_field "onprem/$NS/$j" attempt)" = 1 ] || hub_fail "$j took $(record_field "onprem/$NS/$j" attempt) attempts"
 done

@@ -37,13 +37,10 @@ s3head() { # ENDPOINT REGION BUCKET KEY
 }
 watcher_start --lossy cloud-spot
 saturate
-hub_start "$HUB_TMP/a.yaml"
+hub_start_leading "$HUB_TMP/a.yaml" 19464
 A=$HUB_PID
-for _ in $(seq 1 60); do [ "$(leader_of 19464)" = 1 ] && break; sleep 0.25; done
-[ "$(leader_of 19464)" = 1 ] || hub_fail "hub a did not take the lease"
-hub_start "$HUB_TMP/b.yaml"
+hub_start_standby "$HUB_TMP/b.yaml" 19465
 B=$HUB_PID
-for _ in $(seq 1 40); do [ -n "$(leader_of 19465)" ] && break; sleep 0.25; done
 # The leader's view is in Redis once it has read the members.
 for _ in $(seq 1 60); do rcli EXISTS spillway:hub:members | grep -q 1 && break; sleep 0.25; done
 

@@ -13,14 +13,10 @@ hub_config "$HUB_TMP/a.yaml" 19464 $TTL
 hub_config "$HUB_TMP/b.yaml" 19465 $TTL
 watcher_start
 saturate
-hub_start "$HUB_TMP/a.yaml"
+hub_start_leading "$HUB_TMP/a.yaml" 19464
 A=$HUB_PID
-for _ in $(seq 1 40); do [ "$(leader_of 19464)" = 1 ] && break; sleep 0.25; done
-[ "$(leader_of 19464)" = 1 ] || hub_fail "hub a did not take the lease"
-hub_start "$HUB_TMP/b.yaml"
+hub_start_standby "$HUB_TMP/b.yaml" 19465
 B=$HUB_PID
-for _ in $(seq 1 40); do [ -n "$(leader_of 19465)" ] && break; sleep 0.25; done
-[ "$(leader_of 19465)" = 0 ] || hub_fail "hub b is leader while a holds the lease"
 curl -sf http://127.0.0.1:19465/healthz >/dev/null || hub_fail "the standby does not answer /healthz"
 pass "two hubs: a leads, b stands by and serves /healthz"
 
@@ -48,14 +44,7 @@ pass "leader SIGKILLed: the standby took over in $ms ms (lease TTL ${TTL} s)"
 "$SW_SOURCE_DIR/tests/testbed/testbed" restart-apiserver cloud-spot >/dev/null
 for j in "${jobs[@]}"; do wait_record "onprem/$NS/$j" state succeeded 150; done
 kill -0 "$B" 2>/dev/null || hub_fail "hub b exited after the Redis restart"
-for j in "${jobs[@]}"; do
-    uid=$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.uid}')
-    n=0
-    for c in cloud-spot cloud-ondemand onprem; do
-        n=$((n + $(kc "$c" get jobs -n "$NS" -l "spillway.io/origin-uid=$uid" -o name | wc -l)))
-    done
-    [ "$n" = 1 ] || hub_fail "$j has $n mirrors"
-done
+one_mirror_each "${jobs[@]}"
 epoch=$(rcli GET spillway:hub:epoch)
 [ "$epoch" = 2 ] || hub_fail "epoch is $epoch after one takeover"
 pass "Redis and cloud-spot's API server restarted mid-flight: ${#jobs[@]} Jobs succeeded once each, epoch $epoch"

@@ -352,6 +352,39 @@ fault_stat() {
     curl -sf "http://$FAULT_CTL/stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1']['$2'])"
 }
 
+# mirrors_of NAME: how many mirrors the origin Job NAME has, in every cluster.
+mirrors_of() {
+    local uid c n=0
+    uid=$(kc onprem get job "$1" -n "$NS" -o jsonpath='{.metadata.uid}')
+    for c in cloud-spot cloud-ondemand onprem; do
+        n=$((n + $(kc "$c" get jobs -n "$NS" -l "spillway.io/origin-uid=$uid" -o name | wc -l)))
+    done
+    echo "$n"
+}
+
+# one_mirror_each NAME...: fails the test unless each origin has one mirror.
+one_mirror_each() {
+    local j n
+    for j in "$@"; do
+        n=$(mirrors_of "$j")
+        [ "$n" = 1 ] || hub_fail "$j has $n mirrors"
+    done
+}
+
+# hub_start_leading CONFIG PORT: starts a hub and waits until it holds the
+# lease; hub_start_standby CONFIG PORT: starts one and waits until it
+# answers, not leading. Their pid is $HUB_PID.
+hub_start_leading() {
+    hub_start "$1"
+    for _ in $(seq 1 60); do [ "$(leader_of "$2")" = 1 ] && return 0; sleep 0.25; done
+    hub_fail "the hub on :$2 did not take the lease"
+}
+hub_start_standby() {
+    hub_start "$1"
+    for _ in $(seq 1 40); do [ -n "$(leader_of "$2")" ] && break; sleep 0.25; done
+    [ "$(leader_of "$2")" = 0 ] || hub_fail "the hub on :$2 is not a standby (leader: \"$(leader_of "$2")\")"
+}
+
 # leader_of PORT: 1 when the hub whose metrics listen there holds the lease.
 leader_of() {
     curl -sf "http://127.0.0.1:$1/metrics" 2>/dev/null | awk '$1=="spillway_leader"{print $2}'
