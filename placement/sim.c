@@ -20,7 +20,8 @@ struct job {
     struct sw_estimate est; /* what the hub believes of the whole runtime */
     bool estimated;
     double input_gb, output_gb;
-    double out_s; /* moving the outputs back after the run */
+    double out_s;      /* moving the outputs back after the run */
+    double out_egress; /* and their egress, paid once, when the run ends */
     unsigned preemptions;
     bool no_spot; /* reached the preemption cap: spot is no longer offered */
     double pending_since;
@@ -326,10 +327,12 @@ static void release(struct sim *s, size_t j)
 }
 
 /* Seconds to copy `gb` of outputs from pool `pool`'s region to the
- * output region, over the cheapest link (as the engine prices it). */
-static double output_seconds(const struct sim *s, int pool, double gb)
+ * output region, over the cheapest link (as the engine prices it), and
+ * that link's egress in *cost. */
+static double output_seconds(const struct sim *s, int pool, double gb, double *cost)
 {
     const char *from = s->c->pools[pool].region, *to = s->c->defaults.output_region;
+    *cost = 0;
     if (gb <= 0 || to[0] == '\0' || strcmp(from, to) == 0)
         return 0;
     double best = INFINITY, secs = 0;
@@ -340,6 +343,8 @@ static double output_seconds(const struct sim *s, int pool, double gb)
             secs = gb * 8.0 / l->bandwidth_gbps;
         }
     }
+    if (isfinite(best))
+        *cost = best * gb;
     return secs;
 }
 
@@ -479,11 +484,17 @@ static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double
     } else {
         s->r->bursts++;
     }
-    s->r->cost_egress += o->cost.egress_cost;
-    jb->egress += o->cost.egress_cost;
-    jb->out_s = output_seconds(s, d->pool, jb->output_gb);
+    /* The option's egress is its inputs' and its outputs'. The inputs move
+     * now; the outputs leave once, when the run ends (a preempted or moved
+     * run writes none), from the pool it ends on. */
+    jb->out_s = output_seconds(s, d->pool, jb->output_gb, &jb->out_egress);
+    double in_egress = o->cost.egress_cost - jb->out_egress;
+    if (in_egress < 0)
+        in_egress = 0;
+    s->r->cost_egress += in_egress;
+    jb->egress += in_egress;
     if (jb->budget >= 0)
-        s->budgets[jb->budget].spent += o->cost.egress_cost;
+        s->budgets[jb->budget].spent += in_egress;
     jb->bill_start = t + o->transfer_s;
     jb->compute_start = jb->bill_start + o->provision_s + restart;
     s->r->lost_gpu_h += gpus * restart / 3600.0;
@@ -925,6 +936,10 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
             if (e.type == EV_FINISH) {
                 jb->state = J_DONE;
                 jb->end = e.t + jb->out_s;
+                out->cost_egress += jb->out_egress;
+                jb->egress += jb->out_egress;
+                if (jb->budget >= 0)
+                    s.budgets[jb->budget].spent += jb->out_egress;
                 struct sw_job_features f;
                 features(&tr->jobs[e.job], &f);
                 if ((rc = sw_estimator_observe(s.est, &f, tr->jobs[e.job].expected_runtime,

@@ -303,6 +303,47 @@ static void test_transfers_in_jct_and_egress(void **state)
     sw_clusters_free(&c);
 }
 
+/* Outputs leave once, when the run ends: a Job preempted twice on spot,
+ * then run to its end on on-demand, pays the outputs' egress once ($1.125
+ * for 12.5 GB at $0.09/GB), not at each of its three dispatches. */
+static void test_output_egress_once(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"pools\":["
+        "{\"name\":\"onprem\",\"region\":\"onprem\",\"capacity\":\"owned\",\"gpus\":8,"
+        "\"price_per_gpu_hour\":1.0},"
+        "{\"name\":\"spot\",\"region\":\"us-east-1\",\"capacity\":\"spot\",\"gpus\":64,"
+        "\"provision_seconds\":180,\"price_per_gpu_hour\":1.5625,\"interruptions_per_hour\":360},"
+        "{\"name\":\"od\",\"region\":\"us-west-2\",\"capacity\":\"on-demand\","
+        "\"gpus\":32,\"provision_seconds\":180,\"price_per_gpu_hour\":4.10}],"
+        "\"links\":[{\"from\":\"onprem\",\"to\":\"us-west-2\",\"price_per_gb\":0,"
+        "\"bandwidth_gbps\":10},{\"from\":\"onprem\",\"to\":\"us-east-1\",\"price_per_gb\":0,"
+        "\"bandwidth_gbps\":10},{\"from\":\"us-west-2\",\"to\":\"onprem\","
+        "\"price_per_gb\":0.09,\"bandwidth_gbps\":10},{\"from\":\"us-east-1\",\"to\":\"onprem\","
+        "\"price_per_gb\":0.09,\"bandwidth_gbps\":10}],"
+        "\"job_defaults\":{\"max_preemptions\":2,\"input_gb\":125,\"input_region\":\"onprem\","
+        "\"output_gb\":12.5}}";
+    static const char tr[] = "submit,gpus,duration,team\n0,8,3600,ml\n10,8,3600,ml\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(json, strlen(json), "c", &c, &err), 0);
+    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
+    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    assert_int_equal(sw_policy_parse("spot-only", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(jobs[1].preemptions, 2);
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_true(jobs[1].done);
+    assert_cents(jobs[1].egress_cost, 113);
+    assert_cents(r.cost_egress, 113);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
 /* With migration, a Job that went to on-demand while spot was out moves
  * to spot at its first checkpoint after spot returns, losing no work (only
  * the restart); without, it stays on on-demand. */
@@ -388,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_spot_wait_distribution),
         cmocka_unit_test(test_preemption_cap),
         cmocka_unit_test(test_transfers_in_jct_and_egress),
+        cmocka_unit_test(test_output_egress_once),
         cmocka_unit_test(test_migration),
         cmocka_unit_test(test_migration_home),
     };
