@@ -678,10 +678,12 @@ static int reconsider(struct sim *s, size_t j, double t, bool *moved, struct sw_
                    s->used[d.pool] + s->tr->jobs[j].gpus <= s->c->pools[d.pool].total_gpus;
     if (!to_spot && !to_home)
         return 0;
-    /* What the rest costs where it is, by the same belief. */
+    /* What the rest costs where it is, by the same belief, with the
+     * outputs' egress from there: the move's figure counts its own. */
     const struct sw_trace_job *tj = &s->tr->jobs[j];
     double saved = tj->duration - jb->remaining + done;
-    double stay = tj->gpus * jb->price * sw_estimate_remaining(&jb->est, saved) / 3600.0;
+    double stay =
+        tj->gpus * jb->price * sw_estimate_remaining(&jb->est, saved) / 3600.0 + jb->out_egress;
     double move = s->p->policy.kind == SW_POLICY_COST_AWARE ? d.chosen.score : d.chosen.cost.total;
     if (!(move < stay))
         return 0;
