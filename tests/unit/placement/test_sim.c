@@ -385,6 +385,46 @@ static void test_migration(void **state)
     sw_clusters_free(&c);
 }
 
+/* A Job on on-demand that cost-aware would rather queue at home keeps its
+ * place there: when the home GPUs free between its checkpoints, it is
+ * decided again at once, ahead of a Job queued after it, and moves,
+ * losing the work since its last checkpoint. A (38,000 s) holds home; B
+ * (production, 40,000 s, submitted at 10 s) goes to on-demand, where the
+ * wait for home costs more than on-demand; C (production, 100,000 s)
+ * queues at home. Near A's end home is worth waiting for: B keeps its
+ * place, and when A ends it moves home, not C, 10 s after its checkpoint
+ * at 190 + 21 x 1800 = 37,990 s. */
+static void test_migration_home_queue(void **state)
+{
+    (void)state;
+    static const char tr[] = "submit,gpus,duration,team,name,priority\n"
+                             "0,8,38000,ml,a,production\n"
+                             "10,8,40000,ml,b,production\n"
+                             "20,8,100000,ml,c,production\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(clusters_json, strlen(clusters_json), "c", &c, &err), 0);
+    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
+    struct sw_sim_params p = {
+        .clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE, .migrate = true};
+    assert_int_equal(sw_policy_parse("cost-aware", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[3];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(r.migrations, 1);
+    assert_string_equal(jobs[1].pool, "onprem");
+    /* On-demand from dispatch to A's end; lost: 10 s and the restart. */
+    assert_float_equal(jobs[1].gpu_h[SW_CAP_ON_DEMAND], 8 * (38000 - 10) / 3600.0, 1e-9);
+    assert_float_equal(jobs[1].lost_gpu_h, 8 * (10 + 300) / 3600.0, 1e-9);
+    assert_float_equal(jobs[1].end, 38000 + 300 + (40000 - 37800), 1e-6);
+    /* C starts when B ends. */
+    assert_string_equal(jobs[2].pool, "onprem");
+    assert_float_equal(jobs[2].start, 40500, 1e-6);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
 /* With migration, a Job sent to on-demand because the home GPUs were busy
  * moves home at its first checkpoint after they are free (billed $1, not
  * $4.10, per GPU-hour for the rest); without, it stays on on-demand. */
@@ -430,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_preemption_cap),
         cmocka_unit_test(test_transfers_in_jct_and_egress),
         cmocka_unit_test(test_output_egress_once),
+        cmocka_unit_test(test_migration_home_queue),
         cmocka_unit_test(test_migration),
         cmocka_unit_test(test_migration_home),
     };
