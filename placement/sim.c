@@ -661,7 +661,7 @@ static int reconsider(struct sim *s, size_t j, double t, bool at_checkpoint, boo
     double done = t - jb->compute_start;
     /* Between checkpoints (a home GPU freed for a Job that keeps its place
      * in the home queue), the work since the last one is lost. */
-    double kept = at_checkpoint ? done : (ck > 0 ? floor(done / ck) * ck : 0);
+    double kept = at_checkpoint ? done : (ck > 0 && done > 0 ? floor(done / ck) * ck : 0);
     if (at_checkpoint && t + ck < jb->end) {
         int rc = ev_push(s, t + ck, j, jb->epoch, EV_CHECKPOINT);
         if (rc != 0)
