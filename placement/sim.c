@@ -20,13 +20,18 @@ struct job {
     struct sw_estimate est; /* what the hub believes of the whole runtime */
     bool estimated;
     double input_gb, output_gb;
-    double out_s; /* moving the outputs back after the run */
+    double out_s;      /* moving the outputs back after the run */
+    double out_egress; /* and their egress, paid once, when the run ends */
     unsigned preemptions;
     bool no_spot; /* reached the preemption cap: spot is no longer offered */
     double pending_since;
     double spot_h; /* hours computed on spot, for the cap */
     double gpu_h[3], cost[3], egress, lost_gpu_h;
     bool restarted;
+    /* On on-demand, and at its last checkpoint the policy would rather
+     * have queued it at home than keep it there: it keeps that place in
+     * the home queue (see reconsider). */
+    bool home_wanted;
     int pool;
     double price;
     enum sw_capacity cap;
@@ -91,6 +96,7 @@ struct sim {
     int n_wait_points;
     double *residuals;
     size_t cap_residuals;
+    size_t n_home_wanted; /* running Jobs with home_wanted */
 };
 
 static uint64_t splitmix(uint64_t *x)
@@ -326,10 +332,12 @@ static void release(struct sim *s, size_t j)
 }
 
 /* Seconds to copy `gb` of outputs from pool `pool`'s region to the
- * output region, over the cheapest link (as the engine prices it). */
-static double output_seconds(const struct sim *s, int pool, double gb)
+ * output region, over the cheapest link (as the engine prices it), and
+ * that link's egress in *cost. */
+static double output_seconds(const struct sim *s, int pool, double gb, double *cost)
 {
     const char *from = s->c->pools[pool].region, *to = s->c->defaults.output_region;
+    *cost = 0;
     if (gb <= 0 || to[0] == '\0' || strcmp(from, to) == 0)
         return 0;
     double best = INFINITY, secs = 0;
@@ -340,6 +348,8 @@ static double output_seconds(const struct sim *s, int pool, double gb)
             secs = gb * 8.0 / l->bandwidth_gbps;
         }
     }
+    if (isfinite(best))
+        *cost = best * gb;
     return secs;
 }
 
@@ -479,11 +489,17 @@ static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double
     } else {
         s->r->bursts++;
     }
-    s->r->cost_egress += o->cost.egress_cost;
-    jb->egress += o->cost.egress_cost;
-    jb->out_s = output_seconds(s, d->pool, jb->output_gb);
+    /* The option's egress is its inputs' and its outputs'. The inputs move
+     * now; the outputs leave once, when the run ends (a preempted or moved
+     * run writes none), from the pool it ends on. */
+    jb->out_s = output_seconds(s, d->pool, jb->output_gb, &jb->out_egress);
+    double in_egress = o->cost.egress_cost - jb->out_egress;
+    if (in_egress < 0)
+        in_egress = 0;
+    s->r->cost_egress += in_egress;
+    jb->egress += in_egress;
     if (jb->budget >= 0)
-        s->budgets[jb->budget].spent += o->cost.egress_cost;
+        s->budgets[jb->budget].spent += in_egress;
     jb->bill_start = t + o->transfer_s;
     jb->compute_start = jb->bill_start + o->provision_s + restart;
     s->r->lost_gpu_h += gpus * restart / 3600.0;
@@ -624,15 +640,29 @@ static int build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
  * GPUs idle now that no Job queued before it is given), and the policy's
  * figure for it (cost-aware: its score; others: its expected cost) is
  * below what the rest of the run costs where it is, the Job stops at the
- * checkpoint (losing no work) and is decided again with the queue. Sets
- * *moved. */
-static int reconsider(struct sim *s, size_t j, double t, bool *moved, struct sw_error *err)
+ * checkpoint (losing no work) and is decided again with the queue. When
+ * the policy would rather queue it at home than keep it where it is, but
+ * home is busy, it keeps that place in the home queue: the main loop calls
+ * this again (at_checkpoint false) as soon as home GPUs free, and then a
+ * move loses the work since the last checkpoint. Sets *moved. */
+static void set_home_wanted(struct sim *s, struct job *jb, bool wanted)
+{
+    if (jb->home_wanted != wanted)
+        s->n_home_wanted += wanted ? 1 : (size_t)-1;
+    jb->home_wanted = wanted;
+}
+
+static int reconsider(struct sim *s, size_t j, double t, bool at_checkpoint, bool *moved,
+                      struct sw_error *err)
 {
     struct job *jb = &s->jobs[j];
     *moved = false;
     double ck = s->c->defaults.checkpoint_s;
     double done = t - jb->compute_start;
-    if (t + ck < jb->end) {
+    /* Between checkpoints (a home GPU freed for a Job that keeps its place
+     * in the home queue), the work since the last one is lost. */
+    double kept = at_checkpoint ? done : (ck > 0 && done > 0 ? floor(done / ck) * ck : 0);
+    if (at_checkpoint && t + ck < jb->end) {
         int rc = ev_push(s, t + ck, j, jb->epoch, EV_CHECKPOINT);
         if (rc != 0)
             return rc;
@@ -643,7 +673,7 @@ static int reconsider(struct sim *s, size_t j, double t, bool *moved, struct sw_
     /* The Job as the hub would queue it again: from this checkpoint. */
     double remaining = jb->remaining;
     bool restarted = jb->restarted;
-    jb->remaining -= done;
+    jb->remaining -= kept;
     jb->restarted = true;
     struct sw_workload w;
     fill_workload(s, j, &w);
@@ -665,18 +695,29 @@ static int reconsider(struct sim *s, size_t j, double t, bool *moved, struct sw_
                    d.chosen.wait_s <= 0;
     bool to_home = d.verdict == SW_VERDICT_STAY && d.chosen.wait_s <= 0 &&
                    s->used[d.pool] + s->tr->jobs[j].gpus <= s->c->pools[d.pool].total_gpus;
-    if (!to_spot && !to_home)
-        return 0;
-    /* What the rest costs where it is, by the same belief. */
+    /* What the rest costs where it is, by the same belief, with the
+     * outputs' egress from there: the move's figure counts its own. */
     const struct sw_trace_job *tj = &s->tr->jobs[j];
     double saved = tj->duration - jb->remaining + done;
-    double stay = tj->gpus * jb->price * sw_estimate_remaining(&jb->est, saved) / 3600.0;
+    double stay =
+        tj->gpus * jb->price * sw_estimate_remaining(&jb->est, saved) / 3600.0 + jb->out_egress;
     double move = s->p->policy.kind == SW_POLICY_COST_AWARE ? d.chosen.score : d.chosen.cost.total;
-    if (!(move < stay))
+    /* The policy would rather queue it at home than keep it here, but home
+     * is busy: it keeps its place in the home queue, and is decided again
+     * as soon as a home GPU frees, before the Jobs queued after it take
+     * it (the main loop). At a checkpoint the place is decided anew. */
+    if (at_checkpoint)
+        set_home_wanted(s, jb, d.verdict == SW_VERDICT_STAY && d.chosen.wait_s > 0 && move < stay);
+    if ((!to_spot && !to_home) || !(move < stay))
         return 0;
+    set_home_wanted(s, jb, false);
     bill(s, j, t);
     release(s, j);
-    jb->remaining -= done;
+    if (done > kept) {
+        s->r->lost_gpu_h += tj->gpus * (done - kept) / 3600.0;
+        jb->lost_gpu_h += tj->gpus * (done - kept) / 3600.0;
+    }
+    jb->remaining -= kept;
     jb->restarted = true;
     jb->epoch++;
     s->r->migrations++;
@@ -912,7 +953,7 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
                 continue;
             if (e.type == EV_CHECKPOINT) {
                 bool moved;
-                if ((rc = reconsider(&s, e.job, e.t, &moved, err)) != 0)
+                if ((rc = reconsider(&s, e.job, e.t, true, &moved, err)) != 0)
                     goto out;
                 continue;
             }
@@ -923,13 +964,27 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
                 s.spot_preempts[jb->pool] += e.type == EV_PREEMPT;
             }
             if (e.type == EV_FINISH) {
+                set_home_wanted(&s, jb, false);
                 jb->state = J_DONE;
                 jb->end = e.t + jb->out_s;
+                out->cost_egress += jb->out_egress;
+                jb->egress += jb->out_egress;
+                if (jb->budget >= 0)
+                    s.budgets[jb->budget].spent += jb->out_egress;
                 struct sw_job_features f;
                 features(&tr->jobs[e.job], &f);
                 if ((rc = sw_estimator_observe(s.est, &f, tr->jobs[e.job].expected_runtime,
                                                tr->jobs[e.job].duration)) != 0)
                     goto nomem;
+                /* Home GPUs freed: Jobs on on-demand keeping a place in
+                 * the home queue are decided again now. */
+                if (is_local(&s, jb->pool) && s.n_home_wanted > 0)
+                    for (size_t k = 0; k < n; k++)
+                        if (s.jobs[k].home_wanted && s.jobs[k].state == J_RUNNING) {
+                            bool moved;
+                            if ((rc = reconsider(&s, k, e.t, false, &moved, err)) != 0)
+                                goto out;
+                        }
                 continue;
             }
             /* Preempted: keep the work up to the last checkpoint. */

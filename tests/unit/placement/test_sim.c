@@ -303,6 +303,47 @@ static void test_transfers_in_jct_and_egress(void **state)
     sw_clusters_free(&c);
 }
 
+/* Outputs leave once, when the run ends: a Job preempted twice on spot,
+ * then run to its end on on-demand, pays the outputs' egress once ($1.125
+ * for 12.5 GB at $0.09/GB), not at each of its three dispatches. */
+static void test_output_egress_once(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"pools\":["
+        "{\"name\":\"onprem\",\"region\":\"onprem\",\"capacity\":\"owned\",\"gpus\":8,"
+        "\"price_per_gpu_hour\":1.0},"
+        "{\"name\":\"spot\",\"region\":\"us-east-1\",\"capacity\":\"spot\",\"gpus\":64,"
+        "\"provision_seconds\":180,\"price_per_gpu_hour\":1.5625,\"interruptions_per_hour\":360},"
+        "{\"name\":\"od\",\"region\":\"us-west-2\",\"capacity\":\"on-demand\","
+        "\"gpus\":32,\"provision_seconds\":180,\"price_per_gpu_hour\":4.10}],"
+        "\"links\":[{\"from\":\"onprem\",\"to\":\"us-west-2\",\"price_per_gb\":0,"
+        "\"bandwidth_gbps\":10},{\"from\":\"onprem\",\"to\":\"us-east-1\",\"price_per_gb\":0,"
+        "\"bandwidth_gbps\":10},{\"from\":\"us-west-2\",\"to\":\"onprem\","
+        "\"price_per_gb\":0.09,\"bandwidth_gbps\":10},{\"from\":\"us-east-1\",\"to\":\"onprem\","
+        "\"price_per_gb\":0.09,\"bandwidth_gbps\":10}],"
+        "\"job_defaults\":{\"max_preemptions\":2,\"input_gb\":125,\"input_region\":\"onprem\","
+        "\"output_gb\":12.5}}";
+    static const char tr[] = "submit,gpus,duration,team\n0,8,3600,ml\n10,8,3600,ml\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(json, strlen(json), "c", &c, &err), 0);
+    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
+    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    assert_int_equal(sw_policy_parse("spot-only", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(jobs[1].preemptions, 2);
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_true(jobs[1].done);
+    assert_cents(jobs[1].egress_cost, 113);
+    assert_cents(r.cost_egress, 113);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
 /* With migration, a Job that went to on-demand while spot was out moves
  * to spot at its first checkpoint after spot returns, losing no work (only
  * the restart); without, it stays on on-demand. */
@@ -340,6 +381,46 @@ static void test_migration(void **state)
     assert_float_equal(jobs[1].lost_gpu_h, 8 * 300 / 3600.0, 1e-9);
     assert_float_equal(jobs[1].end, 10 + 180 + 1800 + 180 + 300 + (36000 - 1800), 1e-6);
     sw_spot_trace_free(&a);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
+/* A Job on on-demand that cost-aware would rather queue at home keeps its
+ * place there: when the home GPUs free between its checkpoints, it is
+ * decided again at once, ahead of a Job queued after it, and moves,
+ * losing the work since its last checkpoint. A (38,000 s) holds home; B
+ * (production, 40,000 s, submitted at 10 s) goes to on-demand, where the
+ * wait for home costs more than on-demand; C (production, 100,000 s)
+ * queues at home. Near A's end home is worth waiting for: B keeps its
+ * place, and when A ends it moves home, not C, 10 s after its checkpoint
+ * at 190 + 21 x 1800 = 37,990 s. */
+static void test_migration_home_queue(void **state)
+{
+    (void)state;
+    static const char tr[] = "submit,gpus,duration,team,name,priority\n"
+                             "0,8,38000,ml,a,production\n"
+                             "10,8,40000,ml,b,production\n"
+                             "20,8,100000,ml,c,production\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(clusters_json, strlen(clusters_json), "c", &c, &err), 0);
+    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
+    struct sw_sim_params p = {
+        .clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE, .migrate = true};
+    assert_int_equal(sw_policy_parse("cost-aware", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[3];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(r.migrations, 1);
+    assert_string_equal(jobs[1].pool, "onprem");
+    /* On-demand from dispatch to A's end; lost: 10 s and the restart. */
+    assert_float_equal(jobs[1].gpu_h[SW_CAP_ON_DEMAND], 8 * (38000 - 10) / 3600.0, 1e-9);
+    assert_float_equal(jobs[1].lost_gpu_h, 8 * (10 + 300) / 3600.0, 1e-9);
+    assert_float_equal(jobs[1].end, 38000 + 300 + (40000 - 37800), 1e-6);
+    /* C starts when B ends. */
+    assert_string_equal(jobs[2].pool, "onprem");
+    assert_float_equal(jobs[2].start, 40500, 1e-6);
     sw_trace_free(&t);
     sw_clusters_free(&c);
 }
@@ -388,6 +469,8 @@ int main(void)
         cmocka_unit_test(test_spot_wait_distribution),
         cmocka_unit_test(test_preemption_cap),
         cmocka_unit_test(test_transfers_in_jct_and_egress),
+        cmocka_unit_test(test_output_egress_once),
+        cmocka_unit_test(test_migration_home_queue),
         cmocka_unit_test(test_migration),
         cmocka_unit_test(test_migration_home),
     };
