@@ -2,13 +2,15 @@
 # bench_informer.sh - spillway's informer cache against client-go's shared
 # informers, on the same lab API server in the same run (make bench).
 #
-# Load: BENCH_INFORMER_JOBS suspended Jobs (default 10,000) and
+# Load: BENCH_INFORMER_JOBS suspended Jobs (default 10,000, in namespace
+# spillway-bench-informer, spec.managedBy another controller) and
 # BENCH_INFORMER_PODS one-GPU Pods (default 10,000, held Pending by a
-# scheduling gate, so neither the scheduler nor kwok works on them) in
-# namespace spillway-bench-informer on BENCH_INFORMER_CLUSTER (default
-# cloud-ondemand), plus that cluster's nodes. The lab's hub-test lock is
-# held from before the load is created until its namespace is gone, so no
-# hub end-to-end test runs against the loaded lab.
+# scheduling gate, in spillway-bench-informer-pods) on
+# BENCH_INFORMER_CLUSTER (default cloud-ondemand), plus that cluster's
+# nodes. So loaded, the cluster's controllers stay idle during the rounds
+# (informer_side.c says why). The lab's hub-test lock is held from before
+# the load is created until its namespaces are gone, so no hub end-to-end
+# test runs against the loaded lab.
 #
 # Sides, each a fresh process per round, on the same kubeconfig:
 #   spillway         build/bench/clusters/informer_side measure: the hub's
@@ -26,6 +28,12 @@
 # not counted; then BENCH_INFORMER_ROUNDS rounds (default 3), the sides'
 # order rotating each round. Prints every round, then the median and the
 # spread (min-max) of each figure and the ratios of the medians.
+#
+# Then the hub's shape: one process with a cache per lab cluster, after
+# Node objects are added to the loaded cluster so that the clusters hold
+# BENCH_INFORMER_HUB_NODES (default 1,000) in all; the added Nodes are
+# cordoned, tainted and not run by kwok (NotReady, counted by no pool) and
+# deleted before the script ends.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=${SW_SOURCE_DIR:-$(cd "$HERE/../.." && pwd)}
@@ -34,6 +42,9 @@ CLUSTER=${BENCH_INFORMER_CLUSTER:-cloud-ondemand}
 JOBS=${BENCH_INFORMER_JOBS:-10000}
 PODS=${BENCH_INFORMER_PODS:-10000}
 ROUNDS=${BENCH_INFORMER_ROUNDS:-3}
+# Nodes added for the hub's shape only, so that the three clusters hold
+# 1,000 Nodes in all with the lab's own (see load-nodes in informer_side.c).
+HUB_NODES=${BENCH_INFORMER_HUB_NODES:-1000}
 NS=spillway-bench-informer
 SIDE=$BUILD/bench/clusters/informer_side
 PEER=$BUILD/bench/clusters/informer-peer
@@ -73,7 +84,8 @@ run_side() {
 }
 SIDES=(spillway client-go client-go/proto)
 OUT=$(mktemp)
-trap '"$SIDE" unload "$KC" "$NS" || true; rm -f "$OUT"' EXIT
+EXTRA_NODES=0
+trap '"$SIDE" unload "$KC" "$NS" || true; "$SIDE" unload-nodes "$KC" "$EXTRA_NODES" || true; rm -f "$OUT"' EXIT
 for s in "${SIDES[@]}"; do run_side "$s" >/dev/null || die "warm-up of $s failed"; done
 for r in $(seq 1 "$ROUNDS"); do
     for k in 0 1 2; do
@@ -85,11 +97,22 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 # The hub's shape: one cache per lab cluster in one process (the load is
-# on one of them), for the hub's RSS.
+# on one of them), for the hub's RSS; Node objects added to the loaded
+# cluster so that the clusters hold HUB_NODES in all.
 HUB_KCS=()
-for c in $SW_LAB_CLUSTERS; do HUB_KCS+=("$SW_LAB_KUBECONFIG_DIR/$c-cert.kubeconfig"); done
+lab_nodes=0
+for c in $SW_LAB_CLUSTERS; do
+    HUB_KCS+=("$SW_LAB_KUBECONFIG_DIR/$c-cert.kubeconfig")
+    n=$("$SW_LAB_KUBECTL" --kubeconfig "$SW_LAB_KUBECONFIG_DIR/$c-cert.kubeconfig" get nodes \
+        -l 'spillway.io/bench!=informer' -o name | wc -l) || die "counting $c's nodes failed"
+    lab_nodes=$((lab_nodes + n))
+done
+EXTRA_NODES=$((HUB_NODES > lab_nodes ? HUB_NODES - lab_nodes : 0))
+"$SIDE" load-nodes "$KC" "$EXTRA_NODES" || die "creating $EXTRA_NODES Nodes failed"
 hub_line=$("$SIDE" measure-hub "${HUB_KCS[@]}") || die "measure-hub failed"
-echo "hub: $hub_line"
+echo "hub: $hub_line (the lab's $lab_nodes Nodes and $EXTRA_NODES added)"
+"$SIDE" unload-nodes "$KC" "$EXTRA_NODES" || die "deleting the added Nodes failed"
+EXTRA_NODES=0
 
 load=$(cut -d' ' -f1 /proc/loadavg)
 version=$("$SW_LAB_KUBECTL" --kubeconfig "$KC" version -o json 2>/dev/null |

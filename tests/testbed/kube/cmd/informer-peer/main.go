@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -54,6 +55,15 @@ func stripManagedFields(in interface{}) (interface{}, error) {
 		o.SetManagedFields(nil)
 	}
 	return in, nil
+}
+
+// cpuS is the CPU seconds this process used (user + system).
+func cpuS() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
 
 func heap() (inuse, alloc uint64) {
@@ -114,23 +124,37 @@ func main() {
 	podFactory.Start(ctx.Done())
 	// cache.WaitForCacheSync polls every 100 ms, which would round the time
 	// up by as much; poll every millisecond instead.
+	// When each informer synced: which list the time waits for.
+	var at [3]time.Duration
 	for !(jobs.HasSynced() && nodes.HasSynced() && pods.HasSynced()) {
 		if ctx.Err() != nil {
 			fmt.Fprintln(os.Stderr, "informer-peer: caches did not sync")
 			os.Exit(1)
 		}
+		for i, inf := range []interface{ HasSynced() bool }{jobs, pods, nodes} {
+			if at[i] == 0 && inf.HasSynced() {
+				at[i] = time.Since(t0)
+			}
+		}
 		time.Sleep(time.Millisecond)
 	}
 	synced := time.Since(t0)
+	for i := range at {
+		if at[i] == 0 {
+			at[i] = synced
+		}
+	}
+	cpu := cpuS()
 
 	nj, np, nn := len(jobs.GetStore().ListKeys()), len(pods.GetStore().ListKeys()), len(nodes.GetStore().ListKeys())
 	inuse1, alloc1 := heap()
 	rss1 := rssKiB()
 	n := nj + np + nn
-	fmt.Printf("side=client-go protobuf=%t synced_s=%.3f jobs=%d pods=%d nodes=%d "+
+	fmt.Printf("side=client-go protobuf=%t synced_s=%.3f cpu_s=%.3f jobs_s=%.3f pods_s=%.3f nodes_s=%.3f "+
+		"jobs=%d pods=%d nodes=%d "+
 		"heap_inuse_per_obj=%.0f heap_alloc_per_obj=%.0f heap_inuse_mib=%.1f "+
 		"rss_mib=%.1f rss_delta_per_obj=%.0f\n",
-		*protobuf, synced.Seconds(), nj, np, nn,
+		*protobuf, synced.Seconds(), cpu, at[0].Seconds(), at[1].Seconds(), at[2].Seconds(), nj, np, nn,
 		float64(inuse1-inuse0)/float64(n), float64(alloc1-alloc0)/float64(n),
 		float64(inuse1)/1048576, float64(rss1)/1024, float64(rss1-rss0)*1024/float64(n))
 	runtime.KeepAlive(factory)
