@@ -117,6 +117,24 @@ static bool item_is(const struct sw_list_splitter *s, size_t a, const char *lit,
     return s->item.len - a == n && memcmp(s->item.p + a, lit, n) == 0;
 }
 
+/* Bytes that end a run inside a string: its quote, and the backslash of
+ * an escape. */
+static const bool string_stops[256] = {['"'] = true, ['\\'] = true};
+
+/* Where the string that data[i] is in stops: its next quote or backslash,
+ * or len. A tight loop over a table, not the state machine per byte: most
+ * of an object's bytes are in its strings. */
+static size_t string_stop(const char *data, size_t i, size_t len)
+{
+    while (i < len && !string_stops[(unsigned char)data[i]])
+        i++;
+    return i;
+}
+
+/* Bytes that matter in a value being skipped, outside its strings. */
+static const bool skip_stops[256] = {
+    ['"'] = true, ['{'] = true, ['['] = true, ['}'] = true, [']'] = true};
+
 /*
  * An item's bytes from data[i]: copied to s->item in runs, less
  * metadata.managedFields (the largest part of most objects, which no
@@ -137,11 +155,16 @@ static int feed_item(struct sw_list_splitter *s, const char *data, size_t *at, s
     for (; i < len; i++) {
         char c = data[i];
         if (s->in_str) {
-            if (s->esc)
+            if (s->esc) {
                 s->esc = false;
-            else if (c == '\\')
+                continue;
+            }
+            if ((i = string_stop(data, i, len)) == len)
+                break;
+            c = data[i];
+            if (c == '\\')
                 s->esc = true;
-            else if (c == '"') {
+            else {
                 s->in_str = false;
                 if (!s->skipping &&
                     (s->item_depth == 1 || (s->item_depth == 2 && s->in_metadata))) {
@@ -156,6 +179,10 @@ static int feed_item(struct sw_list_splitter *s, const char *data, size_t *at, s
             continue;
         }
         if (s->skipping) {
+            while (!skip_stops[(unsigned char)c] && ++i < len)
+                c = data[i];
+            if (i == len)
+                break;
             if (c == '"')
                 s->in_str = true;
             else if (c == '{' || c == '[')
