@@ -176,6 +176,7 @@ struct sw_hub {
     struct sw_member *members[SW_HUB_MAX_MEMBERS];
     size_t nmembers;
     bool registry_busy;
+    bool registry_read; /* the registry has been listed once: a name it lacks is unknown */
     struct sw_hub_store stores[SW_HUB_MAX_STORES];
     size_t nstores;
     struct sw_hub_rule rules[SW_HUB_MAX_RULES];
@@ -314,6 +315,12 @@ void sw_observe_scan(struct sw_hub *h);
 const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r);
 /** The mirror Job of a record from the target's cache (borrowed), or NULL. */
 const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r);
+/**
+ * The current attempt's mirror as it last was, when it finished (Complete
+ * or Failed) and was then deleted from its cluster while this hub watched
+ * (clusters/cache.h, tombstones); NULL otherwise. Borrowed.
+ */
+const cJSON *sw_observe_mirror_final(struct sw_hub *h, const struct sw_job_rec *r);
 /**
  * Whether the origin Job waits for GPUs at home: some pod of it is
  * Unschedulable for lack of nvidia.com/gpu and none is bound to a node.
