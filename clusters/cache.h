@@ -34,6 +34,16 @@ bool sw_cluster_cache_synced(const struct sw_cluster_cache *cc);
 /** The informer of a kind (SW_KIND_JOB, SW_KIND_POD or SW_KIND_NODE), borrowed. */
 struct sw_informer *sw_cluster_cache_informer(struct sw_cluster_cache *cc, enum sw_kube_kind k);
 
+/**
+ * The last state (borrowed; valid until the cache changes again) of a Job,
+ * "namespace/name", that was deleted from the cluster after it had finished
+ * (a Complete or Failed condition), or NULL. The last 512 such Jobs are
+ * kept: a mirror that completed and was deleted (a cleanup script,
+ * ttlSecondsAfterFinished, a person) before its hub recorded the outcome
+ * is then still known to have completed, and is never taken for lost.
+ */
+const cJSON *sw_cluster_cache_job_tombstone(const struct sw_cluster_cache *cc, const char *key);
+
 /** Computes GPU capacity per pool from the cached nodes and pods. */
 int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_gpu_capacity *out);
 

@@ -178,6 +178,7 @@ void sw_adopt_apply(struct sw_job_rec *r, const struct sw_adopt_mirror *m, int64
         r->dispatched_ms = now_ms;
     r->started_ms = 0;
     r->finished_ms = 0;
+    r->mirror_completed_ms = 0;
     snprintf(r->reason, sizeof(r->reason),
              "record re-derived from mirror %s/%s/%s (attempt %d): Redis had lost it", m->cluster,
              r->ns, m->name, m->attempt);

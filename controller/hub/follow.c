@@ -257,6 +257,72 @@ static int write_failed(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
     return rc;
 }
 
+/* A wall time in ms as RFC 3339. */
+static void ms_rfc3339(int64_t ms, char *buf, size_t len)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/*
+ * A delegated origin completed by the hub itself: its mirror completed (the
+ * record says so) but is gone, deleted before the origin's status was
+ * written, and no last state of it was kept. What the API requires of a
+ * Job that completed: SuccessCriteriaMet and Complete, a completionTime,
+ * every completion succeeded (and, Indexed, every index). Busy.
+ */
+static int write_completed(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    struct sw_member *m = sw_member_find(h, j->rec.cluster);
+    if (m == NULL)
+        return SW_ENOENT;
+    const struct sw_job_rec *r = &j->rec;
+    char ts[32], start[32];
+    ms_rfc3339(r->finished_ms ? r->finished_ms : sw_hub_wall_ms(), ts, sizeof(ts));
+    ms_rfc3339(r->started_ms ? r->started_ms : r->dispatched_ms, start, sizeof(start));
+    const cJSON *spec = sw_json_child(origin, "spec");
+    const cJSON *cv = sw_json_child(spec, "completions");
+    int completions = cJSON_IsNumber(cv) && cv->valueint > 0 ? cv->valueint : 1;
+    const char *mode = sw_json_str(spec, "completionMode");
+    cJSON *p = cJSON_CreateObject();
+    cJSON *st = cJSON_AddObjectToObject(p, "status");
+    if (sw_json_str(sw_json_child(origin, "status"), "startTime") == NULL)
+        cJSON_AddStringToObject(st, "startTime", start);
+    cJSON_AddStringToObject(st, "completionTime", ts);
+    static const char *zero[] = {"active", "ready", "terminating", "failed"};
+    for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++)
+        cJSON_AddNumberToObject(st, zero[i], 0);
+    cJSON_AddNumberToObject(st, "succeeded", completions);
+    if (mode && strcmp(mode, "Indexed") == 0) {
+        char idx[32];
+        if (completions == 1)
+            snprintf(idx, sizeof(idx), "0");
+        else
+            snprintf(idx, sizeof(idx), "0-%d", completions - 1);
+        cJSON_AddStringToObject(st, "completedIndexes", idx);
+    }
+    cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
+    static const char *types[] = {"SuccessCriteriaMet", "Complete"};
+    for (size_t i = 0; i < 2; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "type", types[i]);
+        cJSON_AddStringToObject(c, "status", "True");
+        cJSON_AddStringToObject(c, "reason", "CompletedElsewhere");
+        char msg[300];
+        snprintf(msg, sizeof(msg), "completed in %s as %s (attempt %d); its mirror was deleted",
+                 r->target_cluster, r->mirror, r->attempt);
+        cJSON_AddStringToObject(c, "message", msg);
+        cJSON_AddStringToObject(c, "lastProbeTime", ts);
+        cJSON_AddStringToObject(c, "lastTransitionTime", ts);
+        cJSON_AddItemToArray(conds, c);
+    }
+    int rc = sw_kube_merge_patch(m->client, SW_KIND_JOB, r->ns, r->name, p, "status", on_status, j);
+    cJSON_Delete(p);
+    return rc;
+}
+
 /* ---- record transitions ----------------------------------------------------- */
 
 /* A number of a Job's status, 0 when absent (the API leaves zeros out). */
@@ -335,6 +401,7 @@ static void requeue_step(struct sw_hub *h, struct sw_job *j, struct sw_member *t
         sw_follow_event(h, r, "Warning", "Requeued", msg);
         r->state = SW_JS_OBSERVED;
         r->started_ms = 0;
+        r->mirror_completed_ms = 0;
         j->outputs_done = 0;
         j->status_synced = false;
     }
@@ -378,22 +445,32 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
     struct sw_job_rec *r = &j->rec;
     j->hub = h;
     struct sw_member *tm = sw_member_find(h, r->target_cluster);
-    if (tm == NULL || tm->cache == NULL || !sw_cluster_cache_synced(tm->cache))
+    bool synced = tm && tm->cache && sw_cluster_cache_synced(tm->cache);
+    /* A finished Job's origin still shows its outcome when its target has
+     * left the registry (loss.c fails a Job whose target was removed). */
+    if (!synced && !(tm == NULL && sw_job_state_terminal(r->state)))
         return;
     const cJSON *origin = sw_observe_origin(h, r);
-    const cJSON *mirror = sw_observe_mirror(h, r);
+    const cJSON *live = synced ? sw_observe_mirror(h, r) : NULL;
     if (r->state == SW_JS_REQUEUED) {
-        requeue_step(h, j, tm, mirror);
+        requeue_step(h, j, tm, live);
         return;
     }
+    /* A mirror deleted after it finished (a cleanup script, a TTL, a
+     * person) is known by its last state: absence alone is no outcome. */
+    const cJSON *mirror = live ? live : synced ? sw_observe_mirror_final(h, r) : NULL;
     if (sw_job_state_terminal(r->state)) {
         /* A delegated origin shows the outcome once (again after a restart):
-         * the mirror's status, or, when there is no mirror to copy (lost
-         * too often), a failure written by the hub. */
+         * the mirror's status; when there is no mirror state to copy, a
+         * completion (the record saw it complete) or a failure (lost too
+         * often, its cluster removed) written by the hub. */
         if (r->form == SW_FORM_DELEGATED && !j->status_synced && origin &&
             condition(origin, "Complete") == NULL && condition(origin, "Failed") == NULL) {
             j->busy = true;
-            int rc = mirror && r->state == SW_JS_SUCCEEDED   ? write_status(h, j, mirror, true)
+            bool ok = r->state == SW_JS_SUCCEEDED;
+            int rc = mirror && ok && condition(mirror, "Complete")
+                         ? write_status(h, j, mirror, true)
+                     : ok                                    ? write_completed(h, j, origin)
                      : mirror && condition(mirror, "Failed") ? write_status(h, j, mirror, true)
                                                              : write_failed(h, j, origin);
             if (rc != 0)
@@ -403,13 +480,26 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         }
         return;
     }
+    if (mirror == NULL && r->mirror_completed_ms > 0) {
+        /* Seen complete, then deleted before the outcome was recorded: it
+         * completed. Its outputs are in the store, not in the mirror. */
+        j->busy = true;
+        if (j->outputs_done == 0) {
+            sw_data_outputs(h, j, true);
+            return;
+        }
+        finish(h, j, SW_JS_SUCCEEDED, NULL);
+        return;
+    }
     if (mirror == NULL) {
         if (sw_hub_wall_ms() - r->dispatched_ms < 30000) {
             j->next_ms = sw_hub_mono_ms() + 1000; /* the cache may not show it yet */
             return;
         }
         j->busy = true;
-        requeue(h, j, "the mirror Job disappeared");
+        requeue(h, j,
+                "the mirror Job disappeared before it finished (no Complete or Failed "
+                "condition was seen)");
         return;
     }
     const cJSON *failed = condition(mirror, "Failed");
@@ -435,6 +525,13 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
     }
     if (complete) {
         j->busy = true;
+        if (r->mirror_completed_ms == 0) {
+            /* Recorded before anything else: from now on the Job completed,
+             * whatever becomes of the mirror. */
+            r->mirror_completed_ms = sw_hub_wall_ms();
+            sw_rec_step(h, j, NULL);
+            return;
+        }
         if (j->outputs_done == 0) {
             sw_data_outputs(h, j, true);
             return;

@@ -244,6 +244,16 @@ const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r)
     return view_of(h, job_in(h, r->target_cluster, r->ns, r->mirror));
 }
 
+const cJSON *sw_observe_mirror_final(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    struct sw_member *m = sw_member_find(h, r->target_cluster);
+    if (m == NULL || m->cache == NULL || r->mirror[0] == '\0')
+        return NULL;
+    char k[200];
+    snprintf(k, sizeof(k), "%s/%s", r->ns, r->mirror);
+    return sw_cluster_cache_job_tombstone(m->cache, k);
+}
+
 /* ---- the scan ------------------------------------------------------------- */
 
 struct job_scan {
