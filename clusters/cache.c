@@ -18,7 +18,13 @@ struct tombstone {
     cJSON *job; /* the last state, as sw_job_record_json makes it, own */
 };
 
+/* Nodes seen deleted (names), for telling a node that is gone from one the
+ * node informer has not delivered yet. */
+#define GONE_NODES 256
+
 struct sw_cluster_cache {
+    char *gone_nodes[GONE_NODES]; /* a ring: the oldest is replaced */
+    size_t next_gone;
     struct sw_informer *jobs, *pods, *nodes;
     struct sw_intern *strings; /* shared by the three informers' records */
     sw_cache_change_cb on_change;
@@ -66,6 +72,26 @@ static void bury(struct sw_cluster_cache *cc, const char *key, const struct sw_j
     memcpy(t->key, key, n);
 }
 
+/* A node deleted goes on the ring of gone nodes; one added (again) leaves it. */
+static void node_seen(struct sw_cluster_cache *cc, const char *name, bool deleted)
+{
+    for (size_t i = 0; i < GONE_NODES; i++)
+        if (cc->gone_nodes[i] && strcmp(cc->gone_nodes[i], name) == 0) {
+            sw_free(cc->gone_nodes[i]);
+            cc->gone_nodes[i] = NULL;
+        }
+    if (!deleted)
+        return;
+    size_t n = strlen(name) + 1;
+    char *copy = sw_malloc(n);
+    if (copy == NULL)
+        return; /* not remembered: read as "not known gone", the safe side */
+    memcpy(copy, name, n);
+    sw_free(cc->gone_nodes[cc->next_gone]);
+    cc->gone_nodes[cc->next_gone] = copy;
+    cc->next_gone = (cc->next_gone + 1) % GONE_NODES;
+}
+
 static void on_event(struct sw_informer *inf, enum sw_watch_type type, const char *key,
                      const void *old, const void *obj, void *ctx)
 {
@@ -73,6 +99,8 @@ static void on_event(struct sw_informer *inf, enum sw_watch_type type, const cha
     struct sw_cluster_cache *cc = ctx;
     if (inf == cc->jobs && type == SW_WATCH_DELETED && obj != NULL && finished(obj))
         bury(cc, key, obj);
+    if (inf == cc->nodes)
+        node_seen(cc, key, type == SW_WATCH_DELETED);
     enum sw_kube_kind k = inf == cc->jobs   ? SW_KIND_JOB
                           : inf == cc->pods ? SW_KIND_POD
                                             : SW_KIND_NODE;
@@ -196,7 +224,19 @@ void sw_cluster_cache_free(struct sw_cluster_cache *cc)
         sw_intern_free(cc->strings);
     for (size_t i = 0; i < TOMBSTONES; i++)
         tomb_clear(&cc->tombs[i]);
+    for (size_t i = 0; i < GONE_NODES; i++)
+        sw_free(cc->gone_nodes[i]);
     sw_free(cc);
+}
+
+bool sw_cluster_cache_node_gone(const struct sw_cluster_cache *cc, const char *name)
+{
+    if (sw_informer_get(cc->nodes, name) != NULL)
+        return false;
+    for (size_t i = 0; i < GONE_NODES; i++)
+        if (cc->gone_nodes[i] && strcmp(cc->gone_nodes[i], name) == 0)
+            return true;
+    return false;
 }
 
 const cJSON *sw_cluster_cache_job_tombstone(const struct sw_cluster_cache *cc, const char *key)

@@ -167,6 +167,41 @@ void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r)
     cJSON_Delete(p);
 }
 
+void sw_follow_show_blocked(struct sw_hub *h, const struct sw_job_rec *r, bool blocked)
+{
+    struct sw_member *m = sw_member_find(h, r->cluster);
+    if (m == NULL || m->client == NULL)
+        return;
+    cJSON *p = cJSON_CreateObject();
+    cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(p, "metadata"), "annotations");
+    if (blocked) {
+        cJSON_AddStringToObject(ann, SW_ANN_STATE, sw_job_state_name(SW_JS_BLOCKED));
+        cJSON_AddStringToObject(ann, SW_ANN_REASON, r->reason);
+    } else {
+        cJSON_AddStringToObject(ann, SW_ANN_STATE, sw_job_state_name(r->state));
+        cJSON_AddNullToObject(ann, SW_ANN_REASON);
+    }
+    sw_kube_merge_patch(m->client, SW_KIND_JOB, r->ns, r->name, p, NULL, ignore, "annotate");
+    cJSON_Delete(p);
+    if (r->form != SW_FORM_DELEGATED)
+        return;
+    /* The origin's status is the hub's alone while no mirror runs. */
+    char ts[32];
+    now_rfc3339(ts, sizeof(ts));
+    p = cJSON_CreateObject();
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", SW_COND_BLOCKED);
+    cJSON_AddStringToObject(c, "status", blocked ? "True" : "False");
+    cJSON_AddStringToObject(c, "reason", blocked ? "BurstBlocked" : "Unblocked");
+    cJSON_AddStringToObject(c, "message", blocked ? r->reason : "");
+    cJSON_AddStringToObject(c, "lastProbeTime", ts);
+    cJSON_AddStringToObject(c, "lastTransitionTime", ts);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_AddObjectToObject(p, "status"), "conditions"),
+                         c);
+    sw_kube_merge_patch(m->client, SW_KIND_JOB, r->ns, r->name, p, "status", ignore, "blocked");
+    cJSON_Delete(p);
+}
+
 /* ---- the origin's status (delegated Jobs) --------------------------------- */
 
 static void on_status(struct sw_kube_result *res, void *ctx)
@@ -440,6 +475,47 @@ static void on_mirror_suspend(struct sw_kube_result *res, void *ctx)
     sw_hub_step_done(j->hub, j, res->rc);
 }
 
+/*
+ * An annotation-only origin resumed at home (spec.suspend set back to
+ * false by its owner, a pipeline or a person) after the hub burst it:
+ * while its mirror runs, and once it has completed, that would run the Job
+ * a second time, so the hub suspends it again and says so. A burst that
+ * failed is the owner's to take back: its origin may run at home. True
+ * when a step started.
+ */
+static bool resuspend(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    struct sw_job_rec *r = &j->rec;
+    if (r->form != SW_FORM_ANNOTATION || origin == NULL ||
+        strcmp(r->target_cluster, r->cluster) == 0)
+        return false;
+    if (r->state != SW_JS_DISPATCHED && r->state != SW_JS_RUNNING && r->state != SW_JS_SUCCEEDED)
+        return false;
+    if (cJSON_IsTrue(sw_json_child(sw_json_child(origin, "spec"), "suspend")))
+        return false;
+    struct sw_member *om = sw_member_find(h, r->cluster);
+    if (om == NULL || om->client == NULL)
+        return false;
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "resumed at home, but this Job %s as %s/%s/%s (attempt %d): suspended again so that "
+             "it never runs twice; delete the Job to stop it",
+             r->state == SW_JS_SUCCEEDED ? "completed" : "runs", r->target_cluster, r->ns,
+             r->mirror, r->attempt);
+    SW_LOG(SW_LOG_WARN, "burst origin resumed at home; suspended again", "job=%s mirror=%s/%s",
+           sw_log_q(r->key), sw_log_q(r->target_cluster), sw_log_q(r->mirror));
+    sw_follow_event(h, r, "Warning", "ResumedAtHome", msg);
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "suspend", true);
+    j->busy = true;
+    int rc =
+        sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, p, NULL, on_mirror_suspend, j);
+    cJSON_Delete(p);
+    if (rc != 0)
+        sw_hub_step_done(h, j, rc);
+    return true;
+}
+
 void sw_follow_step(struct sw_hub *h, struct sw_job *j)
 {
     struct sw_job_rec *r = &j->rec;
@@ -456,6 +532,8 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         requeue_step(h, j, tm, live);
         return;
     }
+    if (resuspend(h, j, origin))
+        return;
     /* A mirror deleted after it finished (a cleanup script, a TTL, a
      * person) is known by its last state: absence alone is no outcome. */
     const cJSON *mirror = live ? live : synced ? sw_observe_mirror_final(h, r) : NULL;
@@ -549,7 +627,10 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         requeue(h, j, why);
         return;
     }
-    /* Running, or about to. */
+    /* Running, or about to: a block shown earlier is over. */
+    if (sw_json_str(sw_json_child(sw_json_child(origin, "metadata"), "annotations"),
+                    SW_ANN_REASON) != NULL)
+        sw_follow_show_blocked(h, r, false);
     const cJSON *ms = sw_json_child(mirror, "status");
     int active = count_of(ms, "active");
     int ready = count_of(ms, "ready");
