@@ -1,27 +1,106 @@
 /*
- * cache.c - three informers of compact records, and capacity from them.
+ * cache.c - three informers of compact records, and capacity from them,
+ * and the last state of finished Jobs deleted from the cluster.
  */
 #include "clusters/cache.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "clusters/record.h"
 #include "common/alloc.h"
 
+/* Finished Jobs deleted from the cluster whose last state is kept. */
+#define TOMBSTONES 512
+
+struct tombstone {
+    char *key;  /* "namespace/name", own */
+    cJSON *job; /* the last state, as sw_job_record_json makes it, own */
+};
+
+/* Nodes seen deleted (names), for telling a node that is gone from one the
+ * node informer has not delivered yet. */
+#define GONE_NODES 256
+
 struct sw_cluster_cache {
+    char *gone_nodes[GONE_NODES]; /* a ring: the oldest is replaced */
+    size_t next_gone;
     struct sw_informer *jobs, *pods, *nodes;
     struct sw_intern *strings; /* shared by the three informers' records */
     sw_cache_change_cb on_change;
     void *ctx;
+    struct tombstone tombs[TOMBSTONES]; /* a ring: the oldest is replaced */
+    size_t next_tomb;
 };
+
+static bool finished(const struct sw_job_record *r)
+{
+    for (uint16_t i = 0; i < r->nconditions; i++) {
+        const struct sw_condition *c = &r->conditions[i];
+        if (c->type && c->status && strcmp(c->status, "True") == 0 &&
+            (strcmp(c->type, "Complete") == 0 || strcmp(c->type, "Failed") == 0))
+            return true;
+    }
+    return false;
+}
+
+static void tomb_clear(struct tombstone *t)
+{
+    sw_free(t->key);
+    cJSON_Delete(t->job);
+    t->key = NULL;
+    t->job = NULL;
+}
+
+/* Keeps the last state of a finished Job that was deleted (best effort: a
+ * failed allocation keeps nothing, which reads as "never seen finished"). */
+static void bury(struct sw_cluster_cache *cc, const char *key, const struct sw_job_record *r)
+{
+    for (size_t i = 0; i < TOMBSTONES; i++)
+        if (cc->tombs[i].key && strcmp(cc->tombs[i].key, key) == 0)
+            tomb_clear(&cc->tombs[i]);
+    struct tombstone *t = &cc->tombs[cc->next_tomb];
+    cc->next_tomb = (cc->next_tomb + 1) % TOMBSTONES;
+    tomb_clear(t);
+    size_t n = strlen(key) + 1;
+    t->key = sw_malloc(n);
+    t->job = sw_job_record_json(r);
+    if (t->key == NULL || t->job == NULL) {
+        tomb_clear(t);
+        return;
+    }
+    memcpy(t->key, key, n);
+}
+
+/* A node deleted goes on the ring of gone nodes; one added (again) leaves it. */
+static void node_seen(struct sw_cluster_cache *cc, const char *name, bool deleted)
+{
+    for (size_t i = 0; i < GONE_NODES; i++)
+        if (cc->gone_nodes[i] && strcmp(cc->gone_nodes[i], name) == 0) {
+            sw_free(cc->gone_nodes[i]);
+            cc->gone_nodes[i] = NULL;
+        }
+    if (!deleted)
+        return;
+    size_t n = strlen(name) + 1;
+    char *copy = sw_malloc(n);
+    if (copy == NULL)
+        return; /* not remembered: read as "not known gone", the safe side */
+    memcpy(copy, name, n);
+    sw_free(cc->gone_nodes[cc->next_gone]);
+    cc->gone_nodes[cc->next_gone] = copy;
+    cc->next_gone = (cc->next_gone + 1) % GONE_NODES;
+}
 
 static void on_event(struct sw_informer *inf, enum sw_watch_type type, const char *key,
                      const void *old, const void *obj, void *ctx)
 {
-    (void)type;
     (void)old;
-    (void)obj;
     struct sw_cluster_cache *cc = ctx;
+    if (inf == cc->jobs && type == SW_WATCH_DELETED && obj != NULL && finished(obj))
+        bury(cc, key, obj);
+    if (inf == cc->nodes)
+        node_seen(cc, key, type == SW_WATCH_DELETED);
     enum sw_kube_kind k = inf == cc->jobs   ? SW_KIND_JOB
                           : inf == cc->pods ? SW_KIND_POD
                                             : SW_KIND_NODE;
@@ -143,7 +222,29 @@ void sw_cluster_cache_free(struct sw_cluster_cache *cc)
     sw_informer_free(cc->nodes);
     if (cc->strings != NULL)
         sw_intern_free(cc->strings);
+    for (size_t i = 0; i < TOMBSTONES; i++)
+        tomb_clear(&cc->tombs[i]);
+    for (size_t i = 0; i < GONE_NODES; i++)
+        sw_free(cc->gone_nodes[i]);
     sw_free(cc);
+}
+
+bool sw_cluster_cache_node_gone(const struct sw_cluster_cache *cc, const char *name)
+{
+    if (sw_informer_get(cc->nodes, name) != NULL)
+        return false;
+    for (size_t i = 0; i < GONE_NODES; i++)
+        if (cc->gone_nodes[i] && strcmp(cc->gone_nodes[i], name) == 0)
+            return true;
+    return false;
+}
+
+const cJSON *sw_cluster_cache_job_tombstone(const struct sw_cluster_cache *cc, const char *key)
+{
+    for (size_t i = 0; i < TOMBSTONES; i++)
+        if (cc->tombs[i].key && strcmp(cc->tombs[i].key, key) == 0)
+            return cc->tombs[i].job;
+    return NULL;
 }
 
 bool sw_cluster_cache_synced(const struct sw_cluster_cache *cc)

@@ -34,6 +34,27 @@ bool sw_cluster_cache_synced(const struct sw_cluster_cache *cc);
 /** The informer of a kind (SW_KIND_JOB, SW_KIND_POD or SW_KIND_NODE), borrowed. */
 struct sw_informer *sw_cluster_cache_informer(struct sw_cluster_cache *cc, enum sw_kube_kind k);
 
+/**
+ * The last state (borrowed; valid until the cache changes again) of a Job,
+ * "namespace/name", that was deleted from the cluster after it had finished
+ * (a Complete or Failed condition), or NULL. The last 512 such Jobs are
+ * kept: a mirror that completed and was deleted (a cleanup script,
+ * ttlSecondsAfterFinished, a person) before its hub recorded the outcome
+ * is then still known to have completed, and is never taken for lost.
+ */
+const cJSON *sw_cluster_cache_job_tombstone(const struct sw_cluster_cache *cc, const char *key);
+
+/**
+ * Whether the node `name` is gone: the cache saw it deleted (the last 256
+ * such nodes are remembered) and has not seen it since. A node the cache
+ * does not hold and never saw deleted is not gone: it may be new (a node
+ * just provisioned, bound to before its watch event arrived) or the node
+ * list may lag; a pod bound to it is not taken for lost. (A node deleted
+ * while no hub watched is found by the pod garbage collector, whose
+ * DisruptionTarget condition ends the mirror's pod the same way.)
+ */
+bool sw_cluster_cache_node_gone(const struct sw_cluster_cache *cc, const char *name);
+
 /** Computes GPU capacity per pool from the cached nodes and pods. */
 int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_gpu_capacity *out);
 

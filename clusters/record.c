@@ -317,6 +317,7 @@ static void fill_job(struct blob *b, const cJSON *job, void *out)
     r->ns = b_intern(b, str_at(md, "namespace"));
     r->managed_by = b_intern(b, str_at(spec, "managedBy"));
     r->region_env = b_intern(b, region_env(pspec));
+    r->generation = count_field(child(md, "generation"));
     r->parallelism = count_field(child(spec, "parallelism"));
     r->completions = count_field(child(spec, "completions"));
     r->gpus_per_pod = template_gpus(pspec);
@@ -430,6 +431,8 @@ cJSON *sw_job_record_json(const struct sw_job_record *r)
     add_str(md, "namespace", r->ns);
     add_str(md, "uid", r->uid);
     add_str(md, "resourceVersion", r->rv);
+    if (r->generation >= 0)
+        cJSON_AddNumberToObject(md, "generation", (double)r->generation);
     add_str(md, "creationTimestamp", r->created);
     add_str(md, "deletionTimestamp", r->deleting);
     if (r->nlabels)

@@ -62,6 +62,7 @@ struct sw_job_record {
     const char *start_time, *completion_time;       /* own or NULL */
     const char *completed_indexes, *failed_indexes; /* own or NULL */
     int64_t parallelism, completions;               /* or SW_REC_ABSENT / SW_REC_INVALID */
+    int64_t generation; /* metadata.generation (the spec's version), or SW_REC_ABSENT */
     /* The template's GPUs per pod, as the scheduler sums them; SW_REC_ABSENT
      * without a template or containers, SW_REC_INVALID for a bad quantity. */
     int64_t gpus_per_pod;

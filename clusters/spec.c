@@ -89,8 +89,9 @@ static int set_pool_field(struct sw_pool_spec *p, enum pool_field f, const char 
         break;
     case PF_PRODUCT:
         if (v[0] == '\0' || strlen(v) >= sizeof(p->gpu_product))
-            return sw_error_set(err, SW_EINVAL, "%s: field \"%s\": expected a GPU product name",
-                                what, field);
+            return sw_error_set(err, SW_EINVAL,
+                                "%s: field \"%s\": expected a GPU product name of 1-%d characters",
+                                what, field, SW_GPU_PRODUCT_MAX - 1);
         snprintf(p->gpu_product, sizeof(p->gpu_product), "%s", v);
         break;
     case PF_MEMORY: {

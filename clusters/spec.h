@@ -27,8 +27,9 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/limits.h"
 
-#define SW_CLUSTER_NAME_MAX 64
+#define SW_CLUSTER_NAME_MAX SW_NAME_MAX
 
 enum sw_cluster_role { SW_ROLE_NONE = 0, SW_ROLE_ONPREM, SW_ROLE_CLOUD };
 
@@ -38,7 +39,7 @@ const char *sw_cluster_role_name(enum sw_cluster_role r);
 struct sw_pool_spec {
     char name[SW_CLUSTER_NAME_MAX];
     char capacity_type[16]; /* owned, on-demand, spot */
-    char gpu_product[128];
+    char gpu_product[SW_GPU_PRODUCT_MAX];
     int64_t gpu_memory_mib;
     char zone[SW_CLUSTER_NAME_MAX];
     double price_per_gpu_hour;

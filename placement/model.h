@@ -16,9 +16,9 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "common/limits.h"
 
-#define SW_NAME_MAX          48
-#define SW_PRODUCT_MAX       32
+#define SW_PRODUCT_MAX       SW_GPU_PRODUCT_MAX
 #define SW_MAX_PRODUCTS      4
 #define SW_MAX_INPUTS        4
 #define SW_MAX_INPUT_REGIONS 4

@@ -54,6 +54,9 @@ int sw_adopt_mirror_read(const cJSON *job, const char *cluster, struct sw_adopt_
     copy(out->origin_uid, sizeof(out->origin_uid), uid);
     copy(out->cluster, sizeof(out->cluster), cluster);
     copy(out->name, sizeof(out->name), name);
+    copy(out->ns, sizeof(out->ns), sw_json_str(md, "namespace"));
+    copy(out->origin_cluster, sizeof(out->origin_cluster), sw_json_str(labels, SW_LBL_ORIGIN_CL));
+    copy(out->origin_ns, sizeof(out->origin_ns), sw_json_str(labels, SW_LBL_ORIGIN_NS));
     out->deleting = sw_json_child(md, "deletionTimestamp") != NULL;
     const cJSON *ann = sw_json_child(md, "annotations");
     copy(out->summary, sizeof(out->summary), sw_json_str(ann, SW_ANN_DECISION));
@@ -90,12 +93,29 @@ static bool before_mirror(enum sw_job_state s)
     return s == SW_JS_OBSERVED || s == SW_JS_BLOCKED || s == SW_JS_DECIDED || s == SW_JS_DATA_READY;
 }
 
+/*
+ * Whether `m` is a mirror this hub would have made for `r`: the name that
+ * sw_mirror_name gives the origin's UID and the mirror's attempt, in the
+ * origin's namespace, labelled with the origin's cluster and namespace.
+ * Labels alone prove nothing: anyone may copy them onto a Job, and a copy
+ * with a higher attempt would otherwise take the record over, orphan the
+ * real mirror and fail the origin.
+ */
+static bool genuine(const struct sw_job_rec *r, const struct sw_adopt_mirror *m)
+{
+    char want[64];
+    sw_mirror_name(r->uid, m->attempt, want, sizeof(want));
+    return strcmp(m->origin_uid, r->uid) == 0 && strcmp(m->name, want) == 0 &&
+           strcmp(m->ns, r->ns) == 0 && strcmp(m->origin_cluster, r->cluster) == 0 &&
+           strcmp(m->origin_ns, r->ns) == 0;
+}
+
 enum sw_adopt_action sw_adopt_decide(const struct sw_job_rec *r, const struct sw_adopt_mirror *m,
                                      size_t n, size_t *index, int *floor)
 {
     int best = -1, deleted_max = 0;
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(m[i].origin_uid, r->uid) != 0)
+        if (!genuine(r, &m[i]))
             continue;
         /* A mirror the record gave up (left on a lost cluster, to be
          * deleted when it returns) counts as one being deleted. */
@@ -158,6 +178,7 @@ void sw_adopt_apply(struct sw_job_rec *r, const struct sw_adopt_mirror *m, int64
         r->dispatched_ms = now_ms;
     r->started_ms = 0;
     r->finished_ms = 0;
+    r->mirror_completed_ms = 0;
     snprintf(r->reason, sizeof(r->reason),
              "record re-derived from mirror %s/%s/%s (attempt %d): Redis had lost it", m->cluster,
              r->ns, m->name, m->attempt);

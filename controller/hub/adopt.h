@@ -29,12 +29,15 @@
 struct sw_adopt_mirror {
     char cluster[64]; /* the member it is in */
     char name[64];    /* its name */
+    char ns[64];      /* its namespace */
     char origin_uid[64];
-    int attempt;       /* its spillway.io/attempt label */
-    bool deleting;     /* it has a deletionTimestamp */
-    char pool[64];     /* from its placement annotation ("" when unknown) */
-    char region[64];   /* the placement, else its SPILLWAY_REGION */
-    char capacity[16]; /* the placement, else its capacity-type selector, else "owned" */
+    char origin_cluster[64]; /* its spillway.io/origin-cluster label */
+    char origin_ns[64];      /* its spillway.io/origin-namespace label */
+    int attempt;             /* its spillway.io/attempt label */
+    bool deleting;           /* it has a deletionTimestamp */
+    char pool[64];           /* from its placement annotation ("" when unknown) */
+    char region[64];         /* the placement, else its SPILLWAY_REGION */
+    char capacity[16];       /* the placement, else its capacity-type selector, else "owned" */
     char team[64];
     int gpus;
     double price_gpu_h;
@@ -59,11 +62,13 @@ enum sw_adopt_action {
 /**
  * Decides for the record `r` (its attempt and state; a record just created
  * for a Job seen without one is "observed", attempt 0) and the `n` mirrors
- * of its origin UID. A mirror being deleted is never adopted (a lost or
- * finished attempt being cleaned up), but its attempt is a floor: a new
- * dispatch must not reuse its name. Among the others the highest attempt
- * is adopted when the record is not terminal and either names an older
- * attempt, or the same attempt in a state before the mirror exists
+ * of its origin UID. Only a mirror this hub would have made counts: named
+ * as sw_mirror_name names the origin UID's attempt, in the origin's
+ * namespace, with the origin's cluster and namespace as labels; any other
+ * Job carrying spillway's labels (a copy) is ignored. A mirror being deleted is never adopted (a
+ * lost or finished attempt being cleaned up), but its attempt is a floor: a new dispatch must not
+ * reuse its name. Among the others the highest attempt is adopted when the record is not terminal
+ * and either names an older attempt, or the same attempt in a state before the mirror exists
  * (observed, blocked, decided, data-ready), or another target cluster.
  * Pure.
  */

@@ -48,6 +48,7 @@ static void block(struct sw_hub *h, struct sw_job *j, const char *why)
         return; /* said already */
     SW_LOG(SW_LOG_WARN, "burst blocked", "job=%s reason=%s", sw_log_q(j->rec.key), sw_log_q(why));
     sw_follow_event(h, &j->rec, "Warning", "BurstBlocked", why);
+    sw_follow_show_blocked(h, &j->rec, true);
 }
 
 /* ---- estimate ---------------------------------------------------------------- */

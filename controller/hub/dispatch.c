@@ -20,16 +20,19 @@
  * cannot be done there: the record names the origin as stale first, and
  * the origin is suspended when its cluster returns, before anything else
  * happens there; the references are then used only if the target has them.
- * Steps 1 and 4 read the pod template, which the cache does not keep: each
- * GETs the origin first (j->full), and uses that answer once; with the
- * origin's cluster lost, they use the copy kept while it answered (j->kept,
- * sw_dispatch_keep_origin).
+ * Steps 1 and 4 read the pod template, which the cache does not keep: they
+ * use the copy of the origin kept since the hub first read it whole
+ * (j->kept, sw_dispatch_keep_origin), renewed by step 2's patch answer, while
+ * its metadata.generation is the cache's; otherwise they GET it first. So a
+ * dispatch spends one GET (the copy) and one PATCH on the origin's cluster.
+ * With the origin's cluster lost, they use the copy as it is.
  */
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/json.h"
+#include "clusters/record.h"
 #include "controller/hub/hub.h"
 
 /* ---- references: ConfigMaps and Secrets ----------------------------------- */
@@ -128,17 +131,30 @@ static void collect_refs(struct refs_chain *rc, const cJSON *origin)
 
 static void refs_next(struct refs_chain *rc);
 
+/* The intent's attempt given back: called only before the origin was
+ * suspended, so before any mirror of that attempt could be created. */
+static void abandon_attempt(struct sw_job_rec *r)
+{
+    if (r->attempt > 0)
+        r->attempt--;
+    r->mirror[0] = '\0';
+}
+
 static void refs_fail(struct refs_chain *rc, const char *why)
 {
     struct sw_hub *h = rc->h;
     struct sw_job *j = rc->j;
     rc_free(rc);
     snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
-    /* Nothing was changed at home yet: the Job is not burst and stays as it is. */
+    /* Nothing was changed at home yet: the Job is not burst and stays as it
+     * is, and the attempt the intent took is given back (no mirror of it
+     * was made, so its name is free): a refused burst uses up no attempt. */
     j->rec.state = SW_JS_BLOCKED;
     j->rec.decided_ms = sw_hub_wall_ms();
+    abandon_attempt(&j->rec);
     SW_LOG(SW_LOG_WARN, "burst refused", "job=%s reason=%s", sw_log_q(j->rec.key), sw_log_q(why));
     sw_follow_event(h, &j->rec, "Warning", "BurstRefused", why);
+    sw_follow_show_blocked(h, &j->rec, true);
     sw_rec_step(h, j, NULL);
 }
 
@@ -382,13 +398,22 @@ static void refs_next(struct refs_chain *rc)
 
 /* ---- the steps ------------------------------------------------------------ */
 
+static void keep(struct sw_job *j, cJSON *b);
+
 static void on_origin_patched(struct sw_kube_result *res, void *ctx)
 {
     struct sw_job *j = ctx;
     struct sw_hub *h = j->hub;
+    const char *uid = sw_json_str(sw_json_child(res->body, "metadata"), "uid");
     if (res->rc != 0)
         SW_LOG(SW_LOG_WARN, "cannot prepare the origin Job", "job=%s err=%s", sw_log_q(j->rec.key),
                sw_log_q(res->err.msg));
+    else if (uid && strcmp(uid, j->rec.uid) == 0) {
+        /* The answer is the origin whole, at its new generation: step 4
+         * builds the mirror from it without reading it again. */
+        keep(j, res->body);
+        res->body = NULL;
+    }
     sw_hub_step_done(h, j, res->rc);
     if (res->rc == 0)
         sw_hub_crash_point("after-suspend");
@@ -421,28 +446,55 @@ static void on_mirror_created(struct sw_kube_result *res, void *ctx)
     sw_rec_step(h, j, "after-dispatched");
 }
 
+/* The origin as an answer of its API server (ownership taken): kept as
+ * j->kept without status and managedFields. */
+static void keep(struct sw_job *j, cJSON *b)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(b, "status");
+    cJSON_DeleteItemFromObjectCaseSensitive(sw_json_child(b, "metadata"), "managedFields");
+    cJSON_Delete(j->kept);
+    j->kept = b;
+}
+
+/* Whether the kept copy's spec is the one the cache has now: its
+ * metadata.generation at least the cached one's. (A Job's pod template is
+ * immutable but for a suspended Job's scheduling directives, and a change
+ * of those moves the generation.) */
+static bool kept_current(struct sw_hub *h, const struct sw_job *j)
+{
+    const struct sw_job_record *o = sw_observe_origin_record(h, &j->rec);
+    if (j->kept == NULL || o == NULL)
+        return false;
+    const cJSON *g = sw_json_child(sw_json_child(j->kept, "metadata"), "generation");
+    return o->generation < 0 || (cJSON_IsNumber(g) && (int64_t)g->valuedouble >= o->generation);
+}
+
 static void on_full_origin(struct sw_kube_result *res, void *ctx)
 {
     struct sw_job *j = ctx;
     struct sw_hub *h = j->hub;
     const char *uid = sw_json_str(sw_json_child(res->body, "metadata"), "uid");
     if (res->rc == 0 && uid && strcmp(uid, j->rec.uid) == 0) {
-        cJSON_Delete(j->full);
-        j->full = res->body;
+        keep(j, res->body);
         res->body = NULL;
     } else if (res->rc == 0) {
         /* Another Job of the same name: the cache will say ours is gone. */
-        j->full_for = 0;
         sw_hub_step_done(h, j, SW_ENOENT);
         return;
     }
     sw_hub_step_done(h, j, res->rc);
 }
 
-/* The origin with its pod template for `step`, or NULL after starting a GET
- * for it (busy until it answers). With the origin's cluster lost: the copy
- * kept while it answered, or NULL (the step retried later). */
-static const cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_member *om, int step)
+/*
+ * The origin with its pod template (the cache keeps none), for steps 1 and
+ * 4: the copy kept since the hub first read it whole (sw_dispatch_keep_origin,
+ * renewed by step 2's patch answer) while its spec is current, so that a
+ * dispatch spends no GET of its own on the origin's cluster; else NULL
+ * after starting a GET, which renews the copy (busy until it answers).
+ * With the origin's cluster lost: the copy as it is, or NULL (the step is
+ * retried later).
+ */
+static const cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_member *om)
 {
     if (sw_member_lost(om)) {
         if (j->kept == NULL) {
@@ -452,11 +504,8 @@ static const cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_me
         }
         return j->kept;
     }
-    if (j->full != NULL && j->full_for == step)
-        return j->full;
-    cJSON_Delete(j->full);
-    j->full = NULL;
-    j->full_for = step;
+    if (kept_current(h, j))
+        return j->kept;
     j->busy = true;
     if (sw_kube_get(om->client, SW_KIND_JOB, j->rec.ns, j->rec.name, on_full_origin, j) != 0)
         sw_hub_step_done(h, j, SW_EUNAVAIL);
@@ -469,12 +518,8 @@ static void on_kept(struct sw_kube_result *res, void *ctx)
     struct sw_hub *h = j->hub;
     const char *uid = sw_json_str(sw_json_child(res->body, "metadata"), "uid");
     if (res->rc == 0 && uid && strcmp(uid, j->rec.uid) == 0) {
-        cJSON *b = res->body;
+        keep(j, res->body);
         res->body = NULL;
-        cJSON_DeleteItemFromObjectCaseSensitive(b, "status");
-        cJSON_DeleteItemFromObjectCaseSensitive(sw_json_child(b, "metadata"), "managedFields");
-        cJSON_Delete(j->kept);
-        j->kept = b;
     } else if (res->rc != 0) {
         /* Not worth holding the Job up for: tried again in a minute. */
         SW_LOG(SW_LOG_WARN, "cannot keep a copy of the origin", "job=%s err=%s",
@@ -501,13 +546,6 @@ bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j)
     if (sw_kube_get(om->client, SW_KIND_JOB, r->ns, r->name, on_kept, j) != 0)
         sw_hub_step_done(h, j, SW_EUNAVAIL);
     return true;
-}
-
-static void drop_full(struct sw_job *j)
-{
-    cJSON_Delete(j->full);
-    j->full = NULL;
-    j->full_for = 0;
 }
 
 cJSON *sw_dispatch_origin_patch(const cJSON *origin, const struct sw_job_rec *r, bool dispatching,
@@ -593,7 +631,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     bool home_lost = sw_member_lost(om);
     /* 1. references, before anything changes at home */
     if (!j->refs_ok && strcmp(r->target_cluster, r->cluster) != 0) {
-        const cJSON *full = full_origin(h, j, om, 1);
+        const cJSON *full = full_origin(h, j, om);
         if (full == NULL)
             return;
         struct refs_chain *rc = sw_calloc(1, sizeof(*rc));
@@ -605,7 +643,6 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         rc->j = j;
         rc->check_only = home_lost;
         collect_refs(rc, full);
-        drop_full(j);
         refs_next(rc);
         return;
     }
@@ -624,7 +661,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             r->state = SW_JS_OBSERVED;
             snprintf(r->summary, sizeof(r->summary),
                      "not burst: a pod of the Job was scheduled at home");
-            r->mirror[0] = '\0';
+            abandon_attempt(r);
             SW_LOG(SW_LOG_INFO, "burst abandoned: a pod runs at home", "job=%s", sw_log_q(r->key));
             sw_rec_step(h, j, NULL);
             return;
@@ -656,13 +693,12 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         }
     }
     /* 4. the mirror */
-    const cJSON *full = full_origin(h, j, om, 4);
+    const cJSON *full = full_origin(h, j, om);
     if (full == NULL)
         return;
     const struct sw_hub_store *st = sw_store_for_region(h, r->target_region);
     cJSON *m = sw_mirror_build(full, r, r->mirror, st ? st->endpoint : NULL, h->epoch,
                                strcmp(r->capacity, "spot") == 0);
-    drop_full(j);
     if (m == NULL) {
         r->state = SW_JS_FAILED;
         snprintf(r->reason, sizeof(r->reason), "the origin Job has no pod template");

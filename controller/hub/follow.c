@@ -167,6 +167,41 @@ void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r)
     cJSON_Delete(p);
 }
 
+void sw_follow_show_blocked(struct sw_hub *h, const struct sw_job_rec *r, bool blocked)
+{
+    struct sw_member *m = sw_member_find(h, r->cluster);
+    if (m == NULL || m->client == NULL)
+        return;
+    cJSON *p = cJSON_CreateObject();
+    cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(p, "metadata"), "annotations");
+    if (blocked) {
+        cJSON_AddStringToObject(ann, SW_ANN_STATE, sw_job_state_name(SW_JS_BLOCKED));
+        cJSON_AddStringToObject(ann, SW_ANN_REASON, r->reason);
+    } else {
+        cJSON_AddStringToObject(ann, SW_ANN_STATE, sw_job_state_name(r->state));
+        cJSON_AddNullToObject(ann, SW_ANN_REASON);
+    }
+    sw_kube_merge_patch(m->client, SW_KIND_JOB, r->ns, r->name, p, NULL, ignore, "annotate");
+    cJSON_Delete(p);
+    if (r->form != SW_FORM_DELEGATED)
+        return;
+    /* The origin's status is the hub's alone while no mirror runs. */
+    char ts[32];
+    now_rfc3339(ts, sizeof(ts));
+    p = cJSON_CreateObject();
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", SW_COND_BLOCKED);
+    cJSON_AddStringToObject(c, "status", blocked ? "True" : "False");
+    cJSON_AddStringToObject(c, "reason", blocked ? "BurstBlocked" : "Unblocked");
+    cJSON_AddStringToObject(c, "message", blocked ? r->reason : "");
+    cJSON_AddStringToObject(c, "lastProbeTime", ts);
+    cJSON_AddStringToObject(c, "lastTransitionTime", ts);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_AddObjectToObject(p, "status"), "conditions"),
+                         c);
+    sw_kube_merge_patch(m->client, SW_KIND_JOB, r->ns, r->name, p, "status", ignore, "blocked");
+    cJSON_Delete(p);
+}
+
 /* ---- the origin's status (delegated Jobs) --------------------------------- */
 
 static void on_status(struct sw_kube_result *res, void *ctx)
@@ -257,6 +292,72 @@ static int write_failed(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
     return rc;
 }
 
+/* A wall time in ms as RFC 3339. */
+static void ms_rfc3339(int64_t ms, char *buf, size_t len)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/*
+ * A delegated origin completed by the hub itself: its mirror completed (the
+ * record says so) but is gone, deleted before the origin's status was
+ * written, and no last state of it was kept. What the API requires of a
+ * Job that completed: SuccessCriteriaMet and Complete, a completionTime,
+ * every completion succeeded (and, Indexed, every index). Busy.
+ */
+static int write_completed(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    struct sw_member *m = sw_member_find(h, j->rec.cluster);
+    if (m == NULL)
+        return SW_ENOENT;
+    const struct sw_job_rec *r = &j->rec;
+    char ts[32], start[32];
+    ms_rfc3339(r->finished_ms ? r->finished_ms : sw_hub_wall_ms(), ts, sizeof(ts));
+    ms_rfc3339(r->started_ms ? r->started_ms : r->dispatched_ms, start, sizeof(start));
+    const cJSON *spec = sw_json_child(origin, "spec");
+    const cJSON *cv = sw_json_child(spec, "completions");
+    int completions = cJSON_IsNumber(cv) && cv->valueint > 0 ? cv->valueint : 1;
+    const char *mode = sw_json_str(spec, "completionMode");
+    cJSON *p = cJSON_CreateObject();
+    cJSON *st = cJSON_AddObjectToObject(p, "status");
+    if (sw_json_str(sw_json_child(origin, "status"), "startTime") == NULL)
+        cJSON_AddStringToObject(st, "startTime", start);
+    cJSON_AddStringToObject(st, "completionTime", ts);
+    static const char *zero[] = {"active", "ready", "terminating", "failed"};
+    for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++)
+        cJSON_AddNumberToObject(st, zero[i], 0);
+    cJSON_AddNumberToObject(st, "succeeded", completions);
+    if (mode && strcmp(mode, "Indexed") == 0) {
+        char idx[32];
+        if (completions == 1)
+            snprintf(idx, sizeof(idx), "0");
+        else
+            snprintf(idx, sizeof(idx), "0-%d", completions - 1);
+        cJSON_AddStringToObject(st, "completedIndexes", idx);
+    }
+    cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
+    static const char *types[] = {"SuccessCriteriaMet", "Complete"};
+    for (size_t i = 0; i < 2; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "type", types[i]);
+        cJSON_AddStringToObject(c, "status", "True");
+        cJSON_AddStringToObject(c, "reason", "CompletedElsewhere");
+        char msg[300];
+        snprintf(msg, sizeof(msg), "completed in %s as %s (attempt %d); its mirror was deleted",
+                 r->target_cluster, r->mirror, r->attempt);
+        cJSON_AddStringToObject(c, "message", msg);
+        cJSON_AddStringToObject(c, "lastProbeTime", ts);
+        cJSON_AddStringToObject(c, "lastTransitionTime", ts);
+        cJSON_AddItemToArray(conds, c);
+    }
+    int rc = sw_kube_merge_patch(m->client, SW_KIND_JOB, r->ns, r->name, p, "status", on_status, j);
+    cJSON_Delete(p);
+    return rc;
+}
+
 /* ---- record transitions ----------------------------------------------------- */
 
 /* A number of a Job's status, 0 when absent (the API leaves zeros out). */
@@ -335,6 +436,7 @@ static void requeue_step(struct sw_hub *h, struct sw_job *j, struct sw_member *t
         sw_follow_event(h, r, "Warning", "Requeued", msg);
         r->state = SW_JS_OBSERVED;
         r->started_ms = 0;
+        r->mirror_completed_ms = 0;
         j->outputs_done = 0;
         j->status_synced = false;
     }
@@ -373,27 +475,80 @@ static void on_mirror_suspend(struct sw_kube_result *res, void *ctx)
     sw_hub_step_done(j->hub, j, res->rc);
 }
 
+/*
+ * An annotation-only origin resumed at home (spec.suspend set back to
+ * false by its owner, a pipeline or a person) after the hub burst it:
+ * while its mirror runs, and once it has completed, that would run the Job
+ * a second time, so the hub suspends it again and says so. A burst that
+ * failed is the owner's to take back: its origin may run at home. True
+ * when a step started.
+ */
+static bool resuspend(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    struct sw_job_rec *r = &j->rec;
+    if (r->form != SW_FORM_ANNOTATION || origin == NULL ||
+        strcmp(r->target_cluster, r->cluster) == 0)
+        return false;
+    if (r->state != SW_JS_DISPATCHED && r->state != SW_JS_RUNNING && r->state != SW_JS_SUCCEEDED)
+        return false;
+    if (cJSON_IsTrue(sw_json_child(sw_json_child(origin, "spec"), "suspend")))
+        return false;
+    struct sw_member *om = sw_member_find(h, r->cluster);
+    if (om == NULL || om->client == NULL)
+        return false;
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "resumed at home, but this Job %s as %s/%s/%s (attempt %d): suspended again so that "
+             "it never runs twice; delete the Job to stop it",
+             r->state == SW_JS_SUCCEEDED ? "completed" : "runs", r->target_cluster, r->ns,
+             r->mirror, r->attempt);
+    SW_LOG(SW_LOG_WARN, "burst origin resumed at home; suspended again", "job=%s mirror=%s/%s",
+           sw_log_q(r->key), sw_log_q(r->target_cluster), sw_log_q(r->mirror));
+    sw_follow_event(h, r, "Warning", "ResumedAtHome", msg);
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "suspend", true);
+    j->busy = true;
+    int rc =
+        sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, p, NULL, on_mirror_suspend, j);
+    cJSON_Delete(p);
+    if (rc != 0)
+        sw_hub_step_done(h, j, rc);
+    return true;
+}
+
 void sw_follow_step(struct sw_hub *h, struct sw_job *j)
 {
     struct sw_job_rec *r = &j->rec;
     j->hub = h;
     struct sw_member *tm = sw_member_find(h, r->target_cluster);
-    if (tm == NULL || tm->cache == NULL || !sw_cluster_cache_synced(tm->cache))
+    bool synced = tm && tm->cache && sw_cluster_cache_synced(tm->cache);
+    /* A finished Job's origin still shows its outcome when its target has
+     * left the registry (loss.c fails a Job whose target was removed). */
+    if (!synced && !(tm == NULL && sw_job_state_terminal(r->state)))
         return;
     const cJSON *origin = sw_observe_origin(h, r);
-    const cJSON *mirror = sw_observe_mirror(h, r);
+    const cJSON *live = synced ? sw_observe_mirror(h, r) : NULL;
     if (r->state == SW_JS_REQUEUED) {
-        requeue_step(h, j, tm, mirror);
+        requeue_step(h, j, tm, live);
         return;
     }
+    if (resuspend(h, j, origin))
+        return;
+    /* A mirror deleted after it finished (a cleanup script, a TTL, a
+     * person) is known by its last state: absence alone is no outcome. */
+    const cJSON *mirror = live ? live : synced ? sw_observe_mirror_final(h, r) : NULL;
     if (sw_job_state_terminal(r->state)) {
         /* A delegated origin shows the outcome once (again after a restart):
-         * the mirror's status, or, when there is no mirror to copy (lost
-         * too often), a failure written by the hub. */
+         * the mirror's status; when there is no mirror state to copy, a
+         * completion (the record saw it complete) or a failure (lost too
+         * often, its cluster removed) written by the hub. */
         if (r->form == SW_FORM_DELEGATED && !j->status_synced && origin &&
             condition(origin, "Complete") == NULL && condition(origin, "Failed") == NULL) {
             j->busy = true;
-            int rc = mirror && r->state == SW_JS_SUCCEEDED   ? write_status(h, j, mirror, true)
+            bool ok = r->state == SW_JS_SUCCEEDED;
+            int rc = mirror && ok && condition(mirror, "Complete")
+                         ? write_status(h, j, mirror, true)
+                     : ok                                    ? write_completed(h, j, origin)
                      : mirror && condition(mirror, "Failed") ? write_status(h, j, mirror, true)
                                                              : write_failed(h, j, origin);
             if (rc != 0)
@@ -403,13 +558,26 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         }
         return;
     }
+    if (mirror == NULL && r->mirror_completed_ms > 0) {
+        /* Seen complete, then deleted before the outcome was recorded: it
+         * completed. Its outputs are in the store, not in the mirror. */
+        j->busy = true;
+        if (j->outputs_done == 0) {
+            sw_data_outputs(h, j, true);
+            return;
+        }
+        finish(h, j, SW_JS_SUCCEEDED, NULL);
+        return;
+    }
     if (mirror == NULL) {
         if (sw_hub_wall_ms() - r->dispatched_ms < 30000) {
             j->next_ms = sw_hub_mono_ms() + 1000; /* the cache may not show it yet */
             return;
         }
         j->busy = true;
-        requeue(h, j, "the mirror Job disappeared");
+        requeue(h, j,
+                "the mirror Job disappeared before it finished (no Complete or Failed "
+                "condition was seen)");
         return;
     }
     const cJSON *failed = condition(mirror, "Failed");
@@ -435,6 +603,13 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
     }
     if (complete) {
         j->busy = true;
+        if (r->mirror_completed_ms == 0) {
+            /* Recorded before anything else: from now on the Job completed,
+             * whatever becomes of the mirror. */
+            r->mirror_completed_ms = sw_hub_wall_ms();
+            sw_rec_step(h, j, NULL);
+            return;
+        }
         if (j->outputs_done == 0) {
             sw_data_outputs(h, j, true);
             return;
@@ -452,7 +627,10 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         requeue(h, j, why);
         return;
     }
-    /* Running, or about to. */
+    /* Running, or about to: a block shown earlier is over. */
+    if (sw_json_str(sw_json_child(sw_json_child(origin, "metadata"), "annotations"),
+                    SW_ANN_REASON) != NULL)
+        sw_follow_show_blocked(h, r, false);
     const cJSON *ms = sw_json_child(mirror, "status");
     int active = count_of(ms, "active");
     int ready = count_of(ms, "ready");

@@ -16,6 +16,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "controller/hub/adopt.h"
+#include "clusters/record.h"
 #include "controller/hub/hub.h"
 
 int64_t sw_hub_mono_ms(void)
@@ -97,7 +98,6 @@ void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j)
     *pp = j->next;
     h->njobs--;
     sw_free(j->explain);
-    cJSON_Delete(j->full);
     cJSON_Delete(j->kept);
     sw_free(j);
 }
@@ -129,6 +129,27 @@ void sw_hub_step_done(struct sw_hub *h, struct sw_job *j, int rc)
 
 /* ---- the tick ------------------------------------------------------------ */
 
+/*
+ * A finished Job with nothing left to do: its outcome shown, its outputs
+ * rounds over, no stale mirror, its origin still there as the hub left it.
+ * Checked on the cache's compact record, so that the many finished Jobs a
+ * hub keeps cost no JSON view per tick.
+ */
+static bool settled(struct sw_hub *h, const struct sw_job *j)
+{
+    const struct sw_job_rec *r = &j->rec;
+    if (!sw_job_state_terminal(r->state) || !j->status_synced || j->output_stops > 0 ||
+        r->nstale > 0)
+        return false;
+    const struct sw_job_record *o = sw_observe_origin_record(h, r);
+    if (o == NULL || o->deleting != NULL)
+        return false; /* gone or going: the record follows it */
+    /* An annotation-only origin resumed at home after a burst that completed
+     * is suspended again (follow.c). */
+    return !(r->form == SW_FORM_ANNOTATION && r->state == SW_JS_SUCCEEDED && o->suspend != 1 &&
+             strcmp(r->target_cluster, r->cluster) != 0);
+}
+
 static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
 {
     (void)ctx;
@@ -136,6 +157,8 @@ static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
         return;
     struct sw_member *origin_m = sw_member_find(h, j->rec.cluster);
     if (origin_m == NULL || !sw_cluster_cache_synced(origin_m->cache))
+        return;
+    if (settled(h, j))
         return;
     const cJSON *origin = sw_observe_origin(h, &j->rec);
     bool deleting = origin && cJSON_GetObjectItemCaseSensitive(

@@ -65,14 +65,11 @@ struct sw_job {
     bool refs_ok;       /* this attempt's ConfigMaps and Secrets are copied */
     bool status_synced; /* delegated: the origin's status shows the outcome */
     struct sw_hub *hub; /* for Kubernetes callbacks, whose context is the job */
-    /* The origin Job as a GET returned it (the cache keeps a record without
-     * the pod template), for the dispatch step that asked; dropped once
-     * used, so at most one per Job being dispatched. */
-    cJSON *full;
-    int full_for; /* the step it was fetched for */
-    /* The origin Job as a GET returned it, without status and managedFields,
-     * kept while the Job is unfinished, so that it can still be placed when
-     * its home is lost (loss.c): one per managed Job, not per cached Job. */
+    /* The origin Job as its API server last answered it whole (a GET, or
+     * dispatch's patch), without status and managedFields, kept while the
+     * Job is unfinished: dispatch builds the mirror from it (the cache keeps
+     * no pod template), and it can still be placed when its home is lost
+     * (loss.c). One per managed Job, not per cached Job. */
     cJSON *kept;
     int64_t kept_retry_ms; /* after a failed GET of it: not before (monotonic) */
 };
@@ -176,6 +173,7 @@ struct sw_hub {
     struct sw_member *members[SW_HUB_MAX_MEMBERS];
     size_t nmembers;
     bool registry_busy;
+    bool registry_read; /* the registry has been listed once: a name it lacks is unknown */
     struct sw_hub_store stores[SW_HUB_MAX_STORES];
     size_t nstores;
     struct sw_hub_rule rules[SW_HUB_MAX_RULES];
@@ -315,6 +313,17 @@ const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r);
 /** The mirror Job of a record from the target's cache (borrowed), or NULL. */
 const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r);
 /**
+ * The origin's compact record in the cache (no JSON view is made), or NULL
+ * when it is gone or another Job now has its name. Borrowed.
+ */
+const struct sw_job_record *sw_observe_origin_record(struct sw_hub *h, const struct sw_job_rec *r);
+/**
+ * The current attempt's mirror as it last was, when it finished (Complete
+ * or Failed) and was then deleted from its cluster while this hub watched
+ * (clusters/cache.h, tombstones); NULL otherwise. Borrowed.
+ */
+const cJSON *sw_observe_mirror_final(struct sw_hub *h, const struct sw_job_rec *r);
+/**
  * Whether the origin Job waits for GPUs at home: some pod of it is
  * Unschedulable for lack of nvidia.com/gpu and none is bound to a node.
  */
@@ -384,6 +393,13 @@ void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *t
 void sw_follow_flush_events(struct sw_hub *h, size_t max);
 /** Patches annotations on the origin Job (best effort, no callback). */
 void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r);
+/**
+ * Shows on the origin Job that its burst is blocked (`blocked`, with the
+ * record's reason) or no longer is: spillway.io/state and spillway.io/reason
+ * for both forms, and for a delegated Job the condition SpillwayBlocked, so
+ * that `kubectl get` and `kubectl wait` users see it. Best effort.
+ */
+void sw_follow_show_blocked(struct sw_hub *h, const struct sw_job_rec *r, bool blocked);
 
 /* ---- loss.c --------------------------------------------------------------- */
 

@@ -67,6 +67,7 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
     cJSON_AddNumberToObject(o, "dispatchedMs", (double)r->dispatched_ms);
     cJSON_AddNumberToObject(o, "startedMs", (double)r->started_ms);
     cJSON_AddNumberToObject(o, "finishedMs", (double)r->finished_ms);
+    cJSON_AddNumberToObject(o, "mirrorCompletedMs", (double)r->mirror_completed_ms);
     cJSON_AddNumberToObject(o, "epoch", (double)r->epoch);
     cJSON_AddStringToObject(o, "onClusterLoss", r->wait_on_loss ? "wait" : "requeue");
     cJSON *st = cJSON_AddArrayToObject(o, "staleMirrors");
@@ -153,6 +154,7 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     N("dispatchedMs", dispatched_ms, int64_t);
     N("startedMs", started_ms, int64_t);
     N("finishedMs", finished_ms, int64_t);
+    N("mirrorCompletedMs", mirror_completed_ms, int64_t);
     N("epoch", epoch, int64_t);
 #undef S
 #undef N

@@ -94,6 +94,10 @@ struct sw_job_rec {
     int64_t input_bytes;
     double created; /* origin creationTimestamp, unix s */
     int64_t observed_ms, decided_ms, data_ready_ms, dispatched_ms, started_ms, finished_ms;
+    /* When the hub first saw the current attempt's mirror Complete (wall
+     * ms; 0 not seen): a mirror deleted after that completed, whatever a
+     * later look at the cluster finds. */
+    int64_t mirror_completed_ms;
     int64_t epoch;     /* of the last write */
     bool wait_on_loss; /* spillway.io/on-cluster-loss: wait (as of the last decision) */
     int nstale;        /* mirrors to delete from clusters that were lost */

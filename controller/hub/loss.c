@@ -260,6 +260,7 @@ static void move_off(struct sw_hub *h, struct sw_job *j, const struct sw_member 
         sw_follow_event(h, r, "Warning", "ClusterLost", msg);
         r->state = SW_JS_OBSERVED;
         r->started_ms = 0;
+        r->mirror_completed_ms = 0;
         j->outputs_done = 0;
         j->status_synced = false;
     }
@@ -385,6 +386,54 @@ int sw_loss_fence_origin(struct sw_hub *h, struct sw_job *j)
     return 1;
 }
 
+/*
+ * The record names a target cluster the registry does not have: removed
+ * (`spillctl cluster remove`) while the Job was on its way there or ran
+ * there. Said, never silent. Before its mirror can exist the Job is
+ * decided again. From the intent on, a mirror may run there that spillway
+ * can no longer follow or delete, and placing the Job elsewhere could run
+ * it twice: it fails, and the reason names the mirror for a person to
+ * delete. True when it took a step (or waits for the registry).
+ */
+static bool unknown_target(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    if (!h->registry_read)
+        return true; /* not listed yet: nothing is known of any name */
+    if (r->state == SW_JS_DECIDED || r->state == SW_JS_DATA_READY) {
+        snprintf(r->reason, sizeof(r->reason),
+                 "cluster %s is not a registered member (removed from the registry); deciding "
+                 "again",
+                 r->target_cluster);
+        SW_LOG(SW_LOG_WARN, "target cluster not registered; deciding again", "job=%s cluster=%s",
+               sw_log_q(r->key), sw_log_q(r->target_cluster));
+        sw_follow_event(h, r, "Warning", "TargetUnknown", r->reason);
+        r->state = SW_JS_OBSERVED;
+        j->busy = true;
+        if (sw_rec_write(h, j, moved_written, NULL) != 0)
+            sw_hub_step_done(h, j, SW_EUNAVAIL);
+        return true;
+    }
+    if (!in_flight(r->state))
+        return false;
+    char last[64];
+    snprintf(last, sizeof(last), "%s", r->target_cluster);
+    snprintf(r->reason, sizeof(r->reason),
+             "cluster %s was removed from the registry while attempt %d was there (mirror "
+             "%s/%s/%s): spillway can no longer follow or delete it, and does not place the Job "
+             "again, so that it never runs twice; delete that mirror if it still runs",
+             last, r->attempt, last, r->ns, r->mirror[0] ? r->mirror : "(not created)");
+    SW_LOG(SW_LOG_WARN, "target cluster removed while the job was there; job failed",
+           "job=%s cluster=%s mirror=%s", sw_log_q(r->key), sw_log_q(last), sw_log_q(r->mirror));
+    sw_data_outputs_stop(h, j);
+    r->state = SW_JS_FAILED;
+    r->finished_ms = sw_hub_wall_ms();
+    sw_follow_event(h, r, "Warning", "BurstFailed", r->reason);
+    j->busy = true;
+    sw_rec_step(h, j, NULL);
+    return true;
+}
+
 bool sw_loss_step(struct sw_hub *h, struct sw_job *j)
 {
     struct sw_job_rec *r = &j->rec;
@@ -396,7 +445,7 @@ bool sw_loss_step(struct sw_hub *h, struct sw_job *j)
         return false;
     struct sw_member *tm = sw_member_find(h, r->target_cluster);
     if (tm == NULL)
-        return false;
+        return unknown_target(h, j);
     if (in_flight(r->state) && sw_member_lost(tm) && strcmp(r->target_cluster, r->cluster) != 0) {
         if (!wants_requeue(h, j))
             return hold(h, j, tm);

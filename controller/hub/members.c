@@ -219,6 +219,7 @@ static void on_list(int rc, struct sw_cluster_record *recs, size_t n, const stru
                sw_log_q(err ? err->msg : sw_strerror(rc)));
         return;
     }
+    h->registry_read = true;
     for (size_t i = 0; i < h->nmembers; i++)
         h->members[i]->seen = false;
     for (size_t i = 0; i < n; i++) {

@@ -26,7 +26,10 @@
 #define SW_ANN_MIRROR      "spillway.io/mirror"
 #define SW_ANN_DECISION    "spillway.io/decision"
 #define SW_ANN_COST        "spillway.io/cost"
-#define SW_SPOT_TAINT      "spillway.io/spot"
+#define SW_ANN_REASON      "spillway.io/reason"
+/* The delegated origin's condition while its burst is blocked. */
+#define SW_COND_BLOCKED "SpillwayBlocked"
+#define SW_SPOT_TAINT   "spillway.io/spot"
 
 /** The mirror's name for attempt n: "sw-" + origin UID + "-" + n (fits 63). */
 void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len);

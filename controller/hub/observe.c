@@ -35,7 +35,7 @@ struct pod_agg {
     int pods;
     int bound;
     int starved; /* Unschedulable for lack of GPUs */
-    int lost;    /* bound to a node that no longer exists */
+    int lost;    /* bound to a node the cache saw deleted */
     char lost_node[128];
     struct pod_agg *next;
 };
@@ -95,7 +95,7 @@ static bool pod_starved(const struct sw_pod_record *pod)
 
 struct pod_scan {
     const char *cluster;
-    struct sw_informer *nodes;
+    struct sw_cluster_cache *cache;
 };
 
 static void agg_pod(const char *key, const void *obj, void *ctx)
@@ -114,7 +114,9 @@ static void agg_pod(const char *key, const void *obj, void *ctx)
     const char *node = pod->node;
     if (node && node[0]) {
         a->bound++;
-        if (ps->nodes && sw_informer_get(ps->nodes, node) == NULL) {
+        /* Lost only when its node was seen deleted: a node the cache has
+         * not delivered yet is not gone, and its pods still run. */
+        if (sw_cluster_cache_node_gone(ps->cache, node)) {
             a->lost++;
             snprintf(a->lost_node, sizeof(a->lost_node), "%s", node);
         }
@@ -231,6 +233,14 @@ static const struct sw_job_record *job_in(struct sw_hub *h, const char *cluster,
     return sw_informer_get(sw_cluster_cache_informer(m->cache, SW_KIND_JOB), k);
 }
 
+const struct sw_job_record *sw_observe_origin_record(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    const struct sw_job_record *o = job_in(h, r->cluster, r->ns, r->name);
+    if (o && r->uid[0] && strcmp(o->uid, r->uid) != 0)
+        return NULL;
+    return o;
+}
+
 const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r)
 {
     const struct sw_job_record *o = job_in(h, r->cluster, r->ns, r->name);
@@ -242,6 +252,16 @@ const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r)
 const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r)
 {
     return view_of(h, job_in(h, r->target_cluster, r->ns, r->mirror));
+}
+
+const cJSON *sw_observe_mirror_final(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    struct sw_member *m = sw_member_find(h, r->target_cluster);
+    if (m == NULL || m->cache == NULL || r->mirror[0] == '\0')
+        return NULL;
+    char k[200];
+    snprintf(k, sizeof(k), "%s/%s", r->ns, r->mirror);
+    return sw_cluster_cache_job_tombstone(m->cache, k);
 }
 
 /* ---- the scan ------------------------------------------------------------- */
@@ -355,7 +375,7 @@ void sw_observe_scan(struct sw_hub *h)
         struct sw_member *m = h->members[i];
         if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
             continue;
-        struct pod_scan ps = {m->rec.name, sw_cluster_cache_informer(m->cache, SW_KIND_NODE)};
+        struct pod_scan ps = {m->rec.name, m->cache};
         sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_POD), agg_pod, &ps);
     }
     for (size_t i = 0; i < h->nmembers; i++) {

@@ -6,7 +6,9 @@
 #                   dropped connections and a short partition between the
 #                   hub and its members; an S3 503 storm during a burst's
 #                   data copy; the hub leader SIGKILLed at a random point
-#   chaos.sh full   all of fast, and (make chaos): a partition longer than
+#   chaos.sh full   all of fast, and (make chaos): finished mirrors deleted
+#                   by a janitor while the leader is paused (never run
+#                   again); a partition longer than
 #                   the toleration (requeue, a zombie, fenced outputs); a
 #                   member's API server and etcd SIGKILLed and restarted;
 #                   the Redis master SIGKILLed (Sentinel); the leader killed
@@ -304,6 +306,61 @@ case_end "hub leader SIGKILLed at a random point" "$rounds" "${#hjobs[@]}" "${HU
 pass "leader killed $rounds time(s): ${#hjobs[@]} Jobs succeeded once; takeovers ${HUB_RTOS[*]} s (TTL $TTL s)"
 
 if [ "$MODE" = full ]; then
+    # ==== full 0: a janitor deletes mirrors as they finish, the leader paused ====
+    # (a cleanup script or ttlSecondsAfterFinished: 0; the leader SIGSTOPped
+    # for 2-4 s, within its lease, while they complete). Every Job succeeds
+    # once, as attempt 1: a finished mirror is never a reason to run again.
+    case_begin janitor
+    jjobs=()
+    for i in 1 2 3; do
+        burst_job "jn-a$i" 2 5s | kc onprem apply -n "$NS" -f - >/dev/null
+        burst_job "jn-d$i" 2 5s delegated | kc onprem apply -n "$NS" -f - >/dev/null
+        jjobs+=("jn-a$i" "jn-d$i")
+    done
+    janitor_deleted=0
+    pauses=0
+    t_end=$((SECONDS + 120))
+    while [ $SECONDS -lt $t_end ]; do
+        # Delete every finished mirror of the case's Jobs on both cloud clusters.
+        for c in cloud-spot cloud-ondemand; do
+            for m in $(kc "$c" get jobs -n "$NS" -l app.kubernetes.io/managed-by=spillway \
+                -o jsonpath='{range .items[?(@.status.succeeded>0)]}{.metadata.name}{"\n"}{end}' 2>/dev/null); do
+                kc "$c" delete job "$m" -n "$NS" --cascade=background --wait=false >/dev/null 2>&1 &&
+                    janitor_deleted=$((janitor_deleted + 1))
+            done
+        done
+        # Now and then the leader pauses while that happens.
+        if [ $((RANDOM % 4)) = 0 ]; then
+            l=$(leader_port)
+            if [ -n "$l" ]; then
+                kill -STOP "${HUB_ON[$l]}"
+                sleep "$((2 + RANDOM % 3))"
+                kill -CONT "${HUB_ON[$l]}"
+                pauses=$((pauses + 1))
+            fi
+        fi
+        left=0
+        for j in "${jjobs[@]}"; do
+            st=$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state}' 2>/dev/null || true)
+            [ "$st" = succeeded ] || [ "$st" = failed ] || left=$((left + 1))
+        done
+        [ $left = 0 ] && break
+        sleep 0.5
+    done
+    for j in "${jjobs[@]}"; do
+        st=$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state}' 2>/dev/null || true)
+        uid=$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.uid}')
+        mirror=$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/mirror}')
+        [ "$st" = succeeded ] || violation "Job $j lost: its origin says \"$st\" (record: $(record_field "onprem/$NS/$j" state) $(record_field "onprem/$NS/$j" reason))"
+        [ "$mirror" = "sw-$uid-1" ] || violation "Job $j ran again: its origin names $mirror, not attempt 1"
+    done
+    for j in jn-d1 jn-d2 jn-d3; do
+        [ -z "$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.status.conditions[?(@.type=="Failed")].status}')" ] ||
+            violation "delegated $j marked Failed after its mirror completed and was deleted"
+    done
+    case_end "finished mirrors deleted by a janitor, the leader paused ${pauses}x" "$janitor_deleted" "${#jjobs[@]}"
+    pass "janitor: $janitor_deleted finished mirrors deleted, the leader paused $pauses times: ${#jjobs[@]} Jobs succeeded once, as attempt 1"
+
     # ==== full 1: a partition longer than the toleration =========================
     case_begin partition
     BURST_MODE=cloud-first burst_job p-req 4 45s "" "    spillway.io/outputs: s3://checkpoints/$NS/p-req/" |

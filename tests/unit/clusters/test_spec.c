@@ -254,12 +254,45 @@ static void test_flag_strict(void **state)
     }
 }
 
+/* One limit per name: 63 characters pass (and the placement engine carries
+ * them whole, tests/unit/placement/test_engine.c), 64 are refused here,
+ * where the name enters; the same for a GPU product. */
+static void test_names_at_the_limit(void **state)
+{
+    (void)state;
+    char name[80], product[80], flag[300];
+    struct sw_error err;
+    for (int len = 63; len <= 64; len++) {
+        memset(name, 'a', (size_t)len);
+        name[len] = '\0';
+        assert_int_equal(sw_name_valid(name) != 0, len == 63);
+        memset(product, 'P', (size_t)len);
+        product[len] = '\0';
+        struct sw_cluster_spec s = {0};
+        snprintf(flag, sizeof(flag), "name=%s,capacity=spot,product=H100,memory=1,price=1", name);
+        assert_int_equal(sw_pool_flag_parse(flag, &s, &err), len == 63 ? 0 : SW_EINVAL);
+        if (len == 63)
+            assert_string_equal(s.pools[0].name, name);
+        struct sw_cluster_spec t = {0};
+        snprintf(flag, sizeof(flag), "name=p,capacity=spot,product=%s,memory=1,price=1", product);
+        sw_error_clear(&err);
+        int rc = sw_pool_flag_parse(flag, &t, &err);
+        if (len == 63) {
+            assert_int_equal(rc, 0);
+            assert_string_equal(t.pools[0].gpu_product, product);
+        } else {
+            assert_int_equal(rc, SW_EINVAL);
+            assert_non_null(strstr(err.msg, "expected a GPU product name of 1-63 characters"));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_file),         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_errors_named), cmocka_unit_test(test_strict),
-        cmocka_unit_test(test_flag_strict),
+        cmocka_unit_test(test_flag_strict),  cmocka_unit_test(test_names_at_the_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

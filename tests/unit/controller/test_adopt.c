@@ -36,7 +36,10 @@ static struct sw_adopt_mirror mir(const char *cluster, int attempt, bool deletin
     memset(&m, 0, sizeof(m));
     snprintf(m.cluster, sizeof(m.cluster), "%s", cluster);
     snprintf(m.name, sizeof(m.name), "sw-%s-%d", UID, attempt);
+    snprintf(m.ns, sizeof(m.ns), "team-a");
     snprintf(m.origin_uid, sizeof(m.origin_uid), UID);
+    snprintf(m.origin_cluster, sizeof(m.origin_cluster), "onprem");
+    snprintf(m.origin_ns, sizeof(m.origin_ns), "team-a");
     m.attempt = attempt;
     m.deleting = deleting;
     return m;
@@ -67,6 +70,9 @@ static void test_read_what_mirror_writes(void **state)
     assert_string_equal(am.cluster, "cloud-spot");
     assert_string_equal(am.name, name);
     assert_string_equal(am.origin_uid, UID);
+    assert_string_equal(am.ns, "team-a");
+    assert_string_equal(am.origin_cluster, "onprem");
+    assert_string_equal(am.origin_ns, "team-a");
     assert_int_equal(am.attempt, 2);
     assert_false(am.deleting);
     assert_string_equal(am.pool, "spot-h100");
@@ -195,6 +201,43 @@ static void test_decide_attempts(void **state)
     assert_int_equal(at, 1);
 }
 
+/* A Job that only carries spillway's labels (copied onto it by a person or
+ * a tool) is never adopted, however high its attempt: only the name, the
+ * namespace and the origin cluster the hub would have used count. */
+static void test_decide_copied_labels(void **state)
+{
+    (void)state;
+    size_t at = 99;
+    int floor = 0;
+    struct sw_adopt_mirror real = mir("cloud-spot", 1, false);
+    struct sw_job_rec r = rec(SW_JS_RUNNING, 1, "cloud-spot");
+    struct sw_adopt_mirror copies[4];
+    for (size_t i = 0; i < 4; i++)
+        copies[i] = mir("cloud-ondemand", 5, false);
+    snprintf(copies[0].name, sizeof(copies[0].name), "my-copy"); /* another name */
+    snprintf(copies[1].ns, sizeof(copies[1].ns), "elsewhere");   /* another namespace */
+    snprintf(copies[2].origin_cluster, sizeof(copies[2].origin_cluster), "cloud-spot");
+    snprintf(copies[3].origin_ns, sizeof(copies[3].origin_ns), "team-b"); /* label differs */
+    for (size_t i = 0; i < 4; i++) {
+        struct sw_adopt_mirror both[] = {real, copies[i]};
+        assert_int_equal(sw_adopt_decide(&r, both, 2, &at, &floor), SW_ADOPT_NONE);
+        /* A record lost altogether takes the real mirror, never the copy. */
+        struct sw_job_rec fresh = rec(SW_JS_OBSERVED, 0, "");
+        at = 99;
+        assert_int_equal(sw_adopt_decide(&fresh, both, 2, &at, &floor), SW_ADOPT_MIRROR);
+        assert_int_equal(at, 0);
+        /* A copy being deleted does not raise the attempt floor either. */
+        copies[i].deleting = true;
+        struct sw_adopt_mirror alone[] = {copies[i]};
+        assert_int_equal(sw_adopt_decide(&fresh, alone, 1, &at, &floor), SW_ADOPT_NONE);
+    }
+    /* The same labels on the right name and namespace: that is the mirror. */
+    struct sw_adopt_mirror right = mir("cloud-ondemand", 5, false);
+    struct sw_adopt_mirror both[] = {real, right};
+    assert_int_equal(sw_adopt_decide(&r, both, 2, &at, &floor), SW_ADOPT_MIRROR);
+    assert_int_equal(at, 1);
+}
+
 static void test_apply(void **state)
 {
     (void)state;
@@ -248,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_read_not_a_mirror),
         cmocka_unit_test(test_decide),
         cmocka_unit_test(test_decide_attempts),
+        cmocka_unit_test(test_decide_copied_labels),
         cmocka_unit_test(test_apply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

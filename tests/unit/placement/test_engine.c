@@ -6,6 +6,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/alloc.h"
 #include "lab.h"
@@ -490,6 +491,39 @@ static void test_origin_without_pools(void **state)
     assert_int_equal(d.verdict, SW_VERDICT_REJECT);
 }
 
+/* Names at the limit every module shares (common/limits.h: 63 characters):
+ * the snapshot carries a member, pool, region, team and origin of that
+ * length whole, so the decision names the cluster the registry has. */
+static void test_names_at_the_limit(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    char n63[SW_NAME_MAX], p63[SW_PRODUCT_MAX];
+    memset(n63, 'c', sizeof(n63) - 1);
+    n63[sizeof(n63) - 1] = '\0';
+    memset(p63, 'P', sizeof(p63) - 1);
+    p63[sizeof(p63) - 1] = '\0';
+    assert_int_equal(strlen(n63), 63);
+    assert_int_equal(strlen(p63), 63);
+    strcpy(l.pools[1].cluster, n63);
+    strcpy(l.pools[1].name, n63);
+    n63[0] = 'r';
+    strcpy(l.pools[1].region, n63);
+    strcpy(l.links[0].to, n63);
+    strcpy(l.pools[1].product, p63);
+    lab_workload(&l.pending[0], "train-1", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    n63[0] = 't';
+    strcpy(l.pending[0].team, n63);
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    assert_int_equal(d.pool, 1);
+    assert_int_equal(strlen(l.snap.pools[d.pool].cluster), 63);
+    assert_int_equal(strlen(l.snap.pools[d.pool].region), 63);
+}
+
 static void test_learned_runtime(void **state)
 {
     (void)state;
@@ -882,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_deadline_and_burst_never),
         cmocka_unit_test(test_deadline_median_fallback),
         cmocka_unit_test(test_capacity_wait_distribution),
+        cmocka_unit_test(test_names_at_the_limit),
         cmocka_unit_test(test_learned_runtime),
         cmocka_unit_test(test_bad_input_through_engine),
         cmocka_unit_test(test_warm_engine_does_not_allocate),
