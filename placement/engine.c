@@ -142,6 +142,8 @@ static bool workload_context(struct sw_engine *e, const struct sw_snapshot *s, s
     c->rt_h = c->runtime_s / 3600.0;
     c->lost_h = sw_cost_lost_hours(w->checkpoint_s / 3600.0, w->restart_s / 3600.0, c->rt_h);
     c->lost_s = c->lost_h * 3600.0;
+    c->worst_lost_s = fmin((w->checkpoint_s > 0 ? w->checkpoint_s : c->runtime_dl_s) + w->restart_s,
+                           SW_MAX_SECONDS);
     c->delay_per_h = delay_value * c->gpus;
     return true;
 }

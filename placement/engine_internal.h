@@ -171,6 +171,10 @@ struct wctx {
     /* Hours, as the cost model takes them, and the work lost per
      * interruption (the same for every pool). */
     double rt_h, lost_h, lost_s;
+    /* The work one interruption loses at its worst moment, just before a
+     * checkpoint: the whole interval (the whole run without checkpoints)
+     * and the restart. Deadlines are tested with it (options.c). */
+    double worst_lost_s;
     double delay_per_h; /* the policy's value of an hour of delay, for all GPUs */
     /* Region ids of the inputs' copies (-1: unknown), resolved on first use. */
     bool src_resolved;
@@ -193,6 +197,12 @@ static inline void set_bit(uint64_t *set, size_t i)
 static inline void clear_bit(uint64_t *set, size_t i)
 {
     set[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+/* The same at an interruption's worst moment, for deadline tests. */
+static inline double worst_lost_per_interruption(const struct wctx *c, const struct pool_rt *p)
+{
+    return p->rate > 0 ? c->worst_lost_s + p->provision_s : c->worst_lost_s;
 }
 
 /* The capacity a pool shows the sets: what a burst may take (idle plus

@@ -197,12 +197,16 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
     if (deadline > 0) {
         /* A deadline-bound Job does not bet on luck: spot must meet the
          * deadline even with two standard deviations more interruptions
-         * than expected, plus one. The median test is the weaker promise
+         * than expected, plus one, each at its worst moment (just before a
+         * checkpoint), which is what burst-now, renting on-demand, never
+         * risks: so an option cost-aware counts as keeping a deadline
+         * keeps it whenever burst-now's would under the same belief
+         * (docs/cost-model.md). The median test is the weaker promise
          * cost-aware falls back to when no option keeps the first
          * (choose.c); it bets no more on interruptions. */
         double n = cost.interruptions;
         double pessimistic = n > 0 ? n + 2.0 * sqrt(n) + 1.0 : 0;
-        double fixed = start + pessimistic * lost_s + out_s;
+        double fixed = start + pessimistic * worst_lost_per_interruption(c, p) + out_s;
         deadline_ok = fixed + c->runtime_dl_s <= deadline;
         deadline_median_ok = fixed + c->runtime_med_s <= deadline;
     }
