@@ -443,6 +443,66 @@ static void test_deadline_kept_whenever_burst_now_keeps_it(void **state)
     assert_int_equal(d.pool, 1);
 }
 
+/* Shares of a GPU. On a time-sliced pool (counts in milli-GPUs) a share
+ * packs with others and pays for its share; on a pool of whole GPUs it
+ * takes a whole one and pays for it, as a cloud pool renting whole GPUs
+ * bills a share bursting alone. onprem: 8 time-sliced GPUs with 0.3 of one
+ * idle for 4 more hours. */
+static void test_gpu_shares(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    l.pools[0].time_sliced = true;
+    l.pools[0].total_gpus = l.pools[0].max_gpus = 8000;
+    l.pools[0].free_gpus = 300;
+    l.running[0] = (struct sw_running){7700, 4 * 3600.0};
+    lab_workload(&l.pending[0], "a", "ml", SW_PRIO_TRAINING, 1, 1, 3600);
+    l.pending[0].gpu_milli = 250;
+    lab_workload(&l.pending[1], "b", "ml", SW_PRIO_TRAINING, 1, 1, 3600);
+    l.pending[1].gpu_milli = 100;
+    l.pending[1].submit_time = 1;
+    l.snap.n_pending = 2;
+    struct sw_decision d[2];
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    /* a fits the idle 0.3 now, and pays 0.25 x $1.00 x 1 h. */
+    assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
+    assert_true(d[0].chosen.wait_s == 0);
+    assert_cents(d[0].chosen.cost.total, 25);
+    /* Spot rents a whole GPU: 1 x $1.5625 x 1 h, as for a whole-GPU Job. */
+    assert_cents(d[0].options[1].cost.run_cost, 156);
+    /* b does not fit the 0.05 left: at home it waits for a's share to
+     * return in an hour, not for the running Jobs' 4 hours. */
+    assert_int_equal((int)d[1].options[0].wait_s, 3600);
+    assert_true(d[1].verdict == SW_VERDICT_BURST);
+    /* burst-now and the others see the same capacity. */
+    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, 0, d), 0);
+    assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
+    assert_int_equal(d[1].verdict, SW_VERDICT_BURST);
+    /* The same pool in whole GPUs: a share takes a whole one, and none is
+     * idle. */
+    lab_init(&l);
+    lab_workload(&l.pending[0], "a", "ml", SW_PRIO_TRAINING, 1, 1, 3600);
+    l.pending[0].gpu_milli = 250;
+    l.snap.n_pending = 1;
+    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, SW_DECIDE_EXPLAIN, d), 0);
+    assert_int_equal(d[0].verdict, SW_VERDICT_BURST);
+    assert_cents(d[0].options[0].cost.total, 100);
+    /* A share is of one GPU per pod. */
+    l.pending[0].gpus_per_pod = 2;
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_error err = {0};
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "workload \"a\": field \"gpu_milli\": a share of a GPU (250) "
+                                 "needs gpus_per_pod 1, got 2");
+    l.pending[0].gpus_per_pod = 1;
+    l.pending[0].gpu_milli = 1001;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "workload \"a\": field \"gpu_milli\": expected 0 to 1000, "
+                                 "got 1001");
+}
+
 /* Waiting for spot capacity over the wait's distribution. Spot is out,
  * expected back in 7,500 s on average: half the waits seen would end in
  * 600 s, half in 14,400 s. One 8-GPU Job of 2 h, V = $4.10 (x 8 GPUs =
@@ -952,6 +1012,7 @@ int main(void)
         cmocka_unit_test(test_deadline_and_burst_never),
         cmocka_unit_test(test_deadline_median_fallback),
         cmocka_unit_test(test_deadline_kept_whenever_burst_now_keeps_it),
+        cmocka_unit_test(test_gpu_shares),
         cmocka_unit_test(test_capacity_wait_distribution),
         cmocka_unit_test(test_learned_runtime),
         cmocka_unit_test(test_bad_input_through_engine),
