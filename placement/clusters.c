@@ -127,6 +127,29 @@ static int parse_pool(const cJSON *o, const char *what, const char *path, struct
         (rc = get_int(o, "gpus_per_instance", false, what, path, &p->gpus_per_instance, false,
                       err)) != 0)
         return rc;
+    /* Time-slicing ("gpu_sharing": "time-slicing"): shares of a GPU pack
+     * on the pool's GPUs, and its counts are in milli-GPUs (struct
+     * sw_pool). Only owned pools here: the simulator's cloud pools rent
+     * whole GPUs, so a share bursting pays for one. */
+    const char *sharing = "none";
+    if ((rc = sw_json_string(o, "gpu_sharing", false, ctx, &sharing, err)) != 0)
+        return rc;
+    if (strcmp(sharing, "time-slicing") == 0) {
+        if (p->capacity != SW_CAP_OWNED)
+            return sw_error_set(err, SW_EPARSE,
+                                "%s: %s: field \"gpu_sharing\": time-slicing is modelled for "
+                                "owned pools only (a cloud pool rents whole GPUs)",
+                                what, path);
+        p->time_sliced = true;
+        gpus *= 1000;
+        if (p->max_gpus > 0)
+            p->max_gpus *= 1000;
+    } else if (strcmp(sharing, "none") != 0) {
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: %s: field \"gpu_sharing\": expected none or time-slicing, got "
+                            "\"%.40s\"",
+                            what, path, sharing);
+    }
     /* Owned pools have `gpus` GPUs; cloud pools start empty and autoscale
      * up to `gpus` (or max_gpus). */
     if (p->capacity == SW_CAP_OWNED) {

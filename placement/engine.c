@@ -22,6 +22,7 @@
  */
 #include "placement/engine.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -83,13 +84,13 @@ static void commit(struct sw_engine *e, const struct sw_snapshot *s, const struc
     int queue = o->stay ? p->queue : -1;
     if (queue >= 0) {
         double hold = o->completion - o->start;
-        sw__lq_start(e, &e->lqs[queue], c->gpus, s->now, true, hold);
+        sw__lq_start(e, &e->lqs[queue], demand(c, p), s->now, true, hold);
     } else {
-        int old = cap_hint(p);
-        if (c->gpus <= p->free) {
-            p->free -= c->gpus;
+        int old = cap_hint(p), need = demand(c, p);
+        if (need <= p->free) {
+            p->free -= need;
         } else {
-            p->room -= c->gpus - p->free;
+            p->room -= need - p->free;
             p->free = 0;
         }
         cap_levels_update(e, pi, old);
@@ -116,6 +117,13 @@ static bool workload_context(struct sw_engine *e, const struct sw_snapshot *s, s
 {
     const struct sw_workload *w = &s->pending[wi];
     *c = (struct wctx){.w = w, .gpus = sw_workload_gpus(w), .runtime_s = w->runtime_s};
+    /* At most 10^5 pods x 1024 GPUs (validated): in milli-GPUs that can
+     * pass an int, so it is capped far above any pool. */
+    long long milli =
+        (long long)w->pods *
+        (w->gpu_milli > 0 && w->gpu_milli < 1000 ? w->gpu_milli : 1000LL * w->gpus_per_pod);
+    c->milli = milli < INT_MAX ? (int)milli : INT_MAX;
+    c->share_h = (double)milli / 1000.0;
     if (c->runtime_s <= 0) {
         if (sw_runtime_learn(s->history, s->n_history, w->team, w->label, e->hist, &c->runtime_s) !=
             0)
@@ -142,6 +150,8 @@ static bool workload_context(struct sw_engine *e, const struct sw_snapshot *s, s
     c->rt_h = c->runtime_s / 3600.0;
     c->lost_h = sw_cost_lost_hours(w->checkpoint_s / 3600.0, w->restart_s / 3600.0, c->rt_h);
     c->lost_s = c->lost_h * 3600.0;
+    c->worst_lost_s = fmin((w->checkpoint_s > 0 ? w->checkpoint_s : c->runtime_dl_s) + w->restart_s,
+                           SW_MAX_SECONDS);
     c->delay_per_h = delay_value * c->gpus;
     return true;
 }

@@ -93,6 +93,7 @@ struct pool_rt {
     double cap_wait_s; /* > 0: no GPU can be added before this many seconds */
     unsigned ic;
     enum sw_capacity cap;
+    bool milli; /* time-sliced: counts in milli-GPUs (struct sw_pool) */
 };
 
 /* Capacity levels: a pool is in level b of the capacity sets when it may
@@ -159,7 +160,9 @@ struct sw_engine {
 /* Everything about one workload the option loop needs, resolved once. */
 struct wctx {
     const struct sw_workload *w;
-    int gpus;
+    int gpus;             /* whole GPUs: a share takes one on a pool that is not time-sliced */
+    int milli;            /* what it takes of a time-sliced pool, in milli-GPUs (capped) */
+    double share_h;       /* GPUs it is billed on a time-sliced pool: milli / 1000 */
     double runtime_s;     /* expected runtime over the estimate's distribution */
     double runtime_dl_s;  /* its SW_DEADLINE_QUANTILE quantile, for deadlines */
     double runtime_med_s; /* its median: the weaker promise when no option keeps that one */
@@ -171,6 +174,10 @@ struct wctx {
     /* Hours, as the cost model takes them, and the work lost per
      * interruption (the same for every pool). */
     double rt_h, lost_h, lost_s;
+    /* The work one interruption loses at its worst moment, just before a
+     * checkpoint: the whole interval (the whole run without checkpoints)
+     * and the restart. Deadlines are tested with it (options.c). */
+    double worst_lost_s;
     double delay_per_h; /* the policy's value of an hour of delay, for all GPUs */
     /* Region ids of the inputs' copies (-1: unknown), resolved on first use. */
     bool src_resolved;
@@ -193,6 +200,26 @@ static inline void set_bit(uint64_t *set, size_t i)
 static inline void clear_bit(uint64_t *set, size_t i)
 {
     set[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+/* The capacity workload `c` takes of pool `p`, in the pool's units. */
+static inline int demand(const struct wctx *c, const struct pool_rt *p)
+{
+    return p->milli ? c->milli : c->gpus;
+}
+
+/* The GPUs workload `c` is billed for on pool `p`: a share on a
+ * time-sliced pool, else whole GPUs (a cloud pool renting whole GPUs bills
+ * a share as one: packing burst Jobs together is not modelled). */
+static inline double billed_gpus(const struct wctx *c, const struct pool_rt *p)
+{
+    return p->milli ? c->share_h : (double)c->gpus;
+}
+
+/* The same at an interruption's worst moment, for deadline tests. */
+static inline double worst_lost_per_interruption(const struct wctx *c, const struct pool_rt *p)
+{
+    return p->rate > 0 ? c->worst_lost_s + p->provision_s : c->worst_lost_s;
 }
 
 /* The capacity a pool shows the sets: what a burst may take (idle plus

@@ -217,6 +217,15 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
     if (w->pods > 100000 || w->gpus_per_pod > 1024)
         return sw_error_set(err, SW_ERANGE, "workload \"%s\": %d pods x %d GPUs is beyond any pool",
                             w->name, w->pods, w->gpus_per_pod);
+    if (w->gpu_milli < 0 || w->gpu_milli > 1000)
+        return sw_error_set(err, SW_EINVAL,
+                            "workload \"%s\": field \"gpu_milli\": expected 0 to 1000, got %d",
+                            w->name, w->gpu_milli);
+    if (w->gpu_milli > 0 && w->gpu_milli < 1000 && w->gpus_per_pod != 1)
+        return sw_error_set(err, SW_EINVAL,
+                            "workload \"%s\": field \"gpu_milli\": a share of a GPU (%d) needs "
+                            "gpus_per_pod 1, got %d",
+                            w->name, w->gpu_milli, w->gpus_per_pod);
     if ((unsigned)w->prio > SW_PRIO_PRODUCTION)
         return sw_error_set(err, SW_EINVAL, "workload \"%s\": field \"priority\": unknown value %d",
                             w->name, (int)w->prio);

@@ -87,6 +87,11 @@ struct sw_workload {
     enum sw_priority_class prio;
     int pods;
     int gpus_per_pod;
+    /* A share of one GPU per pod, in thousandths (1 to 999; 0 or 1000: whole
+     * GPUs), as time-slicing gives it (the Alibaba trace's gpu_milli). Only
+     * with gpus_per_pod 1. A time-sliced pool packs shares; any other pool
+     * gives each pod a whole GPU and bills it (docs/cost-model.md). */
+    int gpu_milli;
     /* GPU constraints: any of `products` (none = any), memory, interconnect. */
     int n_products;
     char products[SW_MAX_PRODUCTS][SW_PRODUCT_MAX];
@@ -148,6 +153,11 @@ struct sw_pool {
     /* Simulator only: GPUs one instance of an availability trace stands for
      * (0: the pool's whole ceiling, for a trace of one instance). */
     int gpus_per_instance;
+    /* Its GPUs are time-sliced: a workload asking for a share of a GPU
+     * (gpu_milli) takes that share, packed with others, and pays for it.
+     * The pool's counts (total_gpus, free_gpus, max_gpus) and those of its
+     * local queue's running and queued Jobs are then in milli-GPUs. */
+    bool time_sliced;
 };
 
 /** Egress between two regions (directional). */

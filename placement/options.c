@@ -109,7 +109,7 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
                                  size_t pi, struct sw_option *o)
 {
     const struct pool_rt *p = &e->pools[pi];
-    const int gpus = c->gpus, team = c->team;
+    const int gpus = demand(c, p), team = c->team;
     const double now = s->now, runtime_s = c->runtime_s, deadline = c->w->deadline;
     int queue = o->stay ? p->queue : -1;
     if (gpus > (queue >= 0 ? p->total : p->max)) {
@@ -190,19 +190,23 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
      * and waits for a replacement instance: the pool's provisioning. */
     double lost_s = lost_per_interruption(c, p);
     struct sw_cost_breakdown cost;
-    sw_cost_option_lost(gpus, p->price, c->rt_h, provision_h, p->rate, lost_s / 3600.0, egress,
-                        &cost);
+    sw_cost_option_lost(billed_gpus(c, p), p->price, c->rt_h, provision_h, p->rate, lost_s / 3600.0,
+                        egress, &cost);
     double completion = start + runtime_s + cost.interruptions * lost_s + out_s;
     bool deadline_ok = true, deadline_median_ok = true;
     if (deadline > 0) {
         /* A deadline-bound Job does not bet on luck: spot must meet the
          * deadline even with two standard deviations more interruptions
-         * than expected, plus one. The median test is the weaker promise
+         * than expected, plus one, each at its worst moment (just before a
+         * checkpoint), which is what burst-now, renting on-demand, never
+         * risks: so an option cost-aware counts as keeping a deadline
+         * keeps it whenever burst-now's would under the same belief
+         * (docs/cost-model.md). The median test is the weaker promise
          * cost-aware falls back to when no option keeps the first
          * (choose.c); it bets no more on interruptions. */
         double n = cost.interruptions;
         double pessimistic = n > 0 ? n + 2.0 * sqrt(n) + 1.0 : 0;
-        double fixed = start + pessimistic * lost_s + out_s;
+        double fixed = start + pessimistic * worst_lost_per_interruption(c, p) + out_s;
         deadline_ok = fixed + c->runtime_dl_s <= deadline;
         deadline_median_ok = fixed + c->runtime_med_s <= deadline;
     }
@@ -287,8 +291,8 @@ static double score_floor(struct sw_engine *e, struct wctx *c, const struct pool
         return INFINITY; /* no route: the option is excluded anyway */
     bool queued = p->queue >= 0 && p->cluster == c->origin;
     double provision = 0, provision_s = 0;
-    if (!queued && c->gpus > p->free) {
-        provision = (double)c->gpus * p->price * p->provision_h;
+    if (!queued && demand(c, p) > p->free) {
+        provision = billed_gpus(c, p) * p->price * p->provision_h;
         provision_s = p->provision_s;
     }
     double delay_h = (transfer + provision_s) / 3600.0;
@@ -310,9 +314,12 @@ size_t sw__evaluate_candidates(struct sw_engine *e, const struct sw_snapshot *s,
             const struct pool_rt *p = &e->pools[pi];
             double price = p->price;
             if (cut.kind == CUT_SCORE && isfinite(cut.best)) {
-                double run = (double)c->gpus * price * c->rt_h;
-                if (run > cut.best + cut.margin + 1e-9 * (run + fabs(cut.best)))
+                /* The least any pool from here on can bill: a share, on a
+                 * time-sliced pool (for whole GPUs the same as anywhere). */
+                double least = c->share_h * price * c->rt_h;
+                if (least > cut.best + cut.margin + 1e-9 * (least + fabs(cut.best)))
                     return n; /* and every later pool */
+                double run = billed_gpus(c, p) * price * c->rt_h;
                 double floor = score_floor(e, c, p, run);
                 if (floor > cut.best + cut.margin + 1e-9 * (floor + fabs(cut.best)))
                     continue;

@@ -84,6 +84,7 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         r->cap_wait_s = p->capacity_wait_s;
         r->ic = p->interconnect;
         r->cap = p->capacity;
+        r->milli = p->time_sliced;
     }
     if (e->products.n > 64)
         return sw_error_set(err, SW_EUNSUPPORTED,

@@ -232,6 +232,8 @@ static void fill_workload(const struct sim *s, size_t j, struct sw_workload *w)
     w->prio = tj->prio;
     w->pods = 1;
     w->gpus_per_pod = tj->gpus;
+    if (tj->gpus == 1 && tj->gpu_share > 0 && tj->gpu_share < 1)
+        w->gpu_milli = (int)lround(tj->gpu_share * 1000.0);
     const struct job *jb = &s->jobs[j];
     /* The hub knows the work checkpointed so far, not the work left: the
      * engine gets the belief's expected remainder given that progress, as
@@ -291,12 +293,31 @@ static bool is_local(const struct sim *s, int pool)
            s->c->pools[pool].capacity == SW_CAP_OWNED;
 }
 
+/* The capacity job j takes of pool `pool`, in the pool's units: on a
+ * time-sliced pool its share (or whole GPUs) in milli-GPUs, elsewhere whole
+ * GPUs (a share takes one). */
+static int units(const struct sim *s, size_t j, int pool)
+{
+    const struct sw_trace_job *tj = &s->tr->jobs[j];
+    if (!s->c->pools[pool].time_sliced)
+        return tj->gpus;
+    return tj->gpu_share > 0 && tj->gpu_share < 1 ? (int)lround(tj->gpu_share * 1000.0)
+                                                  : tj->gpus * 1000;
+}
+
+/* The GPUs job j is billed for on pool `pool`: its share on a time-sliced
+ * pool, else whole GPUs. */
+static double billed(const struct sim *s, size_t j, int pool)
+{
+    return s->c->pools[pool].time_sliced ? units(s, j, pool) / 1000.0 : s->tr->jobs[j].gpus;
+}
+
 /* Pays for job j's GPUs from its billing start until t. */
 static void bill(struct sim *s, size_t j, double t)
 {
     struct job *jb = &s->jobs[j];
     double h = t > jb->bill_start ? (t - jb->bill_start) / 3600.0 : 0;
-    double gh = h * s->tr->jobs[j].gpus;
+    double gh = h * billed(s, j, jb->pool);
     double cost = gh * jb->price;
     jb->gpu_h[jb->cap] += gh;
     jb->cost[jb->cap] += cost;
@@ -321,7 +342,7 @@ static void bill(struct sim *s, size_t j, double t)
 static void release(struct sim *s, size_t j)
 {
     struct job *jb = &s->jobs[j];
-    s->used[jb->pool] -= s->tr->jobs[j].gpus;
+    s->used[jb->pool] -= units(s, j, jb->pool);
     if (is_local(s, jb->pool)) {
         size_t pool = (size_t)jb->pool, slot = jb->run_slot, last = --s->nlocal[pool];
         if (slot != last) {
@@ -473,7 +494,7 @@ static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double
     struct job *jb = &s->jobs[j];
     const struct sw_pool *p = &s->c->pools[d->pool];
     const struct sw_option *o = &d->chosen;
-    int gpus = s->tr->jobs[j].gpus;
+    double gpus = billed(s, j, d->pool);
     double restart = jb->restarted ? s->c->defaults.restart_s : 0;
     pend_remove(s, j);
     jb->state = J_RUNNING;
@@ -482,7 +503,7 @@ static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double
     jb->cap = p->capacity;
     jb->epoch++;
     jb->dispatches++;
-    s->used[d->pool] += gpus;
+    s->used[d->pool] += units(s, j, d->pool);
     if (is_local(s, d->pool)) {
         jb->run_slot = s->nlocal[d->pool];
         s->local[d->pool][s->nlocal[d->pool]++] = j;
@@ -570,7 +591,7 @@ static int build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
             q->running = &s->running[nrun];
             for (size_t k = 0; k < s->nlocal[i]; k++) {
                 size_t j = s->local[i][k];
-                s->running[nrun].gpus = s->tr->jobs[j].gpus;
+                s->running[nrun].gpus = units(s, j, (int)i);
                 s->running[nrun].remaining_s = running_remaining(s, j, t);
                 nrun++;
             }
@@ -694,13 +715,14 @@ static int reconsider(struct sim *s, size_t j, double t, bool at_checkpoint, boo
     bool to_spot = d.verdict == SW_VERDICT_BURST && s->c->pools[d.pool].capacity == SW_CAP_SPOT &&
                    d.chosen.wait_s <= 0;
     bool to_home = d.verdict == SW_VERDICT_STAY && d.chosen.wait_s <= 0 &&
-                   s->used[d.pool] + s->tr->jobs[j].gpus <= s->c->pools[d.pool].total_gpus;
+                   s->used[d.pool] + units(s, j, d.pool) <= s->c->pools[d.pool].total_gpus;
     /* What the rest costs where it is, by the same belief, with the
      * outputs' egress from there: the move's figure counts its own. */
     const struct sw_trace_job *tj = &s->tr->jobs[j];
     double saved = tj->duration - jb->remaining + done;
     double stay =
-        tj->gpus * jb->price * sw_estimate_remaining(&jb->est, saved) / 3600.0 + jb->out_egress;
+        billed(s, j, jb->pool) * jb->price * sw_estimate_remaining(&jb->est, saved) / 3600.0 +
+        jb->out_egress;
     double move = s->p->policy.kind == SW_POLICY_COST_AWARE ? d.chosen.score : d.chosen.cost.total;
     /* The policy would rather queue it at home than keep it here, but home
      * is busy: it keeps its place in the home queue, and is decided again
@@ -712,10 +734,11 @@ static int reconsider(struct sim *s, size_t j, double t, bool at_checkpoint, boo
         return 0;
     set_home_wanted(s, jb, false);
     bill(s, j, t);
+    double lost_gpus = billed(s, j, jb->pool);
     release(s, j);
     if (done > kept) {
-        s->r->lost_gpu_h += tj->gpus * (done - kept) / 3600.0;
-        jb->lost_gpu_h += tj->gpus * (done - kept) / 3600.0;
+        s->r->lost_gpu_h += lost_gpus * (done - kept) / 3600.0;
+        jb->lost_gpu_h += lost_gpus * (done - kept) / 3600.0;
     }
     jb->remaining -= kept;
     jb->restarted = true;
@@ -761,7 +784,7 @@ static int schedule(struct sim *s, double t, struct sw_error *err)
          * when it does (or when the wait the hub expected is over). */
         bool start_now = d->verdict == SW_VERDICT_BURST
                              ? d->chosen.wait_s <= 0
-                             : d->chosen.wait_s <= 0 && s->used[d->pool] + s->tr->jobs[j].gpus <=
+                             : d->chosen.wait_s <= 0 && s->used[d->pool] + units(s, j, d->pool) <=
                                                             s->c->pools[d->pool].total_gpus;
         double recheck = d->recheck_at;
         if (d->verdict == SW_VERDICT_BURST && !start_now)
@@ -941,7 +964,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
             u->t = next_sample;
             memset(u->gpus, 0, sizeof(u->gpus));
             for (size_t i = 0; i < np; i++)
-                u->gpus[c->pools[i].capacity] += s.used[i];
+                u->gpus[c->pools[i].capacity] +=
+                    c->pools[i].time_sliced ? (s.used[i] + 999) / 1000 : s.used[i];
             next_sample += p->usage_step_s;
         }
         for (; next < n && tr->jobs[next].submit <= t; next++)
@@ -994,8 +1018,8 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
             if (saved > jb->remaining)
                 saved = jb->remaining;
             jb->remaining -= saved;
-            out->lost_gpu_h += tr->jobs[e.job].gpus * (done - saved) / 3600.0;
-            jb->lost_gpu_h += tr->jobs[e.job].gpus * (done - saved) / 3600.0;
+            out->lost_gpu_h += billed(&s, e.job, jb->pool) * (done - saved) / 3600.0;
+            jb->lost_gpu_h += billed(&s, e.job, jb->pool) * (done - saved) / 3600.0;
             out->preemptions++;
             jb->preemptions++;
             jb->spot_h += done / 3600.0;

@@ -13,8 +13,12 @@
  * of the decisions (equal digests: equal decisions, so two builds of the
  * engine can be compared). The figures are printed; this is not a test.
  *
- *   bench_placement [--whole-only] [--runs N] [--policy NAME]
+ *   bench_placement [--whole-only] [--runs N] [--policy NAME] [--shares]
  *
+ * --shares makes two of the four owned pools time-sliced (counts in
+ * milli-GPUs), gives every fourth single-GPU workload a share of a GPU
+ * (0.1 to 0.9) and tightens the quotas until they bind (400 GPUs nominal
+ * per team and flavour, 200 borrowed: a third of the queue is rejected).
  * --whole-only skips the per-decision loop and the explained runs, --runs
  * sets the number of whole-queue runs (default 101; the first is cold),
  * --policy runs one policy: together they make a small, repeatable profile
@@ -207,6 +211,26 @@ static void build(struct sw_snapshot *s)
     s->n_pending = N_WORKLOADS;
 }
 
+/* --shares: time-sliced pools, shares of a GPU and binding quotas. */
+static void add_shares(void)
+{
+    for (int q = 0; q < 2; q++) {
+        pools[q].time_sliced = true;
+        pools[q].total_gpus *= 1000;
+        pools[q].max_gpus *= 1000;
+        pools[q].free_gpus *= 1000;
+        for (int k = 0; k < 64; k++)
+            running[q][k].gpus *= 1000;
+    }
+    for (int i = 0; i < N_WORKLOADS; i += 4)
+        if (work[i].pods == 1 && work[i].gpus_per_pod == 1)
+            work[i].gpu_milli = 100 + 100 * (i / 4 % 9);
+    for (size_t q = 0; q < sizeof(quotas) / sizeof(quotas[0]); q++) {
+        quotas[q].nominal = 400;
+        quotas[q].borrowing_limit = 200;
+    }
+}
+
 static int whole_only;
 /* 101 runs: 100 warm ones, so that p99 is the second worst run (with 40,
  * p99 is the worst: one descheduling on a shared machine). The worst is
@@ -284,10 +308,12 @@ static void run(const struct sw_snapshot *s, enum sw_policy_kind kind)
 
 int main(int argc, char **argv)
 {
-    int only = -1;
+    int only = -1, shares = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--whole-only") == 0) {
             whole_only = 1;
+        } else if (strcmp(argv[i], "--shares") == 0) {
+            shares = 1;
         } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
             n_runs = atoi(argv[++i]);
             if (n_runs < 1 || n_runs > N_RUNS_MAX) {
@@ -303,14 +329,18 @@ int main(int argc, char **argv)
             }
             only = (int)p.kind;
         } else {
-            fprintf(stderr, "usage: bench_placement [--whole-only] [--runs N] [--policy NAME]\n");
+            fprintf(stderr, "usage: bench_placement [--whole-only] [--runs N] [--policy NAME] "
+                            "[--shares]\n");
             return 2;
         }
     }
     struct sw_snapshot s;
     build(&s);
-    printf("placement engine: %d pending workloads x %d pools, %d runs each (first is cold)\n",
-           N_WORKLOADS, N_POOLS, n_runs);
+    if (shares)
+        add_shares();
+    printf("placement engine: %d pending workloads x %d pools, %d runs each (first is cold)%s\n",
+           N_WORKLOADS, N_POOLS, n_runs,
+           shares ? "; time-sliced pools, shares, binding quotas" : "");
     static const enum sw_policy_kind kinds[] = {SW_POLICY_COST_AWARE, SW_POLICY_GREEDY,
                                                 SW_POLICY_BURST_NOW};
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)

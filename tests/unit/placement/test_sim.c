@@ -459,6 +459,74 @@ static void test_migration_home(void **state)
     sw_clusters_free(&c);
 }
 
+/* Shares of a GPU (the Alibaba pod list's gpu_milli): four pods of a
+ * quarter GPU for an hour on an on-prem pool of one GPU. Time-sliced, they
+ * pack on it and each is billed a quarter GPU-hour (so the chargeback
+ * bills shares); in whole GPUs, one runs at home and three burst to
+ * on-demand, each billed a whole GPU. */
+static void run_shares(const char *sharing, struct sw_sim_result *r, struct sw_sim_job *jobs)
+{
+    char json[600];
+    snprintf(json, sizeof(json),
+             "{\"pools\":[{\"name\":\"onprem\",\"region\":\"onprem\",\"capacity\":\"owned\","
+             "\"gpus\":1,\"price_per_gpu_hour\":1.0,\"gpu_sharing\":\"%s\"},"
+             "{\"name\":\"od\",\"region\":\"onprem\",\"capacity\":\"on-demand\","
+             "\"gpus\":8,\"provision_seconds\":180,\"price_per_gpu_hour\":4.10}]}",
+             sharing);
+    static const char pods[] =
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+        "deletion_time,scheduled_time\n"
+        "p0,1000,1024,1,250,,LS,Running,0,3600,0\n"
+        "p1,1000,1024,1,250,,LS,Running,1,3601,1\n"
+        "p2,1000,1024,1,250,,LS,Running,2,3602,2\n"
+        "p3,1000,1024,1,250,,LS,Running,3,3603,3\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(json, strlen(json), "c", &c, &err), 0);
+    assert_int_equal(sw_trace_parse(pods, strlen(pods), SW_TRACE_ALIBABA, "t", &t, &err), 0);
+    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    assert_int_equal(sw_policy_parse("burst-now", &p.policy, &err), 0);
+    assert_int_equal(sw_sim_run(&p, r, jobs, &err), 0);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
+static void test_gpu_shares(void **state)
+{
+    (void)state;
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[4];
+    run_shares("time-slicing", &r, jobs);
+    assert_int_equal(r.bursts, 0);
+    assert_cents(r.cost_onprem, 100);
+    assert_true(fabs(r.gpu_h_onprem - 1.0) < 1e-9);
+    for (int j = 0; j < 4; j++) {
+        assert_true(fabs(jobs[j].gpu_h[SW_CAP_OWNED] - 0.25) < 1e-9);
+        assert_true(jobs[j].wait_s == 0);
+    }
+    run_shares("none", &r, jobs);
+    assert_int_equal(r.bursts, 3);
+    assert_cents(r.cost_onprem, 100);
+    /* 3 x 1 GPU x $4.10 x (3600 + 180) s = $12.915. */
+    assert_cents(r.cost_ondemand, 1292);
+    /* Bad input names the file, the pool and the field. */
+    struct sw_clusters c = {0};
+    struct sw_error err = {0};
+    static const char bad[] =
+        "{\"pools\":[{\"name\":\"s\",\"region\":\"r\",\"capacity\":\"spot\","
+        "\"gpus\":8,\"price_per_gpu_hour\":1,\"gpu_sharing\":\"time-slicing\"}]}";
+    assert_int_equal(sw_clusters_parse(bad, strlen(bad), "c.json", &c, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "field \"gpu_sharing\": time-slicing is modelled for owned "
+                                    "pools only"));
+    static const char bad2[] =
+        "{\"pools\":[{\"name\":\"o\",\"region\":\"r\",\"capacity\":\"owned\","
+        "\"gpus\":8,\"price_per_gpu_hour\":1,\"gpu_sharing\":\"mps\"}]}";
+    assert_int_equal(sw_clusters_parse(bad2, strlen(bad2), "c.json", &c, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "field \"gpu_sharing\": expected none or time-slicing, got "
+                                    "\"mps\""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -473,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_migration_home_queue),
         cmocka_unit_test(test_migration),
         cmocka_unit_test(test_migration_home),
+        cmocka_unit_test(test_gpu_shares),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
