@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "clusters/ratelimit.h"
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/yamlnode.h"
@@ -43,6 +44,8 @@ void sw_hub_config_default(struct sw_hub_config *c)
     c->probe_interval_s = 10;
     c->lost_after_s = 60;
     c->rto_target_s = 600;
+    c->member_qps = SW_REST_DEFAULT_QPS;
+    c->member_burst = SW_REST_DEFAULT_BURST;
     c->repl_interval_s = 60;
     c->repl_model_s = 5;
     c->repl_rpo_objective_s = 300;
@@ -73,6 +76,8 @@ enum field_id {
     F_PROBE_INTERVAL,
     F_LOST_AFTER,
     F_RTO_TARGET,
+    F_MEMBER_QPS,
+    F_MEMBER_BURST,
     F_REPLICATION,
     F_REPL_INTERVAL,
     F_REPL_MODEL,
@@ -124,6 +129,8 @@ static const struct field members_fields[] = {
     {"probeIntervalSeconds", F_PROBE_INTERVAL, NUM_SECONDS, NULL, 0, 0.5, 600},
     {"lostAfterSeconds", F_LOST_AFTER, NUM_SECONDS, NULL, 0, 1, 86400},
     {"rtoTargetSeconds", F_RTO_TARGET, NUM_SECONDS, NULL, 0, 1, 604800},
+    {"qps", F_MEMBER_QPS, "a number of requests per second", NULL, 0, 1, 100000},
+    {"burst", F_MEMBER_BURST, "a whole number of requests", NULL, 0, 1, 100000},
 };
 static const struct field replication_fields[] = {
     {"intervalSeconds", F_REPL_INTERVAL, NUM_SECONDS, NULL, 0, 1, 86400},
@@ -399,6 +406,13 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return number_field(cd, line, name, f, v, 0, &c->lost_after_s);
     case F_RTO_TARGET:
         return number_field(cd, line, name, f, v, 0, &c->rto_target_s);
+    case F_MEMBER_QPS:
+        return number_field(cd, line, name, f, v, 0, &c->member_qps);
+    case F_MEMBER_BURST:
+        if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
+            return rc;
+        c->member_burst = (int)d;
+        return 0;
     case F_REPL_INTERVAL:
         return number_field(cd, line, name, f, v, 0, &c->repl_interval_s);
     case F_REPL_MODEL:

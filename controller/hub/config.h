@@ -25,6 +25,8 @@
  *     probeIntervalSeconds: 10            # each member's /readyz
  *     lostAfterSeconds: 60                # toleration before a member is lost
  *     rtoTargetSeconds: 600               # objective for recovering from a loss (drills)
+ *     qps: 50                             # requests per second to each member's API server
+ *     burst: 100                          # and the token bucket's size
  *   replication:
  *     intervalSeconds: 60                 # every replication rule, run by the leader
  *     modelRegistrySeconds: 5             # model-registry rules: each new version
@@ -69,6 +71,8 @@ struct sw_hub_config {
     double probe_interval_s; /* members' /readyz probed every N s; default 10 */
     double lost_after_s; /* a member not answering (or not Ready) this long is lost; default 60 */
     double rto_target_s; /* the objective a member's loss is recovered in (drills); default 600 */
+    double member_qps;   /* client-side rate limit per member API server; default 50 */
+    int member_burst;    /* its token bucket's size; default 100 */
     double repl_interval_s;      /* replication rules run every N s; default 60 */
     double repl_model_s;         /* model-registry rules every N s; default 5 */
     double repl_rpo_objective_s; /* a rule's RPO objective when it names none; default 300 */

@@ -33,7 +33,9 @@ static const char full[] = "redis:\n"                                       /* 1
                            "logLevel: debug\n"                              /* 15 */
                            "members:\n"                                     /* 16 */
                            "  probeIntervalSeconds: 2\n"                    /* 17 */
-                           "  lostAfterSeconds: 20\n";                      /* 18 */
+                           "  lostAfterSeconds: 20\n"                       /* 18 */
+                           "  qps: 200\n"                                   /* 19 */
+                           "  burst: 400\n";                                /* 20 */
 
 static void test_full_example(void **state)
 {
@@ -56,6 +58,8 @@ static void test_full_example(void **state)
     assert_string_equal(c.log_level, "debug");
     assert_true(c.probe_interval_s == 2);
     assert_true(c.lost_after_s == 20);
+    assert_true(c.member_qps == 200);
+    assert_int_equal(c.member_burst, 400);
 }
 
 /* The example of docs/hub.md, word for word. */
@@ -80,6 +84,8 @@ static void test_docs_example(void **state)
                     "  probeIntervalSeconds: 10\n"
                     "  lostAfterSeconds: 60\n"
                     "  rtoTargetSeconds: 600\n"
+                    "  qps: 50\n"
+                    "  burst: 100\n"
                     "replication:\n"
                     "  intervalSeconds: 60\n"
                     "  modelRegistrySeconds: 5\n"
@@ -114,6 +120,8 @@ static void test_defaults(void **state)
     assert_true(c.recheck_s == 5);
     assert_true(c.lease_ttl_s == 10);
     assert_true(c.probe_interval_s == 10 && c.lost_after_s == 60 && c.rto_target_s == 600);
+    assert_true(c.member_qps == 50);
+    assert_int_equal(c.member_burst, 100);
     assert_true(c.repl_interval_s == 60 && c.repl_model_s == 5 && c.repl_rpo_objective_s == 300);
     assert_string_equal(c.hub_id, "");
     assert_string_equal(c.log_level, "info");
@@ -262,7 +270,13 @@ static void test_errors_exact(void **state)
          "0.5, got \"0.1\""},
         {BASE "members:\n  lostAfter: 60\n", SW_EINVAL,
          "hub.yaml:5: field \"members.lostAfter\": unknown (expected probeIntervalSeconds, "
-         "lostAfterSeconds, rtoTargetSeconds)"},
+         "lostAfterSeconds, rtoTargetSeconds, qps, burst)"},
+        {BASE "members:\n  qps: 0.5\n", SW_EINVAL,
+         "hub.yaml:5: field \"members.qps\": expected a number of requests per second >= 1, got "
+         "\"0.5\""},
+        {BASE "members:\n  burst: 1.5\n", SW_EINVAL,
+         "hub.yaml:5: field \"members.burst\": expected a whole number of requests >= 1, got "
+         "\"1.5\""},
         {BASE "outputs: {syncSeconds: 0}\n", SW_EINVAL,
          "hub.yaml:4: field \"outputs.syncSeconds\": expected a number of seconds >= 1, got "
          "\"0\""},
