@@ -124,7 +124,7 @@ def check(eval_path, base_path, cluster_c, role_path):
         "SpillwayMemberLost": "spillway_member_lost",
         "SpillwayMemberNotReady": "spillway_member_ready",
         "SpillwayDispatchStuck": "spillway_dispatches_total",
-        "SpillwayCloudSpendOverBudget": "spillway_cloud_spend_dollars",
+        "SpillwayCloudSpendOverBudget": "spillway_cloud_spend_dollars_total",
         "SpillwayReplicationRPOOverObjective": "spillway_replication_rpo_seconds",
     }
     for a, m in want.items():
