@@ -31,6 +31,9 @@
  *     intervalSeconds: 60                 # every replication rule, run by the leader
  *     modelRegistrySeconds: 5             # model-registry rules: each new version
  *     rpoObjectiveSeconds: 300            # for rules that name none
+ *   buckets:                              # a bucket's name in each region's store
+ *     datasets:                           # as the Jobs' annotations name it
+ *       us-east-1: datasets-use1          # what it is called in us-east-1
  *   logLevel: info                        # debug, info, warn or error
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
@@ -50,6 +53,16 @@
 #define SW_HUB_PATH_MAX 1024
 /** The largest config file sw_hub_config_load reads. */
 #define SW_HUB_CONFIG_MAX (1024 * 1024)
+
+/** At most this many (bucket, region) names in `buckets`. */
+#define SW_HUB_MAX_BUCKET_MAPS 64
+
+/** A bucket's name in one region's store. */
+struct sw_bucket_map {
+    char bucket[64]; /* as a Job's annotation names it */
+    char region[64];
+    char name[64]; /* what it is called in that region's store */
+};
 
 /** The hub's settings, defaults filled by sw_hub_config_default. */
 struct sw_hub_config {
@@ -76,7 +89,17 @@ struct sw_hub_config {
     double repl_interval_s;      /* replication rules run every N s; default 60 */
     double repl_model_s;         /* model-registry rules every N s; default 5 */
     double repl_rpo_objective_s; /* a rule's RPO objective when it names none; default 300 */
+    struct sw_bucket_map bucket_maps[SW_HUB_MAX_BUCKET_MAPS]; /* buckets: none by default */
+    size_t nbucket_maps;
 };
+
+/**
+ * The name of `bucket` (as a Job's annotation names it) in the store of
+ * `region`: the config's `buckets` entry for that bucket and region, else
+ * `bucket` itself. Borrows from `c` or returns `bucket`. `c` may be NULL.
+ */
+const char *sw_hub_config_bucket(const struct sw_hub_config *c, const char *bucket,
+                                 const char *region);
 
 /** Fills `c` with the defaults; the required fields (redis.url, secretKeyFile) are "". */
 void sw_hub_config_default(struct sw_hub_config *c);

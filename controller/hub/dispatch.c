@@ -661,7 +661,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         return;
     const struct sw_hub_store *st = sw_store_for_region(h, r->target_region);
     cJSON *m = sw_mirror_build(full, r, r->mirror, st ? st->endpoint : NULL, h->epoch,
-                               strcmp(r->capacity, "spot") == 0);
+                               strcmp(r->capacity, "spot") == 0, &h->cfg);
     drop_full(j);
     if (m == NULL) {
         r->state = SW_JS_FAILED;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/hub/config.h"
 #include "controller/hub/jobrec.h"
 
 /* The names spillway writes on Kubernetes objects. */
@@ -34,9 +35,13 @@ void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len);
  * Builds the mirror of `origin` (borrowed) for the record's attempt and
  * target: returns a new object (the caller deletes it), or NULL when the
  * origin has no pod template. `s3_endpoint` (or NULL) is the target
- * region's store; `spot` adds the spot toleration.
+ * region's store; `spot` adds the spot toleration. `buckets` (borrowed, or
+ * NULL) names each bucket in the target region's store
+ * (sw_hub_config_bucket): SPILLWAY_INPUTS and SPILLWAY_OUTPUTS name the
+ * buckets as the mirror's region calls them.
  */
 cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
-                       const char *s3_endpoint, int64_t epoch, bool spot);
+                       const char *s3_endpoint, int64_t epoch, bool spot,
+                       const struct sw_hub_config *buckets);
 
 #endif
