@@ -40,18 +40,36 @@ static const struct {
     {"kubernetes.azure.com/scalesetpriority", "regular", "on-demand"},
 };
 
+const char *sw_capacity_type_label(const char *(*get)(const void *ctx, const char *key),
+                                   const void *ctx, const char **label, const char **value)
+{
+    const char *k = "karpenter.sh/capacity-type", *type = "owned";
+    const char *v = get(ctx, k);
+    if (v != NULL && v[0] != '\0') {
+        type = v;
+    } else {
+        k = v = NULL;
+        for (size_t i = 0; i < sizeof(provider_labels) / sizeof(provider_labels[0]); i++) {
+            const char *pv = get(ctx, provider_labels[i].key);
+            if (pv != NULL && strcmp(pv, provider_labels[i].value) == 0) {
+                k = provider_labels[i].key;
+                v = pv;
+                type = provider_labels[i].type;
+                break;
+            }
+        }
+    }
+    if (label != NULL)
+        *label = k;
+    if (value != NULL)
+        *value = v;
+    return type;
+}
+
 const char *sw_capacity_type_of(const char *(*get)(const void *ctx, const char *key),
                                 const void *ctx)
 {
-    const char *v = get(ctx, "karpenter.sh/capacity-type");
-    if (v != NULL && v[0] != '\0')
-        return v;
-    for (size_t i = 0; i < sizeof(provider_labels) / sizeof(provider_labels[0]); i++) {
-        v = get(ctx, provider_labels[i].key);
-        if (v != NULL && strcmp(v, provider_labels[i].value) == 0)
-            return provider_labels[i].type;
-    }
-    return "owned";
+    return sw_capacity_type_label(get, ctx, NULL, NULL);
 }
 
 static const char *json_label(const void *ctx, const char *key)
@@ -103,7 +121,8 @@ int sw_node_facts_from_json(const cJSON *node, struct sw_node_facts *out, struct
     out->name = name;
     const cJSON *labels = sw_json_path(node, "metadata.labels");
     out->labels = labels;
-    out->capacity_type = sw_capacity_type_of(json_label, labels);
+    out->capacity_type =
+        sw_capacity_type_label(json_label, labels, &out->capacity_label, &out->capacity_value);
     out->gpu_product = label(labels, "nvidia.com/gpu.product", "none");
     out->gpu_memory = label(labels, "nvidia.com/gpu.memory", "0");
     out->region = label(labels, "topology.kubernetes.io/region", "");

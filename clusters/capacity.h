@@ -42,6 +42,11 @@ struct sw_kv {
 struct sw_node_facts {
     const char *name;
     const char *capacity_type; /* "spot", "on-demand", "owned", ... */
+    /* The label that gave it and that label's value ("eks.amazonaws.com/
+     * capacityType", "SPOT"), what a pod's nodeSelector must name to land
+     * on such a node; NULL for owned. */
+    const char *capacity_label;
+    const char *capacity_value;
     const char *gpu_product;
     const char *gpu_memory; /* MiB, as labelled */
     const char *region;
@@ -108,6 +113,13 @@ struct sw_gpu_capacity {
  */
 const char *sw_capacity_type_of(const char *(*get)(const void *ctx, const char *key),
                                 const void *ctx);
+
+/**
+ * As sw_capacity_type_of, and sets *label and *value (when not NULL) to the
+ * label that decided it and its value as the node has it (NULL for owned).
+ */
+const char *sw_capacity_type_label(const char *(*get)(const void *ctx, const char *key),
+                                   const void *ctx, const char **label, const char **value);
 
 /**
  * Reads node facts from a Node object (borrowed; the facts borrow from it).

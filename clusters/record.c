@@ -679,7 +679,8 @@ int sw_node_facts_from_record(const struct sw_node_record *r, struct sw_node_fac
     const char *gm = kv_find(r->labels, r->nlabels, "nvidia.com/gpu.memory");
     const char *rg = kv_find(r->labels, r->nlabels, "topology.kubernetes.io/region");
     const char *zn = kv_find(r->labels, r->nlabels, "topology.kubernetes.io/zone");
-    out->capacity_type = sw_capacity_type_of(kv_list_get, &labels);
+    out->capacity_type =
+        sw_capacity_type_label(kv_list_get, &labels, &out->capacity_label, &out->capacity_value);
     out->gpu_product = gp && gp[0] ? gp : "none";
     out->gpu_memory = gm && gm[0] ? gm : "0";
     out->region = rg ? rg : "";

@@ -99,8 +99,8 @@ static void map_uri(const char *uri, size_t n, const struct sw_hub_config *cfg, 
 }
 
 cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
-                       const char *s3_endpoint, int64_t epoch, bool spot,
-                       const struct sw_hub_config *buckets)
+                       const char *s3_endpoint, int64_t epoch, bool spot, const char *cap_label,
+                       const char *cap_value, const struct sw_hub_config *buckets)
 {
     const cJSON *ospec = sw_json_child((cJSON *)origin, "spec");
     if (!cJSON_IsObject(ospec) || !cJSON_IsObject(sw_json_child((cJSON *)ospec, "template")))
@@ -151,10 +151,15 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
     cJSON_AddStringToObject(tlab, SW_LBL_ORIGIN_UID, r->uid);
     cJSON *ps = obj(tpl, "spec");
 
-    /* The pool: its capacity type and GPU product, and spot's taint. */
+    /* The pool's capacity type, as its nodes are labelled (Karpenter's,
+     * or EKS', GKE's, AKS' own), and spot's taint. */
     cJSON *sel = obj(ps, "nodeSelector");
-    if (strcmp(r->capacity, "owned") != 0)
-        set_str(sel, "karpenter.sh/capacity-type", r->capacity);
+    if (strcmp(r->capacity, "owned") != 0) {
+        if (cap_label != NULL && cap_value != NULL)
+            set_str(sel, cap_label, cap_value);
+        else
+            set_str(sel, "karpenter.sh/capacity-type", r->capacity);
+    }
     if (spot) {
         cJSON *tol = arr(ps, "tolerations");
         cJSON *t = cJSON_CreateObject();

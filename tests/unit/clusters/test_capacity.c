@@ -195,6 +195,16 @@ static void test_capacity_type_karpenter(void **state)
                         "on-demand");
     assert_string_equal(type_of("karpenter.sh/capacity-type", "", NULL, NULL), "owned");
     assert_string_equal(type_of(NULL, NULL, NULL, NULL), "owned");
+    /* The label that decided, for a mirror's nodeSelector; none for owned. */
+    const char *kv[] = {"eks.amazonaws.com/capacityType", "ON_DEMAND", NULL, NULL};
+    const char *label = "x", *value = "x";
+    assert_string_equal(sw_capacity_type_label(pairs_get, kv, &label, &value), "on-demand");
+    assert_string_equal(label, "eks.amazonaws.com/capacityType");
+    assert_string_equal(value, "ON_DEMAND");
+    const char *none[] = {NULL, NULL};
+    assert_string_equal(sw_capacity_type_label(pairs_get, none, &label, &value), "owned");
+    assert_null(label);
+    assert_null(value);
 }
 
 static void test_capacity_type_eks(void **state)
@@ -244,6 +254,8 @@ static void test_capacity_type_from_node_json(void **state)
     struct sw_node_facts nf;
     assert_int_equal(sw_node_facts_from_json(j, &nf, &err), 0);
     assert_string_equal(nf.capacity_type, "spot");
+    assert_string_equal(nf.capacity_label, "kubernetes.azure.com/scalesetpriority");
+    assert_string_equal(nf.capacity_value, "spot");
     assert_int_equal(nf.gpu_allocatable, 4);
     cJSON_Delete(j);
 }

@@ -269,6 +269,8 @@ static void test_node_record_provider_capacity_type(void **state)
     assert_int_equal(sw_node_record_from_json(t, nj, &nr, &err), 0);
     assert_int_equal(sw_node_facts_from_record(nr, &fr, &err), 0);
     assert_string_equal(fr.capacity_type, "spot");
+    assert_string_equal(fr.capacity_label, "cloud.google.com/gke-spot");
+    assert_string_equal(fr.capacity_value, "true");
     sw_node_record_free(t, nr);
     cJSON_Delete(nj);
     sw_intern_free(t);
