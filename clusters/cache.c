@@ -283,6 +283,35 @@ static void add_pod(const char *key, const void *obj, void *ctx)
         c->n++;
 }
 
+struct find_label {
+    const char *type;
+    const char *label, *value;
+};
+
+static void find_label(const char *key, const void *obj, void *ctx)
+{
+    (void)key;
+    struct find_label *f = ctx;
+    struct sw_node_facts nf;
+    if (f->label == NULL && sw_node_facts_from_record(obj, &nf, NULL) == 0 &&
+        nf.capacity_label != NULL && strcmp(nf.capacity_type, f->type) == 0) {
+        f->label = nf.capacity_label;
+        f->value = nf.capacity_value;
+    }
+}
+
+int sw_cluster_cache_capacity_label(struct sw_cluster_cache *cc, const char *type,
+                                    const char **label, const char **value)
+{
+    struct find_label f = {type, NULL, NULL};
+    sw_informer_foreach(cc->nodes, find_label, &f);
+    if (f.label == NULL)
+        return SW_ENOENT;
+    *label = f.label;
+    *value = f.value;
+    return 0;
+}
+
 int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_gpu_capacity *out)
 {
     size_t nn = sw_informer_count(cc->nodes), np = sw_informer_count(cc->pods);

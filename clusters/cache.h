@@ -55,6 +55,15 @@ const cJSON *sw_cluster_cache_job_tombstone(const struct sw_cluster_cache *cc, c
  */
 bool sw_cluster_cache_node_gone(const struct sw_cluster_cache *cc, const char *name);
 
+/**
+ * The node label (and its value) that makes a cached node's capacity type
+ * `type` ("spot", ...; see sw_capacity_type_label), from the first such
+ * node: what a pod's nodeSelector names to land on one. Borrowed from the
+ * cache until its next change. SW_ENOENT when no cached node has that type.
+ */
+int sw_cluster_cache_capacity_label(struct sw_cluster_cache *cc, const char *type,
+                                    const char **label, const char **value);
+
 /** Computes GPU capacity per pool from the cached nodes and pods. */
 int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_gpu_capacity *out);
 

@@ -20,6 +20,64 @@ static const char *label(const cJSON *labels, const char *key, const char *dflt)
     return cJSON_IsString(v) && v->valuestring[0] != '\0' ? v->valuestring : dflt;
 }
 
+/*
+ * The managed node groups of EKS, GKE and AKS label spot nodes their own way
+ * and carry no Karpenter label; without these a spot node there would count
+ * as owned capacity, free of charge and never interrupted.
+ */
+static const struct {
+    const char *key;
+    const char *value; /* as the provider writes it */
+    const char *type;  /* what it means here */
+} provider_labels[] = {
+    {"eks.amazonaws.com/capacityType", "SPOT", "spot"},
+    {"eks.amazonaws.com/capacityType", "ON_DEMAND", "on-demand"},
+    {"cloud.google.com/gke-spot", "true", "spot"},
+    {"cloud.google.com/gke-preemptible", "true", "spot"},
+    {"cloud.google.com/gke-provisioning", "spot", "spot"},
+    {"cloud.google.com/gke-provisioning", "standard", "on-demand"},
+    {"kubernetes.azure.com/scalesetpriority", "spot", "spot"},
+    {"kubernetes.azure.com/scalesetpriority", "regular", "on-demand"},
+};
+
+const char *sw_capacity_type_label(const char *(*get)(const void *ctx, const char *key),
+                                   const void *ctx, const char **label, const char **value)
+{
+    const char *k = "karpenter.sh/capacity-type", *type = "owned";
+    const char *v = get(ctx, k);
+    if (v != NULL && v[0] != '\0') {
+        type = v;
+    } else {
+        k = v = NULL;
+        for (size_t i = 0; i < sizeof(provider_labels) / sizeof(provider_labels[0]); i++) {
+            const char *pv = get(ctx, provider_labels[i].key);
+            if (pv != NULL && strcmp(pv, provider_labels[i].value) == 0) {
+                k = provider_labels[i].key;
+                v = pv;
+                type = provider_labels[i].type;
+                break;
+            }
+        }
+    }
+    if (label != NULL)
+        *label = k;
+    if (value != NULL)
+        *value = v;
+    return type;
+}
+
+const char *sw_capacity_type_of(const char *(*get)(const void *ctx, const char *key),
+                                const void *ctx)
+{
+    return sw_capacity_type_label(get, ctx, NULL, NULL);
+}
+
+static const char *json_label(const void *ctx, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive((const cJSON *)ctx, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 /* Parses an integer quantity of an extended resource ("4"). */
 static int quantity(const cJSON *v, const char *what, const char *field, int64_t *out,
                     struct sw_error *err)
@@ -63,7 +121,8 @@ int sw_node_facts_from_json(const cJSON *node, struct sw_node_facts *out, struct
     out->name = name;
     const cJSON *labels = sw_json_path(node, "metadata.labels");
     out->labels = labels;
-    out->capacity_type = label(labels, "karpenter.sh/capacity-type", "owned");
+    out->capacity_type =
+        sw_capacity_type_label(json_label, labels, &out->capacity_label, &out->capacity_value);
     out->gpu_product = label(labels, "nvidia.com/gpu.product", "none");
     out->gpu_memory = label(labels, "nvidia.com/gpu.memory", "0");
     out->region = label(labels, "topology.kubernetes.io/region", "");

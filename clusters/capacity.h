@@ -2,10 +2,10 @@
  * capacity.h - GPU capacity per pool, from nodes and pods.
  *
  * Pure: node and pod facts in, pools out; no I/O, no clock. A pool is the
- * set of nodes that share capacity type (karpenter.sh/capacity-type, or
- * "owned" when absent), GPU product (nvidia.com/gpu.product), GPU memory
- * (nvidia.com/gpu.memory, MiB), region and zone
- * (topology.kubernetes.io/region and /zone).
+ * set of nodes that share capacity type (see sw_capacity_type_of: Karpenter's,
+ * EKS', GKE's or AKS' label, or "owned" when none is set), GPU product (nvidia.com/gpu.product),
+ * GPU memory (nvidia.com/gpu.memory, MiB), region and zone (topology.kubernetes.io/region and
+ * /zone).
  *
  * For each pool:
  *   total     = allocatable nvidia.com/gpu of its schedulable nodes
@@ -42,6 +42,11 @@ struct sw_kv {
 struct sw_node_facts {
     const char *name;
     const char *capacity_type; /* "spot", "on-demand", "owned", ... */
+    /* The label that gave it and that label's value ("eks.amazonaws.com/
+     * capacityType", "SPOT"), what a pod's nodeSelector must name to land
+     * on such a node; NULL for owned. */
+    const char *capacity_label;
+    const char *capacity_value;
     const char *gpu_product;
     const char *gpu_memory; /* MiB, as labelled */
     const char *region;
@@ -93,6 +98,28 @@ struct sw_gpu_capacity {
     int64_t pending_total; /* pending GPU demand, each pod counted once */
     int64_t pending_pods;
 };
+
+/**
+ * The capacity type a node's labels give, read with get(ctx, key) (which
+ * returns the label's value or NULL). The first of these that is set with a
+ * known value wins:
+ *   karpenter.sh/capacity-type               its value as is ("spot", "on-demand", ...)
+ *   eks.amazonaws.com/capacityType           SPOT -> "spot", ON_DEMAND -> "on-demand"
+ *   cloud.google.com/gke-spot                "true" -> "spot"
+ *   cloud.google.com/gke-preemptible         "true" -> "spot"
+ *   cloud.google.com/gke-provisioning        spot -> "spot", standard -> "on-demand"
+ *   kubernetes.azure.com/scalesetpriority    spot -> "spot", regular -> "on-demand"
+ * and "owned" when none is. Returns a static string or one of get's values.
+ */
+const char *sw_capacity_type_of(const char *(*get)(const void *ctx, const char *key),
+                                const void *ctx);
+
+/**
+ * As sw_capacity_type_of, and sets *label and *value (when not NULL) to the
+ * label that decided it and its value as the node has it (NULL for owned).
+ */
+const char *sw_capacity_type_label(const char *(*get)(const void *ctx, const char *key),
+                                   const void *ctx, const char **label, const char **value);
 
 /**
  * Reads node facts from a Node object (borrowed; the facts borrow from it).

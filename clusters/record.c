@@ -654,6 +654,17 @@ void sw_node_record_free(struct sw_intern *t, struct sw_node_record *r)
     sw_free(r);
 }
 
+struct kv_list {
+    const struct sw_kv *kv;
+    size_t n;
+};
+
+static const char *kv_list_get(const void *ctx, const char *key)
+{
+    const struct kv_list *l = ctx;
+    return kv_find(l->kv, l->n, key);
+}
+
 int sw_node_facts_from_record(const struct sw_node_record *r, struct sw_node_facts *out,
                               struct sw_error *err)
 {
@@ -666,12 +677,13 @@ int sw_node_facts_from_record(const struct sw_node_record *r, struct sw_node_fac
     out->name = r->name;
     out->labelv = r->labels;
     out->nlabelv = r->nlabels;
-    const char *ct = kv_find(r->labels, r->nlabels, "karpenter.sh/capacity-type");
+    const struct kv_list labels = {r->labels, r->nlabels};
     const char *gp = kv_find(r->labels, r->nlabels, "nvidia.com/gpu.product");
     const char *gm = kv_find(r->labels, r->nlabels, "nvidia.com/gpu.memory");
     const char *rg = kv_find(r->labels, r->nlabels, "topology.kubernetes.io/region");
     const char *zn = kv_find(r->labels, r->nlabels, "topology.kubernetes.io/zone");
-    out->capacity_type = ct && ct[0] ? ct : "owned";
+    out->capacity_type =
+        sw_capacity_type_label(kv_list_get, &labels, &out->capacity_label, &out->capacity_value);
     out->gpu_product = gp && gp[0] ? gp : "none";
     out->gpu_memory = gm && gm[0] ? gm : "0";
     out->region = rg ? rg : "";

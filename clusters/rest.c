@@ -46,6 +46,10 @@ struct sw_kube_client {
     struct sw_kube_op *ops; /* all live ops */
     size_t nops;
     uint64_t sent;
+    struct sw_kube_code_count codes[SW_KUBE_MAX_CODES]; /* responses by status */
+    size_t ncodes;
+    uint64_t rl_wait_ms; /* waited for the rate limit, in all */
+    uint64_t rl_delayed; /* requests that waited */
     int freeing;
     uint64_t rng;
     char blocked[200]; /* "" or why no request may be sent (sw_kube_client_block) */
@@ -118,6 +122,43 @@ uv_loop_t *sw__kube_client_loop(struct sw_kube_client *c)
 uint64_t sw_kube_client_sent(const struct sw_kube_client *c)
 {
     return c->sent;
+}
+
+size_t sw_kube_client_responses(const struct sw_kube_client *c, struct sw_kube_code_count *out,
+                                size_t cap)
+{
+    size_t n = c->ncodes < cap ? c->ncodes : cap;
+    memcpy(out, c->codes, n * sizeof(*out));
+    return n;
+}
+
+void sw_kube_client_ratelimit_wait(const struct sw_kube_client *c, uint64_t *wait_ms,
+                                   uint64_t *delayed)
+{
+    *wait_ms = c->rl_wait_ms;
+    *delayed = c->rl_delayed;
+}
+
+/* Counts a response by status; the last slot takes every status once the
+ * others are used (code -1). */
+static void count_response(struct sw_kube_client *c, long status)
+{
+    int code = status > 0 && status < 1000 ? (int)status : 0;
+    size_t i;
+    for (i = 0; i < c->ncodes; i++)
+        if (c->codes[i].code == code)
+            break;
+    if (i == c->ncodes) {
+        if (c->ncodes >= SW_KUBE_MAX_CODES - 1) {
+            for (i = 0; i < c->ncodes && c->codes[i].code != -1; i++)
+                ;
+            if (i == c->ncodes)
+                c->codes[c->ncodes++].code = -1;
+        } else {
+            c->codes[c->ncodes++].code = code;
+        }
+    }
+    c->codes[i].n++;
 }
 
 /* ---- setup -------------------------------------------------------------- */
@@ -472,6 +513,8 @@ static void on_done(struct sw_http_call *call, struct sw_http_response *resp, vo
     op->call = NULL;
     op->res.http_version = resp->http_version;
     op->res.new_connects += resp->new_connects;
+    if (!op->blocked && !op->canceled && resp->rc != SW_ECANCELED)
+        count_response(c, resp->status);
     if (op->blocked) {
         op_fail(op, SW_EUNAVAIL, "cut off: %s", c->blocked[0] ? c->blocked : "blocked");
         return;
@@ -832,6 +875,10 @@ int sw_kube_send(struct sw_kube_client *c, const struct sw_kube_req *req, sw_kub
     c->nops++;
     op->state = OP_DELAY;
     int64_t delay = sw_ratelimit_reserve(&c->rl, sw_mono_ms(clock_of(c)));
+    if (delay > 0) {
+        c->rl_wait_ms += (uint64_t)delay;
+        c->rl_delayed++;
+    }
     uv_timer_start(&op->timer, on_timer, (uint64_t)(delay > 0 ? delay : 0), 0);
     if (out != NULL)
         *out = op;

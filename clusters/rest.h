@@ -137,6 +137,29 @@ uv_loop_t *sw__kube_client_loop(struct sw_kube_client *c);
 /** Requests sent on the wire so far, retries included (for tests and metrics). */
 uint64_t sw_kube_client_sent(const struct sw_kube_client *c);
 
+/** How many responses had one HTTP status (0: no response, a transport error). */
+struct sw_kube_code_count {
+    int code;
+    uint64_t n;
+};
+#define SW_KUBE_MAX_CODES 24
+
+/**
+ * Copies the client's response counts by status, retries included, in the
+ * order the statuses were first seen, into out (capacity `cap`); returns
+ * how many were copied. Once SW_KUBE_MAX_CODES - 1 distinct statuses are
+ * held, any other is counted under code -1 (other), so the table is bounded.
+ */
+size_t sw_kube_client_responses(const struct sw_kube_client *c, struct sw_kube_code_count *out,
+                                size_t cap);
+
+/**
+ * Milliseconds requests have waited for the client-side rate limit in all
+ * (each request's delay before it was sent), and how many waited at all.
+ */
+void sw_kube_client_ratelimit_wait(const struct sw_kube_client *c, uint64_t *wait_ms,
+                                   uint64_t *delayed);
+
 /**
  * Sends a request. Returns 0 and, if `out` is not NULL, a handle valid until
  * the callback returns; `cb` then runs exactly once.

@@ -176,7 +176,7 @@ void sw__log(enum sw_log_level level, const char *msg, const char *fmt, ...)
         qmsg[n + 1] = '"';
         qmsg[n + 2] = '\0';
     }
-    fprintf(out, "%s.%03ldZ level=%s msg=%s", ts, (long)(tv.tv_usec / 1000), level_names[level],
+    fprintf(out, "ts=%s.%03ldZ level=%s msg=%s", ts, (long)(tv.tv_usec / 1000), level_names[level],
             qmsg);
     if (fmt != NULL && fmt[0] != '\0') {
         /* A caller that forgot sw_log_q must still not split the line:

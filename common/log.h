@@ -4,7 +4,9 @@
  * SW_LOG checks the threshold before it evaluates its arguments (Redis'
  * serverLog habit), so debug lines cost nothing when they are off. Lines
  * are logfmt:
- *   2026-11-21T10:00:00.123Z level=info msg="cluster ready" cluster=onprem
+ *   ts=2026-11-21T10:00:00.123Z level=info msg="cluster ready" cluster=onprem
+ * (every field a key=value pair, so Loki, Vector and `logfmt` parsers read
+ * the time as the field ts).
  * msg is always quoted and escaped. A field value that may hold a space,
  * '=', '"', a backslash or a control character (an error message, a name
  * read from outside, a path) goes through sw_log_q, which quotes and

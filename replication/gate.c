@@ -28,6 +28,7 @@ struct owned_store {
 
 struct owned_input {
     char store[64], bucket[64], prefix[1024];
+    char target_bucket[64]; /* "" = bucket */
 };
 
 struct work {
@@ -201,7 +202,8 @@ static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *r
                                  .concurrency = 16,
                                  .part_concurrency = 4,
                                  .bytes_per_s = w->bytes_per_s};
-        const char *tb = to ? to->bucket : in->bucket, *tp = to ? to->prefix : in->prefix;
+        const char *tb = to ? to->bucket : in->target_bucket[0] ? in->target_bucket : in->bucket;
+        const char *tp = to ? to->prefix : in->prefix;
         r.targets[0] = (struct sw_repl_target){ts->name, dst, tb, tp};
         int64_t objs = 0, bytes = 0;
         double secs = 0;
@@ -388,6 +390,8 @@ static int gate_start(uv_loop_t *loop, enum mode mode, const struct sw_gate_requ
         snprintf(w->inputs[i].bucket, sizeof(w->inputs[i].bucket), "%s", in->bucket);
         snprintf(w->inputs[i].prefix, sizeof(w->inputs[i].prefix), "%s",
                  in->prefix ? in->prefix : "");
+        snprintf(w->inputs[i].target_bucket, sizeof(w->inputs[i].target_bucket), "%s",
+                 in->target_bucket ? in->target_bucket : "");
     }
     w->ninputs = req->ninputs;
     if (store_in_region(w, req->region) == NULL) {

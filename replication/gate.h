@@ -28,17 +28,22 @@ struct sw_gate_store {
     struct sw_s3_config cfg;
 };
 
-/** One input of a Job: s3://bucket/prefix on a named store. */
+/**
+ * One input of a Job: s3://bucket/prefix on a named store, and the bucket
+ * it goes to in the target region's store (NULL: the same name; bucket
+ * names are global in AWS, so the same name is often another's bucket).
+ */
 struct sw_gate_input {
     const char *store;
     const char *bucket;
     const char *prefix;
+    const char *target_bucket;
 };
 
 /**
  * A gating request. Everything is copied by sw_gate_ensure / estimate.
- * The inputs are mirrored to the store of `region` under the same bucket
- * and prefix.
+ * The inputs are mirrored to the store of `region` under the same prefix,
+ * in each input's target_bucket (or the same bucket).
  */
 struct sw_gate_request {
     const char *job;    /* "namespace/name", for names and messages */

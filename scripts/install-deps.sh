@@ -19,6 +19,8 @@ PACKAGES=(
     rclone python3 python3-venv
     # the deploy test's manifest checks (PyYAML for Debian's python3)
     python3-yaml
+    # promtool, which checks and unit-tests the alert and recording rules
+    prometheus
 )
 
 missing=()

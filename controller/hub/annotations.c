@@ -113,7 +113,7 @@ static int all_digits_and_dots_ip(const char *b)
     return parts == 4;
 }
 
-static const char *bucket_problem(const char *b, size_t n)
+const char *sw_s3_bucket_problem(const char *b, size_t n)
 {
     if (n < 3 || n > 63)
         return "bucket name: expected 3 to 63 characters";
@@ -154,7 +154,7 @@ int sw_s3_uri_parse(const char *s, struct sw_s3_uri *out, const char **why)
     }
     if (bl < sizeof(out->bucket))
         memcpy(out->bucket, b, bl);
-    if ((w = bucket_problem(out->bucket, bl)) != NULL)
+    if ((w = sw_s3_bucket_problem(out->bucket, bl)) != NULL)
         goto bad;
     const char *prefix = b[bl] == '/' ? b + bl + 1 : "";
     size_t pl = strlen(prefix);

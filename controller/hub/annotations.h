@@ -111,6 +111,13 @@ int sw_duration_parse(const char *s, double *seconds);
 int sw_s3_uri_parse(const char *s, struct sw_s3_uri *out, const char **why);
 
 /**
+ * Why the `n` bytes at `b` (NUL-terminated at n) are not a valid S3 bucket
+ * name ("bucket name: expected 3 to 63 characters", ...), or NULL when
+ * they are.
+ */
+const char *sw_s3_bucket_problem(const char *b, size_t n);
+
+/**
  * Formats `u` as "s3://bucket/prefix" ("s3://bucket/" for an empty
  * prefix) into `buf` (capacity `len`). Returns 0, or SW_ETOOBIG when it
  * does not fit (buf then holds a cut, NUL-terminated string).

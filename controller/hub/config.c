@@ -20,9 +20,11 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "clusters/ratelimit.h"
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/yamlnode.h"
+#include "controller/hub/annotations.h"
 #include "common/log.h"
 #include "placement/engine.h"
 #include "store/redis.h"
@@ -43,6 +45,8 @@ void sw_hub_config_default(struct sw_hub_config *c)
     c->probe_interval_s = 10;
     c->lost_after_s = 60;
     c->rto_target_s = 600;
+    c->member_qps = SW_REST_DEFAULT_QPS;
+    c->member_burst = SW_REST_DEFAULT_BURST;
     c->repl_interval_s = 60;
     c->repl_model_s = 5;
     c->repl_rpo_objective_s = 300;
@@ -73,10 +77,13 @@ enum field_id {
     F_PROBE_INTERVAL,
     F_LOST_AFTER,
     F_RTO_TARGET,
+    F_MEMBER_QPS,
+    F_MEMBER_BURST,
     F_REPLICATION,
     F_REPL_INTERVAL,
     F_REPL_MODEL,
     F_REPL_RPO,
+    F_BUCKETS,
     F__COUNT
 };
 
@@ -124,6 +131,8 @@ static const struct field members_fields[] = {
     {"probeIntervalSeconds", F_PROBE_INTERVAL, NUM_SECONDS, NULL, 0, 0.5, 600},
     {"lostAfterSeconds", F_LOST_AFTER, NUM_SECONDS, NULL, 0, 1, 86400},
     {"rtoTargetSeconds", F_RTO_TARGET, NUM_SECONDS, NULL, 0, 1, 604800},
+    {"qps", F_MEMBER_QPS, "a number of requests per second", NULL, 0, 1, 100000},
+    {"burst", F_MEMBER_BURST, "a whole number of requests", NULL, 0, 1, 100000},
 };
 static const struct field replication_fields[] = {
     {"intervalSeconds", F_REPL_INTERVAL, NUM_SECONDS, NULL, 0, 1, 86400},
@@ -141,6 +150,8 @@ static const struct field top_fields[] = {
     {"maxAttempts", F_MAX_ATTEMPTS, "a whole number", NULL, 0, 1, 100},
     {"members", F_MEMBERS, "a mapping", members_fields, N(members_fields), 0, 0},
     {"replication", F_REPLICATION, "a mapping", replication_fields, N(replication_fields), 0, 0},
+    {"buckets", F_BUCKETS, "a mapping of bucket names to mappings of region to bucket name", NULL,
+     0, 0, 0},
     {"logLevel", F_LOG_LEVEL, "debug, info, warn or error", NULL, 0, 0, 0},
 };
 
@@ -399,6 +410,13 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return number_field(cd, line, name, f, v, 0, &c->lost_after_s);
     case F_RTO_TARGET:
         return number_field(cd, line, name, f, v, 0, &c->rto_target_s);
+    case F_MEMBER_QPS:
+        return number_field(cd, line, name, f, v, 0, &c->member_qps);
+    case F_MEMBER_BURST:
+        if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
+            return rc;
+        c->member_burst = (int)d;
+        return 0;
     case F_REPL_INTERVAL:
         return number_field(cd, line, name, f, v, 0, &c->repl_interval_s);
     case F_REPL_MODEL:
@@ -422,6 +440,117 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
 }
 
 /* ---- the walk ----------------------------------------------------------- */
+
+/* A region's name, as members and stores are registered with: 1-63 of
+ * a-z, 0-9 and '-'. */
+static bool valid_region(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
+            return false;
+    return true;
+}
+
+/* One bucket name of `buckets`, at `n` (a key or a value): valid, or an
+ * error naming the field and why. */
+static int bucket_name(struct cfg_doc *cd, yaml_node_t *n, const char *field, const char *v)
+{
+    const char *why = sw_s3_bucket_problem(v, strlen(v));
+    if (why != NULL)
+        return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": %s, got \"%.70s\"", cd->path,
+                            sw_yaml_line(n), field, why, v);
+    return 0;
+}
+
+/*
+ * buckets: BUCKET: {REGION: NAME, ...}, ...: what a bucket a Job's
+ * annotation names is called in each region's store (bucket names are
+ * global in AWS, so "datasets" cannot be one bucket in every region).
+ */
+static int buckets_field(struct cfg_doc *cd, yaml_node_t *k, yaml_node_t *v)
+{
+    struct sw_hub_config *c = cd->out;
+    if (v == NULL || v->type != YAML_MAPPING_NODE)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"buckets\": expected a mapping of bucket names to "
+                            "mappings of region to bucket name, got %s",
+                            cd->path, sw_yaml_line(k),
+                            sw_yaml_is_null(v) ? "null" : sw_yaml_kind(v));
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+        yaml_node_t *bk = yaml_document_get_node(cd->doc, p->key);
+        yaml_node_t *bv = yaml_document_get_node(cd->doc, p->value);
+        if (!sw_yaml_is_text(bk))
+            return sw_error_set(cd->err, SW_EINVAL,
+                                "%s:%zu: a key of \"buckets\": expected a bucket name, got %s",
+                                cd->path, sw_yaml_line(bk), sw_yaml_not_text(bk));
+        const char *b = (const char *)bk->data.scalar.value;
+        char field[160];
+        snprintf(field, sizeof(field), "buckets.%.70s", b);
+        int rc = bucket_name(cd, bk, field, b);
+        if (rc != 0)
+            return rc;
+        for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < p; q++)
+            if (sw_yaml_key_eq(yaml_document_get_node(cd->doc, q->key), b))
+                return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": given twice",
+                                    cd->path, sw_yaml_line(bk), field);
+        if (bv == NULL || bv->type != YAML_MAPPING_NODE)
+            return sw_error_set(cd->err, SW_EINVAL,
+                                "%s:%zu: field \"%s\": expected a mapping of region to bucket "
+                                "name, got %s",
+                                cd->path, sw_yaml_line(bk), field,
+                                sw_yaml_is_null(bv) ? "null" : sw_yaml_kind(bv));
+        for (yaml_node_pair_t *r = bv->data.mapping.pairs.start; r < bv->data.mapping.pairs.top;
+             r++) {
+            yaml_node_t *rk = yaml_document_get_node(cd->doc, r->key);
+            yaml_node_t *rv = yaml_document_get_node(cd->doc, r->value);
+            if (!sw_yaml_is_text(rk) || !valid_region((const char *)rk->data.scalar.value))
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: a key of \"%s\": expected a region (1-63 of a-z, "
+                                    "0-9 and '-'), got %s%.70s%s",
+                                    cd->path, sw_yaml_line(rk), field,
+                                    sw_yaml_is_text(rk) ? "\"" : "",
+                                    sw_yaml_is_text(rk) ? (const char *)rk->data.scalar.value
+                                                        : sw_yaml_not_text(rk),
+                                    sw_yaml_is_text(rk) ? "\"" : "");
+            const char *region = (const char *)rk->data.scalar.value;
+            char rfield[240];
+            snprintf(rfield, sizeof(rfield), "%s.%s", field, region);
+            for (yaml_node_pair_t *q = bv->data.mapping.pairs.start; q < r; q++)
+                if (sw_yaml_key_eq(yaml_document_get_node(cd->doc, q->key), region))
+                    return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": given twice",
+                                        cd->path, sw_yaml_line(rk), rfield);
+            if (!sw_yaml_is_text(rv))
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: field \"%s\": expected a bucket name, got %s",
+                                    cd->path, sw_yaml_line(rk), rfield, sw_yaml_not_text(rv));
+            const char *name = (const char *)rv->data.scalar.value;
+            if ((rc = bucket_name(cd, rk, rfield, name)) != 0)
+                return rc;
+            if (c->nbucket_maps == SW_HUB_MAX_BUCKET_MAPS)
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: field \"%s\": more than %d bucket names in all",
+                                    cd->path, sw_yaml_line(rk), rfield, SW_HUB_MAX_BUCKET_MAPS);
+            struct sw_bucket_map *m = &c->bucket_maps[c->nbucket_maps++];
+            snprintf(m->bucket, sizeof(m->bucket), "%s", b);
+            snprintf(m->region, sizeof(m->region), "%s", region);
+            snprintf(m->name, sizeof(m->name), "%s", name);
+        }
+    }
+    return 0;
+}
+
+const char *sw_hub_config_bucket(const struct sw_hub_config *c, const char *bucket,
+                                 const char *region)
+{
+    for (size_t i = 0; c != NULL && region != NULL && i < c->nbucket_maps; i++)
+        if (strcmp(c->bucket_maps[i].bucket, bucket) == 0 &&
+            strcmp(c->bucket_maps[i].region, region) == 0)
+            return c->bucket_maps[i].name;
+    return bucket;
+}
 
 /*
  * Walks mapping `m` whose fields are `fields`; `in` is the dotted prefix of
@@ -473,7 +602,9 @@ static int walk(struct cfg_doc *cd, yaml_node_t *m, const char *in, const struct
         snprintf(name, sizeof(name), "%s%s", in, f->key);
         cd->line[f->id] = sw_yaml_line(k);
         int rc;
-        if (f->sub != NULL) {
+        if (f->id == F_BUCKETS) {
+            rc = buckets_field(cd, k, v);
+        } else if (f->sub != NULL) {
             if (v == NULL || v->type != YAML_MAPPING_NODE)
                 return sw_error_set(
                     cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected a mapping, got %s",

@@ -25,10 +25,15 @@
  *     probeIntervalSeconds: 10            # each member's /readyz
  *     lostAfterSeconds: 60                # toleration before a member is lost
  *     rtoTargetSeconds: 600               # objective for recovering from a loss (drills)
+ *     qps: 50                             # requests per second to each member's API server
+ *     burst: 100                          # and the token bucket's size
  *   replication:
  *     intervalSeconds: 60                 # every replication rule, run by the leader
  *     modelRegistrySeconds: 5             # model-registry rules: each new version
  *     rpoObjectiveSeconds: 300            # for rules that name none
+ *   buckets:                              # a bucket's name in each region's store
+ *     datasets:                           # as the Jobs' annotations name it
+ *       us-east-1: datasets-use1          # what it is called in us-east-1
  *   logLevel: info                        # debug, info, warn or error
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
@@ -48,6 +53,16 @@
 #define SW_HUB_PATH_MAX 1024
 /** The largest config file sw_hub_config_load reads. */
 #define SW_HUB_CONFIG_MAX (1024 * 1024)
+
+/** At most this many (bucket, region) names in `buckets`. */
+#define SW_HUB_MAX_BUCKET_MAPS 64
+
+/** A bucket's name in one region's store. */
+struct sw_bucket_map {
+    char bucket[64]; /* as a Job's annotation names it */
+    char region[64];
+    char name[64]; /* what it is called in that region's store */
+};
 
 /** The hub's settings, defaults filled by sw_hub_config_default. */
 struct sw_hub_config {
@@ -69,10 +84,22 @@ struct sw_hub_config {
     double probe_interval_s; /* members' /readyz probed every N s; default 10 */
     double lost_after_s; /* a member not answering (or not Ready) this long is lost; default 60 */
     double rto_target_s; /* the objective a member's loss is recovered in (drills); default 600 */
+    double member_qps;   /* client-side rate limit per member API server; default 50 */
+    int member_burst;    /* its token bucket's size; default 100 */
     double repl_interval_s;      /* replication rules run every N s; default 60 */
     double repl_model_s;         /* model-registry rules every N s; default 5 */
     double repl_rpo_objective_s; /* a rule's RPO objective when it names none; default 300 */
+    struct sw_bucket_map bucket_maps[SW_HUB_MAX_BUCKET_MAPS]; /* buckets: none by default */
+    size_t nbucket_maps;
 };
+
+/**
+ * The name of `bucket` (as a Job's annotation names it) in the store of
+ * `region`: the config's `buckets` entry for that bucket and region, else
+ * `bucket` itself. Borrows from `c` or returns `bucket`. `c` may be NULL.
+ */
+const char *sw_hub_config_bucket(const struct sw_hub_config *c, const char *bucket,
+                                 const char *region);
 
 /** Fills `c` with the defaults; the required fields (redis.url, secretKeyFile) are "". */
 void sw_hub_config_default(struct sw_hub_config *c);

@@ -3,15 +3,18 @@
  * region before its mirror exists there, and outputs flowing back.
  *
  * Inputs are `spillway.io/inputs` URIs in the object store of the origin's
- * region; they are mirrored, under the same bucket and prefix, to the store
- * of the target's region (replication/gate.h, verified copies with a Redis
- * journal, so a hub restarted mid-copy resumes). An input that does not
+ * region; they are mirrored, under the same prefix, to the store of the
+ * target's region (replication/gate.h, verified copies with a Redis
+ * journal, so a hub restarted mid-copy resumes). A bucket is called in each
+ * region's store what the config's `buckets` says (sw_hub_config_bucket),
+ * by default the name the annotation gives. An input that does not
  * exist, or has no object, blocks the burst and the reason is shown on the
  * record and as a Warning Event.
  *
  * Outputs: attempt N of a Job writes to s3://BUCKET/PREFIX/attempt-N/ in its
- * region's store; while the mirror runs, and once more when it has ended,
- * that prefix is copied back to s3://BUCKET/PREFIX/ in the origin's store.
+ * region's store (BUCKET as that region calls it); while the mirror runs,
+ * and once more when it has ended, that prefix is copied back to
+ * s3://BUCKET/PREFIX/ in the origin's store (as the origin's region calls it).
  * Only the attempt the record names is copied, so a lost attempt's late
  * writes never overwrite the committed one's.
  */
@@ -97,7 +100,9 @@ static void gate_start(struct sw_hub *h, struct sw_job *j, const struct sw_burst
     }
     struct sw_gate_input in[SW_ANN_MAX_INPUTS];
     for (int i = 0; i < spec->n_inputs; i++)
-        in[i] = (struct sw_gate_input){st->name, spec->inputs[i].bucket, spec->inputs[i].prefix};
+        in[i] = (struct sw_gate_input){
+            st->name, sw_hub_config_bucket(&h->cfg, spec->inputs[i].bucket, om->rec.spec.region),
+            spec->inputs[i].prefix, sw_hub_config_bucket(&h->cfg, spec->inputs[i].bucket, region)};
     struct sw_gate_store stores[SW_HUB_MAX_STORES];
     struct sw_gate_request req = {.job = j->rec.key,
                                   .region = region,
@@ -259,8 +264,12 @@ void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final)
         size_t pl = strlen(spec.outputs.prefix);
         snprintf(from_prefix, sizeof(from_prefix), "%s%sattempt-%d/", spec.outputs.prefix,
                  pl && spec.outputs.prefix[pl - 1] != '/' ? "/" : "", j->rec.attempt);
-        struct sw_gate_input from = {ts->name, spec.outputs.bucket, from_prefix};
-        struct sw_gate_input to = {os->name, spec.outputs.bucket, spec.outputs.prefix};
+        struct sw_gate_input from = {
+            ts->name, sw_hub_config_bucket(&h->cfg, spec.outputs.bucket, j->rec.target_region),
+            from_prefix, NULL};
+        struct sw_gate_input to = {
+            os->name, sw_hub_config_bucket(&h->cfg, spec.outputs.bucket, om->rec.spec.region),
+            spec.outputs.prefix, NULL};
         struct sw_gate_store stores[SW_HUB_MAX_STORES];
         size_t ns = sw_gate_stores(h, stores, SW_HUB_MAX_STORES);
         struct out_call *oc = sw_calloc(1, sizeof(*oc));

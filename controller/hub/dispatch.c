@@ -697,8 +697,13 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     if (full == NULL)
         return;
     const struct sw_hub_store *st = sw_store_for_region(h, r->target_region);
+    /* The selector names the label the target's nodes of that capacity
+     * carry; with none cached (a NodePool at zero), Karpenter's. */
+    const char *cap_label = NULL, *cap_value = NULL;
+    if (tm && tm->cache)
+        (void)sw_cluster_cache_capacity_label(tm->cache, r->capacity, &cap_label, &cap_value);
     cJSON *m = sw_mirror_build(full, r, r->mirror, st ? st->endpoint : NULL, h->epoch,
-                               strcmp(r->capacity, "spot") == 0);
+                               strcmp(r->capacity, "spot") == 0, cap_label, cap_value, &h->cfg);
     if (m == NULL) {
         r->state = SW_JS_FAILED;
         snprintf(r->reason, sizeof(r->reason), "the origin Job has no pod template");

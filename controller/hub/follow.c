@@ -421,6 +421,8 @@ static void requeue_step(struct sw_hub *h, struct sw_job *j, struct sw_member *t
         return;
     }
     char msg[700];
+    /* The lost attempt's cost is counted before the record forgets its start. */
+    sw_metrics_spend(h, j);
     if (r->attempt >= h->cfg.max_attempts) {
         r->state = SW_JS_FAILED;
         r->finished_ms = sw_hub_wall_ms();
@@ -454,6 +456,7 @@ static void finish(struct sw_hub *h, struct sw_job *j, enum sw_job_state s, cons
     r->finished_ms = sw_hub_wall_ms();
     if (r->started_ms == 0)
         r->started_ms = r->dispatched_ms;
+    sw_metrics_spend(h, j);
     if (why && (s == SW_JS_FAILED || r->reason[0] == '\0'))
         snprintf(r->reason, sizeof(r->reason), "%s", why);
     char msg[800];
@@ -732,6 +735,7 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
     if (!sw_job_state_terminal(r->state) && origin == NULL) {
         r->state = SW_JS_FAILED;
         r->finished_ms = sw_hub_wall_ms();
+        sw_metrics_spend(h, j);
         snprintf(r->reason, sizeof(r->reason), "the origin Job was deleted");
         j->busy = true;
         sw_rec_step(h, j, NULL);

@@ -64,6 +64,7 @@ struct sw_job {
     bool warned;        /* a Warning Event about a bad annotation was sent */
     bool refs_ok;       /* this attempt's ConfigMaps and Secrets are copied */
     bool status_synced; /* delegated: the origin's status shows the outcome */
+    int spend_counted;  /* the attempt whose cost this hub added to the spend counter */
     struct sw_hub *hub; /* for Kubernetes callbacks, whose context is the job */
     /* The origin Job as its API server last answered it whole (a GET, or
      * dispatch's patch), without status and managedFields, kept while the
@@ -121,6 +122,7 @@ struct sw_hub_rule {
 
 /** Counters and gauges for /metrics. */
 #define SW_HUB_MAX_DECISION_POOLS 64
+#define SW_HUB_MAX_SPEND_SERIES   256
 struct sw_hub_metrics {
     uint64_t decisions[SW_VERDICT_REJECT + 1];
     /* decisions by outcome and pool ("" for rejects) */
@@ -140,6 +142,16 @@ struct sw_hub_metrics {
     uint64_t lat_buckets[12];
     double lat_sum;
     uint64_t lat_count;
+    /* cloud spend by team, cluster, pool and capacity: each attempt's cost
+     * added once, when it ends (sw_metrics_spend) */
+    struct sw_spend_series {
+        char team[64];
+        char cluster[64];
+        char pool[64];
+        char capacity[16];
+        double dollars;
+    } spend[SW_HUB_MAX_SPEND_SERIES];
+    size_t nspend;
 };
 
 struct sw_hub {
@@ -441,5 +453,15 @@ int sw_metrics_start(struct sw_hub *h, struct sw_error *err);
 void sw_metrics_decision(struct sw_hub *h, enum sw_verdict v, const char *pool);
 /** Records one dispatch's latency in seconds. */
 void sw_metrics_dispatch_latency(struct sw_hub *h, double s);
+/**
+ * Adds the cost of the job's current attempt (GPUs x price x hours from its
+ * start to its end, or to now when it ended without an end time) to
+ * spillway_cloud_spend_dollars_total, once per attempt and only for cloud
+ * capacity. Called where an attempt ends: finished, failed, lost or
+ * preempted, before the record forgets its start. A counter, so the spend
+ * stays counted when the record is removed; each hub counts the attempts
+ * that ended while it led, so the fleet's spend is the sum over replicas.
+ */
+void sw_metrics_spend(struct sw_hub *h, struct sw_job *j);
 
 #endif

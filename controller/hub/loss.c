@@ -242,6 +242,8 @@ static void move_off(struct sw_hub *h, struct sw_job *j, const struct sw_member 
     sw_data_outputs_stop(h, j);
     r->preemptions++;
     h->m.cluster_requeues++;
+    /* The lost attempt's cost, up to now, before the record forgets its start. */
+    sw_metrics_spend(h, j);
     char msg[700];
     if (r->attempt >= h->cfg.max_attempts) {
         r->state = SW_JS_FAILED;

@@ -143,6 +143,8 @@ static int member_connect(struct sw_hub *h, struct sw_member *m)
     struct sw_kube_opts o;
     sw_kube_opts_default(&o);
     o.name = m->rec.name;
+    o.qps = h->cfg.member_qps;
+    o.burst = h->cfg.member_burst;
     if (sw_kube_client_new(h->loop, h->http, t, &o, &m->client, &err) != 0) {
         SW_LOG(SW_LOG_ERROR, "cannot make a client for a member", "cluster=%s err=%s",
                sw_log_q(m->rec.name), sw_log_q(err.msg));

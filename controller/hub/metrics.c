@@ -6,13 +6,16 @@
  * loop (standbys included); /readyz is 200 on the leader once every member
  * cache has synced, and on a standby (ready to take over), else 503.
  */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/log.h"
 #include "controller/hub/hub.h"
+#include "controller/version.h"
 #include "replication/rpo.h"
 
 static const double LAT_BOUNDS[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
@@ -44,17 +47,40 @@ void sw_metrics_dispatch_latency(struct sw_hub *h, double s)
     h->m.lat_count++;
 }
 
-struct spend {
-    char team[64];
-    char pool[64];
-    double dollars;
-};
+void sw_metrics_spend(struct sw_hub *h, struct sw_job *j)
+{
+    const struct sw_job_rec *r = &j->rec;
+    if (r->started_ms == 0 || r->capacity[0] == '\0' || strcmp(r->capacity, "owned") == 0 ||
+        j->spend_counted == r->attempt)
+        return;
+    j->spend_counted = r->attempt;
+    double d = sw_job_rec_cost(r, sw_hub_wall_ms());
+    struct sw_hub_metrics *m = &h->m;
+    size_t i;
+    for (i = 0; i < m->nspend; i++)
+        if (strcmp(m->spend[i].team, r->team) == 0 &&
+            strcmp(m->spend[i].cluster, r->target_cluster) == 0 &&
+            strcmp(m->spend[i].pool, r->target_pool) == 0 &&
+            strcmp(m->spend[i].capacity, r->capacity) == 0)
+            break;
+    if (i == m->nspend) {
+        if (i == SW_HUB_MAX_SPEND_SERIES) {
+            SW_LOG(SW_LOG_WARN, "spend not counted: too many series", "job=%s max=%d",
+                   sw_log_q(r->key), SW_HUB_MAX_SPEND_SERIES);
+            return;
+        }
+        struct sw_spend_series *s = &m->spend[m->nspend++];
+        snprintf(s->team, sizeof(s->team), "%s", r->team);
+        snprintf(s->cluster, sizeof(s->cluster), "%s", r->target_cluster);
+        snprintf(s->pool, sizeof(s->pool), "%s", r->target_pool);
+        snprintf(s->capacity, sizeof(s->capacity), "%s", r->capacity);
+    }
+    m->spend[i].dollars += d;
+}
 
 struct render {
     struct sw_hub *h;
     uint64_t states[SW_JS__COUNT];
-    struct spend spend[256];
-    size_t nspend;
 };
 
 static void count_job(struct sw_hub *h, struct sw_job *j, void *ctx)
@@ -64,21 +90,108 @@ static void count_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     if (!j->persisted)
         return;
     rd->states[j->rec.state]++;
-    const struct sw_job_rec *r = &j->rec;
-    if (r->started_ms == 0 || strcmp(r->capacity, "owned") == 0 || r->capacity[0] == '\0')
-        return;
-    double d = sw_job_rec_cost(r, sw_hub_wall_ms());
-    for (size_t i = 0; i < rd->nspend; i++)
-        if (strcmp(rd->spend[i].team, r->team) == 0 &&
-            strcmp(rd->spend[i].pool, r->target_cluster) == 0) {
-            rd->spend[i].dollars += d;
-            return;
+}
+
+/* Open file descriptors: the entries of /proc/self/fd (Linux), less the
+ * one opendir holds; -1 when it cannot be read. */
+static long open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return -1;
+    long n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1;
+}
+
+/* The process metrics client libraries export under these names, so that
+ * the usual dashboards and alerts work on the hub. */
+static void render_process(struct sw_hub *h, struct sw_buf *b)
+{
+    sw_buf_adds(b, "# HELP spillway_build_info The hub's version; always 1.\n"
+                   "# TYPE spillway_build_info gauge\n");
+    sw_buf_addf(b, "spillway_build_info{version=\"%s\"} 1\n", SW_VERSION);
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+        sw_buf_adds(b, "# HELP process_cpu_seconds_total User and system CPU time spent.\n"
+                       "# TYPE process_cpu_seconds_total counter\n");
+        sw_buf_addf(b, "process_cpu_seconds_total %.3f\n", cpu);
+    }
+    size_t rss = 0;
+    if (uv_resident_set_memory(&rss) == 0) {
+        sw_buf_adds(b, "# HELP process_resident_memory_bytes Resident memory size.\n"
+                       "# TYPE process_resident_memory_bytes gauge\n");
+        sw_buf_addf(b, "process_resident_memory_bytes %zu\n", rss);
+    }
+    sw_buf_adds(b, "# HELP process_start_time_seconds Start time of the process, unix seconds.\n"
+                   "# TYPE process_start_time_seconds gauge\n");
+    sw_buf_addf(b, "process_start_time_seconds %.3f\n", (double)h->started_ms / 1000.0);
+    long fds = open_fds();
+    if (fds >= 0) {
+        sw_buf_adds(b, "# HELP process_open_fds Open file descriptors.\n"
+                       "# TYPE process_open_fds gauge\n");
+        sw_buf_addf(b, "process_open_fds %ld\n", fds);
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        sw_buf_adds(b, "# HELP process_max_fds The limit on open file descriptors.\n"
+                       "# TYPE process_max_fds gauge\n");
+        sw_buf_addf(b, "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+    }
+}
+
+/* Per member: API responses by status, and the rate limit's wait. */
+static void render_api(struct sw_hub *h, struct sw_buf *b)
+{
+    sw_buf_adds(b, "# HELP spillway_api_responses_total Kubernetes API responses by cluster and "
+                   "HTTP status (code=\"error\": no response; \"other\": past the table's "
+                   "size), retries included.\n"
+                   "# TYPE spillway_api_responses_total counter\n");
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        if (m->client == NULL)
+            continue;
+        struct sw_kube_code_count codes[SW_KUBE_MAX_CODES];
+        size_t n = sw_kube_client_responses(m->client, codes, SW_KUBE_MAX_CODES);
+        for (size_t k = 0; k < n; k++) {
+            char code[16];
+            if (codes[k].code == 0)
+                snprintf(code, sizeof(code), "error");
+            else if (codes[k].code < 0)
+                snprintf(code, sizeof(code), "other");
+            else
+                snprintf(code, sizeof(code), "%d", codes[k].code);
+            sw_buf_addf(b, "spillway_api_responses_total{cluster=\"%s\",code=\"%s\"} %llu\n",
+                        m->rec.name, code, (unsigned long long)codes[k].n);
         }
-    if (rd->nspend < sizeof(rd->spend) / sizeof(rd->spend[0])) {
-        struct spend *s = &rd->spend[rd->nspend++];
-        snprintf(s->team, sizeof(s->team), "%s", r->team);
-        snprintf(s->pool, sizeof(s->pool), "%s", r->target_cluster);
-        s->dollars = d;
+    }
+    sw_buf_adds(b, "# HELP spillway_api_ratelimit_wait_seconds_total Time requests to a member "
+                   "waited for the client-side rate limit (members.qps), summed.\n"
+                   "# TYPE spillway_api_ratelimit_wait_seconds_total counter\n");
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        uint64_t ms = 0, delayed = 0;
+        if (m->client)
+            sw_kube_client_ratelimit_wait(m->client, &ms, &delayed);
+        sw_buf_addf(b, "spillway_api_ratelimit_wait_seconds_total{cluster=\"%s\"} %.3f\n",
+                    m->rec.name, (double)ms / 1000.0);
+    }
+    sw_buf_adds(b, "# HELP spillway_api_ratelimit_delayed_total Requests to a member that "
+                   "waited for the client-side rate limit.\n"
+                   "# TYPE spillway_api_ratelimit_delayed_total counter\n");
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        uint64_t ms = 0, delayed = 0;
+        if (m->client)
+            sw_kube_client_ratelimit_wait(m->client, &ms, &delayed);
+        sw_buf_addf(b, "spillway_api_ratelimit_delayed_total{cluster=\"%s\"} %llu\n", m->rec.name,
+                    (unsigned long long)delayed);
     }
 }
 
@@ -146,11 +259,17 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     sw_buf_addf(b, "spillway_dispatch_latency_seconds_sum %.6f\n", h->m.lat_sum);
     sw_buf_addf(b, "spillway_dispatch_latency_seconds_count %llu\n",
                 (unsigned long long)h->m.lat_count);
-    sw_buf_adds(b, "# HELP spillway_cloud_spend_dollars Burst spend (GPUs x price x hours) by team "
-                   "and cluster.\n# TYPE spillway_cloud_spend_dollars gauge\n");
-    for (size_t i = 0; i < rd->nspend; i++)
-        sw_buf_addf(b, "spillway_cloud_spend_dollars{team=\"%s\",pool=\"%s\"} %.4f\n",
-                    rd->spend[i].team, rd->spend[i].pool, rd->spend[i].dollars);
+    sw_buf_adds(b, "# HELP spillway_cloud_spend_dollars_total Cloud spend (GPUs x price x hours) "
+                   "of the burst attempts that ended while this hub led, by team, cluster, pool "
+                   "and capacity type.\n"
+                   "# TYPE spillway_cloud_spend_dollars_total counter\n");
+    for (size_t i = 0; i < h->m.nspend; i++) {
+        const struct sw_spend_series *sp = &h->m.spend[i];
+        sw_buf_addf(b,
+                    "spillway_cloud_spend_dollars_total{team=\"%s\",cluster=\"%s\",pool=\"%s\","
+                    "capacity=\"%s\"} %.4f\n",
+                    sp->team, sp->cluster, sp->pool, sp->capacity, sp->dollars);
+    }
     /* Replication rules the leader runs (rules.c): RPO per target, the age
      * of the last run, the objective, and runs by outcome. */
     struct sw_rpo_entry ents[SW_HUB_MAX_RULES * 8];
@@ -203,6 +322,8 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
         sw_buf_addf(b, "spillway_member_lost{cluster=\"%s\",fenced=\"%s\"} %d\n", m->rec.name,
                     m->fenced ? "true" : "false", sw_member_lost(m) ? 1 : 0);
     }
+    render_api(h, b);
+    render_process(h, b);
     sw_free(rd);
 }
 

@@ -12,6 +12,7 @@
 #include "controller/hub/mirror.h"
 
 #include "controller/hub/adopt.h"
+#include "controller/hub/annotations.h"
 
 void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len)
 {
@@ -69,8 +70,37 @@ static void add_env(cJSON *containers, const char *name, const char *value)
     }
 }
 
+/*
+ * Appends the `n` bytes of URI `uri` ("s3://BUCKET/PREFIX", spaces around
+ * it trimmed) to `out` with BUCKET as `region` calls it; a URI that does
+ * not parse is appended as it is (the annotation was checked before any
+ * decision, so it does not happen).
+ */
+static void map_uri(const char *uri, size_t n, const struct sw_hub_config *cfg, const char *region,
+                    char *out, size_t cap)
+{
+    while (n > 0 && *uri == ' ')
+        uri++, n--;
+    while (n > 0 && uri[n - 1] == ' ')
+        n--;
+    char one[700];
+    snprintf(one, sizeof(one), "%.*s", (int)n, uri);
+    struct sw_s3_uri u;
+    const char *why = NULL;
+    size_t used = strlen(out);
+    if (sw_s3_uri_parse(one, &u, &why) != 0) {
+        snprintf(out + used, cap - used, "%s", one);
+        return;
+    }
+    /* "s3://" BUCKET REST: only the bucket changes. */
+    const char *rest = one + 5 + strlen(u.bucket);
+    snprintf(out + used, cap - used, "s3://%s%s", sw_hub_config_bucket(cfg, u.bucket, region),
+             rest);
+}
+
 cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
-                       const char *s3_endpoint, int64_t epoch, bool spot)
+                       const char *s3_endpoint, int64_t epoch, bool spot, const char *cap_label,
+                       const char *cap_value, const struct sw_hub_config *buckets)
 {
     const cJSON *ospec = sw_json_child((cJSON *)origin, "spec");
     if (!cJSON_IsObject(ospec) || !cJSON_IsObject(sw_json_child((cJSON *)ospec, "template")))
@@ -121,10 +151,15 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
     cJSON_AddStringToObject(tlab, SW_LBL_ORIGIN_UID, r->uid);
     cJSON *ps = obj(tpl, "spec");
 
-    /* The pool: its capacity type and GPU product, and spot's taint. */
+    /* The pool's capacity type, as its nodes are labelled (Karpenter's,
+     * or EKS', GKE's, AKS' own), and spot's taint. */
     cJSON *sel = obj(ps, "nodeSelector");
-    if (strcmp(r->capacity, "owned") != 0)
-        set_str(sel, "karpenter.sh/capacity-type", r->capacity);
+    if (strcmp(r->capacity, "owned") != 0) {
+        if (cap_label != NULL && cap_value != NULL)
+            set_str(sel, cap_label, cap_value);
+        else
+            set_str(sel, "karpenter.sh/capacity-type", r->capacity);
+    }
     if (spot) {
         cJSON *tol = arr(ps, "tolerations");
         cJSON *t = cJSON_CreateObject();
@@ -144,15 +179,28 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
     const char *in =
         sw_json_str(sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "annotations"),
                     "spillway.io/inputs");
-    if (in)
-        add_env(sw_json_child(ps, "containers"), "SPILLWAY_INPUTS", in);
+    if (in) {
+        char ins[4 * 720] = "";
+        for (const char *p = in;;) {
+            const char *comma = strchr(p, ',');
+            size_t n = comma ? (size_t)(comma - p) : strlen(p);
+            map_uri(p, n, buckets, r->target_region, ins, sizeof(ins));
+            if (comma == NULL)
+                break;
+            size_t used = strlen(ins);
+            snprintf(ins + used, sizeof(ins) - used, ",");
+            p = comma + 1;
+        }
+        add_env(sw_json_child(ps, "containers"), "SPILLWAY_INPUTS", ins);
+    }
     const char *out =
         sw_json_str(sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "annotations"),
                     "spillway.io/outputs");
     if (out) {
-        char o[700];
-        size_t n = strlen(out);
-        snprintf(o, sizeof(o), "%s%sattempt-%d/", out, n && out[n - 1] == '/' ? "" : "/",
+        char mapped[700] = "", o[760];
+        map_uri(out, strlen(out), buckets, r->target_region, mapped, sizeof(mapped));
+        size_t n = strlen(mapped);
+        snprintf(o, sizeof(o), "%s%sattempt-%d/", mapped, n && mapped[n - 1] == '/' ? "" : "/",
                  r->attempt);
         add_env(sw_json_child(ps, "containers"), "SPILLWAY_OUTPUTS", o);
     }

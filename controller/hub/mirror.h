@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/hub/config.h"
 #include "controller/hub/jobrec.h"
 
 /* The names spillway writes on Kubernetes objects. */
@@ -37,9 +38,17 @@ void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len);
  * Builds the mirror of `origin` (borrowed) for the record's attempt and
  * target: returns a new object (the caller deletes it), or NULL when the
  * origin has no pod template. `s3_endpoint` (or NULL) is the target
- * region's store; `spot` adds the spot toleration.
+ * region's store; `spot` adds the spot toleration. On cloud capacity the
+ * pod template's nodeSelector gets `cap_label: cap_value`, the label the
+ * target pool's nodes carry (sw_cluster_cache_capacity_label), or when
+ * `cap_label` is NULL Karpenter's karpenter.sh/capacity-type: the record's
+ * capacity (a NodePool that has no node yet). `buckets` (borrowed, or
+ * NULL) names each bucket in the target region's store
+ * (sw_hub_config_bucket): SPILLWAY_INPUTS and SPILLWAY_OUTPUTS name the
+ * buckets as the mirror's region calls them.
  */
 cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
-                       const char *s3_endpoint, int64_t epoch, bool spot);
+                       const char *s3_endpoint, int64_t epoch, bool spot, const char *cap_label,
+                       const char *cap_value, const struct sw_hub_config *buckets);
 
 #endif

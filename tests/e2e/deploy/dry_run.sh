@@ -6,8 +6,8 @@
 #    from volumes, ingress from monitoring only, the alerts, and the member
 #    ClusterRole read by `spillctl cluster add` from the file itself);
 #  - spillwayd itself accepts the rendered hub config (not exit 2);
-#  - applies every rendered object, the sealing-key Secret made as
-#    docs/deploy.md makes it, and the member ClusterRole with
+#  - applies every rendered object, the sealing-key and Redis-password Secrets made as
+#    docs/deploy.md makes them, and the member ClusterRole with
 #    `kubectl apply --server-side --dry-run=server --validate=strict`, in a
 #    namespace of the test's own (restricted Pod Security), and counts them;
 #  - creates a Pod from each Deployment's template with --dry-run=server, so
@@ -39,7 +39,7 @@ trap cleanup EXIT
 "$SW_LAB_KUBECTL" kustomize "$SW_SOURCE_DIR/deploy/hub/base" >"$tmp/base.yaml" || fail "kustomize base"
 n_eval=$("$PY" "$here/manifests.py" count "$tmp/eval.yaml")
 n_base=$("$PY" "$here/manifests.py" count "$tmp/base.yaml")
-[ "$n_eval" -ge 13 ] || fail "the eval overlay renders $n_eval objects, expected 13 or more"
+[ "$n_eval" -ge 12 ] || fail "the eval overlay renders $n_eval objects, expected 12 or more"
 "$PY" "$here/manifests.py" check "$tmp/eval.yaml" "$tmp/base.yaml" "$SW_SOURCE_DIR/controller/cli/cluster.c" \
     "$SW_SOURCE_DIR/deploy/rbac/member-clusterrole.yaml" || fail "manifests.py check"
 pass "kustomize renders $n_eval objects (eval) and $n_base (base); our rules hold"
@@ -98,16 +98,19 @@ fi
 
 # ---- every object, server-side dry run ----------------------------------------------
 "$PY" "$here/manifests.py" retarget "$tmp/eval.yaml" "$NS" "$tmp/apply.yaml"
-# The sealing key's Secret, made as docs/deploy.md makes it.
+# The sealing key's and the Redis password's Secrets, made as docs/deploy.md
+# makes them.
 head -c 32 /dev/urandom | base64 >"$tmp/secret.key"
 {
     echo "---"
     k create secret generic spillway-secret-key -n "$NS" --from-file=secret.key="$tmp/secret.key" --dry-run=client -o yaml
     echo "---"
+    k create secret generic spillway-redis -n "$NS" --from-literal=password="$(openssl rand -base64 24)" --dry-run=client -o yaml
+    echo "---"
     cat "$SW_SOURCE_DIR/deploy/rbac/member-clusterrole.yaml"
 } >>"$tmp/apply.yaml"
 want=$("$PY" "$here/manifests.py" count "$tmp/apply.yaml")
-[ "$want" = $((n_eval + 2)) ] || fail "expected $((n_eval + 2)) objects to apply, have $want"
+[ "$want" = $((n_eval + 3)) ] || fail "expected $((n_eval + 3)) objects to apply, have $want"
 k apply --server-side --dry-run=server --validate=strict --field-manager=spillway-e2e --force-conflicts \
     -f "$tmp/apply.yaml" >"$tmp/applied" 2>"$tmp/err" || fail "server dry run: $(cat "$tmp/err")"
 [ ! -s "$tmp/err" ] || fail "the server warned: $(cat "$tmp/err")"

@@ -85,18 +85,15 @@ def check(eval_path, base_path, cluster_c, role_path):
     for f in (conf["secretKeyFile"], conf["redis"]["passwordFile"]):
         if not any(f.startswith(m + "/") for m in mounts):
             fail("%s is not on a volume of the hub's container" % f)
-    text = cm["data"]["hub.yaml"]
-    secret = one(objs, "Secret", "spillway-redis")
-    if "password" in secret.get("data", {}):
-        import base64
-        pw = base64.b64decode(secret["data"]["password"]).decode().strip()
-        if pw and pw in text:
-            fail("the Redis password is in the ConfigMap")
+    if any(o["kind"] == "Secret" for o in objs):
+        fail("the eval overlay renders a Secret: its password would be in git")
+    if "password:" in cm["data"]["hub.yaml"].replace("passwordFile:", ""):
+        fail("the hub's ConfigMap holds a password")
     vols = {v["name"]: v for v in pod["volumes"]}
     secret_names = {v["secret"]["secretName"] for v in vols.values() if "secret" in v}
     if secret_names != {"spillway-secret-key", "spillway-redis"}:
         fail("the hub's Secret volumes are %r" % secret_names)
-    print("ok: listen %s, /healthz and /readyz on %s, key and password from Secret volumes, not in the ConfigMap" % (conf["listen"], port))
+    print("ok: listen %s, /healthz and /readyz on %s, key and password from Secret volumes, no Secret rendered, no password in the ConfigMap" % (conf["listen"], port))
 
     pdb = one(objs, "PodDisruptionBudget", "spillway-hub")
     if pdb["spec"].get("minAvailable") != 1:
@@ -106,7 +103,19 @@ def check(eval_path, base_path, cluster_c, role_path):
     if len(ing) != 1 or ing[0]["ports"] != [{"protocol": "TCP", "port": 9464}] or \
             ing[0]["from"] != [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]:
         fail("the hub's ingress is not 9464 from the monitoring namespace only: %r" % ing)
-    print("ok: PDB minAvailable 1; ingress only 9464 from the monitoring namespace")
+    egress_ports = {p["port"] for r in np["spec"]["egress"] for p in r.get("ports", [])}
+    for p, what in ((6379, "Redis"), (26379, "Redis Sentinel"), (443, "HTTPS"), (6443, "API servers")):
+        if p not in egress_ports:
+            fail("the hub's egress does not allow %s (%d): %r" % (what, p, np["spec"]["egress"]))
+    print("ok: PDB minAvailable 1; ingress only 9464 from the monitoring namespace; egress to 6379, 26379, 443, 6443")
+
+    # The Prometheus Operator's objects come from components/monitoring,
+    # which eval uses and the base does not.
+    for kind in ("ServiceMonitor", "PrometheusRule"):
+        if any(o["kind"] == kind for o in base):
+            fail("the base renders a %s: it belongs to components/monitoring" % kind)
+    one(objs, "ServiceMonitor", "spillway-hub")
+    print("ok: ServiceMonitor and PrometheusRule only through components/monitoring")
 
     rules = one(objs, "PrometheusRule", "spillway")
     alerts = {r["alert"]: r["expr"] for g in rules["spec"]["groups"] for r in g["rules"] if "alert" in r}
@@ -115,7 +124,7 @@ def check(eval_path, base_path, cluster_c, role_path):
         "SpillwayMemberLost": "spillway_member_lost",
         "SpillwayMemberNotReady": "spillway_member_ready",
         "SpillwayDispatchStuck": "spillway_dispatches_total",
-        "SpillwayCloudSpendOverBudget": "spillway_cloud_spend_dollars",
+        "SpillwayCloudSpendOverBudget": "spillway_cloud_spend_dollars_total",
         "SpillwayReplicationRPOOverObjective": "spillway_replication_rpo_seconds",
     }
     for a, m in want.items():

@@ -104,6 +104,7 @@ done
 log_ms() { # PATTERN: the time of the first log line matching it, in ms
     local ts
     ts=$(grep -m1 -- "$1" "$HUB_TMP/hub.log" | cut -d' ' -f1)
+    ts=${ts#ts=}
     [ -n "$ts" ] || hub_fail "no log line matches $1"
     date -d "$ts" +%s%3N
 }

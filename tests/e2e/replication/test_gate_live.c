@@ -101,7 +101,7 @@ static void test_estimate_then_ensure(void **state)
         snprintf(key, sizeof(key), "%spart-%d", prefix, i);
         put(onprem, "datasets", key, 1 << 20, i + 1);
     }
-    struct sw_gate_input in = {"onprem", "datasets", prefix};
+    struct sw_gate_input in = {"onprem", "datasets", prefix, NULL};
     struct sw_gate_request req = request(&in, 1, "us-west-2");
     struct answer a = {0};
     struct sw_error err;
@@ -136,10 +136,38 @@ static void test_estimate_then_ensure(void **state)
     assert_int_equal(a.to_copy, 0);
 }
 
+/* Bucket names are global in AWS: an input can go to a bucket of another
+ * name in the target region (here the lab's "models" in us-west-2). */
+static void test_ensure_into_another_bucket(void **state)
+{
+    (void)state;
+    char prefix[128], key[256];
+    snprintf(prefix, sizeof(prefix), "%s/mapped/", id);
+    snprintf(key, sizeof(key), "%sonly", prefix);
+    put(onprem, "datasets", key, 4096, 7);
+    struct sw_gate_input in = {"onprem", "datasets", prefix, "models"};
+    struct sw_gate_request req = request(&in, 1, "us-west-2");
+    struct answer a = {0};
+    struct sw_error err;
+    assert_int_equal(sw_gate_ensure(&loop, &req, on_answer, &a, &err), 0);
+    wait_for(&a);
+    if (a.rc != 0)
+        fail_msg("%s", a.msg);
+    char want[256];
+    snprintf(want, sizeof(want), "s3://models/%s", prefix);
+    assert_string_equal(a.url, want);
+    assert_int_equal(a.objects, 1);
+    struct sw_s3_head h;
+    assert_int_equal(sw_s3_head_sync(usw2, "models", key, &h, &err), 0);
+    assert_int_equal(h.size, 4096);
+    /* Not under the source's name in us-west-2. */
+    assert_int_not_equal(sw_s3_head_sync(usw2, "datasets", key, &h, &err), 0);
+}
+
 static void test_errors_name_the_input(void **state)
 {
     (void)state;
-    struct sw_gate_input in = {"onprem", "nosuchbucket-gate", "x/"};
+    struct sw_gate_input in = {"onprem", "nosuchbucket-gate", "x/", NULL};
     struct sw_gate_request req = request(&in, 1, "us-east-1");
     struct answer a = {0};
     struct sw_error err;
@@ -150,11 +178,11 @@ static void test_errors_name_the_input(void **state)
     assert_non_null(strstr(a.msg, "nosuchbucket-gate"));
     assert_non_null(strstr(a.msg, "NoSuchBucket"));
 
-    struct sw_gate_input ok = {"onprem", "datasets", "x/"};
+    struct sw_gate_input ok = {"onprem", "datasets", "x/", NULL};
     req = request(&ok, 1, "eu-central-1");
     assert_int_equal(sw_gate_ensure(&loop, &req, on_answer, &a, &err), SW_EINFEASIBLE);
     assert_non_null(strstr(err.msg, "no object store in region eu-central-1"));
-    struct sw_gate_input unknown = {"mars", "datasets", "x/"};
+    struct sw_gate_input unknown = {"mars", "datasets", "x/", NULL};
     req = request(&unknown, 1, "us-east-1");
     assert_int_equal(sw_gate_ensure(&loop, &req, on_answer, &a, &err), SW_EINVAL);
     assert_non_null(strstr(err.msg, "\"mars\""));
@@ -168,8 +196,8 @@ static void test_outputs_flow_back(void **state)
     snprintf(to_p, sizeof(to_p), "%s/ckpt-back/", id);
     snprintf(key, sizeof(key), "%sstep-100.pt", from_p);
     put(usw2, "checkpoints", key, 4096, 1);
-    struct sw_gate_input from = {"us-west-2", "checkpoints", from_p};
-    struct sw_gate_input to = {"onprem", "checkpoints", to_p};
+    struct sw_gate_input from = {"us-west-2", "checkpoints", from_p, NULL};
+    struct sw_gate_input to = {"onprem", "checkpoints", to_p, NULL};
     struct answer rounds = {0}, last = {0};
     struct sw_gate_outputs *o;
     struct sw_error err;
@@ -226,6 +254,7 @@ int main(void)
     snprintf(id, sizeof(id), "gate-e2e-%d-%ld", (int)getpid(), (long)time(NULL));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_estimate_then_ensure),
+        cmocka_unit_test(test_ensure_into_another_bucket),
         cmocka_unit_test(test_errors_name_the_input),
         cmocka_unit_test(test_outputs_flow_back),
     };

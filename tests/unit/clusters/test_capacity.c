@@ -167,12 +167,110 @@ static void test_alloc_failures(void **state)
     cJSON_Delete(n2);
 }
 
+/* A label lookup over NULL-terminated key, value pairs. */
+static const char *pairs_get(const void *ctx, const char *key)
+{
+    const char *const *kv = ctx;
+    for (; kv[0] != NULL; kv += 2)
+        if (strcmp(kv[0], key) == 0)
+            return kv[1];
+    return NULL;
+}
+
+static const char *type_of(const char *k1, const char *v1, const char *k2, const char *v2)
+{
+    const char *kv[] = {k1, v1, k2, v2, NULL, NULL};
+    return sw_capacity_type_of(pairs_get, kv);
+}
+
+static void test_capacity_type_karpenter(void **state)
+{
+    (void)state;
+    assert_string_equal(type_of("karpenter.sh/capacity-type", "spot", NULL, NULL), "spot");
+    assert_string_equal(type_of("karpenter.sh/capacity-type", "on-demand", NULL, NULL),
+                        "on-demand");
+    /* Karpenter's label wins over a provider's. */
+    assert_string_equal(type_of("karpenter.sh/capacity-type", "on-demand",
+                                "eks.amazonaws.com/capacityType", "SPOT"),
+                        "on-demand");
+    assert_string_equal(type_of("karpenter.sh/capacity-type", "", NULL, NULL), "owned");
+    assert_string_equal(type_of(NULL, NULL, NULL, NULL), "owned");
+    /* The label that decided, for a mirror's nodeSelector; none for owned. */
+    const char *kv[] = {"eks.amazonaws.com/capacityType", "ON_DEMAND", NULL, NULL};
+    const char *label = "x", *value = "x";
+    assert_string_equal(sw_capacity_type_label(pairs_get, kv, &label, &value), "on-demand");
+    assert_string_equal(label, "eks.amazonaws.com/capacityType");
+    assert_string_equal(value, "ON_DEMAND");
+    const char *none[] = {NULL, NULL};
+    assert_string_equal(sw_capacity_type_label(pairs_get, none, &label, &value), "owned");
+    assert_null(label);
+    assert_null(value);
+}
+
+static void test_capacity_type_eks(void **state)
+{
+    (void)state;
+    assert_string_equal(type_of("eks.amazonaws.com/capacityType", "SPOT", NULL, NULL), "spot");
+    assert_string_equal(type_of("eks.amazonaws.com/capacityType", "ON_DEMAND", NULL, NULL),
+                        "on-demand");
+    /* A value it does not know (capacity blocks) is not taken for spot. */
+    assert_string_equal(type_of("eks.amazonaws.com/capacityType", "CAPACITY_BLOCK", NULL, NULL),
+                        "owned");
+}
+
+static void test_capacity_type_gke(void **state)
+{
+    (void)state;
+    assert_string_equal(type_of("cloud.google.com/gke-spot", "true", NULL, NULL), "spot");
+    assert_string_equal(type_of("cloud.google.com/gke-spot", "false", NULL, NULL), "owned");
+    assert_string_equal(type_of("cloud.google.com/gke-preemptible", "true", NULL, NULL), "spot");
+    assert_string_equal(type_of("cloud.google.com/gke-provisioning", "spot", NULL, NULL), "spot");
+    assert_string_equal(type_of("cloud.google.com/gke-provisioning", "standard", NULL, NULL),
+                        "on-demand");
+    assert_string_equal(type_of("cloud.google.com/gke-provisioning", "standard",
+                                "cloud.google.com/gke-spot", "true"),
+                        "spot");
+}
+
+static void test_capacity_type_aks(void **state)
+{
+    (void)state;
+    assert_string_equal(type_of("kubernetes.azure.com/scalesetpriority", "spot", NULL, NULL),
+                        "spot");
+    assert_string_equal(type_of("kubernetes.azure.com/scalesetpriority", "regular", NULL, NULL),
+                        "on-demand");
+}
+
+/* A Node object with only a provider's label is read as that capacity type. */
+static void test_capacity_type_from_node_json(void **state)
+{
+    (void)state;
+    const char *doc = "{\"metadata\":{\"name\":\"aks-gpu-1\",\"labels\":"
+                      "{\"kubernetes.azure.com/scalesetpriority\":\"spot\"}},"
+                      "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"4\"}}}";
+    cJSON *j = NULL;
+    struct sw_error err;
+    assert_int_equal(sw_json_parse(doc, strlen(doc), "node", &j, &err), 0);
+    struct sw_node_facts nf;
+    assert_int_equal(sw_node_facts_from_json(j, &nf, &err), 0);
+    assert_string_equal(nf.capacity_type, "spot");
+    assert_string_equal(nf.capacity_label, "kubernetes.azure.com/scalesetpriority");
+    assert_string_equal(nf.capacity_value, "spot");
+    assert_int_equal(nf.gpu_allocatable, 4);
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pools_and_rules),
         cmocka_unit_test(test_bad_quantities_named),
         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_capacity_type_karpenter),
+        cmocka_unit_test(test_capacity_type_eks),
+        cmocka_unit_test(test_capacity_type_gke),
+        cmocka_unit_test(test_capacity_type_aks),
+        cmocka_unit_test(test_capacity_type_from_node_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -255,6 +255,27 @@ static cJSON *node_json(const char *name, const char *ct, const char *gpus, cons
     return parse(buf);
 }
 
+/* A cached Node with only GKE's spot label counts as spot, as from JSON. */
+static void test_node_record_provider_capacity_type(void **state)
+{
+    (void)state;
+    struct sw_intern *t = sw_intern_new();
+    struct sw_error err;
+    cJSON *nj = parse("{\"metadata\":{\"name\":\"gke-gpu-1\",\"resourceVersion\":\"3\","
+                      "\"labels\":{\"cloud.google.com/gke-spot\":\"true\"}},"
+                      "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}}");
+    struct sw_node_record *nr = NULL;
+    struct sw_node_facts fr;
+    assert_int_equal(sw_node_record_from_json(t, nj, &nr, &err), 0);
+    assert_int_equal(sw_node_facts_from_record(nr, &fr, &err), 0);
+    assert_string_equal(fr.capacity_type, "spot");
+    assert_string_equal(fr.capacity_label, "cloud.google.com/gke-spot");
+    assert_string_equal(fr.capacity_value, "true");
+    sw_node_record_free(t, nr);
+    cJSON_Delete(nj);
+    sw_intern_free(t);
+}
+
 static void test_node_record_and_capacity(void **state)
 {
     (void)state;
@@ -379,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_job_shared_strings_and_bad_input),
         cmocka_unit_test(test_pod_record),
         cmocka_unit_test(test_node_record_and_capacity),
+        cmocka_unit_test(test_node_record_provider_capacity_type),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

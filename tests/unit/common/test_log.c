@@ -22,14 +22,15 @@ static void capture(void (*emit)(void), char *out, size_t outlen)
     size_t n = fread(out, 1, outlen - 1, f);
     out[n] = '\0';
     fclose(f);
-    /* 2026-11-21T10:00:00.123Z */
-    assert_true(n > 25);
-    assert_int_equal(out[4], '-');
-    assert_int_equal(out[10], 'T');
-    assert_int_equal(out[19], '.');
-    assert_int_equal(out[23], 'Z');
-    assert_int_equal(out[24], ' ');
-    memmove(out, out + 25, n - 25 + 1);
+    /* ts=2026-11-21T10:00:00.123Z, logfmt's key first */
+    assert_true(n > 28);
+    assert_memory_equal(out, "ts=", 3);
+    assert_int_equal(out[7], '-');
+    assert_int_equal(out[13], 'T');
+    assert_int_equal(out[22], '.');
+    assert_int_equal(out[26], 'Z');
+    assert_int_equal(out[27], ' ');
+    memmove(out, out + 28, n - 28 + 1);
 }
 
 static void test_plain_values_unchanged(void **state)
@@ -152,8 +153,8 @@ static void test_msg_escaped_and_fields_kept_on_one_line(void **state)
     char *l3 = strchr(l2, '\n');
     assert_non_null(l3);
     *l3++ = '\0';
-    assert_string_equal(l2 + 25, "level=info msg=\"listed\" informer=\"pods onprem\" objects=3");
-    assert_string_equal(l3 + 25, "level=info msg=\"no fields\" \n");
+    assert_string_equal(l2 + 28, "level=info msg=\"listed\" informer=\"pods onprem\" objects=3");
+    assert_string_equal(l3 + 28, "level=info msg=\"no fields\" \n");
 }
 
 static int evaluated;

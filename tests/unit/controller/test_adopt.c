@@ -63,7 +63,7 @@ static void test_read_what_mirror_writes(void **state)
     assert_non_null(origin);
     char name[64];
     sw_mirror_name(r.uid, r.attempt, name, sizeof(name));
-    cJSON *m = sw_mirror_build(origin, &r, name, NULL, 9, true);
+    cJSON *m = sw_mirror_build(origin, &r, name, NULL, 9, true, NULL, NULL, NULL);
     assert_non_null(m);
     struct sw_adopt_mirror am;
     assert_int_equal(sw_adopt_mirror_read(m, "cloud-spot", &am), 0);

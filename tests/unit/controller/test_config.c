@@ -33,7 +33,9 @@ static const char full[] = "redis:\n"                                       /* 1
                            "logLevel: debug\n"                              /* 15 */
                            "members:\n"                                     /* 16 */
                            "  probeIntervalSeconds: 2\n"                    /* 17 */
-                           "  lostAfterSeconds: 20\n";                      /* 18 */
+                           "  lostAfterSeconds: 20\n"                       /* 18 */
+                           "  qps: 200\n"                                   /* 19 */
+                           "  burst: 400\n";                                /* 20 */
 
 static void test_full_example(void **state)
 {
@@ -56,6 +58,8 @@ static void test_full_example(void **state)
     assert_string_equal(c.log_level, "debug");
     assert_true(c.probe_interval_s == 2);
     assert_true(c.lost_after_s == 20);
+    assert_true(c.member_qps == 200);
+    assert_int_equal(c.member_burst, 400);
 }
 
 /* The example of docs/hub.md, word for word. */
@@ -80,10 +84,16 @@ static void test_docs_example(void **state)
                     "  probeIntervalSeconds: 10\n"
                     "  lostAfterSeconds: 60\n"
                     "  rtoTargetSeconds: 600\n"
+                    "  qps: 50\n"
+                    "  burst: 100\n"
                     "replication:\n"
                     "  intervalSeconds: 60\n"
                     "  modelRegistrySeconds: 5\n"
                     "  rpoObjectiveSeconds: 300\n"
+                    "buckets:                        # a bucket's name in each region's store\n"
+                    "  datasets:\n"
+                    "    us-east-1: acme-datasets-use1\n"
+                    "    us-west-2: acme-datasets-usw2\n"
                     "logLevel: info\n";
     struct sw_hub_config c;
     struct sw_error err;
@@ -96,6 +106,8 @@ static void test_docs_example(void **state)
     assert_true(c.recheck_s == 5 && c.lease_ttl_s == 10 && c.output_sync_s == 30);
     assert_int_equal(c.max_attempts, 3);
     assert_string_equal(c.log_level, "info");
+    assert_int_equal(c.nbucket_maps, 2);
+    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-west-2"), "acme-datasets-usw2");
 }
 
 static void test_defaults(void **state)
@@ -114,6 +126,8 @@ static void test_defaults(void **state)
     assert_true(c.recheck_s == 5);
     assert_true(c.lease_ttl_s == 10);
     assert_true(c.probe_interval_s == 10 && c.lost_after_s == 60 && c.rto_target_s == 600);
+    assert_true(c.member_qps == 50);
+    assert_int_equal(c.member_burst, 100);
     assert_true(c.repl_interval_s == 60 && c.repl_model_s == 5 && c.repl_rpo_objective_s == 300);
     assert_string_equal(c.hub_id, "");
     assert_string_equal(c.log_level, "info");
@@ -197,6 +211,72 @@ static void test_relative_paths(void **state)
 
 #define BASE "redis:\n  url: redis://r:6379/0\nsecretKeyFile: k\n" /* lines 1-3 */
 
+/* buckets: a bucket's name per region; the others keep their own name. */
+static void test_buckets(void **state)
+{
+    (void)state;
+    const char *y = "redis: {url: \"redis://r\"}\nsecretKeyFile: k\n"
+                    "buckets:\n"
+                    "  datasets:\n"
+                    "    us-east-1: datasets-use1\n"
+                    "    us-west-2: datasets-usw2\n"
+                    "  results:\n"
+                    "    onprem: results-home\n";
+    struct sw_hub_config c;
+    struct sw_error err;
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
+    assert_int_equal(c.nbucket_maps, 3);
+    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-east-1"), "datasets-use1");
+    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-west-2"), "datasets-usw2");
+    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "onprem"), "datasets");
+    assert_string_equal(sw_hub_config_bucket(&c, "results", "onprem"), "results-home");
+    assert_string_equal(sw_hub_config_bucket(&c, "models", "us-east-1"), "models");
+    assert_string_equal(sw_hub_config_bucket(NULL, "models", "us-east-1"), "models");
+    static const struct {
+        const char *yaml, *msg;
+    } bad[] = {
+        {"buckets: x\n", "hub.yaml:3: field \"buckets\": expected a mapping of bucket names to "
+                         "mappings of region to bucket name, got a scalar"},
+        {"buckets:\n  Data: {us-east-1: d-use1}\n",
+         "hub.yaml:4: field \"buckets.Data\": bucket name: expected lowercase letters, digits, "
+         "'.' and '-', got \"Data\""},
+        {"buckets:\n  data: us-east-1\n",
+         "hub.yaml:4: field \"buckets.data\": expected a mapping of region to bucket name, got a "
+         "scalar"},
+        {"buckets:\n  data: {US: d-use1}\n",
+         "hub.yaml:4: a key of \"buckets.data\": expected a region (1-63 of a-z, 0-9 and '-'), "
+         "got \"US\""},
+        {"buckets:\n  data: {us-east-1: d}\n",
+         "hub.yaml:4: field \"buckets.data.us-east-1\": bucket name: expected 3 to 63 characters, "
+         "got \"d\""},
+        {"buckets:\n  data: {us-east-1: d-use1, us-east-1: d-use2}\n",
+         "hub.yaml:4: field \"buckets.data.us-east-1\": given twice"},
+        {"buckets:\n  data: {us-east-1: d-use1}\n  data: {us-west-2: d-usw2}\n",
+         "hub.yaml:5: field \"buckets.data\": given twice"},
+        {"buckets:\n  data: {us-east-1: [a]}\n",
+         "hub.yaml:4: field \"buckets.data.us-east-1\": expected a bucket name, got a list"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char doc[512];
+        snprintf(doc, sizeof(doc), "redis: {url: \"redis://r\"}\nsecretKeyFile: k\n%s",
+                 bad[i].yaml);
+        sw_error_clear(&err);
+        assert_int_equal(sw_hub_config_parse(doc, strlen(doc), "hub.yaml", &c, &err), SW_EINVAL);
+        assert_string_equal(err.msg, bad[i].msg);
+    }
+    /* The limit: SW_HUB_MAX_BUCKET_MAPS names parse, one more does not. */
+    char big[8192];
+    size_t off = (size_t)snprintf(big, sizeof(big),
+                                  "redis: {url: \"redis://r\"}\nsecretKeyFile: k\nbuckets:\n");
+    for (int i = 0; i <= SW_HUB_MAX_BUCKET_MAPS; i++)
+        off += (size_t)snprintf(big + off, sizeof(big) - off, "  b%03d: {r1: n%03d}\n", i, i);
+    assert_int_equal(sw_hub_config_parse(big, off, "hub.yaml", &c, &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "more than 64 bucket names in all"));
+    big[off - strlen("  b064: {r1: n064}\n")] = '\0';
+    assert_int_equal(sw_hub_config_parse(big, strlen(big), "hub.yaml", &c, &err), 0);
+    assert_int_equal(c.nbucket_maps, SW_HUB_MAX_BUCKET_MAPS);
+}
+
 static void test_errors_exact(void **state)
 {
     (void)state;
@@ -208,7 +288,7 @@ static void test_errors_exact(void **state)
         /* unknown keys, top-level and nested */
         {BASE "lisen: 1.2.3.4:80\n", SW_EINVAL,
          "hub.yaml:4: field \"lisen\": unknown (expected redis, secretKeyFile, listen, placement, "
-         "leader, outputs, maxAttempts, members, replication, logLevel)"},
+         "leader, outputs, maxAttempts, members, replication, buckets, logLevel)"},
         {BASE "leader:\n  id: a\n  ttl: 5\n", SW_EINVAL,
          "hub.yaml:6: field \"leader.ttl\": unknown (expected id, leaseTTLSeconds)"},
         {"redis:\n  uri: redis://r\n", SW_EINVAL,
@@ -262,7 +342,13 @@ static void test_errors_exact(void **state)
          "0.5, got \"0.1\""},
         {BASE "members:\n  lostAfter: 60\n", SW_EINVAL,
          "hub.yaml:5: field \"members.lostAfter\": unknown (expected probeIntervalSeconds, "
-         "lostAfterSeconds, rtoTargetSeconds)"},
+         "lostAfterSeconds, rtoTargetSeconds, qps, burst)"},
+        {BASE "members:\n  qps: 0.5\n", SW_EINVAL,
+         "hub.yaml:5: field \"members.qps\": expected a number of requests per second >= 1, got "
+         "\"0.5\""},
+        {BASE "members:\n  burst: 1.5\n", SW_EINVAL,
+         "hub.yaml:5: field \"members.burst\": expected a whole number of requests >= 1, got "
+         "\"1.5\""},
         {BASE "outputs: {syncSeconds: 0}\n", SW_EINVAL,
          "hub.yaml:4: field \"outputs.syncSeconds\": expected a number of seconds >= 1, got "
          "\"0\""},
@@ -533,7 +619,7 @@ int main(void)
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_relative_paths),
         cmocka_unit_test(test_errors_exact), cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_load),         cmocka_unit_test(test_password),
-        cmocka_unit_test(test_sentinel),
+        cmocka_unit_test(test_sentinel),     cmocka_unit_test(test_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

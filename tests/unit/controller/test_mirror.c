@@ -69,7 +69,7 @@ static void test_spot_mirror(void **state)
     cJSON *o = cJSON_Parse(ORIGIN);
     struct sw_job_rec r;
     rec(&r, "spot");
-    cJSON *m = sw_mirror_build(o, &r, "sw-x-3", "http://127.0.0.1:7071", 9, true);
+    cJSON *m = sw_mirror_build(o, &r, "sw-x-3", "http://127.0.0.1:7071", 9, true, NULL, NULL, NULL);
     assert_non_null(m);
     assert_string_equal(s(m, "metadata.name"), "sw-x-3");
     assert_string_equal(s(m, "metadata.namespace"), "team-a");
@@ -121,7 +121,7 @@ static void test_home_mirror(void **state)
     cJSON *tpl = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "template");
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(tpl, "spec"), "restartPolicy",
                               cJSON_CreateString("OnFailure"));
-    cJSON *m = sw_mirror_build(o, &r, "sw-x-1", NULL, 1, false);
+    cJSON *m = sw_mirror_build(o, &r, "sw-x-1", NULL, 1, false, NULL, NULL, NULL);
     assert_non_null(m);
     assert_null(sw_json_path(m, "spec.template.spec.nodeSelector"));
     assert_null(sw_json_path(m, "spec.template.spec.tolerations"));
@@ -131,7 +131,56 @@ static void test_home_mirror(void **state)
     cJSON_Delete(m);
     cJSON_Delete(o);
     o = cJSON_Parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
-    assert_null(sw_mirror_build(o, &r, "sw-x-1", NULL, 1, false));
+    assert_null(sw_mirror_build(o, &r, "sw-x-1", NULL, 1, false, NULL, NULL, NULL));
+    cJSON_Delete(o);
+}
+
+/* A pool of EKS managed spot nodes: the selector names EKS' label. */
+static void test_provider_capacity_label(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse(ORIGIN);
+    struct sw_job_rec r;
+    rec(&r, "spot");
+    cJSON *m = sw_mirror_build(o, &r, "sw-x-3", NULL, 9, true, "eks.amazonaws.com/capacityType",
+                               "SPOT", NULL);
+    const cJSON *sel = sw_json_path(m, "spec.template.spec.nodeSelector");
+    assert_string_equal(cJSON_GetObjectItem(sel, "eks.amazonaws.com/capacityType")->valuestring,
+                        "SPOT");
+    assert_null(cJSON_GetObjectItem(sel, "karpenter.sh/capacity-type"));
+    cJSON_Delete(m);
+    cJSON_Delete(o);
+}
+
+/* With the config's buckets, the mirror is told the buckets as its region
+ * calls them; the prefixes and the attempt stay. */
+static void test_buckets_per_region(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse(ORIGIN);
+    cJSON *ann = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "annotations");
+    cJSON_ReplaceItemInObject(ann, "spillway.io/inputs",
+                              cJSON_CreateString("s3://datasets/imagenet/, s3://models"));
+    struct sw_hub_config cfg;
+    sw_hub_config_default(&cfg);
+    const char *y = "redis: {url: \"redis://r\"}\nsecretKeyFile: k\nbuckets:\n"
+                    "  datasets: {us-east-1: datasets-use1, us-west-2: datasets-usw2}\n"
+                    "  checkpoints: {us-east-1: ckpt-use1}\n";
+    struct sw_error err;
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &cfg, &err), 0);
+    struct sw_job_rec r;
+    rec(&r, "spot");
+    cJSON *m = sw_mirror_build(o, &r, "sw-x-3", "http://127.0.0.1:7071", 9, true, NULL, NULL, &cfg);
+    assert_non_null(m);
+    assert_string_equal(env(m, "SPILLWAY_INPUTS"), "s3://datasets-use1/imagenet/,s3://models");
+    assert_string_equal(env(m, "SPILLWAY_OUTPUTS"), "s3://ckpt-use1/train-7/attempt-3/");
+    cJSON_Delete(m);
+    /* Another region: its own name, or the annotation's where it has none. */
+    snprintf(r.target_region, sizeof(r.target_region), "us-west-2");
+    m = sw_mirror_build(o, &r, "sw-x-3", NULL, 9, false, NULL, NULL, &cfg);
+    assert_string_equal(env(m, "SPILLWAY_INPUTS"), "s3://datasets-usw2/imagenet/,s3://models");
+    assert_string_equal(env(m, "SPILLWAY_OUTPUTS"), "s3://checkpoints/train-7/attempt-3/");
+    cJSON_Delete(m);
     cJSON_Delete(o);
 }
 
@@ -141,6 +190,8 @@ int main(void)
         cmocka_unit_test(test_name),
         cmocka_unit_test(test_spot_mirror),
         cmocka_unit_test(test_home_mirror),
+        cmocka_unit_test(test_buckets_per_region),
+        cmocka_unit_test(test_provider_capacity_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
