@@ -317,7 +317,7 @@ if [ "$MODE" = full ]; then
         burst_job "jn-d$i" 2 5s delegated | kc onprem apply -n "$NS" -f - >/dev/null
         jjobs+=("jn-a$i" "jn-d$i")
     done
-    janitor_deleted=0
+    declare -A JANITOR_SEEN=()
     pauses=0
     t_end=$((SECONDS + 120))
     while [ $SECONDS -lt $t_end ]; do
@@ -326,7 +326,7 @@ if [ "$MODE" = full ]; then
             for m in $(kc "$c" get jobs -n "$NS" -l app.kubernetes.io/managed-by=spillway \
                 -o jsonpath='{range .items[?(@.status.succeeded>0)]}{.metadata.name}{"\n"}{end}' 2>/dev/null); do
                 kc "$c" delete job "$m" -n "$NS" --cascade=background --wait=false >/dev/null 2>&1 &&
-                    janitor_deleted=$((janitor_deleted + 1))
+                    JANITOR_SEEN[$c/$m]=1
             done
         done
         # Now and then the leader pauses while that happens.
@@ -347,6 +347,7 @@ if [ "$MODE" = full ]; then
         [ $left = 0 ] && break
         sleep 0.5
     done
+    janitor_deleted=${#JANITOR_SEEN[@]}
     for j in "${jjobs[@]}"; do
         st=$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state}' 2>/dev/null || true)
         uid=$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.uid}')
