@@ -308,7 +308,7 @@ pass "leader killed $rounds time(s): ${#hjobs[@]} Jobs succeeded once; takeovers
 if [ "$MODE" = full ]; then
     # ==== full 0: a janitor deletes mirrors as they finish, the leader paused ====
     # (a cleanup script or ttlSecondsAfterFinished: 0; the leader SIGSTOPped
-    # for 2-4 s, within its lease, while they complete). Every Job succeeds
+    # for 2-3 s, within its lease, while they complete). Every Job succeeds
     # once, as attempt 1: a finished mirror is never a reason to run again.
     case_begin janitor
     jjobs=()
@@ -318,10 +318,9 @@ if [ "$MODE" = full ]; then
         jjobs+=("jn-a$i" "jn-d$i")
     done
     declare -A JANITOR_SEEN=()
-    pauses=0
-    t_end=$((SECONDS + 120))
-    while [ $SECONDS -lt $t_end ]; do
-        # Delete every finished mirror of the case's Jobs on both cloud clusters.
+    # janitor_pass: deletes every finished mirror of the case's Jobs.
+    janitor_pass() {
+        local c m
         for c in cloud-spot cloud-ondemand; do
             for m in $(kc "$c" get jobs -n "$NS" -l app.kubernetes.io/managed-by=spillway \
                 -o jsonpath='{range .items[?(@.status.succeeded>0)]}{.metadata.name}{"\n"}{end}' 2>/dev/null); do
@@ -329,16 +328,28 @@ if [ "$MODE" = full ]; then
                     JANITOR_SEEN[$c/$m]=1
             done
         done
-        # Now and then the leader pauses while that happens.
-        if [ $((RANDOM % 4)) = 0 ]; then
+    }
+    pauses=0
+    t_end=$((SECONDS + 120))
+    while [ $SECONDS -lt $t_end ]; do
+        # Up to three times the leader is paused 2-3 s (within its lease) while the janitor works.
+        paused=""
+        until_s=$SECONDS
+        if [ $pauses -lt 3 ] && [ $((RANDOM % 3)) = 0 ]; then
             l=$(leader_port)
             if [ -n "$l" ]; then
-                kill -STOP "${HUB_ON[$l]}"
-                sleep "$((2 + RANDOM % 3))"
-                kill -CONT "${HUB_ON[$l]}"
+                paused=${HUB_ON[$l]}
+                kill -STOP "$paused"
                 pauses=$((pauses + 1))
+                until_s=$((SECONDS + 2 + RANDOM % 2))
             fi
         fi
+        janitor_pass
+        while [ $SECONDS -lt $until_s ]; do
+            sleep 0.5
+            janitor_pass
+        done
+        [ -z "$paused" ] || kill -CONT "$paused"
         left=0
         for j in "${jjobs[@]}"; do
             st=$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state}' 2>/dev/null || true)
