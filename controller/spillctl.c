@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "controller/cli/args.h"
 #include "controller/cli/commands.h"
+#include "controller/cli/output.h"
 #include "controller/version.h"
 
 /* The command groups: a word with commands under it, and what it is for. */
@@ -227,6 +228,7 @@ int main(int argc, char **argv)
         return SW_EXIT_USAGE;
     }
     sw_log_set_level(g.log_level);
+    sw_cli_print_options(g.no_headers, g.jsonpath);
     if (argc < 2) {
         usage(stderr);
         return SW_EXIT_USAGE;

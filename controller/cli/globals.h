@@ -42,13 +42,15 @@ struct sw_cli_globals {
     const char *secret_key_file; /* --secret-key-file or $SPILLWAY_SECRET_KEY_FILE */
     enum sw_cli_format output;   /* -o/--output; SW_CLI_TABLE by default */
     int output_given;            /* whether -o was on the command line */
+    const char *jsonpath;        /* -o jsonpath=TEMPLATE: the template, else NULL */
+    int no_headers;              /* --no-headers */
     enum sw_log_level log_level; /* --log-level or $SPILLWAY_LOG; SW_LOG_WARN by default */
 };
 
 /**
  * Fills *g from the environment, then takes the global options out of
  * argv[1..*argc-1] wherever they are ("--opt VALUE", "--opt=VALUE",
- * "-o VALUE", "-oVALUE"), shifting the rest down and lowering *argc;
+ * "-o VALUE", "-oVALUE", the flag "--no-headers"), shifting the rest down and lowering *argc;
  * argv[0] and everything after a "--" are left alone. argv's strings are
  * borrowed by *g and must outlive it. Warnings (a password inside a --redis
  * URL on the command line; the deprecated --key-file) go to `warn` (may be
