@@ -172,6 +172,20 @@ int sw_cli_globals_parse(int *argc, char **argv, struct sw_cli_globals *g, FILE 
     return 0;
 }
 
+const char *sw_cli_global_option(size_t i, int *takes_value)
+{
+    int dummy;
+    if (takes_value == NULL)
+        takes_value = &dummy;
+    *takes_value = 1;
+    if (i < NLONG)
+        return long_opts[i].name;
+    if (i == NLONG)
+        return "-o";
+    *takes_value = 0;
+    return i == NLONG + 1 ? "--no-headers" : NULL;
+}
+
 /* Reads the password: the file's first line, without its line ending. */
 static int read_password_file_of(const char *what, const char *path, char *out, size_t outlen,
                                  struct sw_error *err)

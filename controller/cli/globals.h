@@ -101,6 +101,14 @@ int sw_cli_secret_key(const struct sw_cli_globals *g, struct sw_seal_key **out,
  */
 int sw_cli_no_output_format(const struct sw_cli_globals *g, const char *what, struct sw_error *err);
 
+/**
+ * The i-th global option's name ("--redis", "-o", "--no-headers", ...),
+ * or NULL past the last; *takes_value (may be NULL) says whether a value
+ * follows it. For shell completion and the docs check, from the same
+ * table the parser reads.
+ */
+const char *sw_cli_global_option(size_t i, int *takes_value);
+
 /** Prints the global options and environment variables (for spillctl --help). */
 void sw_cli_globals_usage(FILE *out);
 
