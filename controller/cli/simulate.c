@@ -78,14 +78,7 @@ static const char help[] =
     "                           the frontier marked\n"
     "  --plot-usage OUT.svg     GPUs in use over time (home, spot, on-demand) for\n"
     "                           one run: --usage-policy LABEL (default cost-aware,\n"
-    "                           else the first)\n"
-    "  -h, --help               show this help\n"
-    "\n"
-    "Example:\n"
-    "  spillctl simulate --trace "
-    "../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv \\\n"
-    "      --clusters docs/examples/alibaba-clusters.json --sweep\n"
-    "\n";
+    "                           else the first)\n";
 
 /* Reads a whole file; the caller frees *buf with sw_free. */
 int sw__cli_read_file(const char *cmd, const char *path, char **buf, size_t *len)
@@ -784,6 +777,8 @@ const struct sw_cli_spec sw_cli_simulate_specs[] = {
      .summary = "replay a job trace under placement policies",
      .help = help,
      .examples = "  spillctl simulate --trace jobs.csv --clusters clusters.json\n"
+                 "  spillctl simulate --trace openb_pod_list_default.csv \\\n"
+                 "      --clusters docs/examples/alibaba-clusters.json --sweep\n"
                  "  spillctl simulate --trace jobs.csv --clusters clusters.json --sweep \\\n"
                  "      --csv runs.csv --plot frontier.svg\n",
      .opts = opts,
