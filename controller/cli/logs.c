@@ -161,6 +161,22 @@ static void on_result(struct sw_kube_result *res, void *ctx)
     res->body = NULL;
     if (res->rc == 0 && k->print && res->raw != NULL)
         fwrite(res->raw, 1, res->raw_len, stdout);
+    /* A raw request's error body is not parsed for its message: add the
+     * Status's message (or the body's start) to the error. */
+    if (res->rc != 0 && res->raw != NULL && res->raw_len > 0) {
+        cJSON *st = cJSON_ParseWithLength(res->raw, res->raw_len);
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(st, "message");
+        size_t used = strlen(k->err.msg);
+        while (used > 0 && k->err.msg[used - 1] == ' ')
+            k->err.msg[--used] = '\0';
+        if (cJSON_IsString(m))
+            snprintf(k->err.msg + used, sizeof(k->err.msg) - used, "%s%s", used ? ": " : "",
+                     m->valuestring);
+        else
+            snprintf(k->err.msg + used, sizeof(k->err.msg) - used, "%s%.*s", used ? ": " : "",
+                     (int)(res->raw_len > 300 ? 300 : res->raw_len), res->raw);
+        cJSON_Delete(st);
+    }
 }
 
 static int on_chunk(const char *data, size_t len, void *ctx)
