@@ -111,7 +111,8 @@ static int selector_check(const char *selector, struct sw_error *err)
         int known = 0;
         for (size_t i = 0; i < sizeof(selector_keys) / sizeof(selector_keys[0]); i++)
             known |= strlen(selector_keys[i]) == klen && strncmp(selector_keys[i], t, klen) == 0;
-        if (t[klen] == '\0' || !known)
+        const char *op = t + klen;
+        if (!known || !(op[0] == '=' || (op[0] == '!' && op[1] == '=')))
             return sw_error_set(err, SW_EINVAL,
                                 "-l: \"%s\": expected KEY=VALUE, KEY==VALUE or KEY!=VALUE with "
                                 "KEY one of team, cluster, namespace, state, capacity, where, form",
@@ -282,6 +283,12 @@ static const char *text(const cJSON *o, const char *path)
 static int explain_run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
     const char *key = a->pos[0];
+    if (g->output_given && g->output != SW_CLI_TABLE && g->output != SW_CLI_JSON &&
+        g->output != SW_CLI_YAML) {
+        fprintf(stderr, "spillctl explain: -o %s: expected json or yaml (or no -o)\n",
+                sw_cli_format_name(g->output));
+        return SW_EXIT_USAGE;
+    }
     if (strchr(key, '/') == NULL || strchr(strchr(key, '/') + 1, '/') == NULL) {
         fprintf(stderr, "spillctl explain: \"%s\": expected CLUSTER/NAMESPACE/JOB\n", key);
         return SW_EXIT_USAGE;

@@ -83,3 +83,18 @@ rc=0
 env -u SPILLWAY_SECRET_KEY_FILE "$SPILLCTL" logs "$K" >/dev/null 2>"$HUB_TMP/err" || rc=$?
 [ $rc = 1 ] && grep -q "no secret key" "$HUB_TMP/err" || hub_fail "no key: exit $rc: $(cat "$HUB_TMP/err")"
 pass "logs refuses an attempt the Job never had, an unmanaged Job, a malformed key and a missing key, each named"
+
+# ---- status -n / -l / -o name / -w on the same records -----------------------
+got=$("$SPILLCTL" status -n "$NS" -l where=cloud-spot -o name)
+[ "$got" = "$K" ] || hub_fail "status -n $NS -l where=cloud-spot -o name: \"$got\", expected $K"
+got=$("$SPILLCTL" status -n "$NS" -o name | sort | tr '\n' ' ')
+[ "$got" = "onprem/$NS/home $K " ] || hub_fail "status -n $NS -o name: \"$got\""
+[ -z "$("$SPILLCTL" status -n "no-such-$NS" --no-headers)" ] || hub_fail "status of an empty namespace printed rows"
+got=$("$SPILLCTL" status -n "$NS" -l 'state!=running' -o jsonpath='{range .items[*]}{.name}{"\n"}{end}')
+[ "$got" = home ] || hub_fail "status -l state!=running -o jsonpath: \"$got\""
+rc=0
+timeout 4 "$SPILLCTL" status -n "$NS" -w --interval 1s >"$HUB_TMP/watch" 2>&1 || rc=$?
+[ $rc = 124 ] || hub_fail "status -w ended by itself (exit $rc): $(cat "$HUB_TMP/watch")"
+[ "$(grep -c '^JOB ' "$HUB_TMP/watch")" -ge 1 ] && grep -q "^$K " "$HUB_TMP/watch" ||
+    hub_fail "status -w printed: $(cat "$HUB_TMP/watch")"
+pass "status -n/-l/-o name/-o jsonpath select the test's records; -w prints $(grep -c '^JOB ' "$HUB_TMP/watch") listing(s) in 4 s and runs until stopped"

@@ -139,6 +139,8 @@ run status -o 'jsonpath={..x}'
 [ "$rc" = 2 ] && echo "$err" | grep -q 'recursive descent' || fail "status -o jsonpath={..x}: exit $rc: $err"
 run status -l 'colour=red'
 [ "$rc" = 2 ] && echo "$err" | grep -q 'KEY one of team' || fail "status -l colour=red: exit $rc: $err"
+run status -l 'state!running'
+[ "$rc" = 2 ] && echo "$err" | grep -q 'expected KEY=VALUE' || fail "status -l state!running: exit $rc: $err"
 run logs onlyone
 [ "$rc" = 2 ] && echo "$err" | grep -q 'expected CLUSTER/NAMESPACE/JOB' || fail "logs onlyone: exit $rc: $err"
 run completion fish
