@@ -10,7 +10,6 @@
  * pool; `list` prints with -o table, wide, json or yaml. No credential is
  * ever printed. Redis and the sealing key come from the global options.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,47 +32,6 @@
 #include "store/redis.h"
 #include "store/seal.h"
 
-/* ---- help --------------------------------------------------------------- */
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: spillctl cluster COMMAND [OPTIONS]\n"
-            "\n"
-            "Manage the member clusters spillway places Jobs on.\n"
-            "\n"
-            "Commands:\n"
-            "  add NAME [--kubeconfig FILE] --role onprem|cloud --region R [options]\n"
-            "                     check access and register a cluster\n"
-            "  list               registered clusters with health and free/total GPUs per pool\n"
-            "                     (-o table, wide, json or yaml)\n"
-            "  show NAME          one cluster in detail (-o json or yaml: as list's item)\n"
-            "  remove NAME        unregister a cluster (its Jobs are not touched)\n"
-            "\n"
-            "Options of add:\n"
-            "  --kubeconfig FILE  the kubeconfig to reach the cluster; without it, in a pod,\n"
-            "                     the cluster the pod runs in (in-cluster configuration:\n"
-            "                     KUBERNETES_SERVICE_HOST/PORT and the ServiceAccount's token\n"
-            "                     and CA in " SW_SERVICEACCOUNT_DIR ",\n"
-            "                     or $" SW_SERVICEACCOUNT_DIR_ENV "); the token file's path\n"
-            "                     is registered, not the token, and read by the hub\n"
-            "  --context NAME     the kubeconfig context (default: its current-context)\n"
-            "  --role ROLE        onprem (owned capacity) or cloud\n"
-            "  --region REGION    the cluster's region, e.g. us-east-1\n"
-            "  --pool SPEC        a GPU pool, repeatable: name=N,capacity=owned|on-demand|spot,\n"
-            "                     product=P,memory=MiB[,zone=Z][,price=USD/GPU-h][,max=GPUs]\n"
-            "  --spec FILE        role, region and pools from a cluster spec file\n"
-            "                     (YAML, see docs/clusters.md); flags override it\n"
-            "  --replace          overwrite an existing record of the same name\n"
-            "\n"
-            "Options of list and show:\n"
-            "  --no-probe         do not contact the clusters\n"
-            "  -h, --help         this help\n"
-            "\n"
-            "Redis (--redis) and the key sealing credentials (--secret-key-file) are\n"
-            "global options.\n" SW_CLI_GLOBAL_HELP);
-}
-
 struct args {
     const struct sw_cli_globals *g;
     const char *cmd;
@@ -89,70 +47,55 @@ struct args {
     struct sw_cluster_spec flags_spec;
 };
 
-static int parse_args(int argc, char **argv, struct args *a)
+enum {
+    OPT_KUBECONFIG = 'k',
+    OPT_CONTEXT = 'c',
+    OPT_ROLE = 'r',
+    OPT_REGION = 'g',
+    OPT_POOL = 'p',
+    OPT_SPEC = 's',
+    OPT_REPLACE = 'R',
+    OPT_NO_PROBE = 'n'
+};
+
+/* Fills *a from the parsed command line; 0 or SW_EXIT_USAGE. */
+static int from_args(const struct sw_cli_args *pa, struct args *a)
 {
-    static const struct option opts[] = {
-        {"kubeconfig", required_argument, NULL, 'k'},
-        {"context", required_argument, NULL, 'c'},
-        {"role", required_argument, NULL, 'r'},
-        {"region", required_argument, NULL, 'g'},
-        {"pool", required_argument, NULL, 'p'},
-        {"spec", required_argument, NULL, 's'},
-        {"replace", no_argument, NULL, 'R'},
-        {"no-probe", no_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    optind = 1;
-    opterr = 0;
-    int ch;
     struct sw_error err;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'k':
-            a->kubeconfig = optarg;
+    for (size_t k = 0; k < pa->n; k++) {
+        const char *v = pa->item[k].value;
+        switch (pa->item[k].opt->key) {
+        case OPT_KUBECONFIG:
+            a->kubeconfig = v;
             break;
-        case 'c':
-            a->context = optarg;
+        case OPT_CONTEXT:
+            a->context = v;
             break;
-        case 'r':
-            a->role = optarg;
+        case OPT_ROLE:
+            a->role = v;
             break;
-        case 'g':
-            a->region = optarg;
+        case OPT_REGION:
+            a->region = v;
             break;
-        case 'p':
-            if (sw_pool_flag_parse(optarg, &a->flags_spec, &err) != 0) {
-                fprintf(stderr, "spillctl cluster: %s\n", err.msg);
+        case OPT_POOL:
+            if (sw_pool_flag_parse(v, &a->flags_spec, &err) != 0) {
+                fprintf(stderr, "spillctl cluster %s: %s\n", a->cmd, err.msg);
                 return SW_EXIT_USAGE;
             }
             break;
-        case 's':
-            a->spec_file = optarg;
+        case OPT_SPEC:
+            a->spec_file = v;
             break;
-        case 'R':
+        case OPT_REPLACE:
             a->replace = 1;
             break;
-        case 'n':
+        case OPT_NO_PROBE:
             a->no_probe = 1;
             break;
-        case 'h':
-            usage(stdout);
-            return -1;
-        default:
-            fprintf(stderr, "spillctl cluster: unknown or incomplete option \"%s\"\n\n",
-                    argv[optind - 1]);
-            usage(stderr);
-            return SW_EXIT_USAGE;
         }
     }
-    /* Positional NAME, possibly after the options. */
-    if (optind < argc)
-        a->name = argv[optind++];
-    if (optind < argc) {
-        fprintf(stderr, "spillctl cluster %s: unexpected argument \"%s\"\n", a->cmd, argv[optind]);
-        return SW_EXIT_USAGE;
-    }
+    if (pa->npos > 0)
+        a->name = pa->pos[0];
     return 0;
 }
 
@@ -1022,20 +965,16 @@ static int cmd_remove(struct args *a)
     return exit_code;
 }
 
-int sw_cli_cluster(const struct sw_cli_globals *g, int argc, char **argv)
+/* Runs `cluster CMD` with the parsed arguments. */
+static int run(const struct sw_cli_globals *g, const struct sw_cli_args *pa, const char *cmd)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? SW_EXIT_USAGE : SW_EXIT_OK;
-    }
     sw_json_init_hooks();
     struct args a = {0};
     a.g = g;
-    a.cmd = argv[1];
-    int rc = parse_args(argc - 1, argv + 1, &a);
+    a.cmd = cmd;
+    int rc = from_args(pa, &a);
     if (rc != 0)
-        return rc < 0 ? SW_EXIT_OK : rc;
+        return rc;
     char what[64];
     snprintf(what, sizeof(what), "spillctl cluster %s", a.cmd);
     struct sw_error err;
@@ -1051,14 +990,123 @@ int sw_cli_cluster(const struct sw_cli_globals *g, int argc, char **argv)
         rc = cmd_list_show(&a, 0);
     else if (strcmp(a.cmd, "show") == 0)
         rc = cmd_list_show(&a, 1);
-    else if (strcmp(a.cmd, "remove") == 0)
+    else
         rc = cmd_remove(&a);
-    else {
-        fprintf(stderr, "spillctl cluster: unknown command \"%s\"\n\n", a.cmd);
-        usage(stderr);
-        rc = SW_EXIT_USAGE;
-    }
     /* The URL may hold the Redis password. */
     memset(a.redis, 0, sizeof(a.redis));
     return rc;
 }
+
+static int run_add(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "add");
+}
+
+static int run_list(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "list");
+}
+
+static int run_show(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "show");
+}
+
+static int run_remove(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "remove");
+}
+
+static const struct sw_cli_opt add_opts[] = {
+    {"kubeconfig", 0, SW_CLI_VALUE, OPT_KUBECONFIG, "FILE"},
+    {"context", 0, SW_CLI_VALUE, OPT_CONTEXT, "NAME"},
+    {"role", 0, SW_CLI_VALUE, OPT_ROLE, "ROLE"},
+    {"region", 0, SW_CLI_VALUE, OPT_REGION, "REGION"},
+    {"pool", 0, SW_CLI_VALUE, OPT_POOL, "SPEC"},
+    {"spec", 0, SW_CLI_VALUE, OPT_SPEC, "FILE"},
+    {"replace", 0, SW_CLI_FLAG, OPT_REPLACE, NULL},
+};
+
+static const struct sw_cli_opt probe_opts[] = {
+    {"no-probe", 0, SW_CLI_FLAG, OPT_NO_PROBE, NULL},
+};
+
+const struct sw_cli_spec sw_cli_cluster_specs[] = {
+    {.path = "cluster add",
+     .summary = "check access to a cluster and register it",
+     .help = "Usage: spillctl cluster add NAME [--kubeconfig FILE] --role onprem|cloud --region R\n"
+             "                            [--pool SPEC]... [--spec FILE] [--replace]\n"
+             "\n"
+             "Checks access before it stores anything: connects with the kubeconfig's\n"
+             "credentials, reads the server version, and asks the API server about every\n"
+             "permission spillway needs, naming each one that is missing. Only then is the\n"
+             "record, with the connection sealed, written to Redis.\n"
+             "\n"
+             "Options:\n"
+             "  --kubeconfig FILE  the kubeconfig to reach the cluster; without it, in a pod,\n"
+             "                     the cluster the pod runs in (in-cluster configuration:\n"
+             "                     KUBERNETES_SERVICE_HOST/PORT and the ServiceAccount's token\n"
+             "                     and CA in " SW_SERVICEACCOUNT_DIR ",\n"
+             "                     or $" SW_SERVICEACCOUNT_DIR_ENV "); the token file's path\n"
+             "                     is registered, not the token, and read by the hub\n"
+             "  --context NAME     the kubeconfig context (default: its current-context)\n"
+             "  --role ROLE        onprem (owned capacity) or cloud\n"
+             "  --region REGION    the cluster's region, e.g. us-east-1\n"
+             "  --pool SPEC        a GPU pool, repeatable: name=N,capacity=owned|on-demand|spot,\n"
+             "                     product=P,memory=MiB[,zone=Z][,price=USD/GPU-h][,max=GPUs]\n"
+             "  --spec FILE        role, region and pools from a cluster spec file\n"
+             "                     (YAML, see docs/clusters.md); flags override it\n"
+             "  --replace          overwrite an existing record of the same name\n"
+             "\n"
+             "Redis (--redis) and the key sealing credentials (--secret-key-file) are\n"
+             "global options.\n",
+     .examples =
+         "  spillctl cluster add onprem --kubeconfig onprem.kubeconfig --role onprem \\\n"
+         "      --region us-east-1 --pool name=a100,capacity=owned,product=A100,memory=81920\n"
+         "  spillctl cluster add aws-east --kubeconfig aws.kubeconfig --spec aws-east.yaml\n",
+     .opts = add_opts,
+     .nopts = sizeof(add_opts) / sizeof(add_opts[0]),
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = run_add},
+    {.path = "cluster list",
+     .summary = "registered clusters with health and free/total GPUs per pool",
+     .help = "Usage: spillctl cluster list [--no-probe] [-o table|wide|json|yaml|name]\n"
+             "\n"
+             "Every registered cluster, probed live (/readyz, nodes, pods) for health and\n"
+             "free/total GPUs per pool. No credential is ever printed.\n"
+             "\n"
+             "Options:\n"
+             "  --no-probe         do not contact the clusters\n",
+     .examples = "  spillctl cluster list\n"
+                 "  spillctl cluster list -o wide --no-probe\n",
+     .opts = probe_opts,
+     .nopts = 1,
+     .run = run_list},
+    {.path = "cluster show",
+     .summary = "one cluster in detail",
+     .help = "Usage: spillctl cluster show NAME [--no-probe] [-o json|yaml]\n"
+             "\n"
+             "One cluster in detail; with -o json or yaml, the same object as one item of\n"
+             "cluster list.\n"
+             "\n"
+             "Options:\n"
+             "  --no-probe         do not contact the cluster\n",
+     .examples = "  spillctl cluster show onprem\n"
+                 "  spillctl cluster show onprem -o yaml\n",
+     .opts = probe_opts,
+     .nopts = 1,
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = run_show},
+    {.path = "cluster remove",
+     .summary = "unregister a cluster (its Jobs are not touched)",
+     .help = "Usage: spillctl cluster remove NAME\n"
+             "\n"
+             "Removes the cluster's record from Redis. Its Jobs are not touched.\n",
+     .examples = "  spillctl cluster remove aws-east\n",
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = run_remove},
+};
+const size_t sw_cli_cluster_nspecs = sizeof(sw_cli_cluster_specs) / sizeof(sw_cli_cluster_specs[0]);

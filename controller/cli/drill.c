@@ -30,7 +30,6 @@
  * settings and its RTO target), and the outputs' sync times.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,44 +50,6 @@
 #include "replication/rule.h"
 #include "store/redis.h"
 #include "store/seal.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: spillctl drill SCENARIO [options]\n"
-            "\n"
-            "Runs a disaster-recovery drill against the running hub, reports the timeline,\n"
-            "RTO and RPO, and restores. Scenarios:\n"
-            "  cluster-loss --cluster NAME  fence a member cluster: the hub sends it nothing,\n"
-            "                               finds it lost, and places its Jobs again\n"
-            "  region-loss --region R       fence every member in region R, and check that the\n"
-            "                               model registries read there are complete elsewhere\n"
-            "                               (needs --secret-key-file: the stores' credentials)\n"
-            "  hub-loss                     kill the leading spillwayd (a process of this host)\n"
-            "                               and time the standby's takeover\n"
-            "  redis-failover               ask the Sentinels (--redis redis+sentinel://...) to\n"
-            "                               fail the master over; time the hub's re-take\n"
-            "  history [ID]                 the drills that ran, newest first, or drill ID's\n"
-            "                               whole report (see spillctl drill history --help)\n"
-            "\n"
-            "Options:\n"
-            "  --dry-run           say what would move, the expected RTO, RPO and cost; touch\n"
-            "                      nothing\n"
-            "  --cluster NAME      cluster-loss: the member to lose\n"
-            "  --region R          region-loss: the region to lose\n"
-            "  --signal KILL|STOP  hub-loss: how the leader is lost (default KILL; a stopped\n"
-            "                      leader is resumed after the takeover and must exit)\n"
-            "  --timeout DURATION  give up waiting for recovery or restore after this long\n"
-            "                      (default 15m)\n"
-            "  --rto-target DURATION  the objective (default: the hub's members.rtoTargetSeconds\n"
-            "                      for cluster-loss; lease TTL + TTL/3 for hub-loss)\n"
-            "  --report FILE       also write the report: Markdown for *.md, JSON for *.json,\n"
-            "                      else text\n"
-            "  -h, --help          this help\n"
-            "\n"
-            "Exit status: 0 the drill passed, 1 it failed (or could not run), 2 bad "
-            "usage.\n" SW_CLI_GLOBAL_HELP);
-}
 
 static int64_t wall_ms(void)
 {
@@ -1308,20 +1269,6 @@ out:
 
 /* ---- history ---------------------------------------------------------------- */
 
-static void history_usage(FILE *f)
-{
-    fprintf(f, "usage: spillctl drill history [ID] [--limit N] [--report FILE]\n"
-               "\n"
-               "Lists the drills that ran (newest first; dry runs are not kept), or shows the\n"
-               "whole report of drill ID, as the drill printed it.\n"
-               "\n"
-               "Options:\n"
-               "  --limit N      list at most N drills (default 20; the newest 200 are kept)\n"
-               "  --report FILE  with ID: also write the report (Markdown for *.md, JSON for\n"
-               "                 *.json, else text)\n"
-               "  -h, --help     this help\n" SW_CLI_GLOBAL_HELP);
-}
-
 static const struct sw_cli_column history_columns[] = {
     {"id", "id", 0},
     {"started", "startedAt", 0},
@@ -1334,55 +1281,31 @@ static const struct sw_cli_column history_columns[] = {
     {"verdict", "verdict", 1},
 };
 
-static int history(const struct sw_cli_globals *g, int argc, char **argv)
+static int history(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
-    static const struct option longopts[] = {
-        {"limit", required_argument, NULL, 'l'},
-        {"report", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     long limit = 20;
-    const char *file = NULL, *id = NULL;
-    optind = 2;
-    opterr = 0;
+    const char *file = NULL, *id = a->npos > 0 ? a->pos[0] : NULL;
+    size_t it = 0;
+    const char *optv;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((ch = sw_cli_next(a, &it, &optv)) != -1) {
         switch (ch) {
         case 'l': {
             char *end = NULL;
-            limit = strtol(optarg, &end, 10);
-            if (end == optarg || *end != '\0' || limit < 1 || limit > DRILLS_KEPT) {
+            limit = strtol(optv, &end, 10);
+            if (end == optv || *end != '\0' || limit < 1 || limit > DRILLS_KEPT) {
                 fprintf(stderr,
                         "spillctl drill history: --limit: expected a number from 1 to %d, got "
                         "\"%s\"\n",
-                        DRILLS_KEPT, optarg);
+                        DRILLS_KEPT, optv);
                 return SW_EXIT_USAGE;
             }
             break;
         }
         case 'f':
-            file = optarg;
+            file = optv;
             break;
-        case 'h':
-            history_usage(stdout);
-            return SW_EXIT_OK;
-        case ':':
-            fprintf(stderr, "spillctl drill history: %s needs a value\n", argv[optind - 1]);
-            return SW_EXIT_USAGE;
-        default:
-            fprintf(stderr,
-                    "spillctl drill history: unknown option %s (see spillctl drill history "
-                    "--help)\n",
-                    argv[optind - 1]);
-            return SW_EXIT_USAGE;
         }
-    }
-    if (optind < argc)
-        id = argv[optind++];
-    if (optind < argc) {
-        fprintf(stderr, "spillctl drill history: unexpected argument \"%s\"\n", argv[optind]);
-        return SW_EXIT_USAGE;
     }
     if (file != NULL && id == NULL) {
         fprintf(stderr, "spillctl drill history: --report needs a drill ID\n");
@@ -1475,101 +1398,44 @@ static int history(const struct sw_cli_globals *g, int argc, char **argv)
 
 /* ---- the command ---------------------------------------------------------------- */
 
-int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
+/* Runs drill `scenario` with the parsed arguments. */
+static int drill(const struct sw_cli_globals *g, const struct sw_cli_args *a, const char *scenario)
 {
-    static const struct option longopts[] = {
-        {"dry-run", no_argument, NULL, 'n'},
-        {"cluster", required_argument, NULL, 'c'},
-        {"signal", required_argument, NULL, 's'},
-        {"timeout", required_argument, NULL, 't'},
-        {"rto-target", required_argument, NULL, 'r'},
-        {"report", required_argument, NULL, 'f'},
-        {"region", required_argument, NULL, 'g'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct opts o = {.sig = SIGKILL, .timeout_s = 900};
-    if (argc < 2) {
-        usage(stderr);
-        return SW_EXIT_USAGE;
-    }
-    const char *scenario = argv[1];
-    if (strcmp(scenario, "-h") == 0 || strcmp(scenario, "--help") == 0) {
-        usage(stdout);
-        return SW_EXIT_OK;
-    }
-    if (strcmp(scenario, "history") == 0)
-        return history(g, argc, argv);
-    optind = 2;
-    opterr = 0;
+    size_t it = 0;
+    const char *optv;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((ch = sw_cli_next(a, &it, &optv)) != -1) {
         switch (ch) {
         case 'n':
             o.dry = true;
             break;
         case 'c':
-            o.cluster = optarg;
+            o.cluster = optv;
             break;
         case 'g':
-            o.region = optarg;
+            o.region = optv;
             break;
         case 's':
-            if (strcmp(optarg, "KILL") == 0 || strcmp(optarg, "SIGKILL") == 0)
+            if (strcmp(optv, "KILL") == 0 || strcmp(optv, "SIGKILL") == 0)
                 o.sig = SIGKILL;
-            else if (strcmp(optarg, "STOP") == 0 || strcmp(optarg, "SIGSTOP") == 0)
+            else if (strcmp(optv, "STOP") == 0 || strcmp(optv, "SIGSTOP") == 0)
                 o.sig = SIGSTOP;
             else {
                 fprintf(stderr, "spillctl drill: --signal: expected KILL or STOP, got \"%s\"\n",
-                        optarg);
+                        optv);
                 return SW_EXIT_USAGE;
             }
             break;
-        case 't':
-        case 'r': {
-            double s;
-            if (sw_duration_parse(optarg, &s) != 0) {
-                fprintf(stderr,
-                        "spillctl drill: --%s: expected a duration such as \"10m\" or \"90s\", "
-                        "got \"%s\"\n",
-                        ch == 't' ? "timeout" : "rto-target", optarg);
-                return SW_EXIT_USAGE;
-            }
-            if (ch == 't')
-                o.timeout_s = s;
-            else
-                o.rto_target_s = s;
-            break;
-        }
         case 'f':
-            o.report = optarg;
+            o.report = optv;
             break;
-        case 'h':
-            usage(stdout);
-            return SW_EXIT_OK;
-        case ':':
-            fprintf(stderr, "spillctl drill: %s needs a value\n", argv[optind - 1]);
-            return SW_EXIT_USAGE;
-        default:
-            fprintf(stderr, "spillctl drill: unknown option %s (see spillctl drill --help)\n",
-                    argv[optind - 1]);
-            return SW_EXIT_USAGE;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "spillctl drill: unexpected argument \"%s\"\n", argv[optind]);
-        return SW_EXIT_USAGE;
-    }
-    bool cl = strcmp(scenario, "cluster-loss") == 0, hl = strcmp(scenario, "hub-loss") == 0;
+    o.timeout_s = sw_cli_arg_seconds(a, 't', o.timeout_s);
+    o.rto_target_s = sw_cli_arg_seconds(a, 'r', o.rto_target_s);
+    bool cl = strcmp(scenario, "cluster-loss") == 0;
     bool rl = strcmp(scenario, "region-loss") == 0, rf = strcmp(scenario, "redis-failover") == 0;
-    if (!cl && !hl && !rl && !rf) {
-        fprintf(stderr,
-                "spillctl drill: unknown scenario \"%s\" (expected cluster-loss, region-loss, "
-                "hub-loss, "
-                "redis-failover or history)\n",
-                scenario);
-        return SW_EXIT_USAGE;
-    }
     if (rl && (o.region == NULL || o.region[0] == '\0')) {
         fprintf(stderr, "spillctl drill region-loss: --region R is required\n");
         return SW_EXIT_USAGE;
@@ -1591,3 +1457,134 @@ int sw_cli_drill(const struct sw_cli_globals *g, int argc, char **argv)
     redisFree(c);
     return rc;
 }
+
+static int run_cluster_loss(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return drill(g, a, "cluster-loss");
+}
+
+static int run_region_loss(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return drill(g, a, "region-loss");
+}
+
+static int run_hub_loss(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return drill(g, a, "hub-loss");
+}
+
+static int run_redis_failover(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return drill(g, a, "redis-failover");
+}
+
+/* The options every scenario takes, then each one's own. */
+#define COMMON_OPTS                                                                                \
+    {"dry-run", 0, SW_CLI_FLAG, 'n', NULL}, {"timeout", 0, SW_CLI_DURATION, 't', "DURATION"},      \
+        {"rto-target", 0, SW_CLI_DURATION, 'r', "DURATION"},                                       \
+    {                                                                                              \
+        "report", 0, SW_CLI_VALUE, 'f', "FILE"                                                     \
+    }
+static const struct sw_cli_opt cluster_opts[] = {COMMON_OPTS,
+                                                 {"cluster", 0, SW_CLI_VALUE, 'c', "NAME"}};
+static const struct sw_cli_opt region_opts[] = {COMMON_OPTS,
+                                                {"region", 0, SW_CLI_VALUE, 'g', "REGION"}};
+static const struct sw_cli_opt hub_opts[] = {COMMON_OPTS,
+                                             {"signal", 0, SW_CLI_VALUE, 's', "KILL|STOP"}};
+static const struct sw_cli_opt redis_opts[] = {COMMON_OPTS};
+static const struct sw_cli_opt history_opts[] = {
+    {"limit", 0, SW_CLI_VALUE, 'l', "N"},
+    {"report", 0, SW_CLI_VALUE, 'f', "FILE"},
+};
+#define NOPTS(t) (sizeof(t) / sizeof(t[0]))
+
+#define COMMON_HELP                                                                                \
+    "  --dry-run              say what would move, the expected RTO, RPO and cost; touch\n"        \
+    "                         nothing\n"                                                           \
+    "  --timeout DURATION     give up waiting for recovery or restore after this long\n"           \
+    "                         (default 15m)\n"                                                     \
+    "  --rto-target DURATION  the objective (default: the hub's members.rtoTargetSeconds\n"        \
+    "                         for cluster-loss; lease TTL + TTL/3 for hub-loss)\n"                 \
+    "  --report FILE          also write the report: Markdown for *.md, JSON for *.json,\n"        \
+    "                         else text\n"
+#define EXIT_HELP                                                                                  \
+    "\nExit status: 0 the drill passed, 1 it failed (or could not run), 2 bad usage.\n"
+
+const struct sw_cli_spec sw_cli_drill_specs[] = {
+    {.path = "drill cluster-loss",
+     .summary = "fence a member cluster; the hub places its Jobs again",
+     .help = "Usage: spillctl drill cluster-loss --cluster NAME [options]\n"
+             "\n"
+             "Fences a member cluster: the hub sends it nothing, finds it lost, and places\n"
+             "its Jobs again. Reports the timeline, RTO and RPO, and restores.\n"
+             "\n"
+             "Options:\n"
+             "  --cluster NAME         the member to lose\n" COMMON_HELP EXIT_HELP,
+     .examples =
+         "  spillctl drill cluster-loss --cluster aws-east --dry-run\n"
+         "  spillctl drill cluster-loss --cluster aws-east --timeout 10m --report drill.md\n",
+     .opts = cluster_opts,
+     .nopts = NOPTS(cluster_opts),
+     .run = run_cluster_loss},
+    {.path = "drill region-loss",
+     .summary = "fence every member in a region; check the registries read there",
+     .help = "Usage: spillctl drill region-loss --region R [options]\n"
+             "\n"
+             "Fences every member in region R, and checks that the model registries read\n"
+             "there are complete elsewhere (needs --secret-key-file: the stores'\n"
+             "credentials).\n"
+             "\n"
+             "Options:\n"
+             "  --region REGION        the region to lose\n" COMMON_HELP EXIT_HELP,
+     .examples = "  spillctl drill region-loss --region us-east-1 --dry-run\n",
+     .opts = region_opts,
+     .nopts = NOPTS(region_opts),
+     .run = run_region_loss},
+    {.path = "drill hub-loss",
+     .summary = "kill the leading spillwayd and time the standby's takeover",
+     .help = "Usage: spillctl drill hub-loss [--signal KILL|STOP] [options]\n"
+             "\n"
+             "Kills the leading spillwayd (a process of this host) and times the\n"
+             "standby's takeover.\n"
+             "\n"
+             "Options:\n"
+             "  --signal KILL|STOP     how the leader is lost (default KILL; a stopped\n"
+             "                         leader is resumed after the takeover and must "
+             "exit)\n" COMMON_HELP EXIT_HELP,
+     .examples = "  spillctl drill hub-loss\n"
+                 "  spillctl drill hub-loss --signal STOP --rto-target 30s\n",
+     .opts = hub_opts,
+     .nopts = NOPTS(hub_opts),
+     .run = run_hub_loss},
+    {.path = "drill redis-failover",
+     .summary = "fail the Redis master over through Sentinel; time the hub's re-take",
+     .help = "Usage: spillctl drill redis-failover [options]\n"
+             "\n"
+             "Asks the Sentinels (--redis redis+sentinel://...) to fail the master over, and\n"
+             "times the hub's re-take.\n"
+             "\n"
+             "Options:\n" COMMON_HELP EXIT_HELP,
+     .examples =
+         "  spillctl drill redis-failover --redis redis+sentinel://s1:26379,s2:26379/mymaster\n",
+     .opts = redis_opts,
+     .nopts = NOPTS(redis_opts),
+     .run = run_redis_failover},
+    {.path = "drill history",
+     .summary = "the drills that ran, or one drill's whole report",
+     .help = "Usage: spillctl drill history [ID] [--limit N] [--report FILE]\n"
+             "\n"
+             "Lists the drills that ran (newest first; dry runs are not kept), or shows the\n"
+             "whole report of drill ID, as the drill printed it.\n"
+             "\n"
+             "Options:\n"
+             "  --limit N      list at most N drills (default 20; the newest 200 are kept)\n"
+             "  --report FILE  with ID: also write the report (Markdown for *.md, JSON for\n"
+             "                 *.json, else text)\n",
+     .examples = "  spillctl drill history\n"
+                 "  spillctl drill history 3 --report drill-3.md\n",
+     .opts = history_opts,
+     .nopts = NOPTS(history_opts),
+     .max_pos = 1,
+     .run = history},
+};
+const size_t sw_cli_drill_nspecs = NOPTS(sw_cli_drill_specs);

@@ -98,7 +98,7 @@ static int apply(struct sw_cli_globals *g, enum opt_id id, const char *name, con
         return 0;
     case OPT_OUTPUT:
         g->output_given = 1;
-        return sw_cli_format_parse(v, &g->output, err);
+        return sw_cli_format_parse2(v, &g->output, &g->jsonpath, err);
     case OPT_LOG:
         return parse_level(v, name, &g->log_level, err);
     }
@@ -124,6 +124,10 @@ int sw_cli_globals_parse(int *argc, char **argv, struct sw_cli_globals *g, FILE 
         char *a = argv[i];
         if (strcmp(a, "--") == 0)
             break;
+        if (strcmp(a, "--no-headers") == 0) {
+            g->no_headers = 1;
+            continue;
+        }
         const char *name = NULL, *value = NULL;
         enum opt_id id = OPT_REDIS;
         int takes_next = 0;
@@ -166,6 +170,20 @@ int sw_cli_globals_parse(int *argc, char **argv, struct sw_cli_globals *g, FILE 
         argv[out] = NULL;
     *argc = out;
     return 0;
+}
+
+const char *sw_cli_global_option(size_t i, int *takes_value)
+{
+    int dummy;
+    if (takes_value == NULL)
+        takes_value = &dummy;
+    *takes_value = 1;
+    if (i < NLONG)
+        return long_opts[i].name;
+    if (i == NLONG)
+        return "-o";
+    *takes_value = 0;
+    return i == NLONG + 1 ? "--no-headers" : NULL;
 }
 
 /* Reads the password: the file's first line, without its line ending. */
@@ -307,7 +325,10 @@ void sw_cli_globals_usage(FILE *out)
             "  --secret-key-file FILE      the 32-byte key sealing credentials, mode 0600\n"
             "                              (env " SW_CLI_SECRET_KEY_FILE_ENV ", or the key itself\n"
             "                              in " SW_SEAL_KEY_ENV ")\n"
-            "  -o, --output FORMAT         listing commands: table (default), wide, json, yaml\n"
+            "  -o, --output FORMAT         listing commands: table (default), wide, json, yaml,\n"
+            "                              csv, name (the first column) or jsonpath=TEMPLATE\n"
+            "                              (kubectl's {.a.b}, {.items[*].x}, {range}...{end})\n"
+            "  --no-headers                tables and csv without the header line\n"
             "  --log-level LEVEL           debug, info, warn (default), error or off\n"
             "                              (env " SW_CLI_LOG_ENV ")\n"
             "  -h, --help                  help; 'spillctl COMMAND --help' for a command\n");

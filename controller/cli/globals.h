@@ -42,13 +42,15 @@ struct sw_cli_globals {
     const char *secret_key_file; /* --secret-key-file or $SPILLWAY_SECRET_KEY_FILE */
     enum sw_cli_format output;   /* -o/--output; SW_CLI_TABLE by default */
     int output_given;            /* whether -o was on the command line */
+    const char *jsonpath;        /* -o jsonpath=TEMPLATE: the template, else NULL */
+    int no_headers;              /* --no-headers */
     enum sw_log_level log_level; /* --log-level or $SPILLWAY_LOG; SW_LOG_WARN by default */
 };
 
 /**
  * Fills *g from the environment, then takes the global options out of
  * argv[1..*argc-1] wherever they are ("--opt VALUE", "--opt=VALUE",
- * "-o VALUE", "-oVALUE"), shifting the rest down and lowering *argc;
+ * "-o VALUE", "-oVALUE", the flag "--no-headers"), shifting the rest down and lowering *argc;
  * argv[0] and everything after a "--" are left alone. argv's strings are
  * borrowed by *g and must outlive it. Warnings (a password inside a --redis
  * URL on the command line; the deprecated --key-file) go to `warn` (may be
@@ -98,6 +100,14 @@ int sw_cli_secret_key(const struct sw_cli_globals *g, struct sw_seal_key **out,
  * "cluster add") has no -o.
  */
 int sw_cli_no_output_format(const struct sw_cli_globals *g, const char *what, struct sw_error *err);
+
+/**
+ * The i-th global option's name ("--redis", "-o", "--no-headers", ...),
+ * or NULL past the last; *takes_value (may be NULL) says whether a value
+ * follows it. For shell completion and the docs check, from the same
+ * table the parser reads.
+ */
+const char *sw_cli_global_option(size_t i, int *takes_value);
 
 /** Prints the global options and environment variables (for spillctl --help). */
 void sw_cli_globals_usage(FILE *out);

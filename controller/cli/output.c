@@ -14,24 +14,54 @@
 
 #include "common/alloc.h"
 #include "common/json.h"
+#include "controller/cli/jsonpath.h"
 
-static const char *const format_names[] = {"table", "wide", "json", "yaml", "csv"};
+static const char *const format_names[] = {"table", "wide", "json",    "yaml",
+                                           "csv",   "name", "jsonpath"};
+#define NFORMATS (sizeof(format_names) / sizeof(format_names[0]))
 
-int sw_cli_format_parse(const char *s, enum sw_cli_format *out, struct sw_error *err)
+/* Set once by spillctl (sw_cli_print_options). */
+static int no_headers;
+static const char *jsonpath_template;
+
+void sw_cli_print_options(int no_headers_, const char *jsonpath)
 {
-    for (int i = 0; i < 5; i++)
+    no_headers = no_headers_;
+    jsonpath_template = jsonpath;
+}
+
+int sw_cli_format_parse2(const char *s, enum sw_cli_format *out, const char **tmpl,
+                         struct sw_error *err)
+{
+    if (tmpl != NULL)
+        *tmpl = NULL;
+    if (s != NULL && strncmp(s, "jsonpath=", 9) == 0) {
+        if (sw_cli_jsonpath_check(s + 9, err) != 0)
+            return SW_EINVAL;
+        *out = SW_CLI_JSONPATH;
+        if (tmpl != NULL)
+            *tmpl = s + 9;
+        return 0;
+    }
+    for (size_t i = 0; i + 1 < NFORMATS; i++)
         if (s != NULL && strcmp(s, format_names[i]) == 0) {
             *out = (enum sw_cli_format)i;
             return 0;
         }
     return sw_error_set(err, SW_EINVAL,
-                        "-o/--output: expected table, wide, json, yaml or csv, got \"%s\"",
+                        "-o/--output: expected table, wide, json, yaml, csv, name or "
+                        "jsonpath=TEMPLATE, got \"%s\"",
                         s ? s : "");
+}
+
+int sw_cli_format_parse(const char *s, enum sw_cli_format *out, struct sw_error *err)
+{
+    return sw_cli_format_parse2(s, out, NULL, err);
 }
 
 const char *sw_cli_format_name(enum sw_cli_format f)
 {
-    return (unsigned)f < 5 ? format_names[f] : "unknown";
+    return (unsigned)f < NFORMATS ? format_names[f] : "unknown";
 }
 
 /* ---- numbers ------------------------------------------------------------ */
@@ -379,12 +409,12 @@ static int print_table(FILE *out, const cJSON *rows, const struct sw_cli_column 
         }
         r++;
     }
-    for (size_t i = 0; i < r * nshown; i++) {
+    for (size_t i = no_headers ? nshown : 0; i < r * nshown; i++) {
         size_t w = text_width(cells[i]);
         if (w > width[i % nshown])
             width[i % nshown] = w;
     }
-    for (size_t i = 0; i < r; i++) {
+    for (size_t i = no_headers ? 1 : 0; i < r; i++) {
         /* Stop after the last non-empty cell: no trailing blanks. */
         size_t last = nshown;
         while (last > 1 && cells[i * nshown + last - 1][0] == '\0')
@@ -424,12 +454,13 @@ static void csv_field(FILE *out, const char *t)
 
 static int print_csv(FILE *out, const cJSON *rows, const struct sw_cli_column *cols, size_t ncols)
 {
-    for (size_t c = 0; c < ncols; c++) {
+    for (size_t c = 0; c < ncols && !no_headers; c++) {
         if (c)
             fputc(',', out);
         csv_field(out, cols[c].json_key ? cols[c].json_key : "");
     }
-    fputc('\n', out);
+    if (!no_headers)
+        fputc('\n', out);
     const cJSON *row;
     cJSON_ArrayForEach(row, rows)
     {
@@ -467,6 +498,30 @@ int sw_cli_print(FILE *out, enum sw_cli_format fmt, const cJSON *items, const cJ
     case SW_CLI_CSV:
         rc = print_csv(out, rows ? rows : items, cols, ncols);
         break;
+    case SW_CLI_NAME: {
+        const cJSON *row, *list = rows ? rows : items;
+        cJSON_ArrayForEach(row, list)
+        {
+            char *t = value_text(ncols > 0 && cols[0].json_key ? sw_json_path(row, cols[0].json_key)
+                                                               : NULL);
+            if (t == NULL)
+                return SW_ENOMEM;
+            fprintf(out, "%s\n", t);
+            sw_free(t);
+        }
+        break;
+    }
+    case SW_CLI_JSONPATH: {
+        cJSON *doc = cJSON_CreateObject();
+        struct sw_error err;
+        if (doc == NULL || !cJSON_AddItemReferenceToObject(doc, "items", (cJSON *)items)) {
+            cJSON_Delete(doc);
+            return SW_ENOMEM;
+        }
+        rc = sw_cli_jsonpath_print(out, jsonpath_template ? jsonpath_template : "", doc, &err);
+        cJSON_Delete(doc);
+        break;
+    }
     case SW_CLI_YAML:
         if (items->child == NULL) {
             fputs("items: []\n", out);

@@ -19,13 +19,36 @@
 #include "common/error.h"
 
 /** The -o formats. */
-enum sw_cli_format { SW_CLI_TABLE = 0, SW_CLI_WIDE, SW_CLI_JSON, SW_CLI_YAML, SW_CLI_CSV };
+enum sw_cli_format {
+    SW_CLI_TABLE = 0,
+    SW_CLI_WIDE,
+    SW_CLI_JSON,
+    SW_CLI_YAML,
+    SW_CLI_CSV,
+    SW_CLI_NAME,
+    SW_CLI_JSONPATH
+};
 
 /**
- * Parses "table", "wide", "json" or "yaml" into *out. Returns 0, or
- * SW_EINVAL with a message naming the value and the accepted ones.
+ * Parses "table", "wide", "json", "yaml", "csv", "name" or
+ * "jsonpath=TEMPLATE" (the template checked, controller/cli/jsonpath.h)
+ * into *out; *tmpl (may be NULL) gets the template, borrowed from s, or
+ * NULL. Returns 0, or SW_EINVAL with a message naming the value and the
+ * accepted ones.
  */
+int sw_cli_format_parse2(const char *s, enum sw_cli_format *out, const char **tmpl,
+                         struct sw_error *err);
+
+/** sw_cli_format_parse2 without the template. */
 int sw_cli_format_parse(const char *s, enum sw_cli_format *out, struct sw_error *err);
+
+/**
+ * Sets, for the whole process, what sw_cli_print does beyond the format:
+ * `no_headers` leaves out the table's header line (table, wide, csv);
+ * `jsonpath` (borrowed; must outlive the printing) is -o jsonpath's
+ * template. spillctl sets them once from its global options.
+ */
+void sw_cli_print_options(int no_headers, const char *jsonpath);
 
 /** The name of a format ("table", ...); never NULL. */
 const char *sw_cli_format_name(enum sw_cli_format f);
@@ -56,6 +79,10 @@ struct sw_cli_column {
  *    but that string (see sw_cli_write_yaml).
  *  - csv: the table's rows with every column, wide ones included, under a
  *    header of the columns' keys, fields quoted as RFC 4180 says.
+ *  - name: the first column's cell of each row, one per line.
+ *  - jsonpath: the template (sw_cli_print_options) evaluated against the
+ *    json document.
+ * The headers of table, wide and csv are left out with no_headers.
  * `rows` lets a table show a flattened view (say one row per pool) while
  * json and yaml keep the nested items. Returns 0, SW_EINVAL if items is not
  * an array, SW_ENOMEM, or SW_EIO when writing failed.

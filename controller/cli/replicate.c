@@ -10,13 +10,16 @@
  *                         [--part-concurrency N] [--part-size-mib N] [--bandwidth-mbps N]
  *   spillctl replicate list | remove RULE
  *   spillctl replicate status [RULE] [--metrics]
- *   spillctl replicate run RULE (--once | --watch SECONDS) [--progress auto|bar|plain|none]
+ *   spillctl replicate run RULE (--once | --watch DURATION) [--progress auto|bar|plain|none]
  *                              [--force]   (a rule the hub runs is refused without it)
  *   spillctl replicate verify RULE
  *   spillctl replicate estimate RULE [--bandwidth-mbps N]
  *
- * Store credentials come from the environment (SW_S3_ACCESS_KEY,
- * SW_S3_SECRET_KEY), never from the command line where `ps` shows them;
+ * The options are read by the one parser (controller/cli/args.c) from the
+ * tables at the end of this file. Store credentials come from the
+ * environment (SW_S3_ACCESS_KEY and SW_S3_SECRET_KEY, else
+ * AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), never from the command
+ * line where `ps` shows them;
  * they are sealed before they reach Redis and never printed. Redis and the
  * sealing key come from the global options (controller/cli/globals.h);
  * `store list`, `list` and `status` print with -o table, wide, json or yaml.
@@ -41,36 +44,18 @@
 #include "store/redis.h"
 #include "store/seal.h"
 
+/* Keys of the options read as durations (the others are found by name). */
+enum { OPT_WATCH = 1, OPT_RPO };
+
 struct ctx {
     const struct sw_cli_globals *g;
+    const struct sw_cli_args *a; /* the command line, parsed */
     redisContext *redis;
     struct sw_seal_key *key;
     uv_loop_t loop;
     struct sw_http *http;
     int loop_open;
 };
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: spillctl replicate SUBCOMMAND [ARGS]\n\n"
-            "  store add NAME --endpoint URL --region R [--virtual-host] [--ca-file F]\n"
-            "                 [--insecure-tls]     (credentials from SW_S3_ACCESS_KEY and\n"
-            "                                       SW_S3_SECRET_KEY; stored sealed)\n"
-            "  store list | store remove NAME      (list: -o table|wide|json|yaml)\n"
-            "  add RULE --from STORE:BUCKET/PREFIX --to STORE:BUCKET/PREFIX [--to ...]\n"
-            "      [--model-registry] [--server-copy] [--concurrency N] [--part-concurrency N]\n"
-            "      [--part-size-mib N] [--bandwidth-mbps N] [--rpo-objective-seconds N]\n"
-            "  list | remove RULE                  (list: -o table|wide|json|yaml)\n"
-            "  status [RULE] [--metrics]           RPO per target, open uploads (-o ...);\n"
-            "                                      --metrics: Prometheus text instead\n"
-            "  run RULE --once | --watch SECONDS [--progress auto|bar|plain|none] [--force]\n"
-            "                                      (--force: even when the hub runs the rule)\n"
-            "  verify RULE                          re-read every target object, check SHA-256\n"
-            "  estimate RULE [--bandwidth-mbps N]   bytes and seconds still to copy\n\n"
-            "Redis (--redis) and the sealing key (--secret-key-file; --key-file is a\n"
-            "deprecated alias) are global options.\n" SW_CLI_GLOBAL_HELP);
-}
 
 static int fail(const struct sw_error *e)
 {
@@ -121,21 +106,25 @@ static void close_ctx(struct ctx *c)
     sw_seal_key_free(c->key);
 }
 
-/* Finds "--name VALUE" in argv; returns the value or NULL. */
-static const char *opt(int argc, char **argv, const char *name)
+/* The last value given for option --name, "" for a flag, or NULL. */
+static const char *opt(const struct ctx *c, const char *name)
 {
-    for (int i = 0; i + 1 < argc; i++)
-        if (strcmp(argv[i], name) == 0)
-            return argv[i + 1];
+    for (size_t i = c->a->n; i-- > 0;)
+        if (strcmp(c->a->item[i].opt->name, name) == 0)
+            return c->a->item[i].value;
     return NULL;
 }
 
-static int flag(int argc, char **argv, const char *name)
+static int flag(const struct ctx *c, const char *name)
 {
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], name) == 0)
-            return 1;
-    return 0;
+    return opt(c, name) != NULL;
+}
+
+/* A bad value on the command line: a usage error. */
+static int bad_usage(const struct sw_error *e)
+{
+    fprintf(stderr, "spillctl replicate: %s\n", e->msg);
+    return SW_EXIT_USAGE;
 }
 
 static int num(const char *s, const char *what, double lo, double hi, double *out,
@@ -180,14 +169,50 @@ static const struct sw_cli_column store_columns[] = {
     {"CA FILE", "caFile", 1},    {"INSECURE TLS", "insecureTls", 1},
 };
 
-static int cmd_store(struct ctx *c, int argc, char **argv)
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/*
+ * The credentials `store add` seals: spillway's own variables when set,
+ * else AWS's standard ones. Temporary credentials (AWS_SESSION_TOKEN) are
+ * refused: the hub would keep using them after they expire.
+ */
+static int s3_credentials(const char **ak, const char **sk)
+{
+    *ak = env("SW_S3_ACCESS_KEY");
+    *sk = env("SW_S3_SECRET_KEY");
+    if (*ak != NULL || *sk != NULL) {
+        if (*ak != NULL && *sk != NULL)
+            return 0;
+        fprintf(stderr, "spillctl replicate store add: %s is set but %s is not; set both\n",
+                *ak ? "SW_S3_ACCESS_KEY" : "SW_S3_SECRET_KEY",
+                *ak ? "SW_S3_SECRET_KEY" : "SW_S3_ACCESS_KEY");
+        return -1;
+    }
+    *ak = env("AWS_ACCESS_KEY_ID");
+    *sk = env("AWS_SECRET_ACCESS_KEY");
+    if (*ak == NULL || *sk == NULL) {
+        fprintf(stderr, "spillctl replicate store add: set SW_S3_ACCESS_KEY and SW_S3_SECRET_KEY "
+                        "(or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) in the environment "
+                        "(they are sealed, never shown)\n");
+        return -1;
+    }
+    if (env("AWS_SESSION_TOKEN") != NULL) {
+        fprintf(stderr, "spillctl replicate store add: AWS_SESSION_TOKEN is set: these are "
+                        "temporary credentials, which the hub would keep using after they "
+                        "expire; give long-lived keys (unset AWS_SESSION_TOKEN)\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_store(struct ctx *c, char **argv)
 {
     struct sw_error err;
     sw_error_clear(&err);
-    if (argc < 2) {
-        usage(stderr);
-        return SW_EXIT_USAGE;
-    }
     if (open_redis(c, &err) != 0)
         return fail(&err);
     if (strcmp(argv[1], "list") == 0) {
@@ -231,21 +256,13 @@ static int cmd_store(struct ctx *c, int argc, char **argv)
                               sizeof(store_columns) / sizeof(store_columns[0]));
         return prc != SW_EXIT_OK ? prc : rc;
     }
-    if (argc < 3) {
-        usage(stderr);
-        return SW_EXIT_USAGE;
-    }
     if (strcmp(argv[1], "remove") == 0)
         return sw_store_remove(c->redis, argv[2], &err) ? fail(&err) : SW_EXIT_OK;
-    if (strcmp(argv[1], "add") != 0) {
-        usage(stderr);
-        return SW_EXIT_USAGE;
-    }
     struct sw_store_spec s;
     memset(&s, 0, sizeof(s));
     snprintf(s.name, sizeof(s.name), "%s", argv[2]);
-    const char *ep = opt(argc, argv, "--endpoint"), *region = opt(argc, argv, "--region");
-    const char *ca = opt(argc, argv, "--ca-file");
+    const char *ep = opt(c, "endpoint"), *region = opt(c, "region");
+    const char *ca = opt(c, "ca-file");
     if (ep == NULL || region == NULL) {
         fprintf(stderr, "spillctl replicate store add: --endpoint and --region are required\n");
         return SW_EXIT_USAGE;
@@ -253,14 +270,11 @@ static int cmd_store(struct ctx *c, int argc, char **argv)
     snprintf(s.endpoint, sizeof(s.endpoint), "%s", ep);
     snprintf(s.region, sizeof(s.region), "%s", region);
     snprintf(s.ca_file, sizeof(s.ca_file), "%s", ca ? ca : "");
-    s.virtual_host = flag(argc, argv, "--virtual-host");
-    s.insecure_tls = flag(argc, argv, "--insecure-tls");
-    const char *ak = getenv("SW_S3_ACCESS_KEY"), *sk = getenv("SW_S3_SECRET_KEY");
-    if (ak == NULL || sk == NULL || !*ak || !*sk) {
-        fprintf(stderr, "spillctl replicate store add: set SW_S3_ACCESS_KEY and "
-                        "SW_S3_SECRET_KEY in the environment (they are sealed, never shown)\n");
+    s.virtual_host = flag(c, "virtual-host");
+    s.insecure_tls = flag(c, "insecure-tls");
+    const char *ak, *sk;
+    if (s3_credentials(&ak, &sk) != 0)
         return SW_EXIT_USAGE;
-    }
     if (open_key(c, &err) != 0 || sw_store_save(c->redis, c->key, &s, ak, sk, &err) != 0)
         return fail(&err);
     printf("store %s saved (credentials sealed)\n", s.name);
@@ -269,62 +283,63 @@ static int cmd_store(struct ctx *c, int argc, char **argv)
 
 /* ---- rules ----------------------------------------------------------------- */
 
-static int cmd_add(struct ctx *c, int argc, char **argv)
+static int cmd_add(struct ctx *c, char **argv)
 {
     struct sw_error err;
     sw_error_clear(&err);
-    if (argc < 2) {
-        usage(stderr);
-        return SW_EXIT_USAGE;
-    }
     struct sw_rule_spec r;
     memset(&r, 0, sizeof(r));
     snprintf(r.name, sizeof(r.name), "%s", argv[1]);
-    const char *from = opt(argc, argv, "--from");
+    const char *from = opt(c, "from");
     if (from == NULL) {
         fprintf(stderr, "spillctl replicate add: --from STORE:BUCKET/PREFIX is required\n");
         return SW_EXIT_USAGE;
     }
     if (sw_rule_loc_parse(from, &r.source, &err) != 0)
-        return fail(&err);
-    for (int i = 2; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "--to") != 0)
+        return bad_usage(&err);
+    for (size_t i = 0; i < c->a->n; i++) {
+        if (strcmp(c->a->item[i].opt->name, "to") != 0)
             continue;
         if (r.ntargets == SW_REPL_MAX_TARGETS) {
             fprintf(stderr, "spillctl replicate add: at most %d targets\n", SW_REPL_MAX_TARGETS);
             return SW_EXIT_USAGE;
         }
-        if (sw_rule_loc_parse(argv[i + 1], &r.targets[r.ntargets], &err) != 0)
-            return fail(&err);
+        if (sw_rule_loc_parse(c->a->item[i].value, &r.targets[r.ntargets], &err) != 0)
+            return bad_usage(&err);
         r.ntargets++;
     }
-    r.model_registry = flag(argc, argv, "--model-registry");
-    r.server_copy = flag(argc, argv, "--server-copy");
+    r.model_registry = flag(c, "model-registry");
+    r.server_copy = flag(c, "server-copy");
     double v;
     const char *s;
-    if ((s = opt(argc, argv, "--concurrency")) != NULL) {
+    if ((s = opt(c, "concurrency")) != NULL) {
         if (num(s, "--concurrency", 1, 256, &v, &err) != 0)
-            return fail(&err);
+            return bad_usage(&err);
         r.concurrency = (int)v;
     }
-    if ((s = opt(argc, argv, "--part-concurrency")) != NULL) {
+    if ((s = opt(c, "part-concurrency")) != NULL) {
         if (num(s, "--part-concurrency", 1, 64, &v, &err) != 0)
-            return fail(&err);
+            return bad_usage(&err);
         r.part_concurrency = (int)v;
     }
-    if ((s = opt(argc, argv, "--part-size-mib")) != NULL) {
+    if ((s = opt(c, "part-size-mib")) != NULL) {
         if (num(s, "--part-size-mib", 5, 5120, &v, &err) != 0)
-            return fail(&err);
+            return bad_usage(&err);
         r.part_size = (int64_t)v << 20;
     }
-    if ((s = opt(argc, argv, "--bandwidth-mbps")) != NULL) {
+    if ((s = opt(c, "bandwidth-mbps")) != NULL) {
         if (num(s, "--bandwidth-mbps", 0, 1e6, &v, &err) != 0)
-            return fail(&err);
+            return bad_usage(&err);
         r.bytes_per_s = v * 1e6;
     }
-    if ((s = opt(argc, argv, "--rpo-objective-seconds")) != NULL) {
-        if (num(s, "--rpo-objective-seconds", 1, 31536000, &v, &err) != 0)
-            return fail(&err);
+    const char *rpo_flag = opt(c, "rpo-objective") ? "rpo-objective" : "rpo-objective-seconds";
+    if (opt(c, rpo_flag) != NULL) {
+        v = sw_cli_arg_seconds(c->a, OPT_RPO, 0);
+        if (v < 1 || v > 31536000) {
+            fprintf(stderr, "spillctl replicate add: --%s: expected 1s to 365 days, got \"%s\"\n",
+                    rpo_flag, opt(c, rpo_flag));
+            return SW_EXIT_USAGE;
+        }
         r.rpo_objective_s = v;
     }
     if (open_redis(c, &err) != 0 || sw_rule_save(c->redis, &r, &err) != 0)
@@ -435,21 +450,21 @@ static const struct sw_cli_column status_columns[] = {
     {"LAST RUN AT", "lastRunAt", 1},
 };
 
-static int cmd_status(struct ctx *c, int argc, char **argv)
+static int cmd_status(struct ctx *c, char **argv)
 {
     struct sw_error err;
     if (open_redis(c, &err) != 0)
         return fail(&err);
     char **names = NULL;
     size_t n = 0;
-    if (argc > 1 && argv[1][0] != '-') {
+    if (argv[1] != NULL) {
         names = sw_calloc(1, sizeof(char *));
         names[0] = sw_strdup(argv[1]);
         n = 1;
     } else if (sw_names_list(c->redis, "sw:repl:rules", &names, &n, &err) != 0) {
         return fail(&err);
     }
-    int metrics = flag(argc, argv, "--metrics");
+    int metrics = flag(c, "metrics");
     if (metrics && c->g->output_given) {
         fprintf(stderr, "spillctl replicate status: --metrics prints Prometheus text; it "
                         "takes no -o\n");
@@ -618,20 +633,16 @@ static int run_once(struct ctx *c, struct sw_rule_bound *b, enum progress_mode m
     return SW_EXIT_OK;
 }
 
-static int cmd_run(struct ctx *c, int argc, char **argv)
+static int cmd_run(struct ctx *c, char **argv)
 {
     struct sw_error err;
-    if (argc < 2) {
-        usage(stderr);
-        return SW_EXIT_USAGE;
-    }
-    int once = flag(argc, argv, "--once");
-    const char *watch = opt(argc, argv, "--watch");
+    int once = flag(c, "once");
+    const char *watch = opt(c, "watch");
     if (!once && watch == NULL) {
-        fprintf(stderr, "spillctl replicate run: --once or --watch SECONDS is required\n");
+        fprintf(stderr, "spillctl replicate run: --once or --watch DURATION is required\n");
         return SW_EXIT_USAGE;
     }
-    const char *pm = opt(argc, argv, "--progress");
+    const char *pm = opt(c, "progress");
     enum progress_mode mode = isatty(2) ? PROGRESS_BAR : PROGRESS_PLAIN;
     if (pm != NULL) {
         if (strcmp(pm, "bar") == 0)
@@ -651,7 +662,7 @@ static int cmd_run(struct ctx *c, int argc, char **argv)
     /* The leading hub runs every rule (controller/hub/rules.c) and says so
      * in Redis while it does: a second runner is refused unless forced. */
     redisReply *owner = redisCommand(c->redis, "GET %s%s", SW_KEY_RULE_OWNER, argv[1]);
-    if (owner != NULL && owner->type == REDIS_REPLY_STRING && !flag(argc, argv, "--force")) {
+    if (owner != NULL && owner->type == REDIS_REPLY_STRING && !flag(c, "force")) {
         fprintf(stderr,
                 "spillctl replicate run: rule %s is run by the hub (%s); running it here too "
                 "would race it: stop here, or pass --force\n",
@@ -666,10 +677,12 @@ static int cmd_run(struct ctx *c, int argc, char **argv)
     if (once) {
         rc = run_once(c, b, mode);
     } else {
-        double every;
-        if (num(watch, "--watch", 1, 86400, &every, &err) != 0) {
+        double every = sw_cli_arg_seconds(c->a, OPT_WATCH, 0);
+        if (every < 1 || every > 86400) {
+            fprintf(stderr, "spillctl replicate run: --watch: expected 1s to 24h, got \"%s\"\n",
+                    watch);
             sw_rule_bound_free(b);
-            return fail(&err);
+            return SW_EXIT_USAGE;
         }
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
@@ -689,13 +702,9 @@ static int cmd_run(struct ctx *c, int argc, char **argv)
 
 /* Re-reads every object the rule covers on every target and checks that
  * its bytes hash to the sw-sha256 it carries and to the source's. */
-static int cmd_verify(struct ctx *c, int argc, char **argv)
+static int cmd_verify(struct ctx *c, char **argv)
 {
     struct sw_error err;
-    if (argc < 2) {
-        usage(stderr);
-        return SW_EXIT_USAGE;
-    }
     struct sw_rule_bound *b;
     if (load_bound(c, argv[1], &b, &err) != 0)
         return fail(&err);
@@ -773,18 +782,14 @@ static int cmd_verify(struct ctx *c, int argc, char **argv)
     return bad || missing || open_up ? SW_EXIT_FAIL : SW_EXIT_OK;
 }
 
-static int cmd_estimate(struct ctx *c, int argc, char **argv)
+static int cmd_estimate(struct ctx *c, char **argv)
 {
     struct sw_error err;
-    if (argc < 2) {
-        usage(stderr);
-        return SW_EXIT_USAGE;
-    }
     double bw = 100e6;
-    const char *s = opt(argc, argv, "--bandwidth-mbps");
+    const char *s = opt(c, "bandwidth-mbps");
     if (s != NULL) {
         if (num(s, "--bandwidth-mbps", 0.001, 1e6, &bw, &err) != 0)
-            return fail(&err);
+            return bad_usage(&err);
         bw *= 1e6;
     }
     struct sw_rule_bound *b;
@@ -803,50 +808,264 @@ static int cmd_estimate(struct ctx *c, int argc, char **argv)
     return SW_EXIT_OK;
 }
 
-int sw_cli_replicate(const struct sw_cli_globals *g, int argc, char **argv)
+/*
+ * Runs `replicate WORDS...`: `words` are the command's own words after
+ * "replicate" ("store", "add"), then its positional arguments follow, as
+ * the cmd_* functions read them (argv[0] the last word).
+ */
+static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a, const char *what,
+               int (*cmd)(struct ctx *c, char **argv), const char *w0, const char *w1, int listing)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? SW_EXIT_USAGE : SW_EXIT_OK;
-    }
     struct ctx c;
     memset(&c, 0, sizeof(c));
     c.g = g;
-    const char *sub = argv[1];
-    int sargc = argc - 1;
-    char **sargv = argv + 1;
-    int rc;
+    c.a = a;
     struct sw_error err;
+    char name[64];
+    snprintf(name, sizeof(name), "spillctl replicate %s", what);
     /* -o applies to the listings only. */
-    int listing = strcmp(sub, "list") == 0 || strcmp(sub, "status") == 0 ||
-                  (strcmp(sub, "store") == 0 && sargc >= 2 && strcmp(sargv[1], "list") == 0);
-    char what[64];
-    snprintf(what, sizeof(what), "spillctl replicate %s", sub);
-    if (!listing && sw_cli_no_output_format(g, what, &err) != 0) {
+    if (!listing && sw_cli_no_output_format(g, name, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return SW_EXIT_USAGE;
     }
-    if (strcmp(sub, "store") == 0)
-        rc = cmd_store(&c, sargc, sargv);
-    else if (strcmp(sub, "add") == 0)
-        rc = cmd_add(&c, sargc, sargv);
-    else if (strcmp(sub, "list") == 0)
-        rc = cmd_list(&c);
-    else if (strcmp(sub, "remove") == 0 && sargc >= 2)
-        rc = open_redis(&c, &err) || sw_rule_remove(c.redis, sargv[1], &err) ? fail(&err)
-                                                                             : SW_EXIT_OK;
-    else if (strcmp(sub, "status") == 0)
-        rc = cmd_status(&c, sargc, sargv);
-    else if (strcmp(sub, "run") == 0)
-        rc = cmd_run(&c, sargc, sargv);
-    else if (strcmp(sub, "verify") == 0)
-        rc = cmd_verify(&c, sargc, sargv);
-    else if (strcmp(sub, "estimate") == 0)
-        rc = cmd_estimate(&c, sargc, sargv);
-    else {
-        usage(stderr);
-        rc = SW_EXIT_USAGE;
-    }
+    char *argv[SW_CLI_ARGS_MAX + 2];
+    int argc = 0;
+    argv[argc++] = (char *)w0;
+    if (w1 != NULL)
+        argv[argc++] = (char *)w1;
+    for (int i = 0; i < a->npos; i++)
+        argv[argc++] = (char *)a->pos[i];
+    argv[argc] = NULL;
+    int rc = cmd(&c, argv);
     close_ctx(&c);
     return rc;
 }
+
+static int cmd_remove(struct ctx *c, char **argv)
+{
+    struct sw_error err;
+    return open_redis(c, &err) || sw_rule_remove(c->redis, argv[1], &err) ? fail(&err) : SW_EXIT_OK;
+}
+
+static int cmd_list_rules(struct ctx *c, char **argv)
+{
+    (void)argv;
+    return cmd_list(c);
+}
+
+static int run_store_add(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "store add", cmd_store, "store", "add", 0);
+}
+
+static int run_store_list(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "store list", cmd_store, "store", "list", 1);
+}
+
+static int run_store_remove(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "store remove", cmd_store, "store", "remove", 0);
+}
+
+static int run_add(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "add", cmd_add, "add", NULL, 0);
+}
+
+static int run_list(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "list", cmd_list_rules, "list", NULL, 1);
+}
+
+static int run_remove(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "remove", cmd_remove, "remove", NULL, 0);
+}
+
+static int run_status(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "status", cmd_status, "status", NULL, 1);
+}
+
+static int run_run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "run", cmd_run, "run", NULL, 0);
+}
+
+static int run_verify(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "verify", cmd_verify, "verify", NULL, 0);
+}
+
+static int run_estimate(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "estimate", cmd_estimate, "estimate", NULL, 0);
+}
+
+static const struct sw_cli_opt store_add_opts[] = {
+    {"endpoint", 0, SW_CLI_VALUE, 0, "URL"},   {"region", 0, SW_CLI_VALUE, 0, "REGION"},
+    {"virtual-host", 0, SW_CLI_FLAG, 0, NULL}, {"ca-file", 0, SW_CLI_VALUE, 0, "FILE"},
+    {"insecure-tls", 0, SW_CLI_FLAG, 0, NULL},
+};
+static const struct sw_cli_opt add_opts[] = {
+    {"from", 0, SW_CLI_VALUE, 0, "STORE:BUCKET/PREFIX"},
+    {"to", 0, SW_CLI_VALUE, 0, "STORE:BUCKET/PREFIX"},
+    {"model-registry", 0, SW_CLI_FLAG, 0, NULL},
+    {"server-copy", 0, SW_CLI_FLAG, 0, NULL},
+    {"concurrency", 0, SW_CLI_VALUE, 0, "N"},
+    {"part-concurrency", 0, SW_CLI_VALUE, 0, "N"},
+    {"part-size-mib", 0, SW_CLI_VALUE, 0, "N"},
+    {"bandwidth-mbps", 0, SW_CLI_VALUE, 0, "N"},
+    {"rpo-objective", 0, SW_CLI_DURATION, OPT_RPO, "DURATION"},
+    {"rpo-objective-seconds", 0, SW_CLI_DURATION, OPT_RPO, "DURATION"},
+};
+static const struct sw_cli_opt status_opts[] = {
+    {"metrics", 0, SW_CLI_FLAG, 0, NULL},
+};
+static const struct sw_cli_opt run_opts[] = {
+    {"once", 0, SW_CLI_FLAG, 0, NULL},
+    {"watch", 0, SW_CLI_DURATION, OPT_WATCH, "DURATION"},
+    {"progress", 0, SW_CLI_VALUE, 0, "auto|bar|plain|none"},
+    {"force", 0, SW_CLI_FLAG, 0, NULL},
+};
+static const struct sw_cli_opt estimate_opts[] = {
+    {"bandwidth-mbps", 0, SW_CLI_VALUE, 0, "N"},
+};
+#define NOPTS(t) (sizeof(t) / sizeof(t[0]))
+#define CREDS_HELP                                                                                 \
+    "Credentials come from the environment, never the command line: SW_S3_ACCESS_KEY\n"            \
+    "and SW_S3_SECRET_KEY when set, else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.\n"           \
+    "Temporary credentials (AWS_SESSION_TOKEN set) are refused: the hub would keep\n"              \
+    "using them after they expire. They are sealed with the global --secret-key-file\n"            \
+    "before they reach Redis, and never printed.\n"
+
+const struct sw_cli_spec sw_cli_replicate_specs[] = {
+    {.path = "replicate store add",
+     .summary = "register an S3 object store (credentials sealed)",
+     .help =
+         "Usage: spillctl replicate store add NAME --endpoint URL --region R [--virtual-host]\n"
+         "                                    [--ca-file FILE] [--insecure-tls]\n"
+         "\n" CREDS_HELP "\n"
+         "Options:\n"
+         "  --endpoint URL     the store's S3 endpoint, e.g. https://s3.us-east-1.amazonaws.com\n"
+         "  --region REGION    the region requests are signed for (SigV4)\n"
+         "  --virtual-host     bucket.host addressing instead of host/bucket\n"
+         "  --ca-file FILE     trust this CA bundle for the endpoint's TLS\n"
+         "  --insecure-tls     do not verify the endpoint's certificate (tests only)\n",
+     .examples =
+         "  AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... spillctl replicate store add \\\n"
+         "      aws-east --endpoint https://s3.us-east-1.amazonaws.com --region us-east-1\n",
+     .opts = store_add_opts,
+     .nopts = NOPTS(store_add_opts),
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = run_store_add},
+    {.path = "replicate store list",
+     .summary = "registered object stores",
+     .help = "Usage: spillctl replicate store list [-o table|wide|json|yaml|name]\n"
+             "\n"
+             "The registered object stores: name, region, endpoint (never credentials).\n",
+     .examples = "  spillctl replicate store list -o wide\n",
+     .run = run_store_list},
+    {.path = "replicate store remove",
+     .summary = "unregister an object store",
+     .help = "Usage: spillctl replicate store remove NAME\n",
+     .examples = "  spillctl replicate store remove aws-east\n",
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = run_store_remove},
+    {.path = "replicate add",
+     .summary = "add or replace a replication rule",
+     .help =
+         "Usage: spillctl replicate add RULE --from STORE:BUCKET/PREFIX --to STORE:BUCKET/PREFIX\n"
+         "                              [--to ...] [options]\n"
+         "\n"
+         "Options:\n"
+         "  --from STORE:BUCKET/PREFIX  the source\n"
+         "  --to STORE:BUCKET/PREFIX    a target, repeatable\n"
+         "  --model-registry            copy a model registry's versions whole, in order\n"
+         "  --server-copy               copy inside one store server-side (CopyObject)\n"
+         "  --concurrency N             objects copied at once (1-256)\n"
+         "  --part-concurrency N        parts of one object copied at once (1-64)\n"
+         "  --part-size-mib N           multipart part size in MiB (5-5120)\n"
+         "  --bandwidth-mbps N          cap on the rule's bandwidth, in MB/s (0: none)\n"
+         "  --rpo-objective DURATION    the RPO objective the rule is held to (1s-365 days)\n"
+         "  --rpo-objective-seconds DURATION  the same, its older name\n",
+     .examples = "  spillctl replicate add models --from onprem:models/ --to aws-east:models/ \\\n"
+                 "      --model-registry --rpo-objective 15m\n",
+     .opts = add_opts,
+     .nopts = NOPTS(add_opts),
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = run_add},
+    {.path = "replicate list",
+     .summary = "the replication rules",
+     .help = "Usage: spillctl replicate list [-o table|wide|json|yaml|name]\n",
+     .examples = "  spillctl replicate list -o wide\n",
+     .run = run_list},
+    {.path = "replicate remove",
+     .summary = "remove a replication rule",
+     .help = "Usage: spillctl replicate remove RULE\n",
+     .examples = "  spillctl replicate remove models\n",
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = run_remove},
+    {.path = "replicate status",
+     .summary = "RPO per target and open uploads",
+     .help = "Usage: spillctl replicate status [RULE] [--metrics] [-o table|wide|json|yaml]\n"
+             "\n"
+             "Each rule's RPO per target, when it last ran, what is verified, open multipart\n"
+             "uploads.\n"
+             "\n"
+             "Options:\n"
+             "  --metrics          print Prometheus text instead (takes no -o)\n",
+     .examples = "  spillctl replicate status\n"
+                 "  spillctl replicate status models --metrics\n",
+     .opts = status_opts,
+     .nopts = NOPTS(status_opts),
+     .max_pos = 1,
+     .run = run_status},
+    {.path = "replicate run",
+     .summary = "run a rule once, or again and again",
+     .help = "Usage: spillctl replicate run RULE (--once | --watch DURATION)\n"
+             "                              [--progress auto|bar|plain|none] [--force]\n"
+             "\n"
+             "Options:\n"
+             "  --once                      one pass, then exit\n"
+             "  --watch DURATION            a pass every DURATION (1s-24h) until Ctrl-C\n"
+             "  --progress auto|bar|plain|none  how progress is shown (auto: a bar on a\n"
+             "                              terminal)\n"
+             "  --force                     run even when the hub runs the rule\n",
+     .examples = "  spillctl replicate run models --once\n"
+                 "  spillctl replicate run checkpoints --watch 5m --progress plain\n",
+     .opts = run_opts,
+     .nopts = NOPTS(run_opts),
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = run_run},
+    {.path = "replicate verify",
+     .summary = "re-read every target object and check its SHA-256",
+     .help = "Usage: spillctl replicate verify RULE\n"
+             "\n"
+             "Re-reads every object the rule covers on every target and checks that its\n"
+             "bytes hash to the sw-sha256 it carries and to the source's. Exit 1 when any\n"
+             "is mismatched or missing.\n",
+     .examples = "  spillctl replicate verify models\n",
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = run_verify},
+    {.path = "replicate estimate",
+     .summary = "bytes and seconds still to copy",
+     .help = "Usage: spillctl replicate estimate RULE [--bandwidth-mbps N]\n"
+             "\n"
+             "Options:\n"
+             "  --bandwidth-mbps N  the bandwidth to estimate with, in MB/s (default 100)\n",
+     .examples = "  spillctl replicate estimate models --bandwidth-mbps 250\n",
+     .opts = estimate_opts,
+     .nopts = NOPTS(estimate_opts),
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = run_estimate},
+};
+const size_t sw_cli_replicate_nspecs = NOPTS(sw_cli_replicate_specs);

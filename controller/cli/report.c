@@ -8,7 +8,6 @@
  * per-Job CSV (`spillctl simulate --jobs-csv`), read here.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,34 +23,6 @@
 #include "controller/hub/jobrec.h"
 #include "store/redis.h"
 #include "placement/chargeback.h"
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: spillctl report chargeback --from DATE --to DATE\n"
-            "                                  --from-hub | --from-simulation FILE\n"
-            "                                  --ondemand-price DOLLARS\n"
-            "                                  [--policy LABEL] [--epoch DATE]\n"
-            "                                  [-o table|csv|json]\n"
-            "\n"
-            "Per team, over [--from, --to): GPU-hours at home, on spot and on-demand, their\n"
-            "cost, egress, the total, what the same GPU-hours would cost on on-demand and\n"
-            "the saving, preemptions and lost GPU-hours, and the costliest Jobs. A Job\n"
-            "counts in the period it completed in (or was submitted in, if it never did).\n"
-            "\n"
-            "Options:\n"
-            "  --from DATE, --to DATE   the period: YYYY-MM-DD or RFC 3339\n"
-            "  --from-hub               the hub's records in Redis (the global --redis):\n"
-            "                           each Job's last attempt, GPUs x hours run, at the\n"
-            "                           price of the pool it ran in; inputs moved out of\n"
-            "                           their region at $0.02 per GB\n"
-            "  --from-simulation FILE   the per-Job CSV of spillctl simulate --jobs-csv\n"
-            "  --policy LABEL           the run to report (needed when FILE holds several)\n"
-            "  --epoch DATE             the date of a simulation's time 0 (default 1970-01-01)\n"
-            "  --ondemand-price DOLLARS price per GPU-hour the savings are measured against\n"
-            "  -o FORMAT                table (default), csv or json (the global -o)\n"
-            "\n" SW_CLI_GLOBAL_HELP);
-}
 
 /* Seconds since the Unix epoch of "YYYY-MM-DD" or an RFC 3339 time. */
 static int parse_date(const char *opt, const char *s, double *out)
@@ -271,74 +242,54 @@ out:
     return rc;
 }
 
-static int chargeback(const struct sw_cli_globals *g, int argc, char **argv)
+static int chargeback(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
     const char *from_s = NULL, *to_s = NULL, *sim = NULL, *policy = NULL, *epoch_s = NULL;
     int from_hub = 0;
     /* -o is a global option (controller/cli/globals.h). */
     const char *format = sw_cli_format_name(g->output);
     double price = -1;
-    static const struct option opts[] = {
-        {"from", required_argument, NULL, 'f'},
-        {"to", required_argument, NULL, 't'},
-        {"from-simulation", required_argument, NULL, 's'},
-        {"from-hub", no_argument, NULL, 'H'},
-        {"policy", required_argument, NULL, 'p'},
-        {"epoch", required_argument, NULL, 'e'},
-        {"ondemand-price", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    optind = 1;
+    size_t it = 0;
+    const char *optv;
     int ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((ch = sw_cli_next(a, &it, &optv)) != -1) {
         switch (ch) {
         case 'f':
-            from_s = optarg;
+            from_s = optv;
             break;
         case 't':
-            to_s = optarg;
+            to_s = optv;
             break;
         case 's':
-            sim = optarg;
+            sim = optv;
             break;
         case 'H':
             from_hub = 1;
             break;
         case 'p':
-            policy = optarg;
+            policy = optv;
             break;
         case 'e':
-            epoch_s = optarg;
+            epoch_s = optv;
             break;
         case 'P': {
             char *end;
-            price = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !isfinite(price) || price < 0 || price > 1e6) {
+            price = strtod(optv, &end);
+            if (end == optv || *end != '\0' || !isfinite(price) || price < 0 || price > 1e6) {
                 fprintf(stderr,
                         "spillctl report: --ondemand-price: expected dollars per GPU-hour, got "
                         "\"%s\"\n",
-                        optarg);
+                        optv);
                 return SW_EXIT_USAGE;
             }
             break;
         }
-        case 'h':
-            usage(stdout);
-            return SW_EXIT_OK;
-        default:
-            usage(stderr);
-            return SW_EXIT_USAGE;
         }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "spillctl report: unexpected argument \"%s\"\n", argv[optind]);
-        return SW_EXIT_USAGE;
     }
     if (from_s == NULL || to_s == NULL || (sim == NULL) == (from_hub == 0) || price < 0) {
         fprintf(stderr, "spillctl report chargeback: --from, --to, one of --from-hub and "
-                        "--from-simulation, and --ondemand-price are required\n\n");
-        usage(stderr);
+                        "--from-simulation, and --ondemand-price are required (see spillctl "
+                        "report chargeback --help)\n");
         return SW_EXIT_USAGE;
     }
     if (strcmp(format, "table") != 0 && strcmp(format, "csv") != 0 && strcmp(format, "json") != 0) {
@@ -399,15 +350,47 @@ out:
     return status;
 }
 
-int sw_cli_report(const struct sw_cli_globals *g, int argc, char **argv)
-{
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fprintf(argc < 2 ? stderr : stdout, "usage: spillctl report chargeback ...\n\n");
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? SW_EXIT_USAGE : SW_EXIT_OK;
-    }
-    if (strcmp(argv[1], "chargeback") == 0)
-        return chargeback(g, argc - 1, argv + 1);
-    fprintf(stderr, "spillctl report: unknown report \"%s\" (expected chargeback)\n", argv[1]);
-    return SW_EXIT_USAGE;
-}
+static const struct sw_cli_opt opts[] = {
+    {"from", 0, SW_CLI_VALUE, 'f', "DATE"},
+    {"to", 0, SW_CLI_VALUE, 't', "DATE"},
+    {"from-simulation", 0, SW_CLI_VALUE, 's', "FILE"},
+    {"from-hub", 0, SW_CLI_FLAG, 'H', NULL},
+    {"policy", 0, SW_CLI_VALUE, 'p', "LABEL"},
+    {"epoch", 0, SW_CLI_VALUE, 'e', "DATE"},
+    {"ondemand-price", 0, SW_CLI_VALUE, 'P', "DOLLARS"},
+};
+
+const struct sw_cli_spec sw_cli_report_specs[] = {
+    {.path = "report chargeback",
+     .summary = "per-team chargeback: GPU-hours, cost, savings",
+     .help = "Usage: spillctl report chargeback --from DATE --to DATE\n"
+             "                                  --from-hub | --from-simulation FILE\n"
+             "                                  --ondemand-price DOLLARS\n"
+             "                                  [--policy LABEL] [--epoch DATE]\n"
+             "                                  [-o table|csv|json]\n"
+             "\n"
+             "Per team, over [--from, --to): GPU-hours at home, on spot and on-demand, their\n"
+             "cost, egress, the total, what the same GPU-hours would cost on on-demand and\n"
+             "the saving, preemptions and lost GPU-hours, and the costliest Jobs. A Job\n"
+             "counts in the period it completed in (or was submitted in, if it never did).\n"
+             "\n"
+             "Options:\n"
+             "  --from DATE, --to DATE   the period: YYYY-MM-DD or RFC 3339\n"
+             "  --from-hub               the hub's records in Redis (the global --redis):\n"
+             "                           each Job's last attempt, GPUs x hours run, at the\n"
+             "                           price of the pool it ran in; inputs moved out of\n"
+             "                           their region at $0.02 per GB\n"
+             "  --from-simulation FILE   the per-Job CSV of spillctl simulate --jobs-csv\n"
+             "  --policy LABEL           the run to report (needed when FILE holds several)\n"
+             "  --epoch DATE             the date of a simulation's time 0 (default 1970-01-01)\n"
+             "  --ondemand-price DOLLARS price per GPU-hour the savings are measured against\n"
+             "  -o FORMAT                table (default), csv or json (the global -o)\n",
+     .examples = "  spillctl report chargeback --from-hub --from 2026-11-01 --to 2026-12-01 \\\n"
+                 "      --ondemand-price 4.10\n"
+                 "  spillctl report chargeback --from-simulation jobs.csv --policy cost-aware \\\n"
+                 "      --from 1970-01-01 --to 1970-01-31 --ondemand-price 4.10 -o csv\n",
+     .opts = opts,
+     .nopts = sizeof(opts) / sizeof(opts[0]),
+     .run = chargeback},
+};
+const size_t sw_cli_report_nspecs = 1;

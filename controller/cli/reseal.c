@@ -11,7 +11,6 @@
  * written whole by one SET, so a crash between records leaves some under
  * each key, and running the command again finishes the work.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,22 +21,6 @@
 #include "replication/rule.h"
 #include "store/redis.h"
 #include "store/seal.h"
-
-static void usage(FILE *out)
-{
-    fprintf(out, "usage: spillctl reseal --new-secret-key-file FILE [--dry-run]\n"
-                 "\n"
-                 "Seal every registered credential (member clusters' connections, object\n"
-                 "stores' keys) again with a new key: each is opened with the current key\n"
-                 "(--secret-key-file, $SPILLWAY_SECRET_KEY_FILE or $SPILLWAY_SECRET_KEY)\n"
-                 "or, when already re-sealed, with the new one. Nothing is written unless\n"
-                 "every record opens. Hubs still holding the old key cannot open the\n"
-                 "records afterwards: give them the new key and restart them.\n"
-                 "\n"
-                 "  --new-secret-key-file FILE  the new key (mode 0600 or 0400)\n"
-                 "  --dry-run                   open everything, write nothing\n"
-                 "  -h, --help                  this help\n" SW_CLI_GLOBAL_HELP);
-}
 
 enum kind { CLUSTER, STORE };
 
@@ -128,35 +111,12 @@ static int write_item(redisContext *r, const struct sw_seal_key *new_key, struct
     return rc;
 }
 
-int sw_cli_reseal(const struct sw_cli_globals *g, int argc, char **argv)
+static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
-    static const struct option longopts[] = {
-        {"new-secret-key-file", required_argument, NULL, 'n'},
-        {"dry-run", no_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *new_file = NULL;
-    int dry = 0, o;
-    optind = 1;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (o == 'n')
-            new_file = optarg;
-        else if (o == 'd')
-            dry = 1;
-        else if (o == 'h') {
-            usage(stdout);
-            return SW_EXIT_OK;
-        } else {
-            fprintf(stderr, "spillctl reseal: unknown or incomplete option \"%s\"\n\n",
-                    argv[optind - 1]);
-            usage(stderr);
-            return SW_EXIT_USAGE;
-        }
-    }
-    if (new_file == NULL || optind < argc) {
-        usage(stderr);
+    const char *new_file = sw_cli_arg(a, 'n');
+    int dry = sw_cli_arg(a, 'd') != NULL;
+    if (new_file == NULL) {
+        fprintf(stderr, "spillctl reseal: --new-secret-key-file FILE is required\n");
         return SW_EXIT_USAGE;
     }
     struct sw_error err;
@@ -256,3 +216,32 @@ out:
     sw_seal_key_free(new_key);
     return exit_code;
 }
+
+static const struct sw_cli_opt opts[] = {
+    {"new-secret-key-file", 0, SW_CLI_VALUE, 'n', "FILE"},
+    {"dry-run", 0, SW_CLI_FLAG, 'd', NULL},
+};
+
+const struct sw_cli_spec sw_cli_reseal_specs[] = {
+    {.path = "reseal",
+     .summary = "seal every registered credential again with a new key",
+     .help = "Usage: spillctl reseal --new-secret-key-file FILE [--dry-run]\n"
+             "\n"
+             "Seal every registered credential (member clusters' connections, object\n"
+             "stores' keys) again with a new key: each is opened with the current key\n"
+             "(--secret-key-file, $SPILLWAY_SECRET_KEY_FILE or $SPILLWAY_SECRET_KEY)\n"
+             "or, when already re-sealed, with the new one. Nothing is written unless\n"
+             "every record opens. Hubs still holding the old key cannot open the\n"
+             "records afterwards: give them the new key and restart them.\n"
+             "\n"
+             "Options:\n"
+             "  --new-secret-key-file FILE  the new key (mode 0600 or 0400)\n"
+             "  --dry-run                   open everything, write nothing\n",
+     .examples =
+         "  spillctl reseal --secret-key-file old.key --new-secret-key-file new.key --dry-run\n"
+         "  spillctl reseal --secret-key-file old.key --new-secret-key-file new.key\n",
+     .opts = opts,
+     .nopts = sizeof(opts) / sizeof(opts[0]),
+     .run = run},
+};
+const size_t sw_cli_reseal_nspecs = 1;

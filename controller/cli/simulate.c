@@ -7,7 +7,6 @@
  * prints the table, CSV and JSON.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,68 +26,59 @@
 #define USAGE_MAX 100000 /* hourly samples: eleven years */
 #define MAX_FILE  (1024u * 1024u * 1024u)
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: spillctl simulate --trace FILE --clusters FILE [--policy P[,P...]] [--sweep]\n"
-            "                         [--seed N] [--format auto|csv|alibaba]\n"
-            "                         [--runtime learned|oracle] [--runtime-noise SIGMA]\n"
-            "                         [--availability-trace FILE] [--preemption-trace FILE]\n"
-            "                         [--migrate]\n"
-            "                         [--spot-price-factor F] [--ondemand-price-factor F]\n"
-            "                         [--csv OUT] [--json OUT] [--jobs-csv OUT]\n"
-            "                         [--plot OUT.svg] [--plot-usage OUT.svg [--usage-policy L]]\n"
-            "\n"
-            "Replays a job trace against the pools of a clusters file and prints, for\n"
-            "each policy, the cost (on-prem, spot, on-demand, egress), job completion\n"
-            "times (mean, p50, p95, p99), waits (mean, p99, max), deadline misses, spot\n"
-            "preemptions and lost GPU-hours; then the cost/JCT frontier.\n"
-            "\n"
-            "Options:\n"
-            "  --trace FILE             jobs: a CSV with submit,gpus,duration,team[,deadline]\n"
-            "                           or the Alibaba GPU 2023 pod list (detected by header)\n"
-            "  --clusters FILE          pools, prices, egress links, quotas, budgets (JSON;\n"
-            "                           see docs/simulator.md)\n"
-            "  --policy P[,P...]        policies to compare (default cost-aware,burst-now):\n"
-            "                           cost-aware[:DOLLARS_PER_GPU_HOUR_OF_DELAY], local-only,\n"
-            "                           burst-now, const-wait[:SECONDS], starburst[:K],\n"
-            "                           spot-only, greedy, uniform-progress[:MARGIN]\n"
-            "  --sweep                  run every baseline given without a parameter across\n"
-            "                           its parameter (default policies: all but local-only)\n"
-            "  --seed N                 seed for preemptions, noise and sizes (default 1)\n"
-            "  --format F               trace format: auto (default), csv or alibaba\n"
-            "  --runtime K              what the engine is told of runtimes: learned\n"
-            "                           (default: annotation, else learned, else prior) or\n"
-            "                           oracle (the true runtime)\n"
-            "  --runtime-noise SIGMA    oracle times exp(SIGMA x N(0,1)) per Job (implies\n"
-            "                           --runtime oracle)\n"
-            "  --availability-trace F   skypilot spot-traces JSON; spot pools add GPUs only\n"
-            "                           while it has instances available\n"
-            "  --preemption-trace FILE  skypilot spot-traces JSON; spot preemptions follow it\n"
-            "                           instead of the pools' interruptions_per_hour\n"
-            "  --migrate                reconsider Jobs on on-demand at each checkpoint: they\n"
-            "                           move to spot or home when the policy, deciding them\n"
-            "                           with the queue, would start them there now for less\n"
-            "                           than the rest of the run costs\n"
-            "  --spot-price-factor F    multiply every spot price by F (robustness checks)\n"
-            "  --ondemand-price-factor F  the same for on-demand prices\n"
-            "  --csv OUT                also write the table as CSV to OUT\n"
-            "  --json OUT               also write the figures as JSON to OUT\n"
-            "  --jobs-csv OUT           one row per Job and policy: where it ran, wait, JCT,\n"
-            "                           cost, preemptions, deadline met or missed\n"
-            "  --plot OUT.svg           cloud cost against mean and p95 JCT for every run,\n"
-            "                           the frontier marked\n"
-            "  --plot-usage OUT.svg     GPUs in use over time (home, spot, on-demand) for\n"
-            "                           one run: --usage-policy LABEL (default cost-aware,\n"
-            "                           else the first)\n"
-            "  -h, --help               show this help\n"
-            "\n"
-            "Example:\n"
-            "  spillctl simulate --trace "
-            "../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv \\\n"
-            "      --clusters docs/examples/alibaba-clusters.json --sweep\n"
-            "\n" SW_CLI_GLOBAL_HELP);
-}
+static const char help[] =
+
+    "Usage: spillctl simulate --trace FILE --clusters FILE [--policy P[,P...]] [--sweep]\n"
+    "                         [--seed N] [--format auto|csv|alibaba]\n"
+    "                         [--runtime learned|oracle] [--runtime-noise SIGMA]\n"
+    "                         [--availability-trace FILE] [--preemption-trace FILE]\n"
+    "                         [--migrate]\n"
+    "                         [--spot-price-factor F] [--ondemand-price-factor F]\n"
+    "                         [--csv OUT] [--json OUT] [--jobs-csv OUT]\n"
+    "                         [--plot OUT.svg] [--plot-usage OUT.svg [--usage-policy L]]\n"
+    "\n"
+    "Replays a job trace against the pools of a clusters file and prints, for\n"
+    "each policy, the cost (on-prem, spot, on-demand, egress), job completion\n"
+    "times (mean, p50, p95, p99), waits (mean, p99, max), deadline misses, spot\n"
+    "preemptions and lost GPU-hours; then the cost/JCT frontier.\n"
+    "\n"
+    "Options:\n"
+    "  --trace FILE             jobs: a CSV with submit,gpus,duration,team[,deadline]\n"
+    "                           or the Alibaba GPU 2023 pod list (detected by header)\n"
+    "  --clusters FILE          pools, prices, egress links, quotas, budgets (JSON;\n"
+    "                           see docs/simulator.md)\n"
+    "  --policy P[,P...]        policies to compare (default cost-aware,burst-now):\n"
+    "                           cost-aware[:DOLLARS_PER_GPU_HOUR_OF_DELAY], local-only,\n"
+    "                           burst-now, const-wait[:SECONDS], starburst[:K],\n"
+    "                           spot-only, greedy, uniform-progress[:MARGIN]\n"
+    "  --sweep                  run every baseline given without a parameter across\n"
+    "                           its parameter (default policies: all but local-only)\n"
+    "  --seed N                 seed for preemptions, noise and sizes (default 1)\n"
+    "  --format F               trace format: auto (default), csv or alibaba\n"
+    "  --runtime K              what the engine is told of runtimes: learned\n"
+    "                           (default: annotation, else learned, else prior) or\n"
+    "                           oracle (the true runtime)\n"
+    "  --runtime-noise SIGMA    oracle times exp(SIGMA x N(0,1)) per Job (implies\n"
+    "                           --runtime oracle)\n"
+    "  --availability-trace F   skypilot spot-traces JSON; spot pools add GPUs only\n"
+    "                           while it has instances available\n"
+    "  --preemption-trace FILE  skypilot spot-traces JSON; spot preemptions follow it\n"
+    "                           instead of the pools' interruptions_per_hour\n"
+    "  --migrate                reconsider Jobs on on-demand at each checkpoint: they\n"
+    "                           move to spot or home when the policy, deciding them\n"
+    "                           with the queue, would start them there now for less\n"
+    "                           than the rest of the run costs\n"
+    "  --spot-price-factor F    multiply every spot price by F (robustness checks)\n"
+    "  --ondemand-price-factor F  the same for on-demand prices\n"
+    "  --csv OUT                also write the table as CSV to OUT\n"
+    "  --json OUT               also write the figures as JSON to OUT\n"
+    "  --jobs-csv OUT           one row per Job and policy: where it ran, wait, JCT,\n"
+    "                           cost, preemptions, deadline met or missed\n"
+    "  --plot OUT.svg           cloud cost against mean and p95 JCT for every run,\n"
+    "                           the frontier marked\n"
+    "  --plot-usage OUT.svg     GPUs in use over time (home, spot, on-demand) for\n"
+    "                           one run: --usage-policy LABEL (default cost-aware,\n"
+    "                           else the first)\n";
 
 /* Reads a whole file; the caller frees *buf with sw_free. */
 int sw__cli_read_file(const char *cmd, const char *path, char **buf, size_t *len)
@@ -349,7 +339,7 @@ static int parse_factor(const char *opt, const char *arg, double *out)
     return 0;
 }
 
-int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
+static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
     const char *trace_path = NULL, *clusters_path = NULL, *policies = NULL;
     const char *preempt_path = NULL, *avail_path = NULL, *csv_path = NULL, *json_path = NULL;
@@ -359,41 +349,19 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
     bool sweep = false, migrate = false;
     enum sw_runtime_knowledge knowledge = SW_RUNTIME_LEARNED;
     double noise = 0, spot_factor = 1, od_factor = 1;
-    static const struct option opts[] = {
-        {"trace", required_argument, NULL, 't'},
-        {"clusters", required_argument, NULL, 'c'},
-        {"policy", required_argument, NULL, 'p'},
-        {"sweep", no_argument, NULL, 'S'},
-        {"migrate", no_argument, NULL, 'M'},
-        {"seed", required_argument, NULL, 's'},
-        {"format", required_argument, NULL, 'f'},
-        {"runtime", required_argument, NULL, 'r'},
-        {"runtime-noise", required_argument, NULL, 'n'},
-        {"availability-trace", required_argument, NULL, 'A'},
-        {"preemption-trace", required_argument, NULL, 'P'},
-        {"spot-price-factor", required_argument, NULL, '1'},
-        {"ondemand-price-factor", required_argument, NULL, '2'},
-        {"csv", required_argument, NULL, 'C'},
-        {"json", required_argument, NULL, 'J'},
-        {"jobs-csv", required_argument, NULL, 'j'},
-        {"plot", required_argument, NULL, 'G'},
-        {"plot-usage", required_argument, NULL, 'U'},
-        {"usage-policy", required_argument, NULL, 'u'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    optind = 1;
+    size_t it = 0;
+    const char *optv;
     int ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((ch = sw_cli_next(a, &it, &optv)) != -1) {
         switch (ch) {
         case 't':
-            trace_path = optarg;
+            trace_path = optv;
             break;
         case 'c':
-            clusters_path = optarg;
+            clusters_path = optv;
             break;
         case 'p':
-            policies = optarg;
+            policies = optv;
             break;
         case 'S':
             sweep = true;
@@ -404,87 +372,77 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
         case 's': {
             char *end;
             errno = 0;
-            seed = strtoull(optarg, &end, 10);
-            if (errno != 0 || *end != '\0' || end == optarg) {
+            seed = strtoull(optv, &end, 10);
+            if (errno != 0 || *end != '\0' || end == optv) {
                 fprintf(stderr,
                         "spillctl simulate: --seed: expected a non-negative integer, got "
                         "\"%s\"\n",
-                        optarg);
+                        optv);
                 return SW_EXIT_USAGE;
             }
             break;
         }
         case 'f':
-            format = optarg;
+            format = optv;
             break;
         case 'r':
-            if (strcmp(optarg, "learned") == 0) {
+            if (strcmp(optv, "learned") == 0) {
                 knowledge = SW_RUNTIME_LEARNED;
-            } else if (strcmp(optarg, "oracle") == 0) {
+            } else if (strcmp(optv, "oracle") == 0) {
                 knowledge = SW_RUNTIME_ORACLE;
             } else {
                 fprintf(stderr,
                         "spillctl simulate: --runtime: expected learned or oracle, got \"%s\"\n",
-                        optarg);
+                        optv);
                 return SW_EXIT_USAGE;
             }
             break;
         case 'n': {
             char *end;
-            noise = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !(noise >= 0 && noise <= SW_MAX_SIGMA)) {
+            noise = strtod(optv, &end);
+            if (end == optv || *end != '\0' || !(noise >= 0 && noise <= SW_MAX_SIGMA)) {
                 fprintf(stderr,
                         "spillctl simulate: --runtime-noise: expected a number from 0 to %g, "
                         "got \"%s\"\n",
-                        SW_MAX_SIGMA, optarg);
+                        SW_MAX_SIGMA, optv);
                 return SW_EXIT_USAGE;
             }
             knowledge = SW_RUNTIME_ORACLE;
             break;
         }
         case 'A':
-            avail_path = optarg;
+            avail_path = optv;
             break;
         case 'P':
-            preempt_path = optarg;
+            preempt_path = optv;
             break;
         case '1':
-            if (parse_factor("--spot-price-factor", optarg, &spot_factor) != 0)
+            if (parse_factor("--spot-price-factor", optv, &spot_factor) != 0)
                 return SW_EXIT_USAGE;
             break;
         case '2':
-            if (parse_factor("--ondemand-price-factor", optarg, &od_factor) != 0)
+            if (parse_factor("--ondemand-price-factor", optv, &od_factor) != 0)
                 return SW_EXIT_USAGE;
             break;
         case 'C':
-            csv_path = optarg;
+            csv_path = optv;
             break;
         case 'J':
-            json_path = optarg;
+            json_path = optv;
             break;
         case 'j':
-            jobs_path = optarg;
+            jobs_path = optv;
             break;
         case 'G':
-            plot_path = optarg;
+            plot_path = optv;
             break;
         case 'U':
-            usage_path = optarg;
+            usage_path = optv;
             break;
         case 'u':
-            usage_policy = optarg;
+            usage_policy = optv;
             break;
-        case 'h':
-            usage(stdout);
-            return SW_EXIT_OK;
-        default:
-            usage(stderr);
-            return SW_EXIT_USAGE;
         }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "spillctl simulate: unexpected argument \"%s\"\n", argv[optind]);
-        return SW_EXIT_USAGE;
     }
     struct sw_error oerr;
     if (sw_cli_no_output_format(g, "spillctl simulate", &oerr) != 0) {
@@ -492,8 +450,8 @@ int sw_cli_simulate(const struct sw_cli_globals *g, int argc, char **argv)
         return SW_EXIT_USAGE;
     }
     if (trace_path == NULL || clusters_path == NULL) {
-        fprintf(stderr, "spillctl simulate: --trace and --clusters are required\n\n");
-        usage(stderr);
+        fprintf(stderr, "spillctl simulate: --trace and --clusters are required (see spillctl "
+                        "simulate --help)\n");
         return SW_EXIT_USAGE;
     }
     if (policies == NULL)
@@ -791,3 +749,40 @@ out:
     sw_free(abuf);
     return status;
 }
+
+static const struct sw_cli_opt opts[] = {
+    {"trace", 0, SW_CLI_VALUE, 't', "FILE"},
+    {"clusters", 0, SW_CLI_VALUE, 'c', "FILE"},
+    {"policy", 0, SW_CLI_VALUE, 'p', "VALUE"},
+    {"sweep", 0, SW_CLI_FLAG, 'S', NULL},
+    {"migrate", 0, SW_CLI_FLAG, 'M', NULL},
+    {"seed", 0, SW_CLI_VALUE, 's', "VALUE"},
+    {"format", 0, SW_CLI_VALUE, 'f', "VALUE"},
+    {"runtime", 0, SW_CLI_VALUE, 'r', "VALUE"},
+    {"runtime-noise", 0, SW_CLI_VALUE, 'n', "VALUE"},
+    {"availability-trace", 0, SW_CLI_VALUE, 'A', "FILE"},
+    {"preemption-trace", 0, SW_CLI_VALUE, 'P', "FILE"},
+    {"spot-price-factor", 0, SW_CLI_VALUE, '1', "VALUE"},
+    {"ondemand-price-factor", 0, SW_CLI_VALUE, '2', "VALUE"},
+    {"csv", 0, SW_CLI_VALUE, 'C', "FILE"},
+    {"json", 0, SW_CLI_VALUE, 'J', "FILE"},
+    {"jobs-csv", 0, SW_CLI_VALUE, 'j', "FILE"},
+    {"plot", 0, SW_CLI_VALUE, 'G', "FILE"},
+    {"plot-usage", 0, SW_CLI_VALUE, 'U', "FILE"},
+    {"usage-policy", 0, SW_CLI_VALUE, 'u', "VALUE"},
+};
+
+const struct sw_cli_spec sw_cli_simulate_specs[] = {
+    {.path = "simulate",
+     .summary = "replay a job trace under placement policies",
+     .help = help,
+     .examples = "  spillctl simulate --trace jobs.csv --clusters clusters.json\n"
+                 "  spillctl simulate --trace openb_pod_list_default.csv \\\n"
+                 "      --clusters docs/examples/alibaba-clusters.json --sweep\n"
+                 "  spillctl simulate --trace jobs.csv --clusters clusters.json --sweep \\\n"
+                 "      --csv runs.csv --plot frontier.svg\n",
+     .opts = opts,
+     .nopts = sizeof(opts) / sizeof(opts[0]),
+     .run = run},
+};
+const size_t sw_cli_simulate_nspecs = 1;

@@ -1,17 +1,17 @@
 /*
  * status.c - what the hub is doing, read from its records in Redis:
  *
- *   spillctl status [-o wide|json|yaml]          every managed Job
+ *   spillctl status [-n NS] [-l SEL] [-w]        every managed Job
  *   spillctl explain CLUSTER/NAMESPACE/JOB       the stored decision, every option costed
  *   spillctl hub status [-o wide|json|yaml]      leader, epoch, members' health
  *
  * Read-only: these commands never write to Redis.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "common/json.h"
 #include "controller/cli/commands.h"
@@ -64,39 +64,78 @@ static int cmp_keys(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void status_usage(FILE *out)
+/* Whether record `o` (key "cluster/ns/job") matches -n and the -l field selector. */
+static int selected(const struct sw_job_rec *r, const char *ns, const char *selector)
 {
-    fprintf(out, "usage: spillctl status [-o table|wide|json|yaml]\n\n"
-                 "The Jobs the hub manages: where each was submitted and runs, its state in\n"
-                 "the burst lifecycle, its age, what it has cost so far, and why (the\n"
-                 "decision, or the reason it is blocked or failed).\n\n"
-                 "Global options (--redis, -o, ...): see spillctl --help.\n");
+    if (ns != NULL && strcmp(r->ns, ns) != 0)
+        return 0;
+    if (selector == NULL)
+        return 1;
+    char sel[512];
+    snprintf(sel, sizeof(sel), "%s", selector);
+    char *save = NULL;
+    for (char *t = strtok_r(sel, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        int neg = eq != NULL && eq > t && eq[-1] == '!';
+        if (eq == NULL)
+            return 0;
+        *(neg ? eq - 1 : eq) = '\0';
+        const char *want = eq[1] == '=' ? eq + 2 : eq + 1;
+        const char *have = strcmp(t, "team") == 0        ? r->team
+                           : strcmp(t, "cluster") == 0   ? r->cluster
+                           : strcmp(t, "namespace") == 0 ? r->ns
+                           : strcmp(t, "state") == 0     ? sw_job_state_name(r->state)
+                           : strcmp(t, "capacity") == 0  ? r->capacity
+                           : strcmp(t, "where") == 0     ? r->target_cluster
+                           : strcmp(t, "form") == 0
+                               ? (r->form == SW_FORM_DELEGATED ? "delegated" : "annotation")
+                               : "";
+        if ((strcmp(have, want) == 0) == neg)
+            return 0;
+    }
+    return 1;
 }
 
-int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
+/* The keys -l may name. */
+static const char *const selector_keys[] = {"team",     "cluster", "namespace", "state",
+                                            "capacity", "where",   "form"};
+
+static int selector_check(const char *selector, struct sw_error *err)
 {
-    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        status_usage(stdout);
-        return SW_EXIT_OK;
+    char sel[512];
+    if (snprintf(sel, sizeof(sel), "%s", selector) >= (int)sizeof(sel))
+        return sw_error_set(err, SW_EINVAL, "-l: longer than %zu bytes", sizeof(sel) - 1);
+    char *save = NULL;
+    for (char *t = strtok_r(sel, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+        size_t klen = strcspn(t, "!=");
+        int known = 0;
+        for (size_t i = 0; i < sizeof(selector_keys) / sizeof(selector_keys[0]); i++)
+            known |= strlen(selector_keys[i]) == klen && strncmp(selector_keys[i], t, klen) == 0;
+        const char *op = t + klen;
+        if (!known || !(op[0] == '=' || (op[0] == '!' && op[1] == '=')))
+            return sw_error_set(err, SW_EINVAL,
+                                "-l: \"%s\": expected KEY=VALUE, KEY==VALUE or KEY!=VALUE with "
+                                "KEY one of team, cluster, namespace, state, capacity, where, form",
+                                t);
     }
-    if (argc > 1) {
-        fprintf(stderr, "spillctl status: unexpected argument \"%s\"\n\n", argv[1]);
-        status_usage(stderr);
-        return SW_EXIT_USAGE;
-    }
-    redisContext *c = NULL;
-    int rc = sw_cli_redis_open(g, "status", &c);
-    if (rc != 0)
-        return rc;
+    return 0;
+}
+
+enum { OPT_NS = 'n', OPT_SELECTOR = 'l', OPT_WATCH = 'w', OPT_INTERVAL = 'i' };
+
+/* One listing of the managed Jobs, printed to out. */
+static int status_once(const struct sw_cli_globals *g, redisContext *c, const char *ns,
+                       const char *selector, FILE *out)
+{
     struct sw_error err = {0};
     redisReply *keys = NULL;
+    int rc;
     if (sw_redis_sync_command(c, &keys, &err, "SMEMBERS %s", SW_KEY_JOBS) != 0 ||
         keys->type != REDIS_REPLY_ARRAY) {
         fprintf(stderr, "spillctl status: %s\n",
                 err.msg[0] ? err.msg : "redis: spillway:jobs is not a set");
         if (keys)
             freeReplyObject(keys);
-        sw_redis_sync_free(c);
         return SW_EXIT_FAIL;
     }
     size_t n = keys->elements;
@@ -126,6 +165,10 @@ int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
             continue;
         }
         freeReplyObject(v);
+        if (!selected(&r, ns, selector)) {
+            cJSON_Delete(o);
+            continue;
+        }
         double cost = sw_job_rec_cost(&r, now_ms());
         cJSON_AddNumberToObject(o, "costSoFar", cost);
         cJSON_AddItemToArray(items, o);
@@ -151,28 +194,79 @@ int sw_cli_status(const struct sw_cli_globals *g, int argc, char **argv)
         cJSON_AddStringToObject(row, "detail", r.reason[0] ? r.reason : r.summary);
         cJSON_AddItemToArray(rows, row);
     }
-    rc = sw_cli_print(stdout, g->output, items, rows, status_columns,
+    rc = sw_cli_print(out, g->output, items, rows, status_columns,
                       sizeof(status_columns) / sizeof(status_columns[0]));
+    if (rc != 0 && rc != SW_EIO)
+        fprintf(stderr, "spillctl status: %s\n", sw_strerror(rc));
     if (failed)
         rc = SW_EIO;
     cJSON_Delete(items);
     cJSON_Delete(rows);
     free(names);
     freeReplyObject(keys);
-    sw_redis_sync_free(c);
     return rc == 0 ? SW_EXIT_OK : SW_EXIT_FAIL;
 }
 
-/* ---- explain --------------------------------------------------------------- */
-
-static void explain_usage(FILE *out)
+static int status_run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
-    fprintf(out, "usage: spillctl explain CLUSTER/NAMESPACE/JOB [-o json|yaml]\n\n"
-                 "The hub's stored decision for one Job: the verdict and why, then every\n"
-                 "pool it weighed with its expected cost (run, provisioning, interruptions,\n"
-                 "egress), wait, completion and, when excluded, the reason.\n\n"
-                 "Global options (--redis, -o, ...): see spillctl --help.\n");
+    const char *ns = sw_cli_arg(a, OPT_NS), *selector = sw_cli_arg(a, OPT_SELECTOR);
+    struct sw_error err = {0};
+    if (selector != NULL && selector_check(selector, &err) != 0) {
+        fprintf(stderr, "spillctl status: %s\n", err.msg);
+        return SW_EXIT_USAGE;
+    }
+    double every = sw_cli_arg_seconds(a, OPT_INTERVAL, 2);
+    if (every < 0.1 || every > 3600) {
+        fprintf(stderr, "spillctl status: --interval: expected 100ms to 1h, got \"%s\"\n",
+                sw_cli_arg(a, OPT_INTERVAL));
+        return SW_EXIT_USAGE;
+    }
+    redisContext *c = NULL;
+    int rc = sw_cli_redis_open(g, "status", &c);
+    if (rc != 0)
+        return rc;
+    if (sw_cli_arg(a, OPT_WATCH) == NULL) {
+        rc = status_once(g, c, ns, selector, stdout);
+        sw_redis_sync_free(c);
+        return rc;
+    }
+    /* -w: print, then again whenever the listing changes, until Ctrl-C. */
+    char *last = NULL;
+    size_t last_len = 0;
+    for (;;) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&buf, &len);
+        if (mem == NULL) {
+            rc = SW_EXIT_FAIL;
+            break;
+        }
+        rc = status_once(g, c, ns, selector, mem);
+        fclose(mem);
+        if (rc != SW_EXIT_OK) {
+            free(buf);
+            break;
+        }
+        if (last == NULL || len != last_len || memcmp(buf, last, len) != 0) {
+            if (last != NULL)
+                fputc('\n', stdout);
+            fwrite(buf, 1, len, stdout);
+            fflush(stdout);
+            free(last);
+            last = buf;
+            last_len = len;
+        } else {
+            free(buf);
+        }
+        struct timespec ts = {(time_t)every, (long)((every - (double)(time_t)every) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    free(last);
+    sw_redis_sync_free(c);
+    return rc;
 }
+
+/* ---- explain --------------------------------------------------------------- */
 
 static double num(const cJSON *o, const char *path)
 {
@@ -186,13 +280,15 @@ static const char *text(const cJSON *o, const char *path)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-int sw_cli_explain(const struct sw_cli_globals *g, int argc, char **argv)
+static int explain_run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
-    if (argc != 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        explain_usage(argc == 2 ? stdout : stderr);
-        return argc == 2 ? SW_EXIT_OK : SW_EXIT_USAGE;
+    const char *key = a->pos[0];
+    if (g->output_given && g->output != SW_CLI_TABLE && g->output != SW_CLI_JSON &&
+        g->output != SW_CLI_YAML) {
+        fprintf(stderr, "spillctl explain: -o %s: expected json or yaml (or no -o)\n",
+                sw_cli_format_name(g->output));
+        return SW_EXIT_USAGE;
     }
-    const char *key = argv[1];
     if (strchr(key, '/') == NULL || strchr(strchr(key, '/') + 1, '/') == NULL) {
         fprintf(stderr, "spillctl explain: \"%s\": expected CLUSTER/NAMESPACE/JOB\n", key);
         return SW_EXIT_USAGE;
@@ -289,21 +385,9 @@ static const struct sw_cli_column member_columns[] = {
     {"REASON", "reason", 0},
 };
 
-static void hub_usage(FILE *out)
+static int hub_run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
-    fprintf(out, "usage: spillctl hub status [-o table|wide|json|yaml]\n\n"
-                 "The hub's leader (the process holding the lease in Redis), its fencing\n"
-                 "epoch, and the health of each member cluster as the leader sees it.\n\n"
-                 "Global options (--redis, -o, ...): see spillctl --help.\n");
-}
-
-int sw_cli_hub(const struct sw_cli_globals *g, int argc, char **argv)
-{
-    if (argc != 2 || strcmp(argv[1], "status") != 0) {
-        bool help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-        hub_usage(help ? stdout : stderr);
-        return help ? SW_EXIT_OK : SW_EXIT_USAGE;
-    }
+    (void)a;
     redisContext *c = NULL;
     int rc = sw_cli_redis_open(g, "hub status", &c);
     if (rc != 0)
@@ -371,3 +455,63 @@ int sw_cli_hub(const struct sw_cli_globals *g, int argc, char **argv)
     sw_redis_sync_free(c);
     return rc == 0 ? SW_EXIT_OK : SW_EXIT_FAIL;
 }
+
+/* ---- the commands -------------------------------------------------------------- */
+
+static const struct sw_cli_opt status_opts[] = {
+    {"namespace", 'n', SW_CLI_VALUE, OPT_NS, "NAMESPACE"},
+    {"selector", 'l', SW_CLI_VALUE, OPT_SELECTOR, "SELECTOR"},
+    {"watch", 'w', SW_CLI_FLAG, OPT_WATCH, NULL},
+    {"interval", 0, SW_CLI_DURATION, OPT_INTERVAL, "DURATION"},
+};
+
+const struct sw_cli_spec sw_cli_status_specs[] = {
+    {.path = "status",
+     .summary = "the Jobs the hub manages: where they run, state, cost",
+     .help =
+         "Usage: spillctl status [-n NAMESPACE] [-l SELECTOR] [-w [--interval DURATION]]\n"
+         "                       [-o table|wide|json|yaml|name|jsonpath=TEMPLATE] [--no-headers]\n"
+         "\n"
+         "The Jobs the hub manages: where each was submitted and runs, its state in\n"
+         "the burst lifecycle, its age, what it has cost so far, and why (the\n"
+         "decision, or the reason it is blocked or failed).\n"
+         "\n"
+         "Options:\n"
+         "  -n, --namespace NAMESPACE  only Jobs submitted in this namespace\n"
+         "  -l, --selector SELECTOR    only Jobs whose record matches: KEY=VALUE,\n"
+         "                             KEY==VALUE or KEY!=VALUE, comma-separated (all must\n"
+         "                             hold); KEY is one of team, cluster, namespace, state,\n"
+         "                             capacity, where, form (the record's fields, not the\n"
+         "                             Job's labels)\n"
+         "  -w, --watch                print again whenever the listing changes, until Ctrl-C\n"
+         "  --interval DURATION        with -w, how often to look (default 2s)\n",
+     .examples = "  spillctl status\n"
+                 "  spillctl status -n research -l state=running,capacity=spot -o wide\n"
+                 "  spillctl status -w\n"
+                 "  spillctl status -o jsonpath='{.items[*].key}'\n",
+     .opts = status_opts,
+     .nopts = sizeof(status_opts) / sizeof(status_opts[0]),
+     .run = status_run},
+    {.path = "explain",
+     .summary = "the hub's decision for one Job, every option costed",
+     .help = "Usage: spillctl explain CLUSTER/NAMESPACE/JOB [-o json|yaml]\n"
+             "\n"
+             "The hub's stored decision for one Job: the verdict and why, then every\n"
+             "pool it weighed with its expected cost (run, provisioning, interruptions,\n"
+             "egress), wait, completion and, when excluded, the reason.\n",
+     .examples = "  spillctl explain onprem/research/train-llama\n"
+                 "  spillctl explain onprem/research/train-llama -o json\n",
+     .min_pos = 1,
+     .max_pos = 1,
+     .run = explain_run},
+    {.path = "hub status",
+     .summary = "leader, fencing epoch and members' health",
+     .help = "Usage: spillctl hub status [-o table|wide|json|yaml]\n"
+             "\n"
+             "The hub's leader (the process holding the lease in Redis), its fencing\n"
+             "epoch, and the health of each member cluster as the leader sees it.\n",
+     .examples = "  spillctl hub status\n"
+                 "  spillctl hub status -o json\n",
+     .run = hub_run},
+};
+const size_t sw_cli_status_nspecs = sizeof(sw_cli_status_specs) / sizeof(sw_cli_status_specs[0]);

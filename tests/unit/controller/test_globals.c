@@ -129,8 +129,8 @@ static void test_bad_values(void **state)
     int argc;
     char *a1[] = {"spillctl", "cluster", "list", "-o", "xml", NULL};
     assert_int_equal(parse(a1, &argc, &g, NULL, 0, &err), SW_EINVAL);
-    assert_string_equal(err.msg,
-                        "-o/--output: expected table, wide, json, yaml or csv, got \"xml\"");
+    assert_string_equal(err.msg, "-o/--output: expected table, wide, json, yaml, csv, name or "
+                                 "jsonpath=TEMPLATE, got \"xml\"");
     char *a2[] = {"spillctl", "cluster", "list", "--redis", NULL};
     assert_int_equal(parse(a2, &argc, &g, NULL, 0, &err), SW_EINVAL);
     assert_string_equal(err.msg, "--redis: expected a value after it");

@@ -305,8 +305,8 @@ static void test_format_parse(void **state)
     assert_int_equal(sw_cli_format_parse("wide", &f, &err), 0);
     assert_int_equal(f, SW_CLI_WIDE);
     assert_int_equal(sw_cli_format_parse("JSON", &f, &err), SW_EINVAL);
-    assert_string_equal(err.msg,
-                        "-o/--output: expected table, wide, json, yaml or csv, got \"JSON\"");
+    assert_string_equal(err.msg, "-o/--output: expected table, wide, json, yaml, csv, name or "
+                                 "jsonpath=TEMPLATE, got \"JSON\"");
     assert_string_equal(sw_cli_format_name(SW_CLI_JSON), "json");
 }
 
