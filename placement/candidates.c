@@ -54,14 +54,17 @@ const uint64_t *sw__workload_candidates(struct sw_engine *e, const struct wctx *
     const struct sw_workload *w = c->w;
     size_t W = e->words;
     uint64_t *cand = e->set_cand;
-    if (c->product_unknown || (w->burst == SW_BURST_NEVER && c->origin < 0)) {
+    if (c->product_unknown || c->mig_unknown || (w->burst == SW_BURST_NEVER && c->origin < 0)) {
         memset(cand, 0, W * sizeof(*cand));
         return cand;
     }
     int level = 0;
     while (level + 1 < CAP_LEVELS && ((int64_t)1 << (level + 1)) <= c->gpus)
         level++;
-    memcpy(cand, e->set_cap + (size_t)level * W, W * sizeof(*cand));
+    /* MIG slices are apart from the whole GPUs the capacity levels count:
+     * every pool is a candidate, and those without the profile are
+     * excluded when priced. */
+    memcpy(cand, c->mig >= 0 ? e->set_all : e->set_cap + (size_t)level * W, W * sizeof(*cand));
     if (c->product_mask) {
         uint64_t *any = e->set_cand + W;
         memset(any, 0, W * sizeof(*any));
