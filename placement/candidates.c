@@ -47,8 +47,9 @@ static bool within_price(const struct pool_rt *p, double max)
 
 /* The pools worth evaluating for a workload: exactly those that pass
  * fixed_exclusion and have a quota flavour for its team, narrowed by the
- * capacity level of its size (a superset of those with room). Returns the
- * set (e->words words). */
+ * capacity level of its size (a superset of those with room), or for MIG
+ * slices to the pools offering its profile. Returns the set (e->words
+ * words). */
 const uint64_t *sw__workload_candidates(struct sw_engine *e, const struct wctx *c)
 {
     const struct sw_workload *w = c->w;
@@ -62,9 +63,9 @@ const uint64_t *sw__workload_candidates(struct sw_engine *e, const struct wctx *
     while (level + 1 < CAP_LEVELS && ((int64_t)1 << (level + 1)) <= c->gpus)
         level++;
     /* MIG slices are apart from the whole GPUs the capacity levels count:
-     * every pool is a candidate, and those without the profile are
-     * excluded when priced. */
-    memcpy(cand, c->mig >= 0 ? e->set_all : e->set_cap + (size_t)level * W, W * sizeof(*cand));
+     * the candidates are the pools offering the profile. */
+    memcpy(cand, c->mig >= 0 ? e->set_mig + (size_t)c->mig * W : e->set_cap + (size_t)level * W,
+           W * sizeof(*cand));
     if (c->product_mask) {
         uint64_t *any = e->set_cand + W;
         memset(any, 0, W * sizeof(*any));

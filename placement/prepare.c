@@ -236,9 +236,10 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         grow(&e->opts, &e->opts_cap, rows * np + 1, sizeof(*e->opts)))
         goto nomem;
     /* Pool sets: all, spot, capacity levels, per product, per cluster, per
-     * team with quotas, and scratch sets for one workload. */
-    size_t W = (np + 63) / 64, P = e->products.n, C = idx->clusters.n;
-    size_t nsets = 2 + CAP_LEVELS + P + C + T + 4 + 3 * SET_CACHE;
+     * team with quotas, per MIG profile offered, and scratch sets for one
+     * workload. */
+    size_t W = (np + 63) / 64, P = e->products.n, C = idx->clusters.n, M = e->mig_names.n;
+    size_t nsets = 2 + CAP_LEVELS + P + C + T + M + 4 + 3 * SET_CACHE;
     if (grow(&e->sets, &e->sets_cap, nsets * W + 1, sizeof(*e->sets)))
         goto nomem;
     e->np = np;
@@ -251,6 +252,7 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
     e->set_prod = next, next += P * W;
     e->set_cluster = next, next += C * W;
     e->set_team = next, next += T * W;
+    e->set_mig = next, next += M * W;
     e->set_cand = next, next += 4 * W;
     e->set_mem = next, next += SET_CACHE * W;
     e->set_ic = next, next += SET_CACHE * W;
@@ -277,6 +279,8 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
             set_bit(e->set_cap + (size_t)b * W, bit);
         set_bit(e->set_prod + (size_t)r->product * W, bit);
         set_bit(e->set_cluster + (size_t)r->cluster * W, bit);
+        for (int k = 0; k < r->n_mig; k++)
+            set_bit(e->set_mig + (size_t)e->migs[r->mig0 + k].profile * W, bit);
         for (size_t t = 0; t < T; t++)
             if (e->team_has_quota[t] && e->team_quota[t * F + (size_t)r->flavour] >= 0)
                 set_bit(e->set_team + t * W, bit);
