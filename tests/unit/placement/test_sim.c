@@ -517,12 +517,14 @@ static void test_gpu_shares(void **state)
         "{\"pools\":[{\"name\":\"s\",\"region\":\"r\",\"capacity\":\"spot\","
         "\"gpus\":8,\"price_per_gpu_hour\":1,\"gpu_sharing\":\"time-slicing\"}]}";
     assert_int_equal(sw_clusters_parse(bad, strlen(bad), "c.json", &c, &err), SW_EPARSE);
+    sw_clusters_free(&c);
     assert_non_null(strstr(err.msg, "field \"gpu_sharing\": time-slicing is modelled for owned "
                                     "pools only"));
     static const char bad2[] =
         "{\"pools\":[{\"name\":\"o\",\"region\":\"r\",\"capacity\":\"owned\","
         "\"gpus\":8,\"price_per_gpu_hour\":1,\"gpu_sharing\":\"mps\"}]}";
     assert_int_equal(sw_clusters_parse(bad2, strlen(bad2), "c.json", &c, &err), SW_EPARSE);
+    sw_clusters_free(&c);
     assert_non_null(strstr(err.msg, "field \"gpu_sharing\": expected none or time-slicing, got "
                                     "\"mps\""));
 }
@@ -581,12 +583,14 @@ static void test_mig_profiles(void **state)
                               "\"gpus\":1,\"price_per_gpu_hour\":1,"
                               "\"mig\":[{\"profile\":\"1g.10gb\",\"per_gpu\":7,\"gpus\":2}]}]}";
     assert_int_equal(sw_clusters_parse(bad, strlen(bad), "c.json", &c, &err), SW_EPARSE);
+    sw_clusters_free(&c);
     assert_non_null(strstr(err.msg, "c.json: pools[0]: mig[0]: field \"gpus\": 2 partitioned, "
                                     "but the pool has 1 GPUs left"));
     static const char bad2[] = "{\"pools\":[{\"name\":\"s\",\"region\":\"r\",\"capacity\":\"spot\","
                                "\"gpus\":8,\"price_per_gpu_hour\":1,"
                                "\"mig\":[{\"profile\":\"7x\",\"per_gpu\":1}]}]}";
     assert_int_equal(sw_clusters_parse(bad2, strlen(bad2), "c.json", &c, &err), SW_EPARSE);
+    sw_clusters_free(&c);
     assert_non_null(strstr(err.msg, "field \"profile\": expected a MIG profile such as 1g.10gb, "
                                     "got \"7x\""));
     static const char bad3[] = "submit,gpus,duration,team,mig_profile\n0,1,60,ml,mig-1g\n";
