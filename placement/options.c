@@ -5,6 +5,7 @@
  */
 #include "placement/engine_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -129,7 +130,9 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
         total = queue >= 0 ? e->lqs[queue].total : m->max;
         max = m->max;
         free = m->free;
-        room = m->per_gpu * p->room;
+        /* free + room stays an int: slices autoscaling may still add. */
+        long long slices = (long long)m->per_gpu * p->room;
+        room = slices < INT_MAX - free ? (int)slices : INT_MAX - free;
         billed = mig_billed(c, m);
     }
     if (gpus > (queue >= 0 ? total : max)) {
