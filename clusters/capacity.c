@@ -376,3 +376,9 @@ oom:
     sw_capacity_free(out);
     return SW_ENOMEM;
 }
+
+int sw_resource_quantity(const cJSON *v, const char *what, const char *field, int64_t *out,
+                         struct sw_error *err)
+{
+    return quantity(v, what, field, out, err);
+}

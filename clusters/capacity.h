@@ -143,4 +143,11 @@ int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
 /** Frees what sw_capacity_compute filled. */
 void sw_capacity_free(struct sw_gpu_capacity *c);
 
+/**
+ * Parses a whole-number quantity of an extended resource ("4", 4 or "2k")
+ * from `v` (borrowed) into *out. Errors name `what` and `field`.
+ */
+int sw_resource_quantity(const cJSON *v, const char *what, const char *field, int64_t *out,
+                         struct sw_error *err);
+
 #endif

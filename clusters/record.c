@@ -590,6 +590,39 @@ static bool any_taint(const cJSON *t)
     return cJSON_IsObject(t) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(t, "key"));
 }
 
+static bool is_mig_resource(const cJSON *v)
+{
+    return v->string != NULL &&
+           strncmp(v->string, SW_MIG_RESOURCE_PREFIX, sizeof(SW_MIG_RESOURCE_PREFIX) - 1) == 0 &&
+           v->string[sizeof(SW_MIG_RESOURCE_PREFIX) - 1] != '\0';
+}
+
+/* Keeps the node's allocatable MIG slices per profile (the first
+ * SW_NODE_MIG_MAX); a bad quantity is kept as SW_REC_INVALID. */
+static void node_mig(struct blob *b, const cJSON *node, struct sw_node_record *r)
+{
+    const cJSON *alloc = child(child(node, "status"), "allocatable");
+    uint16_t n = cJSON_IsObject(alloc) ? count_items(alloc, is_mig_resource) : 0;
+    r->nmig = n < SW_NODE_MIG_MAX ? n : SW_NODE_MIG_MAX;
+    struct sw_node_mig *m = b_alloc(b, r->nmig * sizeof(*m));
+    r->mig = m;
+    if (m == NULL)
+        return;
+    size_t i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, alloc)
+    {
+        if (i == r->nmig)
+            break;
+        if (!is_mig_resource(it))
+            continue;
+        m[i].profile = b_intern(b, it->string + sizeof(SW_MIG_RESOURCE_PREFIX) - 1);
+        if (sw_resource_quantity(it, "Node", it->string, &m[i].count, NULL) != 0)
+            m[i].count = SW_REC_INVALID;
+        i++;
+    }
+}
+
 static void fill_node(struct blob *b, const cJSON *node, void *out)
 {
     struct sw_node_record *r = out;
@@ -607,6 +640,7 @@ static void fill_node(struct blob *b, const cJSON *node, void *out)
         r->gpu_allocatable = SW_REC_INVALID;
     }
     r->labels = b_kvs(b, child(md, "labels"), is_string, &r->nlabels);
+    node_mig(b, node, r);
     const cJSON *taints = child(child(node, "spec"), "taints");
     r->ntaints = cJSON_IsArray(taints) ? count_items(taints, any_taint) : 0;
     struct sw_taint *ts = b_alloc(b, r->ntaints * sizeof(*ts));
@@ -646,6 +680,8 @@ void sw_node_record_free(struct sw_intern *t, struct sw_node_record *r)
     if (r == NULL)
         return;
     release_kvs(t, r->labels, r->nlabels);
+    for (size_t i = 0; r->mig != NULL && i < r->nmig; i++)
+        sw_intern_release(t, r->mig[i].profile);
     for (size_t i = 0; r->taints != NULL && i < r->ntaints; i++) {
         sw_intern_release(t, r->taints[i].key);
         sw_intern_release(t, r->taints[i].value);
@@ -691,5 +727,34 @@ int sw_node_facts_from_record(const struct sw_node_record *r, struct sw_node_fac
     out->gpu_allocatable = r->gpu_allocatable;
     out->ready = r->ready;
     out->unschedulable = r->unschedulable;
+    return 0;
+}
+
+int sw_node_gpu_sharing_from_record(const struct sw_node_record *r, struct sw_node_gpu_sharing *out,
+                                    struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const char *st = kv_find(r->labels, r->nlabels, "nvidia.com/gpu.sharing-strategy");
+    const char *rp = kv_find(r->labels, r->nlabels, "nvidia.com/gpu.replicas");
+    out->strategy = st && st[0] ? st : "none";
+    out->replicas = 1;
+    if (rp != NULL) {
+        char *end = NULL;
+        long long v = strtoll(rp, &end, 10);
+        if (end == rp || *end != '\0' || v < 1 || v > 1024)
+            return sw_error_set(err, SW_EPARSE,
+                                "Node %s: label \"nvidia.com/gpu.replicas\": expected a whole "
+                                "number from 1 to 1024, got \"%.40s\"",
+                                r->name, rp);
+        out->replicas = v;
+    }
+    for (size_t i = 0; i < r->nmig; i++)
+        if (r->mig[i].count == SW_REC_INVALID)
+            return sw_error_set(err, SW_EPARSE,
+                                "Node %s: field \"status.allocatable." SW_MIG_RESOURCE_PREFIX
+                                "%s\": expected a whole number of MIG slices",
+                                r->name, r->mig[i].profile ? r->mig[i].profile : "");
+    out->nmig = r->nmig;
+    out->mig = r->mig;
     return 0;
 }

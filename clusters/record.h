@@ -20,8 +20,9 @@
  *   Pod   name, namespace, resourceVersion, owner Job (job-name label or
  *         controller ownerReference), spec.nodeName, nodeSelector,
  *         status.phase, GPU request, conditions (without timestamps)
- *   Node  name, resourceVersion, all labels, taints, allocatable GPUs,
- *         unschedulable, Ready
+ *   Node  name, resourceVersion, all labels (with GPU feature discovery's
+ *         time-slicing ones), taints, allocatable GPUs and MIG slices
+ *         (nvidia.com/mig-<profile>), unschedulable, Ready
  * Whatever needs more (the pod template, to build a mirror) GETs the
  * object. Conversion is lenient with fields of the wrong type (they read as
  * absent, as the JSON readers did) and fails only on a missing name or when
@@ -86,12 +87,23 @@ struct sw_pod_record {
     const struct sw_kv *node_selector;
 };
 
+/** Allocatable MIG slices of one profile on a node. */
+struct sw_node_mig {
+    const char *profile; /* interned: "1g.10gb" of nvidia.com/mig-1g.10gb */
+    int64_t count;       /* or SW_REC_INVALID */
+};
+
+/* The most MIG profiles a node record keeps (a node has a few). */
+#define SW_NODE_MIG_MAX        8
+#define SW_MIG_RESOURCE_PREFIX "nvidia.com/mig-"
+
 struct sw_node_record {
     const char *name, *rv;   /* own */
     int64_t gpu_allocatable; /* 0 when absent, or SW_REC_INVALID */
     bool ready, unschedulable;
-    uint16_t nlabels, ntaints;
-    const struct sw_kv *labels; /* interned, all of them */
+    uint16_t nlabels, ntaints, nmig;
+    const struct sw_node_mig *mig; /* allocatable nvidia.com/mig-* resources */
+    const struct sw_kv *labels;    /* interned, all of them */
     const struct sw_taint *taints;
 };
 
@@ -124,6 +136,29 @@ void sw_pod_record_free(struct sw_intern *t, struct sw_pod_record *r);
 int sw_node_record_from_json(struct sw_intern *t, const cJSON *node, struct sw_node_record **out,
                              struct sw_error *err);
 void sw_node_record_free(struct sw_intern *t, struct sw_node_record *r);
+
+/**
+ * How a node shares its GPUs, as NVIDIA's device plugin and GPU feature
+ * discovery advertise it: the sharing strategy and replicas per GPU
+ * (labels nvidia.com/gpu.sharing-strategy, "none" when absent, and
+ * nvidia.com/gpu.replicas, 1 when absent: with time-slicing, allocatable
+ * nvidia.com/gpu counts replicas), and its MIG slices per profile.
+ * Borrows from the record.
+ */
+struct sw_node_gpu_sharing {
+    const char *strategy; /* "none", "time-slicing", "mps", ... */
+    int64_t replicas;     /* replicas per physical GPU, >= 1 */
+    size_t nmig;
+    const struct sw_node_mig *mig;
+};
+
+/**
+ * Reads a node record's GPU sharing. Errors name the node and the label or
+ * field: a replicas label that is not a whole number from 1 to 1024, or a
+ * MIG quantity that is not a whole number.
+ */
+int sw_node_gpu_sharing_from_record(const struct sw_node_record *r, struct sw_node_gpu_sharing *out,
+                                    struct sw_error *err);
 
 /** Capacity's facts from records (borrowing from them); errors name the field. */
 int sw_pod_facts_from_record(const struct sw_pod_record *r, struct sw_pod_facts *out,

@@ -47,21 +47,25 @@ static bool within_price(const struct pool_rt *p, double max)
 
 /* The pools worth evaluating for a workload: exactly those that pass
  * fixed_exclusion and have a quota flavour for its team, narrowed by the
- * capacity level of its size (a superset of those with room). Returns the
- * set (e->words words). */
+ * capacity level of its size (a superset of those with room), or for MIG
+ * slices to the pools offering its profile. Returns the set (e->words
+ * words). */
 const uint64_t *sw__workload_candidates(struct sw_engine *e, const struct wctx *c)
 {
     const struct sw_workload *w = c->w;
     size_t W = e->words;
     uint64_t *cand = e->set_cand;
-    if (c->product_unknown || (w->burst == SW_BURST_NEVER && c->origin < 0)) {
+    if (c->product_unknown || c->mig_unknown || (w->burst == SW_BURST_NEVER && c->origin < 0)) {
         memset(cand, 0, W * sizeof(*cand));
         return cand;
     }
     int level = 0;
     while (level + 1 < CAP_LEVELS && ((int64_t)1 << (level + 1)) <= c->gpus)
         level++;
-    memcpy(cand, e->set_cap + (size_t)level * W, W * sizeof(*cand));
+    /* MIG slices are apart from the whole GPUs the capacity levels count:
+     * the candidates are the pools offering the profile. */
+    memcpy(cand, c->mig >= 0 ? e->set_mig + (size_t)c->mig * W : e->set_cap + (size_t)level * W,
+           W * sizeof(*cand));
     if (c->product_mask) {
         uint64_t *any = e->set_cand + W;
         memset(any, 0, W * sizeof(*any));

@@ -87,6 +87,73 @@ static const cJSON *get_array(const cJSON *root, const char *field, bool require
     return a;
 }
 
+/* MIG profiles ("mig": [{"profile": "1g.10gb", "per_gpu": 7, "gpus": 2}]):
+ * an owned pool has `gpus` of its GPUs partitioned into per_gpu slices of
+ * the profile (no longer whole GPUs); a cloud pool partitions every GPU it
+ * rents for a Job asking the profile (no "gpus"). */
+static int parse_mig(const cJSON *o, const char *what, const char *path, struct sw_pool *p,
+                     int *gpus, struct sw_error *err)
+{
+    size_t n;
+    const cJSON *a = get_array(o, "mig", false, what, &n, err);
+    if (a == NULL) /* absent, or not an array (said in err) */
+        return cJSON_GetObjectItemCaseSensitive(o, "mig") == NULL ? 0 : SW_EPARSE;
+    if (n > SW_MAX_MIG)
+        return sw_error_set(err, SW_EPARSE, "%s: %s: field \"mig\": %zu profiles, at most %d", what,
+                            path, n, SW_MAX_MIG);
+    if (p->time_sliced)
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: %s: field \"mig\": a time-sliced pool's GPUs are not "
+                            "partitioned (list MIG slices in a pool of their own)",
+                            what, path);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a)
+    {
+        struct sw_mig_offer *m = &p->mig[p->n_mig];
+        char mpath[112], ctx[384];
+        snprintf(mpath, sizeof(mpath), "%s: mig[%d]", path, p->n_mig);
+        snprintf(ctx, sizeof(ctx), "%s: %s", what, mpath);
+        const char *profile = "";
+        int rc, part = 0;
+        if (!cJSON_IsObject(it))
+            return sw_error_set(err, SW_EPARSE, "%s: expected an object, got %s", ctx,
+                                sw_json_type_name(it));
+        if ((rc = sw_json_string(it, "profile", true, ctx, &profile, err)) != 0)
+            return rc;
+        if (!sw_mig_profile_valid(profile))
+            return sw_error_set(err, SW_EPARSE,
+                                "%s: field \"profile\": expected a MIG profile such as 1g.10gb, "
+                                "got \"%.40s\"",
+                                ctx, profile);
+        snprintf(m->profile, sizeof(m->profile), "%s", profile);
+        if ((rc = get_int(it, "per_gpu", true, what, mpath, &m->per_gpu, false, err)) != 0 ||
+            (rc = get_int(it, "gpus", p->capacity == SW_CAP_OWNED, what, mpath, &part, false,
+                          err)) != 0)
+            return rc;
+        if (m->per_gpu < 1 || m->per_gpu > SW_MIG_MAX_PER_GPU)
+            return sw_error_set(err, SW_EPARSE, "%s: field \"per_gpu\": expected 1 to %d, got %d",
+                                ctx, SW_MIG_MAX_PER_GPU, m->per_gpu);
+        if (p->capacity != SW_CAP_OWNED && part != 0)
+            return sw_error_set(err, SW_EPARSE,
+                                "%s: field \"gpus\": a cloud pool partitions the GPUs it rents; "
+                                "expected none",
+                                ctx);
+        if (part > *gpus)
+            return sw_error_set(err, SW_EPARSE,
+                                "%s: field \"gpus\": %d partitioned, but the pool has %d GPUs "
+                                "left",
+                                ctx, part, *gpus);
+        for (int k = 0; k < p->n_mig; k++)
+            if (strcmp(p->mig[k].profile, m->profile) == 0)
+                return sw_error_set(err, SW_EPARSE, "%s: profile \"%s\" listed twice", ctx,
+                                    m->profile);
+        *gpus -= part;
+        m->total = m->free = part * m->per_gpu;
+        p->n_mig++;
+    }
+    return 0;
+}
+
 static int parse_pool(const cJSON *o, const char *what, const char *path, struct sw_pool *p,
                       struct sw_error *err)
 {
@@ -150,12 +217,14 @@ static int parse_pool(const cJSON *o, const char *what, const char *path, struct
                             "\"%.40s\"",
                             what, path, sharing);
     }
+    if ((rc = parse_mig(o, what, path, p, &gpus, err)) != 0)
+        return rc;
     /* Owned pools have `gpus` GPUs; cloud pools start empty and autoscale
      * up to `gpus` (or max_gpus). */
     if (p->capacity == SW_CAP_OWNED) {
         p->total_gpus = gpus;
         p->free_gpus = gpus;
-        if (p->max_gpus < gpus)
+        if (p->max_gpus < gpus || p->n_mig > 0) /* partitioned GPUs are not whole ones */
             p->max_gpus = gpus;
     } else {
         p->total_gpus = 0;

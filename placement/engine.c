@@ -57,6 +57,8 @@ void sw_engine_free(struct sw_engine *e)
     sw__index_free(&e->idx);
     sw__intern_free(&e->regions);
     sw__intern_free(&e->products);
+    sw__intern_free(&e->mig_names);
+    sw_free(e->migs);
     sw_free(e->link_price);
     sw_free(e->link_spg);
     sw_free(e->eg_cost);
@@ -75,6 +77,30 @@ void sw_engine_free(struct sw_engine *e)
     sw_free(e);
 }
 
+/* Takes the slices of a MIG option: from its local queue at home, else
+ * from the idle slices, then from whole GPUs autoscaling adds (each gives
+ * per_gpu slices; what the Job leaves of the last stays idle). */
+static void commit_mig(struct sw_engine *e, const struct sw_snapshot *s, const struct wctx *c,
+                       const struct sw_option *o, size_t pi)
+{
+    struct pool_rt *p = &e->pools[pi];
+    struct mig_rt *m = mig_offer(e, c, p);
+    sw_assert(m != NULL);
+    if (o->stay && m->lq >= 0) {
+        sw__lq_start(e, &e->lqs[m->lq], c->gpus, s->now, true, o->completion - o->start);
+        return;
+    }
+    if (c->gpus <= m->free) {
+        m->free -= c->gpus;
+        return;
+    }
+    int short_by = c->gpus - m->free, added = (short_by + m->per_gpu - 1) / m->per_gpu;
+    int old = cap_hint(p);
+    p->room -= added;
+    m->free = added * m->per_gpu - short_by;
+    cap_levels_update(e, pi, old);
+}
+
 /* Takes the chosen option's capacity, quota and budget. */
 static void commit(struct sw_engine *e, const struct sw_snapshot *s, const struct wctx *c,
                    const struct sw_option *o)
@@ -82,7 +108,9 @@ static void commit(struct sw_engine *e, const struct sw_snapshot *s, const struc
     size_t pi = (size_t)o->pool;
     struct pool_rt *p = &e->pools[pi];
     int queue = o->stay ? p->queue : -1;
-    if (queue >= 0) {
+    if (c->mig >= 0) {
+        commit_mig(e, s, c, o, pi);
+    } else if (queue >= 0) {
         double hold = o->completion - o->start;
         sw__lq_start(e, &e->lqs[queue], demand(c, p), s->now, true, hold);
     } else {
@@ -124,6 +152,13 @@ static bool workload_context(struct sw_engine *e, const struct sw_snapshot *s, s
         (w->gpu_milli > 0 && w->gpu_milli < 1000 ? w->gpu_milli : 1000LL * w->gpus_per_pod);
     c->milli = milli < INT_MAX ? (int)milli : INT_MAX;
     c->share_h = (double)milli / 1000.0;
+    c->mig = -1;
+    if (w->mig_profile[0] != '\0') {
+        /* Slices bill 1 / per_gpu of a GPU each: at least 1 / 7. */
+        c->mig = sw__intern_find(&e->mig_names, w->mig_profile);
+        c->mig_unknown = c->mig < 0;
+        c->share_h = (double)c->gpus / SW_MIG_MAX_PER_GPU;
+    }
     if (c->runtime_s <= 0) {
         if (sw_runtime_learn(s->history, s->n_history, w->team, w->label, e->hist, &c->runtime_s) !=
             0)

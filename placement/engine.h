@@ -90,6 +90,7 @@ enum sw_exclusion {
     SW_EX_NO_ROUTE,        /* an input cannot reach the pool's region */
     SW_EX_POLICY,          /* the policy does not consider this option */
     SW_EX_PREEMPTED,       /* preempted its allowed number of times: no more spot */
+    SW_EX_MIG_PROFILE,     /* the pool does not offer the workload's MIG profile */
     SW_EX__COUNT
 };
 

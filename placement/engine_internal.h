@@ -93,7 +93,17 @@ struct pool_rt {
     double cap_wait_s; /* > 0: no GPU can be added before this many seconds */
     unsigned ic;
     enum sw_capacity cap;
-    bool milli; /* time-sliced: counts in milli-GPUs (struct sw_pool) */
+    bool milli;      /* time-sliced: counts in milli-GPUs (struct sw_pool) */
+    int mig0, n_mig; /* its MIG offers: e->migs[mig0 .. mig0 + n_mig) */
+};
+
+/* One MIG profile a pool offers, for this call (struct sw_mig_offer). */
+struct mig_rt {
+    int profile; /* id in e->mig_names */
+    int per_gpu;
+    int max;  /* the most slices it can ever have: now and what autoscaling adds */
+    int free; /* idle slices now (the pool's room adds per_gpu per GPU) */
+    int lq;   /* its local queue in e->lqs (pools with a local queue), -1 none */
 };
 
 /* Capacity levels: a pool is in level b of the capacity sets when it may
@@ -123,6 +133,9 @@ struct sw_engine {
     size_t peek_cap;
     struct sw__index idx; /* pools, clusters, flavours and teams as ids */
     struct sw__intern regions, products;
+    struct sw__intern mig_names; /* MIG profiles offered */
+    struct mig_rt *migs;
+    size_t mig_cap;
     /* Region x region: egress price per GB and seconds per GB. */
     double *link_price, *link_spg;
     size_t mat_cap;
@@ -154,6 +167,7 @@ struct sw_engine {
     size_t sets_cap;
     uint64_t *set_all, *set_spot, *set_cap, *set_prod, *set_cluster, *set_team;
     uint64_t *set_mem, *set_ic, *set_price, *set_cand;
+    uint64_t *set_mig; /* per MIG profile id: the pools offering it */
     struct set_cache mem_cache, ic_cache, price_cache;
 };
 
@@ -162,7 +176,9 @@ struct wctx {
     const struct sw_workload *w;
     int gpus;             /* whole GPUs: a share takes one on a pool that is not time-sliced */
     int milli;            /* what it takes of a time-sliced pool, in milli-GPUs (capped) */
-    double share_h;       /* GPUs it is billed on a time-sliced pool: milli / 1000 */
+    double share_h;       /* the fewest GPUs it may be billed anywhere (a share, or slices) */
+    int mig;              /* its MIG profile's id in e->mig_names; -1 whole GPUs or shares */
+    bool mig_unknown;     /* asked for a MIG profile no pool offers */
     double runtime_s;     /* expected runtime over the estimate's distribution */
     double runtime_dl_s;  /* its SW_DEADLINE_QUANTILE quantile, for deadlines */
     double runtime_med_s; /* its median: the weaker promise when no option keeps that one */
@@ -200,6 +216,23 @@ static inline void set_bit(uint64_t *set, size_t i)
 static inline void clear_bit(uint64_t *set, size_t i)
 {
     set[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+/* The offer of pool `p` for workload `c`'s MIG profile; NULL when it has
+ * none (or `c` asks for no MIG profile). */
+static inline struct mig_rt *mig_offer(const struct sw_engine *e, const struct wctx *c,
+                                       const struct pool_rt *p)
+{
+    for (int k = 0; k < p->n_mig; k++)
+        if (e->migs[p->mig0 + k].profile == c->mig)
+            return &e->migs[p->mig0 + k];
+    return NULL;
+}
+
+/* The GPUs `c`'s slices bill on offer `m`: each 1 / per_gpu of a GPU. */
+static inline double mig_billed(const struct wctx *c, const struct mig_rt *m)
+{
+    return (double)c->gpus / (double)m->per_gpu;
 }
 
 /* The capacity workload `c` takes of pool `p`, in the pool's units. */

@@ -149,6 +149,69 @@ static int check_named(struct sw_error *err, const char *kind, size_t index, con
     return 0;
 }
 
+bool sw_mig_profile_valid(const char *profile)
+{
+    /* <compute slices>g.<memory>gb, then optional "+" attributes ("+me"):
+     * lowercase letters, digits, '.', '+' and '-'. */
+    size_t n = strnlen(profile, SW_MIG_PROFILE_MAX);
+    if (n == 0 || n >= SW_MIG_PROFILE_MAX || profile[0] < '1' || profile[0] > '9')
+        return false;
+    const char *g = strchr(profile, 'g');
+    if (g == NULL || g[1] != '.')
+        return false;
+    for (const char *c = profile; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '.' || *c == '+' ||
+              *c == '-'))
+            return false;
+    return true;
+}
+
+/* A pool's MIG offers: known-shape profiles, each once, with sane counts. */
+static int validate_mig(const struct sw_pool *p, struct sw_error *err)
+{
+    if (p->n_mig < 0 || p->n_mig > SW_MAX_MIG)
+        return sw_error_set(err, SW_EINVAL,
+                            "pool \"%s\": field \"mig\": %d profiles, expected 0 to %d", p->name,
+                            p->n_mig, SW_MAX_MIG);
+    for (int k = 0; k < p->n_mig; k++) {
+        const struct sw_mig_offer *m = &p->mig[k];
+        if (!sw_mig_profile_valid(m->profile))
+            return sw_error_set(err, SW_EINVAL,
+                                "pool \"%s\": field \"mig\": profile \"%.*s\" is not a MIG "
+                                "profile (expected e.g. 1g.10gb)",
+                                p->name, SW_MIG_PROFILE_MAX, m->profile);
+        for (int j = 0; j < k; j++)
+            if (strcmp(p->mig[j].profile, m->profile) == 0)
+                return sw_error_set(err, SW_EINVAL,
+                                    "pool \"%s\": field \"mig\": profile \"%s\" listed twice",
+                                    p->name, m->profile);
+        if (m->per_gpu < 1 || m->per_gpu > SW_MIG_MAX_PER_GPU)
+            return sw_error_set(err, SW_EINVAL,
+                                "pool \"%s\": MIG profile \"%s\": field \"per_gpu\": expected 1 "
+                                "to %d, got %d",
+                                p->name, m->profile, SW_MIG_MAX_PER_GPU, m->per_gpu);
+        if (m->total < 0 || m->free < 0 || m->free > m->total)
+            return sw_error_set(err, SW_EINVAL,
+                                "pool \"%s\": MIG profile \"%s\": %d free of %d slices, expected "
+                                "0 <= free <= total",
+                                p->name, m->profile, m->free, m->total);
+        if (m->n_running > 0 && m->running == NULL)
+            return sw_error_set(err, SW_EINVAL,
+                                "pool \"%s\": MIG profile \"%s\": %zu running Jobs, none given",
+                                p->name, m->profile, m->n_running);
+        for (size_t r = 0; r < m->n_running; r++) {
+            int rc =
+                check_nonneg_int(err, "pool", p->name, "mig running slices", m->running[r].gpus);
+            if (rc == 0)
+                rc = check_num(err, "pool", p->name, "mig running remaining_s",
+                               m->running[r].remaining_s, SW_MAX_SECONDS);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 static int validate_pool(const struct sw_snapshot *s, size_t i, struct sw__index *idx,
                          struct sw_error *err)
 {
@@ -195,6 +258,8 @@ static int validate_pool(const struct sw_snapshot *s, size_t i, struct sw__index
                                 "pool \"%s\": field \"capacity_wait_points\": not ascending at %d",
                                 p->name, k);
     }
+    if ((rc = validate_mig(p, err)) != 0)
+        return rc;
     int j = sw__intern_add(&idx->pools, p->name);
     if ((size_t)j != i)
         return sw_error_set(err, SW_EINVAL, "pool \"%s\": duplicate name (pools #%d and #%zu)",
@@ -221,6 +286,18 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
         return sw_error_set(err, SW_EINVAL,
                             "workload \"%s\": field \"gpu_milli\": expected 0 to 1000, got %d",
                             w->name, w->gpu_milli);
+    if (w->mig_profile[0] != '\0') {
+        if (!sw_mig_profile_valid(w->mig_profile))
+            return sw_error_set(err, SW_EINVAL,
+                                "workload \"%s\": field \"mig_profile\": \"%.*s\" is not a MIG "
+                                "profile (expected e.g. 1g.10gb)",
+                                w->name, SW_MIG_PROFILE_MAX, w->mig_profile);
+        if (w->gpu_milli != 0 && w->gpu_milli != 1000)
+            return sw_error_set(err, SW_EINVAL,
+                                "workload \"%s\": field \"gpu_milli\": a MIG slice (%s) is not "
+                                "time-sliced, got %d",
+                                w->name, w->mig_profile, w->gpu_milli);
+    }
     if (w->gpu_milli > 0 && w->gpu_milli < 1000 && w->gpus_per_pod != 1)
         return sw_error_set(err, SW_EINVAL,
                             "workload \"%s\": field \"gpu_milli\": a share of a GPU (%d) needs "

@@ -18,8 +18,15 @@
 #include "common/error.h"
 #include "common/limits.h"
 
-#define SW_PRODUCT_MAX       SW_GPU_PRODUCT_MAX
-#define SW_MAX_PRODUCTS      4
+#define SW_PRODUCT_MAX  SW_GPU_PRODUCT_MAX
+#define SW_MAX_PRODUCTS 4
+/* A MIG profile's name as the device plugin's resource carries it after
+ * "nvidia.com/mig-" ("1g.10gb", "3g.40gb", "1g.10gb+me"), and how many
+ * profiles one pool may offer. */
+#define SW_MIG_PROFILE_MAX 24
+#define SW_MAX_MIG         4
+/* The most slices of one profile a GPU is partitioned into (A100, H100). */
+#define SW_MIG_MAX_PER_GPU   7
 #define SW_MAX_INPUTS        4
 #define SW_MAX_INPUT_REGIONS 4
 
@@ -92,6 +99,11 @@ struct sw_workload {
      * with gpus_per_pod 1. A time-sliced pool packs shares; any other pool
      * gives each pod a whole GPU and bills it (docs/cost-model.md). */
     int gpu_milli;
+    /* A MIG profile ("1g.10gb": the resource nvidia.com/mig-1g.10gb); empty:
+     * whole GPUs. When set, gpus_per_pod counts slices of that profile per
+     * pod, gpu_milli is 0, and only pools offering the profile can take it
+     * (docs/cost-model.md, "MIG slices"). */
+    char mig_profile[SW_MIG_PROFILE_MAX];
     /* GPU constraints: any of `products` (none = any), memory, interconnect. */
     int n_products;
     char products[SW_MAX_PRODUCTS][SW_PRODUCT_MAX];
@@ -121,6 +133,22 @@ struct sw_workload {
     /* Set once the Job has been preempted its allowed number of times:
      * spot is no longer an option for it (the fallback is on-demand or home). */
     bool no_spot;
+};
+
+struct sw_running;
+
+/** One MIG profile a pool offers: its GPUs partitioned into slices. */
+struct sw_mig_offer {
+    char profile[SW_MIG_PROFILE_MAX]; /* "1g.10gb": nvidia.com/mig-1g.10gb */
+    /* Slices of this profile one GPU is partitioned into (1 to
+     * SW_MIG_MAX_PER_GPU): a slice bills 1 / per_gpu of the GPU-hour. */
+    int per_gpu;
+    int total; /* slices of the profile the pool has now */
+    int free;  /* of which idle now */
+    /* Running on those slices (local queue pools only; slices, seconds
+     * left): when slices return. Borrowed. */
+    const struct sw_running *running;
+    size_t n_running;
 };
 
 /** A GPU pool in some cluster. */
@@ -158,6 +186,11 @@ struct sw_pool {
      * The pool's counts (total_gpus, free_gpus, max_gpus) and those of its
      * local queue's running and queued Jobs are then in milli-GPUs. */
     bool time_sliced;
+    /* MIG profiles it offers. The slices are apart from total_gpus (those
+     * are whole GPUs); a cloud pool adds per_gpu slices of a profile for
+     * each GPU it provisions out of max_gpus - total_gpus. */
+    int n_mig;
+    struct sw_mig_offer mig[SW_MAX_MIG];
 };
 
 /** Egress between two regions (directional). */
@@ -252,6 +285,13 @@ int sw_burst_mode_parse(const char *s, enum sw_burst_mode *out);
 const char *sw_priority_name(enum sw_priority_class p);
 /** Parses a priority class name; returns 0 or SW_EINVAL. */
 int sw_priority_parse(const char *s, enum sw_priority_class *out);
+
+/**
+ * Whether `profile` has the shape of a MIG profile as the NVIDIA device
+ * plugin names its resources after "nvidia.com/mig-": "<n>g.<m>gb" with
+ * optional "+" attributes, shorter than SW_MIG_PROFILE_MAX. Borrows it.
+ */
+bool sw_mig_profile_valid(const char *profile);
 
 /** Total GPUs of a workload (pods x GPUs per pod). */
 static inline int sw_workload_gpus(const struct sw_workload *w)

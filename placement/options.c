@@ -5,6 +5,7 @@
  */
 #include "placement/engine_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -98,6 +99,8 @@ static inline enum sw_exclusion fixed_exclusion(const struct sw_engine *e, const
         return SW_EX_PREEMPTED;
     if (w->max_price > 0 && p->price > w->max_price)
         return SW_EX_MAX_PRICE;
+    if (c->mig_unknown)
+        return SW_EX_MIG_PROFILE; /* no pool offers its profile */
     return SW_EX_NONE;
 }
 
@@ -109,10 +112,30 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
                                  size_t pi, struct sw_option *o)
 {
     const struct pool_rt *p = &e->pools[pi];
-    const int gpus = demand(c, p), team = c->team;
+    const int team = c->team;
     const double now = s->now, runtime_s = c->runtime_s, deadline = c->w->deadline;
     int queue = o->stay ? p->queue : -1;
-    if (gpus > (queue >= 0 ? p->total : p->max)) {
+    /* What it takes of the pool: GPUs, milli-GPUs, or slices of its MIG
+     * profile, which only a pool offering the profile has. */
+    int gpus = demand(c, p), total = p->total, max = p->max, free = p->free, room = p->room;
+    double billed = billed_gpus(c, p);
+    if (c->mig >= 0) {
+        const struct mig_rt *m = mig_offer(e, c, p);
+        if (m == NULL) {
+            o->excluded = SW_EX_MIG_PROFILE;
+            return;
+        }
+        gpus = c->gpus;
+        queue = o->stay ? m->lq : -1;
+        total = queue >= 0 ? e->lqs[queue].total : m->max;
+        max = m->max;
+        free = m->free;
+        /* free + room stays an int: slices autoscaling may still add. */
+        long long slices = (long long)m->per_gpu * p->room;
+        room = slices < INT_MAX - free ? (int)slices : INT_MAX - free;
+        billed = mig_billed(c, m);
+    }
+    if (gpus > (queue >= 0 ? total : max)) {
         o->excluded = SW_EX_NEVER_FITS;
         return;
     }
@@ -120,8 +143,8 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
      * check is cheaper than quotas, egress and costs. */
     bool needs_provision = false;
     double cap_wait = 0;
-    if (queue < 0 && gpus > p->free) {
-        if (gpus > p->free + p->room) {
+    if (queue < 0 && gpus > free) {
+        if (gpus > free + room) {
             o->excluded = SW_EX_CAPACITY;
             return;
         }
@@ -137,7 +160,8 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
             o->detail = SW_QUOTA_NOMINAL;
             return;
         }
-        enum sw_quota_verdict v = sw_quota_check(&e->qs[qi], e->qg, gpus, &borrowed);
+        /* Quotas count GPUs, a share or a MIG slice as one (commit). */
+        enum sw_quota_verdict v = sw_quota_check(&e->qs[qi], e->qg, c->gpus, &borrowed);
         if (v != SW_QUOTA_OK) {
             o->excluded = SW_EX_QUOTA;
             o->detail = (int)v;
@@ -190,8 +214,8 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
      * and waits for a replacement instance: the pool's provisioning. */
     double lost_s = lost_per_interruption(c, p);
     struct sw_cost_breakdown cost;
-    sw_cost_option_lost(billed_gpus(c, p), p->price, c->rt_h, provision_h, p->rate, lost_s / 3600.0,
-                        egress, &cost);
+    sw_cost_option_lost(billed, p->price, c->rt_h, provision_h, p->rate, lost_s / 3600.0, egress,
+                        &cost);
     double completion = start + runtime_s + cost.interruptions * lost_s + out_s;
     bool deadline_ok = true, deadline_median_ok = true;
     if (deadline > 0) {
@@ -290,9 +314,21 @@ static double score_floor(struct sw_engine *e, struct wctx *c, const struct pool
     if (!isfinite(egress))
         return INFINITY; /* no route: the option is excluded anyway */
     bool queued = p->queue >= 0 && p->cluster == c->origin;
+    int need = demand(c, p), free = p->free;
+    double billed = billed_gpus(c, p);
+    if (c->mig >= 0) {
+        const struct mig_rt *m = mig_offer(e, c, p);
+        if (m == NULL)
+            return INFINITY; /* the option is excluded anyway */
+        queued = queued && m->lq >= 0;
+        need = c->gpus;
+        free = m->free;
+        billed = mig_billed(c, m);
+        run = billed * p->price * c->rt_h;
+    }
     double provision = 0, provision_s = 0;
-    if (!queued && demand(c, p) > p->free) {
-        provision = billed_gpus(c, p) * p->price * p->provision_h;
+    if (!queued && need > free) {
+        provision = billed * p->price * p->provision_h;
         provision_s = p->provision_s;
     }
     double delay_h = (transfer + provision_s) / 3600.0;
@@ -315,7 +351,8 @@ size_t sw__evaluate_candidates(struct sw_engine *e, const struct sw_snapshot *s,
             double price = p->price;
             if (cut.kind == CUT_SCORE && isfinite(cut.best)) {
                 /* The least any pool from here on can bill: a share, on a
-                 * time-sliced pool (for whole GPUs the same as anywhere). */
+                 * time-sliced pool, or MIG slices at 1 / 7 of a GPU each
+                 * (for whole GPUs the same as anywhere). */
                 double least = c->share_h * price * c->rt_h;
                 if (least > cut.best + cut.margin + 1e-9 * (least + fabs(cut.best)))
                     return n; /* and every later pool */

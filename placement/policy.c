@@ -126,11 +126,12 @@ static const char *const ex_text[SW_EX__COUNT] = {
     "an input cannot reach the region",
     "not considered by the policy",
     "preempted too often; spot no longer considered",
+    "does not offer the workload's MIG profile (renting whole GPUs cannot take a slice)",
 };
 static const char *const ex_token[SW_EX__COUNT] = {
-    "none",      "product",    "gpu-memory", "interconnect", "burst-never", "production-spot",
-    "max-price", "never-fits", "capacity",   "quota",        "budget",      "no-route",
-    "policy",    "preempted",
+    "none",      "product",    "gpu-memory",  "interconnect", "burst-never", "production-spot",
+    "max-price", "never-fits", "capacity",    "quota",        "budget",      "no-route",
+    "policy",    "preempted",  "mig-profile",
 };
 static const char *const why_text[SW_WHY__COUNT] = {
     "lowest expected cost including the value of delay",

@@ -54,9 +54,16 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         grow(&e->order_tmp, &e->order_tmp_cap, nw + 1, sizeof(*e->order_tmp)) ||
         grow(&e->pools, &e->pool_cap, np + 1, sizeof(*e->pools)))
         goto nomem;
+    size_t n_mig = 0;
+    for (size_t i = 0; i < np; i++)
+        n_mig += (size_t)s->pools[i].n_mig;
+    if (grow(&e->migs, &e->mig_cap, n_mig + 1, sizeof(*e->migs)) ||
+        sw__intern_reset(&e->mig_names, n_mig + 1))
+        goto nomem;
+    /* A local queue per pool queue, then one per MIG offer of such a pool. */
     size_t lc = e->lq_cap;
-    if (s->n_queues + 1 > e->lq_cap) {
-        if (grow(&e->lqs, &lc, s->n_queues + 1, sizeof(*e->lqs)))
+    if (s->n_queues + n_mig + 1 > e->lq_cap) {
+        if (grow(&e->lqs, &lc, s->n_queues + n_mig + 1, sizeof(*e->lqs)))
             goto nomem;
         memset(e->lqs + e->lq_cap, 0, (lc - e->lq_cap) * sizeof(*e->lqs));
         e->lq_cap = lc;
@@ -64,6 +71,7 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
     size_t nregions = np + 2 * s->n_links;
     if (sw__intern_reset(&e->regions, nregions) || sw__intern_reset(&e->products, np))
         goto nomem;
+    size_t m0 = 0;
     for (size_t i = 0; i < np; i++) {
         const struct sw_pool *p = &s->pools[i];
         struct pool_rt *r = &e->pools[i];
@@ -85,6 +93,18 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         r->ic = p->interconnect;
         r->cap = p->capacity;
         r->milli = p->time_sliced;
+        r->mig0 = (int)m0;
+        r->n_mig = p->n_mig;
+        for (int k = 0; k < p->n_mig; k++) {
+            const struct sw_mig_offer *o = &p->mig[k];
+            struct mig_rt *m = &e->migs[m0++];
+            m->profile = sw__intern_add(&e->mig_names, o->profile);
+            m->per_gpu = o->per_gpu;
+            long long max = (long long)o->total + (long long)o->per_gpu * r->room;
+            m->max = max < INT32_MAX ? (int)max : INT32_MAX;
+            m->free = o->free;
+            m->lq = -1;
+        }
     }
     if (e->products.n > 64)
         return sw_error_set(err, SW_EUNSUPPORTED,
@@ -182,6 +202,31 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         if (need > scratch_need)
             scratch_need = need;
     }
+    /* The MIG offers of pools with a local queue queue their slices the
+     * same way, apart from the pool's whole GPUs. */
+    for (size_t i = 0; i < s->n_queues; i++) {
+        size_t pool = idx->queue_pool[i];
+        const struct sw_pool *sp = &s->pools[pool];
+        for (int k = 0; k < sp->n_mig; k++) {
+            const struct sw_mig_offer *o = &sp->mig[k];
+            size_t li = e->n_lqs++;
+            struct lq *q = &e->lqs[li];
+            size_t need = o->n_running + nw + 1;
+            if (grow(&q->h, &q->cap, need, sizeof(*q->h)))
+                goto nomem;
+            q->n = 0;
+            q->version++;
+            q->cursor = s->now;
+            q->free = o->free;
+            q->total = o->total;
+            e->migs[e->pools[pool].mig0 + k].lq = (int)li;
+            for (size_t j = 0; j < o->n_running; j++)
+                sw__lq_push(
+                    q, (struct release){s->now + o->running[j].remaining_s, o->running[j].gpus});
+            if (need > scratch_need)
+                scratch_need = need;
+        }
+    }
     if (grow(&e->scratch, &e->scratch_cap, scratch_need, sizeof(*e->scratch)) ||
         grow(&e->peek, &e->peek_cap, scratch_need + 2, sizeof(*e->peek)) ||
         grow(&e->hist, &e->hist_cap, s->n_history + 1, sizeof(double)))
@@ -191,9 +236,10 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         grow(&e->opts, &e->opts_cap, rows * np + 1, sizeof(*e->opts)))
         goto nomem;
     /* Pool sets: all, spot, capacity levels, per product, per cluster, per
-     * team with quotas, and scratch sets for one workload. */
-    size_t W = (np + 63) / 64, P = e->products.n, C = idx->clusters.n;
-    size_t nsets = 2 + CAP_LEVELS + P + C + T + 4 + 3 * SET_CACHE;
+     * team with quotas, per MIG profile offered, and scratch sets for one
+     * workload. */
+    size_t W = (np + 63) / 64, P = e->products.n, C = idx->clusters.n, M = e->mig_names.n;
+    size_t nsets = 2 + CAP_LEVELS + P + C + T + M + 4 + 3 * SET_CACHE;
     if (grow(&e->sets, &e->sets_cap, nsets * W + 1, sizeof(*e->sets)))
         goto nomem;
     e->np = np;
@@ -206,6 +252,7 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
     e->set_prod = next, next += P * W;
     e->set_cluster = next, next += C * W;
     e->set_team = next, next += T * W;
+    e->set_mig = next, next += M * W;
     e->set_cand = next, next += 4 * W;
     e->set_mem = next, next += SET_CACHE * W;
     e->set_ic = next, next += SET_CACHE * W;
@@ -232,6 +279,8 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
             set_bit(e->set_cap + (size_t)b * W, bit);
         set_bit(e->set_prod + (size_t)r->product * W, bit);
         set_bit(e->set_cluster + (size_t)r->cluster * W, bit);
+        for (int k = 0; k < r->n_mig; k++)
+            set_bit(e->set_mig + (size_t)e->migs[r->mig0 + k].profile * W, bit);
         for (size_t t = 0; t < T; t++)
             if (e->team_has_quota[t] && e->team_quota[t * F + (size_t)r->flavour] >= 0)
                 set_bit(e->set_team + t * W, bit);

@@ -67,6 +67,7 @@ struct sim {
     size_t *act_job;
     struct sw_pool *pools;
     int *used;
+    int *mig_used; /* per pool x SW_MAX_MIG: slices of each MIG offer in use */
     /* Per pool: hours computed on spot and preemptions seen, for the rate
      * the hub learns. */
     double *spot_hours;
@@ -232,8 +233,9 @@ static void fill_workload(const struct sim *s, size_t j, struct sw_workload *w)
     w->prio = tj->prio;
     w->pods = 1;
     w->gpus_per_pod = tj->gpus;
-    if (tj->gpus == 1 && tj->gpu_share > 0 && tj->gpu_share < 1)
+    if (tj->gpus == 1 && tj->gpu_share > 0 && tj->gpu_share < 1 && tj->mig_profile[0] == '\0')
         w->gpu_milli = (int)lround(tj->gpu_share * 1000.0);
+    memcpy(w->mig_profile, tj->mig_profile, sizeof(w->mig_profile));
     const struct job *jb = &s->jobs[j];
     /* The hub knows the work checkpointed so far, not the work left: the
      * engine gets the belief's expected remainder given that progress, as
@@ -293,6 +295,21 @@ static bool is_local(const struct sim *s, int pool)
            s->c->pools[pool].capacity == SW_CAP_OWNED;
 }
 
+/* The MIG offer of pool `pool` job j's slices use; -1 when it asks for
+ * whole GPUs or a share. The engine places a MIG Job only on a pool
+ * offering its profile. */
+static int mig_of(const struct sim *s, size_t j, int pool)
+{
+    const struct sw_trace_job *tj = &s->tr->jobs[j];
+    if (tj->mig_profile[0] == '\0')
+        return -1;
+    const struct sw_pool *p = &s->c->pools[pool];
+    for (int k = 0; k < p->n_mig; k++)
+        if (strcmp(p->mig[k].profile, tj->mig_profile) == 0)
+            return k;
+    return -1;
+}
+
 /* The capacity job j takes of pool `pool`, in the pool's units: on a
  * time-sliced pool its share (or whole GPUs) in milli-GPUs, elsewhere whole
  * GPUs (a share takes one). */
@@ -309,7 +326,31 @@ static int units(const struct sim *s, size_t j, int pool)
  * pool, else whole GPUs. */
 static double billed(const struct sim *s, size_t j, int pool)
 {
+    int k = mig_of(s, j, pool);
+    if (k >= 0) /* each slice 1 / per_gpu of a GPU */
+        return (double)s->tr->jobs[j].gpus / s->c->pools[pool].mig[k].per_gpu;
     return s->c->pools[pool].time_sliced ? units(s, j, pool) / 1000.0 : s->tr->jobs[j].gpus;
+}
+
+/* Takes (sign 1) or gives back (-1) job j's capacity of pool `pool`: its
+ * slices of a MIG offer, else its units of the pool's GPUs. */
+static void take(struct sim *s, size_t j, int pool, int sign)
+{
+    int k = mig_of(s, j, pool);
+    if (k >= 0)
+        s->mig_used[(size_t)pool * SW_MAX_MIG + (size_t)k] += sign * s->tr->jobs[j].gpus;
+    else
+        s->used[pool] += sign * units(s, j, pool);
+}
+
+/* Whether job j fits on local pool `pool`'s idle capacity now. */
+static bool fits_now(const struct sim *s, size_t j, int pool)
+{
+    int k = mig_of(s, j, pool);
+    if (k >= 0)
+        return s->mig_used[(size_t)pool * SW_MAX_MIG + (size_t)k] + s->tr->jobs[j].gpus <=
+               s->c->pools[pool].mig[k].total;
+    return s->used[pool] + units(s, j, pool) <= s->c->pools[pool].total_gpus;
 }
 
 /* Pays for job j's GPUs from its billing start until t. */
@@ -342,7 +383,7 @@ static void bill(struct sim *s, size_t j, double t)
 static void release(struct sim *s, size_t j)
 {
     struct job *jb = &s->jobs[j];
-    s->used[jb->pool] -= units(s, j, jb->pool);
+    take(s, j, jb->pool, -1);
     if (is_local(s, jb->pool)) {
         size_t pool = (size_t)jb->pool, slot = jb->run_slot, last = --s->nlocal[pool];
         if (slot != last) {
@@ -503,7 +544,7 @@ static int dispatch(struct sim *s, size_t j, const struct sw_decision *d, double
     jb->cap = p->capacity;
     jb->epoch++;
     jb->dispatches++;
-    s->used[d->pool] += units(s, j, d->pool);
+    take(s, j, d->pool, 1);
     if (is_local(s, d->pool)) {
         jb->run_slot = s->nlocal[d->pool];
         s->local[d->pool][s->nlocal[d->pool]++] = j;
@@ -591,16 +632,42 @@ static int build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
             q->running = &s->running[nrun];
             for (size_t k = 0; k < s->nlocal[i]; k++) {
                 size_t j = s->local[i][k];
+                if (mig_of(s, j, (int)i) >= 0)
+                    continue; /* on a MIG offer's slices, below */
                 s->running[nrun].gpus = units(s, j, (int)i);
                 s->running[nrun].remaining_s = running_remaining(s, j, t);
                 nrun++;
             }
-            q->n_running = s->nlocal[i];
+            q->n_running = (size_t)(&s->running[nrun] - q->running);
+            for (int m = 0; m < p->n_mig; m++) {
+                struct sw_mig_offer *o = &p->mig[m];
+                o->free = o->total - s->mig_used[i * SW_MAX_MIG + (size_t)m];
+                o->running = &s->running[nrun];
+                for (size_t k = 0; k < s->nlocal[i]; k++) {
+                    size_t j = s->local[i][k];
+                    if (mig_of(s, j, (int)i) != m)
+                        continue;
+                    s->running[nrun].gpus = s->tr->jobs[j].gpus;
+                    s->running[nrun].remaining_s = running_remaining(s, j, t);
+                    nrun++;
+                }
+                o->n_running = (size_t)(&s->running[nrun] - o->running);
+            }
         } else {
             /* Cloud pools scale from zero: what runs is provisioned, any
              * more must be added, after the provisioning delay. */
             p->total_gpus = s->used[i];
             p->free_gpus = 0;
+            /* MIG Jobs pack on the GPUs rented for their profile; what is
+             * left of the last GPU is idle slices. */
+            for (int m = 0; m < p->n_mig; m++) {
+                struct sw_mig_offer *o = &p->mig[m];
+                int used = s->mig_used[i * SW_MAX_MIG + (size_t)m];
+                int gpus = (used + o->per_gpu - 1) / o->per_gpu;
+                p->total_gpus += gpus;
+                o->total = gpus * o->per_gpu;
+                o->free = o->total - used;
+            }
             if (p->capacity == SW_CAP_SPOT)
                 p->interrupt_per_h = learned_rate(s, i);
             int now_gpus = avail_gpus(s, p, t);
@@ -714,8 +781,7 @@ static int reconsider(struct sim *s, size_t j, double t, bool at_checkpoint, boo
     const struct sw_decision d = s->dec[s->npend];
     bool to_spot = d.verdict == SW_VERDICT_BURST && s->c->pools[d.pool].capacity == SW_CAP_SPOT &&
                    d.chosen.wait_s <= 0;
-    bool to_home = d.verdict == SW_VERDICT_STAY && d.chosen.wait_s <= 0 &&
-                   s->used[d.pool] + units(s, j, d.pool) <= s->c->pools[d.pool].total_gpus;
+    bool to_home = d.verdict == SW_VERDICT_STAY && d.chosen.wait_s <= 0 && fits_now(s, j, d.pool);
     /* What the rest costs where it is, by the same belief, with the
      * outputs' egress from there: the move's figure counts its own. */
     const struct sw_trace_job *tj = &s->tr->jobs[j];
@@ -784,8 +850,7 @@ static int schedule(struct sim *s, double t, struct sw_error *err)
          * when it does (or when the wait the hub expected is over). */
         bool start_now = d->verdict == SW_VERDICT_BURST
                              ? d->chosen.wait_s <= 0
-                             : d->chosen.wait_s <= 0 && s->used[d->pool] + units(s, j, d->pool) <=
-                                                            s->c->pools[d->pool].total_gpus;
+                             : d->chosen.wait_s <= 0 && fits_now(s, j, d->pool);
         double recheck = d->recheck_at;
         if (d->verdict == SW_VERDICT_BURST && !start_now)
             recheck = t + d->chosen.wait_s;
@@ -898,6 +963,7 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
     s.act_job = sw_calloc(n + 1, sizeof(*s.act_job));
     s.pools = sw_calloc(np, sizeof(*s.pools));
     s.used = sw_calloc(np, sizeof(*s.used));
+    s.mig_used = sw_calloc(np * SW_MAX_MIG + 1, sizeof(*s.mig_used));
     s.spot_hours = sw_calloc(np + 1, sizeof(*s.spot_hours));
     s.spot_preempts = sw_calloc(np + 1, sizeof(*s.spot_preempts));
     s.local = sw_calloc(np, sizeof(*s.local));
@@ -909,8 +975,9 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
     double *jct = sw_calloc(n + 1, sizeof(double));
     double *wait = sw_calloc(n + 1, sizeof(double));
     if (!s.jobs || !s.pend || !s.pend_job || !s.dec || !s.acts || !s.act_job || !s.pools ||
-        !s.used || !s.spot_hours || !s.spot_preempts || !s.local || !s.nlocal || !s.running ||
-        !s.queues || !s.quotas || !s.budgets || !jct || !wait || sw_engine_new(&s.engine) != 0)
+        !s.used || !s.mig_used || !s.spot_hours || !s.spot_preempts || !s.local || !s.nlocal ||
+        !s.running || !s.queues || !s.quotas || !s.budgets || !jct || !wait ||
+        sw_engine_new(&s.engine) != 0)
         goto nomem;
     if ((rc = sw_estimator_new(&c->defaults.estimator, &s.est)) != 0) {
         if (rc == SW_EINVAL)
@@ -966,6 +1033,11 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
             for (size_t i = 0; i < np; i++)
                 u->gpus[c->pools[i].capacity] +=
                     c->pools[i].time_sliced ? (s.used[i] + 999) / 1000 : s.used[i];
+            for (size_t i = 0; i < np; i++)
+                for (int m = 0; m < c->pools[i].n_mig; m++) {
+                    int per = c->pools[i].mig[m].per_gpu, used = s.mig_used[i * SW_MAX_MIG + m];
+                    u->gpus[c->pools[i].capacity] += (used + per - 1) / per;
+                }
             next_sample += p->usage_step_s;
         }
         for (; next < n && tr->jobs[next].submit <= t; next++)
@@ -1090,6 +1162,7 @@ out:
     sw_free(s.act_job);
     sw_free(s.pools);
     sw_free(s.used);
+    sw_free(s.mig_used);
     sw_free(s.spot_hours);
     sw_free(s.spot_preempts);
     sw_free(s.local);

@@ -223,6 +223,17 @@ static int parse_csv_row(const struct row *r, const int *col, const char *what, 
     }
     if (col[7] >= 0 && col[7] < r->n)
         field_copy(r, col[7], j.label, sizeof(j.label));
+    /* A MIG profile: `gpus` then counts its slices. */
+    if (col[10] >= 0 && col[10] < r->n && r->len[col[10]] > 0) {
+        char tmp[SW_MIG_PROFILE_MAX + 1];
+        field_copy(r, col[10], tmp, sizeof(tmp));
+        if (!sw_mig_profile_valid(tmp))
+            return sw_error_set(err, SW_EPARSE,
+                                "%s:%zu: field \"mig_profile\": expected a MIG profile such as "
+                                "1g.10gb, got \"%.*s\"",
+                                what, line, SW_MIG_PROFILE_MAX, tmp);
+        memcpy(j.mig_profile, tmp, sizeof(j.mig_profile));
+    }
     if (j.gpus == 0)
         return sw_error_set(err, SW_EPARSE,
                             "%s:%zu: field \"gpus\": expected a positive integer, got \"0\"", what,
@@ -287,6 +298,7 @@ int sw_trace_parse(const char *buf, size_t len, enum sw_trace_format format, con
         col[7] = find_col(&hdr, "label");
         col[8] = find_col(&hdr, "expected_runtime");
         col[9] = find_col(&hdr, "input_gb");
+        col[10] = find_col(&hdr, "mig_profile");
     }
     p = nl ? nl + 1 : end;
     while (p < end) {

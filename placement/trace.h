@@ -31,6 +31,9 @@ struct sw_trace_job {
     double expected_runtime; /* the Job's runtime annotation; 0 when none */
     double input_gb;         /* input size; < 0 when the trace does not say */
     double gpu_share;        /* Alibaba gpu_milli / 1000 for a fractional GPU, else 1 */
+    /* A MIG profile ("1g.10gb"; empty: whole GPUs or a share): `gpus` are
+     * then slices of it. */
+    char mig_profile[SW_MIG_PROFILE_MAX];
 };
 
 /** A parsed job trace; free with sw_trace_free. */
@@ -51,7 +54,8 @@ enum sw_trace_format { SW_TRACE_AUTO = 0, SW_TRACE_CSV, SW_TRACE_ALIBABA };
  *
  * CSV: a header naming at least `submit`, `gpus`, `duration`, `team`, and
  * optionally `deadline`, `name`, `priority`, `label`, `expected_runtime`
- * (the runtime annotation) and `input_gb`; one job per line.
+ * (the runtime annotation), `input_gb` and `mig_profile` (a MIG profile such
+ * as 1g.10gb: `gpus` then counts its slices); one job per line.
  * Alibaba: the header `name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,
  * qos,pod_phase,creation_time,deletion_time,scheduled_time`; pods without
  * GPUs or never scheduled are skipped (counted in `skipped`); the runtime is

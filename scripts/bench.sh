@@ -90,8 +90,9 @@ run_program() {
 
 if [ -n "${want[placement]:-}" ]; then
     run_program "$BUILD/bench/bench_placement" "$REPEAT"
-    # The same queue with time-sliced pools, shares of a GPU and binding quotas.
-    run_program "$BUILD/bench/bench_placement" 1 --whole-only --shares
+    # The same queue with time-sliced pools, shares of a GPU, MIG slices and
+    # binding quotas.
+    run_program "$BUILD/bench/bench_placement" 1 --whole-only --shares --mig
 fi
 
 if [ -n "${want[alibaba]:-}" ]; then

@@ -13,12 +13,17 @@
  * of the decisions (equal digests: equal decisions, so two builds of the
  * engine can be compared). The figures are printed; this is not a test.
  *
- *   bench_placement [--whole-only] [--runs N] [--policy NAME] [--shares]
+ *   bench_placement [--whole-only] [--runs N] [--policy NAME] [--shares] [--mig]
  *
  * --shares makes two of the four owned pools time-sliced (counts in
  * milli-GPUs), gives every fourth single-GPU workload a share of a GPU
  * (0.1 to 0.9) and tightens the quotas until they bind (400 GPUs nominal
  * per team and flavour, 200 borrowed: a third of the queue is rejected).
+ * --mig makes the two other owned pools offer MIG slices (1g.10gb, 7 per
+ * GPU, and 3g.40gb, 2 per GPU, half of them busy with running Jobs), and
+ * every fifth cloud pool one of those profiles on the GPUs it rents, and
+ * gives every fourth workload not given a share 1 to 4 slices of one of
+ * the two profiles or of a third that no pool offers (1 in 5 of them).
  * --whole-only skips the per-decision loop and the explained runs, --runs
  * sets the number of whole-queue runs (default 101; the first is cold),
  * --policy runs one policy: together they make a small, repeatable profile
@@ -231,6 +236,45 @@ static void add_shares(void)
     }
 }
 
+/* --mig: MIG offers and workloads asking for slices. */
+static struct sw_running mig_running[2][2][32];
+static void add_mig(void)
+{
+    static const char *const prof[] = {"1g.10gb", "3g.40gb", "2g.20gb"};
+    static const int per_gpu[] = {7, 2};
+    for (int q = 2; q < 4; q++) {
+        struct sw_pool *p = &pools[q];
+        p->n_mig = 2;
+        for (int k = 0; k < 2; k++) {
+            struct sw_mig_offer *m = &p->mig[k];
+            snprintf(m->profile, sizeof(m->profile), "%s", prof[k]);
+            m->per_gpu = per_gpu[k];
+            m->total = 16 * per_gpu[k];
+            m->free = m->total / 2;
+            for (int r = 0; r < 32; r++)
+                mig_running[q - 2][k][r] = (struct sw_running){1, 600.0 + rnd() % 36000};
+            m->running = mig_running[q - 2][k];
+            m->n_running = (size_t)(m->total - m->free);
+        }
+    }
+    for (int i = 4; i < N_POOLS; i += 5) {
+        struct sw_pool *p = &pools[i];
+        int k = i / 5 % 2;
+        p->n_mig = 1;
+        snprintf(p->mig[0].profile, sizeof(p->mig[0].profile), "%s", prof[k]);
+        p->mig[0].per_gpu = per_gpu[k];
+    }
+    for (int i = 2; i < N_WORKLOADS; i += 4) {
+        struct sw_workload *w = &work[i];
+        if (w->gpu_milli > 0)
+            continue;
+        int k = i / 4 % 5 == 4 ? 2 : i / 4 % 2;
+        snprintf(w->mig_profile, sizeof(w->mig_profile), "%s", prof[k]);
+        w->pods = 1;
+        w->gpus_per_pod = 1 + i / 4 % 4;
+    }
+}
+
 static int whole_only;
 /* 101 runs: 100 warm ones, so that p99 is the second worst run (with 40,
  * p99 is the worst: one descheduling on a shared machine). The worst is
@@ -275,6 +319,13 @@ static void run(const struct sw_snapshot *s, enum sw_policy_kind kind)
            pct(w, (size_t)warm, 1.0) * 1e3, pct(wc, (size_t)warm, 0.50) * 1e3,
            pct(wc, (size_t)warm, 0.99) * 1e3, cold * 1e3, allocs, counts[0], counts[1], counts[2],
            (unsigned long long)h);
+    size_t mig[3] = {0};
+    for (int i = 0; i < N_WORKLOADS; i++)
+        if (work[i].mig_profile[0] != '\0')
+            mig[dec[i].verdict]++;
+    if (mig[0] + mig[1] + mig[2] > 0)
+        printf("%-11s of which MIG slices: stay %zu burst %zu reject %zu\n", sw_policy_name(kind),
+               mig[0], mig[1], mig[2]);
     if (whole_only) {
         sw_engine_free(e);
         return;
@@ -308,12 +359,14 @@ static void run(const struct sw_snapshot *s, enum sw_policy_kind kind)
 
 int main(int argc, char **argv)
 {
-    int only = -1, shares = 0;
+    int only = -1, shares = 0, mig = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--whole-only") == 0) {
             whole_only = 1;
         } else if (strcmp(argv[i], "--shares") == 0) {
             shares = 1;
+        } else if (strcmp(argv[i], "--mig") == 0) {
+            mig = 1;
         } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
             n_runs = atoi(argv[++i]);
             if (n_runs < 1 || n_runs > N_RUNS_MAX) {
@@ -330,7 +383,7 @@ int main(int argc, char **argv)
             only = (int)p.kind;
         } else {
             fprintf(stderr, "usage: bench_placement [--whole-only] [--runs N] [--policy NAME] "
-                            "[--shares]\n");
+                            "[--shares] [--mig]\n");
             return 2;
         }
     }
@@ -338,9 +391,11 @@ int main(int argc, char **argv)
     build(&s);
     if (shares)
         add_shares();
-    printf("placement engine: %d pending workloads x %d pools, %d runs each (first is cold)%s\n",
+    if (mig)
+        add_mig();
+    printf("placement engine: %d pending workloads x %d pools, %d runs each (first is cold)%s%s\n",
            N_WORKLOADS, N_POOLS, n_runs,
-           shares ? "; time-sliced pools, shares, binding quotas" : "");
+           shares ? "; time-sliced pools, shares, binding quotas" : "", mig ? "; MIG slices" : "");
     static const enum sw_policy_kind kinds[] = {SW_POLICY_COST_AWARE, SW_POLICY_GREEDY,
                                                 SW_POLICY_BURST_NOW};
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)

@@ -276,6 +276,68 @@ static void test_node_record_provider_capacity_type(void **state)
     sw_intern_free(t);
 }
 
+/* A node sharing its GPUs as NVIDIA's device plugin and GPU feature
+ * discovery advertise it: 4 GPUs time-sliced 4 ways (allocatable 16), and
+ * MIG slices of two profiles. */
+static void test_node_gpu_sharing(void **state)
+{
+    (void)state;
+    struct sw_intern *t = sw_intern_new();
+    struct sw_error err = {0};
+    cJSON *nj = parse("{\"metadata\":{\"name\":\"g1\",\"labels\":{"
+                      "\"nvidia.com/gpu.sharing-strategy\":\"time-slicing\","
+                      "\"nvidia.com/gpu.replicas\":\"4\",\"nvidia.com/gpu.count\":\"4\"}},"
+                      "\"status\":{\"allocatable\":{\"cpu\":\"64\",\"nvidia.com/gpu\":\"16\","
+                      "\"nvidia.com/mig-1g.10gb\":\"7\",\"nvidia.com/mig-3g.40gb\":2,"
+                      "\"nvidia.com/mig-\":\"1\"}}}");
+    struct sw_node_record *r = NULL;
+    assert_int_equal(sw_node_record_from_json(t, nj, &r, &err), 0);
+    assert_int_equal(r->gpu_allocatable, 16);
+    assert_int_equal(r->nmig, 2); /* "nvidia.com/mig-" alone names no profile */
+    assert_string_equal(r->mig[0].profile, "1g.10gb");
+    assert_int_equal(r->mig[0].count, 7);
+    assert_string_equal(r->mig[1].profile, "3g.40gb");
+    assert_int_equal(r->mig[1].count, 2);
+    struct sw_node_gpu_sharing g;
+    assert_int_equal(sw_node_gpu_sharing_from_record(r, &g, &err), 0);
+    assert_string_equal(g.strategy, "time-slicing");
+    assert_int_equal(g.replicas, 4);
+    assert_int_equal(g.nmig, 2);
+    assert_int_equal(g.mig[1].count, 2);
+    sw_node_record_free(t, r);
+    /* Bad values: the record keeps them, reading them names the node and
+     * the label or field. */
+    cJSON *labels = mut(nj, "metadata.labels");
+    cJSON_ReplaceItemInObjectCaseSensitive(labels, "nvidia.com/gpu.replicas",
+                                           cJSON_CreateString("four"));
+    assert_int_equal(sw_node_record_from_json(t, nj, &r, &err), 0);
+    assert_int_equal(sw_node_gpu_sharing_from_record(r, &g, &err), SW_EPARSE);
+    assert_string_equal(err.msg, "Node g1: label \"nvidia.com/gpu.replicas\": expected a whole "
+                                 "number from 1 to 1024, got \"four\"");
+    sw_node_record_free(t, r);
+    cJSON_DeleteItemFromObjectCaseSensitive(labels, "nvidia.com/gpu.replicas");
+    cJSON_DeleteItemFromObjectCaseSensitive(labels, "nvidia.com/gpu.sharing-strategy");
+    cJSON_ReplaceItemInObjectCaseSensitive(mut(nj, "status.allocatable"), "nvidia.com/mig-1g.10gb",
+                                           cJSON_CreateString("x"));
+    assert_int_equal(sw_node_record_from_json(t, nj, &r, &err), 0);
+    assert_int_equal(r->mig[0].count, SW_REC_INVALID);
+    assert_int_equal(sw_node_gpu_sharing_from_record(r, &g, &err), SW_EPARSE);
+    assert_string_equal(err.msg, "Node g1: field \"status.allocatable.nvidia.com/mig-1g.10gb\": "
+                                 "expected a whole number of MIG slices");
+    sw_node_record_free(t, r);
+    /* Without the labels: no sharing, one replica. */
+    cJSON_ReplaceItemInObjectCaseSensitive(mut(nj, "status.allocatable"), "nvidia.com/mig-1g.10gb",
+                                           cJSON_CreateString("7"));
+    assert_int_equal(sw_node_record_from_json(t, nj, &r, &err), 0);
+    assert_int_equal(sw_node_gpu_sharing_from_record(r, &g, &err), 0);
+    assert_string_equal(g.strategy, "none");
+    assert_int_equal(g.replicas, 1);
+    sw_node_record_free(t, r);
+    cJSON_Delete(nj);
+    assert_int_equal(sw_intern_count(t), 0);
+    sw_intern_free(t);
+}
+
 static void test_node_record_and_capacity(void **state)
 {
     (void)state;
@@ -401,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_pod_record),
         cmocka_unit_test(test_node_record_and_capacity),
         cmocka_unit_test(test_node_record_provider_capacity_type),
+        cmocka_unit_test(test_node_gpu_sharing),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -480,6 +480,14 @@ static void test_gpu_shares(void **state)
     assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, 0, d), 0);
     assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
     assert_int_equal(d[1].verdict, SW_VERDICT_BURST);
+    /* Quotas count a share as one GPU, not as its milli-GPUs: with a
+     * nominal quota of one GPU on onprem, a still fits. */
+    l.quotas[0] = (struct sw_quota){"ml", "onprem", "", 1, 0, 0};
+    l.snap.n_quotas = 1;
+    l.snap.n_pending = 1;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
+    assert_int_equal(d[0].options[1].excluded, SW_EX_QUOTA);
     /* The same pool in whole GPUs: a share takes a whole one, and none is
      * idle. */
     lab_init(&l);
@@ -502,6 +510,87 @@ static void test_gpu_shares(void **state)
     assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
     assert_string_equal(err.msg, "workload \"a\": field \"gpu_milli\": expected 0 to 1000, "
                                  "got 1001");
+}
+
+/* MIG slices. onprem's whole GPUs are busy for 4 hours, but it offers
+ * 1g.10gb slices, 7 per GPU: 7, 2 of them idle, 5 busy for 2 more hours.
+ * Spot offers the profile on the GPUs it rents; on-demand does not. */
+static void test_mig_profiles(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    struct sw_mig_offer home = {"1g.10gb", 7, 7, 2, &l.running[1], 1};
+    l.running[1] = (struct sw_running){5, 2 * 3600.0};
+    l.pools[0].mig[0] = home;
+    l.pools[0].n_mig = 1;
+    l.pools[1].mig[0] = (struct sw_mig_offer){"1g.10gb", 7, 0, 0, NULL, 0};
+    l.pools[1].n_mig = 1;
+    /* a: 2 slices for an hour; b: 3 slices, after a; c: 4 slices, after b;
+     * e: a profile no pool offers. */
+    const char *names[] = {"a", "b", "c", "e"};
+    const int slices[] = {2, 3, 4, 1};
+    for (int i = 0; i < 4; i++) {
+        lab_workload(&l.pending[i], names[i], "ml", SW_PRIO_TRAINING, 1, slices[i], 3600);
+        strcpy(l.pending[i].mig_profile, i < 3 ? "1g.10gb" : "2g.20gb");
+        l.pending[i].submit_time = i;
+    }
+    l.snap.n_pending = 4;
+    struct sw_decision d[4];
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    /* a takes the 2 idle slices now: 2/7 x $1.00 x 1 h = $0.29. */
+    assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
+    assert_true(d[0].chosen.wait_s == 0);
+    assert_cents(d[0].chosen.cost.total, 29);
+    /* Spot bills its slices' share of the GPU-hours it rents: 2/7 x
+     * $1.5625 x 1 h = $0.45 of run. On-demand rents whole GPUs without the
+     * profile: it cannot take a slice, and says so. */
+    assert_cents(d[0].options[1].cost.run_cost, 45);
+    assert_int_equal(d[0].options[2].excluded, SW_EX_MIG_PROFILE);
+    assert_string_equal(sw_exclusion_token(SW_EX_MIG_PROFILE), "mig-profile");
+    /* b waits at home for slices, not for the whole GPUs' 4 hours: a's 2
+     * return in 1 hour, the 5 busy ones in 2, and b needs 3. */
+    assert_int_equal((int)d[1].options[0].wait_s, 7200);
+    assert_int_equal(d[1].verdict, SW_VERDICT_BURST);
+    assert_int_equal(d[1].pool, 1);
+    assert_true(d[1].chosen.provision_s > 0);
+    /* b's spot GPU has 7 slices: c takes 4 of them with no provisioning. */
+    assert_true(d[2].options[1].provision_s == 0);
+    assert_cents(d[2].options[1].cost.run_cost, 89); /* 4/7 x $1.5625 */
+    /* Nobody offers 2g.20gb. */
+    assert_int_equal(d[3].verdict, SW_VERDICT_REJECT);
+    assert_int_equal(d[3].main_exclusion, SW_EX_MIG_PROFILE);
+    /* Without explanations, the same decisions. */
+    struct sw_decision q[4];
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, q), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(q[i].verdict, d[i].verdict);
+        assert_int_equal(q[i].pool, d[i].pool);
+    }
+    assert_int_equal(q[3].main_exclusion, SW_EX_MIG_PROFILE);
+    /* Bad input names the workload or pool, the field and what was expected. */
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_error err = {0};
+    strcpy(l.pending[0].mig_profile, "big");
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "workload \"a\": field \"mig_profile\": \"big\" is not a MIG "
+                                 "profile (expected e.g. 1g.10gb)");
+    strcpy(l.pending[0].mig_profile, "1g.10gb");
+    l.pending[0].gpu_milli = 500;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "workload \"a\": field \"gpu_milli\": a MIG slice (1g.10gb) "
+                                 "is not time-sliced, got 500");
+    l.pending[0].gpu_milli = 0;
+    l.pools[1].mig[0].per_gpu = 8;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "pool \"cloud-spot\": MIG profile \"1g.10gb\": field "
+                                 "\"per_gpu\": expected 1 to 7, got 8");
+    l.pools[1].mig[0].per_gpu = 7;
+    l.pools[0].mig[0].free = 8;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "pool \"onprem\": MIG profile \"1g.10gb\": 8 free of 7 "
+                                 "slices, expected 0 <= free <= total");
 }
 
 /* Waiting for spot capacity over the wait's distribution. Spot is out,
@@ -806,8 +895,37 @@ static void test_explain_does_not_change_decisions(void **state)
     struct sw_engine *e;
     assert_int_equal(sw_engine_new(&e), 0);
     size_t verdicts[3] = {0}, reasons[SW_EX__COUNT] = {0};
-    for (uint64_t seed = 1; seed <= 5; seed++) {
+    static struct sw_running mig_running[3] = {{3, 600}, {7, 5400}, {2, 9000}};
+    size_t mig_placed[3] = {0};
+    for (uint64_t seed = 1; seed <= 6; seed++) {
         rsnap_init(&rs, seed < 5 ? seed : 1);
+        if (seed == 6) {
+            /* MIG: two profiles on a queued owned pool (with Jobs running
+             * on its slices), on an owned pool without a queue and on
+             * every third cloud pool; a third profile no pool offers. */
+            static const char *const prof[] = {"1g.10gb", "3g.40gb", "2g.20gb"};
+            for (int i = 0; i < RS_POOLS; i++) {
+                struct sw_pool *p = &rs.pools[i];
+                if (i != 0 && i != 2 && (i < 4 || i % 3 != 0))
+                    continue;
+                p->n_mig = i == 0 ? 2 : 1;
+                for (int k = 0; k < p->n_mig; k++) {
+                    struct sw_mig_offer *m = &p->mig[k];
+                    snprintf(m->profile, sizeof(m->profile), "%s", prof[(i + k) % 2]);
+                    m->per_gpu = (i + k) % 2 ? 2 : 7;
+                    m->total = i < 4 ? 14 : (i % 2) * 7;
+                    m->free = m->total / 2;
+                }
+                if (i == 0) {
+                    p->mig[0].running = mig_running;
+                    p->mig[0].n_running = 3;
+                }
+            }
+            for (size_t i = 0; i < RS_WORKLOADS; i += 2) {
+                rs.work[i].gpu_milli = 0;
+                snprintf(rs.work[i].mig_profile, SW_MIG_PROFILE_MAX, "%s", prof[i / 2 % 3]);
+            }
+        }
         if (seed == 5) {
             /* The estimate's spread, outputs to return, and Jobs preempted
              * too often to go back to spot. */
@@ -840,9 +958,15 @@ static void test_explain_does_not_change_decisions(void **state)
                 }
                 for (size_t o = 0; o < rs_explained[i].n_options; o++)
                     reasons[rs_explained[i].options[o].excluded]++;
+                if (seed == 6 && rs.work[i].mig_profile[0] != '\0' &&
+                    rs_plain[i].verdict != SW_VERDICT_REJECT)
+                    mig_placed[rs_plain[i].verdict]++;
             }
         }
     }
+    /* MIG workloads did stay and burst. */
+    assert_true(mig_placed[SW_VERDICT_STAY] > 0);
+    assert_true(mig_placed[SW_VERDICT_BURST] > 0);
     /* The snapshots did reach every verdict and every exclusion. */
     for (int v = 0; v < 3; v++)
         assert_true(verdicts[v] > 0);
@@ -1047,6 +1171,7 @@ int main(void)
         cmocka_unit_test(test_deadline_median_fallback),
         cmocka_unit_test(test_deadline_kept_whenever_burst_now_keeps_it),
         cmocka_unit_test(test_gpu_shares),
+        cmocka_unit_test(test_mig_profiles),
         cmocka_unit_test(test_capacity_wait_distribution),
         cmocka_unit_test(test_names_at_the_limit),
         cmocka_unit_test(test_learned_runtime),

@@ -517,14 +517,88 @@ static void test_gpu_shares(void **state)
         "{\"pools\":[{\"name\":\"s\",\"region\":\"r\",\"capacity\":\"spot\","
         "\"gpus\":8,\"price_per_gpu_hour\":1,\"gpu_sharing\":\"time-slicing\"}]}";
     assert_int_equal(sw_clusters_parse(bad, strlen(bad), "c.json", &c, &err), SW_EPARSE);
+    sw_clusters_free(&c);
     assert_non_null(strstr(err.msg, "field \"gpu_sharing\": time-slicing is modelled for owned "
                                     "pools only"));
     static const char bad2[] =
         "{\"pools\":[{\"name\":\"o\",\"region\":\"r\",\"capacity\":\"owned\","
         "\"gpus\":8,\"price_per_gpu_hour\":1,\"gpu_sharing\":\"mps\"}]}";
     assert_int_equal(sw_clusters_parse(bad2, strlen(bad2), "c.json", &c, &err), SW_EPARSE);
+    sw_clusters_free(&c);
     assert_non_null(strstr(err.msg, "field \"gpu_sharing\": expected none or time-slicing, got "
                                     "\"mps\""));
+}
+
+/* MIG slices: onprem has one whole GPU and one partitioned into seven
+ * 1g.10gb slices; on-demand partitions the GPUs it rents the same way.
+ * Burst-now: a (3 slices) and b (4) fill the home slices, w (a whole GPU)
+ * takes the whole one; c (2) bursts and rents a GPU, whose idle slices
+ * take d (2) with no provisioning. Each pays its slices' share. */
+static void test_mig_profiles(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"pools\":[{\"name\":\"onprem\",\"region\":\"onprem\",\"capacity\":\"owned\","
+        "\"gpus\":2,\"price_per_gpu_hour\":1.0,"
+        "\"mig\":[{\"profile\":\"1g.10gb\",\"per_gpu\":7,\"gpus\":1}]},"
+        "{\"name\":\"od\",\"region\":\"onprem\",\"capacity\":\"on-demand\","
+        "\"gpus\":8,\"provision_seconds\":180,\"price_per_gpu_hour\":4.10,"
+        "\"mig\":[{\"profile\":\"1g.10gb\",\"per_gpu\":7}]}]}";
+    static const char jobs_csv[] = "name,submit,gpus,duration,team,mig_profile\n"
+                                   "a,0,3,3600,ml,1g.10gb\n"
+                                   "b,1,4,3600,ml,1g.10gb\n"
+                                   "c,2,2,3600,ml,1g.10gb\n"
+                                   "d,3,2,3600,ml,1g.10gb\n"
+                                   "w,4,1,3600,ml,\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(json, strlen(json), "c", &c, &err), 0);
+    assert_int_equal(c.pools[0].total_gpus, 1);
+    assert_int_equal(c.pools[0].mig[0].total, 7);
+    assert_int_equal(sw_trace_parse(jobs_csv, strlen(jobs_csv), SW_TRACE_CSV, "t", &t, &err), 0);
+    assert_string_equal(t.jobs[0].mig_profile, "1g.10gb");
+    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    assert_int_equal(sw_policy_parse("burst-now", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[5];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(r.bursts, 2);
+    /* Home: 3/7 + 4/7 + 1 GPU-hours at $1.00. */
+    assert_cents(r.cost_onprem, 200);
+    assert_true(fabs(jobs[0].gpu_h[SW_CAP_OWNED] - 3.0 / 7.0) < 1e-9);
+    assert_true(fabs(jobs[4].gpu_h[SW_CAP_OWNED] - 1.0) < 1e-9);
+    assert_true(jobs[4].wait_s == 0);
+    /* c: 2/7 x $4.10 x (3600 + 180) s = $1.23; d: 2/7 x $4.10 x 1 h =
+     * $1.17, started with no provisioning. */
+    assert_cents(r.cost_ondemand, 240);
+    assert_true(fabs(jobs[3].gpu_h[SW_CAP_ON_DEMAND] - 2.0 / 7.0) < 1e-9);
+    /* The per-Job records the chargeback report is built from bill slices. */
+    assert_cents(jobs[2].cost[SW_CAP_ON_DEMAND], 123);
+    assert_cents(jobs[3].cost[SW_CAP_ON_DEMAND], 117);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+    /* Bad input names the file, the pool or line, and the field. */
+    static const char bad[] = "{\"pools\":[{\"name\":\"o\",\"region\":\"r\",\"capacity\":\"owned\","
+                              "\"gpus\":1,\"price_per_gpu_hour\":1,"
+                              "\"mig\":[{\"profile\":\"1g.10gb\",\"per_gpu\":7,\"gpus\":2}]}]}";
+    assert_int_equal(sw_clusters_parse(bad, strlen(bad), "c.json", &c, &err), SW_EPARSE);
+    sw_clusters_free(&c);
+    assert_non_null(strstr(err.msg, "c.json: pools[0]: mig[0]: field \"gpus\": 2 partitioned, "
+                                    "but the pool has 1 GPUs left"));
+    static const char bad2[] = "{\"pools\":[{\"name\":\"s\",\"region\":\"r\",\"capacity\":\"spot\","
+                               "\"gpus\":8,\"price_per_gpu_hour\":1,"
+                               "\"mig\":[{\"profile\":\"7x\",\"per_gpu\":1}]}]}";
+    assert_int_equal(sw_clusters_parse(bad2, strlen(bad2), "c.json", &c, &err), SW_EPARSE);
+    sw_clusters_free(&c);
+    assert_non_null(strstr(err.msg, "field \"profile\": expected a MIG profile such as 1g.10gb, "
+                                    "got \"7x\""));
+    static const char bad3[] = "submit,gpus,duration,team,mig_profile\n0,1,60,ml,mig-1g\n";
+    assert_int_equal(sw_trace_parse(bad3, strlen(bad3), SW_TRACE_CSV, "j.csv", &t, &err),
+                     SW_EPARSE);
+    assert_string_equal(err.msg, "j.csv:2: field \"mig_profile\": expected a MIG profile such as "
+                                 "1g.10gb, got \"mig-1g\"");
+    sw_trace_free(&t);
 }
 
 int main(void)
@@ -542,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_migration),
         cmocka_unit_test(test_migration_home),
         cmocka_unit_test(test_gpu_shares),
+        cmocka_unit_test(test_mig_profiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
