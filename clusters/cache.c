@@ -29,6 +29,7 @@ struct sw_cluster_cache {
     struct sw_intern *strings; /* shared by the three informers' records */
     sw_cache_change_cb on_change;
     void *ctx;
+    const char *spec_annotation;        /* Jobs carrying it keep their spec (borrowed), or NULL */
     struct tombstone tombs[TOMBSTONES]; /* a ring: the oldest is replaced */
     size_t next_tomb;
 };
@@ -120,7 +121,8 @@ static bool wants_gpus(const cJSON *pod, void *ctx)
 static int compact_job(const cJSON *obj, void *ctx, void **rec, struct sw_error *err)
 {
     struct sw_cluster_cache *cc = ctx;
-    return sw_job_record_from_json(cc->strings, obj, (struct sw_job_record **)rec, err);
+    return sw_job_record_from_json_spec(cc->strings, obj, cc->spec_annotation,
+                                        (struct sw_job_record **)rec, err);
 }
 
 static void release_job(void *rec, void *ctx)
@@ -227,6 +229,11 @@ void sw_cluster_cache_free(struct sw_cluster_cache *cc)
     for (size_t i = 0; i < GONE_NODES; i++)
         sw_free(cc->gone_nodes[i]);
     sw_free(cc);
+}
+
+void sw_cluster_cache_keep_specs(struct sw_cluster_cache *cc, const char *annotation)
+{
+    cc->spec_annotation = annotation;
 }
 
 bool sw_cluster_cache_node_gone(const struct sw_cluster_cache *cc, const char *name)

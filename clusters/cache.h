@@ -28,6 +28,15 @@ int sw_cluster_cache_start(struct sw_kube_client *c, sw_cache_change_cb on_chang
 /** Stops and frees (run the loop to finish). */
 void sw_cluster_cache_free(struct sw_cluster_cache *cc);
 
+/**
+ * Keeps the whole spec of every unfinished Job carrying `annotation`
+ * (borrowed; a string that outlives the cache), for a controller that
+ * builds from it (the hub's mirrors) without reading such a Job again.
+ * Call right after sw_cluster_cache_start, before the loop runs. Other
+ * Jobs stay compact.
+ */
+void sw_cluster_cache_keep_specs(struct sw_cluster_cache *cc, const char *annotation);
+
 /** Whether all three informers have listed once. */
 bool sw_cluster_cache_synced(const struct sw_cluster_cache *cc);
 

@@ -363,10 +363,38 @@ int sw_job_record_from_json(struct sw_intern *t, const cJSON *job, struct sw_job
     return 0;
 }
 
+static bool job_finished(const cJSON *job)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, child(child(job, "status"), "conditions"))
+    {
+        const char *type = str_at(c, "type"), *status = str_at(c, "status");
+        if (type && status && strcmp(status, "True") == 0 &&
+            (strcmp(type, "Complete") == 0 || strcmp(type, "Failed") == 0))
+            return true;
+    }
+    return false;
+}
+
+int sw_job_record_from_json_spec(struct sw_intern *t, const cJSON *job, const char *annotation,
+                                 struct sw_job_record **out, struct sw_error *err)
+{
+    int rc = sw_job_record_from_json(t, job, out, err);
+    if (rc != 0 || annotation == NULL)
+        return rc;
+    const cJSON *spec = child(job, "spec");
+    if (str_at(child(child(job, "metadata"), "annotations"), annotation) == NULL ||
+        !cJSON_IsObject(spec) || job_finished(job))
+        return 0;
+    (*out)->spec_text = cJSON_PrintUnformatted(spec);
+    return 0;
+}
+
 void sw_job_record_free(struct sw_intern *t, struct sw_job_record *r)
 {
     if (r == NULL)
         return;
+    cJSON_free(r->spec_text);
     sw_intern_release(t, r->ns);
     sw_intern_release(t, r->managed_by);
     sw_intern_release(t, r->region_env);
@@ -466,6 +494,11 @@ cJSON *sw_job_record_json(const struct sw_job_record *r)
             cJSON_AddStringToObject(e, "value", r->region_env);
         }
     }
+    cJSON *whole = r->spec_text ? cJSON_Parse(r->spec_text) : NULL;
+    if (cJSON_IsObject(whole))
+        cJSON_ReplaceItemInObjectCaseSensitive(j, "spec", whole);
+    else
+        cJSON_Delete(whole);
     cJSON *st = cJSON_AddObjectToObject(j, "status");
     add_count(st, "active", r->active);
     add_count(st, "ready", r->ready);

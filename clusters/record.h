@@ -75,6 +75,10 @@ struct sw_job_record {
     const struct sw_kv *node_selector; /* the template's, interned */
     const char *const *finalizers;     /* interned */
     const struct sw_condition *conditions;
+    /* The whole spec as JSON text (own, a separate allocation, cJSON_free),
+     * kept only for an unfinished Job carrying the annotation the cache was
+     * asked to keep specs for (sw_job_record_from_json_spec); else NULL. */
+    char *spec_text;
 };
 
 struct sw_pod_record {
@@ -114,12 +118,21 @@ struct sw_node_record {
 int sw_job_record_from_json(struct sw_intern *t, const cJSON *job, struct sw_job_record **out,
                             struct sw_error *err);
 void sw_job_record_free(struct sw_intern *t, struct sw_job_record *r);
+/**
+ * As sw_job_record_from_json, and when the Job carries the annotation
+ * `annotation` (not NULL) and has not finished (no Complete or Failed
+ * condition), the record also keeps its whole spec (spec_text), so that a
+ * controller can build from it without reading the Job again. Out of
+ * memory for the spec alone, the record is made without it.
+ */
+int sw_job_record_from_json_spec(struct sw_intern *t, const cJSON *job, const char *annotation,
+                                 struct sw_job_record **out, struct sw_error *err);
 
 /**
  * A Job object holding what the record keeps, in the API's field names (a
- * new reference). The template has one container carrying the GPUs per pod
- * (and SPILLWAY_REGION), so sw_job_gpu_shape reads the same shape from it.
- * NULL when out of memory.
+ * new reference); with spec_text, the spec is the whole one it holds. The template has one
+ * container carrying the GPUs per pod (and SPILLWAY_REGION), so sw_job_gpu_shape reads the same
+ * shape from it. NULL when out of memory.
  */
 cJSON *sw_job_record_json(const struct sw_job_record *r);
 

@@ -504,6 +504,9 @@ static const cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_me
         }
         return j->kept;
     }
+    const cJSON *whole = sw_observe_origin_whole(h, &j->rec);
+    if (whole != NULL)
+        return whole;
     if (kept_current(h, j))
         return j->kept;
     j->busy = true;
@@ -538,8 +541,20 @@ bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j)
         return false;
     }
     struct sw_member *om = sw_member_find(h, r->cluster);
-    if (j->kept != NULL || om == NULL || !sw_member_reachable(om) ||
-        sw_hub_mono_ms() < j->kept_retry_ms)
+    if (om == NULL || !sw_member_reachable(om))
+        return false;
+    /* The cache's whole copy, when it keeps one, costs no request: the
+     * kept copy follows it. */
+    const cJSON *whole = sw_observe_origin_whole(h, r);
+    const char *rv = sw_json_str(sw_json_child(whole, "metadata"), "resourceVersion");
+    const char *krv = sw_json_str(sw_json_child(j->kept, "metadata"), "resourceVersion");
+    if (whole != NULL && !(rv && krv && strcmp(rv, krv) == 0)) {
+        cJSON *copy = cJSON_Duplicate(whole, 1);
+        if (copy != NULL)
+            keep(j, copy);
+        return false;
+    }
+    if (j->kept != NULL || whole != NULL || sw_hub_mono_ms() < j->kept_retry_ms)
         return false;
     j->hub = h;
     j->busy = true;

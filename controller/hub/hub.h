@@ -330,6 +330,12 @@ const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r);
  */
 const struct sw_job_record *sw_observe_origin_record(struct sw_hub *h, const struct sw_job_rec *r);
 /**
+ * The origin with its whole spec, pod template included, as the cache keeps
+ * it for burstable Jobs (clusters/cache.h, sw_cluster_cache_keep_specs); NULL
+ * when the cache holds only its compact record. Borrowed, this loop turn.
+ */
+const cJSON *sw_observe_origin_whole(struct sw_hub *h, const struct sw_job_rec *r);
+/**
  * The current attempt's mirror as it last was, when it finished (Complete
  * or Failed) and was then deleted from its cluster while this hub watched
  * (clusters/cache.h, tombstones); NULL otherwise. Borrowed.

@@ -152,6 +152,9 @@ static int member_connect(struct sw_hub *h, struct sw_member *m)
     }
     if (sw_cluster_cache_start(m->client, on_cache_change, h, &m->cache) != 0)
         return SW_ENOMEM;
+    /* Burstable Jobs keep their spec in the cache: dispatch builds the
+     * mirror from it, with no GET on the origin's cluster. */
+    sw_cluster_cache_keep_specs(m->cache, SW_ANN_BURST);
     struct sw_health_policy hp;
     sw_health_policy_default(&hp);
     hp.interval_ms = (int64_t)(h->cfg.probe_interval_s * 1000);

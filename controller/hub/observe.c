@@ -241,6 +241,12 @@ const struct sw_job_record *sw_observe_origin_record(struct sw_hub *h, const str
     return o;
 }
 
+const cJSON *sw_observe_origin_whole(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    const struct sw_job_record *o = sw_observe_origin_record(h, r);
+    return o && o->spec_text ? view_of(h, o) : NULL;
+}
+
 const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r)
 {
     const struct sw_job_record *o = job_in(h, r->cluster, r->ns, r->name);
