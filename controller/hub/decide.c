@@ -238,8 +238,9 @@ static bool wants_decision(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         return false;
     if (r->form == SW_FORM_DELEGATED || sw_follow_requeued(r, origin) || sw_loss_origin_fenced(r))
         return true;
-    /* Annotation only: its pods wait for GPUs at home, none runs. */
-    return sw_observe_starved(h, r, NULL);
+    /* Annotation only: it waits for GPUs in its queue at home, none of its
+     * pods runs (queue.c: plain or Kueue). */
+    return sw_queue_of(origin)->waits(h, j, origin);
 }
 
 static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)

@@ -6,6 +6,7 @@
  *   record.c    one Redis record per origin Job, written under the epoch
  *   members.c   member clusters from the registry: clients, caches, stores
  *   observe.c   which Jobs spillway manages, and what the engine is told
+ *   queue.c     how a member queues Jobs (plain, Kueue): waiting, taking, releasing
  *   decide.c    the placement engine over the whole pending queue
  *   data.c      inputs made present and verified in the target region
  *   dispatch.c  the mirror Job, created exactly once
@@ -62,6 +63,7 @@ struct sw_job {
     bool decided_now;   /* decided in this round (for the engine's output) */
     char *explain;      /* the decision's explanation (JSON), to be written */
     bool warned;        /* a Warning Event about a bad annotation was sent */
+    bool queue_warned;  /* a Warning Event about its queue (an unreadable Workload) was sent */
     bool refs_ok;       /* this attempt's ConfigMaps and Secrets are copied */
     bool status_synced; /* delegated: the origin's status shows the outcome */
     struct sw_hub *hub; /* for Kubernetes callbacks, whose context is the job */
@@ -325,6 +327,41 @@ int sw_observe_lost(struct sw_hub *h, const char *cluster, const char *ns, const
 /** Number of the Job's pods (non-terminal) in the cluster's cache. */
 int sw_observe_pods(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,
                     int *bound);
+
+/* ---- queue.c -------------------------------------------------------------- */
+
+/**
+ * How a member queues a Job (queue.c). One per kind of queue, chosen by the
+ * origin Job: `waits` is the saturation signal (the Job waits for GPUs at
+ * home and none of its pods is bound); `holds` says the queue still holds
+ * the origin, so dispatch must take it (sw_queue_take) even when it is
+ * already suspended.
+ */
+struct sw_queue {
+    const char *name;
+    bool (*waits)(struct sw_hub *h, struct sw_job *j, const cJSON *origin);
+    bool (*holds)(const cJSON *origin);
+};
+/** The queue that holds an origin Job (borrowed): Kueue's when it has a queue-name label, else
+ * plain. */
+const struct sw_queue *sw_queue_of(const cJSON *origin);
+/**
+ * Each scan: starts the Kueue informers of a member where a burstable Job
+ * is in a Kueue queue, and indexes the Workloads by Job UID when they changed.
+ */
+void sw_queue_scan(struct sw_hub *h);
+/** A member's Workloads or ClusterQueues changed (the index is made again). */
+void sw_queue_changed(void);
+/**
+ * Adds to dispatch's origin patch (borrowed) what takes the Job from its
+ * queue: the queue-name label removed, spec.suspend=true.
+ */
+void sw_queue_take(cJSON *patch);
+/**
+ * After the origin is taken: deactivates its Workload (spec.active=false)
+ * when one is active. Returns 1 when it started that (j busy), else 0.
+ */
+int sw_queue_release(struct sw_hub *h, struct sw_job *j);
 
 /* ---- decide.c ------------------------------------------------------------- */
 

@@ -351,6 +351,7 @@ void sw_observe_scan(struct sw_hub *h)
 {
     aggs_clear();
     sw_adopt_index(h);
+    sw_queue_scan(h);
     for (size_t i = 0; i < h->nmembers; i++) {
         struct sw_member *m = h->members[i];
         if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
