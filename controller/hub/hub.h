@@ -32,6 +32,7 @@
 
 #include "clusters/cache.h"
 #include "clusters/health.h"
+#include "clusters/kueue.h"
 #include "clusters/registry.h"
 #include "clusters/rest.h"
 #include "controller/hub/annotations.h"
@@ -46,6 +47,7 @@
 
 struct sw_hub;
 struct sw_member;
+struct sw_queue_wl; /* queue.c */
 
 /** A Job the hub is following: its record plus what is in flight for it. */
 struct sw_job {
@@ -362,6 +364,29 @@ void sw_queue_take(cJSON *patch);
  * when one is active. Returns 1 when it started that (j busy), else 0.
  */
 int sw_queue_release(struct sw_hub *h, struct sw_job *j);
+
+/** A member's home queue as Kueue has it (sw_queue_home). */
+#define SW_QUEUE_MAX_CQ 32
+struct sw_queue_home {
+    struct sw_cluster_queue_facts cq[SW_QUEUE_MAX_CQ];
+    size_t ncq;
+    int64_t headroom; /* GPUs its ClusterQueues may still reserve, cohort lending included */
+    int64_t reserved, nominal;
+    /* Workloads pending for quota that spillway does not manage, in Kueue's
+     * order (queue.c's index entries, borrowed until the next scan). */
+    struct sw_queue_wl **ahead_e;
+    size_t nahead, cap_ahead;
+};
+/**
+ * A member's ClusterQueues and the Workloads queued ahead of every burstable
+ * Job there. SW_ENOENT when the member's Kueue is not read (or has no
+ * ClusterQueue): the nodes say what is free, as for a plain member.
+ * sw_queue_home_free frees it.
+ */
+int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *out);
+/** The GPUs of the i-th Workload ahead. */
+int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i);
+void sw_queue_home_free(struct sw_queue_home *qh);
 
 /* ---- decide.c ------------------------------------------------------------- */
 

@@ -21,6 +21,7 @@
  * spillway. Workloads are indexed by their Job's UID once per change of a
  * member's Workloads, not per lookup.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "clusters/kueue.h"
@@ -33,15 +34,16 @@
 /* ---- the Workload index --------------------------------------------------- */
 
 #define WL_BUCKETS 4096
-struct wl_entry {
+struct sw_queue_wl {
     char key[200]; /* cluster/job-uid */
     struct sw_workload_facts f;
     char rv[32];
     char err[256]; /* a Workload the hub cannot read: why (cut to fit) */
-    struct wl_entry *next;
+    bool managed;  /* its Job is one of the hub's (sw_queue_home) */
+    struct sw_queue_wl *next;
 };
 
-static struct wl_entry *wls[WL_BUCKETS];
+static struct sw_queue_wl *wls[WL_BUCKETS];
 static uint64_t wl_generation, wl_indexed = (uint64_t)-1;
 
 static unsigned wl_hash(const char *s)
@@ -55,9 +57,9 @@ static unsigned wl_hash(const char *s)
 static void wl_clear(void)
 {
     for (size_t b = 0; b < WL_BUCKETS; b++) {
-        struct wl_entry *e = wls[b];
+        struct sw_queue_wl *e = wls[b];
         while (e) {
-            struct wl_entry *n = e->next;
+            struct sw_queue_wl *n = e->next;
             sw_free(e);
             e = n;
         }
@@ -65,11 +67,11 @@ static void wl_clear(void)
     }
 }
 
-static const struct wl_entry *wl_find(const char *cluster, const char *uid)
+static const struct sw_queue_wl *wl_find(const char *cluster, const char *uid)
 {
     char k[200];
     snprintf(k, sizeof(k), "%s/%s", cluster, uid);
-    for (const struct wl_entry *e = wls[wl_hash(k)]; e; e = e->next)
+    for (const struct sw_queue_wl *e = wls[wl_hash(k)]; e; e = e->next)
         if (strcmp(e->key, k) == 0)
             return e;
     return NULL;
@@ -88,7 +90,7 @@ static void wl_add(const char *key, const void *obj, void *ctx)
     const char *uid = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_KUEUE_JOB_UID_LABEL);
     if (uid == NULL)
         return; /* not a Job's Workload */
-    struct wl_entry *e = sw_calloc(1, sizeof(*e));
+    struct sw_queue_wl *e = sw_calloc(1, sizeof(*e));
     if (e == NULL)
         return;
     snprintf(e->key, sizeof(e->key), "%s/%s", ws->cluster, uid);
@@ -171,7 +173,7 @@ static bool kueue_label(const cJSON *origin)
 static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
 {
     (void)origin;
-    const struct wl_entry *e = wl_find(j->rec.cluster, j->rec.uid);
+    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
     if (e == NULL)
         return false; /* no Workload yet, or Kueue not read yet */
     if (e->err[0] != '\0') {
@@ -225,7 +227,7 @@ static void on_deactivated(struct sw_kube_result *res, void *ctx)
 
 int sw_queue_release(struct sw_hub *h, struct sw_job *j)
 {
-    const struct wl_entry *e = wl_find(j->rec.cluster, j->rec.uid);
+    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
     if (e == NULL || !e->f.active || e->f.state == SW_WL_FINISHED)
         return 0;
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
@@ -241,4 +243,91 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j)
     if (rc != 0)
         sw_hub_step_done(h, j, rc);
     return 1;
+}
+
+/* ---- the home queue, as Kueue has it -------------------------------------- */
+
+static void mark_managed(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    (void)h;
+    (void)ctx;
+    struct sw_queue_wl *e = (struct sw_queue_wl *)wl_find(j->rec.cluster, j->rec.uid);
+    if (e != NULL)
+        e->managed = true;
+}
+
+static void add_cq(const char *key, const void *obj, void *ctx)
+{
+    (void)key;
+    struct sw_queue_home *qh = ctx;
+    if (qh->ncq >= SW_QUEUE_MAX_CQ)
+        return;
+    struct sw_error err = {0};
+    if (sw_cluster_queue_facts_from_json(obj, &qh->cq[qh->ncq], &err) == 0)
+        qh->ncq++;
+    else
+        SW_LOG(SW_LOG_WARN, "a ClusterQueue the hub cannot read; not counted", "err=%s",
+               sw_log_q(err.msg));
+}
+
+static int ahead_cmp(const void *a, const void *b)
+{
+    const struct sw_queue_wl *x = *(const struct sw_queue_wl *const *)a,
+                             *y = *(const struct sw_queue_wl *const *)b;
+    if (x->f.priority != y->f.priority)
+        return x->f.priority > y->f.priority ? -1 : 1;
+    return strcmp(x->f.created, y->f.created);
+}
+
+int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (m->cache == NULL || !sw_cluster_cache_kueue_synced(m->cache))
+        return SW_ENOENT;
+    sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_CLUSTERQUEUE), add_cq, out);
+    if (out->ncq == 0)
+        return SW_ENOENT;
+    for (size_t i = 0; i < out->ncq; i++) {
+        out->headroom += sw_cluster_queue_headroom(&out->cq[i], out->cq, out->ncq);
+        out->reserved += out->cq[i].reserved_gpus;
+        out->nominal += out->cq[i].nominal_gpus;
+    }
+    /* Workloads pending for quota that spillway does not manage wait ahead
+     * of every burstable Job, in Kueue's order (priority, then age). */
+    for (size_t b = 0; b < WL_BUCKETS; b++)
+        for (struct sw_queue_wl *e = wls[b]; e; e = e->next)
+            e->managed = false;
+    sw_hub_jobs_foreach(h, mark_managed, NULL);
+    size_t prefix = strlen(m->rec.name);
+    for (size_t b = 0; b < WL_BUCKETS; b++)
+        for (struct sw_queue_wl *e = wls[b]; e; e = e->next) {
+            if (strncmp(e->key, m->rec.name, prefix) != 0 || e->key[prefix] != '/' ||
+                e->err[0] != '\0' || e->managed || e->f.state != SW_WL_PENDING_QUOTA)
+                continue;
+            if (out->nahead == out->cap_ahead) {
+                size_t n = out->cap_ahead ? out->cap_ahead * 2 : 16;
+                void *p = sw_realloc(out->ahead_e, n * sizeof(*out->ahead_e));
+                if (p == NULL)
+                    break;
+                out->ahead_e = p;
+                out->cap_ahead = n;
+            }
+            out->ahead_e[out->nahead++] = e;
+        }
+    if (out->nahead > 1)
+        qsort(out->ahead_e, out->nahead, sizeof(*out->ahead_e), ahead_cmp);
+    return 0;
+}
+
+int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i)
+{
+    const struct sw_queue_wl *e = qh->ahead_e[i];
+    return e->f.gpus;
+}
+
+void sw_queue_home_free(struct sw_queue_home *qh)
+{
+    sw_free(qh->ahead_e);
+    qh->ahead_e = NULL;
+    qh->nahead = qh->cap_ahead = 0;
 }
