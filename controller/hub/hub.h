@@ -47,7 +47,8 @@
 
 struct sw_hub;
 struct sw_member;
-struct sw_queue_wl; /* queue.c */
+struct sw_queue_wl;   /* queue.c */
+struct sw_job_record; /* clusters/record.h */
 
 /** A Job the hub is following: its record plus what is in flight for it. */
 struct sw_job {
@@ -59,16 +60,17 @@ struct sw_job {
     int64_t next_ms;         /* do not step before (backoff, polling) */
     int backoff;             /* consecutive failures */
     struct sw_gate_outputs *outputs;
-    void *outputs_ctx;  /* data.c's context for the periodic rounds */
-    int outputs_done;   /* the last round: 0 not yet, 1 copied, -1 failed */
-    int output_stops;   /* stopped output rounds whose last round is still running */
-    bool decided_now;   /* decided in this round (for the engine's output) */
-    char *explain;      /* the decision's explanation (JSON), to be written */
-    bool warned;        /* a Warning Event about a bad annotation was sent */
-    bool queue_warned;  /* a Warning Event about its queue (an unreadable Workload) was sent */
-    bool refs_ok;       /* this attempt's ConfigMaps and Secrets are copied */
-    bool status_synced; /* delegated: the origin's status shows the outcome */
-    struct sw_hub *hub; /* for Kubernetes callbacks, whose context is the job */
+    void *outputs_ctx;   /* data.c's context for the periodic rounds */
+    int outputs_done;    /* the last round: 0 not yet, 1 copied, -1 failed */
+    int output_stops;    /* stopped output rounds whose last round is still running */
+    bool decided_now;    /* decided in this round (for the engine's output) */
+    char *explain;       /* the decision's explanation (JSON), to be written */
+    bool warned;         /* a Warning Event about a bad annotation was sent */
+    bool queue_warned;   /* a Warning Event about its queue (an unreadable Workload) was sent */
+    bool queue_released; /* its Workload was deactivated (queue.c) */
+    bool refs_ok;        /* this attempt's ConfigMaps and Secrets are copied */
+    bool status_synced;  /* delegated: the origin's status shows the outcome */
+    struct sw_hub *hub;  /* for Kubernetes callbacks, whose context is the job */
     /* The origin Job as a GET returned it (the cache keeps a record without
      * the pod template), for the dispatch step that asked; dropped once
      * used, so at most one per Job being dispatched. */
@@ -347,11 +349,13 @@ struct sw_queue {
 /** The queue that holds an origin Job (borrowed): Kueue's when it has a queue-name label, else
  * plain. */
 const struct sw_queue *sw_queue_of(const cJSON *origin);
-/**
- * Each scan: starts the Kueue informers of a member where a burstable Job
- * is in a Kueue queue, and indexes the Workloads by Job UID when they changed.
- */
+/** Each scan: indexes the members' Workloads by Job UID when they changed. */
 void sw_queue_scan(struct sw_hub *h);
+/**
+ * A burstable Job seen in member m's cache (observe.c): when it sits in a
+ * Kueue queue, the member's Kueue informers are started (once).
+ */
+void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec);
 /** A member's Workloads or ClusterQueues changed (the index is made again). */
 void sw_queue_changed(void);
 /**

@@ -271,6 +271,7 @@ static void scan_job(const char *key, const void *obj, void *ctx)
     if (sw_job_record_annotation(rec, SW_ANN_BURST) == NULL ||
         sw_job_record_label(rec, SW_LBL_ORIGIN_UID) != NULL)
         return;
+    sw_queue_seen(js->m, rec);
     const cJSON *job = view_of(h, rec);
     const cJSON *md = sw_json_child(job, "metadata");
     const cJSON *ann = sw_json_child(md, "annotations");
@@ -326,6 +327,8 @@ static void scan_job(const char *key, const void *obj, void *ctx)
     j->outputs_done = 0;
     j->status_synced = false;
     j->refs_ok = false;
+    j->queue_warned = false;
+    j->queue_released = false;
     j->backoff = 0;
     j->next_ms = 0;
     struct sw_job_rec *r = &j->rec;

@@ -112,27 +112,16 @@ void sw_queue_changed(void)
     wl_generation++;
 }
 
-static void start_kueue_for(const char *key, const void *obj, void *ctx)
+void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec)
 {
-    (void)key;
-    struct sw_member *m = ctx;
-    if (sw_job_record_label(obj, SW_KUEUE_QUEUE_LABEL) != NULL &&
-        sw_job_record_annotation(obj, SW_ANN_BURST) != NULL &&
-        sw_cluster_cache_start_kueue(m->cache) == 0)
-        sw_queue_changed();
+    /* A member where a burstable Job sits in a Kueue queue gets the Kueue
+     * informers (once; later calls return at once). */
+    if (sw_job_record_label(rec, SW_KUEUE_QUEUE_LABEL) != NULL && m->cache != NULL)
+        sw_cluster_cache_start_kueue(m->cache);
 }
 
 void sw_queue_scan(struct sw_hub *h)
 {
-    /* A member where a burstable Job sits in a Kueue queue gets the Kueue
-     * informers (once). */
-    for (size_t i = 0; i < h->nmembers; i++) {
-        struct sw_member *m = h->members[i];
-        if (m->cache == NULL || !sw_cluster_cache_synced(m->cache) ||
-            sw_cluster_cache_informer(m->cache, SW_KIND_WORKLOAD) != NULL)
-            continue;
-        sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_JOB), start_kueue_for, m);
-    }
     if (wl_indexed == wl_generation)
         return;
     wl_clear();
@@ -222,13 +211,16 @@ static void on_deactivated(struct sw_kube_result *res, void *ctx)
                sw_log_q(j->rec.key), sw_log_q(res->err.msg));
     else
         SW_LOG(SW_LOG_INFO, "origin's Workload deactivated", "job=%s", sw_log_q(j->rec.key));
+    /* Not asked again while the cache has not seen the change yet. */
+    if (res->rc == 0 || res->status == 404)
+        j->queue_released = true;
     sw_hub_step_done(h, j, res->status == 404 ? 0 : res->rc);
 }
 
 int sw_queue_release(struct sw_hub *h, struct sw_job *j)
 {
     const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
-    if (e == NULL || !e->f.active || e->f.state == SW_WL_FINISHED)
+    if (j->queue_released || e == NULL || !e->f.active || e->f.state == SW_WL_FINISHED)
         return 0;
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
     if (om == NULL || !sw_member_reachable(om))

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# kueue.sh - the hub with Kueue queueing the on-prem Jobs (testbed kueue up;
+# started here if it is not on, and stopped again at the end then). The
+# test's namespace gets a LocalQueue "gpu" on onprem's ClusterQueue "gpu"
+# (8 GPUs); every Job below carries the queue-name label and is created
+# unsuspended (Kueue's webhook suspends it). Under the outside watcher:
+#   1. no hub running: three burstable 4-GPU Jobs are admitted by Kueue as
+#      without spillway, two at once, the third once quota frees, and all
+#      complete at home;
+#   2. a hub running, quota full: a burstable Job whose Workload is pending
+#      for quota is taken from Kueue (queue-name label gone, Workload
+#      inactive) and runs in the cloud, never at home;
+#   3. the race, KUEUE_ROUNDS rounds (10) of KUEUE_PER_ROUND (5) burstable
+#      Jobs queued behind a filler whose pods end at a random moment around
+#      the hub's decision: each Job completes once, in one place, whichever
+#      of Kueue or the hub takes it.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+ROUNDS=${KUEUE_ROUNDS:-10}
+PER_ROUND=${KUEUE_PER_ROUND:-5}
+TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
+STARTED_KUEUE=""
+hub_setup kueue
+if ! [ -f "$SW_LAB_DIR/kueue/on" ]; then
+    "$TESTBED" kueue up >/dev/null
+    STARTED_KUEUE=1
+fi
+trap '[ -n "$STARTED_KUEUE" ] && "$TESTBED" kueue down >/dev/null 2>&1; hub_cleanup' EXIT
+cat <<YAML | kc onprem apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpu, namespace: $NS}
+spec: {clusterQueue: gpu}
+YAML
+
+# kueue_job NAME GPUS_PER_POD PODS DELAY BURSTABLE: a Job in the LocalQueue,
+# created unsuspended.
+kueue_job() {
+    local ann=""
+    [ "$5" = yes ] && ann="    spillway.io/burst: auto
+    spillway.io/expected-runtime: 1h"
+    cat <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $1
+  labels: {kueue.x-k8s.io/queue-name: gpu}
+  annotations:
+    kueue-lab: "1"
+$ann
+spec:
+  parallelism: $3
+  completions: $3
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "$4"}
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: train
+        image: registry.example/train:1
+        resources: {limits: {nvidia.com/gpu: "$2"}}
+YAML
+}
+
+# workload_of JOB: the name of the Job's Workload ("" while none).
+workload_of() {
+    local uid
+    uid=$(kc onprem get job "$1" -n "$NS" -o jsonpath='{.metadata.uid}')
+    kc onprem get workloads -n "$NS" -l "kueue.x-k8s.io/job-uid=$uid" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null
+}
+
+# wait_complete JOB CLUSTER SECONDS
+wait_complete() {
+    kc "$2" wait --for=condition=complete "job/$1" -n "$NS" --timeout="$3s" >/dev/null ||
+        hub_fail "job $1 did not complete in $2 within $3 s"
+}
+
+watcher_start
+
+# ---- 1. no hub: Kueue admits as without spillway ---------------------------
+for j in home-a home-b home-c; do kueue_job "$j" 4 1 6s yes | kc onprem apply -n "$NS" -f - >/dev/null; done
+[ "$(kc onprem get job home-a -n "$NS" -o jsonpath='{.spec.suspend}')" != "" ] ||
+    hub_fail "Kueue's webhook did not default spec.suspend on home-a"
+pending_seen=""
+for _ in $(seq 1 40); do
+    for j in home-a home-b home-c; do
+        wl=$(workload_of "$j")
+        [ -n "$wl" ] || continue
+        msg=$(kc onprem get workload "$wl" -n "$NS" -o jsonpath='{.status.conditions[?(@.type=="QuotaReserved")].message}')
+        case "$msg" in *"insufficient unused quota"*) pending_seen="$j: $msg" ;; esac
+    done
+    [ -n "$pending_seen" ] && break
+    sleep 0.25
+done
+[ -n "$pending_seen" ] || hub_fail "no Workload was seen pending for quota with 12 GPUs asked of 8"
+for j in home-a home-b home-c; do wait_complete "$j" onprem 60; done
+for j in home-a home-b home-c; do
+    [ "$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
+        hub_fail "$j lost its queue-name label with no hub running"
+    [ "$(mirrors_of "$j")" = 0 ] || hub_fail "$j has a mirror with no hub running"
+done
+pass "no hub: Kueue admitted and ran all three Jobs at home (pending for quota seen: \"$pending_seen\")"
+
+# ---- 2. quota full: taken from Kueue, run in the cloud ----------------------
+hub_start
+kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "the filler did not start"
+kueue_job spill 4 1 10s yes | kc onprem apply -n "$NS" -f - >/dev/null
+S="onprem/$NS/spill"
+wait_record "$S" state succeeded 120
+[ "$(record_field "$S" targetCluster)" != onprem ] || hub_fail "spill ran at home"
+[ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
+    hub_fail "spill still has its queue-name label"
+wl=$(workload_of spill)
+[ "$(kc onprem get workload "$wl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
+    hub_fail "spill's Workload $wl is still active"
+[ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
+    hub_fail "spill started at home"
+one_mirror_each spill
+pass "quota full: spill taken from Kueue (label removed, Workload $wl inactive) and succeeded in $(record_field "$S" targetCluster)"
+kc onprem delete job filler -n "$NS" --wait=true >/dev/null
+
+# ---- 3. the race: quota freed as the hub decides ---------------------------
+t0=$SECONDS
+home=0 away=0
+for r in $(seq 1 "$ROUNDS"); do
+    # The filler's pods end 1-4 s after they start: about when the hub,
+    # which sees the Jobs' Workloads pending within a second, decides.
+    kueue_job "fill-$r" 4 2 "$((1000 + RANDOM % 3000))ms" no | kc onprem apply -n "$NS" -f - >/dev/null
+    kc onprem wait --for=jsonpath='{.status.active}'=2 "job/fill-$r" -n "$NS" --timeout=60s >/dev/null ||
+        hub_fail "fill-$r did not start"
+    for i in $(seq 1 "$PER_ROUND"); do
+        kueue_job "race-$r-$i" 4 1 3s yes | kc onprem apply -n "$NS" -f - >/dev/null
+    done
+    for i in $(seq 1 "$PER_ROUND"); do
+        wait_record "onprem/$NS/race-$r-$i" state succeeded 120
+        if [ "$(record_field "onprem/$NS/race-$r-$i" mirror)" = "" ]; then
+            home=$((home + 1))
+            [ "$(mirrors_of "race-$r-$i")" = 0 ] || hub_fail "race-$r-$i ran at home and has a mirror"
+        else
+            away=$((away + 1))
+            one_mirror_each "race-$r-$i"
+        fi
+    done
+    kc onprem delete job "fill-$r" -n "$NS" --wait=false >/dev/null
+done
+pass "race: $((ROUNDS * PER_ROUND)) Jobs in $ROUNDS rounds in $((SECONDS - t0)) s, $home ran at home (admitted by Kueue), $away in the cloud (taken from Kueue); each succeeded once"
+watcher_check
