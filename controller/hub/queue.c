@@ -15,7 +15,8 @@
  *          unsuspend it computed from an older version fails (Kueue patches
  *          Jobs with their resourceVersion). What Kueue still holds for the
  *          Job, its Workload, is then deactivated (spec.active=false), which
- *          releases any quota reserved meanwhile.
+ *          releases any quota reserved meanwhile, and its owner reference
+ *          dropped, so that Kueue can delete it later.
  *
  * Nothing here runs while no hub does: the on-prem queue never waits for
  * spillway. Workloads are indexed by their Job's UID once per change of a
@@ -225,7 +226,12 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j)
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
     if (om == NULL || !sw_member_reachable(om))
         return 0;
+    /* Inactive: quota reserved for it meanwhile goes back to the queue. Not
+     * owned by the Job any more: Kueue no longer reconciles the Job, and only
+     * for a Workload without owners does its Workload controller remove its
+     * finalizer when it is deleted (with its namespace, say). */
     cJSON *patch = cJSON_CreateObject();
+    cJSON_AddNullToObject(cJSON_AddObjectToObject(patch, "metadata"), "ownerReferences");
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "active", 0);
     j->hub = h;
     j->busy = true;
