@@ -927,6 +927,8 @@ static const struct {
                           "workloads", 1},
     [SW_KIND_CLUSTERQUEUE] = {"ClusterQueue", "kueue.x-k8s.io/v1beta2",
                               "/apis/kueue.x-k8s.io/v1beta2", "clusterqueues", 0},
+    [SW_KIND_LOCALQUEUE] = {"LocalQueue", "kueue.x-k8s.io/v1beta2", "/apis/kueue.x-k8s.io/v1beta2",
+                            "localqueues", 1},
 };
 
 const char *sw_kube_kind_name(enum sw_kube_kind k)

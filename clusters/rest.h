@@ -158,6 +158,7 @@ enum sw_kube_kind {
     SW_KIND_LEASE,
     SW_KIND_WORKLOAD,     /* kueue.x-k8s.io/v1beta2 */
     SW_KIND_CLUSTERQUEUE, /* kueue.x-k8s.io/v1beta2, cluster-scoped */
+    SW_KIND_LOCALQUEUE,   /* kueue.x-k8s.io/v1beta2 */
     SW_KIND_COUNT
 };
 

@@ -62,6 +62,8 @@ static void usage(FILE *out)
             "  --region REGION    the cluster's region, e.g. us-east-1\n"
             "  --pool SPEC        a GPU pool, repeatable: name=N,capacity=owned|on-demand|spot,\n"
             "                     product=P,memory=MiB[,zone=Z][,price=USD/GPU-h][,max=GPUs]\n"
+            "  --local-queue NAME the Kueue LocalQueue mirrors sent to this cluster enter\n"
+            "                     (in their namespace; it must exist there: docs/kueue.md)\n"
             "  --spec FILE        role, region and pools from a cluster spec file\n"
             "                     (YAML, see docs/clusters.md); flags override it\n"
             "  --replace          overwrite an existing record of the same name\n"
@@ -84,6 +86,7 @@ struct args {
     const char *spec_file;
     const char *role;
     const char *region;
+    const char *local_queue;
     int replace;
     int no_probe;
     struct sw_cluster_spec flags_spec;
@@ -96,6 +99,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"context", required_argument, NULL, 'c'},
         {"role", required_argument, NULL, 'r'},
         {"region", required_argument, NULL, 'g'},
+        {"local-queue", required_argument, NULL, 'q'},
         {"pool", required_argument, NULL, 'p'},
         {"spec", required_argument, NULL, 's'},
         {"replace", no_argument, NULL, 'R'},
@@ -120,6 +124,13 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 'g':
             a->region = optarg;
+            break;
+        case 'q':
+            if (sw_cluster_local_queue_check(optarg, "--local-queue", &err) != 0) {
+                fprintf(stderr, "spillctl cluster: %s\n", err.msg);
+                return SW_EXIT_USAGE;
+            }
+            a->local_queue = optarg;
             break;
         case 'p':
             if (sw_pool_flag_parse(optarg, &a->flags_spec, &err) != 0) {
@@ -355,6 +366,8 @@ static int load_spec(struct args *a, struct sw_cluster_spec *spec)
     }
     if (a->region != NULL)
         snprintf(spec->region, sizeof(spec->region), "%s", a->region);
+    if (a->local_queue != NULL)
+        snprintf(spec->local_queue, sizeof(spec->local_queue), "%s", a->local_queue);
     for (size_t i = 0; i < a->flags_spec.npools; i++) {
         if (spec->npools >= SW_MAX_POOLS) {
             fprintf(stderr, "spillctl cluster add: at most %d pools\n", SW_MAX_POOLS);
@@ -711,6 +724,8 @@ static cJSON *probe_item(const struct probe *p, int probed)
     cJSON_AddStringToObject(o, "name", r->name);
     cJSON_AddStringToObject(o, "role", sw_cluster_role_name(r->spec.role));
     cJSON_AddStringToObject(o, "region", r->spec.region);
+    if (r->spec.local_queue[0] != '\0')
+        cJSON_AddStringToObject(o, "localQueue", r->spec.local_queue);
     cJSON_AddStringToObject(o, "server", r->server);
     cJSON_AddStringToObject(o, "kubernetes", r->server_version);
     cJSON_AddStringToObject(o, "auth", r->auth_kind);
@@ -887,6 +902,8 @@ static void show_one(const struct probe *p, const struct sw_seal_key *key)
     printf("Name:            %s\n", r->name);
     printf("Role:            %s\n", sw_cluster_role_name(r->spec.role));
     printf("Region:          %s\n", r->spec.region);
+    if (r->spec.local_queue[0] != '\0')
+        printf("LocalQueue:      %s (mirrors sent here enter it)\n", r->spec.local_queue);
     printf("Server:          %s\n", r->server);
     printf("Context:         %s\n", r->context);
     printf("Kubernetes:      %s\n", r->server_version);

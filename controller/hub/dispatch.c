@@ -51,6 +51,7 @@ struct refs_chain {
     size_t n, at;
     bool ns_done;
     bool check_only; /* the origin's cluster is lost: the target must have them already */
+    bool lq_checked; /* the target's LocalQueue exists (when mirrors are queued there) */
     char *body;      /* the copy being made of refs[at] */
 };
 
@@ -343,6 +344,30 @@ static void on_ns(struct sw_kube_result *res, void *ctx)
     refs_next(rc);
 }
 
+static void on_lq_checked(struct sw_kube_result *res, void *ctx)
+{
+    struct refs_chain *rc = ctx;
+    struct sw_job *j = rc->j;
+    struct sw_member *tm = sw_member_find(rc->h, j->rec.target_cluster);
+    if (res->status == 404 && tm != NULL) {
+        char why[512];
+        snprintf(why, sizeof(why),
+                 "cluster %s queues mirrors in LocalQueue %s/%s (its registration's localQueue), "
+                 "which does not exist there",
+                 j->rec.target_cluster, j->rec.ns, tm->rec.spec.local_queue);
+        refs_fail(rc, why);
+        return;
+    }
+    if (res->rc != 0) {
+        struct sw_hub *h = rc->h;
+        rc_free(rc);
+        sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    rc->lq_checked = true;
+    refs_next(rc);
+}
+
 static void refs_next(struct refs_chain *rc)
 {
     struct sw_hub *h = rc->h;
@@ -371,6 +396,11 @@ static void refs_next(struct refs_chain *rc)
         struct sw_kube_req req = {.path = path};
         rcode = rc->check_only ? sw_kube_send(tm->client, &req, on_ref_checked, rc, NULL)
                                : sw_kube_send(om->client, &req, on_ref_got, rc, NULL);
+    } else if (tm->rec.spec.local_queue[0] != '\0' && !rc->lq_checked) {
+        /* The target's LocalQueue, before anything changes at home: a
+         * mirror in a queue that does not exist would wait for ever. */
+        rcode = sw_kube_get(tm->client, SW_KIND_LOCALQUEUE, j->rec.ns, tm->rec.spec.local_queue,
+                            on_lq_checked, rc);
     } else {
         j->refs_ok = true;
         rc_free(rc);
@@ -683,6 +713,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         sw_rec_step(h, j, NULL);
         return;
     }
+    if (tm->rec.spec.local_queue[0] != '\0')
+        sw_mirror_queue(m, tm->rec.spec.local_queue);
     int rc = sw_kube_create(tm->client, SW_KIND_JOB, r->ns, m, on_mirror_created, j);
     cJSON_Delete(m);
     if (rc != 0)
