@@ -7,9 +7,12 @@
 #   1. no hub running: three burstable 4-GPU Jobs are admitted by Kueue as
 #      without spillway, two at once, the third once quota frees, and all
 #      complete at home;
-#   2. a hub running, quota full: a burstable Job whose Workload is pending
-#      for quota is taken from Kueue (queue-name label gone, Workload
-#      inactive) and runs in the cloud, never at home;
+#   2. a hub running, quota full, cloud-spot registered to queue mirrors in
+#      LocalQueue gpu: while that LocalQueue is missing there, the Job is
+#      blocked (named) and left in Kueue; once it exists, the Job whose
+#      Workload is pending for quota is taken from Kueue (queue-name label
+#      gone, Workload inactive) and its mirror is admitted by cloud-spot's
+#      Kueue and completes, the origin never started at home;
 #   3. the race, KUEUE_ROUNDS rounds (10) of KUEUE_PER_ROUND (5) burstable
 #      Jobs queued behind a filler whose pods end at a random moment around
 #      the hub's decision: each Job completes once, in one place, whichever
@@ -82,8 +85,8 @@ watcher_start
 
 # ---- 1. no hub: Kueue admits as without spillway ---------------------------
 for j in home-a home-b home-c; do kueue_job "$j" 4 1 6s yes | kc onprem apply -n "$NS" -f - >/dev/null; done
-[ "$(kc onprem get job home-a -n "$NS" -o jsonpath='{.spec.suspend}')" != "" ] ||
-    hub_fail "Kueue's webhook did not default spec.suspend on home-a"
+[ "$(kueue_job probe 4 1 1s yes | kc onprem apply -n "$NS" --dry-run=server -o jsonpath='{.spec.suspend}' -f -)" = true ] ||
+    hub_fail "Kueue's webhook does not suspend a Job created unsuspended"
 pending_seen=""
 for _ in $(seq 1 40); do
     for j in home-a home-b home-c; do
@@ -104,15 +107,46 @@ for j in home-a home-b home-c; do
 done
 pass "no hub: Kueue admitted and ran all three Jobs at home (pending for quota seen: \"$pending_seen\")"
 
-# ---- 2. quota full: taken from Kueue, run in the cloud ----------------------
+# ---- 2. quota full: taken from Kueue, run in the cloud's queue ----------------
+# cloud-spot queues mirrors in LocalQueue gpu, not there yet in the test's
+# namespace: the Job is blocked and left alone until it is.
+"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
+    --role cloud --region us-east-1 --local-queue gpu --replace \
+    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
 hub_start
 kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
 kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
     hub_fail "the filler did not start"
+sleep 11 # the hub reads the registry every 10 s
 kueue_job spill 4 1 10s yes | kc onprem apply -n "$NS" -f - >/dev/null
 S="onprem/$NS/spill"
+wait_record "$S" state blocked 60
+reason=$(record_field "$S" reason)
+case "$reason" in *"LocalQueue $NS/gpu"*"does not exist"*) ;; *) hub_fail "blocked for another reason: $reason" ;; esac
+ev=""
+for _ in $(seq 1 40); do
+    ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=spill,reason=BurstRefused -o jsonpath='{.items[0].message}')
+    [ -n "$ev" ] && break
+    sleep 0.25
+done
+[ "$ev" = "$reason" ] || hub_fail "no BurstRefused event with the reason: \"$ev\""
+[ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
+    hub_fail "the blocked Job was taken from Kueue"
+pass "a LocalQueue missing in the target: spill blocked and left in Kueue (\"$reason\")"
+cat <<YAML | kc cloud-spot apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpu, namespace: $NS}
+spec: {clusterQueue: gpu}
+YAML
 wait_record "$S" state succeeded 120
-[ "$(record_field "$S" targetCluster)" != onprem ] || hub_fail "spill ran at home"
+[ "$(record_field "$S" targetCluster)" = cloud-spot ] || hub_fail "spill ran in $(record_field "$S" targetCluster)"
+m=$(record_field "$S" mirror)
+[ "$(kc cloud-spot get job "$m" -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
+    hub_fail "the mirror $m is not in cloud-spot's LocalQueue gpu"
+mw=$(kc cloud-spot get workloads -n "$NS" -l "kueue.x-k8s.io/job-uid=$(kc cloud-spot get job "$m" -n "$NS" -o jsonpath='{.metadata.uid}')" \
+    -o jsonpath='{.items[0].status.admission.clusterQueue}')
+[ "$mw" = gpu ] || hub_fail "the mirror's Workload was not admitted by cloud-spot's ClusterQueue gpu (\"$mw\")"
 [ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
     hub_fail "spill still has its queue-name label"
 wl=$(workload_of spill)
@@ -121,7 +155,7 @@ wl=$(workload_of spill)
 [ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
     hub_fail "spill started at home"
 one_mirror_each spill
-pass "quota full: spill taken from Kueue (label removed, Workload $wl inactive) and succeeded in $(record_field "$S" targetCluster)"
+pass "quota full: spill taken from Kueue (label removed, Workload $wl inactive), admitted by cloud-spot's Kueue and succeeded there"
 kc onprem delete job filler -n "$NS" --wait=true >/dev/null
 
 # ---- 3. the race: quota freed as the hub decides ---------------------------
