@@ -123,6 +123,17 @@ void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec)
 
 void sw_queue_scan(struct sw_hub *h)
 {
+    /* A member's Kueue informers that have just listed count as a change
+     * too, whether or not their list reported each object as added. */
+    static size_t synced_before;
+    size_t synced = 0;
+    for (size_t i = 0; i < h->nmembers; i++)
+        synced +=
+            h->members[i]->cache != NULL && sw_cluster_cache_kueue_synced(h->members[i]->cache);
+    if (synced != synced_before) {
+        synced_before = synced;
+        wl_generation++;
+    }
     if (wl_indexed == wl_generation)
         return;
     wl_clear();
