@@ -14,9 +14,10 @@
 #      gone, Workload inactive) and its mirror is admitted by cloud-spot's
 #      Kueue and completes, the origin never started at home;
 #   3. the race, KUEUE_ROUNDS rounds (10) of KUEUE_PER_ROUND (5) burstable
-#      Jobs queued behind a filler whose pods end at a random moment around
-#      the hub's decision: each Job completes once, in one place, whichever
-#      of Kueue or the hub takes it.
+#      Jobs queued behind a filler holding the quota, deleted 0-1.5 s after
+#      they arrive, as the hub decides: each Job completes once, in one
+#      place, whichever of Kueue or the hub takes it, and one run in the
+#      cloud was never started at home.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${KUEUE_ROUNDS:-10}
@@ -162,14 +163,17 @@ kc onprem delete job filler -n "$NS" --wait=true >/dev/null
 t0=$SECONDS
 home=0 away=0
 for r in $(seq 1 "$ROUNDS"); do
-    # The filler's pods end 1-4 s after they start: about when the hub,
-    # which sees the Jobs' Workloads pending within a second, decides.
-    kueue_job "fill-$r" 4 2 "$((1000 + RANDOM % 3000))ms" no | kc onprem apply -n "$NS" -f - >/dev/null
+    kueue_job "fill-$r" 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
     kc onprem wait --for=jsonpath='{.status.active}'=2 "job/fill-$r" -n "$NS" --timeout=60s >/dev/null ||
         hub_fail "fill-$r did not start"
+    # The Jobs arrive together; the filler goes (its quota free at once) 0 to
+    # 1.5 s later: while the hub sees their Workloads pending and decides.
     for i in $(seq 1 "$PER_ROUND"); do
-        kueue_job "race-$r-$i" 4 1 3s yes | kc onprem apply -n "$NS" -f - >/dev/null
-    done
+        echo "---"
+        kueue_job "race-$r-$i" 4 1 3s yes
+    done | kc onprem apply -n "$NS" -f - >/dev/null
+    sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", (r % 1500) / 1000 }')"
+    kc onprem delete job "fill-$r" -n "$NS" --wait=false >/dev/null
     for i in $(seq 1 "$PER_ROUND"); do
         wait_record "onprem/$NS/race-$r-$i" state succeeded 120
         if [ "$(record_field "onprem/$NS/race-$r-$i" mirror)" = "" ]; then
@@ -178,9 +182,10 @@ for r in $(seq 1 "$ROUNDS"); do
         else
             away=$((away + 1))
             one_mirror_each "race-$r-$i"
+            [ "$(kc onprem get job "race-$r-$i" -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
+                hub_fail "race-$r-$i ran in the cloud and was started at home"
         fi
     done
-    kc onprem delete job "fill-$r" -n "$NS" --wait=false >/dev/null
 done
 pass "race: $((ROUNDS * PER_ROUND)) Jobs in $ROUNDS rounds in $((SECONDS - t0)) s, $home ran at home (admitted by Kueue), $away in the cloud (taken from Kueue); each succeeded once"
 watcher_check
