@@ -1,6 +1,8 @@
 /*
  * cache.c - three informers of compact records, and capacity from them,
- * and the last state of finished Jobs deleted from the cluster.
+ * and the last state of finished Jobs deleted from the cluster; on demand,
+ * two more of Kueue's Workloads and ClusterQueues (whole objects: a
+ * cluster has few of them next to its Jobs and Pods).
  */
 #include "clusters/cache.h"
 
@@ -26,6 +28,8 @@ struct sw_cluster_cache {
     char *gone_nodes[GONE_NODES]; /* a ring: the oldest is replaced */
     size_t next_gone;
     struct sw_informer *jobs, *pods, *nodes;
+    struct sw_informer *workloads, *cqueues; /* NULL until sw_cluster_cache_start_kueue */
+    struct sw_kube_client *client;
     struct sw_intern *strings; /* shared by the three informers' records */
     sw_cache_change_cb on_change;
     void *ctx;
@@ -102,9 +106,11 @@ static void on_event(struct sw_informer *inf, enum sw_watch_type type, const cha
         bury(cc, key, obj);
     if (inf == cc->nodes)
         node_seen(cc, key, type == SW_WATCH_DELETED);
-    enum sw_kube_kind k = inf == cc->jobs   ? SW_KIND_JOB
-                          : inf == cc->pods ? SW_KIND_POD
-                                            : SW_KIND_NODE;
+    enum sw_kube_kind k = inf == cc->jobs        ? SW_KIND_JOB
+                          : inf == cc->pods      ? SW_KIND_POD
+                          : inf == cc->workloads ? SW_KIND_WORKLOAD
+                          : inf == cc->cqueues   ? SW_KIND_CLUSTERQUEUE
+                                                 : SW_KIND_NODE;
     if (cc->on_change)
         cc->on_change(cc, k, key, cc->ctx);
 }
@@ -178,6 +184,7 @@ int sw_cluster_cache_start(struct sw_kube_client *c, sw_cache_change_cb on_chang
         return SW_ENOMEM;
     cc->on_change = on_change;
     cc->ctx = ctx;
+    cc->client = c;
     cc->strings = sw_intern_new();
     if (cc->strings == NULL) {
         sw_free(cc);
@@ -222,6 +229,8 @@ void sw_cluster_cache_free(struct sw_cluster_cache *cc)
     sw_informer_free(cc->jobs);
     sw_informer_free(cc->pods);
     sw_informer_free(cc->nodes);
+    sw_informer_free(cc->workloads);
+    sw_informer_free(cc->cqueues);
     if (cc->strings != NULL)
         sw_intern_free(cc->strings);
     for (size_t i = 0; i < TOMBSTONES; i++)
@@ -262,10 +271,37 @@ bool sw_cluster_cache_synced(const struct sw_cluster_cache *cc)
 
 struct sw_informer *sw_cluster_cache_informer(struct sw_cluster_cache *cc, enum sw_kube_kind k)
 {
-    return k == SW_KIND_JOB    ? cc->jobs
-           : k == SW_KIND_POD  ? cc->pods
-           : k == SW_KIND_NODE ? cc->nodes
-                               : NULL;
+    return k == SW_KIND_JOB            ? cc->jobs
+           : k == SW_KIND_POD          ? cc->pods
+           : k == SW_KIND_NODE         ? cc->nodes
+           : k == SW_KIND_WORKLOAD     ? cc->workloads
+           : k == SW_KIND_CLUSTERQUEUE ? cc->cqueues
+                                       : NULL;
+}
+
+int sw_cluster_cache_start_kueue(struct sw_cluster_cache *cc)
+{
+    if (cc->workloads != NULL)
+        return 0;
+    struct sw_informer_opts o = {.handler = on_event, .ctx = cc, .kind = SW_KIND_WORKLOAD};
+    int rc = sw_informer_new(cc->client, &o, &cc->workloads);
+    o.kind = SW_KIND_CLUSTERQUEUE;
+    if (rc == 0)
+        rc = sw_informer_new(cc->client, &o, &cc->cqueues);
+    if (rc != 0) {
+        sw_informer_free(cc->workloads);
+        cc->workloads = NULL;
+        return rc;
+    }
+    sw_informer_start(cc->workloads);
+    sw_informer_start(cc->cqueues);
+    return 0;
+}
+
+bool sw_cluster_cache_kueue_synced(const struct sw_cluster_cache *cc)
+{
+    return cc->workloads != NULL && sw_informer_synced(cc->workloads) &&
+           sw_informer_synced(cc->cqueues);
 }
 
 struct collect {

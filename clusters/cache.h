@@ -40,7 +40,10 @@ void sw_cluster_cache_keep_specs(struct sw_cluster_cache *cc, const char *annota
 /** Whether all three informers have listed once. */
 bool sw_cluster_cache_synced(const struct sw_cluster_cache *cc);
 
-/** The informer of a kind (SW_KIND_JOB, SW_KIND_POD or SW_KIND_NODE), borrowed. */
+/**
+ * The informer of a kind (SW_KIND_JOB, SW_KIND_POD, SW_KIND_NODE, and once
+ * started SW_KIND_WORKLOAD and SW_KIND_CLUSTERQUEUE), borrowed, or NULL.
+ */
 struct sw_informer *sw_cluster_cache_informer(struct sw_cluster_cache *cc, enum sw_kube_kind k);
 
 /**
@@ -72,6 +75,18 @@ bool sw_cluster_cache_node_gone(const struct sw_cluster_cache *cc, const char *n
  */
 int sw_cluster_cache_capacity_label(struct sw_cluster_cache *cc, const char *type,
                                     const char **label, const char **value);
+
+/**
+ * Starts informers of Kueue's Workloads and ClusterQueues
+ * (kueue.x-k8s.io/v1beta2, whole objects cached), once; later calls do
+ * nothing. The hub calls it for a member where it sees a Job in a Kueue
+ * queue. They are not part of sw_cluster_cache_synced: a member whose Kueue
+ * does not answer keeps its plain Jobs going.
+ */
+int sw_cluster_cache_start_kueue(struct sw_cluster_cache *cc);
+
+/** Whether the Kueue informers are started and have listed once. */
+bool sw_cluster_cache_kueue_synced(const struct sw_cluster_cache *cc);
 
 /** Computes GPU capacity per pool from the cached nodes and pods. */
 int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_gpu_capacity *out);

@@ -183,16 +183,22 @@ int sw_pod_facts_from_json(const cJSON *pod, struct sw_pod_facts *out, struct sw
     out->node_name = node;
     out->terminal = strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
     out->node_selector = sw_json_path(pod, "spec.nodeSelector");
+    return sw_pod_spec_gpus(sw_json_path(pod, "spec"), what, &out->gpu_request, err);
+}
+
+int sw_pod_spec_gpus(const cJSON *spec, const char *what, int64_t *out, struct sw_error *err)
+{
     int64_t sum = 0, init_max = 0;
     const cJSON *c;
-    cJSON_ArrayForEach(c, sw_json_path(pod, "spec.containers"))
+    int rc;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "containers"))
     {
         int64_t g;
         if ((rc = container_gpus(c, what, &g, err)) != 0)
             return rc;
         sum += g;
     }
-    cJSON_ArrayForEach(c, sw_json_path(pod, "spec.initContainers"))
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "initContainers"))
     {
         int64_t g;
         if ((rc = container_gpus(c, what, &g, err)) != 0)
@@ -205,7 +211,7 @@ int sw_pod_facts_from_json(const cJSON *pod, struct sw_pod_facts *out, struct sw
         else if (g > init_max)
             init_max = g;
     }
-    out->gpu_request = sum > init_max ? sum : init_max;
+    *out = sum > init_max ? sum : init_max;
     return 0;
 }
 

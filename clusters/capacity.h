@@ -134,6 +134,13 @@ int sw_node_facts_from_json(const cJSON *node, struct sw_node_facts *out, struct
 int sw_pod_facts_from_json(const cJSON *pod, struct sw_pod_facts *out, struct sw_error *err);
 
 /**
+ * The nvidia.com/gpu one pod of `spec` (a PodSpec, borrowed) takes, as the
+ * scheduler sums it (containers, sidecars, the largest plain init
+ * container; requests, else limits). `what` names the object in errors.
+ */
+int sw_pod_spec_gpus(const cJSON *spec, const char *what, int64_t *out, struct sw_error *err);
+
+/**
  * Computes the pools. Returns 0 and fills *out (free with
  * sw_capacity_free), or SW_ENOMEM.
  */

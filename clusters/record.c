@@ -90,7 +90,8 @@ static bool kept_key(const cJSON *v)
 {
     return cJSON_IsString(v) && v->string != NULL &&
            (strncmp(v->string, KEEP_PREFIX, sizeof(KEEP_PREFIX) - 1) == 0 ||
-            strcmp(v->string, "app.kubernetes.io/managed-by") == 0);
+            strcmp(v->string, "app.kubernetes.io/managed-by") == 0 ||
+            strcmp(v->string, "kueue.x-k8s.io/queue-name") == 0);
 }
 
 /* Copies an object's string members (those `keep` accepts) as interned pairs. */

@@ -13,15 +13,13 @@
  * What is kept:
  *   Job   name, namespace, uid, resourceVersion, creationTimestamp,
  *         deletionTimestamp, finalizers, labels and annotations under
- *         "spillway.io/" (and app.kubernetes.io/managed-by), spec.suspend,
- *         spec.managedBy, spec.parallelism and completions, the template's
- *         GPUs per pod, nodeSelector and SPILLWAY_REGION env, status counts,
- *         startTime, completionTime, completed/failedIndexes, conditions
- *   Pod   name, namespace, resourceVersion, owner Job (job-name label or
- *         controller ownerReference), spec.nodeName, nodeSelector,
- *         status.phase, GPU request, conditions (without timestamps)
- *   Node  name, resourceVersion, all labels (with GPU feature discovery's
- *         time-slicing ones), taints, allocatable GPUs and MIG slices
+ *         "spillway.io/" (and app.kubernetes.io/managed-by, kueue.x-k8s.io/queue-name),
+ * spec.suspend, spec.managedBy, spec.parallelism and completions, the template's GPUs per pod,
+ * nodeSelector and SPILLWAY_REGION env, status counts, startTime, completionTime,
+ * completed/failedIndexes, conditions Pod   name, namespace, resourceVersion, owner Job (job-name
+ * label or controller ownerReference), spec.nodeName, nodeSelector, status.phase, GPU request,
+ * conditions (without timestamps) Node  name, resourceVersion, all labels (with GPU feature
+ * discovery's time-slicing ones), taints, allocatable GPUs and MIG slices
  *         (nvidia.com/mig-<profile>), unschedulable, Ready
  * Whatever needs more (the pod template, to build a mirror) GETs the
  * object. Conversion is lenient with fields of the wrong type (they read as

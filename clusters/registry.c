@@ -295,6 +295,8 @@ int sw_cluster_record_to_json(const struct sw_cluster_record *rec, char **out)
     rc |= add_str(o, "name", rec->name);
     rc |= add_str(o, "role", sw_cluster_role_name(rec->spec.role));
     rc |= add_str(o, "region", rec->spec.region);
+    if (rec->spec.local_queue[0] != '\0')
+        rc |= add_str(o, "localQueue", rec->spec.local_queue);
     rc |= add_str(o, "server", rec->server);
     rc |= add_str(o, "context", rec->context);
     rc |= add_str(o, "authKind", rec->auth_kind);
@@ -358,6 +360,8 @@ int sw_cluster_record_from_json(const char *text, size_t len, const char *what,
         (rc = copy_field(o, "role", true, what, role, sizeof(role), err)) != 0 ||
         (rc = copy_field(o, "region", true, what, rec->spec.region, sizeof(rec->spec.region),
                          err)) != 0 ||
+        (rc = copy_field(o, "localQueue", false, what, rec->spec.local_queue,
+                         sizeof(rec->spec.local_queue), err)) != 0 ||
         (rc = copy_field(o, "server", false, what, rec->server, sizeof(rec->server), err)) != 0 ||
         (rc = copy_field(o, "context", false, what, rec->context, sizeof(rec->context), err)) !=
             0 ||

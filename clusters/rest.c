@@ -970,6 +970,12 @@ static const struct {
     [SW_KIND_JOB] = {"Job", "batch/v1", "/apis/batch/v1", "jobs", 1},
     [SW_KIND_LEASE] = {"Lease", "coordination.k8s.io/v1", "/apis/coordination.k8s.io/v1", "leases",
                        1},
+    [SW_KIND_WORKLOAD] = {"Workload", "kueue.x-k8s.io/v1beta2", "/apis/kueue.x-k8s.io/v1beta2",
+                          "workloads", 1},
+    [SW_KIND_CLUSTERQUEUE] = {"ClusterQueue", "kueue.x-k8s.io/v1beta2",
+                              "/apis/kueue.x-k8s.io/v1beta2", "clusterqueues", 0},
+    [SW_KIND_LOCALQUEUE] = {"LocalQueue", "kueue.x-k8s.io/v1beta2", "/apis/kueue.x-k8s.io/v1beta2",
+                            "localqueues", 1},
 };
 
 const char *sw_kube_kind_name(enum sw_kube_kind k)

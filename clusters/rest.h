@@ -179,6 +179,9 @@ enum sw_kube_kind {
     SW_KIND_EVENT,
     SW_KIND_JOB,
     SW_KIND_LEASE,
+    SW_KIND_WORKLOAD,     /* kueue.x-k8s.io/v1beta2 */
+    SW_KIND_CLUSTERQUEUE, /* kueue.x-k8s.io/v1beta2, cluster-scoped */
+    SW_KIND_LOCALQUEUE,   /* kueue.x-k8s.io/v1beta2 */
     SW_KIND_COUNT
 };
 

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -312,8 +313,8 @@ static int parse_root(struct spec_doc *sd, yaml_node_t *root, struct sw_cluster_
     if (root == NULL || root->type != YAML_MAPPING_NODE)
         return sw_error_set(sd->err, SW_EPARSE, "%s: expected a mapping at the top, got %s",
                             sd->what, root == NULL ? "an empty file" : sw_yaml_kind(root));
-    static const char *const known[] = {"role", "region", "name", "pools"};
-    int rc = check_keys(sd, root, "", known, 4, "role, region, name, pools");
+    static const char *const known[] = {"role", "region", "name", "pools", "localQueue"};
+    int rc = check_keys(sd, root, "", known, 5, "role, region, name, pools, localQueue");
     if (rc != 0)
         return rc;
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
@@ -338,6 +339,14 @@ static int parse_root(struct spec_doc *sd, yaml_node_t *root, struct sw_cluster_
                                     "to %zu characters",
                                     sd->what, sw_yaml_line(k), sizeof(out->region) - 1);
             snprintf(out->region, sizeof(out->region), "%s", text);
+        } else if (sw_yaml_key_eq(k, "localQueue")) {
+            char what[360];
+            snprintf(what, sizeof(what), "%s: line %zu: field \"localQueue\"", sd->what,
+                     sw_yaml_line(k));
+            if ((rc = text_field(sd, k, v, "localQueue", "a LocalQueue name", &text)) != 0 ||
+                (rc = sw_cluster_local_queue_check(text, what, sd->err)) != 0)
+                return rc;
+            snprintf(out->local_queue, sizeof(out->local_queue), "%s", text);
         } else if (sw_yaml_key_eq(k, "name")) {
             /* The cluster's name comes from the command line; allowed here
              * for readability only, but it must still be a name. */
@@ -401,4 +410,19 @@ int sw_cluster_spec_parse(const char *text, size_t len, const char *path,
     }
     yaml_parser_delete(&parser);
     return rc;
+}
+
+int sw_cluster_local_queue_check(const char *name, const char *what, struct sw_error *err)
+{
+    size_t n = strlen(name);
+    bool ok = n >= 1 && n <= 63 && name[0] != '-' && name[n - 1] != '-';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+             name[i] == '-';
+    if (!ok)
+        return sw_error_set(err, SW_EINVAL,
+                            "%s: expected a LocalQueue name (1 to 63 of a-z, 0-9 and '-', "
+                            "starting and ending with a letter or digit), got \"%.70s\"",
+                            what, name);
+    return 0;
 }

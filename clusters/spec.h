@@ -14,6 +14,7 @@
  *     zone: us-east-1a            # optional
  *     pricePerGpuHour: 2.10       # USD; 0 for owned capacity
  *     maxGpus: 64                 # optional cap on what spillway may use
+ *   localQueue: gpu               # optional: Kueue LocalQueue mirrors enter
  *
  * A pool matches the nodes whose labels carry the same capacity type, GPU
  * product and memory (and zone when given) in the cluster's region; see
@@ -53,7 +54,16 @@ struct sw_cluster_spec {
     char region[SW_CLUSTER_NAME_MAX];
     struct sw_pool_spec pools[SW_MAX_POOLS];
     size_t npools;
+    /* The Kueue LocalQueue that mirrors sent here enter (in their
+     * namespace), "" when mirrors are not queued: a DNS label. */
+    char local_queue[SW_CLUSTER_NAME_MAX];
 };
+
+/**
+ * Checks a LocalQueue name (a DNS label: 1-63 of a-z, 0-9, '-', starting
+ * and ending with a letter or digit); `what` names the flag or field.
+ */
+int sw_cluster_local_queue_check(const char *name, const char *what, struct sw_error *err);
 
 /**
  * Parses a spec file's bytes into *out (fields already set are kept unless

@@ -42,6 +42,7 @@ struct args {
     const char *spec_file;
     const char *role;
     const char *region;
+    const char *local_queue;
     int replace;
     int no_probe;
     struct sw_cluster_spec flags_spec;
@@ -53,6 +54,7 @@ enum {
     OPT_ROLE = 'r',
     OPT_REGION = 'g',
     OPT_POOL = 'p',
+    OPT_LOCAL_QUEUE = 'q',
     OPT_SPEC = 's',
     OPT_REPLACE = 'R',
     OPT_NO_PROBE = 'n'
@@ -76,6 +78,13 @@ static int from_args(const struct sw_cli_args *pa, struct args *a)
             break;
         case OPT_REGION:
             a->region = v;
+            break;
+        case OPT_LOCAL_QUEUE:
+            if (sw_cluster_local_queue_check(v, "--local-queue", &err) != 0) {
+                fprintf(stderr, "spillctl cluster %s: %s\n", a->cmd, err.msg);
+                return SW_EXIT_USAGE;
+            }
+            a->local_queue = v;
             break;
         case OPT_POOL:
             if (sw_pool_flag_parse(v, &a->flags_spec, &err) != 0) {
@@ -298,6 +307,8 @@ static int load_spec(struct args *a, struct sw_cluster_spec *spec)
     }
     if (a->region != NULL)
         snprintf(spec->region, sizeof(spec->region), "%s", a->region);
+    if (a->local_queue != NULL)
+        snprintf(spec->local_queue, sizeof(spec->local_queue), "%s", a->local_queue);
     for (size_t i = 0; i < a->flags_spec.npools; i++) {
         if (spec->npools >= SW_MAX_POOLS) {
             fprintf(stderr, "spillctl cluster add: at most %d pools\n", SW_MAX_POOLS);
@@ -654,6 +665,8 @@ static cJSON *probe_item(const struct probe *p, int probed)
     cJSON_AddStringToObject(o, "name", r->name);
     cJSON_AddStringToObject(o, "role", sw_cluster_role_name(r->spec.role));
     cJSON_AddStringToObject(o, "region", r->spec.region);
+    if (r->spec.local_queue[0] != '\0')
+        cJSON_AddStringToObject(o, "localQueue", r->spec.local_queue);
     cJSON_AddStringToObject(o, "server", r->server);
     cJSON_AddStringToObject(o, "kubernetes", r->server_version);
     cJSON_AddStringToObject(o, "auth", r->auth_kind);
@@ -830,6 +843,8 @@ static void show_one(const struct probe *p, const struct sw_seal_key *key)
     printf("Name:            %s\n", r->name);
     printf("Role:            %s\n", sw_cluster_role_name(r->spec.role));
     printf("Region:          %s\n", r->spec.region);
+    if (r->spec.local_queue[0] != '\0')
+        printf("LocalQueue:      %s (mirrors sent here enter it)\n", r->spec.local_queue);
     printf("Server:          %s\n", r->server);
     printf("Context:         %s\n", r->context);
     printf("Kubernetes:      %s\n", r->server_version);
@@ -1023,6 +1038,7 @@ static const struct sw_cli_opt add_opts[] = {
     {"role", 0, SW_CLI_VALUE, OPT_ROLE, "ROLE"},
     {"region", 0, SW_CLI_VALUE, OPT_REGION, "REGION"},
     {"pool", 0, SW_CLI_VALUE, OPT_POOL, "SPEC"},
+    {"local-queue", 0, SW_CLI_VALUE, OPT_LOCAL_QUEUE, "NAME"},
     {"spec", 0, SW_CLI_VALUE, OPT_SPEC, "FILE"},
     {"replace", 0, SW_CLI_FLAG, OPT_REPLACE, NULL},
 };
@@ -1035,7 +1051,8 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
     {.path = "cluster add",
      .summary = "check access to a cluster and register it",
      .help = "Usage: spillctl cluster add NAME [--kubeconfig FILE] --role onprem|cloud --region R\n"
-             "                            [--pool SPEC]... [--spec FILE] [--replace]\n"
+             "                            [--pool SPEC]... [--local-queue NAME] [--spec FILE]\n"
+             "                            [--replace]\n"
              "\n"
              "Checks access before it stores anything: connects with the kubeconfig's\n"
              "credentials, reads the server version, and asks the API server about every\n"
@@ -1054,6 +1071,8 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
              "  --region REGION    the cluster's region, e.g. us-east-1\n"
              "  --pool SPEC        a GPU pool, repeatable: name=N,capacity=owned|on-demand|spot,\n"
              "                     product=P,memory=MiB[,zone=Z][,price=USD/GPU-h][,max=GPUs]\n"
+             "  --local-queue NAME the Kueue LocalQueue mirrors sent to this cluster enter\n"
+             "                     (in their namespace; it must exist there: docs/kueue.md)\n"
              "  --spec FILE        role, region and pools from a cluster spec file\n"
              "                     (YAML, see docs/clusters.md); flags override it\n"
              "  --replace          overwrite an existing record of the same name\n"

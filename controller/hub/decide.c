@@ -8,7 +8,10 @@
  *             price, and for spot a default interruption rate
  *   links     between every two regions, at the default egress price
  *   queues    the GPU pods running at home, each expected to free its GPUs
- *             after the running-Job prior
+ *             after the running-Job prior; on a member whose Kueue is read,
+ *             its ClusterQueues' headroom (cohort lending included) caps
+ *             what is free, and the Workloads pending for quota that
+ *             spillway does not manage queue ahead (queue.c)
  *   pending   every managed Job that waits for a decision: a delegated Job
  *             not yet dispatched, an annotation-only Job whose pods are
  *             Unschedulable for lack of GPUs with none running, and a Job
@@ -53,6 +56,11 @@ struct round {
     size_t nrunning, cap_running;
     struct sw_local_queue *queues;
     size_t nqueues;
+    /* per pool: Workloads Kueue queues ahead of every burstable Job (owned
+     * pools of a member whose Kueue is read), and how many */
+    struct sw_queued **aheads;
+    size_t *naheads;
+    size_t cap_aheads, cap_naheads;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
@@ -106,12 +114,23 @@ static void add_pools(struct round *rd)
         struct sw_gpu_capacity cap = {0};
         if (sw_cluster_cache_capacity(m->cache, &cap) != 0)
             continue;
+        /* Kueue's quota says what is free at home, not idle nodes: a GPU the
+         * quota does not allow is not free (queue.c). */
+        struct sw_queue_home qh;
+        bool kueue = sw_queue_home(h, m, &qh) == 0;
         for (size_t p = 0; p < m->rec.spec.npools; p++) {
             const struct sw_pool_spec *ps = &m->rec.spec.pools[p];
             if (grow((void **)&rd->pools, &rd->cap_pools, rd->npools + 1, sizeof(*rd->pools)) !=
                     0 ||
-                grow((void **)&rd->specs, &rd->cap_specs, rd->npools + 1, sizeof(*rd->specs)) != 0)
+                grow((void **)&rd->specs, &rd->cap_specs, rd->npools + 1, sizeof(*rd->specs)) !=
+                    0 ||
+                grow((void **)&rd->aheads, &rd->cap_aheads, rd->npools + 1, sizeof(*rd->aheads)) !=
+                    0 ||
+                grow((void **)&rd->naheads, &rd->cap_naheads, rd->npools + 1,
+                     sizeof(*rd->naheads)) != 0)
                 break;
+            rd->aheads[rd->npools] = NULL;
+            rd->naheads[rd->npools] = 0;
             struct sw_pool *o = &rd->pools[rd->npools];
             memset(o, 0, sizeof(*o));
             if (m->rec.spec.npools == 1)
@@ -158,10 +177,22 @@ static void add_pools(struct round *rd)
             o->free_gpus -= reserved_gpus(h, m->rec.name, ps->capacity_type);
             if (o->free_gpus < 0)
                 o->free_gpus = 0;
+            if (kueue && o->capacity == SW_CAP_OWNED) {
+                if (o->free_gpus > qh.headroom)
+                    o->free_gpus = (int)qh.headroom;
+                struct sw_queued *a = qh.nahead ? sw_calloc(qh.nahead, sizeof(*a)) : NULL;
+                for (size_t k = 0; a != NULL && k < qh.nahead; k++)
+                    a[k] = (struct sw_queued){.gpus = (int)sw_queue_home_ahead_gpus(&qh, k),
+                                              .runtime_s = PRIOR_RUNTIME_S};
+                rd->aheads[rd->npools] = a;
+                rd->naheads[rd->npools] = a ? qh.nahead : 0;
+            }
             rd->specs[rd->npools] = ps;
             rd->npools++;
         }
         sw_capacity_free(&cap);
+        if (kueue)
+            sw_queue_home_free(&qh);
     }
     /* Every ordered pair of distinct regions. */
     size_t n = rd->npools;
@@ -216,6 +247,8 @@ static void add_queues(struct round *rd)
         memcpy(q->pool, rd->pools[p].name, sizeof(q->pool));
         q->n_running = rd->nrunning - first;
         q->running = NULL; /* set after the array stops moving */
+        q->ahead = rd->aheads[p];
+        q->n_ahead = rd->naheads[p];
         (void)first;
     }
     /* Fix up the borrowed pointers now that rd->running is final. */
@@ -238,8 +271,9 @@ static bool wants_decision(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         return false;
     if (r->form == SW_FORM_DELEGATED || sw_follow_requeued(r, origin) || sw_loss_origin_fenced(r))
         return true;
-    /* Annotation only: its pods wait for GPUs at home, none runs. */
-    return sw_observe_starved(h, r, NULL);
+    /* Annotation only: it waits for GPUs in its queue at home, none of its
+     * pods runs (queue.c: plain or Kueue). */
+    return sw_queue_of(origin)->waits(h, j, origin);
 }
 
 static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
@@ -436,4 +470,8 @@ out:
     sw_free(rd.specs);
     sw_free(rd.running);
     sw_free(rd.queues);
+    for (size_t p = 0; p < rd.npools; p++)
+        sw_free(rd.aheads[p]);
+    sw_free(rd.aheads);
+    sw_free(rd.naheads);
 }

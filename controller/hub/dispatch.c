@@ -12,7 +12,10 @@
  *      mirror) and, for an annotation-only Job, spec.suspend=true; this is
  *      refused if any of its pods is bound to a node: a Job with a pod
  *      running at home is never burst
- *   3. the hub waits until the origin has no pods left
+ *      and, when the origin sits in a Kueue queue, the same patch removes
+ *      its queue-name label: Kueue lets it go (queue.c, docs/kueue.md)
+ *   3. the hub waits until the origin has no pods left, then deactivates
+ *      the origin's Workload if it has one
  *   4. the mirror is created under a name derived from the origin's UID and
  *      the attempt number; AlreadyExists is success (the name is ours)
  *   5. the record says "dispatched"
@@ -51,6 +54,7 @@ struct refs_chain {
     size_t n, at;
     bool ns_done;
     bool check_only; /* the origin's cluster is lost: the target must have them already */
+    bool lq_checked; /* the target's LocalQueue exists (when mirrors are queued there) */
     char *body;      /* the copy being made of refs[at] */
 };
 
@@ -356,6 +360,30 @@ static void on_ns(struct sw_kube_result *res, void *ctx)
     refs_next(rc);
 }
 
+static void on_lq_checked(struct sw_kube_result *res, void *ctx)
+{
+    struct refs_chain *rc = ctx;
+    struct sw_job *j = rc->j;
+    struct sw_member *tm = sw_member_find(rc->h, j->rec.target_cluster);
+    if (res->status == 404 && tm != NULL) {
+        char why[512];
+        snprintf(why, sizeof(why),
+                 "cluster %s queues mirrors in LocalQueue %s/%s (its registration's localQueue), "
+                 "which does not exist there",
+                 j->rec.target_cluster, j->rec.ns, tm->rec.spec.local_queue);
+        refs_fail(rc, why);
+        return;
+    }
+    if (res->rc != 0) {
+        struct sw_hub *h = rc->h;
+        rc_free(rc);
+        sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    rc->lq_checked = true;
+    refs_next(rc);
+}
+
 static void refs_next(struct refs_chain *rc)
 {
     struct sw_hub *h = rc->h;
@@ -384,6 +412,11 @@ static void refs_next(struct refs_chain *rc)
         struct sw_kube_req req = {.path = path};
         rcode = rc->check_only ? sw_kube_send(tm->client, &req, on_ref_checked, rc, NULL)
                                : sw_kube_send(om->client, &req, on_ref_got, rc, NULL);
+    } else if (tm->rec.spec.local_queue[0] != '\0' && !rc->lq_checked) {
+        /* The target's LocalQueue, before anything changes at home: a
+         * mirror in a queue that does not exist would wait for ever. */
+        rcode = sw_kube_get(tm->client, SW_KIND_LOCALQUEUE, j->rec.ns, tm->rec.spec.local_queue,
+                            on_lq_checked, rc);
     } else {
         j->refs_ok = true;
         rc_free(rc);
@@ -661,28 +694,36 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         refs_next(rc);
         return;
     }
-    /* 2. finalizer, and suspend an annotation-only Job */
+    /* 2. finalizer, and suspend an annotation-only Job; take it from its
+     * queue (queue.c) */
     const cJSON *ospec = sw_json_child((cJSON *)origin, "spec");
     bool suspended = cJSON_IsTrue(sw_json_child((cJSON *)ospec, "suspend"));
     bool fin = has_finalizer(origin);
     bool need_suspend = r->form == SW_FORM_ANNOTATION && !suspended;
+    const struct sw_queue *q = sw_queue_of(origin);
+    bool take = q->holds(origin);
     /* Home lost: the origin is fenced on return instead (sw_loss_step). */
-    if ((!fin || need_suspend) && !home_lost) {
+    if ((!fin || need_suspend || take) && !home_lost) {
         int bound = 0;
         sw_observe_pods(h, r->cluster, r->ns, r->name, &bound);
-        if (need_suspend && (bound > 0 || !sw_observe_starved(h, r, NULL))) {
+        if ((need_suspend || (take && r->form == SW_FORM_ANNOTATION)) &&
+            (bound > 0 || !q->waits(h, j, origin))) {
             /* A pod got a node at home meanwhile (or none waits for GPUs
              * any more): this Job runs at home. */
             r->state = SW_JS_OBSERVED;
-            snprintf(r->summary, sizeof(r->summary),
-                     "not burst: a pod of the Job was scheduled at home");
+            snprintf(r->summary, sizeof(r->summary), "not burst: %s",
+                     bound > 0 || !take ? "a pod of the Job was scheduled at home"
+                                        : "its Workload is no longer pending for quota at home");
             abandon_attempt(r);
-            SW_LOG(SW_LOG_INFO, "burst abandoned: a pod runs at home", "job=%s", sw_log_q(r->key));
+            SW_LOG(SW_LOG_INFO, "burst abandoned: the Job runs at home", "job=%s queue=%s",
+                   sw_log_q(r->key), sw_log_q(q->name));
             sw_rec_step(h, j, NULL);
             return;
         }
         /* Where it is going is known now: one patch says it all. */
         cJSON *patch = sw_dispatch_origin_patch(origin, r, true, need_suspend);
+        if (take)
+            sw_queue_take(patch);
         int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, patch, NULL,
                                      on_origin_patched, j);
         cJSON_Delete(patch);
@@ -707,6 +748,9 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             return;
         }
     }
+    /* What the queue still holds for the origin (a Kueue Workload) released. */
+    if (!home_lost && sw_queue_release(h, j))
+        return;
     /* 4. the mirror */
     const cJSON *full = full_origin(h, j, om);
     if (full == NULL)
@@ -725,6 +769,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         sw_rec_step(h, j, NULL);
         return;
     }
+    if (tm->rec.spec.local_queue[0] != '\0')
+        sw_mirror_queue(m, tm->rec.spec.local_queue);
     int rc = sw_kube_create(tm->client, SW_KIND_JOB, r->ns, m, on_mirror_created, j);
     cJSON_Delete(m);
     if (rc != 0)

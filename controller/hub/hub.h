@@ -6,6 +6,7 @@
  *   record.c    one Redis record per origin Job, written under the epoch
  *   members.c   member clusters from the registry: clients, caches, stores
  *   observe.c   which Jobs spillway manages, and what the engine is told
+ *   queue.c     how a member queues Jobs (plain, Kueue): waiting, taking, releasing
  *   decide.c    the placement engine over the whole pending queue
  *   data.c      inputs made present and verified in the target region
  *   dispatch.c  the mirror Job, created exactly once
@@ -31,6 +32,7 @@
 
 #include "clusters/cache.h"
 #include "clusters/health.h"
+#include "clusters/kueue.h"
 #include "clusters/registry.h"
 #include "clusters/rest.h"
 #include "controller/hub/annotations.h"
@@ -45,6 +47,8 @@
 
 struct sw_hub;
 struct sw_member;
+struct sw_queue_wl;   /* queue.c */
+struct sw_job_record; /* clusters/record.h */
 
 /** A Job the hub is following: its record plus what is in flight for it. */
 struct sw_job {
@@ -56,16 +60,18 @@ struct sw_job {
     int64_t next_ms;         /* do not step before (backoff, polling) */
     int backoff;             /* consecutive failures */
     struct sw_gate_outputs *outputs;
-    void *outputs_ctx;  /* data.c's context for the periodic rounds */
-    int outputs_done;   /* the last round: 0 not yet, 1 copied, -1 failed */
-    int output_stops;   /* stopped output rounds whose last round is still running */
-    bool decided_now;   /* decided in this round (for the engine's output) */
-    char *explain;      /* the decision's explanation (JSON), to be written */
-    bool warned;        /* a Warning Event about a bad annotation was sent */
-    bool refs_ok;       /* this attempt's ConfigMaps and Secrets are copied */
-    bool status_synced; /* delegated: the origin's status shows the outcome */
-    int spend_counted;  /* the attempt whose cost this hub added to the spend counter */
-    struct sw_hub *hub; /* for Kubernetes callbacks, whose context is the job */
+    void *outputs_ctx;   /* data.c's context for the periodic rounds */
+    int outputs_done;    /* the last round: 0 not yet, 1 copied, -1 failed */
+    int output_stops;    /* stopped output rounds whose last round is still running */
+    bool decided_now;    /* decided in this round (for the engine's output) */
+    char *explain;       /* the decision's explanation (JSON), to be written */
+    bool warned;         /* a Warning Event about a bad annotation was sent */
+    bool queue_warned;   /* a Warning Event about its queue (an unreadable Workload) was sent */
+    bool queue_released; /* its Workload was deactivated (queue.c) */
+    bool refs_ok;        /* this attempt's ConfigMaps and Secrets are copied */
+    bool status_synced;  /* delegated: the origin's status shows the outcome */
+    int spend_counted;   /* the attempt whose cost this hub added to the spend counter */
+    struct sw_hub *hub;  /* for Kubernetes callbacks, whose context is the job */
     /* The origin Job as its API server last answered it whole (a GET, or
      * dispatch's patch), without status and managedFields, kept while the
      * Job is unfinished: dispatch builds the mirror from it (the cache keeps
@@ -352,6 +358,66 @@ int sw_observe_lost(struct sw_hub *h, const char *cluster, const char *ns, const
 /** Number of the Job's pods (non-terminal) in the cluster's cache. */
 int sw_observe_pods(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,
                     int *bound);
+
+/* ---- queue.c -------------------------------------------------------------- */
+
+/**
+ * How a member queues a Job (queue.c). One per kind of queue, chosen by the
+ * origin Job: `waits` is the saturation signal (the Job waits for GPUs at
+ * home and none of its pods is bound); `holds` says the queue still holds
+ * the origin, so dispatch must take it (sw_queue_take) even when it is
+ * already suspended.
+ */
+struct sw_queue {
+    const char *name;
+    bool (*waits)(struct sw_hub *h, struct sw_job *j, const cJSON *origin);
+    bool (*holds)(const cJSON *origin);
+};
+/** The queue that holds an origin Job (borrowed): Kueue's when it has a queue-name label, else
+ * plain. */
+const struct sw_queue *sw_queue_of(const cJSON *origin);
+/** Each scan: indexes the members' Workloads by Job UID when they changed. */
+void sw_queue_scan(struct sw_hub *h);
+/**
+ * A burstable Job seen in member m's cache (observe.c): when it sits in a
+ * Kueue queue, the member's Kueue informers are started (once).
+ */
+void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec);
+/** A member's Workloads or ClusterQueues changed (the index is made again). */
+void sw_queue_changed(void);
+/**
+ * Adds to dispatch's origin patch (borrowed) what takes the Job from its
+ * queue: the queue-name label removed, spec.suspend=true.
+ */
+void sw_queue_take(cJSON *patch);
+/**
+ * After the origin is taken: deactivates its Workload (spec.active=false)
+ * when one is active. Returns 1 when it started that (j busy), else 0.
+ */
+int sw_queue_release(struct sw_hub *h, struct sw_job *j);
+
+/** A member's home queue as Kueue has it (sw_queue_home). */
+#define SW_QUEUE_MAX_CQ 32
+struct sw_queue_home {
+    struct sw_cluster_queue_facts cq[SW_QUEUE_MAX_CQ];
+    size_t ncq;
+    int64_t headroom; /* GPUs its ClusterQueues may still reserve, cohort lending included */
+    int64_t reserved, nominal;
+    /* Workloads pending for quota that spillway does not manage, in Kueue's
+     * order (queue.c's index entries, borrowed until the next scan). */
+    struct sw_queue_wl **ahead_e;
+    size_t nahead, cap_ahead;
+};
+/**
+ * A member's ClusterQueues and the Workloads queued ahead of every burstable
+ * Job there. SW_ENOENT when the member's Kueue is not read (or has no
+ * ClusterQueue): the nodes say what is free, as for a plain member.
+ * sw_queue_home_free frees it.
+ */
+int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *out);
+/** The GPUs of the i-th Workload ahead. */
+int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i);
+void sw_queue_home_free(struct sw_queue_home *qh);
 
 /* ---- decide.c ------------------------------------------------------------- */
 

@@ -118,7 +118,10 @@ static void on_cache_change(struct sw_cluster_cache *cc, enum sw_kube_kind kind,
     struct sw_hub *h = ctx;
     /* A pod turning Unschedulable, a node going away or a Job added may
      * change a decision; everything else only needs the next step. */
-    if (kind == SW_KIND_POD || kind == SW_KIND_NODE || kind == SW_KIND_JOB)
+    if (kind == SW_KIND_WORKLOAD || kind == SW_KIND_CLUSTERQUEUE)
+        sw_queue_changed();
+    if (kind == SW_KIND_POD || kind == SW_KIND_NODE || kind == SW_KIND_JOB ||
+        kind == SW_KIND_WORKLOAD)
         h->decide_wanted = true;
     sw_hub_kick(h);
 }

@@ -226,3 +226,12 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
     }
     return m;
 }
+
+void sw_mirror_queue(cJSON *mirror, const char *local_queue)
+{
+    cJSON *labels = sw_json_child(sw_json_child(mirror, "metadata"), "labels");
+    set_str(labels, "kueue.x-k8s.io/queue-name", local_queue);
+    cJSON *spec = sw_json_child(mirror, "spec");
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "suspend");
+    cJSON_AddBoolToObject(spec, "suspend", 1);
+}

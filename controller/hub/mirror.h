@@ -50,5 +50,12 @@ void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len);
 cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
                        const char *s3_endpoint, int64_t epoch, bool spot, const char *cap_label,
                        const char *cap_value, const struct sw_hub_config *buckets);
+/**
+ * Puts a mirror (borrowed, changed) into the target's Kueue LocalQueue
+ * `local_queue` (label kueue.x-k8s.io/queue-name), created suspended: the
+ * target's Kueue starts it once admitted, with its flavour's node labels
+ * and tolerations.
+ */
+void sw_mirror_queue(cJSON *mirror, const char *local_queue);
 
 #endif

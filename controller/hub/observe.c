@@ -297,6 +297,7 @@ static void scan_job(const char *key, const void *obj, void *ctx)
     if (sw_job_record_annotation(rec, SW_ANN_BURST) == NULL ||
         sw_job_record_label(rec, SW_LBL_ORIGIN_UID) != NULL)
         return;
+    sw_queue_seen(js->m, rec);
     const cJSON *job = view_of(h, rec);
     const cJSON *md = sw_json_child(job, "metadata");
     const cJSON *ann = sw_json_child(md, "annotations");
@@ -352,6 +353,8 @@ static void scan_job(const char *key, const void *obj, void *ctx)
     j->outputs_done = 0;
     j->status_synced = false;
     j->refs_ok = false;
+    j->queue_warned = false;
+    j->queue_released = false;
     j->backoff = 0;
     j->next_ms = 0;
     struct sw_job_rec *r = &j->rec;
@@ -377,6 +380,7 @@ void sw_observe_scan(struct sw_hub *h)
 {
     aggs_clear();
     sw_adopt_index(h);
+    sw_queue_scan(h);
     for (size_t i = 0; i < h->nmembers; i++) {
         struct sw_member *m = h->members[i];
         if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))

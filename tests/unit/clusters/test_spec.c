@@ -29,7 +29,21 @@ static void test_file(void **state)
     assert_true(s.pools[0].price_per_gpu_hour == 2.10);
     assert_int_equal(s.pools[0].max_gpus, 64);
     assert_string_equal(s.pools[1].capacity_type, "on-demand");
+    assert_string_equal(s.local_queue, "");
     assert_int_equal(sw_cluster_spec_validate(&s, "spec", &err), 0);
+    const char *lq = "localQueue: gpu-a\n";
+    assert_int_equal(sw_cluster_spec_parse(lq, strlen(lq), "spec.yaml", &s, &err), 0);
+    assert_string_equal(s.local_queue, "gpu-a");
+    /* At the limit: 63 characters; one more is refused. */
+    char name[70];
+    memset(name, 'q', 64);
+    name[63] = '\0';
+    assert_int_equal(sw_cluster_local_queue_check(name, "--local-queue", &err), 0);
+    name[63] = 'q';
+    name[64] = '\0';
+    assert_int_equal(sw_cluster_local_queue_check(name, "--local-queue", &err), SW_EINVAL);
+    assert_int_equal(sw_cluster_local_queue_check("-gpu", "--local-queue", &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "--local-queue: expected a LocalQueue name"));
 }
 
 static void test_flags(void **state)
@@ -72,7 +86,11 @@ static void test_errors_named(void **state)
          "capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus)"},
         {"role: cloud\nregoin: x\n",
          "cluster spec \"s.yaml\": line 2: field \"regoin\": unknown (expected role, region, name, "
-         "pools)"},
+         "pools, localQueue)"},
+        {"localQueue: Team_CV\n",
+         "cluster spec \"s.yaml\": line 1: field \"localQueue\": expected a LocalQueue name (1 to "
+         "63 "
+         "of a-z, 0-9 and '-', starting and ending with a letter or digit), got \"Team_CV\""},
         {"role: [\n", "cluster spec \"s.yaml\": line 2: did not find expected node content"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -149,7 +167,7 @@ static void test_strict(void **state)
         /* Unknown keys at every level, including the --pool short names. */
         {"role: cloud\nextra: {a: b}\n", SW_EINVAL,
          "cluster spec \"dir/s.yaml\": line 2: field \"extra\": unknown (expected role, region, "
-         "name, pools)"},
+         "name, pools, localQueue)"},
         {"pools:\n- name: a\n  capacity: spot\n", SW_EINVAL,
          "cluster spec \"dir/s.yaml\": line 3: field \"pools[0].capacity\": unknown (expected "
          "name, capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus)"},

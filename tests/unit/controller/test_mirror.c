@@ -184,6 +184,24 @@ static void test_buckets_per_region(void **state)
     cJSON_Delete(o);
 }
 
+/* Into the target's Kueue LocalQueue: the label, created suspended. */
+static void test_queued_mirror(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse(ORIGIN);
+    struct sw_job_rec r;
+    rec(&r, "spot");
+    cJSON *m = sw_mirror_build(o, &r, "sw-x-1", NULL, 1, true, NULL, NULL, NULL);
+    assert_non_null(m);
+    assert_null(sw_json_path(m, "spec.suspend"));
+    sw_mirror_queue(m, "gpu");
+    const cJSON *l = sw_json_child(sw_json_child(m, "metadata"), "labels");
+    assert_string_equal(sw_json_str(l, "kueue.x-k8s.io/queue-name"), "gpu");
+    assert_true(cJSON_IsTrue(sw_json_path(m, "spec.suspend")));
+    cJSON_Delete(m);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_home_mirror),
         cmocka_unit_test(test_buckets_per_region),
         cmocka_unit_test(test_provider_capacity_label),
+        cmocka_unit_test(test_queued_mirror),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

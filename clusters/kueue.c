@@ -1,0 +1,286 @@
+/*
+ * kueue.c - Kueue's Workloads and ClusterQueues read into the facts the hub
+ * uses (kueue.h). The conditions and their reasons are Kueue v0.17's
+ * (pkg/workload, pkg/scheduler/flavorassigner): a Workload waiting for quota
+ * has QuotaReserved=False with reason Pending and a message naming the
+ * flavour and "insufficient unused quota".
+ */
+#include "clusters/kueue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clusters/capacity.h"
+#include "common/json.h"
+
+static const cJSON *child(const cJSON *o, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *v = child(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const cJSON *condition(const cJSON *status, const char *type)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, child(status, "conditions"))
+    {
+        const char *t = str(c, "type");
+        if (t != NULL && strcmp(t, type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static bool cond_true(const cJSON *status, const char *type)
+{
+    const char *s = str(condition(status, type), "status");
+    return s != NULL && strcmp(s, "True") == 0;
+}
+
+/* A whole-number quantity ("8", 8, "2k"); a GPU count is never fractional. */
+static int whole(const cJSON *v, const char *what, const char *field, int64_t *out,
+                 struct sw_error *err)
+{
+    if (cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+        v->valuedouble == (double)(int64_t)v->valuedouble) {
+        *out = (int64_t)v->valuedouble;
+        return 0;
+    }
+    if (cJSON_IsString(v)) {
+        char *end = NULL;
+        long long n = strtoll(v->valuestring, &end, 10);
+        if (end != v->valuestring && n >= 0 && n < (1LL << 40)) {
+            if (*end == 'k' && end[1] == '\0')
+                n *= 1000;
+            if (*end == '\0' || (*end == 'k' && end[1] == '\0')) {
+                *out = n;
+                return 0;
+            }
+        }
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: field \"%s\": expected a whole number, got \"%.40s\"", what, field,
+                            v->valuestring);
+    }
+    return sw_error_set(err, SW_EPARSE, "%s: field \"%s\": expected a whole number, got %s", what,
+                        field, sw_json_type_name(v));
+}
+
+static void copy(char *dst, size_t len, const char *src)
+{
+    snprintf(dst, len, "%s", src ? src : "");
+}
+
+const char *sw_workload_state_name(enum sw_workload_state s)
+{
+    switch (s) {
+    case SW_WL_PENDING_QUOTA:
+        return "pending-quota";
+    case SW_WL_PENDING_OTHER:
+        return "pending";
+    case SW_WL_RESERVED:
+        return "reserved";
+    case SW_WL_ADMITTED:
+        return "admitted";
+    case SW_WL_INACTIVE:
+        return "inactive";
+    case SW_WL_FINISHED:
+        return "finished";
+    }
+    return "?";
+}
+
+int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
+                                struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const cJSON *md = child(wl, "metadata"), *spec = child(wl, "spec"),
+                *status = child(wl, "status");
+    const char *name = str(md, "name"), *ns = str(md, "namespace");
+    if (name == NULL || ns == NULL)
+        return sw_error_set(err, SW_EPARSE, "Workload: field \"metadata.%s\": expected a string",
+                            name == NULL ? "name" : "namespace");
+    char what[340];
+    snprintf(what, sizeof(what), "Workload %.63s/%.253s", ns, name);
+    if (strlen(name) >= sizeof(out->name) || strlen(ns) >= sizeof(out->ns))
+        return sw_error_set(err, SW_EPARSE, "%s: name or namespace too long", what);
+    copy(out->name, sizeof(out->name), name);
+    copy(out->ns, sizeof(out->ns), ns);
+    copy(out->job_uid, sizeof(out->job_uid), str(child(md, "labels"), SW_KUEUE_JOB_UID_LABEL));
+    copy(out->created, sizeof(out->created), str(md, "creationTimestamp"));
+    const char *q = str(spec, "queueName");
+    if (q == NULL || q[0] == '\0')
+        return sw_error_set(err, SW_EPARSE, "%s: field \"spec.queueName\": expected a string",
+                            what);
+    copy(out->queue, sizeof(out->queue), q);
+    const cJSON *prio = child(spec, "priority");
+    out->priority = cJSON_IsNumber(prio) ? (int64_t)prio->valuedouble : 0;
+    const cJSON *active = child(spec, "active");
+    out->active = !cJSON_IsBool(active) || cJSON_IsTrue(active);
+
+    const cJSON *sets = child(spec, "podSets");
+    if (!cJSON_IsArray(sets) || cJSON_GetArraySize(sets) == 0)
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: field \"spec.podSets\": expected a non-empty array", what);
+    const cJSON *ps;
+    int i = 0;
+    cJSON_ArrayForEach(ps, sets)
+    {
+        char field[64];
+        snprintf(field, sizeof(field), "spec.podSets[%d].count", i);
+        int64_t count = 0, gpus = 0;
+        int rc = whole(child(ps, "count"), what, field, &count, err);
+        if (rc != 0)
+            return rc;
+        if ((rc = sw_pod_spec_gpus(sw_json_path(ps, "template.spec"), what, &gpus, err)) != 0)
+            return rc;
+        out->gpus += count * gpus;
+        i++;
+    }
+
+    copy(out->cluster_queue, sizeof(out->cluster_queue),
+         str(child(status, "admission"), "clusterQueue"));
+    const cJSON *qr = condition(status, "QuotaReserved");
+    copy(out->reason, sizeof(out->reason), str(qr, "reason"));
+    copy(out->message, sizeof(out->message), str(qr, "message"));
+    out->evicted = cond_true(status, "Evicted");
+    if (cond_true(status, "Finished"))
+        out->state = SW_WL_FINISHED;
+    else if (!out->active)
+        out->state = SW_WL_INACTIVE;
+    else if (cond_true(status, "Admitted"))
+        out->state = SW_WL_ADMITTED;
+    else if (cond_true(status, "QuotaReserved"))
+        out->state = SW_WL_RESERVED;
+    else if (strcmp(out->reason, "Pending") == 0 &&
+             strstr(out->message, "insufficient unused quota") != NULL)
+        out->state = SW_WL_PENDING_QUOTA;
+    else
+        out->state = SW_WL_PENDING_OTHER;
+    return 0;
+}
+
+/* The GPUs of one resource entry list ({name, <field>}) of a flavour. */
+static int gpu_entry(const cJSON *resources, const char *field, const char *what, const char *path,
+                     int64_t *out, bool *found, struct sw_error *err)
+{
+    const cJSON *r;
+    cJSON_ArrayForEach(r, resources)
+    {
+        const char *n = str(r, "name");
+        if (n == NULL || strcmp(n, SW_GPU_RESOURCE) != 0)
+            continue;
+        const cJSON *v = child(r, field);
+        if (v == NULL)
+            return 0;
+        char f[128];
+        snprintf(f, sizeof(f), "%s.%s", path, field);
+        int64_t n64 = 0;
+        int rc = whole(v, what, f, &n64, err);
+        if (rc != 0)
+            return rc;
+        *out += n64;
+        *found = true;
+        return 0;
+    }
+    return 0;
+}
+
+int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_facts *out,
+                                     struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const char *name = str(child(cq, "metadata"), "name");
+    if (name == NULL)
+        return sw_error_set(err, SW_EPARSE,
+                            "ClusterQueue: field \"metadata.name\": expected a string");
+    char what[100];
+    snprintf(what, sizeof(what), "ClusterQueue %.63s", name);
+    if (strlen(name) >= sizeof(out->name))
+        return sw_error_set(err, SW_EPARSE, "%s: name too long", what);
+    copy(out->name, sizeof(out->name), name);
+    const cJSON *spec = child(cq, "spec"), *status = child(cq, "status");
+    copy(out->cohort, sizeof(out->cohort), str(spec, "cohortName"));
+    const cJSON *groups = child(spec, "resourceGroups");
+    if (!cJSON_IsArray(groups))
+        return sw_error_set(err, SW_EPARSE, "%s: field \"spec.resourceGroups\": expected an array",
+                            what);
+    int64_t borrow = 0, lend = 0;
+    bool any_borrow_unlimited = false, any_lend_unlimited = false;
+    const cJSON *g, *f;
+    cJSON_ArrayForEach(g, groups)
+    {
+        cJSON_ArrayForEach(f, child(g, "flavors"))
+        {
+            bool found = false, b = false, l = false;
+            int rc = gpu_entry(child(f, "resources"), "nominalQuota", what,
+                               "spec.resourceGroups[].flavors[].resources[nvidia.com/gpu]",
+                               &out->nominal_gpus, &found, err);
+            if (rc == 0)
+                rc = gpu_entry(child(f, "resources"), "borrowingLimit", what,
+                               "spec.resourceGroups[].flavors[].resources[nvidia.com/gpu]", &borrow,
+                               &b, err);
+            if (rc == 0)
+                rc = gpu_entry(child(f, "resources"), "lendingLimit", what,
+                               "spec.resourceGroups[].flavors[].resources[nvidia.com/gpu]", &lend,
+                               &l, err);
+            if (rc != 0)
+                return rc;
+            any_borrow_unlimited = any_borrow_unlimited || (found && !b);
+            any_lend_unlimited = any_lend_unlimited || (found && !l);
+        }
+    }
+    out->borrow_gpus = any_borrow_unlimited ? -1 : borrow;
+    out->lend_gpus = any_lend_unlimited ? -1 : lend;
+    cJSON_ArrayForEach(f, child(status, "flavorsReservation"))
+    {
+        bool found = false;
+        int rc = gpu_entry(child(f, "resources"), "total", what,
+                           "status.flavorsReservation[].resources[nvidia.com/gpu]",
+                           &out->reserved_gpus, &found, err);
+        if (rc != 0)
+            return rc;
+    }
+    const cJSON *v;
+    if (cJSON_IsNumber(v = child(status, "pendingWorkloads")))
+        out->pending = (int64_t)v->valuedouble;
+    if (cJSON_IsNumber(v = child(status, "reservingWorkloads")))
+        out->reserving = (int64_t)v->valuedouble;
+    if (cJSON_IsNumber(v = child(status, "admittedWorkloads")))
+        out->admitted = (int64_t)v->valuedouble;
+    return 0;
+}
+
+int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,
+                                  const struct sw_cluster_queue_facts *peers, size_t npeers)
+{
+    int64_t own = cq->nominal_gpus - cq->reserved_gpus;
+    if (own < 0)
+        own = 0;
+    int64_t lent = 0;
+    if (cq->cohort[0] != '\0') {
+        for (size_t i = 0; i < npeers; i++) {
+            const struct sw_cluster_queue_facts *p = &peers[i];
+            if (p == cq || strcmp(p->name, cq->name) == 0 || strcmp(p->cohort, cq->cohort) != 0)
+                continue;
+            int64_t unused = p->nominal_gpus - p->reserved_gpus;
+            if (unused < 0)
+                unused = 0;
+            /* A lending limit caps what the peer lends of its nominal quota. */
+            if (p->lend_gpus >= 0 && unused > p->lend_gpus)
+                unused = p->lend_gpus;
+            lent += unused;
+        }
+        /* What cq already borrows counts against its limit. */
+        int64_t borrowed =
+            cq->reserved_gpus > cq->nominal_gpus ? cq->reserved_gpus - cq->nominal_gpus : 0;
+        if (cq->borrow_gpus >= 0 && lent > cq->borrow_gpus - borrowed)
+            lent = cq->borrow_gpus - borrowed > 0 ? cq->borrow_gpus - borrowed : 0;
+    }
+    return own + lent;
+}

@@ -1,0 +1,96 @@
+/*
+ * kueue.h - what the hub reads of Kueue's objects (kueue.x-k8s.io/v1beta2):
+ * a Workload's state and a ClusterQueue's GPU quota and usage.
+ *
+ * Pure: JSON in, facts out, no I/O. A Job is Kueue's when it carries the
+ * label kueue.x-k8s.io/queue-name (Kueue's default, manageJobsWithoutQueueName
+ * off, manages no other); its Workload carries the label
+ * kueue.x-k8s.io/job-uid with the Job's UID. Fields are read as Kueue
+ * v0.17 writes them; one the hub relies on that is missing or of the wrong
+ * shape is an error naming the object and the field, so that a Kueue whose
+ * API the hub does not know leaves the Job alone rather than guessed at.
+ */
+#ifndef SW_CLUSTERS_KUEUE_H
+#define SW_CLUSTERS_KUEUE_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/** The label that puts a Job in a LocalQueue. */
+#define SW_KUEUE_QUEUE_LABEL "kueue.x-k8s.io/queue-name"
+/** The label a Workload carries with its Job's UID. */
+#define SW_KUEUE_JOB_UID_LABEL "kueue.x-k8s.io/job-uid"
+/** The API group and version the hub reads. */
+#define SW_KUEUE_API "kueue.x-k8s.io/v1beta2"
+
+/** A Workload's state, as far as bursting goes. */
+enum sw_workload_state {
+    SW_WL_PENDING_QUOTA = 0, /* QuotaReserved=False, reason Pending: no quota now */
+    SW_WL_PENDING_OTHER,     /* waiting for something else (inadmissible, no queue, ...) */
+    SW_WL_RESERVED,          /* quota reserved, admission checks pending */
+    SW_WL_ADMITTED,          /* Admitted=True: the Job may start */
+    SW_WL_INACTIVE,          /* spec.active=false */
+    SW_WL_FINISHED           /* Finished=True */
+};
+
+/** What the hub reads of one Workload. */
+struct sw_workload_facts {
+    char ns[64];
+    char name[254];
+    char job_uid[64];       /* label kueue.x-k8s.io/job-uid, "" when absent */
+    char queue[64];         /* spec.queueName (the LocalQueue) */
+    char cluster_queue[64]; /* status.admission.clusterQueue, "" when not reserved */
+    enum sw_workload_state state;
+    bool active;       /* spec.active, true when absent (Kueue's default) */
+    bool evicted;      /* Evicted=True (preempted, deactivated, ...) */
+    char reason[64];   /* the QuotaReserved condition's reason */
+    char message[256]; /* and its message */
+    int64_t priority;  /* spec.priority, 0 when absent */
+    char created[40];  /* metadata.creationTimestamp (Kueue's queue order) */
+    int64_t gpus;      /* nvidia.com/gpu over its pod sets (requests x count) */
+};
+
+/**
+ * Reads a Workload. Fails (SW_EPARSE) with a message naming the Workload and
+ * the field when metadata.name or namespace, spec.queueName or
+ * spec.podSets is missing or of the wrong shape.
+ */
+int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
+                                struct sw_error *err);
+
+/** "pending-quota", "pending", "reserved", "admitted", "inactive", "finished". */
+const char *sw_workload_state_name(enum sw_workload_state s);
+
+/** What the hub reads of one ClusterQueue: GPUs only. */
+struct sw_cluster_queue_facts {
+    char name[64];
+    char cohort[64];       /* spec.cohortName, "" when none */
+    int64_t nominal_gpus;  /* nvidia.com/gpu nominalQuota over its flavours */
+    int64_t borrow_gpus;   /* what it may borrow from the cohort; -1 no limit */
+    int64_t lend_gpus;     /* what it lends to the cohort when unused; -1 all */
+    int64_t reserved_gpus; /* status.flavorsReservation, nvidia.com/gpu */
+    int64_t pending;       /* status.pendingWorkloads */
+    int64_t reserving;     /* status.reservingWorkloads */
+    int64_t admitted;      /* status.admittedWorkloads */
+};
+
+/**
+ * Reads a ClusterQueue. Fails (SW_EPARSE), naming the ClusterQueue and the
+ * field, when the name or spec.resourceGroups is missing or a quantity is
+ * not a whole number. Status fields that are absent read as 0.
+ */
+int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_facts *out,
+                                     struct sw_error *err);
+
+/**
+ * GPUs a Workload queued in `cq` could still reserve: its own unused quota
+ * plus what the cohort's other ClusterQueues (`peers`, borrowed) lend
+ * unused, within `cq`'s borrowing limit. Never negative.
+ */
+int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,
+                                  const struct sw_cluster_queue_facts *peers, size_t npeers);
+
+#endif

@@ -1,0 +1,342 @@
+/*
+ * queue.c - how a member queues Jobs: the hub's one seam for it, with two
+ * implementations behind it (docs/kueue.md):
+ *
+ *   plain  the scheduler queues pods. A Job waits at home when a pod of it
+ *          is Unschedulable for lack of nvidia.com/gpu and none is bound.
+ *          Taking it is spec.suspend=true; nothing else holds it.
+ *   kueue  Kueue queues Workloads. A Job (label kueue.x-k8s.io/queue-name)
+ *          waits at home when its Workload is pending for quota
+ *          (QuotaReserved=False, reason Pending, "insufficient unused
+ *          quota") and no pod of it is bound. Taking it is the same one
+ *          patch of the Job, conditional on its resourceVersion, that also
+ *          removes the queue-name label: from then on Kueue's Job reconciler
+ *          ignores the Job (manageJobsWithoutQueueName off), and an
+ *          unsuspend it computed from an older version fails (Kueue patches
+ *          Jobs with their resourceVersion). What Kueue still holds for the
+ *          Job, its Workload, is then deactivated (spec.active=false), which
+ *          releases any quota reserved meanwhile, and its owner reference
+ *          dropped, so that Kueue can delete it later.
+ *
+ * Nothing here runs while no hub does: the on-prem queue never waits for
+ * spillway. Workloads are indexed by their Job's UID once per change of a
+ * member's Workloads, not per lookup.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clusters/kueue.h"
+#include "clusters/record.h"
+#include "common/alloc.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+
+/* ---- the Workload index --------------------------------------------------- */
+
+#define WL_BUCKETS 4096
+struct sw_queue_wl {
+    char key[200]; /* cluster/job-uid */
+    struct sw_workload_facts f;
+    char rv[32];
+    char err[256]; /* a Workload the hub cannot read: why (cut to fit) */
+    bool managed;  /* its Job is one of the hub's (sw_queue_home) */
+    struct sw_queue_wl *next;
+};
+
+static struct sw_queue_wl *wls[WL_BUCKETS];
+static uint64_t wl_generation, wl_indexed = (uint64_t)-1;
+
+static unsigned wl_hash(const char *s)
+{
+    unsigned h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h % WL_BUCKETS;
+}
+
+static void wl_clear(void)
+{
+    for (size_t b = 0; b < WL_BUCKETS; b++) {
+        struct sw_queue_wl *e = wls[b];
+        while (e) {
+            struct sw_queue_wl *n = e->next;
+            sw_free(e);
+            e = n;
+        }
+        wls[b] = NULL;
+    }
+}
+
+static const struct sw_queue_wl *wl_find(const char *cluster, const char *uid)
+{
+    char k[200];
+    snprintf(k, sizeof(k), "%s/%s", cluster, uid);
+    for (const struct sw_queue_wl *e = wls[wl_hash(k)]; e; e = e->next)
+        if (strcmp(e->key, k) == 0)
+            return e;
+    return NULL;
+}
+
+struct wl_scan {
+    const char *cluster;
+};
+
+static void wl_add(const char *key, const void *obj, void *ctx)
+{
+    (void)key;
+    struct wl_scan *ws = ctx;
+    const cJSON *o = obj;
+    const cJSON *md = sw_json_child((cJSON *)o, "metadata");
+    const char *uid = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_KUEUE_JOB_UID_LABEL);
+    if (uid == NULL)
+        return; /* not a Job's Workload */
+    struct sw_queue_wl *e = sw_calloc(1, sizeof(*e));
+    if (e == NULL)
+        return;
+    snprintf(e->key, sizeof(e->key), "%s/%s", ws->cluster, uid);
+    struct sw_error err = {0};
+    if (sw_workload_facts_from_json(o, &e->f, &err) != 0)
+        snprintf(e->err, sizeof(e->err), "%.255s", err.msg);
+    const char *rv = sw_json_str(md, "resourceVersion");
+    snprintf(e->rv, sizeof(e->rv), "%s", rv ? rv : "");
+    /* Named in errors even when unreadable: its key is "namespace/name". */
+    if (e->f.name[0] == '\0')
+        snprintf(e->f.name, sizeof(e->f.name), "%s", key);
+    unsigned b = wl_hash(e->key);
+    e->next = wls[b];
+    wls[b] = e;
+}
+
+void sw_queue_changed(void)
+{
+    wl_generation++;
+}
+
+void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec)
+{
+    /* A member where a burstable Job sits in a Kueue queue gets the Kueue
+     * informers (once; later calls return at once). */
+    if (sw_job_record_label(rec, SW_KUEUE_QUEUE_LABEL) != NULL && m->cache != NULL)
+        sw_cluster_cache_start_kueue(m->cache);
+}
+
+void sw_queue_scan(struct sw_hub *h)
+{
+    /* A member's Kueue informers that have just listed count as a change
+     * too, whether or not their list reported each object as added. */
+    static size_t synced_before;
+    size_t synced = 0;
+    for (size_t i = 0; i < h->nmembers; i++)
+        synced +=
+            h->members[i]->cache != NULL && sw_cluster_cache_kueue_synced(h->members[i]->cache);
+    if (synced != synced_before) {
+        synced_before = synced;
+        wl_generation++;
+    }
+    if (wl_indexed == wl_generation)
+        return;
+    wl_clear();
+    wl_indexed = wl_generation;
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        if (m->cache == NULL || !sw_cluster_cache_kueue_synced(m->cache))
+            continue;
+        struct wl_scan ws = {m->rec.name};
+        sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_WORKLOAD), wl_add, &ws);
+    }
+}
+
+/* ---- plain ---------------------------------------------------------------- */
+
+static bool plain_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    (void)origin;
+    return sw_observe_starved(h, &j->rec, NULL);
+}
+
+static bool plain_holds(const cJSON *origin)
+{
+    (void)origin;
+    return false;
+}
+
+static const struct sw_queue plain = {"plain", plain_waits, plain_holds};
+
+/* ---- Kueue ---------------------------------------------------------------- */
+
+static bool kueue_label(const cJSON *origin)
+{
+    const cJSON *labels = sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "labels");
+    return sw_json_str(labels, SW_KUEUE_QUEUE_LABEL) != NULL;
+}
+
+static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    (void)origin;
+    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
+    if (e == NULL)
+        return false; /* no Workload yet, or Kueue not read yet */
+    if (e->err[0] != '\0') {
+        if (!j->queue_warned) {
+            char msg[400];
+            j->queue_warned = true;
+            snprintf(msg, sizeof(msg), "not burst: %s", e->err);
+            SW_LOG(SW_LOG_WARN, "a Workload the hub cannot read; leaving the Job alone",
+                   "job=%s err=%s", sw_log_q(j->rec.key), sw_log_q(e->err));
+            sw_follow_event(h, &j->rec, "Warning", "BadWorkload", msg);
+        }
+        return false;
+    }
+    int bound = 0;
+    sw_observe_pods(h, j->rec.cluster, j->rec.ns, j->rec.name, &bound);
+    return e->f.state == SW_WL_PENDING_QUOTA && bound == 0;
+}
+
+static const struct sw_queue kueue = {"kueue", kueue_waits, kueue_label};
+
+const struct sw_queue *sw_queue_of(const cJSON *origin)
+{
+    return kueue_label(origin) ? &kueue : &plain;
+}
+
+void sw_queue_take(cJSON *patch)
+{
+    cJSON *md = sw_json_child(patch, "metadata");
+    cJSON *labels = sw_json_child(md, "labels");
+    if (labels == NULL)
+        labels = cJSON_AddObjectToObject(md, "labels");
+    cJSON_AddNullToObject(labels, SW_KUEUE_QUEUE_LABEL);
+    cJSON *spec = sw_json_child(patch, "spec");
+    if (spec == NULL)
+        spec = cJSON_AddObjectToObject(patch, "spec");
+    if (sw_json_child(spec, "suspend") == NULL)
+        cJSON_AddBoolToObject(spec, "suspend", 1);
+}
+
+static void on_deactivated(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    struct sw_hub *h = j->hub;
+    if (res->rc != 0)
+        SW_LOG(SW_LOG_WARN, "cannot deactivate the origin's Workload", "job=%s err=%s",
+               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
+    else
+        SW_LOG(SW_LOG_INFO, "origin's Workload deactivated", "job=%s", sw_log_q(j->rec.key));
+    /* Not asked again while the cache has not seen the change yet. */
+    if (res->rc == 0 || res->status == 404)
+        j->queue_released = true;
+    sw_hub_step_done(h, j, res->status == 404 ? 0 : res->rc);
+}
+
+int sw_queue_release(struct sw_hub *h, struct sw_job *j)
+{
+    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
+    if (j->queue_released || e == NULL || !e->f.active || e->f.state == SW_WL_FINISHED)
+        return 0;
+    struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    if (om == NULL || !sw_member_reachable(om))
+        return 0;
+    /* Inactive: quota reserved for it meanwhile goes back to the queue. Not
+     * owned by the Job any more: Kueue no longer reconciles the Job, and only
+     * for a Workload without owners does its Workload controller remove its
+     * finalizer when it is deleted (with its namespace, say). */
+    cJSON *patch = cJSON_CreateObject();
+    cJSON_AddNullToObject(cJSON_AddObjectToObject(patch, "metadata"), "ownerReferences");
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "active", 0);
+    j->hub = h;
+    j->busy = true;
+    int rc = sw_kube_merge_patch(om->client, SW_KIND_WORKLOAD, e->f.ns, e->f.name, patch, NULL,
+                                 on_deactivated, j);
+    cJSON_Delete(patch);
+    if (rc != 0)
+        sw_hub_step_done(h, j, rc);
+    return 1;
+}
+
+/* ---- the home queue, as Kueue has it -------------------------------------- */
+
+static void mark_managed(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    (void)h;
+    (void)ctx;
+    struct sw_queue_wl *e = (struct sw_queue_wl *)wl_find(j->rec.cluster, j->rec.uid);
+    if (e != NULL)
+        e->managed = true;
+}
+
+static void add_cq(const char *key, const void *obj, void *ctx)
+{
+    (void)key;
+    struct sw_queue_home *qh = ctx;
+    if (qh->ncq >= SW_QUEUE_MAX_CQ)
+        return;
+    struct sw_error err = {0};
+    if (sw_cluster_queue_facts_from_json(obj, &qh->cq[qh->ncq], &err) == 0)
+        qh->ncq++;
+    else
+        SW_LOG(SW_LOG_WARN, "a ClusterQueue the hub cannot read; not counted", "err=%s",
+               sw_log_q(err.msg));
+}
+
+static int ahead_cmp(const void *a, const void *b)
+{
+    const struct sw_queue_wl *x = *(const struct sw_queue_wl *const *)a,
+                             *y = *(const struct sw_queue_wl *const *)b;
+    if (x->f.priority != y->f.priority)
+        return x->f.priority > y->f.priority ? -1 : 1;
+    return strcmp(x->f.created, y->f.created);
+}
+
+int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (m->cache == NULL || !sw_cluster_cache_kueue_synced(m->cache))
+        return SW_ENOENT;
+    sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_CLUSTERQUEUE), add_cq, out);
+    if (out->ncq == 0)
+        return SW_ENOENT;
+    for (size_t i = 0; i < out->ncq; i++) {
+        out->headroom += sw_cluster_queue_headroom(&out->cq[i], out->cq, out->ncq);
+        out->reserved += out->cq[i].reserved_gpus;
+        out->nominal += out->cq[i].nominal_gpus;
+    }
+    /* Workloads pending for quota that spillway does not manage wait ahead
+     * of every burstable Job, in Kueue's order (priority, then age). */
+    for (size_t b = 0; b < WL_BUCKETS; b++)
+        for (struct sw_queue_wl *e = wls[b]; e; e = e->next)
+            e->managed = false;
+    sw_hub_jobs_foreach(h, mark_managed, NULL);
+    size_t prefix = strlen(m->rec.name);
+    for (size_t b = 0; b < WL_BUCKETS; b++)
+        for (struct sw_queue_wl *e = wls[b]; e; e = e->next) {
+            if (strncmp(e->key, m->rec.name, prefix) != 0 || e->key[prefix] != '/' ||
+                e->err[0] != '\0' || e->managed || e->f.state != SW_WL_PENDING_QUOTA)
+                continue;
+            if (out->nahead == out->cap_ahead) {
+                size_t n = out->cap_ahead ? out->cap_ahead * 2 : 16;
+                void *p = sw_realloc(out->ahead_e, n * sizeof(*out->ahead_e));
+                if (p == NULL)
+                    break;
+                out->ahead_e = p;
+                out->cap_ahead = n;
+            }
+            out->ahead_e[out->nahead++] = e;
+        }
+    if (out->nahead > 1)
+        qsort(out->ahead_e, out->nahead, sizeof(*out->ahead_e), ahead_cmp);
+    return 0;
+}
+
+int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i)
+{
+    const struct sw_queue_wl *e = qh->ahead_e[i];
+    return e->f.gpus;
+}
+
+void sw_queue_home_free(struct sw_queue_home *qh)
+{
+    sw_free(qh->ahead_e);
+    qh->ahead_e = NULL;
+    qh->nahead = qh->cap_ahead = 0;
+}

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# kueue.sh - the hub with Kueue queueing the on-prem Jobs (testbed kueue up;
+# started here if it is not on, and stopped again at the end then). The
+# test's namespace gets a LocalQueue "gpu" on onprem's ClusterQueue "gpu"
+# (8 GPUs); every Job below carries the queue-name label and is created
+# unsuspended (Kueue's webhook suspends it). Under the outside watcher:
+#   1. no hub running: three burstable 4-GPU Jobs are admitted by Kueue as
+#      without spillway, two at once, the third once quota frees, and all
+#      complete at home;
+#   2. a hub running, quota full, cloud-spot registered to queue mirrors in
+#      LocalQueue gpu: while that LocalQueue is missing there, the Job is
+#      blocked (named) and left in Kueue; once it exists, the Job whose
+#      Workload is pending for quota is taken from Kueue (queue-name label
+#      gone, Workload inactive) and its mirror is admitted by cloud-spot's
+#      Kueue and completes, the origin never started at home;
+#   3. the race, KUEUE_ROUNDS rounds (10) of KUEUE_PER_ROUND (5) burstable
+#      Jobs queued behind a filler holding the quota, deleted 0-0.8 s after
+#      they are sent, as the hub decides: each Job completes once, in one
+#      place, whichever of Kueue or the hub takes it, and one run in the
+#      cloud was never started at home.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+ROUNDS=${KUEUE_ROUNDS:-10}
+PER_ROUND=${KUEUE_PER_ROUND:-5}
+TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
+STARTED_KUEUE=""
+hub_setup kueue
+if ! [ -f "$SW_LAB_DIR/kueue/on" ]; then
+    "$TESTBED" kueue up >/dev/null
+    STARTED_KUEUE=1
+fi
+trap '[ -n "$STARTED_KUEUE" ] && "$TESTBED" kueue down >/dev/null 2>&1; hub_cleanup' EXIT
+cat <<YAML | kc onprem apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpu, namespace: $NS}
+spec: {clusterQueue: gpu}
+YAML
+
+# kueue_job NAME GPUS_PER_POD PODS DELAY BURSTABLE: a Job in the LocalQueue,
+# created unsuspended.
+kueue_job() {
+    local ann=""
+    [ "$5" = yes ] && ann="    spillway.io/burst: auto
+    spillway.io/expected-runtime: 1h"
+    cat <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $1
+  labels: {kueue.x-k8s.io/queue-name: gpu}
+  annotations:
+    kueue-lab: "1"
+$ann
+spec:
+  parallelism: $3
+  completions: $3
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "$4"}
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: train
+        image: registry.example/train:1
+        resources: {limits: {nvidia.com/gpu: "$2"}}
+YAML
+}
+
+# workload_of JOB: the name of the Job's Workload ("" while none).
+workload_of() {
+    local uid
+    uid=$(kc onprem get job "$1" -n "$NS" -o jsonpath='{.metadata.uid}')
+    kc onprem get workloads -n "$NS" -l "kueue.x-k8s.io/job-uid=$uid" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null
+}
+
+# wait_complete JOB CLUSTER SECONDS
+wait_complete() {
+    kc "$2" wait --for=condition=complete "job/$1" -n "$NS" --timeout="$3s" >/dev/null ||
+        hub_fail "job $1 did not complete in $2 within $3 s"
+}
+
+watcher_start
+
+# ---- 1. no hub: Kueue admits as without spillway ---------------------------
+for j in home-a home-b home-c; do kueue_job "$j" 4 1 6s yes | kc onprem apply -n "$NS" -f - >/dev/null; done
+[ "$(kueue_job probe 4 1 1s yes | kc onprem apply -n "$NS" --dry-run=server -o jsonpath='{.spec.suspend}' -f -)" = true ] ||
+    hub_fail "Kueue's webhook does not suspend a Job created unsuspended"
+pending_seen=""
+for _ in $(seq 1 40); do
+    for j in home-a home-b home-c; do
+        wl=$(workload_of "$j")
+        [ -n "$wl" ] || continue
+        msg=$(kc onprem get workload "$wl" -n "$NS" -o jsonpath='{.status.conditions[?(@.type=="QuotaReserved")].message}')
+        case "$msg" in *"insufficient unused quota"*) pending_seen="$j: $msg" ;; esac
+    done
+    [ -n "$pending_seen" ] && break
+    sleep 0.25
+done
+[ -n "$pending_seen" ] || hub_fail "no Workload was seen pending for quota with 12 GPUs asked of 8"
+for j in home-a home-b home-c; do wait_complete "$j" onprem 60; done
+for j in home-a home-b home-c; do
+    [ "$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
+        hub_fail "$j lost its queue-name label with no hub running"
+    [ "$(mirrors_of "$j")" = 0 ] || hub_fail "$j has a mirror with no hub running"
+done
+pass "no hub: Kueue admitted and ran all three Jobs at home (pending for quota seen: \"$pending_seen\")"
+
+# ---- 2. quota full: taken from Kueue, run in the cloud's queue ----------------
+# cloud-spot queues mirrors in LocalQueue gpu, not there yet in the test's
+# namespace: the Job is blocked and left alone until it is.
+"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
+    --role cloud --region us-east-1 --local-queue gpu --replace \
+    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+hub_start
+kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "the filler did not start"
+sleep 11 # the hub reads the registry every 10 s
+kueue_job spill 4 1 10s yes | kc onprem apply -n "$NS" -f - >/dev/null
+S="onprem/$NS/spill"
+wait_record "$S" state blocked 60
+reason=$(record_field "$S" reason)
+case "$reason" in *"LocalQueue $NS/gpu"*"does not exist"*) ;; *) hub_fail "blocked for another reason: $reason" ;; esac
+ev=""
+for _ in $(seq 1 40); do
+    ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=spill,reason=BurstRefused -o jsonpath='{.items[0].message}')
+    [ -n "$ev" ] && break
+    sleep 0.25
+done
+[ "$ev" = "$reason" ] || hub_fail "no BurstRefused event with the reason: \"$ev\""
+[ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
+    hub_fail "the blocked Job was taken from Kueue"
+pass "a LocalQueue missing in the target: spill blocked and left in Kueue (\"$reason\")"
+cat <<YAML | kc cloud-spot apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpu, namespace: $NS}
+spec: {clusterQueue: gpu}
+YAML
+wait_record "$S" state succeeded 120
+[ "$(record_field "$S" targetCluster)" = cloud-spot ] || hub_fail "spill ran in $(record_field "$S" targetCluster)"
+m=$(record_field "$S" mirror)
+[ "$(kc cloud-spot get job "$m" -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
+    hub_fail "the mirror $m is not in cloud-spot's LocalQueue gpu"
+mw=$(kc cloud-spot get workloads -n "$NS" -l "kueue.x-k8s.io/job-uid=$(kc cloud-spot get job "$m" -n "$NS" -o jsonpath='{.metadata.uid}')" \
+    -o jsonpath='{.items[0].status.admission.clusterQueue}')
+[ "$mw" = gpu ] || hub_fail "the mirror's Workload was not admitted by cloud-spot's ClusterQueue gpu (\"$mw\")"
+[ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
+    hub_fail "spill still has its queue-name label"
+wl=$(workload_of spill)
+[ "$(kc onprem get workload "$wl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
+    hub_fail "spill's Workload $wl is still active"
+[ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
+    hub_fail "spill started at home"
+one_mirror_each spill
+pass "quota full: spill taken from Kueue (label removed, Workload $wl inactive), admitted by cloud-spot's Kueue and succeeded there"
+kc onprem delete job filler -n "$NS" --wait=true >/dev/null
+
+# ---- 3. the race: quota freed as the hub decides ---------------------------
+t0=$SECONDS
+home=0 away=0 reserved=0
+for r in $(seq 1 "$ROUNDS"); do
+    kueue_job "fill-$r" 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+    kc onprem wait --for=jsonpath='{.status.active}'=2 "job/fill-$r" -n "$NS" --timeout=60s >/dev/null ||
+        hub_fail "fill-$r did not start"
+    # The Jobs arrive together; the filler goes (its quota free at once) 0 to
+    # 0.8 s after the request that creates them starts: while Kueue makes
+    # their Workloads and the hub sees them pending and decides.
+    delay=$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", (r % 800) / 1000 }')
+    (sleep "$delay" && kc onprem delete job "fill-$r" -n "$NS" --wait=false >/dev/null) &
+    freer=$!
+    for i in $(seq 1 "$PER_ROUND"); do
+        echo "---"
+        kueue_job "race-$r-$i" 4 1 3s yes
+    done | kc onprem apply -n "$NS" -f - >/dev/null
+    wait "$freer" || hub_fail "fill-$r could not be deleted"
+    for i in $(seq 1 "$PER_ROUND"); do
+        wait_record "onprem/$NS/race-$r-$i" state succeeded 120
+        if [ "$(record_field "onprem/$NS/race-$r-$i" mirror)" = "" ]; then
+            home=$((home + 1))
+            [ "$(mirrors_of "race-$r-$i")" = 0 ] || hub_fail "race-$r-$i ran at home and has a mirror"
+        else
+            away=$((away + 1))
+            one_mirror_each "race-$r-$i"
+            [ "$(kc onprem get job "race-$r-$i" -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
+                hub_fail "race-$r-$i ran in the cloud and was started at home"
+            # Kueue reserved quota for it (its scheduler's QuotaReserved
+            # Event on the Workload) and still never started it.
+            wl=$(workload_of "race-$r-$i")
+            [ -z "$(kc onprem get events -n "$NS" -o name --field-selector \
+                "involvedObject.kind=Workload,involvedObject.name=$wl,reason=QuotaReserved")" ] ||
+                reserved=$((reserved + 1))
+        fi
+    done
+done
+abandoned=$(grep -c "burst abandoned" "$HUB_TMP/hub.log" || true)
+pass "race: $((ROUNDS * PER_ROUND)) Jobs in $ROUNDS rounds in $((SECONDS - t0)) s, $home ran at home (admitted by Kueue; $abandoned bursts abandoned just before the take), $away in the cloud (taken from Kueue; Kueue reserved quota for $reserved of them, none started); each succeeded once"
+watcher_check

@@ -1,0 +1,229 @@
+/*
+ * Tests for clusters/kueue.c: a Workload's state (pending for quota,
+ * pending for something else, reserved, admitted, inactive, finished), its
+ * GPUs over pod sets, errors naming the Workload and the field; a
+ * ClusterQueue's GPU quota and usage, and its headroom with a cohort's
+ * lending and a borrowing limit.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clusters/kueue.h"
+
+/* A Workload as Kueue v0.17 writes it for a Job of 2 pods x 4 GPUs, waiting
+ * for quota (status as the lab's Kueue showed it). */
+#define WL_HEAD                                                                                    \
+    "{\"apiVersion\":\"kueue.x-k8s.io/v1beta2\",\"kind\":\"Workload\",\"metadata\":{"              \
+    "\"name\":\"job-train-1a2b3\",\"namespace\":\"team-cv\","                                      \
+    "\"creationTimestamp\":\"2026-11-25T12:00:00Z\","                                              \
+    "\"labels\":{\"kueue.x-k8s.io/job-uid\":\"uid-7\"}},"                                          \
+    "\"spec\":{\"queueName\":\"gpu\",\"priority\":5,%s\"podSets\":[{\"name\":\"main\","            \
+    "\"count\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{"          \
+    "\"limits\":{\"nvidia.com/gpu\":\"4\"}}}]}}}]},\"status\":{%s}}"
+
+static cJSON *wl(const char *spec_extra, const char *status)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf), WL_HEAD, spec_extra, status);
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    return o;
+}
+
+#define PENDING_QUOTA                                                                              \
+    "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"False\",\"reason\":\"Pending\","     \
+    "\"message\":\"couldn't assign flavors to pod set main: insufficient unused quota for "        \
+    "nvidia.com/gpu in flavor owned, 4 more needed\"}]"
+
+static void workload_pending_for_quota(void **state)
+{
+    (void)state;
+    cJSON *o = wl("", PENDING_QUOTA);
+    struct sw_workload_facts f;
+    struct sw_error err = {0};
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_PENDING_QUOTA);
+    assert_string_equal(sw_workload_state_name(f.state), "pending-quota");
+    assert_string_equal(f.ns, "team-cv");
+    assert_string_equal(f.name, "job-train-1a2b3");
+    assert_string_equal(f.job_uid, "uid-7");
+    assert_string_equal(f.queue, "gpu");
+    assert_string_equal(f.cluster_queue, "");
+    assert_string_equal(f.reason, "Pending");
+    assert_true(f.active);
+    assert_int_equal(f.priority, 5);
+    assert_int_equal(f.gpus, 8);
+    assert_string_equal(f.created, "2026-11-25T12:00:00Z");
+    cJSON_Delete(o);
+}
+
+static void workload_other_states(void **state)
+{
+    (void)state;
+    struct sw_workload_facts f;
+    struct sw_error err = {0};
+    /* Pending for another reason: a LocalQueue that does not exist. */
+    cJSON *o = wl("", "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"False\","
+                      "\"reason\":\"Inadmissible\",\"message\":\"LocalQueue gpu doesn't exist\"}]");
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_PENDING_OTHER);
+    cJSON_Delete(o);
+    /* No status yet: pending, not for quota. */
+    o = wl("", "");
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_PENDING_OTHER);
+    cJSON_Delete(o);
+    o = wl("", "\"admission\":{\"clusterQueue\":\"gpu\",\"podSetAssignments\":[]},"
+               "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"True\",\"reason\":"
+               "\"QuotaReserved\",\"message\":\"Quota reserved in ClusterQueue gpu\"}]");
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_RESERVED);
+    assert_string_equal(f.cluster_queue, "gpu");
+    cJSON_Delete(o);
+    o = wl("", "\"admission\":{\"clusterQueue\":\"gpu\",\"podSetAssignments\":[]},"
+               "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"True\"},"
+               "{\"type\":\"Admitted\",\"status\":\"True\"}]");
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_ADMITTED);
+    cJSON_Delete(o);
+    /* Deactivated, even while pending for quota: inactive wins. */
+    o = wl("\"active\":false,", PENDING_QUOTA);
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_INACTIVE);
+    assert_false(f.active);
+    cJSON_Delete(o);
+    o = wl("", "\"conditions\":[{\"type\":\"Finished\",\"status\":\"True\"},"
+               "{\"type\":\"Evicted\",\"status\":\"True\",\"reason\":\"Preempted\"}]");
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_FINISHED);
+    assert_true(f.evicted);
+    cJSON_Delete(o);
+}
+
+static void expect_error(const char *json, const char *want)
+{
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    struct sw_workload_facts f;
+    struct sw_error err = {0};
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), SW_EPARSE);
+    if (strstr(err.msg, want) == NULL)
+        fail_msg("error \"%s\" does not contain \"%s\"", err.msg, want);
+    cJSON_Delete(o);
+}
+
+static void workload_errors_name_the_field(void **state)
+{
+    (void)state;
+    expect_error("{\"metadata\":{\"namespace\":\"a\"}}",
+                 "Workload: field \"metadata.name\": expected a string");
+    expect_error("{\"metadata\":{\"name\":\"w\",\"namespace\":\"a\"},\"spec\":{\"podSets\":[]}}",
+                 "Workload a/w: field \"spec.queueName\": expected a string");
+    expect_error(
+        "{\"metadata\":{\"name\":\"w\",\"namespace\":\"a\"},\"spec\":{\"queueName\":\"q\"}}",
+        "Workload a/w: field \"spec.podSets\": expected a non-empty array");
+    expect_error("{\"metadata\":{\"name\":\"w\",\"namespace\":\"a\"},\"spec\":{\"queueName\":\"q\","
+                 "\"podSets\":[{\"name\":\"main\",\"count\":\"two\"}]}}",
+                 "Workload a/w: field \"spec.podSets[0].count\": expected a whole number, got "
+                 "\"two\"");
+    expect_error("{\"metadata\":{\"name\":\"w\",\"namespace\":\"a\"},\"spec\":{\"queueName\":\"q\","
+                 "\"podSets\":[{\"name\":\"main\",\"count\":1,\"template\":{\"spec\":{"
+                 "\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"0.5\"}}}]}}}]}}",
+                 "Workload a/w: field \"resources.limits.nvidia.com/gpu\"");
+}
+
+static const char CQ[] =
+    "{\"apiVersion\":\"kueue.x-k8s.io/v1beta2\",\"kind\":\"ClusterQueue\",\"metadata\":{"
+    "\"name\":\"gpu\"},\"spec\":{\"cohortName\":\"onprem\",\"resourceGroups\":[{"
+    "\"coveredResources\":[\"cpu\",\"nvidia.com/gpu\"],\"flavors\":[{\"name\":\"owned\","
+    "\"resources\":[{\"name\":\"cpu\",\"nominalQuota\":\"100k\"},{\"name\":\"nvidia.com/gpu\","
+    "\"nominalQuota\":8}]}]}]},\"status\":{\"flavorsReservation\":[{\"name\":\"owned\","
+    "\"resources\":[{\"name\":\"cpu\",\"total\":\"0\"},{\"name\":\"nvidia.com/gpu\",\"total\":"
+    "\"8\"}]}],\"pendingWorkloads\":5,\"reservingWorkloads\":2,\"admittedWorkloads\":2}}";
+
+static void cluster_queue_facts(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse(CQ);
+    struct sw_cluster_queue_facts f;
+    struct sw_error err = {0};
+    assert_int_equal(sw_cluster_queue_facts_from_json(o, &f, &err), 0);
+    assert_string_equal(f.name, "gpu");
+    assert_string_equal(f.cohort, "onprem");
+    assert_int_equal(f.nominal_gpus, 8);
+    assert_int_equal(f.reserved_gpus, 8);
+    assert_int_equal(f.borrow_gpus, -1);
+    assert_int_equal(f.lend_gpus, -1);
+    assert_int_equal(f.pending, 5);
+    assert_int_equal(f.reserving, 2);
+    assert_int_equal(f.admitted, 2);
+    assert_int_equal(sw_cluster_queue_headroom(&f, NULL, 0), 0);
+    cJSON_Delete(o);
+
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
+    assert_int_equal(sw_cluster_queue_facts_from_json(o, &f, &err), SW_EPARSE);
+    assert_string_equal(err.msg,
+                        "ClusterQueue x: field \"spec.resourceGroups\": expected an array");
+    cJSON_Delete(o);
+    o = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"resourceGroups\":[{\"flavors\":["
+        "{\"resources\":[{\"name\":\"nvidia.com/gpu\",\"nominalQuota\":\"1.5\"}]}]}]}}");
+    assert_int_equal(sw_cluster_queue_facts_from_json(o, &f, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "ClusterQueue x: field \"spec.resourceGroups[].flavors[]"
+                                    ".resources[nvidia.com/gpu].nominalQuota\": expected a whole "
+                                    "number, got \"1.5\""));
+    cJSON_Delete(o);
+}
+
+static void headroom_with_cohort(void **state)
+{
+    (void)state;
+    struct sw_cluster_queue_facts q[3] = {
+        {.name = "cv",
+         .cohort = "onprem",
+         .nominal_gpus = 8,
+         .reserved_gpus = 6,
+         .borrow_gpus = -1,
+         .lend_gpus = -1},
+        {.name = "nlp",
+         .cohort = "onprem",
+         .nominal_gpus = 8,
+         .reserved_gpus = 2,
+         .borrow_gpus = -1,
+         .lend_gpus = 4},
+        {.name = "other",
+         .cohort = "elsewhere",
+         .nominal_gpus = 16,
+         .reserved_gpus = 0,
+         .borrow_gpus = -1,
+         .lend_gpus = -1},
+    };
+    /* cv: 2 of its own + nlp lends 4 of its 6 unused (its lending limit);
+     * the other cohort lends nothing. */
+    assert_int_equal(sw_cluster_queue_headroom(&q[0], q, 3), 6);
+    /* A borrowing limit of 3 caps what cv takes from the cohort. */
+    q[0].borrow_gpus = 3;
+    assert_int_equal(sw_cluster_queue_headroom(&q[0], q, 3), 5);
+    /* Already borrowing 2 over its nominal: 1 more may be borrowed. */
+    q[0].reserved_gpus = 10;
+    assert_int_equal(sw_cluster_queue_headroom(&q[0], q, 3), 1);
+    /* Without a cohort: its own unused quota only. */
+    q[0].cohort[0] = '\0';
+    q[0].reserved_gpus = 5;
+    assert_int_equal(sw_cluster_queue_headroom(&q[0], q, 3), 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(workload_pending_for_quota),     cmocka_unit_test(workload_other_states),
+        cmocka_unit_test(workload_errors_name_the_field), cmocka_unit_test(cluster_queue_facts),
+        cmocka_unit_test(headroom_with_cohort),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
