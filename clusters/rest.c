@@ -923,6 +923,9 @@ static const struct {
     [SW_KIND_JOB] = {"Job", "batch/v1", "/apis/batch/v1", "jobs", 1},
     [SW_KIND_LEASE] = {"Lease", "coordination.k8s.io/v1", "/apis/coordination.k8s.io/v1", "leases",
                        1},
+    [SW_KIND_NODEPOOL] = {"NodePool", "karpenter.sh/v1", "/apis/karpenter.sh/v1", "nodepools", 0},
+    [SW_KIND_NODECLAIM] = {"NodeClaim", "karpenter.sh/v1", "/apis/karpenter.sh/v1", "nodeclaims",
+                           0},
 };
 
 const char *sw_kube_kind_name(enum sw_kube_kind k)

@@ -156,6 +156,8 @@ enum sw_kube_kind {
     SW_KIND_EVENT,
     SW_KIND_JOB,
     SW_KIND_LEASE,
+    SW_KIND_NODEPOOL,  /* karpenter.sh/v1, cluster-scoped */
+    SW_KIND_NODECLAIM, /* karpenter.sh/v1, cluster-scoped */
     SW_KIND_COUNT
 };
 

@@ -82,6 +82,43 @@ static void count_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     }
 }
 
+/* Pools bound to a Karpenter NodePool (capacity.c): the delay the engine
+ * is given, what it was learned from, the ceiling and the room. */
+static void render_nodepools(struct sw_hub *h, struct sw_buf *b)
+{
+    static const char *const help[] = {
+        "# HELP spillway_nodepool_provision_seconds Provisioning delay the engine is given for a "
+        "NodePool: the mean NodeClaim created to Initialized seen, or the prior.\n"
+        "# TYPE spillway_nodepool_provision_seconds gauge\n",
+        "# HELP spillway_nodepool_provisions_observed_total NodeClaims seen from created to "
+        "Initialized.\n"
+        "# TYPE spillway_nodepool_provisions_observed_total counter\n",
+        "# HELP spillway_nodepool_limit_gpus The NodePool's GPU limit (-1: no figures).\n"
+        "# TYPE spillway_nodepool_limit_gpus gauge\n",
+        "# HELP spillway_nodepool_room_gpus GPUs the NodePool may still provision.\n"
+        "# TYPE spillway_nodepool_room_gpus gauge\n",
+    };
+    for (size_t f = 0; f < sizeof(help) / sizeof(help[0]); f++) {
+        sw_buf_adds(b, help[f]);
+        for (size_t i = 0; i < h->nmembers; i++) {
+            const struct sw_member *m = h->members[i];
+            for (size_t k = 0; k < m->nnodepools; k++) {
+                const struct sw_nodepool_state *s = &m->nodepools[k];
+                static const char *const names[] = {"spillway_nodepool_provision_seconds",
+                                                    "spillway_nodepool_provisions_observed_total",
+                                                    "spillway_nodepool_limit_gpus",
+                                                    "spillway_nodepool_room_gpus"};
+                double v = f == 0   ? sw_capacity_provision_s(s)
+                           : f == 1 ? (double)s->provisions
+                           : f == 2 ? (s->have_cap ? (double)s->cap.limit : -1)
+                                    : (double)s->cap.room;
+                sw_buf_addf(b, "%s{cluster=\"%s\",nodepool=\"%s\"} %g\n", names[f], m->rec.name,
+                            s->name, v);
+            }
+        }
+    }
+}
+
 static void render_metrics(struct sw_hub *h, struct sw_buf *b)
 {
     struct render *rd = sw_calloc(1, sizeof(*rd));
@@ -203,6 +240,7 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
         sw_buf_addf(b, "spillway_member_lost{cluster=\"%s\",fenced=\"%s\"} %d\n", m->rec.name,
                     m->fenced ? "true" : "false", sw_member_lost(m) ? 1 : 0);
     }
+    render_nodepools(h, b);
     sw_free(rd);
 }
 
