@@ -14,7 +14,9 @@
  *             GPUs pods already wait for, free the idle GPUs on its Ready
  *             nodes, the ceiling its GPU limit, and the provisioning delay
  *             the mean NodeClaim created -> Initialized seen so far (the
- *             prior until one is seen).
+ *             prior until one is seen); a spot NodePool's interruption
+ *             rate is learned from the mirrors lost there per hour its
+ *             mirrors ran, weighed with the prior (sw_capacity_interrupt_rate).
  *
  * decide.c asks the source of each pool and never looks at which one it is.
  */
@@ -26,6 +28,9 @@
 /* Priors: what the hub assumes until it has seen better. docs/hub.md lists them. */
 #define PRIOR_PROVISION_S    60.0 /* a cloud node added */
 #define PRIOR_SPOT_INTERRUPT 0.1  /* spot interruptions per hour of running */
+/* How many hours of running the interruption prior weighs as: the learned
+ * rate moves from the prior towards what was seen as hours add up. */
+#define PRIOR_INTERRUPT_HOURS 10.0
 
 static void common_figures(const struct sw_pool_spec *ps, struct sw_pool_figures *out)
 {
@@ -121,7 +126,40 @@ static int nodepool_figures(struct sw_hub *h, struct sw_member *m, const struct 
     out->nodes = c.nodes;
     out->provision_s = sw_capacity_provision_s(s);
     common_figures(ps, out);
+    if (out->interrupt_per_h > 0)
+        out->interrupt_per_h = sw_capacity_interrupt_rate(s);
     return 0;
+}
+
+double sw_capacity_interrupt_rate(const struct sw_nodepool_state *s)
+{
+    double n = s ? (double)s->interruptions : 0, hours = s ? s->run_hours : 0;
+    return (n + PRIOR_SPOT_INTERRUPT * PRIOR_INTERRUPT_HOURS) / (hours + PRIOR_INTERRUPT_HOURS);
+}
+
+void sw_capacity_mirror_ended(struct sw_hub *h, const struct sw_job_rec *r, bool interrupted)
+{
+    struct sw_member *m = sw_member_find(h, r->target_cluster);
+    if (m == NULL)
+        return;
+    for (size_t i = 0; i < m->rec.spec.npools; i++) {
+        const struct sw_pool_spec *ps = &m->rec.spec.pools[i];
+        if (strcmp(ps->name, r->target_pool) != 0 || !ps->nodepool[0])
+            continue;
+        struct sw_nodepool_state *s = sw_capacity_nodepool_state(m, ps->nodepool);
+        if (s == NULL)
+            return;
+        int64_t now = sw_hub_wall_ms();
+        if (r->started_ms > 0 && now > r->started_ms)
+            s->run_hours += (double)(now - r->started_ms) / 3600000.0;
+        if (interrupted) {
+            s->interruptions++;
+            SW_LOG(SW_LOG_INFO, "interruption counted", "cluster=%s nodepool=%s job=%s rate=%.3f",
+                   sw_log_q(m->rec.name), sw_log_q(s->name), sw_log_q(r->key),
+                   sw_capacity_interrupt_rate(s));
+        }
+        return;
+    }
 }
 
 static const struct sw_capacity_source sources[] = {

@@ -84,6 +84,8 @@ struct sw_nodepool_state {
     uint64_t provisions;    /* NodeClaims seen from created to Initialized */
     double provision_sum_s; /* their delays added up */
     double provision_last_s;
+    uint64_t interruptions;          /* mirrors lost here (a NodeClaim or node gone under them) */
+    double run_hours;                /* hours mirrors ran here, to the end of each */
     struct sw_nodepool_capacity cap; /* the last figures */
     bool have_cap;
     char problem[200]; /* why it gave none (no such NodePool, no GPU limit); "" */
@@ -359,6 +361,13 @@ bool sw_capacity_wants_karpenter(const struct sw_cluster_spec *spec);
 struct sw_nodepool_state *sw_capacity_nodepool_state(struct sw_member *m, const char *nodepool);
 /** The provisioning delay the engine is given: the mean seen, or the prior. */
 double sw_capacity_provision_s(const struct sw_nodepool_state *s);
+/**
+ * The interruption rate the engine is given for a spot NodePool: (mirrors
+ * lost + 0.1 x 10) / (hours run + 10), the 0.1/h prior weighing as 10 hours.
+ */
+double sw_capacity_interrupt_rate(const struct sw_nodepool_state *s);
+/** A mirror ended (interrupted: lost and requeued): counted for its NodePool, if any. */
+void sw_capacity_mirror_ended(struct sw_hub *h, const struct sw_job_rec *r, bool interrupted);
 /** A NodeClaim of the member changed: learns its provisioning delay once Initialized. */
 void sw_capacity_claim_changed(struct sw_hub *h, struct sw_member *m, const char *key);
 

@@ -97,6 +97,12 @@ static void render_nodepools(struct sw_hub *h, struct sw_buf *b)
         "# TYPE spillway_nodepool_limit_gpus gauge\n",
         "# HELP spillway_nodepool_room_gpus GPUs the NodePool may still provision.\n"
         "# TYPE spillway_nodepool_room_gpus gauge\n",
+        "# HELP spillway_nodepool_interruptions_total Mirrors lost on the NodePool (its NodeClaim "
+        "or node gone under them) and requeued.\n"
+        "# TYPE spillway_nodepool_interruptions_total counter\n",
+        "# HELP spillway_nodepool_interrupt_rate_per_hour Interruption rate the engine is given "
+        "for a spot NodePool: learned, weighed with the prior.\n"
+        "# TYPE spillway_nodepool_interrupt_rate_per_hour gauge\n",
     };
     for (size_t f = 0; f < sizeof(help) / sizeof(help[0]); f++) {
         sw_buf_adds(b, help[f]);
@@ -107,11 +113,15 @@ static void render_nodepools(struct sw_hub *h, struct sw_buf *b)
                 static const char *const names[] = {"spillway_nodepool_provision_seconds",
                                                     "spillway_nodepool_provisions_observed_total",
                                                     "spillway_nodepool_limit_gpus",
-                                                    "spillway_nodepool_room_gpus"};
+                                                    "spillway_nodepool_room_gpus",
+                                                    "spillway_nodepool_interruptions_total",
+                                                    "spillway_nodepool_interrupt_rate_per_hour"};
                 double v = f == 0   ? sw_capacity_provision_s(s)
                            : f == 1 ? (double)s->provisions
                            : f == 2 ? (s->have_cap ? (double)s->cap.limit : -1)
-                                    : (double)s->cap.room;
+                           : f == 3 ? (double)s->cap.room
+                           : f == 4 ? (double)s->interruptions
+                                    : sw_capacity_interrupt_rate(s);
                 sw_buf_addf(b, "%s{cluster=\"%s\",nodepool=\"%s\"} %g\n", names[f], m->rec.name,
                             s->name, v);
             }
