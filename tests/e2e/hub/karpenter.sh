@@ -11,8 +11,9 @@
 #   - the spot NodePool's limit reached: the next Job is not sent there (it
 #     goes on-demand or waits, with the decision recorded)
 #   - a NodeClaim deleted under a running mirror (a spot interruption as
-#     Karpenter's AWS provider handles one): the Job still runs to success,
-#     never in two places at once
+#     Karpenter's AWS provider handles one): the hub requeues the Job, which
+#     runs once more to success, never in two places at once; the
+#     interruption is counted and the learned rate rises above the prior
 # The lab is put back as it was (testbed karpenter down) when it ends.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -137,10 +138,20 @@ I="onprem/$NS/intr"
 wait_record "$I" state running 180
 imirror=$(record_field "$I" mirror)
 icluster=$(record_field "$I" targetCluster)
+[ "$icluster" = cloud-spot ] || hub_fail "intr ran in $icluster, not cloud-spot"
 inode=$(kc "$icluster" get pods -n "$NS" -l "job-name=$imirror" -o jsonpath='{.items[0].spec.nodeName}')
 iclaim=$(kc "$icluster" get nodeclaims -o jsonpath="{range .items[?(@.status.nodeName==\"$inode\")]}{.metadata.name}{end}")
 [ -n "$iclaim" ] || hub_fail "no NodeClaim under intr's mirror (node \"$inode\" in $icluster)"
 kc "$icluster" delete nodeclaim "$iclaim" --wait=false >/dev/null
+wait_record "$I" preemptions 1 60
 wait_record "$I" state succeeded 300
-pass "NodeClaim $iclaim deleted under mirror $imirror in $icluster: the Job succeeded (attempt $(record_field "$I" attempt), preemptions $(record_field "$I" preemptions))"
+[ "$(record_field "$I" attempt)" = 2 ] || hub_fail "intr's attempt is $(record_field "$I" attempt), not 2"
+[ "$(record_field "$I" mirror)" != "$imirror" ] || hub_fail "attempt 2 reused the interrupted mirror's name"
+ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=intr,reason=Requeued -o jsonpath='{.items[0].message}')
+echo "$ev" | grep -q "NodeClaim $iclaim deleted" || hub_fail "no Requeued event naming the NodeClaim: $ev"
+irate=$(metric spillway_nodepool_interrupt_rate_per_hour "cluster=\"$icluster\",nodepool=\"gpu-spot\"")
+[ "$(metric spillway_nodepool_interruptions_total "cluster=\"$icluster\",nodepool=\"gpu-spot\"")" = 1 ] ||
+    hub_fail "the interruption was not counted on gpu-spot: $(curl -sf http://127.0.0.1:19464/metrics | grep nodepool_interr)"
+awk -v r="$irate" 'BEGIN { exit !(r > 0.1) }' || hub_fail "the learned interruption rate $irate did not rise above the 0.1/h prior"
+pass "NodeClaim $iclaim deleted under mirror $imirror in $icluster: requeued (\"$ev\"), attempt 2 $(record_field "$I" mirror) succeeded in $(record_field "$I" targetCluster); interruptions 1, learned rate ${irate}/h"
 watcher_check
