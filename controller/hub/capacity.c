@@ -24,18 +24,12 @@
 
 #include "common/log.h"
 #include "controller/hub/hub.h"
-
-/* Priors: what the hub assumes until it has seen better. docs/hub.md lists them. */
-#define PRIOR_PROVISION_S    60.0 /* a cloud node added */
-#define PRIOR_SPOT_INTERRUPT 0.1  /* spot interruptions per hour of running */
-/* How many hours of running the interruption prior weighs as: the learned
- * rate moves from the prior towards what was seen as hours add up. */
-#define PRIOR_INTERRUPT_HOURS 10.0
+#include "controller/hub/learn.h"
 
 static void common_figures(const struct sw_pool_spec *ps, struct sw_pool_figures *out)
 {
     bool spot = strcmp(ps->capacity_type, "spot") == 0;
-    out->interrupt_per_h = spot ? PRIOR_SPOT_INTERRUPT : 0;
+    out->interrupt_per_h = spot ? SW_PRIOR_SPOT_INTERRUPT : 0;
 }
 
 static int nodes_figures(struct sw_hub *h, struct sw_member *m, const struct sw_pool_spec *ps,
@@ -63,7 +57,7 @@ static int nodes_figures(struct sw_hub *h, struct sw_member *m, const struct sw_
     out->free = free_;
     out->ceiling = total;
     out->nodes = nodes;
-    out->provision_s = strcmp(ps->capacity_type, "owned") == 0 ? 0 : PRIOR_PROVISION_S;
+    out->provision_s = strcmp(ps->capacity_type, "owned") == 0 ? 0 : SW_PRIOR_PROVISION_S;
     common_figures(ps, out);
     return 0;
 }
@@ -84,8 +78,8 @@ struct sw_nodepool_state *sw_capacity_nodepool_state(struct sw_member *m, const 
 
 double sw_capacity_provision_s(const struct sw_nodepool_state *s)
 {
-    return s != NULL && s->provisions > 0 ? s->provision_sum_s / (double)s->provisions
-                                          : PRIOR_PROVISION_S;
+    return s != NULL ? sw_learn_provision_s(s->provisions, s->provision_sum_s)
+                     : SW_PRIOR_PROVISION_S;
 }
 
 static int nodepool_figures(struct sw_hub *h, struct sw_member *m, const struct sw_pool_spec *ps,
@@ -133,8 +127,8 @@ static int nodepool_figures(struct sw_hub *h, struct sw_member *m, const struct 
 
 double sw_capacity_interrupt_rate(const struct sw_nodepool_state *s)
 {
-    double n = s ? (double)s->interruptions : 0, hours = s ? s->run_hours : 0;
-    return (n + PRIOR_SPOT_INTERRUPT * PRIOR_INTERRUPT_HOURS) / (hours + PRIOR_INTERRUPT_HOURS);
+    return s != NULL ? sw_learn_interrupt_rate(s->interruptions, s->run_hours)
+                     : SW_PRIOR_SPOT_INTERRUPT;
 }
 
 void sw_capacity_mirror_ended(struct sw_hub *h, const struct sw_job_rec *r, bool interrupted)
