@@ -1,14 +1,16 @@
 /*
  * cache.c - three informers of compact records, and capacity from them,
  * and the last state of finished Jobs deleted from the cluster; on demand,
- * two more of Kueue's Workloads and ClusterQueues (whole objects: a
- * cluster has few of them next to its Jobs and Pods).
+ * two more of Kueue's Workloads and ClusterQueues, and Karpenter's
+ * NodePools and NodeClaims on clusters with a pool bound to a NodePool
+ * (whole objects: a cluster has few of them next to its Jobs and Pods).
  */
 #include "clusters/cache.h"
 
 #include <stdint.h>
 #include <string.h>
 
+#include "clusters/nodepool.h"
 #include "clusters/record.h"
 #include "common/alloc.h"
 
@@ -28,7 +30,8 @@ struct sw_cluster_cache {
     char *gone_nodes[GONE_NODES]; /* a ring: the oldest is replaced */
     size_t next_gone;
     struct sw_informer *jobs, *pods, *nodes;
-    struct sw_informer *workloads, *cqueues; /* NULL until sw_cluster_cache_start_kueue */
+    struct sw_informer *workloads, *cqueues;    /* NULL until sw_cluster_cache_start_kueue */
+    struct sw_informer *nodepools, *nodeclaims; /* NULL until watched */
     struct sw_kube_client *client;
     struct sw_intern *strings; /* shared by the three informers' records */
     sw_cache_change_cb on_change;
@@ -106,11 +109,13 @@ static void on_event(struct sw_informer *inf, enum sw_watch_type type, const cha
         bury(cc, key, obj);
     if (inf == cc->nodes)
         node_seen(cc, key, type == SW_WATCH_DELETED);
-    enum sw_kube_kind k = inf == cc->jobs        ? SW_KIND_JOB
-                          : inf == cc->pods      ? SW_KIND_POD
-                          : inf == cc->workloads ? SW_KIND_WORKLOAD
-                          : inf == cc->cqueues   ? SW_KIND_CLUSTERQUEUE
-                                                 : SW_KIND_NODE;
+    enum sw_kube_kind k = inf == cc->jobs         ? SW_KIND_JOB
+                          : inf == cc->pods       ? SW_KIND_POD
+                          : inf == cc->workloads  ? SW_KIND_WORKLOAD
+                          : inf == cc->cqueues    ? SW_KIND_CLUSTERQUEUE
+                          : inf == cc->nodepools  ? SW_KIND_NODEPOOL
+                          : inf == cc->nodeclaims ? SW_KIND_NODECLAIM
+                                                  : SW_KIND_NODE;
     if (cc->on_change)
         cc->on_change(cc, k, key, cc->ctx);
 }
@@ -182,6 +187,7 @@ int sw_cluster_cache_start(struct sw_kube_client *c, sw_cache_change_cb on_chang
     struct sw_cluster_cache *cc = sw_calloc(1, sizeof(*cc));
     if (cc == NULL)
         return SW_ENOMEM;
+    cc->client = c;
     cc->on_change = on_change;
     cc->ctx = ctx;
     cc->client = c;
@@ -231,6 +237,8 @@ void sw_cluster_cache_free(struct sw_cluster_cache *cc)
     sw_informer_free(cc->nodes);
     sw_informer_free(cc->workloads);
     sw_informer_free(cc->cqueues);
+    sw_informer_free(cc->nodepools);
+    sw_informer_free(cc->nodeclaims);
     if (cc->strings != NULL)
         sw_intern_free(cc->strings);
     for (size_t i = 0; i < TOMBSTONES; i++)
@@ -266,7 +274,34 @@ const cJSON *sw_cluster_cache_job_tombstone(const struct sw_cluster_cache *cc, c
 bool sw_cluster_cache_synced(const struct sw_cluster_cache *cc)
 {
     return sw_informer_synced(cc->jobs) && sw_informer_synced(cc->pods) &&
-           sw_informer_synced(cc->nodes);
+           sw_informer_synced(cc->nodes) &&
+           (cc->nodepools == NULL ||
+            (sw_informer_synced(cc->nodepools) && sw_informer_synced(cc->nodeclaims)));
+}
+
+int sw_cluster_cache_watch_karpenter(struct sw_cluster_cache *cc)
+{
+    if (cc->nodepools != NULL)
+        return 0;
+    struct sw_informer_opts o = {.handler = on_event, .ctx = cc, .kind = SW_KIND_NODEPOOL};
+    int rc = sw_informer_new(cc->client, &o, &cc->nodepools);
+    o.kind = SW_KIND_NODECLAIM;
+    if (rc == 0)
+        rc = sw_informer_new(cc->client, &o, &cc->nodeclaims);
+    if (rc != 0) {
+        sw_informer_free(cc->nodepools);
+        sw_informer_free(cc->nodeclaims);
+        cc->nodepools = cc->nodeclaims = NULL;
+        return rc;
+    }
+    sw_informer_start(cc->nodepools);
+    sw_informer_start(cc->nodeclaims);
+    return 0;
+}
+
+bool sw_cluster_cache_karpenter(const struct sw_cluster_cache *cc)
+{
+    return cc->nodepools != NULL;
 }
 
 struct sw_informer *sw_cluster_cache_informer(struct sw_cluster_cache *cc, enum sw_kube_kind k)
@@ -276,6 +311,8 @@ struct sw_informer *sw_cluster_cache_informer(struct sw_cluster_cache *cc, enum 
            : k == SW_KIND_NODE         ? cc->nodes
            : k == SW_KIND_WORKLOAD     ? cc->workloads
            : k == SW_KIND_CLUSTERQUEUE ? cc->cqueues
+           : k == SW_KIND_NODEPOOL     ? cc->nodepools
+           : k == SW_KIND_NODECLAIM    ? cc->nodeclaims
                                        : NULL;
 }
 
@@ -307,6 +344,11 @@ bool sw_cluster_cache_kueue_synced(const struct sw_cluster_cache *cc)
 struct collect {
     struct sw_node_facts *nodes;
     struct sw_pod_facts *pods;
+    size_t n;
+};
+
+struct collect_claims {
+    struct sw_nodeclaim_facts *claims;
     size_t n;
 };
 
@@ -369,4 +411,75 @@ int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_gpu_capacit
     sw_free(n.nodes);
     sw_free(p.pods);
     return rc;
+}
+
+static void add_claim(const char *key, const void *obj, void *ctx)
+{
+    (void)key;
+    struct collect_claims *c = ctx;
+    if (sw_nodeclaim_facts_from_json(obj, &c->claims[c->n], NULL) == 0)
+        c->n++;
+}
+
+int sw_cluster_cache_nodepool(struct sw_cluster_cache *cc, const char *name,
+                              struct sw_nodepool_capacity *out, struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (cc->nodepools == NULL || !sw_informer_synced(cc->nodepools) ||
+        !sw_informer_synced(cc->nodeclaims))
+        return sw_error_set(err, SW_ESTATE, "NodePools are not watched or not listed yet");
+    const cJSON *np = sw_informer_get(cc->nodepools, name);
+    if (np == NULL)
+        return sw_error_set(err, SW_ENOENT, "NodePool %s does not exist", name);
+    struct sw_nodepool_facts f;
+    int rc = sw_nodepool_facts_from_json(np, &f, err);
+    if (rc != 0)
+        return rc;
+    if (f.gpu_limit < 0)
+        return sw_error_set(err, SW_EINVAL,
+                            "NodePool %s has no GPU limit (spec.limits.nvidia.com/gpu)", name);
+    size_t nn = sw_informer_count(cc->nodes), np_ = sw_informer_count(cc->pods),
+           nc = sw_informer_count(cc->nodeclaims);
+    struct collect n = {sw_calloc(nn + 1, sizeof(struct sw_node_facts)), NULL, 0};
+    struct collect p = {NULL, sw_calloc(np_ + 1, sizeof(struct sw_pod_facts)), 0};
+    struct collect_claims c = {sw_calloc(nc + 1, sizeof(struct sw_nodeclaim_facts)), 0};
+    rc = SW_ENOMEM;
+    if (n.nodes != NULL && p.pods != NULL && c.claims != NULL) {
+        sw_informer_foreach(cc->nodes, add_node, &n);
+        sw_informer_foreach(cc->pods, add_pod, &p);
+        sw_informer_foreach(cc->nodeclaims, add_claim, &c);
+        sw_nodepool_capacity(&f, c.claims, c.n, n.nodes, n.n, p.pods, p.n, out);
+        rc = 0;
+    } else {
+        sw_error_set(err, SW_ENOMEM, "out of memory");
+    }
+    sw_free(n.nodes);
+    sw_free(p.pods);
+    sw_free(c.claims);
+    return rc;
+}
+
+struct claim_walk {
+    void (*fn)(const struct sw_nodeclaim_facts *claim, void *ctx);
+    void *ctx;
+};
+
+static void walk_claim(const char *key, const void *obj, void *ctx)
+{
+    (void)key;
+    struct claim_walk *w = ctx;
+    struct sw_nodeclaim_facts f;
+    if (sw_nodeclaim_facts_from_json(obj, &f, NULL) == 0)
+        w->fn(&f, w->ctx);
+}
+
+void sw_cluster_cache_nodeclaims_foreach(struct sw_cluster_cache *cc,
+                                         void (*fn)(const struct sw_nodeclaim_facts *claim,
+                                                    void *ctx),
+                                         void *ctx)
+{
+    if (cc->nodeclaims == NULL)
+        return;
+    struct claim_walk w = {fn, ctx};
+    sw_informer_foreach(cc->nodeclaims, walk_claim, &w);
 }

@@ -14,6 +14,7 @@
 
 #include "clusters/capacity.h"
 #include "clusters/informer.h"
+#include "clusters/nodepool.h"
 
 struct sw_cluster_cache;
 
@@ -87,6 +88,32 @@ int sw_cluster_cache_start_kueue(struct sw_cluster_cache *cc);
 
 /** Whether the Kueue informers are started and have listed once. */
 bool sw_cluster_cache_kueue_synced(const struct sw_cluster_cache *cc);
+
+/**
+ * Also watches Karpenter's NodePools and NodeClaims (idempotent): for a
+ * cluster with a pool bound to a NodePool. From then on the cache is synced
+ * only once they are listed too (a cluster without Karpenter's CRDs never
+ * is: the informers retry, and the member is not used).
+ */
+int sw_cluster_cache_watch_karpenter(struct sw_cluster_cache *cc);
+
+/** Whether the cache watches NodePools and NodeClaims. */
+bool sw_cluster_cache_karpenter(const struct sw_cluster_cache *cc);
+
+/**
+ * The figures of NodePool `name` (nodepool.h) from the cached NodePools,
+ * NodeClaims, nodes and pods. SW_ESTATE when they are not watched or not
+ * listed yet, SW_ENOENT when the NodePool does not exist, SW_EINVAL when it
+ * has no GPU limit, SW_EPARSE when it cannot be read; err says which.
+ */
+int sw_cluster_cache_nodepool(struct sw_cluster_cache *cc, const char *name,
+                              struct sw_nodepool_capacity *out, struct sw_error *err);
+
+/** Calls fn with the facts of every cached NodeClaim (borrowed during the call). */
+void sw_cluster_cache_nodeclaims_foreach(struct sw_cluster_cache *cc,
+                                         void (*fn)(const struct sw_nodeclaim_facts *claim,
+                                                    void *ctx),
+                                         void *ctx);
 
 /** Computes GPU capacity per pool from the cached nodes and pods. */
 int sw_cluster_cache_capacity(struct sw_cluster_cache *cc, struct sw_gpu_capacity *out);

@@ -79,7 +79,7 @@ static const char *json_label(const void *ctx, const char *key)
 }
 
 /* Parses an integer quantity of an extended resource ("4"). */
-static int quantity(const cJSON *v, const char *what, const char *field, int64_t *out,
+int sw_gpu_quantity(const cJSON *v, const char *what, const char *field, int64_t *out,
                     struct sw_error *err)
 {
     if (cJSON_IsNumber(v)) {
@@ -129,8 +129,8 @@ int sw_node_facts_from_json(const cJSON *node, struct sw_node_facts *out, struct
     out->zone = label(labels, "topology.kubernetes.io/zone", "");
     const cJSON *alloc = sw_json_path(node, "status.allocatable");
     const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(alloc, SW_GPU_RESOURCE);
-    if (gpu != NULL && (rc = quantity(gpu, what, "status.allocatable.nvidia.com/gpu",
-                                      &out->gpu_allocatable, err)) != 0)
+    if (gpu != NULL && (rc = sw_gpu_quantity(gpu, what, "status.allocatable.nvidia.com/gpu",
+                                             &out->gpu_allocatable, err)) != 0)
         return rc;
     bool unsched = false;
     if ((rc = sw_json_bool(node, "spec.unschedulable", false, what, &unsched, err)) != 0)
@@ -160,7 +160,7 @@ static int container_gpus(const cJSON *ctr, const char *what, int64_t *out, stru
                                              SW_GPU_RESOURCE);
         field = "resources.limits.nvidia.com/gpu";
     }
-    return v ? quantity(v, what, field, out, err) : 0;
+    return v ? sw_gpu_quantity(v, what, field, out, err) : 0;
 }
 
 int sw_pod_facts_from_json(const cJSON *pod, struct sw_pod_facts *out, struct sw_error *err)
@@ -249,7 +249,7 @@ static int cmp_slot(const void *a, const void *b)
     return strcmp(((const struct node_slot *)a)->name, ((const struct node_slot *)b)->name);
 }
 
-static const char *node_label(const struct sw_node_facts *n, const char *key)
+const char *sw_node_label(const struct sw_node_facts *n, const char *key)
 {
     if (n->labels != NULL) {
         const cJSON *l = cJSON_GetObjectItemCaseSensitive(n->labels, key);
@@ -267,14 +267,14 @@ static bool selector_matches(const struct sw_pod_facts *pod, const struct sw_nod
         const cJSON *kv;
         cJSON_ArrayForEach(kv, pod->node_selector)
         {
-            const char *l = node_label(n, kv->string);
+            const char *l = sw_node_label(n, kv->string);
             if (!cJSON_IsString(kv) || l == NULL || strcmp(kv->valuestring, l) != 0)
                 return false;
         }
         return true;
     }
     for (size_t i = 0; i < pod->nselectorv; i++) {
-        const char *l = node_label(n, pod->selectorv[i].key);
+        const char *l = sw_node_label(n, pod->selectorv[i].key);
         if (l == NULL || strcmp(pod->selectorv[i].value, l) != 0)
             return false;
     }
@@ -386,5 +386,5 @@ oom:
 int sw_resource_quantity(const cJSON *v, const char *what, const char *field, int64_t *out,
                          struct sw_error *err)
 {
-    return quantity(v, what, field, out, err);
+    return sw_gpu_quantity(v, what, field, out, err);
 }

@@ -147,6 +147,16 @@ int sw_pod_spec_gpus(const cJSON *spec, const char *what, int64_t *out, struct s
 int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
                         const struct sw_pod_facts *pods, size_t npods, struct sw_gpu_capacity *out);
 
+/**
+ * Parses a whole quantity of an extended resource ("4", 4, "2k") into *out.
+ * Errors name `what` and `field`.
+ */
+int sw_gpu_quantity(const cJSON *v, const char *what, const char *field, int64_t *out,
+                    struct sw_error *err);
+
+/** A node's label (borrowed from the facts' labels), or NULL when it has none. */
+const char *sw_node_label(const struct sw_node_facts *n, const char *key);
+
 /** Frees what sw_capacity_compute filled. */
 void sw_capacity_free(struct sw_gpu_capacity *c);
 

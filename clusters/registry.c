@@ -316,6 +316,8 @@ int sw_cluster_record_to_json(const struct sw_cluster_record *rec, char **out)
         rc |= add_str(j, "capacityType", p->capacity_type);
         rc |= add_str(j, "gpuProduct", p->gpu_product);
         rc |= add_str(j, "zone", p->zone[0] ? p->zone : NULL);
+        if (p->nodepool[0])
+            rc |= add_str(j, "nodePool", p->nodepool);
         if (!cJSON_AddNumberToObject(j, "gpuMemoryMiB", (double)p->gpu_memory_mib) ||
             !cJSON_AddNumberToObject(j, "pricePerGpuHour", p->price_per_gpu_hour) ||
             !cJSON_AddNumberToObject(j, "maxGpus", (double)p->max_gpus))
@@ -390,6 +392,8 @@ int sw_cluster_record_from_json(const char *text, size_t len, const char *what,
             (rc = copy_field(p, "gpuProduct", true, what, ps->gpu_product, sizeof(ps->gpu_product),
                              err)) != 0 ||
             (rc = copy_field(p, "zone", false, what, ps->zone, sizeof(ps->zone), err)) != 0 ||
+            (rc = copy_field(p, "nodePool", false, what, ps->nodepool, sizeof(ps->nodepool),
+                             err)) != 0 ||
             (rc = sw_json_number(p, "gpuMemoryMiB", false, what, &mem, err)) != 0 ||
             (rc = sw_json_number(p, "pricePerGpuHour", false, what, &ps->price_per_gpu_hour,
                                  err)) != 0 ||

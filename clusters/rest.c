@@ -976,6 +976,9 @@ static const struct {
                               "/apis/kueue.x-k8s.io/v1beta2", "clusterqueues", 0},
     [SW_KIND_LOCALQUEUE] = {"LocalQueue", "kueue.x-k8s.io/v1beta2", "/apis/kueue.x-k8s.io/v1beta2",
                             "localqueues", 1},
+    [SW_KIND_NODEPOOL] = {"NodePool", "karpenter.sh/v1", "/apis/karpenter.sh/v1", "nodepools", 0},
+    [SW_KIND_NODECLAIM] = {"NodeClaim", "karpenter.sh/v1", "/apis/karpenter.sh/v1", "nodeclaims",
+                           0},
 };
 
 const char *sw_kube_kind_name(enum sw_kube_kind k)

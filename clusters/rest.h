@@ -182,6 +182,8 @@ enum sw_kube_kind {
     SW_KIND_WORKLOAD,     /* kueue.x-k8s.io/v1beta2 */
     SW_KIND_CLUSTERQUEUE, /* kueue.x-k8s.io/v1beta2, cluster-scoped */
     SW_KIND_LOCALQUEUE,   /* kueue.x-k8s.io/v1beta2 */
+    SW_KIND_NODEPOOL,     /* karpenter.sh/v1, cluster-scoped */
+    SW_KIND_NODECLAIM,    /* karpenter.sh/v1, cluster-scoped */
     SW_KIND_COUNT
 };
 

@@ -50,7 +50,17 @@ static int capacity_ok(const char *s)
  * A pool's fields: the spec file spells them as in the documentation, a
  * --pool flag also takes the short form. Each field may be given once.
  */
-enum pool_field { PF_NAME, PF_CAPACITY, PF_PRODUCT, PF_MEMORY, PF_ZONE, PF_PRICE, PF_MAX, PF_N };
+enum pool_field {
+    PF_NAME,
+    PF_CAPACITY,
+    PF_PRODUCT,
+    PF_MEMORY,
+    PF_ZONE,
+    PF_PRICE,
+    PF_MAX,
+    PF_NODEPOOL,
+    PF_N
+};
 
 static const struct {
     const char *file;   /* spec file key */
@@ -64,6 +74,7 @@ static const struct {
     [PF_ZONE] = {"zone", "zone", "a zone name"},
     [PF_PRICE] = {"pricePerGpuHour", "price", "a price in USD per GPU-hour"},
     [PF_MAX] = {"maxGpus", "max", "a whole number of GPUs"},
+    [PF_NODEPOOL] = {"nodePool", "nodepool", "a Karpenter NodePool name"},
 };
 
 /* Sets one pool field from text; `what` and `field` name it in errors. */
@@ -128,6 +139,15 @@ static int set_pool_field(struct sw_pool_spec *p, enum pool_field f, const char 
         p->max_gpus = m;
         break;
     }
+    case PF_NODEPOOL:
+        /* A NodePool is an object name: the same rule as ours (DNS label). */
+        if (!sw_name_valid(v))
+            return sw_error_set(err, SW_EINVAL,
+                                "%s: field \"%s\": expected a NodePool name of 1-63 lowercase "
+                                "letters, digits and '-', got \"%.64s\"",
+                                what, field, v);
+        snprintf(p->nodepool, sizeof(p->nodepool), "%s", v);
+        break;
     case PF_N:
         sw_assert(0);
     }
@@ -199,6 +219,11 @@ int sw_cluster_spec_validate(const struct sw_cluster_spec *s, const char *what,
             return sw_error_set(err, SW_EINVAL,
                                 "%s: pool \"%s\": an onprem cluster's pools are owned, not %s",
                                 what, p->name, p->capacity_type);
+        if (p->nodepool[0] && strcmp(p->capacity_type, "owned") == 0)
+            return sw_error_set(err, SW_EINVAL,
+                                "%s: pool \"%s\": field \"nodePool\": owned capacity is fixed "
+                                "nodes, not a Karpenter NodePool (spot or on-demand)",
+                                what, p->name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(s->pools[j].name, p->name) == 0)
                 return sw_error_set(err, SW_EINVAL, "%s: pool \"%s\" is defined twice", what,
@@ -287,7 +312,7 @@ static int parse_pool(struct spec_doc *sd, yaml_node_t *pn, size_t idx, struct s
         known[i] = pool_fields[i].file;
     int rc = check_keys(sd, pn, in, known, PF_N,
                         "name, capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, "
-                        "maxGpus");
+                        "maxGpus, nodePool");
     if (rc != 0)
         return rc;
     for (yaml_node_pair_t *q = pn->data.mapping.pairs.start; q < pn->data.mapping.pairs.top; q++) {

@@ -15,10 +15,12 @@
  *     pricePerGpuHour: 2.10       # USD; 0 for owned capacity
  *     maxGpus: 64                 # optional cap on what spillway may use
  *   localQueue: gpu               # optional: Kueue LocalQueue mirrors enter
+ *     nodePool: gpu-spot          # optional: capacity from this Karpenter NodePool
  *
  * A pool matches the nodes whose labels carry the same capacity type, GPU
  * product and memory (and zone when given) in the cluster's region; see
- * capacity.h. Parsing is pure and every error names the file (or flag) and
+ * capacity.h; a pool bound to a NodePool takes its ceiling and room from the
+ * NodePool instead (nodepool.h). Parsing is pure and every error names the file (or flag) and
  * the field.
  */
 #ifndef SW_CLUSTERS_SPEC_H
@@ -45,6 +47,9 @@ struct sw_pool_spec {
     char zone[SW_CLUSTER_NAME_MAX];
     double price_per_gpu_hour;
     int64_t max_gpus; /* 0: no cap */
+    /* The Karpenter NodePool the pool's capacity comes from, or "": its
+     * nodes (see nodepool.h). */
+    char nodepool[SW_CLUSTER_NAME_MAX];
 };
 
 #define SW_MAX_POOLS 32
@@ -77,7 +82,8 @@ int sw_cluster_spec_parse(const char *text, size_t len, const char *path,
 
 /**
  * Parses one --pool flag value (each field once, short or long key):
- *   name=spot-h100,capacity=spot,product=NVIDIA-H100,memory=81559,zone=z,price=2.1,max=64
+ *   name=spot-h100,capacity=spot,product=NVIDIA-H100,memory=81559,zone=z,price=2.1,max=64,
+ *   nodepool=gpu-spot
  * and appends it to `out`.
  */
 int sw_pool_flag_parse(const char *value, struct sw_cluster_spec *out, struct sw_error *err);

@@ -18,6 +18,7 @@
 #include "clusters/capacity.h"
 #include "clusters/health.h"
 #include "clusters/kubeconfig.h"
+#include "clusters/nodepool.h"
 #include "clusters/rbac.h"
 #include "clusters/registry.h"
 #include "clusters/rest.h"
@@ -323,6 +324,126 @@ static int load_spec(struct args *a, struct sw_cluster_spec *spec)
     return 0;
 }
 
+/* Whether the credentials may list Karpenter's NodePools (one review). */
+static bool may_list_nodepools(struct env *e, struct sw_kube_client *c)
+{
+    static const char body[] =
+        "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SelfSubjectAccessReview\","
+        "\"spec\":{\"resourceAttributes\":{\"group\":\"karpenter.sh\",\"resource\":"
+        "\"nodepools\",\"verb\":\"list\"}}}";
+    struct ssar res = {0};
+    struct sw_kube_req r = {.method = "POST",
+                            .path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                            .body = body,
+                            .body_len = sizeof(body) - 1};
+    if (sw_kube_send(c, &r, on_ssar, &res, NULL) != 0)
+        return false;
+    sw_kube_run_until(&e->loop, &res.done);
+    return res.rc == 0 && res.allowed;
+}
+
+/*
+ * The pools' NodePools: each bound one must exist and have a GPU limit
+ * (and serve the pool's capacity type); a cloud pool bound to none is bound
+ * to the one NodePool that serves its capacity type and GPU product, when
+ * exactly one does. Listing the NodePools (and a NodeClaim) also shows the
+ * credentials may list what the hub watches. Returns 0, or prints why not.
+ */
+static int check_nodepools(struct env *e, struct sw_kube_client *c, const char *name,
+                           struct sw_cluster_spec *spec)
+{
+    bool bound = false;
+    for (size_t i = 0; i < spec->npools; i++)
+        bound = bound || spec->pools[i].nodepool[0];
+    if (spec->role != SW_ROLE_CLOUD)
+        return 0;
+    /* Discovery only with leave to list them: a refused request is one a
+     * least-privilege audit would count against spillway. */
+    if (!bound && !may_list_nodepools(e, c))
+        return 0;
+    struct wait w = {0}, wc = {0};
+    struct sw_kube_list_opts lo = {0};
+    if (sw_kube_list(c, SW_KIND_NODEPOOL, NULL, &lo, on_kube, &w) != 0)
+        return -1;
+    sw_kube_run_until(&e->loop, &w.done);
+    if (w.rc != 0) {
+        cJSON_Delete(w.body);
+        if (!bound)
+            return 0; /* no Karpenter there, and none asked for */
+        fprintf(stderr,
+                "spillctl cluster add %s: cannot list Karpenter's NodePools (karpenter.sh/v1 "
+                "nodepools): %s\n",
+                name, w.err.msg);
+        return -1;
+    }
+    lo.limit = 1;
+    if (bound && sw_kube_list(c, SW_KIND_NODECLAIM, NULL, &lo, on_kube, &wc) == 0) {
+        sw_kube_run_until(&e->loop, &wc.done);
+        cJSON_Delete(wc.body);
+        if (wc.rc != 0) {
+            fprintf(stderr,
+                    "spillctl cluster add %s: cannot list Karpenter's NodeClaims (karpenter.sh/v1 "
+                    "nodeclaims), which the hub watches: %s\n",
+                    name, wc.err.msg);
+            cJSON_Delete(w.body);
+            return -1;
+        }
+    }
+    const cJSON *items = sw_json_child(w.body, "items"), *it;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < spec->npools; i++) {
+        struct sw_pool_spec *ps = &spec->pools[i];
+        struct sw_nodepool_facts f, found = {0};
+        struct sw_error err;
+        int serving = 0;
+        bool have = false;
+        cJSON_ArrayForEach(it, items)
+        {
+            if (sw_nodepool_facts_from_json(it, &f, &err) != 0)
+                continue;
+            if (ps->nodepool[0] && strcmp(f.name, ps->nodepool) == 0) {
+                found = f;
+                have = true;
+            }
+            if (!ps->nodepool[0] && sw_nodepool_serves(&f, ps->capacity_type, ps->gpu_product) &&
+                serving++ == 0)
+                found = f;
+        }
+        if (!ps->nodepool[0]) {
+            if (serving == 1 && found.gpu_limit >= 0 && strcmp(ps->capacity_type, "owned") != 0) {
+                snprintf(ps->nodepool, sizeof(ps->nodepool), "%.*s", (int)sizeof(ps->nodepool) - 1,
+                         found.name);
+                printf("pool %s: bound to NodePool %s (it alone serves %s %s; nodepool=NAME "
+                       "chooses)\n",
+                       ps->name, ps->nodepool, ps->capacity_type, ps->gpu_product);
+            }
+            continue;
+        }
+        if (!have) {
+            fprintf(stderr,
+                    "spillctl cluster add %s: pool \"%s\": NodePool \"%s\" does not exist in "
+                    "the cluster (kubectl get nodepools lists them)\n",
+                    name, ps->name, ps->nodepool);
+            rc = -1;
+        } else if (found.gpu_limit < 0) {
+            fprintf(stderr,
+                    "spillctl cluster add %s: pool \"%s\": NodePool \"%s\" has no GPU limit; "
+                    "set spec.limits.nvidia.com/gpu, the pool's ceiling\n",
+                    name, ps->name, ps->nodepool);
+            rc = -1;
+        } else if (found.capacity_type != NULL &&
+                   strcmp(found.capacity_type, ps->capacity_type) != 0) {
+            fprintf(stderr,
+                    "spillctl cluster add %s: pool \"%s\": NodePool \"%s\" provisions %s "
+                    "capacity, not %s\n",
+                    name, ps->name, ps->nodepool, found.capacity_type, ps->capacity_type);
+            rc = -1;
+        }
+    }
+    cJSON_Delete(w.body);
+    return rc;
+}
+
 static int cmd_add(struct args *a)
 {
     if (a->name == NULL || !sw_name_valid(a->name)) {
@@ -406,6 +527,9 @@ static int cmd_add(struct args *a)
     int missing = check_permissions(&e, c, a->name);
     if (missing != 0)
         goto out;
+    /* 2b. The NodePools the pools' capacity comes from. */
+    if (check_nodepools(&e, c, a->name, &rec.spec) != 0)
+        goto out;
     /* 3. Seal and store. */
     rec.created_ms = (int64_t)time(NULL) * 1000;
     if (sw_cluster_record_seal(&rec, sw_kube_client_target(c), key, &err) != 0) {
@@ -447,6 +571,10 @@ struct probe {
     struct sw_health health;
     struct sw_gpu_capacity cap;
     int have_cap;
+    /* Pools bound to a NodePool (by index in rec.spec): figures, or why none. */
+    struct wait nodepools, nodeclaims;
+    struct sw_nodepool_capacity np[SW_MAX_POOLS];
+    char np_problem[SW_MAX_POOLS][200];
     /* the leading hub's view (spillway:hub:members), when a hub runs */
     char hub_state[24]; /* "" none, Ready, Degraded, Unreachable, lost, fenced */
     int64_t hub_since_ms;
@@ -560,6 +688,54 @@ static void start_probe(struct env *e, struct probe *p, const struct sw_seal_key
     sw_kube_list(p->c, SW_KIND_NODE, NULL, &lo, on_kube, &p->nodes);
     lo.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
     sw_kube_list(p->c, SW_KIND_POD, NULL, &lo, on_kube, &p->pods);
+    bool bound = false;
+    for (size_t i = 0; i < p->rec.spec.npools; i++)
+        bound = bound || p->rec.spec.pools[i].nodepool[0];
+    lo.field_selector = NULL;
+    p->nodepools.done = p->nodeclaims.done = 1;
+    if (bound) {
+        p->nodepools.done = p->nodeclaims.done = 0;
+        sw_kube_list(p->c, SW_KIND_NODEPOOL, NULL, &lo, on_kube, &p->nodepools);
+        sw_kube_list(p->c, SW_KIND_NODECLAIM, NULL, &lo, on_kube, &p->nodeclaims);
+    }
+}
+
+/* The figures of each pool bound to a NodePool, from the lists. */
+static void nodepool_figures(struct probe *p, const struct sw_node_facts *nf, size_t nn,
+                             const struct sw_pod_facts *pf, size_t np)
+{
+    const cJSON *claims = sw_json_child(p->nodeclaims.body, "items"), *it;
+    size_t nc = (size_t)cJSON_GetArraySize(claims), in = 0;
+    struct sw_nodeclaim_facts *cf = sw_calloc(nc + 1, sizeof(*cf));
+    struct sw_error err;
+    cJSON_ArrayForEach(it, claims) if (cf && sw_nodeclaim_facts_from_json(it, &cf[in], &err) == 0)
+        in++;
+    for (size_t i = 0; i < p->rec.spec.npools; i++) {
+        const struct sw_pool_spec *ps = &p->rec.spec.pools[i];
+        char *why = p->np_problem[i];
+        if (!ps->nodepool[0])
+            continue;
+        if (p->nodepools.rc != 0 || p->nodeclaims.rc != 0 || cf == NULL) {
+            snprintf(why, sizeof(p->np_problem[i]), "cannot list NodePools and NodeClaims: %.150s",
+                     p->nodepools.rc ? p->nodepools.err.msg : p->nodeclaims.err.msg);
+            continue;
+        }
+        snprintf(why, sizeof(p->np_problem[i]), "NodePool %s does not exist", ps->nodepool);
+        cJSON_ArrayForEach(it, sw_json_child(p->nodepools.body, "items"))
+        {
+            struct sw_nodepool_facts f;
+            if (sw_nodepool_facts_from_json(it, &f, &err) != 0 || strcmp(f.name, ps->nodepool))
+                continue;
+            if (f.gpu_limit < 0) {
+                snprintf(why, sizeof(p->np_problem[i]), "NodePool %s has no GPU limit",
+                         ps->nodepool);
+                break;
+            }
+            why[0] = '\0';
+            sw_nodepool_capacity(&f, cf, in, nf, nn, pf, np, &p->np[i]);
+        }
+    }
+    sw_free(cf);
 }
 
 static void finish_probe(struct env *e, struct probe *p)
@@ -569,6 +745,8 @@ static void finish_probe(struct env *e, struct probe *p)
     sw_kube_run_until(&e->loop, &p->ready.done);
     sw_kube_run_until(&e->loop, &p->nodes.done);
     sw_kube_run_until(&e->loop, &p->pods.done);
+    sw_kube_run_until(&e->loop, &p->nodepools.done);
+    sw_kube_run_until(&e->loop, &p->nodeclaims.done);
     struct sw_health_policy pol;
     sw_health_policy_default(&pol);
     pol.failure_threshold = 1; /* one look: no answer means unreachable */
@@ -590,12 +768,16 @@ static void finish_probe(struct env *e, struct probe *p)
             ip++;
         if (nf && pf && sw_capacity_compute(nf, in, pf, ip, &p->cap) == 0)
             p->have_cap = 1;
+        if (nf && pf)
+            nodepool_figures(p, nf, in, pf, ip);
         sw_free(nf);
         sw_free(pf);
     }
     cJSON_Delete(p->nodes.body);
     cJSON_Delete(p->pods.body);
-    p->nodes.body = p->pods.body = NULL;
+    cJSON_Delete(p->nodepools.body);
+    cJSON_Delete(p->nodeclaims.body);
+    p->nodes.body = p->pods.body = p->nodepools.body = p->nodeclaims.body = NULL;
     sw_kube_client_free(p->c);
     p->c = NULL;
 }
@@ -628,6 +810,9 @@ static const struct sw_cli_column list_columns[] = {
     {"POOL", "pool", 0},
     {"FREE/TOTAL", "freeTotal", 0},
     {"PENDING", "pending", 0},
+    {"NODES", "nodes", 0},
+    {"CEILING", "ceiling", 0},
+    {"ROOM", "room", 0},
     {"SERVER", "server", 1},
     {"KUBERNETES", "kubernetes", 1},
     {"AUTH", "auth", 1},
@@ -704,6 +889,28 @@ static cJSON *probe_item(const struct probe *p, int probed)
             cJSON_AddNullToObject(so, "zone");
         cJSON_AddNumberToObject(so, "pricePerGpuHour", ps->price_per_gpu_hour);
         cJSON_AddNumberToObject(so, "maxGpus", (double)ps->max_gpus);
+        if (!ps->nodepool[0]) {
+            cJSON_AddNullToObject(so, "nodePool");
+            continue;
+        }
+        cJSON_AddStringToObject(so, "nodePool", ps->nodepool);
+        /* Its figures when probed (nodepool.h), or why there are none. */
+        if (!probed || p->problem != NULL || !p->have_cap)
+            continue;
+        cJSON *ns = cJSON_AddObjectToObject(so, "nodePoolStatus");
+        if (p->np_problem[i][0]) {
+            cJSON_AddStringToObject(ns, "problem", p->np_problem[i]);
+            continue;
+        }
+        const struct sw_nodepool_capacity *c = &p->np[i];
+        cJSON_AddNumberToObject(ns, "ceiling", (double)c->limit);
+        cJSON_AddNumberToObject(ns, "provisioned", (double)c->provisioned);
+        cJSON_AddNumberToObject(ns, "launching", (double)c->launching);
+        cJSON_AddNumberToObject(ns, "waiting", (double)c->waiting);
+        cJSON_AddNumberToObject(ns, "room", (double)c->room);
+        cJSON_AddNumberToObject(ns, "nodes", c->nodes);
+        cJSON_AddNumberToObject(ns, "idle", (double)c->idle);
+        cJSON_AddNumberToObject(ns, "free", (double)c->free);
     }
     cJSON *pools = cJSON_AddArrayToObject(o, "pools");
     for (size_t i = 0; p->have_cap && pools && i < p->cap.npools; i++) {
@@ -721,6 +928,29 @@ static cJSON *probe_item(const struct probe *p, int probed)
         cJSON_AddNumberToObject(po, "pending", (double)pool->pending);
         cJSON_AddNumberToObject(po, "nodes", pool->nodes);
         cJSON_AddNumberToObject(po, "nodesExcluded", pool->nodes_excluded);
+        /* Fixed nodes: the ceiling is what they hold, no room to add. */
+        cJSON_AddNumberToObject(po, "ceiling", (double)pool->total);
+        cJSON_AddNumberToObject(po, "room", 0);
+    }
+    /* A pool bound to a NodePool is a row of its own: it may have no node. */
+    for (size_t i = 0; p->have_cap && pools && i < r->spec.npools; i++) {
+        const struct sw_pool_spec *ps = &r->spec.pools[i];
+        if (!ps->nodepool[0] || p->np_problem[i][0])
+            continue;
+        const struct sw_nodepool_capacity *c = &p->np[i];
+        cJSON *po = cJSON_CreateObject();
+        cJSON_AddItemToArray(pools, po);
+        char key[SW_CLUSTER_NAME_MAX + 16];
+        snprintf(key, sizeof(key), "nodepool/%s", ps->nodepool);
+        cJSON_AddStringToObject(po, "name", ps->name);
+        cJSON_AddStringToObject(po, "key", key);
+        cJSON_AddNumberToObject(po, "free", (double)c->free);
+        cJSON_AddNumberToObject(po, "total", (double)c->limit);
+        cJSON_AddNumberToObject(po, "pending", (double)c->pending);
+        cJSON_AddNumberToObject(po, "nodes", c->nodes);
+        cJSON_AddNumberToObject(po, "nodesExcluded", 0);
+        cJSON_AddNumberToObject(po, "ceiling", (double)c->limit);
+        cJSON_AddNumberToObject(po, "room", (double)c->room);
     }
     return o;
 }
@@ -745,6 +975,9 @@ static void add_rows(cJSON *rows, const cJSON *item)
             cJSON_AddStringToObject(row, "pool", "-");
             cJSON_AddStringToObject(row, "freeTotal", "-");
             cJSON_AddStringToObject(row, "pending", "-");
+            cJSON_AddStringToObject(row, "nodes", "-");
+            cJSON_AddStringToObject(row, "ceiling", "-");
+            cJSON_AddStringToObject(row, "room", "-");
             continue;
         }
         const cJSON *po = cJSON_GetArrayItem(pools, i);
@@ -758,8 +991,11 @@ static void add_rows(cJSON *rows, const cJSON *item)
                  cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(po, "total")));
         cJSON_AddStringToObject(row, "pool", label);
         cJSON_AddStringToObject(row, "freeTotal", ft);
-        cJSON_AddItemToObject(row, "pending",
-                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(po, "pending"), 1));
+        static const char *const figures[] = {"pending", "nodes", "ceiling", "room"};
+        for (size_t k = 0; k < sizeof(figures) / sizeof(figures[0]); k++)
+            cJSON_AddItemToObject(
+                row, figures[k],
+                cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(po, figures[k]), 1));
     }
 }
 
@@ -866,7 +1102,24 @@ static void show_one(const struct probe *p, const struct sw_seal_key *key)
                ps->zone, ps->price_per_gpu_hour, ps->max_gpus ? "  max " : "");
         if (ps->max_gpus)
             printf("%lld", (long long)ps->max_gpus);
+        if (ps->nodepool[0])
+            printf("  nodepool %s", ps->nodepool);
         printf("\n");
+    }
+    for (size_t i = 0; p->have_cap && i < r->spec.npools; i++) {
+        const struct sw_pool_spec *ps = &r->spec.pools[i];
+        const struct sw_nodepool_capacity *c = &p->np[i];
+        if (!ps->nodepool[0])
+            continue;
+        if (p->np_problem[i][0]) {
+            printf("NodePool %s (pool %s): %s\n", ps->nodepool, ps->name, p->np_problem[i]);
+            continue;
+        }
+        printf("NodePool %s (pool %s): ceiling %lld, provisioned %lld (%lld launching), "
+               "waiting %lld, room %lld; nodes %d, idle %lld; free %lld\n",
+               ps->nodepool, ps->name, (long long)c->limit, (long long)c->provisioned,
+               (long long)c->launching, (long long)c->waiting, (long long)c->room, c->nodes,
+               (long long)c->idle, (long long)c->free);
     }
     if (p->have_cap) {
         printf("Capacity (live):\n");
@@ -1071,6 +1324,9 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
              "  --region REGION    the cluster's region, e.g. us-east-1\n"
              "  --pool SPEC        a GPU pool, repeatable: name=N,capacity=owned|on-demand|spot,\n"
              "                     product=P,memory=MiB[,zone=Z][,price=USD/GPU-h][,max=GPUs]\n"
+             "                     [,nodepool=NP]: spot or on-demand capacity from Karpenter\n"
+             "                     NodePool NP (it must exist and have a GPU limit; a cloud\n"
+             "                     pool is bound to the one NodePool serving it when unnamed)\n"
              "  --local-queue NAME the Kueue LocalQueue mirrors sent to this cluster enter\n"
              "                     (in their namespace; it must exist there: docs/kueue.md)\n"
              "  --spec FILE        role, region and pools from a cluster spec file\n"
@@ -1089,7 +1345,8 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
      .max_pos = 1,
      .run = run_add},
     {.path = "cluster list",
-     .summary = "registered clusters with health and free/total GPUs per pool",
+     .summary =
+         "registered clusters with health, free/total GPUs, nodes, ceiling and room per pool",
      .help = "Usage: spillctl cluster list [--no-probe] [-o table|wide|json|yaml|name]\n"
              "\n"
              "Every registered cluster, probed live (/readyz, nodes, pods) for health and\n"

@@ -3,9 +3,11 @@
  *
  * Each round builds one snapshot from what the hub knows now, never from
  * what it cannot know:
- *   pools     every member's pools (spillctl cluster add), with total and
- *             free GPUs from the cache's nodes and pods, the registered
- *             price, and for spot a default interruption rate
+ *   pools     every member's pools (spillctl cluster add), with total,
+ *             free and ceiling GPUs and the provisioning delay from where
+ *             the pool's capacity comes from (capacity.c: fixed nodes, or
+ *             a Karpenter NodePool), the registered price, and for spot a
+ *             default interruption rate
  *   links     between every two regions, at the default egress price
  *   queues    the GPU pods running at home, each expected to free its GPUs
  *             after the running-Job prior; on a member whose Kueue is read,
@@ -32,13 +34,11 @@
 #include "placement/explain.h"
 
 /* Defaults a hub cannot observe; docs/hub.md lists them. */
-#define PRIOR_RUNTIME_S      3600.0 /* a Job with no expected-runtime annotation */
-#define PRIOR_REMAINING_S    1800.0 /* a GPU pod running at home */
-#define SPOT_INTERRUPT_PER_H 0.1
-#define CLOUD_PROVISION_S    60.0
-#define EGRESS_PER_GB        0.02
-#define LINK_GBPS            10.0
-#define BLOCKED_RETRY_MS     30000
+#define PRIOR_RUNTIME_S   3600.0 /* a Job with no expected-runtime annotation */
+#define PRIOR_REMAINING_S 1800.0 /* a GPU pod running at home */
+#define EGRESS_PER_GB     0.02
+#define LINK_GBPS         10.0
+#define BLOCKED_RETRY_MS  30000
 
 struct round {
     struct sw_hub *h;
@@ -146,26 +146,16 @@ static void add_pools(struct round *rd)
             snprintf(o->product, sizeof(o->product), "%.*s", (int)sizeof(o->product) - 1,
                      ps->gpu_product);
             o->gpu_mem_gb = (double)ps->gpu_memory_mib / 1024.0;
-            int64_t total = 0, free_ = 0;
-            for (size_t k = 0; k < cap.npools; k++) {
-                const struct sw_gpu_pool *cp = &cap.pools[k];
-                if (strcmp(cp->capacity_type, ps->capacity_type) != 0)
-                    continue;
-                if (ps->gpu_product[0] && strcmp(cp->gpu_product, ps->gpu_product) != 0)
-                    continue;
-                total += cp->total;
-                free_ += cp->free;
-            }
-            if (ps->max_gpus > 0 && total > ps->max_gpus)
-                total = ps->max_gpus;
-            if (free_ > total)
-                free_ = total;
-            o->total_gpus = (int)total;
-            o->free_gpus = (int)free_;
-            o->max_gpus = (int)total;
-            o->provision_s = o->capacity == SW_CAP_OWNED ? 0 : CLOUD_PROVISION_S;
+            /* Its figures from where its capacity comes from (capacity.c). */
+            struct sw_pool_figures fig = {0};
+            if (sw_capacity_source_of(ps)->figures(h, m, ps, &cap, &fig) != 0)
+                continue;
+            o->total_gpus = (int)fig.total;
+            o->free_gpus = (int)fig.free;
+            o->max_gpus = (int)fig.ceiling;
+            o->provision_s = fig.provision_s;
             o->price_gpu_h = ps->price_per_gpu_hour;
-            o->interrupt_per_h = o->capacity == SW_CAP_SPOT ? SPOT_INTERRUPT_PER_H : 0;
+            o->interrupt_per_h = fig.interrupt_per_h;
             /* Names cut to fit may collide; the engine wants them unique. */
             for (size_t k = 0; k < rd->npools; k++)
                 if (strcmp(rd->pools[k].name, o->name) == 0) {
@@ -173,10 +163,14 @@ static void add_pools(struct round *rd)
                              (unsigned)(rd->npools % 100000));
                     break;
                 }
-            /* GPUs promised to Jobs on their way there are not free. */
-            o->free_gpus -= reserved_gpus(h, m->rec.name, ps->capacity_type);
-            if (o->free_gpus < 0)
-                o->free_gpus = 0;
+            /* GPUs promised to Jobs on their way there are not free: idle
+             * ones first, then room to provision (a NodePool's). */
+            int res = reserved_gpus(h, m->rec.name, ps->capacity_type);
+            int take = res < o->free_gpus ? res : o->free_gpus;
+            o->free_gpus -= take;
+            o->total_gpus += res - take;
+            if (o->total_gpus > o->max_gpus)
+                o->total_gpus = o->max_gpus;
             if (kueue && o->capacity == SW_CAP_OWNED) {
                 if (o->free_gpus > qh.headroom)
                     o->free_gpus = (int)qh.headroom;

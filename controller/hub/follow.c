@@ -388,6 +388,7 @@ static void requeue(struct sw_hub *h, struct sw_job *j, const char *why)
     r->state = SW_JS_REQUEUED;
     r->preemptions++;
     h->m.preemptions++;
+    sw_capacity_mirror_ended(h, r, true);
     SW_LOG(SW_LOG_WARN, "mirror lost; requeueing", "job=%s mirror=%s reason=%s", sw_log_q(r->key),
            sw_log_q(r->mirror), sw_log_q(r->reason));
     sw_data_outputs_stop(h, j);
@@ -457,6 +458,7 @@ static void finish(struct sw_hub *h, struct sw_job *j, enum sw_job_state s, cons
     if (r->started_ms == 0)
         r->started_ms = r->dispatched_ms;
     sw_metrics_spend(h, j);
+    sw_capacity_mirror_ended(h, r, false);
     if (why && (s == SW_JS_FAILED || r->reason[0] == '\0'))
         snprintf(r->reason, sizeof(r->reason), "%s", why);
     char msg[800];

@@ -5,6 +5,7 @@
  *   leader.c    the lease in Redis and the fencing epoch
  *   record.c    one Redis record per origin Job, written under the epoch
  *   members.c   member clusters from the registry: clients, caches, stores
+ *   capacity.c  where a pool's capacity comes from: fixed nodes or a NodePool
  *   observe.c   which Jobs spillway manages, and what the engine is told
  *   queue.c     how a member queues Jobs (plain, Kueue): waiting, taking, releasing
  *   decide.c    the placement engine over the whole pending queue
@@ -81,6 +82,21 @@ struct sw_job {
     int64_t kept_retry_ms; /* after a failed GET of it: not before (monotonic) */
 };
 
+/** What the hub found and learned of one of a member's NodePools (capacity.c). */
+struct sw_nodepool_state {
+    char name[SW_CLUSTER_NAME_MAX];
+    uint64_t provisions;    /* NodeClaims seen from created to Initialized */
+    double provision_sum_s; /* their delays added up */
+    double provision_last_s;
+    uint64_t interruptions;          /* mirrors lost here (a NodeClaim or node gone under them) */
+    double run_hours;                /* hours mirrors ran here, to the end of each */
+    struct sw_nodepool_capacity cap; /* the last figures */
+    bool have_cap;
+    char problem[200]; /* why it gave none (no such NodePool, no GPU limit); "" */
+};
+
+#define SW_HUB_COUNTED_CLAIMS 128
+
 /** A member cluster, as the registry has it, with its live client and cache. */
 struct sw_member {
     struct sw_cluster_record rec; /* sealed stays owned here */
@@ -96,6 +112,12 @@ struct sw_member {
     bool fenced;           /* cut off on purpose (a drill): no request is sent */
     char fence_why[160];
     size_t stale; /* records with a stale mirror here (counted each tick) */
+    /* NodePools of its pools (capacity.c), and the NodeClaims whose
+     * provisioning delay was counted already (a ring of names). */
+    struct sw_nodepool_state nodepools[SW_MAX_POOLS];
+    size_t nnodepools;
+    char counted[SW_HUB_COUNTED_CLAIMS][SW_CLUSTER_NAME_MAX + 32];
+    size_t counted_at;
 };
 
 /** A region's object store, loaded from the replication stores. */
@@ -321,6 +343,49 @@ void sw_members_tick(struct sw_hub *h);
 const struct sw_hub_store *sw_store_for_region(const struct sw_hub *h, const char *region);
 /** Fills gate stores (borrowing the hub's strings) for every store; returns the count. */
 size_t sw_gate_stores(const struct sw_hub *h, struct sw_gate_store *out, size_t cap);
+
+/* ---- capacity.c ----------------------------------------------------------- */
+
+/** A pool's figures for the engine, from its capacity source. */
+struct sw_pool_figures {
+    int64_t total;          /* provisioned now (or on its way) */
+    int64_t free;           /* provisioned and idle now */
+    int64_t ceiling;        /* the most it may hold (>= total) */
+    int nodes;              /* Ready, schedulable nodes */
+    double provision_s;     /* delay to add capacity past free */
+    double interrupt_per_h; /* spot interruptions per hour of running */
+};
+
+/** Where a pool's capacity comes from: one implementation per kind. */
+struct sw_capacity_source {
+    const char *name; /* "nodes" or "nodepool" */
+    /**
+     * Fills *out for pool `ps` of member `m` (cap: the member's node pools,
+     * borrowed). Non-zero when the pool has no figures now (a NodePool
+     * missing or without a GPU limit: logged once, kept for the status);
+     * the pool is then not offered this round.
+     */
+    int (*figures)(struct sw_hub *h, struct sw_member *m, const struct sw_pool_spec *ps,
+                   const struct sw_gpu_capacity *cap, struct sw_pool_figures *out);
+};
+
+/** The capacity source of a registered pool. */
+const struct sw_capacity_source *sw_capacity_source_of(const struct sw_pool_spec *ps);
+/** Whether any pool of the spec is bound to a NodePool (its cache then watches them). */
+bool sw_capacity_wants_karpenter(const struct sw_cluster_spec *spec);
+/** A member's state for a NodePool, added when missing; NULL when the table is full. */
+struct sw_nodepool_state *sw_capacity_nodepool_state(struct sw_member *m, const char *nodepool);
+/** The provisioning delay the engine is given: the mean seen, or the prior. */
+double sw_capacity_provision_s(const struct sw_nodepool_state *s);
+/**
+ * The interruption rate the engine is given for a spot NodePool: (mirrors
+ * lost + 0.1 x 10) / (hours run + 10), the 0.1/h prior weighing as 10 hours.
+ */
+double sw_capacity_interrupt_rate(const struct sw_nodepool_state *s);
+/** A mirror ended (interrupted: lost and requeued): counted for its NodePool, if any. */
+void sw_capacity_mirror_ended(struct sw_hub *h, const struct sw_job_rec *r, bool interrupted);
+/** A NodeClaim of the member changed: learns its provisioning delay once Initialized. */
+void sw_capacity_claim_changed(struct sw_hub *h, struct sw_member *m, const char *key);
 
 /* ---- observe.c ------------------------------------------------------------ */
 

@@ -113,16 +113,19 @@ static void member_free(struct sw_member *m)
 static void on_cache_change(struct sw_cluster_cache *cc, enum sw_kube_kind kind, const char *key,
                             void *ctx)
 {
-    (void)cc;
-    (void)key;
     struct sw_hub *h = ctx;
-    /* A pod turning Unschedulable, a node going away or a Job added may
-     * change a decision; everything else only needs the next step. */
+    /* A pod turning Unschedulable, a node going away, a Job added, a
+     * Workload's admission or a NodePool's room changing may change a
+     * decision; everything else only needs the next step. */
     if (kind == SW_KIND_WORKLOAD || kind == SW_KIND_CLUSTERQUEUE)
         sw_queue_changed();
     if (kind == SW_KIND_POD || kind == SW_KIND_NODE || kind == SW_KIND_JOB ||
-        kind == SW_KIND_WORKLOAD)
+        kind == SW_KIND_WORKLOAD || kind == SW_KIND_NODEPOOL || kind == SW_KIND_NODECLAIM)
         h->decide_wanted = true;
+    if (kind == SW_KIND_NODECLAIM)
+        for (size_t i = 0; i < h->nmembers; i++)
+            if (h->members[i]->cache == cc)
+                sw_capacity_claim_changed(h, h->members[i], key);
     sw_hub_kick(h);
 }
 
@@ -158,6 +161,9 @@ static int member_connect(struct sw_hub *h, struct sw_member *m)
     /* Burstable Jobs keep their spec in the cache: dispatch builds the
      * mirror from it, with no GET on the origin's cluster. */
     sw_cluster_cache_keep_specs(m->cache, SW_ANN_BURST);
+    if (sw_capacity_wants_karpenter(&m->rec.spec) &&
+        sw_cluster_cache_watch_karpenter(m->cache) != 0)
+        return SW_ENOMEM;
     struct sw_health_policy hp;
     sw_health_policy_default(&hp);
     hp.interval_ms = (int64_t)(h->cfg.probe_interval_s * 1000);
@@ -193,6 +199,21 @@ void sw_members_publish(struct sw_hub *h)
         cJSON_AddBoolToObject(o, "fenced", m->fenced);
         cJSON_AddStringToObject(o, "fenceReason", m->fence_why);
         cJSON_AddNumberToObject(o, "staleMirrorJobs", (double)m->stale);
+        /* Pools bound to a NodePool: their figures, or why there are none. */
+        cJSON *nps = cJSON_AddArrayToObject(o, "nodePools");
+        for (size_t k = 0; nps && k < m->nnodepools; k++) {
+            const struct sw_nodepool_state *s = &m->nodepools[k];
+            cJSON *no = cJSON_CreateObject();
+            cJSON_AddItemToArray(nps, no);
+            cJSON_AddStringToObject(no, "name", s->name);
+            cJSON_AddStringToObject(no, "problem", s->problem);
+            cJSON_AddNumberToObject(no, "limit", s->have_cap ? (double)s->cap.limit : -1);
+            cJSON_AddNumberToObject(no, "provisioned", (double)s->cap.provisioned);
+            cJSON_AddNumberToObject(no, "room", (double)s->cap.room);
+            cJSON_AddNumberToObject(no, "nodes", s->cap.nodes);
+            cJSON_AddNumberToObject(no, "provisionSeconds", sw_capacity_provision_s(s));
+            cJSON_AddNumberToObject(no, "provisionsSeen", (double)s->provisions);
+        }
         cJSON_AddBoolToObject(o, "synced", m->cache && sw_cluster_cache_synced(m->cache));
         cJSON_AddNumberToObject(o, "apiRequests",
                                 m->client ? (double)sw_kube_client_sent(m->client) : 0);
@@ -236,6 +257,8 @@ static void on_list(int rc, struct sw_cluster_record *recs, size_t n, const stru
             strcmp(m->rec.server, recs[i].server) == 0) {
             m->seen = true;
             m->rec.spec = recs[i].spec; /* pools and prices may change in place */
+            if (sw_capacity_wants_karpenter(&m->rec.spec) && m->cache)
+                sw_cluster_cache_watch_karpenter(m->cache);
             continue;
         }
         if (m) {

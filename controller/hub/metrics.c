@@ -195,6 +195,53 @@ static void render_api(struct sw_hub *h, struct sw_buf *b)
     }
 }
 
+/* Pools bound to a Karpenter NodePool (capacity.c): the delay the engine
+ * is given, what it was learned from, the ceiling and the room. */
+static void render_nodepools(struct sw_hub *h, struct sw_buf *b)
+{
+    static const char *const help[] = {
+        "# HELP spillway_nodepool_provision_seconds Provisioning delay the engine is given for a "
+        "NodePool: the mean NodeClaim created to Initialized seen, or the prior.\n"
+        "# TYPE spillway_nodepool_provision_seconds gauge\n",
+        "# HELP spillway_nodepool_provisions_observed_total NodeClaims seen from created to "
+        "Initialized.\n"
+        "# TYPE spillway_nodepool_provisions_observed_total counter\n",
+        "# HELP spillway_nodepool_limit_gpus The NodePool's GPU limit (-1: no figures).\n"
+        "# TYPE spillway_nodepool_limit_gpus gauge\n",
+        "# HELP spillway_nodepool_room_gpus GPUs the NodePool may still provision.\n"
+        "# TYPE spillway_nodepool_room_gpus gauge\n",
+        "# HELP spillway_nodepool_interruptions_total Mirrors lost on the NodePool (its NodeClaim "
+        "or node gone under them) and requeued.\n"
+        "# TYPE spillway_nodepool_interruptions_total counter\n",
+        "# HELP spillway_nodepool_interrupt_rate_per_hour Interruption rate the engine is given "
+        "for a spot NodePool: learned, weighed with the prior.\n"
+        "# TYPE spillway_nodepool_interrupt_rate_per_hour gauge\n",
+    };
+    for (size_t f = 0; f < sizeof(help) / sizeof(help[0]); f++) {
+        sw_buf_adds(b, help[f]);
+        for (size_t i = 0; i < h->nmembers; i++) {
+            const struct sw_member *m = h->members[i];
+            for (size_t k = 0; k < m->nnodepools; k++) {
+                const struct sw_nodepool_state *s = &m->nodepools[k];
+                static const char *const names[] = {"spillway_nodepool_provision_seconds",
+                                                    "spillway_nodepool_provisions_observed_total",
+                                                    "spillway_nodepool_limit_gpus",
+                                                    "spillway_nodepool_room_gpus",
+                                                    "spillway_nodepool_interruptions_total",
+                                                    "spillway_nodepool_interrupt_rate_per_hour"};
+                double v = f == 0   ? sw_capacity_provision_s(s)
+                           : f == 1 ? (double)s->provisions
+                           : f == 2 ? (s->have_cap ? (double)s->cap.limit : -1)
+                           : f == 3 ? (double)s->cap.room
+                           : f == 4 ? (double)s->interruptions
+                                    : sw_capacity_interrupt_rate(s);
+                sw_buf_addf(b, "%s{cluster=\"%s\",nodepool=\"%s\"} %g\n", names[f], m->rec.name,
+                            s->name, v);
+            }
+        }
+    }
+}
+
 static void render_metrics(struct sw_hub *h, struct sw_buf *b)
 {
     struct render *rd = sw_calloc(1, sizeof(*rd));
@@ -324,6 +371,7 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     }
     render_api(h, b);
     render_process(h, b);
+    render_nodepools(h, b);
     sw_free(rd);
 }
 

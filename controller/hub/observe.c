@@ -35,7 +35,7 @@ struct pod_agg {
     int pods;
     int bound;
     int starved; /* Unschedulable for lack of GPUs */
-    int lost;    /* bound to a node the cache saw deleted */
+    int lost;    /* bound to a node the cache saw deleted, or whose NodeClaim is deleted */
     char lost_node[128];
     struct pod_agg *next;
 };
@@ -93,10 +93,27 @@ static bool pod_starved(const struct sw_pod_record *pod)
     return false;
 }
 
+#define MAX_RECLAIMED 64
 struct pod_scan {
     const char *cluster;
     struct sw_cluster_cache *cache;
+    /* Nodes whose Karpenter NodeClaim is being deleted (a spot interruption
+     * as Karpenter handles one: the node is drained, then goes), and the
+     * claims' names. */
+    char reclaimed[MAX_RECLAIMED][128];
+    char claims[MAX_RECLAIMED][64];
+    size_t nreclaimed;
 };
+
+static void note_reclaimed(const struct sw_nodeclaim_facts *c, void *ctx)
+{
+    struct pod_scan *ps = ctx;
+    if (!c->deleting || c->node_name == NULL || ps->nreclaimed >= MAX_RECLAIMED)
+        return;
+    snprintf(ps->reclaimed[ps->nreclaimed], sizeof(ps->reclaimed[0]), "%.127s", c->node_name);
+    snprintf(ps->claims[ps->nreclaimed], sizeof(ps->claims[0]), "%.63s", c->name);
+    ps->nreclaimed++;
+}
 
 static void agg_pod(const char *key, const void *obj, void *ctx)
 {
@@ -116,10 +133,17 @@ static void agg_pod(const char *key, const void *obj, void *ctx)
         a->bound++;
         /* Lost only when its node was seen deleted: a node the cache has
          * not delivered yet is not gone, and its pods still run. */
-        if (sw_cluster_cache_node_gone(ps->cache, node)) {
+        bool gone = sw_cluster_cache_node_gone(ps->cache, node);
+        if (gone) {
             a->lost++;
             snprintf(a->lost_node, sizeof(a->lost_node), "%s", node);
         }
+        for (size_t i = 0; !gone && i < ps->nreclaimed; i++)
+            if (strcmp(ps->reclaimed[i], node) == 0) {
+                a->lost++;
+                snprintf(a->lost_node, sizeof(a->lost_node), "%.60s (NodeClaim %.40s deleted)",
+                         node, ps->claims[i]);
+            }
     } else if (pod_starved(pod))
         a->starved++;
 }
@@ -385,8 +409,14 @@ void sw_observe_scan(struct sw_hub *h)
         struct sw_member *m = h->members[i];
         if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
             continue;
-        struct pod_scan ps = {m->rec.name, m->cache};
-        sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_POD), agg_pod, &ps);
+        struct pod_scan *ps = sw_calloc(1, sizeof(*ps));
+        if (ps == NULL)
+            continue;
+        ps->cluster = m->rec.name;
+        ps->cache = m->cache;
+        sw_cluster_cache_nodeclaims_foreach(m->cache, note_reclaimed, ps);
+        sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_POD), agg_pod, ps);
+        sw_free(ps);
     }
     for (size_t i = 0; i < h->nmembers; i++) {
         struct sw_member *m = h->members[i];

@@ -43,6 +43,7 @@ static void test_seal_round_trip(void **state)
     snprintf(rec.spec.pools[0].capacity_type, 16, "spot");
     snprintf(rec.spec.pools[0].gpu_product, 128, "H100");
     rec.spec.pools[0].price_per_gpu_hour = 2.5;
+    snprintf(rec.spec.pools[0].nodepool, sizeof(rec.spec.pools[0].nodepool), "gpu-spot");
     snprintf(rec.server, sizeof(rec.server), "%s", t->server);
     snprintf(rec.auth_kind, sizeof(rec.auth_kind), "%s", sw_kube_target_auth_kind(t));
     assert_int_equal(sw_cluster_record_seal(&rec, t, key, &err), 0);
@@ -61,6 +62,7 @@ static void test_seal_round_trip(void **state)
     assert_int_equal(back.spec.role, SW_ROLE_CLOUD);
     assert_int_equal(back.spec.npools, 1);
     assert_true(back.spec.pools[0].price_per_gpu_hour == 2.5);
+    assert_string_equal(back.spec.pools[0].nodepool, "gpu-spot");
     struct sw_kube_target *t2 = NULL;
     assert_int_equal(sw_cluster_record_open(&back, key, &t2, &err), 0);
     assert_string_equal(t2->server, "https://10.1.2.3:6443");

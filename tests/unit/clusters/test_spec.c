@@ -67,6 +67,34 @@ static void test_flags(void **state)
     assert_non_null(strstr(err.msg, "expected key=value"));
 }
 
+/* A pool bound to a Karpenter NodePool: flag and file, and its checks. */
+static void test_nodepool(void **state)
+{
+    (void)state;
+    struct sw_cluster_spec s = {.role = SW_ROLE_CLOUD};
+    snprintf(s.region, sizeof(s.region), "us-east-1");
+    struct sw_error err;
+    assert_int_equal(sw_pool_flag_parse("name=spot,capacity=spot,product=H100,price=2.1,"
+                                        "nodepool=gpu-spot",
+                                        &s, &err),
+                     0);
+    assert_string_equal(s.pools[0].nodepool, "gpu-spot");
+    assert_int_equal(sw_cluster_spec_validate(&s, "flags", &err), 0);
+    assert_int_equal(sw_pool_flag_parse("name=x,nodepool=Gpu_Spot", &s, &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "field \"nodepool\": expected a NodePool name"));
+    /* Owned capacity is fixed nodes. */
+    assert_int_equal(
+        sw_pool_flag_parse("name=own,capacity=owned,product=H100,nodepool=np", &s, &err), 0);
+    assert_int_equal(sw_cluster_spec_validate(&s, "flags", &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "pool \"own\": field \"nodePool\""));
+    /* In a file. */
+    struct sw_cluster_spec f = {0};
+    const char *y = "role: cloud\nregion: us-west-2\npools:\n- name: od\n  capacityType: "
+                    "on-demand\n  gpuProduct: H100\n  nodePool: gpu-on-demand\n";
+    assert_int_equal(sw_cluster_spec_parse(y, strlen(y), "s.yaml", &f, &err), 0);
+    assert_string_equal(f.pools[0].nodepool, "gpu-on-demand");
+}
+
 static void test_errors_named(void **state)
 {
     (void)state;
@@ -83,7 +111,7 @@ static void test_errors_named(void **state)
          "number of MiB, got \"lots\""},
         {"pools: [{name: a, color: red}]\n",
          "cluster spec \"s.yaml\": line 1: field \"pools[0].color\": unknown (expected name, "
-         "capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus)"},
+         "capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus, nodePool)"},
         {"role: cloud\nregoin: x\n",
          "cluster spec \"s.yaml\": line 2: field \"regoin\": unknown (expected role, region, name, "
          "pools, localQueue)"},
@@ -170,10 +198,10 @@ static void test_strict(void **state)
          "name, pools, localQueue)"},
         {"pools:\n- name: a\n  capacity: spot\n", SW_EINVAL,
          "cluster spec \"dir/s.yaml\": line 3: field \"pools[0].capacity\": unknown (expected "
-         "name, capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus)"},
+         "name, capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus, nodePool)"},
         {"pools:\n- name: a\n  labels: {x: y}\n", SW_EINVAL,
          "cluster spec \"dir/s.yaml\": line 3: field \"pools[0].labels\": unknown (expected "
-         "name, capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus)"},
+         "name, capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus, nodePool)"},
         /* A list or a mapping where a scalar goes. */
         {"role: [cloud]\n", SW_EPARSE,
          "cluster spec \"dir/s.yaml\": line 1: field \"role\": expected onprem or cloud, got a "
@@ -311,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_file),         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_errors_named), cmocka_unit_test(test_strict),
         cmocka_unit_test(test_flag_strict),  cmocka_unit_test(test_names_at_the_limit),
+        cmocka_unit_test(test_nodepool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
