@@ -180,6 +180,7 @@ struct sw_hub {
     size_t nstores;
     struct sw_hub_rule rules[SW_HUB_MAX_RULES];
     size_t nrules;
+    size_t rule_runs; /* runs under way (rules.c, each on a thread of its own) */
     bool stores_busy;
     uv_timer_t registry_timer;
     bool fences_busy;
