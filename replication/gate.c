@@ -51,6 +51,7 @@ struct work {
     uv_mutex_t mu;
     uv_cond_t cv;
     int finishing; /* hub asked for the last round */
+    int stopping;  /* hub gave the attempt up: no round starts any more */
     int have_result;
     int final; /* the worker is done; the result is the last one */
     struct sw_gate_result res;
@@ -264,19 +265,30 @@ static void worker(void *arg)
         post(w, &res, locs, 1);
     } else {
         /* Outputs: a round now, then every interval; once finishing is
-         * asked for, one more full round (the Job's last writes). */
+         * asked for, one more full round (the Job's last writes). Once
+         * stopping is, no round starts: a round under way ends, and its
+         * result is the last. */
         int first = 1;
         for (;;) {
-            int fin;
+            int fin, stop;
             uv_mutex_lock(&w->mu);
-            if (!first && !w->finishing)
+            if (!first && !w->finishing && !w->stopping)
                 uv_cond_timedwait(&w->cv, &w->mu, (uint64_t)(w->interval_s * 1e9));
             fin = w->finishing;
+            stop = w->stopping;
             uv_mutex_unlock(&w->mu);
+            if (stop) {
+                memset(&res, 0, sizeof(res));
+                post(w, &res, locs, 1);
+                break;
+            }
             first = 0;
             one_pass(w, &c, &res, locs);
-            post(w, &res, locs, fin);
-            if (fin)
+            uv_mutex_lock(&w->mu);
+            stop = w->stopping;
+            uv_mutex_unlock(&w->mu);
+            post(w, &res, locs, fin || stop);
+            if (fin || stop)
                 break;
         }
     }
@@ -418,7 +430,7 @@ struct sw_gate_outputs {
 };
 
 int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, size_t nstores,
-                          const char *job, const struct sw_gate_input *from,
+                          const char *job, int attempt, const struct sw_gate_input *from,
                           const struct sw_gate_input *to, const char *redis_url, double interval_s,
                           sw_gate_cb on_round, void *ctx, struct sw_gate_outputs **out,
                           struct sw_error *err)
@@ -440,7 +452,9 @@ int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, s
         sw_free(o);
         return rc;
     }
-    strncat(w->rule_base, "-out", sizeof(w->rule_base) - strlen(w->rule_base) - 1);
+    /* One journal per attempt: "gate-NS.NAME-out-aN". */
+    size_t bl = strlen(w->rule_base);
+    snprintf(w->rule_base + bl, sizeof(w->rule_base) - bl, "-out-a%d", attempt);
     snprintf(w->inputs[0].store, sizeof(w->inputs[0].store), "%s", from->store);
     snprintf(w->inputs[0].bucket, sizeof(w->inputs[0].bucket), "%s", from->bucket);
     snprintf(w->inputs[0].prefix, sizeof(w->inputs[0].prefix), "%s", from->prefix);
@@ -462,14 +476,27 @@ int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, s
     return 0;
 }
 
-void sw_gate_outputs_finish(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx)
+static void outputs_end(struct sw_gate_outputs *o, int stop, sw_gate_cb done, void *ctx)
 {
     struct work *w = o->w;
     uv_mutex_lock(&w->mu);
     w->done_cb = done;
     w->done_ctx = ctx;
-    w->finishing = 1;
+    if (stop)
+        w->stopping = 1;
+    else
+        w->finishing = 1;
     uv_cond_signal(&w->cv);
     uv_mutex_unlock(&w->mu);
     sw_free(o);
+}
+
+void sw_gate_outputs_finish(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx)
+{
+    outputs_end(o, 0, done, ctx);
+}
+
+void sw_gate_outputs_stop(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx)
+{
+    outputs_end(o, 1, done, ctx);
 }

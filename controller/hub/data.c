@@ -13,7 +13,16 @@
  * region's store; while the mirror runs, and once more when it has ended,
  * that prefix is copied back to s3://BUCKET/PREFIX/ in the origin's store.
  * Only the attempt the record names is copied, so a lost attempt's late
- * writes never overwrite the committed one's.
+ * writes never overwrite the committed one's:
+ *   - an attempt given up (lost, requeued, failed, its origin gone) has its
+ *     rounds stopped with no last round: nothing it writes after the
+ *     give-up is copied (a round already under way ends first);
+ *   - no round of another attempt starts before that stopped round has
+ *     ended (j->output_stops), since a round aborts the uploads left open
+ *     under the origin's prefix, and each attempt has its own journal;
+ *   - a final round that fails is tried again (OUTPUT_TRIES in all); when
+ *     none succeeds the Job ends failed, its reason saying the outputs did
+ *     not come back (follow.c), never plainly succeeded.
  */
 #include <string.h>
 
@@ -21,6 +30,9 @@
 #include "common/log.h"
 #include "common/json.h"
 #include "controller/hub/hub.h"
+
+/* Final output rounds tried before the Job is failed for its outputs. */
+#define OUTPUT_TRIES 3
 
 static int spec_of(struct sw_hub *h, struct sw_job *j, struct sw_burst_spec *spec)
 {
@@ -187,127 +199,208 @@ void sw_data_step(struct sw_hub *h, struct sw_job *j)
 struct out_call {
     struct sw_hub *h;
     struct sw_job *j;
-    bool final;
-    bool stop;               /* final round of a lost or failed attempt: nothing follows */
-    struct out_call *rounds; /* final: the periodic rounds' context, freed with it */
+    int attempt;             /* the attempt whose outputs these rounds copy */
+    bool final;              /* the last round of a Job that ended */
+    bool stop;               /* the end of a given-up attempt's rounds */
+    struct out_call *rounds; /* final or stop: the periodic rounds' context, freed with it */
 };
+
+static void start_rounds(struct sw_hub *h, struct sw_job *j);
 
 static void on_outputs(const struct sw_gate_result *res, void *ctx)
 {
     struct out_call *oc = ctx;
     struct sw_hub *h = oc->h;
     struct sw_job *j = oc->j;
+    if (oc->stop) {
+        /* A given-up attempt's rounds have ended: another attempt's may go. */
+        if (res->rc != 0)
+            SW_LOG(SW_LOG_INFO, "a given-up attempt's last outputs round failed",
+                   "job=%s attempt=%d err=%s", sw_log_q(j->rec.key), oc->attempt,
+                   sw_log_q(res->err.msg));
+        j->output_stops--;
+        sw_free(oc->rounds);
+        sw_free(oc);
+        if (j->output_stops == 0 && j->outputs_wanted)
+            start_rounds(h, j);
+        sw_hub_kick(h);
+        return;
+    }
     if (res->rc == 0) {
         h->m.replication_bytes += (uint64_t)(res->bytes_to_copy > 0 ? res->bytes_to_copy : 0);
-        if (!oc->stop) {
-            /* For RPO: when this attempt's outputs were last all home. */
-            char ms[32];
-            snprintf(ms, sizeof(ms), "%lld", (long long)sw_hub_wall_ms());
-            const char *argv[] = {"HSET", SW_KEY_OUTPUTS_SYNCED, j->rec.key, ms};
-            sw_redis_command_argv(h->redis, NULL, NULL, 4, argv, NULL);
-        }
+        /* For RPO: when this attempt's outputs were last all home. */
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%lld", (long long)sw_hub_wall_ms());
+        const char *argv[] = {"HSET", SW_KEY_OUTPUTS_SYNCED, j->rec.key, ms};
+        sw_redis_command_argv(h->redis, NULL, NULL, 4, argv, NULL);
     } else
-        SW_LOG(SW_LOG_WARN, "outputs copy failed", "job=%s err=%s", sw_log_q(j->rec.key),
-               sw_log_q(res->err.msg));
+        SW_LOG(SW_LOG_WARN, "outputs copy failed", "job=%s attempt=%d err=%s", sw_log_q(j->rec.key),
+               oc->attempt, sw_log_q(res->err.msg));
     if (!oc->final)
         return;
-    bool stop = oc->stop;
-    if (stop)
-        j->output_stops--;
-    else
-        j->outputs = NULL; /* a stopped handle was let go at once */
+    int attempt = oc->attempt;
+    j->outputs = NULL;
     sw_free(oc->rounds);
     sw_free(oc);
-    if (stop)
+    if (attempt != j->rec.attempt) {
+        /* The record moved on meanwhile (a record read again after a
+         * failover): this round says nothing about the attempt it names. */
+        sw_hub_step_done(h, j, 0);
         return;
+    }
+    if (res->rc != 0 && ++j->output_failures < OUTPUT_TRIES) {
+        /* Tried again after the step's backoff (follow.c asks again). */
+        sw_hub_step_done(h, j, SW_EIO);
+        return;
+    }
     /* The last round ran: follow.c moves the record on. */
     j->rec.reason[0] = '\0';
     if (res->rc != 0)
-        snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %.400s",
-                 res->err.msg);
+        snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back (%d tries): %.400s",
+                 j->output_failures, res->err.msg);
+    j->output_failures = 0;
     j->outputs_done = res->rc == 0 ? 1 : -1;
     sw_hub_step_done(h, j, 0);
 }
 
-void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final)
+/* Where the outputs go, or why not: 0 with both stores, else the reason. */
+static int output_stores(struct sw_hub *h, struct sw_job *j, struct sw_burst_spec *spec,
+                         const struct sw_hub_store **os, const struct sw_hub_store **ts, char *why,
+                         size_t len)
+{
+    struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    if (spec_of(h, j, spec) != 0 || !spec->has_outputs || om == NULL)
+        return SW_ENOENT;
+    *os = sw_store_for_region(h, om->rec.spec.region);
+    *ts = sw_store_for_region(h, j->rec.target_region);
+    if (*os == NULL || *ts == NULL) {
+        snprintf(why, len, "outputs not copied back: no object store in region %s",
+                 *os == NULL ? om->rec.spec.region : j->rec.target_region);
+        return SW_EINFEASIBLE;
+    }
+    return 0;
+}
+
+/* Starts the periodic rounds of the record's attempt (j->outputs). */
+static int rounds_open(struct sw_hub *h, struct sw_job *j, struct sw_error *err)
 {
     struct sw_burst_spec spec;
-    struct sw_member *om = sw_member_find(h, j->rec.cluster);
-    if (spec_of(h, j, &spec) != 0 || !spec.has_outputs || om == NULL) {
-        if (final) {
-            j->outputs_done = 1;
-            sw_hub_step_done(h, j, 0);
-        }
+    const struct sw_hub_store *os = NULL, *ts = NULL;
+    char why[512] = "";
+    int rc = output_stores(h, j, &spec, &os, &ts, why, sizeof(why));
+    if (rc != 0)
+        return sw_error_set(err, rc, "%s", why[0] ? why : "no outputs");
+    /* As the mirror was told (mirror.c): PREFIX/attempt-N/. */
+    char from_prefix[600];
+    size_t pl = strlen(spec.outputs.prefix);
+    snprintf(from_prefix, sizeof(from_prefix), "%s%sattempt-%d/", spec.outputs.prefix,
+             pl && spec.outputs.prefix[pl - 1] != '/' ? "/" : "", j->rec.attempt);
+    struct sw_gate_input from = {ts->name, spec.outputs.bucket, from_prefix};
+    struct sw_gate_input to = {os->name, spec.outputs.bucket, spec.outputs.prefix};
+    struct sw_gate_store stores[SW_HUB_MAX_STORES];
+    size_t ns = sw_gate_stores(h, stores, SW_HUB_MAX_STORES);
+    struct out_call *oc = sw_calloc(1, sizeof(*oc));
+    if (oc == NULL)
+        return sw_error_set(err, SW_ENOMEM, "out of memory");
+    *oc = (struct out_call){h, j, j->rec.attempt, false, false, NULL};
+    if (sw_gate_outputs_start(h->loop, stores, ns, j->rec.key, j->rec.attempt, &from, &to,
+                              h->redis_url, h->cfg.output_sync_s, on_outputs, oc, &j->outputs,
+                              err) != 0) {
+        sw_free(oc);
+        return err->code ? err->code : SW_EIO;
+    }
+    j->outputs_ctx = oc;
+    return 0;
+}
+
+static void start_rounds(struct sw_hub *h, struct sw_job *j)
+{
+    j->outputs_wanted = false;
+    if (j->outputs != NULL)
+        return;
+    struct sw_error err = {0};
+    if (rounds_open(h, j, &err) != 0 && err.code != SW_ENOENT)
+        SW_LOG(SW_LOG_WARN, "cannot copy outputs back", "job=%s err=%s", sw_log_q(j->rec.key),
+               sw_log_q(err.msg));
+}
+
+void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final)
+{
+    if (!final) {
+        /* After a given-up attempt's rounds have ended (on_outputs). */
+        if (j->output_stops > 0)
+            j->outputs_wanted = true;
+        else
+            start_rounds(h, j);
         return;
     }
-    const struct sw_hub_store *os = sw_store_for_region(h, om->rec.spec.region);
-    const struct sw_hub_store *ts = sw_store_for_region(h, j->rec.target_region);
-    if (os == NULL || ts == NULL) {
-        if (final) {
-            snprintf(j->rec.reason, sizeof(j->rec.reason),
-                     "outputs not copied back: no object store in region %s",
-                     os == NULL ? om->rec.spec.region : j->rec.target_region);
-            j->outputs_done = -1;
-            sw_hub_step_done(h, j, 0);
-        }
+    struct sw_burst_spec spec;
+    const struct sw_hub_store *os = NULL, *ts = NULL;
+    char why[512] = "";
+    int rc = output_stores(h, j, &spec, &os, &ts, why, sizeof(why));
+    if (rc == SW_ENOENT) {
+        j->outputs_done = 1;
+        sw_hub_step_done(h, j, 0);
         return;
     }
+    if (rc != 0) {
+        snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
+        j->outputs_done = -1;
+        sw_hub_step_done(h, j, 0);
+        return;
+    }
+    if (j->output_stops > 0) {
+        /* A given-up attempt's round is still under way: it must end
+         * before this attempt's last round starts (on_outputs kicks). */
+        j->busy = false;
+        j->next_ms = sw_hub_mono_ms() + 500;
+        return;
+    }
+    if (j->outputs != NULL && ((struct out_call *)j->outputs_ctx)->attempt != j->rec.attempt)
+        sw_data_outputs_stop(h, j); /* never an attempt's rounds for another's end */
     if (j->outputs == NULL) {
-        /* As the mirror was told (mirror.c): PREFIX/attempt-N/. */
-        char from_prefix[600];
-        size_t pl = strlen(spec.outputs.prefix);
-        snprintf(from_prefix, sizeof(from_prefix), "%s%sattempt-%d/", spec.outputs.prefix,
-                 pl && spec.outputs.prefix[pl - 1] != '/' ? "/" : "", j->rec.attempt);
-        struct sw_gate_input from = {ts->name, spec.outputs.bucket, from_prefix};
-        struct sw_gate_input to = {os->name, spec.outputs.bucket, spec.outputs.prefix};
-        struct sw_gate_store stores[SW_HUB_MAX_STORES];
-        size_t ns = sw_gate_stores(h, stores, SW_HUB_MAX_STORES);
-        struct out_call *oc = sw_calloc(1, sizeof(*oc));
-        if (oc == NULL)
-            return;
-        *oc = (struct out_call){h, j, false, false, NULL};
         struct sw_error err = {0};
-        if (sw_gate_outputs_start(h->loop, stores, ns, j->rec.key, &from, &to, h->redis_url,
-                                  h->cfg.output_sync_s, on_outputs, oc, &j->outputs, &err) != 0) {
-            sw_free(oc);
+        if (rounds_open(h, j, &err) != 0) {
             SW_LOG(SW_LOG_WARN, "cannot copy outputs back", "job=%s err=%s", sw_log_q(j->rec.key),
                    sw_log_q(err.msg));
-            if (final) {
-                snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %.400s",
-                         err.msg);
-                j->outputs_done = -1;
-                sw_hub_step_done(h, j, 0);
-            }
+            snprintf(j->rec.reason, sizeof(j->rec.reason), "outputs not copied back: %.400s",
+                     err.msg);
+            j->outputs_done = -1;
+            sw_hub_step_done(h, j, 0);
             return;
         }
-        j->outputs_ctx = oc;
     }
-    if (final) {
-        struct out_call *fc = sw_calloc(1, sizeof(*fc));
-        if (fc == NULL)
-            return;
-        *fc = (struct out_call){h, j, true, false, j->outputs_ctx};
-        j->outputs_ctx = NULL;
-        sw_gate_outputs_finish(j->outputs, on_outputs, fc);
+    struct out_call *fc = sw_calloc(1, sizeof(*fc));
+    if (fc == NULL) {
+        sw_hub_step_done(h, j, SW_ENOMEM);
+        return;
     }
+    *fc = (struct out_call){h, j, j->rec.attempt, true, false, j->outputs_ctx};
+    j->outputs_ctx = NULL;
+    sw_gate_outputs_finish(j->outputs, on_outputs, fc);
 }
 
 void sw_data_outputs_stop(struct sw_hub *h, struct sw_job *j)
 {
+    j->outputs_wanted = false;
     if (j->outputs == NULL)
         return;
-    struct out_call *fc = sw_calloc(1, sizeof(*fc));
+    struct out_call *rounds = j->outputs_ctx;
     struct sw_gate_outputs *o = j->outputs;
+    struct out_call *fc = sw_calloc(1, sizeof(*fc));
+    j->outputs = NULL;
+    j->outputs_ctx = NULL;
+    /* No last round: nothing the attempt writes after its give-up is
+     * copied. A round under way ends first, and until it has, no other
+     * attempt's round starts (j->output_stops). */
     if (fc == NULL) {
-        j->outputs = NULL;
-        sw_gate_outputs_finish(o, NULL, NULL);
+        SW_LOG(SW_LOG_WARN, "out of memory: a given-up attempt's outputs round is not awaited",
+               "job=%s", sw_log_q(j->rec.key));
+        sw_gate_outputs_stop(o, NULL, NULL);
+        sw_free(rounds);
         return;
     }
-    /* The gate runs one last round: what the attempt wrote before it was
-     * given up reaches the origin (a retry resumes from it); nothing after. */
-    *fc = (struct out_call){h, j, true, true, j->outputs_ctx};
-    j->outputs_ctx = NULL;
-    j->outputs = NULL;
+    *fc = (struct out_call){h, j, rounds ? rounds->attempt : j->rec.attempt, true, true, rounds};
     j->output_stops++;
-    sw_gate_outputs_finish(o, on_outputs, fc);
+    sw_gate_outputs_stop(o, on_outputs, fc);
 }

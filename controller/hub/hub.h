@@ -56,15 +56,17 @@ struct sw_job {
     int64_t next_ms;         /* do not step before (backoff, polling) */
     int backoff;             /* consecutive failures */
     struct sw_gate_outputs *outputs;
-    void *outputs_ctx;  /* data.c's context for the periodic rounds */
-    int outputs_done;   /* the last round: 0 not yet, 1 copied, -1 failed */
-    int output_stops;   /* stopped output rounds whose last round is still running */
-    bool decided_now;   /* decided in this round (for the engine's output) */
-    char *explain;      /* the decision's explanation (JSON), to be written */
-    bool warned;        /* a Warning Event about a bad annotation was sent */
-    bool refs_ok;       /* this attempt's ConfigMaps and Secrets are copied */
-    bool status_synced; /* delegated: the origin's status shows the outcome */
-    struct sw_hub *hub; /* for Kubernetes callbacks, whose context is the job */
+    void *outputs_ctx;   /* data.c's context for the periodic rounds */
+    int outputs_done;    /* the last round: 0 not yet, 1 copied, -1 failed */
+    int output_stops;    /* given-up attempts' output rounds not yet ended (data.c) */
+    bool outputs_wanted; /* periodic rounds to start once output_stops is 0 */
+    int output_failures; /* final output rounds failed in a row */
+    bool decided_now;    /* decided in this round (for the engine's output) */
+    char *explain;       /* the decision's explanation (JSON), to be written */
+    bool warned;         /* a Warning Event about a bad annotation was sent */
+    bool refs_ok;        /* this attempt's ConfigMaps and Secrets are copied */
+    bool status_synced;  /* delegated: the origin's status shows the outcome */
+    struct sw_hub *hub;  /* for Kubernetes callbacks, whose context is the job */
     /* The origin Job as a GET returned it (the cache keeps a record without
      * the pod template), for the dispatch step that asked; dropped once
      * used, so at most one per Job being dispatched. */
