@@ -23,6 +23,16 @@
  *   - a final round that fails is tried again (OUTPUT_TRIES in all); when
  *     none succeeds the Job ends failed, its reason saying the outputs did
  *     not come back (follow.c), never plainly succeeded.
+ *
+ * An input copy and a final outputs round can take hours: they are long
+ * transfers (j->transfer), not steps (j->busy), so a re-take of the lease
+ * after a Redis failover never waits for them (leader.c). When one lands,
+ * its result is used only if the hub acts, no step is in flight for the
+ * Job, and the record (as read again, perhaps) still asks for it: the same
+ * attempt, and for inputs still decided for that region. Otherwise it is
+ * dropped and the step runs again, which the journal makes cheap (verified
+ * copies are skipped). Every write of its outcome is under the epoch of
+ * the moment it lands.
  */
 #include <string.h>
 
@@ -47,7 +57,30 @@ static int spec_of(struct sw_hub *h, struct sw_job *j, struct sw_burst_spec *spe
 struct gate_call {
     struct sw_hub *h;
     struct sw_job *j;
+    int attempt;     /* the record's when the copy started */
+    char region[64]; /* where the inputs go */
 };
+
+/*
+ * A long transfer for j landed (j->transfer is cleared): whether its result
+ * may be used now, for `attempt` (and, for inputs, `region`). When not, the
+ * Job is stepped again later from what the record says then.
+ */
+static bool landed(struct sw_hub *h, struct sw_job *j, int attempt, const char *region,
+                   const char *what)
+{
+    j->transfer = false;
+    bool ok = sw_hub_acting(h) && !j->busy && j->persisted && j->rec.attempt == attempt &&
+              (region == NULL ||
+               (j->rec.state == SW_JS_DECIDED && strcmp(j->rec.target_region, region) == 0));
+    if (!ok) {
+        SW_LOG(SW_LOG_INFO, "a long transfer landed for a record that moved on; not used",
+               "job=%s what=%s attempt=%d epoch=%lld", sw_log_q(j->rec.key), what, attempt,
+               (long long)h->epoch);
+        sw_hub_kick(h);
+    }
+    return ok;
+}
 
 static void block(struct sw_hub *h, struct sw_job *j, const char *why)
 {
@@ -122,7 +155,8 @@ static void gate_start(struct sw_hub *h, struct sw_job *j, const struct sw_burst
         sw_hub_step_done(h, j, SW_ENOMEM);
         return;
     }
-    *g = (struct gate_call){h, j};
+    *g = (struct gate_call){h, j, j->rec.attempt, ""};
+    snprintf(g->region, sizeof(g->region), "%s", region);
     struct sw_error err = {0};
     int rc = copy ? sw_gate_ensure(h->loop, &req, on_ensured, g, &err)
                   : sw_gate_estimate(h->loop, &req, on_estimate, g, &err);
@@ -130,6 +164,12 @@ static void gate_start(struct sw_hub *h, struct sw_job *j, const struct sw_burst
         sw_free(g);
         block(h, j, err.msg);
         sw_rec_step(h, j, NULL);
+        return;
+    }
+    if (copy) {
+        /* A long transfer, not a step (landed() when it ends). */
+        j->busy = false;
+        j->transfer = true;
     }
 }
 
@@ -155,7 +195,11 @@ static void on_ensured(const struct sw_gate_result *res, void *ctx)
     struct gate_call *g = ctx;
     struct sw_hub *h = g->h;
     struct sw_job *j = g->j;
+    bool ok = landed(h, j, g->attempt, g->region, "inputs");
     sw_free(g);
+    if (!ok)
+        return;
+    j->busy = true;
     if (res->rc != 0) {
         block(h, j, res->err.msg);
         sw_rec_step(h, j, NULL);
@@ -239,15 +283,10 @@ static void on_outputs(const struct sw_gate_result *res, void *ctx)
     if (!oc->final)
         return;
     int attempt = oc->attempt;
-    j->outputs = NULL;
     sw_free(oc->rounds);
     sw_free(oc);
-    if (attempt != j->rec.attempt) {
-        /* The record moved on meanwhile (a record read again after a
-         * failover): this round says nothing about the attempt it names. */
-        sw_hub_step_done(h, j, 0);
+    if (!landed(h, j, attempt, NULL, "outputs"))
         return;
-    }
     if (res->rc != 0 && ++j->output_failures < OUTPUT_TRIES) {
         /* Tried again after the step's backoff (follow.c asks again). */
         sw_hub_step_done(h, j, SW_EIO);
@@ -378,6 +417,10 @@ void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final)
     *fc = (struct out_call){h, j, j->rec.attempt, true, false, j->outputs_ctx};
     j->outputs_ctx = NULL;
     sw_gate_outputs_finish(j->outputs, on_outputs, fc);
+    j->outputs = NULL; /* the gate frees the handle */
+    /* A long transfer, not a step (landed() when it ends). */
+    j->busy = false;
+    j->transfer = true;
 }
 
 void sw_data_outputs_stop(struct sw_hub *h, struct sw_job *j)

@@ -132,7 +132,7 @@ void sw_hub_step_done(struct sw_hub *h, struct sw_job *j, int rc)
 static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
 {
     (void)ctx;
-    if (j->busy || !j->persisted || sw_hub_mono_ms() < j->next_ms)
+    if (j->busy || j->transfer || !j->persisted || sw_hub_mono_ms() < j->next_ms)
         return;
     struct sw_member *origin_m = sw_member_find(h, j->rec.cluster);
     if (origin_m == NULL || !sw_cluster_cache_synced(origin_m->cache))

@@ -52,9 +52,14 @@ struct sw_job {
     struct sw_job_rec saved; /* as last written to Redis: rec goes back to it when a write fails */
     struct sw_job *next;     /* hash chain */
     bool busy;               /* a step is in flight; the next tick skips it */
-    bool persisted;          /* rec is as in Redis */
-    int64_t next_ms;         /* do not step before (backoff, polling) */
-    int backoff;             /* consecutive failures */
+    /* A long transfer is in flight (an input copy, a final outputs round):
+     * the tick skips the Job as when busy, but a re-take of the lease after
+     * a Redis failover does not wait for it; its result is used only if the
+     * record still asks for it when it lands (data.c). */
+    bool transfer;
+    bool persisted;  /* rec is as in Redis */
+    int64_t next_ms; /* do not step before (backoff, polling) */
+    int backoff;     /* consecutive failures */
     struct sw_gate_outputs *outputs;
     void *outputs_ctx;   /* data.c's context for the periodic rounds */
     int outputs_done;    /* the last round: 0 not yet, 1 copied, -1 failed */
