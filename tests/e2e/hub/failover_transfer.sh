@@ -19,31 +19,6 @@ trap hub_cleanup EXIT
 faultproxy_start
 hub_setup fotransfer
 
-metric() { # PORT NAME
-    curl -sf "http://127.0.0.1:$1/metrics" 2>/dev/null | awk -v n="$2" '$1==n{print $2}'
-}
-failover() {
-    local before after i
-    before=$(master_port)
-    [ "$(scli SENTINEL failover "$SW_LAB_SENTINEL_MASTER")" = OK ] || hub_fail "SENTINEL failover refused"
-    for i in $(seq 1 150); do
-        after=$(master_port)
-        if [ -n "$after" ] && [ "$after" != "$before" ] &&
-            [ "$(dcli "$after" ROLE | head -1)" = master ]; then
-            echo "$after"
-            return 0
-        fi
-        sleep 0.1
-    done
-    hub_fail "no failover from $before after 15 s"
-}
-log_ms() { # PATTERN: the time of the first log line matching it, in ms
-    local ts
-    ts=$(grep -m1 -- "$1" "$HUB_TMP/hub.log" | cut -d' ' -f1)
-    [ -n "$ts" ] || hub_fail "no log line matches $1"
-    date -d "$ts" +%s%3N
-}
-
 TTL=8
 hub_config "$HUB_TMP/hub.yaml" 19464 $TTL
 wait_sentinel_ready
