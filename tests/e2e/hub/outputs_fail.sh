@@ -34,7 +34,13 @@ F="onprem/$NS/fine"
 wait_record "$F" state succeeded 150
 pass "outputs in a bucket on both sides: $F succeeded"
 for k in "$A" "$D"; do
-    wait_record "$k" state failed 150
+    for _ in $(seq 1 600); do
+        st=$(record_field "$k" state)
+        [ "$st" = failed ] && break
+        [ "$st" = succeeded ] && hub_fail "$k ended succeeded although its outputs did not come back: $(record_field "$k" reason)"
+        sleep 0.25
+    done
+    [ "$st" = failed ] || hub_fail "$k is $st after 150 s"
     why=$(record_field "$k" reason)
     echo "$why" | grep -q "^outputs not copied back (3 tries): " || hub_fail "$k: reason \"$why\""
     echo "$why" | grep -q "$NB" || hub_fail "$k: the reason does not name the bucket: $why"
