@@ -176,6 +176,8 @@ static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *r
             return;
         }
     }
+    /* Messages name what is copied: a Job's input, or its outputs. */
+    const char *what = w->mode == MODE_OUTPUTS ? "outputs" : "input";
     for (size_t i = 0; i < w->ninputs; i++) {
         const struct owned_input *in = &w->inputs[i];
         const struct owned_input *to = w->mode == MODE_OUTPUTS ? &w->out_to : NULL;
@@ -187,7 +189,7 @@ static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *r
         struct sw_s3 *dst = ts ? client(c, ts, &e) : NULL;
         if (src == NULL || dst == NULL) {
             res->rc = sw_error_set(&res->err, e.code ? e.code : SW_EINVAL,
-                                   "job %s: input %s:%s/%s: %s", w->job, in->store, in->bucket,
+                                   "job %s: %s %s:%s/%s: %s", w->job, what, in->store, in->bucket,
                                    in->prefix, e.msg[0] ? e.msg : "unknown store");
             return;
         }
@@ -219,8 +221,8 @@ static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *r
         if (rc != 0) {
             res->rc = rc;
             res->err = e;
-            sw_error_wrap(&res->err, "job %s: input %s:%s/%s to %s", w->job, in->store, in->bucket,
-                          in->prefix, ts->name);
+            sw_error_wrap(&res->err, "job %s: %s %s:%s/%s to %s", w->job, what, in->store,
+                          in->bucket, in->prefix, ts->name);
             return;
         }
         struct sw_gate_location *l = &locs[res->nlocations++];
