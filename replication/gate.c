@@ -52,6 +52,7 @@ struct work {
     uv_mutex_t mu;
     uv_cond_t cv;
     int finishing; /* hub asked for the last round */
+    int stopping;  /* hub gave the attempt up: no round starts any more */
     int have_result;
     int final; /* the worker is done; the result is the last one */
     struct sw_gate_result res;
@@ -176,6 +177,8 @@ static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *r
             return;
         }
     }
+    /* Messages name what is copied: a Job's input, or its outputs. */
+    const char *what = w->mode == MODE_OUTPUTS ? "outputs" : "input";
     for (size_t i = 0; i < w->ninputs; i++) {
         const struct owned_input *in = &w->inputs[i];
         const struct owned_input *to = w->mode == MODE_OUTPUTS ? &w->out_to : NULL;
@@ -187,7 +190,7 @@ static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *r
         struct sw_s3 *dst = ts ? client(c, ts, &e) : NULL;
         if (src == NULL || dst == NULL) {
             res->rc = sw_error_set(&res->err, e.code ? e.code : SW_EINVAL,
-                                   "job %s: input %s:%s/%s: %s", w->job, in->store, in->bucket,
+                                   "job %s: %s %s:%s/%s: %s", w->job, what, in->store, in->bucket,
                                    in->prefix, e.msg[0] ? e.msg : "unknown store");
             return;
         }
@@ -220,8 +223,8 @@ static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *r
         if (rc != 0) {
             res->rc = rc;
             res->err = e;
-            sw_error_wrap(&res->err, "job %s: input %s:%s/%s to %s", w->job, in->store, in->bucket,
-                          in->prefix, ts->name);
+            sw_error_wrap(&res->err, "job %s: %s %s:%s/%s to %s", w->job, what, in->store,
+                          in->bucket, in->prefix, ts->name);
             return;
         }
         struct sw_gate_location *l = &locs[res->nlocations++];
@@ -266,19 +269,30 @@ static void worker(void *arg)
         post(w, &res, locs, 1);
     } else {
         /* Outputs: a round now, then every interval; once finishing is
-         * asked for, one more full round (the Job's last writes). */
+         * asked for, one more full round (the Job's last writes). Once
+         * stopping is, no round starts: a round under way ends, and its
+         * result is the last. */
         int first = 1;
         for (;;) {
-            int fin;
+            int fin, stop;
             uv_mutex_lock(&w->mu);
-            if (!first && !w->finishing)
+            if (!first && !w->finishing && !w->stopping)
                 uv_cond_timedwait(&w->cv, &w->mu, (uint64_t)(w->interval_s * 1e9));
             fin = w->finishing;
+            stop = w->stopping;
             uv_mutex_unlock(&w->mu);
+            if (stop) {
+                memset(&res, 0, sizeof(res));
+                post(w, &res, locs, 1);
+                break;
+            }
             first = 0;
             one_pass(w, &c, &res, locs);
-            post(w, &res, locs, fin);
-            if (fin)
+            uv_mutex_lock(&w->mu);
+            stop = w->stopping;
+            uv_mutex_unlock(&w->mu);
+            post(w, &res, locs, fin || stop);
+            if (fin || stop)
                 break;
         }
     }
@@ -422,7 +436,7 @@ struct sw_gate_outputs {
 };
 
 int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, size_t nstores,
-                          const char *job, const struct sw_gate_input *from,
+                          const char *job, int attempt, const struct sw_gate_input *from,
                           const struct sw_gate_input *to, const char *redis_url, double interval_s,
                           sw_gate_cb on_round, void *ctx, struct sw_gate_outputs **out,
                           struct sw_error *err)
@@ -444,7 +458,9 @@ int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, s
         sw_free(o);
         return rc;
     }
-    strncat(w->rule_base, "-out", sizeof(w->rule_base) - strlen(w->rule_base) - 1);
+    /* One journal per attempt: "gate-NS.NAME-out-aN". */
+    size_t bl = strlen(w->rule_base);
+    snprintf(w->rule_base + bl, sizeof(w->rule_base) - bl, "-out-a%d", attempt);
     snprintf(w->inputs[0].store, sizeof(w->inputs[0].store), "%s", from->store);
     snprintf(w->inputs[0].bucket, sizeof(w->inputs[0].bucket), "%s", from->bucket);
     snprintf(w->inputs[0].prefix, sizeof(w->inputs[0].prefix), "%s", from->prefix);
@@ -466,14 +482,27 @@ int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, s
     return 0;
 }
 
-void sw_gate_outputs_finish(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx)
+static void outputs_end(struct sw_gate_outputs *o, int stop, sw_gate_cb done, void *ctx)
 {
     struct work *w = o->w;
     uv_mutex_lock(&w->mu);
     w->done_cb = done;
     w->done_ctx = ctx;
-    w->finishing = 1;
+    if (stop)
+        w->stopping = 1;
+    else
+        w->finishing = 1;
     uv_cond_signal(&w->cv);
     uv_mutex_unlock(&w->mu);
     sw_free(o);
+}
+
+void sw_gate_outputs_finish(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx)
+{
+    outputs_end(o, 0, done, ctx);
+}
+
+void sw_gate_outputs_stop(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx)
+{
+    outputs_end(o, 1, done, ctx);
 }

@@ -96,11 +96,15 @@ struct sw_gate_outputs;
 /**
  * Replicates a running Job's outputs back to its origin: `from` (on the
  * remote store) to `to` (the origin store), every `interval_s` seconds,
- * until sw_gate_outputs_finish. Each round's outcome is reported through
- * `on_round` (may be NULL) on `loop`.
+ * until sw_gate_outputs_finish or sw_gate_outputs_stop. Each round's
+ * outcome is reported through `on_round` (may be NULL) on `loop`. Each
+ * `attempt` of a Job has a journal of its own (gate-NS.NAME-out-aN), so
+ * one attempt's rounds never abort another's journaled uploads; the caller
+ * still runs one attempt's rounds at a time, since a round also aborts the
+ * uploads left open under its target prefix.
  */
 int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, size_t nstores,
-                          const char *job, const struct sw_gate_input *from,
+                          const char *job, int attempt, const struct sw_gate_input *from,
                           const struct sw_gate_input *to, const char *redis_url, double interval_s,
                           sw_gate_cb on_round, void *ctx, struct sw_gate_outputs **out,
                           struct sw_error *err);
@@ -111,5 +115,15 @@ int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, s
  * loop; the handle is freed after `done` returns.
  */
 void sw_gate_outputs_finish(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx);
+
+/**
+ * Stops the rounds of an attempt given up: no round starts any more, not
+ * even a last one, so nothing the attempt writes after this call is copied
+ * on its account. A round already under way runs to its end (what it
+ * listed was written before). `done` runs on the loop once the rounds'
+ * thread has ended, with that round's result, or rc 0 and nothing copied
+ * when none was under way; the handle is freed after `done` returns.
+ */
+void sw_gate_outputs_stop(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/thread.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
@@ -639,8 +640,10 @@ struct sw_redis {
     sw_redis_state_cb on_state;
     void *ctx;
     char node[300]; /* host:port of the node connected to, or last connected to */
-    /* Sentinel: the master is looked up on the threadpool (blocking calls). */
-    uv_work_t work;
+    /* Sentinel: the master is looked up on a thread of its own (blocking
+     * calls, up to 2 s per Sentinel): never on libuv's pool, where a lookup
+     * would wait behind, or hold up, other work (common/thread.h). */
+    struct sw_thread_job work;
     int discovering;
     int checking; /* the lookup is a check of a live connection */
     uv_timer_t check;
@@ -836,7 +839,7 @@ static void connect_node(struct sw_redis *r, const char *host, int port)
 }
 
 /* On the threadpool: the blocking Sentinel lookup (reads r->url only). */
-static void discover_work(uv_work_t *w)
+static void discover_work(struct sw_thread_job *w)
 {
     struct sw_redis *r = w->data;
     memset(&r->disc_err, 0, sizeof(r->disc_err));
@@ -844,7 +847,7 @@ static void discover_work(uv_work_t *w)
                                             &r->disc_port, &r->disc_err);
 }
 
-static void discover_done(uv_work_t *w, int status)
+static void discover_done(struct sw_thread_job *w, int status)
 {
     struct sw_redis *r = w->data;
     r->discovering = 0;
@@ -870,7 +873,7 @@ static void discover_done(uv_work_t *w, int status)
         return;
     }
     if (status != 0 || r->disc_rc != 0) {
-        schedule_retry(r, status != 0 ? "lookup canceled" : r->disc_err.msg);
+        schedule_retry(r, status != 0 ? "cannot start the Sentinel lookup" : r->disc_err.msg);
         return;
     }
     connect_node(r, r->disc_host, r->disc_port);
@@ -884,7 +887,7 @@ static void on_check(uv_timer_t *t)
     r->discovering = 1;
     r->checking = 1;
     r->work.data = r;
-    if (uv_queue_work(r->loop, &r->work, discover_work, discover_done) != 0) {
+    if (sw_thread_job_start(r->loop, &r->work, discover_work, discover_done) != 0) {
         r->discovering = 0;
         r->checking = 0;
     }
@@ -902,7 +905,7 @@ static void start_connect(struct sw_redis *r)
     }
     r->discovering = 1;
     r->work.data = r;
-    if (uv_queue_work(r->loop, &r->work, discover_work, discover_done) != 0) {
+    if (sw_thread_job_start(r->loop, &r->work, discover_work, discover_done) != 0) {
         r->discovering = 0;
         schedule_retry(r, "cannot queue the Sentinel lookup");
     }

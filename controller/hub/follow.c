@@ -571,7 +571,7 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
             sw_data_outputs(h, j, true);
             return;
         }
-        finish(h, j, SW_JS_SUCCEEDED, NULL);
+        finish(h, j, j->outputs_done < 0 ? SW_JS_FAILED : SW_JS_SUCCEEDED, NULL);
         return;
     }
     if (mirror == NULL) {
@@ -619,7 +619,8 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
             sw_data_outputs(h, j, true);
             return;
         }
-        finish(h, j, SW_JS_SUCCEEDED, NULL);
+        /* Outputs that did not come back fail the Job (data.c's reason). */
+        finish(h, j, j->outputs_done < 0 ? SW_JS_FAILED : SW_JS_SUCCEEDED, NULL);
         return;
     }
     /* A node gone with the mirror's pod on it (spot reclaimed, node lost):

@@ -153,7 +153,7 @@ static bool settled(struct sw_hub *h, const struct sw_job *j)
 static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
 {
     (void)ctx;
-    if (j->busy || !j->persisted || sw_hub_mono_ms() < j->next_ms)
+    if (j->busy || j->transfer || !j->persisted || sw_hub_mono_ms() < j->next_ms)
         return;
     struct sw_member *origin_m = sw_member_find(h, j->rec.cluster);
     if (origin_m == NULL || !sw_cluster_cache_synced(origin_m->cache))

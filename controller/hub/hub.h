@@ -57,13 +57,20 @@ struct sw_job {
     struct sw_job_rec saved; /* as last written to Redis: rec goes back to it when a write fails */
     struct sw_job *next;     /* hash chain */
     bool busy;               /* a step is in flight; the next tick skips it */
-    bool persisted;          /* rec is as in Redis */
-    int64_t next_ms;         /* do not step before (backoff, polling) */
-    int backoff;             /* consecutive failures */
+    /* A long transfer is in flight (an input copy, a final outputs round):
+     * the tick skips the Job as when busy, but a re-take of the lease after
+     * a Redis failover does not wait for it; its result is used only if the
+     * record still asks for it when it lands (data.c). */
+    bool transfer;
+    bool persisted;  /* rec is as in Redis */
+    int64_t next_ms; /* do not step before (backoff, polling) */
+    int backoff;     /* consecutive failures */
     struct sw_gate_outputs *outputs;
     void *outputs_ctx;   /* data.c's context for the periodic rounds */
     int outputs_done;    /* the last round: 0 not yet, 1 copied, -1 failed */
-    int output_stops;    /* stopped output rounds whose last round is still running */
+    int output_stops;    /* given-up attempts' output rounds not yet ended (data.c) */
+    bool outputs_wanted; /* periodic rounds to start once output_stops is 0 */
+    int output_failures; /* final output rounds failed in a row */
     bool decided_now;    /* decided in this round (for the engine's output) */
     char *explain;       /* the decision's explanation (JSON), to be written */
     bool warned;         /* a Warning Event about a bad annotation was sent */
@@ -218,6 +225,7 @@ struct sw_hub {
     size_t nstores;
     struct sw_hub_rule rules[SW_HUB_MAX_RULES];
     size_t nrules;
+    size_t rule_runs; /* runs under way (rules.c, each on a thread of its own) */
     bool stores_busy;
     uv_timer_t registry_timer;
     bool fences_busy;

@@ -25,7 +25,11 @@
  * its lease there under a new epoch and reads the records again (its
  * memory may be ahead of what the new master kept); a record the failover
  * lost is re-derived from the clusters (adopt.c). Its steps in flight
- * finish first: their writes are of things that happened.
+ * (Redis writes, Kubernetes calls: j->busy) finish first: their writes are
+ * of things that happened. Long transfers (j->transfer: an input copy, a
+ * final outputs round) are not waited for: when one lands, data.c uses its
+ * result only if the record as read again still asks for it, and writes it
+ * under the epoch of that moment.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -224,7 +228,8 @@ static void campaign(uv_timer_t *t)
     rn->h = h;
     rn->sent_mono = sw_hub_mono_ms();
     /* Re-take once the steps in flight have finished (their writes are of
-     * things that happened, under the old epoch). */
+     * things that happened, under the old epoch); long transfers are not
+     * steps, and are not waited for. */
     rn->retake = h->retake_wanted && h->leader && !h->retaking && !any_busy(h);
     if (h->retaking) {
         free(rn); /* one re-take at a time: its answer decides */

@@ -14,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/thread.h"
 #include "controller/hub/hub.h"
 #include "replication/rule.h"
 
@@ -391,10 +392,13 @@ void sw_members_tick(struct sw_hub *h)
     }
 }
 
-/* ---- stores, on the thread pool ------------------------------------------ */
+/* ---- stores, on a thread of their own -------------------------------------- */
 
+/* The stores and rules are read over a blocking Redis connection (up to its
+ * 5 s connect timeout): not on libuv's pool, which the copies' hashing
+ * needs (common/thread.h). One read at a time (stores_busy). */
 struct stores_work {
-    uv_work_t req;
+    struct sw_thread_job req;
     struct sw_hub *h;
     char url[1024];
     struct sw_hub_store out[SW_HUB_MAX_STORES];
@@ -406,7 +410,7 @@ struct stores_work {
     struct sw_error err;
 };
 
-static void stores_work(uv_work_t *req)
+static void stores_work(struct sw_thread_job *req)
 {
     struct stores_work *w = req->data;
     redisContext *c = NULL;
@@ -438,7 +442,7 @@ static void stores_work(uv_work_t *req)
     redisFree(c);
 }
 
-static void stores_done(uv_work_t *req, int status)
+static void stores_done(struct sw_thread_job *req, int status)
 {
     struct stores_work *w = req->data;
     struct sw_hub *h = w->h;
@@ -472,7 +476,7 @@ static void refresh(uv_timer_t *t)
         w->h = h;
         snprintf(w->url, sizeof(w->url), "%s", h->redis_url);
         h->stores_busy = true;
-        if (uv_queue_work(h->loop, &w->req, stores_work, stores_done) != 0) {
+        if (sw_thread_job_start(h->loop, &w->req, stores_work, stores_done) != 0) {
             h->stores_busy = false;
             sw_free(w);
         }

@@ -14,14 +14,19 @@
  * on its own; the copies are verified and journaled, so a second run of
  * the same objects skips them.
  *
- * Runs are blocking (replication/replicator.h), so each goes to libuv's
- * thread pool with its own loop, HTTP and Redis connection. Their outcome
- * (the RPO per target, the last run) is kept here for /metrics.
+ * Runs are blocking (replication/replicator.h), so each runs on a thread
+ * of its own (common/thread.h) with its own loop, HTTP and Redis
+ * connection, at most RULE_THREADS at once; a due rule waits for a free
+ * one, oldest start first. Never on libuv's pool: a run waits for its
+ * copies' SHA-256 jobs, which go to that pool, so runs there stopped every
+ * copy once there were as many rules as pool threads. Their outcome (the
+ * RPO per target, the last run) is kept here for /metrics.
  */
 #include <string.h>
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "common/thread.h"
 #include "controller/hub/hub.h"
 #include "replication/replicator.h"
 #include "replication/rule.h"
@@ -30,8 +35,12 @@ static const char OWN_LUA[] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then ret
                               "redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
                               "return 1\n";
 
+/* Rule runs at once, each on its own thread with up to its rule's
+ * concurrency (16 objects by default) in flight. */
+#define RULE_THREADS 4
+
 struct rule_run {
-    uv_work_t req;
+    struct sw_thread_job req;
     struct sw_hub *h;
     char name[SW_REPL_NAME_MAX];
     char redis_url[1024];
@@ -49,7 +58,7 @@ struct rule_run {
     struct sw_error err;
 };
 
-static void run_work(uv_work_t *req)
+static void run_work(struct sw_thread_job *req)
 {
     struct rule_run *rr = req->data;
     redisContext *c = NULL;
@@ -109,11 +118,12 @@ static struct sw_hub_rule *rule_find(struct sw_hub *h, const char *name)
     return NULL;
 }
 
-static void run_done(uv_work_t *req, int status)
+static void run_done(struct sw_thread_job *req, int status)
 {
     struct rule_run *rr = req->data;
     struct sw_hub *h = rr->h;
     struct sw_hub_rule *r = rule_find(h, rr->name);
+    h->rule_runs--;
     if (r != NULL) {
         r->busy = false;
         r->model_registry = rr->model_registry;
@@ -162,10 +172,12 @@ static void start_run(struct sw_hub *h, struct sw_hub_rule *r)
     rr->ttl_ms = (int64_t)(every * 1000) * 3 + 10000;
     r->busy = true;
     r->started_ms = sw_hub_wall_ms();
-    if (uv_queue_work(h->loop, &rr->req, run_work, run_done) != 0) {
+    if (sw_thread_job_start(h->loop, &rr->req, run_work, run_done) != 0) {
         r->busy = false;
         sw_free(rr);
+        return;
     }
+    h->rule_runs++;
 }
 
 /* ---- the list of rules, re-read with the stores ------------------------------- */
@@ -200,11 +212,23 @@ void sw_rules_set(struct sw_hub *h, char **names, size_t n)
 void sw_rules_tick(struct sw_hub *h)
 {
     int64_t now = sw_hub_wall_ms();
-    for (size_t i = 0; i < h->nrules; i++) {
-        struct sw_hub_rule *r = &h->rules[i];
-        double every = r->model_registry ? h->cfg.repl_model_s : h->cfg.repl_interval_s;
-        if (r->busy || (r->started_ms != 0 && now - r->started_ms < (int64_t)(every * 1000)))
-            continue;
-        start_run(h, r);
+    while (h->rule_runs < RULE_THREADS) {
+        /* The due rule that started longest ago (never: first), so that no
+         * rule waits behind others forever. */
+        struct sw_hub_rule *next = NULL;
+        for (size_t i = 0; i < h->nrules; i++) {
+            struct sw_hub_rule *r = &h->rules[i];
+            double every = r->model_registry ? h->cfg.repl_model_s : h->cfg.repl_interval_s;
+            if (r->busy || (r->started_ms != 0 && now - r->started_ms < (int64_t)(every * 1000)))
+                continue;
+            if (next == NULL || r->started_ms < next->started_ms)
+                next = r;
+        }
+        if (next == NULL)
+            return;
+        size_t before = h->rule_runs;
+        start_run(h, next);
+        if (h->rule_runs == before)
+            return; /* could not start: the next tick tries again */
     }
 }

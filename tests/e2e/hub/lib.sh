@@ -64,6 +64,38 @@ dcli() { # dcli PORT ARGS...: a Sentinel data node, the hub's database
     REDISCLI_AUTH="$SW_LAB_SENTINEL_DATA_PASSWORD" redis-cli -h 127.0.0.1 -p "$p" -n "$HUB_DB" "$@"
 }
 
+# metric PORT NAME: a hub's /metrics value.
+metric() {
+    curl -sf "http://127.0.0.1:$1/metrics" 2>/dev/null | awk -v n="$2" '$1==n{print $2}'
+}
+
+# failover: asks Sentinel to fail over and waits until the other node is a
+# master the Sentinels name; prints the new master's port.
+failover() {
+    local before after i
+    before=$(master_port)
+    [ "$(scli SENTINEL failover "$SW_LAB_SENTINEL_MASTER")" = OK ] || hub_fail "SENTINEL failover refused"
+    for i in $(seq 1 150); do
+        after=$(master_port)
+        if [ -n "$after" ] && [ "$after" != "$before" ] &&
+            [ "$(dcli "$after" ROLE | head -1)" = master ]; then
+            echo "$after"
+            return 0
+        fi
+        sleep 0.1
+    done
+    hub_fail "no failover from $before after 15 s"
+}
+
+# log_ms PATTERN: the time of the first hub log line matching it, in ms.
+log_ms() {
+    local ts
+    ts=$(grep -m1 -- "$1" "$HUB_TMP/hub.log" | cut -d' ' -f1)
+    ts=${ts#ts=} # log lines are logfmt: ts=TIME ...
+    [ -n "$ts" ] || hub_fail "no log line matches $1"
+    date -d "$ts" +%s%3N
+}
+
 # wait_sentinel_ready: the replica linked again, so that the next failover
 # has a replica to promote.
 wait_sentinel_ready() {

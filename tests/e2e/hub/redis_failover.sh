@@ -17,28 +17,6 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 hub_use_sentinel
 
-metric() { # PORT NAME
-    curl -sf "http://127.0.0.1:$1/metrics" 2>/dev/null | awk -v n="$2" '$1==n{print $2}'
-}
-
-# failover: asks Sentinel to fail over and waits until the other node is a
-# master the Sentinels name; prints the new master's port.
-failover() {
-    local before after i
-    before=$(master_port)
-    [ "$(scli SENTINEL failover "$SW_LAB_SENTINEL_MASTER")" = OK ] || hub_fail "SENTINEL failover refused"
-    for i in $(seq 1 150); do
-        after=$(master_port)
-        if [ -n "$after" ] && [ "$after" != "$before" ] &&
-            [ "$(dcli "$after" ROLE | head -1)" = master ]; then
-            echo "$after"
-            return 0
-        fi
-        sleep 0.1
-    done
-    hub_fail "no failover from $before after 15 s"
-}
-
 one_mirror() { # JOB: exactly one mirror of it across the clusters, attempt 1
     local uid n=0 c att
     uid=$(kc onprem get job "$1" -n "$NS" -o jsonpath='{.metadata.uid}')
@@ -101,13 +79,6 @@ for _ in $(seq 1 120); do
     grep -q "msg=\"acting as leader\".*epoch=$e2 " "$HUB_TMP/hub.log" && break
     sleep 0.25
 done
-log_ms() { # PATTERN: the time of the first log line matching it, in ms
-    local ts
-    ts=$(grep -m1 -- "$1" "$HUB_TMP/hub.log" | cut -d' ' -f1)
-    ts=${ts#ts=}
-    [ -n "$ts" ] || hub_fail "no log line matches $1"
-    date -d "$ts" +%s%3N
-}
 t0_ms=$((t0 / 1000000))
 fo_ms=$(((t1 - t0) / 1000000))
 follow_ms=$(($(log_ms "re-took the lease after a Redis failover") - t0_ms))

@@ -1,8 +1,9 @@
 /*
  * test_gate_live.c - the gating API against the lab's versitygw endpoints:
  * estimate, ensure (inputs present and verified in a region, with where),
- * errors naming the input, and outputs flowing back continuously and once
- * more at the end.
+ * errors naming the input, outputs flowing back continuously and once
+ * more at the end, and the rounds of an attempt given up stopped with no
+ * last round.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "replication/gate.h"
+#include "store/redis.h"
 
 static uv_loop_t loop;
 static struct sw_http *http;
@@ -201,7 +203,7 @@ static void test_outputs_flow_back(void **state)
     struct answer rounds = {0}, last = {0};
     struct sw_gate_outputs *o;
     struct sw_error err;
-    assert_int_equal(sw_gate_outputs_start(&loop, stores, 3, "team-a/train-7", &from, &to,
+    assert_int_equal(sw_gate_outputs_start(&loop, stores, 3, "team-a/train-7", 1, &from, &to,
                                            getenv("SW_LAB_REDIS_URL"), 0.5, on_answer, &rounds, &o,
                                            &err),
                      0);
@@ -221,6 +223,123 @@ static void test_outputs_flow_back(void **state)
     struct sw_s3_head h;
     assert_int_equal(sw_s3_head_sync(onprem, "checkpoints", key, &h, &err), 0);
     assert_int_equal(h.size, 8192);
+}
+
+static int home_has(const char *key, int64_t *size)
+{
+    struct sw_s3_head h;
+    struct sw_error err;
+    int rc = sw_s3_head_sync(onprem, "checkpoints", key, &h, &err);
+    if (rc == 0 && size)
+        *size = h.size;
+    return rc == 0;
+}
+
+/* An attempt given up: what it wrote after the last round that ran is never
+ * copied, not even by a round at the stop; the stop's end is reported once
+ * the rounds' thread has ended; each attempt's journal is its own. */
+static void test_outputs_stop_has_no_last_round(void **state)
+{
+    (void)state;
+    char job[128], from_p[128], to_p[128], key[256];
+    snprintf(job, sizeof(job), "team-a/%s-stop", id);
+    snprintf(from_p, sizeof(from_p), "%s/stop/attempt-1/", id);
+    snprintf(to_p, sizeof(to_p), "%s/stop-back/", id);
+    snprintf(key, sizeof(key), "%sckpt-1.pt", from_p);
+    put(usw2, "checkpoints", key, 4096, 3);
+    struct sw_gate_input from = {"us-west-2", "checkpoints", from_p, NULL};
+    struct sw_gate_input to = {"onprem", "checkpoints", to_p, NULL};
+    struct answer rounds = {0}, stopped = {0};
+    struct sw_gate_outputs *o;
+    struct sw_error err;
+    /* One round at the start; the next would come 300 s later. */
+    assert_int_equal(sw_gate_outputs_start(&loop, stores, 3, job, 1, &from, &to,
+                                           getenv("SW_LAB_REDIS_URL"), 300, on_answer, &rounds, &o,
+                                           &err),
+                     0);
+    wait_for(&rounds);
+    assert_int_equal(rounds.rc, 0);
+    snprintf(key, sizeof(key), "%sckpt-1.pt", to_p);
+    assert_true(home_has(key, NULL));
+    /* The attempt writes again, and is given up before any round saw it. */
+    snprintf(key, sizeof(key), "%sckpt-2.pt", from_p);
+    put(usw2, "checkpoints", key, 4096, 4);
+    sw_gate_outputs_stop(o, on_answer, &stopped);
+    snprintf(key, sizeof(key), "%sckpt-3.pt", from_p);
+    put(usw2, "checkpoints", key, 4096, 5);
+    wait_for(&stopped);
+    assert_int_equal(stopped.rc, 0);
+    assert_int_equal(stopped.rounds, 1);
+    /* Let a late round, were there one, run its course. */
+    for (int i = 0; i < 20; i++) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(50000);
+    }
+    snprintf(key, sizeof(key), "%sckpt-2.pt", to_p);
+    if (home_has(key, NULL))
+        fail_msg("%s reached home after its attempt was given up", key);
+    snprintf(key, sizeof(key), "%sckpt-3.pt", to_p);
+    if (home_has(key, NULL))
+        fail_msg("%s reached home after its attempt was given up", key);
+    assert_int_equal(rounds.rounds, 1);
+
+    /* Attempt 2 of the same Job: its journal is not attempt 1's. */
+    redisContext *c = NULL;
+    assert_int_equal(sw_redis_sync_connect(getenv("SW_LAB_REDIS_URL"), 5000, &c, &err), 0);
+    char jk[400], base[200];
+    snprintf(base, sizeof(base), "gate-%s", job);
+    for (char *p = base; *p; p++)
+        if (*p == '/' || *p == ':' || *p == ' ')
+            *p = '.';
+    snprintf(jk, sizeof(jk), "sw:repl:%s-out-a1-0:done:onprem", base);
+    redisReply *r = NULL;
+    assert_int_equal(sw_redis_sync_command(c, &r, &err, "EXISTS %s", jk), 0);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    snprintf(jk, sizeof(jk), "sw:repl:%s-out-a2-0:done:onprem", base);
+    assert_int_equal(sw_redis_sync_command(c, &r, &err, "EXISTS %s", jk), 0);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    sw_redis_sync_free(c);
+}
+
+/* A stop while a round is under way: the round ends (its object complete at
+ * home, no upload left open) before the stop is reported. */
+static void test_outputs_stop_waits_for_the_round(void **state)
+{
+    (void)state;
+    char job[128], from_p[128], to_p[128], key[256];
+    snprintf(job, sizeof(job), "team-a/%s-busy", id);
+    snprintf(from_p, sizeof(from_p), "%s/busy/attempt-1/", id);
+    snprintf(to_p, sizeof(to_p), "%s/busy-back/", id);
+    snprintf(key, sizeof(key), "%sbig.pt", from_p);
+    put(usw2, "checkpoints", key, (size_t)40 << 20, 6);
+    struct sw_gate_input from = {"us-west-2", "checkpoints", from_p, NULL};
+    struct sw_gate_input to = {"onprem", "checkpoints", to_p, NULL};
+    struct answer rounds = {0}, stopped = {0};
+    struct sw_gate_outputs *o;
+    struct sw_error err;
+    assert_int_equal(sw_gate_outputs_start(&loop, stores, 3, job, 1, &from, &to,
+                                           getenv("SW_LAB_REDIS_URL"), 300, on_answer, &rounds, &o,
+                                           &err),
+                     0);
+    /* The first round starts at once; stop while it copies 40 MiB. */
+    usleep(100000);
+    sw_gate_outputs_stop(o, on_answer, &stopped);
+    wait_for(&stopped);
+    if (stopped.rc != 0)
+        fail_msg("%s", stopped.msg);
+    snprintf(key, sizeof(key), "%sbig.pt", to_p);
+    int64_t size = 0;
+    if (stopped.objects == 1) {
+        /* The round was under way: it ended before the stop was reported. */
+        assert_true(home_has(key, &size));
+        assert_int_equal(size, (int64_t)40 << 20);
+    }
+    struct sw_s3_uploads u;
+    assert_int_equal(sw_s3_list_uploads_sync(onprem, "checkpoints", to_p, &u, &err), 0);
+    assert_int_equal(u.n, 0);
+    sw_s3_uploads_free(&u);
 }
 
 static struct sw_s3 *client(const struct sw_s3_config *cfg)
@@ -257,6 +376,8 @@ int main(void)
         cmocka_unit_test(test_ensure_into_another_bucket),
         cmocka_unit_test(test_errors_name_the_input),
         cmocka_unit_test(test_outputs_flow_back),
+        cmocka_unit_test(test_outputs_stop_has_no_last_round),
+        cmocka_unit_test(test_outputs_stop_waits_for_the_round),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     sw_s3_free(onprem);
