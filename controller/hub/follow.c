@@ -498,8 +498,12 @@ static bool resuspend(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
         return false;
     if (cJSON_IsTrue(sw_json_child(sw_json_child(origin, "spec"), "suspend")))
         return false;
+    /* A home that does not answer cannot be written to: a Job placed
+     * elsewhere while its home was lost has its origin recorded stale and
+     * suspended when the home returns (loss.c), not here. */
     struct sw_member *om = sw_member_find(h, r->cluster);
-    if (om == NULL || om->client == NULL)
+    if (om == NULL || om->client == NULL || !sw_member_reachable(om) ||
+        sw_loss_origin_fenced(r))
         return false;
     char msg[512];
     snprintf(msg, sizeof(msg),
