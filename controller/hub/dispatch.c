@@ -23,12 +23,11 @@
  * cannot be done there: the record names the origin as stale first, and
  * the origin is suspended when its cluster returns, before anything else
  * happens there; the references are then used only if the target has them.
- * Steps 1 and 4 read the pod template, which the cache does not keep: they
- * use the copy of the origin kept since the hub first read it whole
- * (j->kept, sw_dispatch_keep_origin), renewed by step 2's patch answer, while
- * its metadata.generation is the cache's; otherwise they GET it first. So a
- * dispatch spends one GET (the copy) and one PATCH on the origin's cluster.
- * With the origin's cluster lost, they use the copy as it is.
+ * Steps 1 and 4 read the pod template: the cache keeps the whole spec of
+ * burstable Jobs (sw_cluster_cache_keep_specs), and a copy of it is kept
+ * (j->kept, sw_dispatch_keep_origin; renewed by step 2's patch answer). So a
+ * dispatch spends one PATCH on the origin's cluster and no GET. With the
+ * origin's cluster lost, they use the copy as it is.
  */
 #include <string.h>
 
@@ -502,30 +501,13 @@ static bool kept_current(struct sw_hub *h, const struct sw_job *j)
     return o->generation < 0 || (cJSON_IsNumber(g) && (int64_t)g->valuedouble >= o->generation);
 }
 
-static void on_full_origin(struct sw_kube_result *res, void *ctx)
-{
-    struct sw_job *j = ctx;
-    struct sw_hub *h = j->hub;
-    const char *uid = sw_json_str(sw_json_child(res->body, "metadata"), "uid");
-    if (res->rc == 0 && uid && strcmp(uid, j->rec.uid) == 0) {
-        keep(j, res->body);
-        res->body = NULL;
-    } else if (res->rc == 0) {
-        /* Another Job of the same name: the cache will say ours is gone. */
-        sw_hub_step_done(h, j, SW_ENOENT);
-        return;
-    }
-    sw_hub_step_done(h, j, res->rc);
-}
-
 /*
- * The origin with its pod template (the cache keeps none), for steps 1 and
- * 4: the copy kept since the hub first read it whole (sw_dispatch_keep_origin,
- * renewed by step 2's patch answer) while its spec is current, so that a
- * dispatch spends no GET of its own on the origin's cluster; else NULL
- * after starting a GET, which renews the copy (busy until it answers).
- * With the origin's cluster lost: the copy as it is, or NULL (the step is
- * retried later).
+ * The origin with its pod template, for steps 1 and 4: as the cache keeps
+ * it for burstable Jobs (their whole spec), or the copy kept from it (and
+ * renewed by step 2's patch answer) while its generation is current; with
+ * the origin's cluster lost, the kept copy as it is. No GET: the member
+ * role has no `get` on Jobs. NULL when there is none yet (the step is
+ * retried after a backoff, with the step ended).
  */
 static const cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_member *om)
 {
@@ -542,27 +524,10 @@ static const cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_me
         return whole;
     if (kept_current(h, j))
         return j->kept;
-    j->busy = true;
-    if (sw_kube_get(om->client, SW_KIND_JOB, j->rec.ns, j->rec.name, on_full_origin, j) != 0)
-        sw_hub_step_done(h, j, SW_EUNAVAIL);
+    SW_LOG(SW_LOG_WARN, "the cache holds no pod template for the origin yet; waiting", "job=%s",
+           sw_log_q(j->rec.key));
+    sw_hub_step_done(h, j, SW_EUNAVAIL);
     return NULL;
-}
-
-static void on_kept(struct sw_kube_result *res, void *ctx)
-{
-    struct sw_job *j = ctx;
-    struct sw_hub *h = j->hub;
-    const char *uid = sw_json_str(sw_json_child(res->body, "metadata"), "uid");
-    if (res->rc == 0 && uid && strcmp(uid, j->rec.uid) == 0) {
-        keep(j, res->body);
-        res->body = NULL;
-    } else if (res->rc != 0) {
-        /* Not worth holding the Job up for: tried again in a minute. */
-        SW_LOG(SW_LOG_WARN, "cannot keep a copy of the origin", "job=%s err=%s",
-               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
-        j->kept_retry_ms = sw_hub_mono_ms() + 60000;
-    }
-    sw_hub_step_done(h, j, 0);
 }
 
 bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j)
@@ -577,7 +542,7 @@ bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j)
     if (om == NULL || !sw_member_reachable(om))
         return false;
     /* The cache's whole copy, when it keeps one, costs no request: the
-     * kept copy follows it. */
+     * kept copy follows it, for a home that may be lost later. */
     const cJSON *whole = sw_observe_origin_whole(h, r);
     const char *rv = sw_json_str(sw_json_child(whole, "metadata"), "resourceVersion");
     const char *krv = sw_json_str(sw_json_child(j->kept, "metadata"), "resourceVersion");
@@ -585,15 +550,8 @@ bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j)
         cJSON *copy = cJSON_Duplicate(whole, 1);
         if (copy != NULL)
             keep(j, copy);
-        return false;
     }
-    if (j->kept != NULL || whole != NULL || sw_hub_mono_ms() < j->kept_retry_ms)
-        return false;
-    j->hub = h;
-    j->busy = true;
-    if (sw_kube_get(om->client, SW_KIND_JOB, r->ns, r->name, on_kept, j) != 0)
-        sw_hub_step_done(h, j, SW_EUNAVAIL);
-    return true;
+    return false;
 }
 
 cJSON *sw_dispatch_origin_patch(const cJSON *origin, const struct sw_job_rec *r, bool dispatching,

@@ -80,13 +80,11 @@ struct sw_job {
     bool status_synced;  /* delegated: the origin's status shows the outcome */
     int spend_counted;   /* the attempt whose cost this hub added to the spend counter */
     struct sw_hub *hub;  /* for Kubernetes callbacks, whose context is the job */
-    /* The origin Job as its API server last answered it whole (a GET, or
-     * dispatch's patch), without status and managedFields, kept while the
-     * Job is unfinished: dispatch builds the mirror from it (the cache keeps
-     * no pod template), and it can still be placed when its home is lost
-     * (loss.c). One per managed Job, not per cached Job. */
+    /* The origin Job whole (the cache's spec of a burstable Job, or
+     * dispatch's patch answer), without status and managedFields, kept while
+     * the Job is unfinished, so that it can still be placed when its home is
+     * lost (loss.c). One per managed Job, not per cached Job. */
     cJSON *kept;
-    int64_t kept_retry_ms; /* after a failed GET of it: not before (monotonic) */
 };
 
 /** What the hub found and learned of one of a member's NodePools (capacity.c). */

@@ -82,7 +82,7 @@ out=$("$spillctl" cluster add "e2e-lim-$suffix" --kubeconfig "$tmp/lim.kubeconfi
 echo "$out" | grep -q -- "- list jobs.batch" && fail "a granted permission is still named: $out"
 echo "$out" | grep -q -- "- watch pods$" || fail "pods not named: $out"
 n=$(echo "$out" | grep -c -- '^  - ')
-[ "$n" = 13 ] || fail "expected 13 missing permissions (19 less 6 granted), got $n: $out"
+[ "$n" = 12 ] || fail "expected 12 missing permissions (18 less 6 granted), got $n: $out"
 # With the ClusterRole spillway ships, nothing is missing.
 sed "s/name: spillway-member/name: e2e-member-$suffix/" "$SW_SOURCE_DIR/deploy/rbac/member-clusterrole.yaml" | kc onprem apply -f - >/dev/null
 kc onprem create clusterrolebinding "e2e-member-$suffix" --clusterrole="e2e-member-$suffix" --user=spillway-limited >/dev/null
