@@ -145,8 +145,21 @@ iclaim=$(kc "$icluster" get nodeclaims -o jsonpath="{range .items[?(@.status.nod
 # (Counted from here: a leftover of an earlier test's namespace may have
 # been lost too when the static nodes went.)
 before=$(metric spillway_nodepool_interruptions_total "cluster=\"$icluster\",nodepool=\"gpu-spot\"")
+# A spot interruption comes with notice (two minutes on AWS): the node is
+# drained, its pods still there, while the hub reacts. On kwok an eviction
+# takes milliseconds, so a PodDisruptionBudget holds the drain as the
+# notice does (the hub's own deletion of the mirror is no eviction).
+cat <<YAML | kc "$icluster" apply -n "$NS" -f - >/dev/null
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: intr-notice}
+spec:
+  maxUnavailable: 0
+  selector: {matchLabels: {job-name: "$imirror"}}
+YAML
 kc "$icluster" delete nodeclaim "$iclaim" --wait=false >/dev/null
 wait_record "$I" preemptions 1 60
+kc "$icluster" delete pdb intr-notice -n "$NS" >/dev/null
 wait_record "$I" state succeeded 300
 [ "$(record_field "$I" attempt)" = 2 ] || hub_fail "intr's attempt is $(record_field "$I" attempt), not 2"
 [ "$(record_field "$I" mirror)" != "$imirror" ] || hub_fail "attempt 2 reused the interrupted mirror's name"
