@@ -502,8 +502,7 @@ static bool resuspend(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
      * elsewhere while its home was lost has its origin recorded stale and
      * suspended when the home returns (loss.c), not here. */
     struct sw_member *om = sw_member_find(h, r->cluster);
-    if (om == NULL || om->client == NULL || !sw_member_reachable(om) ||
-        sw_loss_origin_fenced(r))
+    if (om == NULL || om->client == NULL || !sw_member_reachable(om) || sw_loss_origin_fenced(r))
         return false;
     char msg[512];
     snprintf(msg, sizeof(msg),

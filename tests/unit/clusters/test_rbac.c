@@ -33,24 +33,15 @@ static void test_member_role(void **state)
 {
     (void)state;
     static const char *want[][4] = {
-        {"batch", "jobs", "", "list"},
-        {"batch", "jobs", "", "watch"},
-        {"batch", "jobs", "", "create"},
-        {"batch", "jobs", "", "patch"},
-        {"batch", "jobs", "", "delete"},
-        {"batch", "jobs", "status", "patch"},
-        {"", "pods", "", "list"},
-        {"", "pods", "", "watch"},
-        {"", "nodes", "", "list"},
-        {"", "nodes", "", "watch"},
-        {"", "namespaces", "", "create"},
-        {"", "events", "", "create"},
-        {"", "configmaps", "", "get"},
-        {"", "configmaps", "", "create"},
-        {"", "configmaps", "", "update"},
-        {"", "secrets", "", "get"},
-        {"", "secrets", "", "create"},
-        {"", "secrets", "", "update"},
+        {"batch", "jobs", "", "list"},    {"batch", "jobs", "", "watch"},
+        {"batch", "jobs", "", "create"},  {"batch", "jobs", "", "patch"},
+        {"batch", "jobs", "", "delete"},  {"batch", "jobs", "status", "patch"},
+        {"", "pods", "", "list"},         {"", "pods", "", "watch"},
+        {"", "nodes", "", "list"},        {"", "nodes", "", "watch"},
+        {"", "namespaces", "", "create"}, {"", "events", "", "create"},
+        {"", "configmaps", "", "get"},    {"", "configmaps", "", "create"},
+        {"", "configmaps", "", "update"}, {"", "secrets", "", "get"},
+        {"", "secrets", "", "create"},    {"", "secrets", "", "update"},
     };
     struct sw_rbac_perm *p = NULL;
     size_t n = 0;
