@@ -384,6 +384,21 @@ static void fmt_wait(double s, char *buf, size_t len)
         snprintf(buf, len, "%.1f h", s / 3600);
 }
 
+/* The GPUs a run of `w` on `p` is billed for (docs/cost-model.md): slices
+ * of a MIG profile at 1 / per_gpu each, a share packed on a time-sliced
+ * pool at its thousandths, whole GPUs otherwise. */
+static double billed_gpus(const struct sw_workload *w, const struct sw_pool *p)
+{
+    if (w->mig_profile[0] != '\0') {
+        for (int k = 0; k < p->n_mig; k++)
+            if (strcmp(p->mig[k].profile, w->mig_profile) == 0 && p->mig[k].per_gpu > 0)
+                return (double)sw_workload_gpus(w) / p->mig[k].per_gpu;
+    } else if (w->gpu_milli > 0 && w->gpu_milli < 1000 && p->time_sliced) {
+        return (double)w->pods * w->gpu_milli / 1000.0;
+    }
+    return (double)sw_workload_gpus(w);
+}
+
 static void apply(struct round *rd, const struct sw_snapshot *snap, const struct sw_decision *d)
 {
     struct sw_hub *h = rd->h;
@@ -442,6 +457,7 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         snprintf(r->target_region, sizeof(r->target_region), "%s", p->region);
         snprintf(r->capacity, sizeof(r->capacity), "%s", sw_capacity_name(p->capacity));
         r->price_gpu_h = p->price_gpu_h;
+        r->billed_gpus = billed_gpus(w, p);
         r->expected_cost = d->chosen.cost.total;
         r->reason[0] = '\0';
         r->state = SW_JS_DECIDED;
