@@ -35,7 +35,7 @@
 #     twice); every drill's RPO is within its objective.
 # Every breach is counted; the table at the end has faults injected, Jobs
 # affected, violations (the test fails unless 0) and RTO p50/p99.
-# Every wait is bounded; fast takes about 65 s, full about 5 minutes.
+# Every wait is bounded; fast takes about 65 s, full about 7 minutes.
 set -euo pipefail
 MODE=${1:-fast}
 case "$MODE" in fast | full) ;; *) echo "usage: chaos.sh fast|full" >&2 && exit 2 ;; esac
