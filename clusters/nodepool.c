@@ -121,12 +121,23 @@ int sw_nodeclaim_facts_from_json(const cJSON *nc, struct sw_nodeclaim_facts *out
     if (req != NULL && (rc = sw_gpu_quantity(req, what, "spec.resources.requests.nvidia.com/gpu",
                                              &out->requested, err)) != 0)
         return rc;
+    /* The instance's GPUs once launched: its capacity, or its allocatable
+     * when that says more (Karpenter's kwok provider writes the pods'
+     * requests as capacity and the instance type's GPUs as allocatable). */
     const cJSON *g =
         cJSON_GetObjectItemCaseSensitive(sw_json_path(nc, "status.capacity"), SW_GPU_RESOURCE);
+    const cJSON *a =
+        cJSON_GetObjectItemCaseSensitive(sw_json_path(nc, "status.allocatable"), SW_GPU_RESOURCE);
+    int64_t alloc = 0;
     if (g != NULL &&
         (rc = sw_gpu_quantity(g, what, "status.capacity.nvidia.com/gpu", &out->gpus, err)) != 0)
         return rc;
-    if (g == NULL)
+    if (a != NULL &&
+        (rc = sw_gpu_quantity(a, what, "status.allocatable.nvidia.com/gpu", &alloc, err)) != 0)
+        return rc;
+    if (alloc > out->gpus)
+        out->gpus = alloc;
+    if (g == NULL && a == NULL)
         out->gpus = out->requested;
     return cond_true_ms(nc, "Initialized", what, &out->ready_ms, err);
 }

@@ -7,8 +7,9 @@
  *
  *   limit        spec.limits["nvidia.com/gpu"] of the NodePool (its ceiling)
  *   provisioned  GPUs of its NodeClaims (label karpenter.sh/nodepool), the
- *                launching ones included: status.capacity, else what the
- *                claim asked for (spec.resources.requests)
+ *                launching ones included: status.capacity or allocatable
+ *                (the larger), else what the claim asked for
+ *                (spec.resources.requests)
  *   launching    GPUs of its NodeClaims whose node is not Ready yet
  *   idle         allocatable GPUs of its Ready, schedulable nodes (label
  *                karpenter.sh/nodepool) less what pods bound there ask
@@ -51,7 +52,7 @@ struct sw_nodeclaim_facts {
     const char *name;
     const char *nodepool;  /* label karpenter.sh/nodepool, or NULL */
     const char *node_name; /* status.nodeName, or NULL before registration */
-    int64_t gpus;          /* status.capacity, else spec.resources.requests */
+    int64_t gpus;          /* max(status.capacity, status.allocatable), else requests */
     int64_t requested;     /* spec.resources.requests: what the pods it was made for ask; 0 none */
     int64_t created_ms;    /* metadata.creationTimestamp */
     int64_t ready_ms;      /* condition Initialized=True: its transition time; 0 not yet */

@@ -146,6 +146,16 @@ static void test_nodeclaim_facts(void **state)
     assert_non_null(strstr(err.msg, "NodeClaim x"));
     assert_non_null(strstr(err.msg, "creationTimestamp"));
     cJSON_Delete(j);
+    /* Karpenter's kwok provider: capacity 4 (the pod's request), allocatable
+     * 8 (the instance's): the node holds 8. */
+    j = parse("{\"metadata\":{\"name\":\"k\",\"creationTimestamp\":\"2026-11-25T12:00:00Z\"},"
+              "\"spec\":{\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"4\"}}},"
+              "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"4\"},"
+              "\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}}");
+    assert_int_equal(sw_nodeclaim_facts_from_json(j, &f, &err), 0);
+    assert_int_equal(f.gpus, 8);
+    assert_int_equal(f.requested, 4);
+    cJSON_Delete(j);
     /* Being deleted: when. */
     j = parse("{\"metadata\":{\"name\":\"z\",\"creationTimestamp\":\"2026-11-25T12:00:00Z\","
               "\"deletionTimestamp\":\"2026-11-25T12:30:00Z\"}}");
