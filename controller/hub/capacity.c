@@ -397,19 +397,28 @@ static void life_gone(struct sw_member *m, const char *key)
     }
 }
 
+/* A hub that does not lead forgets ended lives: the leader wrote them. */
+static void lives_trim(struct sw_hub *h, struct sw_member *m)
+{
+    if (sw_hub_acting(h))
+        return;
+    for (size_t i = m->nlives; i-- > 0;)
+        if (m->lives[i].deleted_ms != 0 && !m->lives[i].writing)
+            m->lives[i] = m->lives[--m->nlives];
+}
+
 void sw_capacity_claim_changed(struct sw_hub *h, struct sw_member *m, const char *key)
 {
     struct sw_informer *inf = sw_cluster_cache_informer(m->cache, SW_KIND_NODECLAIM);
     const cJSON *obj = inf ? sw_informer_get(inf, key) : NULL;
     struct sw_nodeclaim_facts f;
-    if (obj == NULL && inf != NULL) {
+    if (obj == NULL && inf != NULL)
         life_gone(m, key);
-        return;
-    }
-    if (obj != NULL && sw_nodeclaim_facts_from_json(obj, &f, NULL) == 0) {
+    else if (obj != NULL && sw_nodeclaim_facts_from_json(obj, &f, NULL) == 0) {
         count_claim(h, m, &f);
         life_seen(m, &f);
     }
+    lives_trim(h, m);
 }
 
 struct life_write {
