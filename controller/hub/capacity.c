@@ -265,6 +265,33 @@ static const struct sw_capacity_source sources[] = {
     {"nodepool", nodepool_figures, nodepool_node_wait},
 };
 
+struct claim_of {
+    const char *node;
+    char *claim;
+    size_t len;
+    bool found;
+};
+
+static void claim_of(const struct sw_nodeclaim_facts *f, void *ctx)
+{
+    struct claim_of *co = ctx;
+    if (!co->found && f->node_name != NULL && strcmp(f->node_name, co->node) == 0) {
+        snprintf(co->claim, co->len, "%s", f->name);
+        co->found = true;
+    }
+}
+
+bool sw_capacity_claim_of_node(struct sw_hub *h, const char *cluster, const char *node, char *claim,
+                               size_t len)
+{
+    struct sw_member *m = sw_member_find(h, cluster);
+    if (m == NULL || m->cache == NULL || !sw_cluster_cache_karpenter(m->cache))
+        return false;
+    struct claim_of co = {node, claim, len, false};
+    sw_cluster_cache_nodeclaims_foreach(m->cache, claim_of, &co);
+    return co.found;
+}
+
 bool sw_capacity_node_wait(struct sw_hub *h, const struct sw_job_rec *r, struct sw_node_wait *out)
 {
     struct sw_member *m = sw_member_find(h, r->target_cluster);

@@ -502,14 +502,20 @@ static bool node_wait(struct sw_hub *h, struct sw_job *j)
 }
 
 /* The mirror runs after waiting for a node: the wait, mirror created to
- * running, goes into the record (with the running state) and onto the origin. */
+ * running, and the claim of the node its pod runs on (the scheduler may
+ * bind it to another new node than the one Karpenter made for it) go into
+ * the record (with the running state) and onto the origin. */
 static void node_waited(struct sw_hub *h, struct sw_job_rec *r)
 {
     r->node_wait_s =
         r->started_ms > r->dispatched_ms ? (double)(r->started_ms - r->dispatched_ms) / 1000.0 : 0;
+    char node[128], claim[64];
+    if (sw_observe_pod_node(h, r->target_cluster, r->ns, r->mirror, node, sizeof(node)) &&
+        sw_capacity_claim_of_node(h, r->target_cluster, node, claim, sizeof(claim)))
+        snprintf(r->node_claim, sizeof(r->node_claim), "%s", claim);
     char msg[600];
     snprintf(msg, sizeof(msg),
-             "mirror %s/%s/%s runs after %.0f s waiting for NodeClaim %s of NodePool %s "
+             "mirror %s/%s/%s runs after %.0f s waiting for a node: NodeClaim %s of NodePool %s "
              "(expected %.0f s)",
              r->target_cluster, r->ns, r->mirror, r->node_wait_s, r->node_claim, r->node_pool,
              r->node_wait_expected_s);

@@ -444,6 +444,12 @@ double sw_capacity_interrupt_rate(const struct sw_nodepool_state *s);
  * the mirror's GPUs: sw_nodeclaim_pick).
  */
 bool sw_capacity_node_wait(struct sw_hub *h, const struct sw_job_rec *r, struct sw_node_wait *out);
+/**
+ * The NodeClaim of node `node` in cluster `cluster` (status.nodeName), into
+ * claim; false when no cached claim has that node.
+ */
+bool sw_capacity_claim_of_node(struct sw_hub *h, const char *cluster, const char *node, char *claim,
+                               size_t len);
 /** A mirror ended (interrupted: lost and requeued): counted for its NodePool, if any. */
 void sw_capacity_mirror_ended(struct sw_hub *h, const struct sw_job_rec *r, bool interrupted);
 /** A NodeClaim of the member changed: learns its provisioning delay once Initialized. */
@@ -488,6 +494,9 @@ const cJSON *sw_observe_mirror_final(struct sw_hub *h, const struct sw_job_rec *
  * Unschedulable for lack of nvidia.com/gpu and none is bound to a node.
  */
 bool sw_observe_starved(struct sw_hub *h, const struct sw_job_rec *r, bool *any_bound);
+/** A node one of the Job's pods is bound to, into node; false when none is. */
+bool sw_observe_pod_node(struct sw_hub *h, const char *cluster, const char *ns,
+                         const char *job_name, char *node, size_t len);
 /** Pods of the Job bound to a node the cluster no longer has; names one. */
 int sw_observe_lost(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,
                     char *node, size_t len);
