@@ -107,17 +107,38 @@ int sw_nodeclaim_facts_from_json(const cJSON *nc, struct sw_nodeclaim_facts *out
                             "%s: field \"metadata.creationTimestamp\": expected an RFC 3339 "
                             "time, %s",
                             what, why ? why : "unreadable");
-    out->deleting = sw_json_path(nc, "metadata.deletionTimestamp") != NULL;
+    const cJSON *del = sw_json_path(nc, "metadata.deletionTimestamp");
+    out->deleting = del != NULL;
+    if (cJSON_IsString(del) && sw_parse_rfc3339(del->valuestring, &out->deleted_ms, &why) != 0)
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: field \"metadata.deletionTimestamp\": expected an RFC 3339 "
+                            "time, %s",
+                            what, why ? why : "unreadable");
+    /* Karpenter writes the requests of the pods it made the claim for
+     * (and daemon sets'), the capacity once launched. */
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(sw_json_path(nc, "spec.resources.requests"),
+                                                        SW_GPU_RESOURCE);
+    if (req != NULL && (rc = sw_gpu_quantity(req, what, "spec.resources.requests.nvidia.com/gpu",
+                                             &out->requested, err)) != 0)
+        return rc;
+    /* The instance's GPUs once launched: its capacity, or its allocatable
+     * when that says more (Karpenter's kwok provider writes the pods'
+     * requests as capacity and the instance type's GPUs as allocatable). */
     const cJSON *g =
         cJSON_GetObjectItemCaseSensitive(sw_json_path(nc, "status.capacity"), SW_GPU_RESOURCE);
-    const char *field = "status.capacity.nvidia.com/gpu";
-    if (g == NULL) {
-        g = cJSON_GetObjectItemCaseSensitive(sw_json_path(nc, "spec.resources.requests"),
-                                             SW_GPU_RESOURCE);
-        field = "spec.resources.requests.nvidia.com/gpu";
-    }
-    if (g != NULL && (rc = sw_gpu_quantity(g, what, field, &out->gpus, err)) != 0)
+    const cJSON *a =
+        cJSON_GetObjectItemCaseSensitive(sw_json_path(nc, "status.allocatable"), SW_GPU_RESOURCE);
+    int64_t alloc = 0;
+    if (g != NULL &&
+        (rc = sw_gpu_quantity(g, what, "status.capacity.nvidia.com/gpu", &out->gpus, err)) != 0)
         return rc;
+    if (a != NULL &&
+        (rc = sw_gpu_quantity(a, what, "status.allocatable.nvidia.com/gpu", &alloc, err)) != 0)
+        return rc;
+    if (alloc > out->gpus)
+        out->gpus = alloc;
+    if (g == NULL && a == NULL)
+        out->gpus = out->requested;
     return cond_true_ms(nc, "Initialized", what, &out->ready_ms, err);
 }
 
@@ -216,4 +237,22 @@ void sw_nodepool_capacity(const struct sw_nodepool_facts *np,
     int64_t room = out->limit - out->provisioned - out->waiting;
     out->room = room > 0 ? room : 0;
     out->free = out->idle + out->room;
+}
+
+int sw_nodeclaim_pick(const struct sw_claim_candidate *c, size_t n, int64_t gpus)
+{
+    int exact = -1, fit = -1, most = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].room > 0 && (most < 0 || c[i].room > c[most].room ||
+                              (c[i].room == c[most].room && c[i].created_ms < c[most].created_ms)))
+            most = (int)i;
+        if (c[i].room < gpus)
+            continue;
+        if (c[i].room == gpus && (exact < 0 || c[i].created_ms < c[exact].created_ms))
+            exact = (int)i;
+        if (fit < 0 || c[i].room < c[fit].room ||
+            (c[i].room == c[fit].room && c[i].created_ms < c[fit].created_ms))
+            fit = (int)i;
+    }
+    return exact >= 0 ? exact : fit >= 0 ? fit : most;
 }

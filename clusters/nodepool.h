@@ -7,8 +7,9 @@
  *
  *   limit        spec.limits["nvidia.com/gpu"] of the NodePool (its ceiling)
  *   provisioned  GPUs of its NodeClaims (label karpenter.sh/nodepool), the
- *                launching ones included: status.capacity, else what the
- *                claim asked for (spec.resources.requests)
+ *                launching ones included: status.capacity or allocatable
+ *                (the larger), else what the claim asked for
+ *                (spec.resources.requests)
  *   launching    GPUs of its NodeClaims whose node is not Ready yet
  *   idle         allocatable GPUs of its Ready, schedulable nodes (label
  *                karpenter.sh/nodepool) less what pods bound there ask
@@ -51,10 +52,12 @@ struct sw_nodeclaim_facts {
     const char *name;
     const char *nodepool;  /* label karpenter.sh/nodepool, or NULL */
     const char *node_name; /* status.nodeName, or NULL before registration */
-    int64_t gpus;          /* status.capacity, else spec.resources.requests */
+    int64_t gpus;          /* max(status.capacity, status.allocatable), else requests */
+    int64_t requested;     /* spec.resources.requests: what the pods it was made for ask; 0 none */
     int64_t created_ms;    /* metadata.creationTimestamp */
     int64_t ready_ms;      /* condition Initialized=True: its transition time; 0 not yet */
     bool deleting;         /* metadata.deletionTimestamp set */
+    int64_t deleted_ms;    /* metadata.deletionTimestamp; 0 when not set */
 };
 
 /** A NodePool's figures (definitions above). */
@@ -103,5 +106,22 @@ void sw_nodepool_capacity(const struct sw_nodepool_facts *np,
  */
 bool sw_nodepool_serves(const struct sw_nodepool_facts *np, const char *capacity_type,
                         const char *gpu_product);
+
+/** A launching NodeClaim a mirror waiting for a node may be waiting for. */
+struct sw_claim_candidate {
+    char name[64];
+    int64_t created_ms;
+    int64_t room; /* GPUs it was made for, less those of mirrors already said to wait for it */
+};
+
+/**
+ * Which of `n` launching claims (borrowed) a mirror asking `gpus` GPUs
+ * waits for: Karpenter makes a claim for the pods it packs onto it, so the
+ * earliest claim whose room is exactly `gpus`, else the earliest with the
+ * least room that still holds `gpus` (two mirrors burst at once are told
+ * apart by what they ask), else, for a mirror whose pods need more than
+ * one node, the one with the most room. -1 when no claim has room left.
+ */
+int sw_nodeclaim_pick(const struct sw_claim_candidate *c, size_t n, int64_t gpus);
 
 #endif

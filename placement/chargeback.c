@@ -327,3 +327,73 @@ fail:
     sw_free(recs);
     return rc;
 }
+
+/* Hours of [a, b) within [from, to). */
+static double overlap_h(double a, double b, double from, double to)
+{
+    double s = a > from ? a : from, e = b < to ? b : to;
+    return e > s ? (e - s) / 3600.0 : 0;
+}
+
+static int bill_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct sw_nodepool_bill *)a)->pool,
+                  ((const struct sw_nodepool_bill *)b)->pool);
+}
+
+int sw_chargeback_nodepools(const struct sw_node_life *nodes, size_t n,
+                            const struct sw_pool_run *runs, size_t nruns, double from, double to,
+                            double now, struct sw_nodepool_bill **out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    double end = now < to ? now : to;
+    struct sw_nodepool_bill *b = NULL;
+    size_t nb = 0, cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_node_life *l = &nodes[i];
+        double h = overlap_h(l->created, l->deleted > 0 ? l->deleted : end, from, to);
+        if (h <= 0)
+            continue;
+        size_t k = 0;
+        while (k < nb && strcmp(b[k].pool, l->pool) != 0)
+            k++;
+        if (k == nb) {
+            if (nb == cap) {
+                cap = cap ? 2 * cap : 8;
+                struct sw_nodepool_bill *g = sw_realloc(b, cap * sizeof(*g));
+                if (g == NULL) {
+                    sw_free(b);
+                    return SW_ENOMEM;
+                }
+                b = g;
+            }
+            memset(&b[nb], 0, sizeof(b[nb]));
+            memcpy(b[nb].pool, l->pool, sizeof(b[nb].pool));
+            memcpy(b[nb].nodepool, l->nodepool, sizeof(b[nb].nodepool));
+            nb++;
+        }
+        b[k].nodes++;
+        b[k].node_hours += h;
+        b[k].gpu_hours += h * l->gpus;
+        b[k].cost += h * l->gpus * l->price_gpu_h;
+    }
+    for (size_t k = 0; k < nb; k++) {
+        struct sw_nodepool_bill *x = &b[k];
+        for (size_t i = 0; i < nruns; i++)
+            if (strcmp(runs[i].pool, x->pool) == 0)
+                x->job_gpu_hours += runs[i].gpus * overlap_h(runs[i].start, runs[i].end, from, end);
+        /* One price per pool: the bill's average per GPU-hour. */
+        double price = x->gpu_hours > 0 ? x->cost / x->gpu_hours : 0;
+        double used = x->job_gpu_hours < x->gpu_hours ? x->job_gpu_hours : x->gpu_hours;
+        x->job_cost = used * price;
+        x->idle_gpu_hours = x->gpu_hours - used;
+        x->idle_cost = x->cost - x->job_cost;
+        x->idle_fraction = x->gpu_hours > 0 ? x->idle_gpu_hours / x->gpu_hours : 0;
+    }
+    if (nb > 1)
+        qsort(b, nb, sizeof(*b), bill_cmp);
+    *out = b;
+    *n_out = nb;
+    return 0;
+}

@@ -101,4 +101,54 @@ int sw_chargeback_report(const struct sw_job_usage *recs, size_t n, double from,
 int sw_job_usage_parse_csv(const char *buf, size_t len, const char *what, const char *policy,
                            struct sw_job_usage **out, size_t *n_out, struct sw_error *err);
 
+/* ---- node-hours per NodePool (what the cloud bill shows) ------------------ */
+
+/**
+ * One cloud node's life in a pool whose capacity is a Karpenter NodePool:
+ * its NodeClaim from created to deleted (the hub's records), its GPUs, the
+ * pool's price. Times in Unix seconds; `deleted` 0 while it exists.
+ */
+struct sw_node_life {
+    char pool[SW_NAME_MAX];     /* "cluster/pool" */
+    char nodepool[SW_NAME_MAX]; /* the NodePool, for people */
+    double gpus;
+    double price_gpu_h;
+    double created, deleted;
+};
+
+/** A Job's run in such a pool: its GPUs from start to end (Unix seconds). */
+struct sw_pool_run {
+    char pool[SW_NAME_MAX]; /* "cluster/pool" */
+    double gpus;
+    double start, end;
+};
+
+/** One NodePool-bound pool's node-hours over a period, reconciled with its Jobs. */
+struct sw_nodepool_bill {
+    char pool[SW_NAME_MAX];
+    char nodepool[SW_NAME_MAX];
+    size_t nodes;          /* nodes alive at some time in the period */
+    double node_hours;     /* their lives within the period */
+    double gpu_hours;      /* node-hours x each node's GPUs */
+    double cost;           /* GPU-hours x the pool's price: the bill */
+    double job_gpu_hours;  /* Jobs' GPUs x hours they ran there, within the period */
+    double job_cost;       /* the Jobs' share */
+    double idle_gpu_hours; /* the rest: provisioning, partly used nodes, consolidation */
+    double idle_cost;
+    double idle_fraction; /* idle GPU-hours / GPU-hours (0 without any) */
+};
+
+/**
+ * The bill of every pool with nodes in [from, to): each node's life within
+ * the period (a node not deleted lives until min(to, now)) at its GPUs and
+ * price; the Jobs' runs there within the same window attributed by their
+ * GPUs; the idle remainder (never below 0: Jobs' hours beyond the nodes'
+ * are the Jobs' and cost nothing more). `*out` is a new array of `*n_out`
+ * bills in pool order (sw_free), NULL when no node lived in the period.
+ * Returns 0 or SW_ENOMEM.
+ */
+int sw_chargeback_nodepools(const struct sw_node_life *nodes, size_t n,
+                            const struct sw_pool_run *runs, size_t nruns, double from, double to,
+                            double now, struct sw_nodepool_bill **out, size_t *n_out);
+
 #endif

@@ -4,14 +4,18 @@
  * the seeds' monthly-report form, as CSV or as JSON.
  *
  * The figures come from sw_chargeback_report (placement/chargeback.c), a
- * function over per-Job records; today the records are a simulation's
- * per-Job CSV (`spillctl simulate --jobs-csv`), read here.
+ * function over per-Job records: a simulation's per-Job CSV (`spillctl
+ * simulate --jobs-csv`) or the hub's records in Redis. From the hub, the
+ * report also bills the cloud nodes of pools bound to a Karpenter NodePool
+ * (their NodeClaims' lives, spillway:node-hours) and reconciles them with
+ * the Jobs that ran there (sw_chargeback_nodepools).
  */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -103,6 +107,29 @@ static void print_table(const struct sw_team_report *t, size_t nt, const struct 
     }
 }
 
+/* The cloud bill's side: node-hours per NodePool-bound pool, the Jobs'
+ * share by their GPUs, the idle rest. */
+static void print_bills(const struct sw_nodepool_bill *b, size_t n)
+{
+    if (n == 0)
+        return;
+    char a[48], c[48], d[48];
+    printf("\nCloud nodes per NodePool (node-hours at the pool's price)\n");
+    printf("━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━\n");
+    for (size_t k = 0; k < n; k++) {
+        const struct sw_nodepool_bill *x = &b[k];
+        printf("%s (NodePool %s): %zu node%s, %.2f node-hours, %s GPU-hrs = $%s\n", x->pool,
+               x->nodepool, x->nodes, x->nodes == 1 ? "" : "s", x->node_hours,
+               money(x->gpu_hours, 1, a, sizeof(a)), money(x->cost, 2, c, sizeof(c)));
+        printf("├── Jobs (by their GPUs): %s GPU-hrs = $%s\n",
+               money(x->job_gpu_hours, 1, a, sizeof(a)), money(x->job_cost, 2, c, sizeof(c)));
+        printf("└── idle (provisioning, partly used nodes, consolidation): %s GPU-hrs = $%s "
+               "(%.1f%%)\n",
+               money(x->idle_gpu_hours, 1, a, sizeof(a)), money(x->idle_cost, 2, d, sizeof(d)),
+               100.0 * x->idle_fraction);
+    }
+}
+
 static void print_csv(const struct sw_team_report *t, size_t nt)
 {
     printf("team,jobs,gpu_h_home,gpu_h_spot,gpu_h_ondemand,cost_home,cost_spot,cost_ondemand,"
@@ -119,7 +146,8 @@ static void print_csv(const struct sw_team_report *t, size_t nt)
 }
 
 static int print_json(const struct sw_team_report *t, size_t nt, const struct sw_job_usage *recs,
-                      const char *from, const char *to, double price)
+                      const char *from, const char *to, double price,
+                      const struct sw_nodepool_bill *bills, size_t nbills)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *teams = root ? cJSON_AddArrayToObject(root, "teams") : NULL;
@@ -170,6 +198,28 @@ static int print_json(const struct sw_team_report *t, size_t nt, const struct sw
                      round((r->cost[0] + r->cost[1] + r->cost[2] + r->egress) * 100) / 100);
         }
     }
+    cJSON *nps = ok ? cJSON_AddArrayToObject(root, "nodepools") : NULL;
+    ok = ok && nps != NULL;
+    for (size_t k = 0; ok && k < nbills; k++) {
+        const struct sw_nodepool_bill *x = &bills[k];
+        cJSON *o = cJSON_CreateObject();
+        ok = o != NULL && cJSON_AddItemToArray(nps, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            break;
+        }
+        ok = cJSON_AddStringToObject(o, "pool", x->pool) &&
+             cJSON_AddStringToObject(o, "nodepool", x->nodepool) &&
+             cJSON_AddNumberToObject(o, "nodes", (double)x->nodes) &&
+             cJSON_AddNumberToObject(o, "node_hours", x->node_hours) &&
+             cJSON_AddNumberToObject(o, "gpu_hours", x->gpu_hours) &&
+             cJSON_AddNumberToObject(o, "cost", round(x->cost * 100) / 100) &&
+             cJSON_AddNumberToObject(o, "job_gpu_hours", x->job_gpu_hours) &&
+             cJSON_AddNumberToObject(o, "job_cost", round(x->job_cost * 100) / 100) &&
+             cJSON_AddNumberToObject(o, "idle_gpu_hours", x->idle_gpu_hours) &&
+             cJSON_AddNumberToObject(o, "idle_cost", round(x->idle_cost * 100) / 100) &&
+             cJSON_AddNumberToObject(o, "idle_fraction", x->idle_fraction);
+    }
     char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (text == NULL) {
@@ -181,10 +231,75 @@ static int print_json(const struct sw_team_report *t, size_t nt, const struct sw
     return 0;
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One number of a NodeClaim's life, named in the error when it is not one. */
+static int life_num(const cJSON *o, const char *field, const char *k, double *out,
+                    struct sw_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0))
+        return sw_error_set(err, SW_EPARSE, "%s %s: field \"%s\": expected a non-negative number",
+                            SW_KEY_NODE_HOURS, field, k);
+    *out = v->valuedouble;
+    return 0;
+}
+
+/* The NodeClaims' lives the hub recorded (spillway:node-hours); an entry
+ * that cannot be read is skipped, said on stderr. */
+static int hub_lives(redisContext *c, struct sw_node_life **out, size_t *n, struct sw_error *err)
+{
+    redisReply *h = NULL;
+    int rc = sw_redis_sync_command(c, &h, err, "HGETALL %s", SW_KEY_NODE_HOURS);
+    if (rc != 0)
+        return rc;
+    *out = sw_calloc(h->elements / 2 + 1, sizeof(**out));
+    if (*out == NULL) {
+        freeReplyObject(h);
+        return SW_ENOMEM;
+    }
+    for (size_t i = 0; i + 1 < h->elements; i += 2) {
+        const char *field = h->element[i]->str;
+        cJSON *o = NULL;
+        struct sw_error e = {0};
+        double gpus = 0, price = 0, created = 0, deleted = 0;
+        const char *cluster = NULL, *pool = NULL, *np = NULL;
+        if (sw_json_parse(h->element[i + 1]->str, h->element[i + 1]->len, field, &o, &e) != 0 ||
+            sw_json_string(o, "cluster", true, field, &cluster, &e) != 0 ||
+            sw_json_string(o, "pool", true, field, &pool, &e) != 0 ||
+            sw_json_string(o, "nodePool", true, field, &np, &e) != 0 ||
+            life_num(o, field, "gpus", &gpus, &e) != 0 ||
+            life_num(o, field, "pricePerGpuHour", &price, &e) != 0 ||
+            life_num(o, field, "createdMs", &created, &e) != 0 ||
+            life_num(o, field, "deletedMs", &deleted, &e) != 0) {
+            fprintf(stderr, "spillctl report chargeback: skipping %s %s: %s\n", SW_KEY_NODE_HOURS,
+                    field, e.msg);
+            cJSON_Delete(o);
+            continue;
+        }
+        struct sw_node_life *l = &(*out)[(*n)++];
+        snprintf(l->pool, sizeof(l->pool), "%.31s/%.31s", cluster, pool);
+        snprintf(l->nodepool, sizeof(l->nodepool), "%.*s", (int)sizeof(l->nodepool) - 1, np);
+        l->gpus = gpus;
+        l->price_gpu_h = price;
+        l->created = created / 1000.0;
+        l->deleted = deleted / 1000.0;
+        cJSON_Delete(o);
+    }
+    freeReplyObject(h);
+    return 0;
+}
+
 /* The hub's records as usage: each Job's last attempt, GPUs x hours run at
  * the price of the pool it ran in (controller/hub/jobrec.h). */
 static int hub_usage(const struct sw_cli_globals *g, struct sw_job_usage **out, size_t *n,
-                     struct sw_error *err)
+                     struct sw_pool_run **runs, size_t *nruns, struct sw_node_life **lives,
+                     size_t *nlives, struct sw_error *err)
 {
     char url[SW_CLI_REDIS_URL_MAX];
     redisContext *c = NULL;
@@ -198,7 +313,8 @@ static int hub_usage(const struct sw_cli_globals *g, struct sw_job_usage **out, 
     if (rc != 0)
         goto out;
     *out = sw_calloc(keys->elements + 1, sizeof(**out));
-    if (*out == NULL) {
+    *runs = sw_calloc(keys->elements + 1, sizeof(**runs));
+    if (*out == NULL || *runs == NULL) {
         rc = SW_ENOMEM;
         goto out;
     }
@@ -234,7 +350,15 @@ static int hub_usage(const struct sw_cli_globals *g, struct sw_job_usage **out, 
         if (strcmp(r.target_cluster, r.cluster) != 0 && r.input_bytes > 1)
             u->egress = (double)(r.input_bytes - 1) / 1e9 * 0.02;
         u->preemptions = (unsigned)r.preemptions;
+        /* Its run in the pool, for the NodePools' bills: a running Job
+         * until now. */
+        struct sw_pool_run *pr = &(*runs)[(*nruns)++];
+        snprintf(pr->pool, sizeof(pr->pool), "%.31s/%.31s", r.target_cluster, r.target_pool);
+        pr->gpus = r.gpus;
+        pr->start = (double)r.started_ms / 1000.0;
+        pr->end = (double)(r.finished_ms ? r.finished_ms : now_ms()) / 1000.0;
     }
+    rc = hub_lives(c, lives, nlives, err);
 out:
     if (keys)
         freeReplyObject(keys);
@@ -313,8 +437,16 @@ static int chargeback(const struct sw_cli_globals *g, const struct sw_cli_args *
     int status = SW_EXIT_FAIL;
     struct sw_team_report *t = NULL;
     size_t nt = 0;
+    struct sw_pool_run *runs = NULL;
+    struct sw_node_life *lives = NULL;
+    struct sw_nodepool_bill *bills = NULL;
+    size_t nruns = 0, nlives = 0, nbills = 0;
     if (from_hub) {
-        if (hub_usage(g, &recs, &n, &err) != 0) {
+        if (hub_usage(g, &recs, &n, &runs, &nruns, &lives, &nlives, &err) != 0 ||
+            sw_chargeback_nodepools(lives, nlives, runs, nruns, from, to, (double)now_ms() / 1000.0,
+                                    &bills, &nbills) != 0) {
+            if (err.msg[0] == '\0')
+                snprintf(err.msg, sizeof(err.msg), "out of memory");
             fprintf(stderr, "spillctl report chargeback: %s\n", err.msg);
             goto out;
         }
@@ -337,13 +469,17 @@ static int chargeback(const struct sw_cli_globals *g, const struct sw_cli_args *
         if (nt == 0)
             printf("No Job completed between %s and %s.\n", from_s, to_s);
         print_table(t, nt, recs, from_s, to_s, price);
+        print_bills(bills, nbills);
     } else if (strcmp(format, "csv") == 0) {
         print_csv(t, nt);
-    } else if (print_json(t, nt, recs, from_s, to_s, price) != 0) {
+    } else if (print_json(t, nt, recs, from_s, to_s, price, bills, nbills) != 0) {
         goto out;
     }
     status = SW_EXIT_OK;
 out:
+    sw_free(runs);
+    sw_free(lives);
+    sw_free(bills);
     sw_free(t);
     sw_free(recs);
     sw_free(buf);
@@ -373,6 +509,11 @@ const struct sw_cli_spec sw_cli_report_specs[] = {
              "cost, egress, the total, what the same GPU-hours would cost on on-demand and\n"
              "the saving, preemptions and lost GPU-hours, and the costliest Jobs. A Job\n"
              "counts in the period it completed in (or was submitted in, if it never did).\n"
+             "From the hub, pools bound to a Karpenter NodePool are billed too: their\n"
+             "nodes' hours in the period (NodeClaim created to deleted) x GPUs x the pool's\n"
+             "price, the share of the Jobs that ran there by their GPUs, and the idle rest\n"
+             "(provisioning, partly used nodes, consolidation); in the table and in JSON\n"
+             "(\"nodepools\"), not in CSV.\n"
              "\n"
              "Options:\n"
              "  --from DATE, --to DATE   the period: YYYY-MM-DD or RFC 3339\n"

@@ -56,6 +56,7 @@ static const struct sw_cli_column status_columns[] = {
     {"EXPECTED", "expected", 1},
     {"MIRROR", "mirror", 1},
     {"PREEMPTIONS", "preemptions", 1},
+    {"NODE WAIT", "nodeWait", 1},
     {"DETAIL", "detail", 0},
 };
 
@@ -191,6 +192,15 @@ static int status_once(const struct sw_cli_globals *g, redisContext *c, const ch
         cJSON_AddStringToObject(row, "mirror", r.mirror[0] ? r.mirror : "-");
         snprintf(buf, sizeof(buf), "%d", r.preemptions);
         cJSON_AddStringToObject(row, "preemptions", buf);
+        /* A node provisioned for the mirror: the wait, or how long so far. */
+        if (r.node_wait_s > 0)
+            snprintf(buf, sizeof(buf), "%.0fs", r.node_wait_s);
+        else if (r.node_wait_ms > 0 && r.dispatched_ms > 0)
+            snprintf(buf, sizeof(buf), "%llds so far",
+                     (long long)((now_ms() - r.dispatched_ms) / 1000));
+        else
+            snprintf(buf, sizeof(buf), "-");
+        cJSON_AddStringToObject(row, "nodeWait", buf);
         cJSON_AddStringToObject(row, "detail", r.reason[0] ? r.reason : r.summary);
         cJSON_AddItemToArray(rows, row);
     }
@@ -280,6 +290,38 @@ static const char *text(const cJSON *o, const char *path)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* One option's line of "what the figures rest on" (its "basis", written by
+ * the hub: a pool's provisioning delay and interruption rate, learned or
+ * the prior). Nothing when the decision predates it. */
+static void print_basis(const cJSON *o)
+{
+    const cJSON *b = sw_json_path(o, "basis");
+    if (!cJSON_IsObject(b))
+        return;
+    const char *np = text(b, "nodePool");
+    const char *pfrom = text(b, "provisionFrom"), *ifrom = text(b, "interruptFrom");
+    char where[96] = "";
+    if (np[0])
+        snprintf(where, sizeof(where), " of NodePool %s", np);
+    printf("  %-16s provisioning ", text(o, "pool"));
+    if (strcmp(pfrom, "none") == 0)
+        printf("none (no node is added)");
+    else if (strcmp(pfrom, "learned") == 0)
+        printf("%.0f s, learned from %.0f NodeClaim%s%s", num(b, "provisionSeconds"),
+               num(b, "provisionsSeen"), num(b, "provisionsSeen") == 1 ? "" : "s", where);
+    else
+        printf("%.0f s, the prior (%s)", num(b, "provisionSeconds"),
+               np[0] ? "no NodeClaim of its NodePool seen yet" : "fixed nodes");
+    printf("; interruptions ");
+    if (strcmp(ifrom, "none") == 0)
+        printf("none\n");
+    else if (strcmp(ifrom, "learned") == 0)
+        printf("%.3f/h, learned (%.0f in %.2f h of running, weighed with the prior)\n",
+               num(b, "interruptPerHour"), num(b, "interruptionsSeen"), num(b, "runHoursSeen"));
+    else
+        printf("%.3f/h, the prior\n", num(b, "interruptPerHour"));
+}
+
 static int explain_run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
     const char *key = a->pos[0];
@@ -339,6 +381,16 @@ static int explain_run(const struct sw_cli_globals *g, const struct sw_cli_args 
     printf("Decision:  %s\n", text(ro, "summary")[0] ? text(ro, "summary") : "(none yet)");
     if (text(ro, "reason")[0])
         printf("Reason:    %s\n", text(ro, "reason"));
+    if (num(ro, "nodeWaitSeconds") > 0)
+        printf("Node:      waited %.0f s for NodeClaim %s of NodePool %s (expected %.0f s)\n",
+               num(ro, "nodeWaitSeconds"), text(ro, "nodeClaim"), text(ro, "nodePool"),
+               num(ro, "nodeWaitExpectedSeconds"));
+    else if (num(ro, "nodeWaitMs") > 0)
+        printf("Node:      waiting for NodeClaim %s of NodePool %s, %.0f s so far (expected %.0f "
+               "s)\n",
+               text(ro, "nodeClaim"), text(ro, "nodePool"),
+               (double)(now_ms() - (int64_t)num(ro, "dispatchedMs")) / 1000.0,
+               num(ro, "nodeWaitExpectedSeconds"));
     if (eo == NULL) {
         printf("\nNo decision is stored yet: the hub decides a Job once it waits for GPUs\n"
                "(annotation-only) or as soon as it sees it (delegated).\n");
@@ -367,6 +419,10 @@ static int explain_run(const struct sw_cli_globals *g, const struct sw_cli_args 
                chosen                           ? "<- chosen"
                : strcmp(ex_reason, "none") != 0 ? ex_reason
                                                 : "");
+    }
+    if (cJSON_IsObject(sw_json_path(cJSON_GetArrayItem(sw_json_path(eo, "options"), 0), "basis"))) {
+        printf("\nWhat the engine was given:\n");
+        cJSON_ArrayForEach(o, sw_json_path(eo, "options")) print_basis(o);
     }
 out:
     cJSON_Delete(ro);
@@ -498,7 +554,10 @@ const struct sw_cli_spec sw_cli_status_specs[] = {
              "\n"
              "The hub's stored decision for one Job: the verdict and why, then every\n"
              "pool it weighed with its expected cost (run, provisioning, interruptions,\n"
-             "egress), wait, completion and, when excluded, the reason.\n",
+             "egress), wait, completion and, when excluded, the reason; then, per pool,\n"
+             "the provisioning delay and interruption rate the engine was given and what\n"
+             "they rest on: learned from a NodePool's NodeClaims and interruptions (how\n"
+             "many), or the prior.\n",
      .examples = "  spillctl explain onprem/research/train-llama\n"
                  "  spillctl explain onprem/research/train-llama -o json\n",
      .min_pos = 1,

@@ -52,6 +52,8 @@ struct round {
     size_t nwork, cap_work, cap_jobs, cap_requeued;
     const struct sw_pool_spec **specs; /* per pool: the registered pool it came from */
     size_t cap_specs;
+    struct sw_pool_figures *figs; /* per pool: its figures and what they rest on */
+    size_t cap_figs;
     struct sw_running *running;
     size_t nrunning, cap_running;
     struct sw_running *mig_running; /* per pool, SW_MAX_MIG each */
@@ -128,7 +130,8 @@ static void add_pools(struct round *rd)
                 grow((void **)&rd->aheads, &rd->cap_aheads, rd->npools + 1, sizeof(*rd->aheads)) !=
                     0 ||
                 grow((void **)&rd->naheads, &rd->cap_naheads, rd->npools + 1,
-                     sizeof(*rd->naheads)) != 0)
+                     sizeof(*rd->naheads)) != 0 ||
+                grow((void **)&rd->figs, &rd->cap_figs, rd->npools + 1, sizeof(*rd->figs)) != 0)
                 break;
             rd->aheads[rd->npools] = NULL;
             rd->naheads[rd->npools] = 0;
@@ -198,6 +201,7 @@ static void add_pools(struct round *rd)
                 rd->naheads[rd->npools] = a ? qh.nahead : 0;
             }
             rd->specs[rd->npools] = ps;
+            rd->figs[rd->npools] = fig;
             rd->npools++;
         }
         sw_capacity_free(&cap);
@@ -399,6 +403,42 @@ static double billed_gpus(const struct sw_workload *w, const struct sw_pool *p)
     return (double)sw_workload_gpus(w);
 }
 
+/* Adds to an option of the explanation what its pool's provisioning delay
+ * and interruption rate rest on (learned, or the prior). */
+static bool add_basis(const struct round *rd, const struct sw_snapshot *snap, cJSON *o)
+{
+    const char *pool = sw_json_str(o, "pool");
+    for (size_t p = 0; pool != NULL && p < snap->n_pools; p++) {
+        if (strcmp(snap->pools[p].name, pool) != 0)
+            continue;
+        const struct sw_pool_figures *f = &rd->figs[p];
+        cJSON *b = sw_learn_basis_json(f->nodepool, f->seen, snap->pools[p].provision_s,
+                                       snap->pools[p].interrupt_per_h);
+        return b != NULL && cJSON_AddItemToObject(o, "basis", b);
+    }
+    return true;
+}
+
+/* The decision's explanation (placement/explain.h) with, for every option,
+ * what its pool's figures rest on; compact JSON (sw_free), NULL on ENOMEM. */
+static char *explain(const struct round *rd, const struct sw_snapshot *snap,
+                     const struct sw_decision *d)
+{
+    cJSON *e = NULL;
+    if (sw_explain_json(snap, &rd->h->policy, d, &e) != 0)
+        return NULL;
+    bool ok = true;
+    cJSON *chosen = cJSON_GetObjectItemCaseSensitive(e, "chosen"), *o;
+    if (chosen)
+        ok = add_basis(rd, snap, chosen);
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(e, "options")) ok =
+        ok && add_basis(rd, snap, o);
+    /* cJSON allocates through sw_malloc (sw_json_init_hooks): sw_free frees it. */
+    char *text = ok ? cJSON_PrintUnformatted(e) : NULL;
+    cJSON_Delete(e);
+    return text;
+}
+
 static void apply(struct round *rd, const struct sw_snapshot *snap, const struct sw_decision *d)
 {
     struct sw_hub *h = rd->h;
@@ -467,8 +507,7 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         r->state = SW_JS_OBSERVED;
     }
     sw_free(j->explain);
-    j->explain = NULL;
-    sw_explain_json_string(snap, &h->policy, d, &j->explain);
+    j->explain = explain(rd, snap, d);
     j->busy = true;
     if (sw_rec_write(h, j, on_decided_written, NULL) != 0)
         sw_hub_step_done(h, j, SW_EUNAVAIL);
@@ -514,6 +553,7 @@ out:
     sw_free(rd.jobs);
     sw_free(rd.requeued);
     sw_free(rd.specs);
+    sw_free(rd.figs);
     sw_free(rd.running);
     sw_free(rd.mig_running);
     sw_free(rd.queues);

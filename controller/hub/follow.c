@@ -465,12 +465,86 @@ static void requeue_step(struct sw_hub *h, struct sw_job *j, struct sw_member *t
         r->state = SW_JS_OBSERVED;
         r->started_ms = 0;
         r->mirror_completed_ms = 0;
+        r->node_wait_ms = 0; /* the next attempt's wait is its own */
+        r->node_pool[0] = r->node_claim[0] = '\0';
+        r->node_wait_expected_s = r->node_wait_s = 0;
         j->outputs_done = 0;
         j->status_synced = false;
     }
     j->busy = true;
     if (sw_rec_write(h, j, requeued_written, NULL) != 0)
         sw_hub_step_done(h, j, SW_EUNAVAIL);
+}
+
+/* ---- a mirror waiting for a node being provisioned ------------------------- */
+
+static void node_wait_event(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    char msg[600];
+    snprintf(msg, sizeof(msg),
+             "mirror %s/%s/%s waits for a node: NodeClaim %s of NodePool %s is being "
+             "provisioned in %s (expected %.0f s)",
+             r->target_cluster, r->ns, r->mirror, r->node_claim, r->node_pool, r->target_cluster,
+             r->node_wait_expected_s);
+    sw_follow_event(h, r, "Normal", "WaitingForNode", msg);
+}
+
+static void node_wait_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
+{
+    (void)ctx;
+    if (rc == 0)
+        node_wait_event(h, &j->rec);
+    sw_hub_step_done(h, j, rc);
+}
+
+/*
+ * A dispatched mirror with no pod ready and one not bound to a node: when
+ * its pool is adding a node for it (capacity.c says; a NodePool's
+ * NodeClaim launching), the wait is
+ * recorded first and the origin told (WaitingForNode), once per attempt.
+ * True when a step started.
+ */
+static bool node_wait(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    /* Only a pod not bound to a node waits for one. */
+    int bound = 0;
+    int pods = sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, &bound);
+    struct sw_node_wait w;
+    if (pods <= bound || !sw_capacity_node_wait(h, r, &w))
+        return false;
+    r->node_wait_ms = sw_hub_wall_ms();
+    snprintf(r->node_pool, sizeof(r->node_pool), "%s", w.nodepool);
+    snprintf(r->node_claim, sizeof(r->node_claim), "%s", w.nodeclaim);
+    r->node_wait_expected_s = w.expected_s;
+    SW_LOG(SW_LOG_INFO, "mirror waits for a node", "job=%s cluster=%s nodepool=%s nodeclaim=%s",
+           sw_log_q(r->key), sw_log_q(r->target_cluster), sw_log_q(r->node_pool),
+           sw_log_q(r->node_claim));
+    j->busy = true;
+    if (sw_rec_write(h, j, node_wait_written, NULL) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+    return true;
+}
+
+/* The mirror runs after waiting for a node: the wait, mirror created to
+ * running, and the claim of the node its pod runs on (the scheduler may
+ * bind it to another new node than the one Karpenter made for it) go into
+ * the record (with the running state) and onto the origin. */
+static void node_waited(struct sw_hub *h, struct sw_job_rec *r)
+{
+    r->node_wait_s =
+        r->started_ms > r->dispatched_ms ? (double)(r->started_ms - r->dispatched_ms) / 1000.0 : 0;
+    char node[128], claim[64];
+    if (sw_observe_pod_node(h, r->target_cluster, r->ns, r->mirror, node, sizeof(node)) &&
+        sw_capacity_claim_of_node(h, r->target_cluster, node, claim, sizeof(claim)))
+        snprintf(r->node_claim, sizeof(r->node_claim), "%s", claim);
+    char msg[600];
+    snprintf(msg, sizeof(msg),
+             "mirror %s/%s/%s runs after %.0f s waiting for a node: NodeClaim %s of NodePool %s "
+             "(expected %.0f s)",
+             r->target_cluster, r->ns, r->mirror, r->node_wait_s, r->node_claim, r->node_pool,
+             r->node_wait_expected_s);
+    sw_follow_event(h, r, "Normal", "NodeProvisioned", msg);
 }
 
 static void finish(struct sw_hub *h, struct sw_job *j, enum sw_job_state s, const char *why)
@@ -668,11 +742,15 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
     const cJSON *ms = sw_json_child(mirror, "status");
     int active = count_of(ms, "active");
     int ready = count_of(ms, "ready");
+    if (r->state == SW_JS_DISPATCHED && ready == 0 && r->node_wait_ms == 0 && node_wait(h, j))
+        return;
     /* Running means a pod runs (ready), not only that one exists: a pod
      * waiting for a node is active too. */
     if (r->state == SW_JS_DISPATCHED && ready > 0) {
         r->state = SW_JS_RUNNING;
         r->started_ms = sw_hub_wall_ms();
+        if (r->node_wait_ms > 0)
+            node_waited(h, r);
         j->busy = true;
         if (strcmp(r->target_cluster, r->cluster) != 0)
             sw_data_outputs(h, j, false);

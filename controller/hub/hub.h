@@ -39,6 +39,7 @@
 #include "controller/hub/annotations.h"
 #include "controller/hub/config.h"
 #include "controller/hub/jobrec.h"
+#include "controller/hub/learn.h"
 #include "controller/hub/mirror.h"
 #include "net/http.h"
 #include "placement/engine.h"
@@ -90,17 +91,29 @@ struct sw_job {
 /** What the hub found and learned of one of a member's NodePools (capacity.c). */
 struct sw_nodepool_state {
     char name[SW_CLUSTER_NAME_MAX];
-    uint64_t provisions;    /* NodeClaims seen from created to Initialized */
-    double provision_sum_s; /* their delays added up */
-    double provision_last_s;
-    uint64_t interruptions;          /* mirrors lost here (a NodeClaim or node gone under them) */
-    double run_hours;                /* hours mirrors ran here, to the end of each */
+    struct sw_learned seen; /* what its figures are learned from (kept in Redis) */
+    /* Claims Initialized at or before this (wall ms) were counted by an
+     * earlier leader: the figures loaded from Redis include them. */
+    int64_t loaded_mark_ms;
+    bool dirty;                      /* seen changed since it was last written to Redis */
+    bool writing;                    /* a write is in flight */
     struct sw_nodepool_capacity cap; /* the last figures */
     bool have_cap;
     char problem[200]; /* why it gave none (no such NodePool, no GPU limit); "" */
 };
 
 #define SW_HUB_COUNTED_CLAIMS 128
+
+/** A NodeClaim of a bound NodePool, its life kept for the bill (capacity.c). */
+struct sw_claim_life {
+    char name[SW_CLUSTER_NAME_MAX + 32];
+    char nodepool[SW_CLUSTER_NAME_MAX];
+    char pool[SW_CLUSTER_NAME_MAX]; /* the registered pool bound to it */
+    int64_t gpus;
+    double price_gpu_h;
+    int64_t created_ms, deleted_ms; /* deleted 0: not yet */
+    bool dirty, writing;
+};
 
 /** A member cluster, as the registry has it, with its live client and cache. */
 struct sw_member {
@@ -123,6 +136,9 @@ struct sw_member {
     size_t nnodepools;
     char counted[SW_HUB_COUNTED_CLAIMS][SW_CLUSTER_NAME_MAX + 32];
     size_t counted_at;
+    /* Its bound NodePools' claims, until their end is in Redis. */
+    struct sw_claim_life *lives;
+    size_t nlives, cap_lives;
 };
 
 /** A region's object store, loaded from the replication stores. */
@@ -243,6 +259,14 @@ struct sw_hub {
     size_t dispatch_backlog;
     struct sw_pending_event *events_head, *events_tail;
     size_t nevents;
+
+    /* NodePools' learned figures as the leader loaded them from Redis
+     * (capacity.c): a NodePool's state starts from its entry */
+    struct sw_learned_entry {
+        char key[2 * SW_CLUSTER_NAME_MAX + 2]; /* "cluster/nodepool" */
+        struct sw_learned seen;
+    } * learned;
+    size_t nlearned;
 
     /* metrics and health */
     struct sw_hub_metrics m;
@@ -373,6 +397,18 @@ struct sw_pool_figures {
         int per_gpu;
         int64_t total, free;
     } mig[SW_MAX_MIG];
+    /* What the last two rest on, for explain (sw_learn_basis_json): the
+     * NodePool ("" on fixed nodes) and what was seen there (NULL: the
+     * priors). Borrowed from the member for the round. */
+    const char *nodepool;
+    const struct sw_learned *seen;
+};
+
+/** A mirror waiting for a node its pool is provisioning (sw_capacity_node_wait). */
+struct sw_node_wait {
+    char nodepool[64];
+    char nodeclaim[64];
+    double expected_s; /* the provisioning delay the engine was given */
 };
 
 /** Where a pool's capacity comes from: one implementation per kind. */
@@ -386,14 +422,27 @@ struct sw_capacity_source {
      */
     int (*figures)(struct sw_hub *h, struct sw_member *m, const struct sw_pool_spec *ps,
                    const struct sw_gpu_capacity *cap, struct sw_pool_figures *out);
+    /**
+     * Whether pool `ps` is adding a node that the mirror of record `r`
+     * (dispatched, no pod ready) waits for, filling *out; false when its
+     * capacity is not provisioned on demand (fixed nodes) or nothing
+     * launching since the mirror was created holds its GPUs.
+     */
+    bool (*node_wait)(struct sw_hub *h, struct sw_member *m, const struct sw_pool_spec *ps,
+                      const struct sw_job_rec *r, struct sw_node_wait *out);
 };
 
 /** The capacity source of a registered pool. */
 const struct sw_capacity_source *sw_capacity_source_of(const struct sw_pool_spec *ps);
 /** Whether any pool of the spec is bound to a NodePool (its cache then watches them). */
 bool sw_capacity_wants_karpenter(const struct sw_cluster_spec *spec);
-/** A member's state for a NodePool, added when missing; NULL when the table is full. */
-struct sw_nodepool_state *sw_capacity_nodepool_state(struct sw_member *m, const char *nodepool);
+/**
+ * A member's state for a NodePool, added when missing (starting from what
+ * the leader loaded from Redis for it, if anything); NULL when the table is
+ * full.
+ */
+struct sw_nodepool_state *sw_capacity_nodepool_state(struct sw_hub *h, struct sw_member *m,
+                                                     const char *nodepool);
 /** The provisioning delay the engine is given: the mean seen, or the prior. */
 double sw_capacity_provision_s(const struct sw_nodepool_state *s);
 /**
@@ -401,10 +450,32 @@ double sw_capacity_provision_s(const struct sw_nodepool_state *s);
  * lost + 0.1 x 10) / (hours run + 10), the 0.1/h prior weighing as 10 hours.
  */
 double sw_capacity_interrupt_rate(const struct sw_nodepool_state *s);
+/**
+ * Whether the record's mirror (dispatched, no pod ready) waits for a node
+ * its target pool is provisioning: the pool's capacity source says (a
+ * NodePool's NodeClaim launching since the mirror was created, made for
+ * the mirror's GPUs: sw_nodeclaim_pick).
+ */
+bool sw_capacity_node_wait(struct sw_hub *h, const struct sw_job_rec *r, struct sw_node_wait *out);
+/**
+ * The NodeClaim of node `node` in cluster `cluster` (status.nodeName), into
+ * claim; false when no cached claim has that node.
+ */
+bool sw_capacity_claim_of_node(struct sw_hub *h, const char *cluster, const char *node, char *claim,
+                               size_t len);
 /** A mirror ended (interrupted: lost and requeued): counted for its NodePool, if any. */
 void sw_capacity_mirror_ended(struct sw_hub *h, const struct sw_job_rec *r, bool interrupted);
 /** A NodeClaim of the member changed: learns its provisioning delay once Initialized. */
 void sw_capacity_claim_changed(struct sw_hub *h, struct sw_member *m, const char *key);
+/**
+ * Loads every NodePool's learned figures from Redis (spillway:learned), as
+ * a new leader does before it acts, then calls done (rc 0, or why not).
+ * Members known already start again from what was loaded, and their
+ * cached NodeClaims Initialized since are counted once.
+ */
+int sw_capacity_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc));
+/** Each tick of the leader: writes changed learned figures, under the epoch. */
+void sw_capacity_flush(struct sw_hub *h);
 
 /* ---- observe.c ------------------------------------------------------------ */
 
@@ -436,6 +507,9 @@ const cJSON *sw_observe_mirror_final(struct sw_hub *h, const struct sw_job_rec *
  * Unschedulable for lack of nvidia.com/gpu and none is bound to a node.
  */
 bool sw_observe_starved(struct sw_hub *h, const struct sw_job_rec *r, bool *any_bound);
+/** A node one of the Job's pods is bound to, into node; false when none is. */
+bool sw_observe_pod_node(struct sw_hub *h, const char *cluster, const char *ns,
+                         const char *job_name, char *node, size_t len);
 /** Pods of the Job bound to a node the cluster no longer has; names one. */
 int sw_observe_lost(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,
                     char *node, size_t len);

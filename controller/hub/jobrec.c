@@ -69,6 +69,11 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
     cJSON_AddNumberToObject(o, "startedMs", (double)r->started_ms);
     cJSON_AddNumberToObject(o, "finishedMs", (double)r->finished_ms);
     cJSON_AddNumberToObject(o, "mirrorCompletedMs", (double)r->mirror_completed_ms);
+    cJSON_AddNumberToObject(o, "nodeWaitMs", (double)r->node_wait_ms);
+    cJSON_AddStringToObject(o, "nodePool", r->node_pool);
+    cJSON_AddStringToObject(o, "nodeClaim", r->node_claim);
+    cJSON_AddNumberToObject(o, "nodeWaitExpectedSeconds", r->node_wait_expected_s);
+    cJSON_AddNumberToObject(o, "nodeWaitSeconds", r->node_wait_s);
     cJSON_AddNumberToObject(o, "epoch", (double)r->epoch);
     cJSON_AddStringToObject(o, "onClusterLoss", r->wait_on_loss ? "wait" : "requeue");
     cJSON *st = cJSON_AddArrayToObject(o, "staleMirrors");
@@ -157,6 +162,11 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     N("startedMs", started_ms, int64_t);
     N("finishedMs", finished_ms, int64_t);
     N("mirrorCompletedMs", mirror_completed_ms, int64_t);
+    N("nodeWaitMs", node_wait_ms, int64_t);
+    S("nodePool", node_pool);
+    S("nodeClaim", node_claim);
+    N("nodeWaitExpectedSeconds", node_wait_expected_s, double);
+    N("nodeWaitSeconds", node_wait_s, double);
     N("epoch", epoch, int64_t);
 #undef S
 #undef N

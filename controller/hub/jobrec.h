@@ -25,6 +25,12 @@
 #define SW_KEY_RULE_OWNER "spillway:rule-owner:"
 /* member clusters cut off on purpose (spillctl drill): a hash, name -> why */
 #define SW_KEY_FENCE "spillway:fence"
+/* a hash: "cluster/nodepool" -> what the hub learned there (learn.h), JSON */
+#define SW_KEY_LEARNED "spillway:learned"
+/* a hash: "cluster/nodeclaim" -> a bound NodePool's NodeClaim's life (JSON:
+ * cluster, pool, nodePool, gpus, pricePerGpuHour, createdMs, deletedMs),
+ * what spillctl report chargeback --from-hub bills as node-hours */
+#define SW_KEY_NODE_HOURS "spillway:node-hours"
 
 /** A Job's place in the burst lifecycle (the record's "state"). */
 enum sw_job_state {
@@ -102,6 +108,16 @@ struct sw_job_rec {
      * ms; 0 not seen): a mirror deleted after that completed, whatever a
      * later look at the cluster finds. */
     int64_t mirror_completed_ms;
+    /* The current attempt's wait for a node being provisioned (a pool bound
+     * to a NodePool, capacity.c): when the hub saw the mirror wait for one
+     * (wall ms, the WaitingForNode Event sent; 0 none), the NodePool and
+     * NodeClaim, the delay the engine expected, and once the mirror runs
+     * the wait itself (mirror created to running, seconds; 0 not yet). */
+    int64_t node_wait_ms;
+    char node_pool[64];
+    char node_claim[64];
+    double node_wait_expected_s;
+    double node_wait_s;
     int64_t epoch;     /* of the last write */
     bool wait_on_loss; /* spillway.io/on-cluster-loss: wait (as of the last decision) */
     int nstale;        /* mirrors to delete from clusters that were lost */

@@ -66,8 +66,8 @@ static void on_loaded(struct sw_hub *h, int rc)
 {
     h->loading = false;
     if (rc != 0) {
-        SW_LOG(SW_LOG_ERROR, "cannot load the job records; trying again", "epoch=%lld",
-               (long long)h->epoch);
+        SW_LOG(SW_LOG_ERROR, "cannot load the job records or the learned figures; trying again",
+               "epoch=%lld", (long long)h->epoch);
         return;
     }
     h->loaded = true;
@@ -86,6 +86,14 @@ void sw_leader_lost(struct sw_hub *h, const char *why)
 }
 
 static void load_records(struct sw_hub *h);
+
+/* The records are in: the NodePools' learned figures next (capacity.c). */
+static void on_records(struct sw_hub *h, int rc)
+{
+    if (rc == 0 && sw_capacity_load(h, on_loaded) == 0)
+        return;
+    on_loaded(h, rc != 0 ? rc : SW_EUNAVAIL);
+}
 
 /* No replica acknowledged the epoch: acting is safe only if none is connected. */
 static void on_role(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
@@ -145,7 +153,7 @@ static void load_records(struct sw_hub *h)
             h->loading = false;
         return;
     }
-    if (sw_rec_load_all(h, on_loaded) != 0)
+    if (sw_rec_load_all(h, on_records) != 0)
         h->loading = false;
 }
 

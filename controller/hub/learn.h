@@ -5,7 +5,11 @@
 #ifndef SW_CONTROLLER_HUB_LEARN_H
 #define SW_CONTROLLER_HUB_LEARN_H
 
+#include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "common/error.h"
 
 /* Priors: what the hub assumes until it has seen better (docs/hub.md). */
 #define SW_PRIOR_PROVISION_S     60.0 /* a cloud node added */
@@ -24,5 +28,49 @@ double sw_learn_provision_s(uint64_t n, double sum_s);
  * rules while little was seen and what was seen takes over as hours add up.
  */
 double sw_learn_interrupt_rate(uint64_t interruptions, double hours);
+
+/**
+ * What the hub has seen of one NodePool: the counts its figures are learned
+ * from. The leader keeps it in Redis (spillway:learned, one JSON per
+ * "cluster/nodepool"), so that a new leader starts from it, not the prior.
+ */
+struct sw_learned {
+    uint64_t provisions;     /* NodeClaims seen from created to Initialized */
+    double provision_sum_s;  /* their delays added up */
+    double provision_last_s; /* the latest one */
+    int64_t last_ready_ms;   /* the latest Initialized time counted (wall ms; 0 none) */
+    uint64_t interruptions;  /* mirrors lost here (a NodeClaim or node gone under them) */
+    double run_hours;        /* hours mirrors ran here, to the end of each */
+};
+
+/** The learned figures as JSON (new; the caller deletes it), NULL on ENOMEM. */
+cJSON *sw_learned_to_json(const struct sw_learned *l);
+
+/**
+ * Reads learned figures (borrowed) into *out. `what` names them in errors
+ * (the Redis hash field); every field is required, counts and hours are
+ * non-negative. *out is untouched on error.
+ */
+int sw_learned_from_json(const cJSON *o, const char *what, struct sw_learned *out,
+                         struct sw_error *err);
+
+/**
+ * What a pool's provisioning delay and interruption rate rest on, for
+ * `spillctl explain` (new JSON object; NULL on ENOMEM):
+ *
+ *   {"source": "nodes"|"nodepool", "nodePool": NAME (nodepool only),
+ *    "provisionSeconds": S, "provisionFrom": "learned"|"prior"|"none",
+ *    "provisionsSeen": N,
+ *    "interruptPerHour": R, "interruptFrom": "learned"|"prior"|"none",
+ *    "interruptionsSeen": K, "runHoursSeen": H}
+ *
+ * `seen` is NULL for a pool on fixed nodes (its figures are the priors);
+ * "none" is a figure that does not apply (an owned pool adds no node, an
+ * on-demand pool is not interrupted). An interruption rate is "learned"
+ * once anything ran or was interrupted there: it is then what was seen
+ * weighed with the prior (sw_learn_interrupt_rate).
+ */
+cJSON *sw_learn_basis_json(const char *nodepool, const struct sw_learned *seen, double provision_s,
+                           double interrupt_per_h);
 
 #endif

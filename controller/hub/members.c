@@ -107,6 +107,7 @@ static void member_free(struct sw_member *m)
     for (size_t i = 0; i < m->nnamespaces; i++)
         sw_free(m->namespaces[i]);
     sw_free(m->namespaces);
+    sw_free(m->lives);
     sw_cluster_record_clear(&m->rec);
     sw_free(m);
 }
@@ -213,7 +214,7 @@ void sw_members_publish(struct sw_hub *h)
             cJSON_AddNumberToObject(no, "room", (double)s->cap.room);
             cJSON_AddNumberToObject(no, "nodes", s->cap.nodes);
             cJSON_AddNumberToObject(no, "provisionSeconds", sw_capacity_provision_s(s));
-            cJSON_AddNumberToObject(no, "provisionsSeen", (double)s->provisions);
+            cJSON_AddNumberToObject(no, "provisionsSeen", (double)s->seen.provisions);
         }
         cJSON_AddBoolToObject(o, "synced", m->cache && sw_cluster_cache_synced(m->cache));
         cJSON_AddNumberToObject(o, "apiRequests",

@@ -230,10 +230,10 @@ static void render_nodepools(struct sw_hub *h, struct sw_buf *b)
                                                     "spillway_nodepool_interruptions_total",
                                                     "spillway_nodepool_interrupt_rate_per_hour"};
                 double v = f == 0   ? sw_capacity_provision_s(s)
-                           : f == 1 ? (double)s->provisions
+                           : f == 1 ? (double)s->seen.provisions
                            : f == 2 ? (s->have_cap ? (double)s->cap.limit : -1)
                            : f == 3 ? (double)s->cap.room
-                           : f == 4 ? (double)s->interruptions
+                           : f == 4 ? (double)s->seen.interruptions
                                     : sw_capacity_interrupt_rate(s);
                 sw_buf_addf(b, "%s{cluster=\"%s\",nodepool=\"%s\"} %g\n", names[f], m->rec.name,
                             s->name, v);

@@ -37,6 +37,7 @@ struct pod_agg {
     int starved; /* Unschedulable for lack of GPUs */
     int lost;    /* bound to a node the cache saw deleted, or whose NodeClaim is deleted */
     char lost_node[128];
+    char node[128]; /* a node one of its pods is bound to ("" none) */
     struct pod_agg *next;
 };
 
@@ -132,6 +133,8 @@ static void agg_pod(const char *key, const void *obj, void *ctx)
     const char *node = pod->node;
     if (node && node[0]) {
         a->bound++;
+        if (a->node[0] == '\0')
+            snprintf(a->node, sizeof(a->node), "%.127s", node);
         /* Lost only when its node was seen deleted: a node the cache has
          * not delivered yet is not gone, and its pods still run. */
         bool gone = sw_cluster_cache_node_gone(ps->cache, node);
@@ -159,6 +162,19 @@ int sw_observe_pods(struct sw_hub *h, const char *cluster, const char *ns, const
     if (bound)
         *bound = a ? a->bound : 0;
     return a ? a->pods : 0;
+}
+
+bool sw_observe_pod_node(struct sw_hub *h, const char *cluster, const char *ns,
+                         const char *job_name, char *node, size_t len)
+{
+    (void)h;
+    char k[200];
+    snprintf(k, sizeof(k), "%s/%s/%s", cluster, ns, job_name);
+    struct pod_agg *a = agg_find(k, false);
+    if (a == NULL || a->node[0] == '\0')
+        return false;
+    snprintf(node, len, "%s", a->node);
+    return true;
 }
 
 int sw_observe_lost(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,

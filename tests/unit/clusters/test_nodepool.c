@@ -128,6 +128,7 @@ static void test_nodeclaim_facts(void **state)
     assert_string_equal(f.nodepool, "gpu-spot");
     assert_string_equal(f.node_name, "gpu-spot-abc");
     assert_int_equal(f.gpus, 8);
+    assert_int_equal(f.requested, 4);
     assert_int_equal(f.ready_ms - f.created_ms, 47000);
     assert_false(f.deleting);
     cJSON_Delete(j);
@@ -136,6 +137,7 @@ static void test_nodeclaim_facts(void **state)
     assert_int_equal(sw_nodeclaim_facts_from_json(j, &f, &err), 0);
     assert_null(f.node_name);
     assert_int_equal(f.gpus, 4);
+    assert_int_equal(f.requested, 4);
     assert_int_equal(f.ready_ms, 0);
     cJSON_Delete(j);
     /* A bad creation time names the claim and the field. */
@@ -143,6 +145,28 @@ static void test_nodeclaim_facts(void **state)
     assert_int_equal(sw_nodeclaim_facts_from_json(j, &f, &err), SW_EPARSE);
     assert_non_null(strstr(err.msg, "NodeClaim x"));
     assert_non_null(strstr(err.msg, "creationTimestamp"));
+    cJSON_Delete(j);
+    /* Karpenter's kwok provider: capacity 4 (the pod's request), allocatable
+     * 8 (the instance's): the node holds 8. */
+    j = parse("{\"metadata\":{\"name\":\"k\",\"creationTimestamp\":\"2026-11-25T12:00:00Z\"},"
+              "\"spec\":{\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"4\"}}},"
+              "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"4\"},"
+              "\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}}");
+    assert_int_equal(sw_nodeclaim_facts_from_json(j, &f, &err), 0);
+    assert_int_equal(f.gpus, 8);
+    assert_int_equal(f.requested, 4);
+    cJSON_Delete(j);
+    /* Being deleted: when. */
+    j = parse("{\"metadata\":{\"name\":\"z\",\"creationTimestamp\":\"2026-11-25T12:00:00Z\","
+              "\"deletionTimestamp\":\"2026-11-25T12:30:00Z\"}}");
+    assert_int_equal(sw_nodeclaim_facts_from_json(j, &f, &err), 0);
+    assert_true(f.deleting);
+    assert_int_equal(f.deleted_ms - f.created_ms, 1800000);
+    cJSON_Delete(j);
+    j = parse("{\"metadata\":{\"name\":\"z\",\"creationTimestamp\":\"2026-11-25T12:00:00Z\","
+              "\"deletionTimestamp\":\"soon\"}}");
+    assert_int_equal(sw_nodeclaim_facts_from_json(j, &f, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "deletionTimestamp"));
     cJSON_Delete(j);
     /* A bad Initialized transition time too. */
     j = claim("y", "gpu-spot", NULL, NULL, "4", "yesterday");
@@ -265,11 +289,36 @@ static void test_capacity_figures(void **state)
     cJSON_Delete(npj);
 }
 
+/* Two mirrors burst at once are told apart by what they ask. */
+static void test_nodeclaim_pick(void **state)
+{
+    (void)state;
+    struct sw_claim_candidate c[] = {
+        {"gpu-spot-d2qq5", 1000, 8},
+        {"gpu-spot-6h97w", 1000, 4},
+        {"gpu-spot-late", 2000, 4},
+    };
+    /* Exact room first, the earliest of those. */
+    assert_int_equal(sw_nodeclaim_pick(c, 3, 4), 1);
+    assert_int_equal(sw_nodeclaim_pick(c, 3, 8), 0);
+    /* No exact room: the tightest that holds it. */
+    assert_int_equal(sw_nodeclaim_pick(c, 3, 2), 1);
+    /* Pods on more than one node: the claim with the most room. */
+    assert_int_equal(sw_nodeclaim_pick(c, 3, 16), 0);
+    assert_int_equal(sw_nodeclaim_pick(c, 0, 1), -1);
+    /* A claim already named for another mirror has less room left. */
+    c[0].room = 0;
+    assert_int_equal(sw_nodeclaim_pick(c, 3, 8), 1);
+    c[1].room = c[2].room = 0;
+    assert_int_equal(sw_nodeclaim_pick(c, 3, 8), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nodepool_facts),
         cmocka_unit_test(test_nodeclaim_facts),
+        cmocka_unit_test(test_nodeclaim_pick),
         cmocka_unit_test(test_capacity_figures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,6 +53,11 @@ static void test_round_trip(void **state)
     (void)state;
     struct sw_job_rec a, b;
     fill(&a);
+    a.node_wait_ms = 1795416356850;
+    snprintf(a.node_pool, sizeof(a.node_pool), "gpu-spot");
+    snprintf(a.node_claim, sizeof(a.node_claim), "gpu-spot-x7k2p");
+    a.node_wait_expected_s = 60;
+    a.node_wait_s = 21.5;
     cJSON *o = sw_job_rec_to_json(&a);
     assert_non_null(o);
     char *text = cJSON_PrintUnformatted(o);
@@ -84,6 +89,11 @@ static void test_round_trip(void **state)
     assert_int_equal(b.observed_ms, 1795416356149);
     assert_int_equal(b.dispatched_ms, 1795416356848);
     assert_int_equal(b.started_ms, 1795416356879);
+    assert_int_equal(b.node_wait_ms, 1795416356850);
+    assert_string_equal(b.node_pool, "gpu-spot");
+    assert_string_equal(b.node_claim, "gpu-spot-x7k2p");
+    assert_float_equal(b.node_wait_expected_s, 60, 0);
+    assert_float_equal(b.node_wait_s, 21.5, 0);
     assert_int_equal(b.epoch, 7);
 }
 

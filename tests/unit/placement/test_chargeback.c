@@ -178,12 +178,77 @@ static void test_allocation_failures(void **state)
     fail_msg("never completed within 50 allocations");
 }
 
+/*
+ * Node-hours per NodePool, to the cent: a day [0, 86400), reported the next
+ * morning (now 25:00), one pool of 8-GPU nodes at $2.10 per GPU-hour:
+ *   n1  02:00-03:00                      1 h    8 GPU-h  $16.80
+ *   n2  23:30-00:30 the next day         0.5 h  4 GPU-h   $8.40 (within the day)
+ *   n3  20:00, not deleted               4 h   32 GPU-h  $67.20 (to the day's end)
+ *   one deleted before the day           nothing
+ * 5.5 node-hours, 44 GPU-h, $92.40. Jobs there: 8 GPUs 02:05-02:50 (6
+ * GPU-h) and 4 GPUs 23:40-00:10 (20 min within the day: 1.333 GPU-h),
+ * $15.40; idle 36.667 GPU-h, $77.00. One on-demand node, 30 min fully
+ * used: $27.92, nothing idle. A Job elsewhere (on-prem) is no pool's.
+ */
+static void test_nodepool_bill(void **state)
+{
+    (void)state;
+    const double D = 1795564800; /* 2026-11-25T00:00:00Z */
+    const struct sw_node_life nodes[] = {
+        {"cloud-spot/spot-h100", "gpu-spot", 8, 2.10, D + 7200, D + 10800},
+        {"cloud-spot/spot-h100", "gpu-spot", 8, 2.10, D + 84600, D + 88200},
+        {"cloud-spot/spot-h100", "gpu-spot", 8, 2.10, D + 72000, 0},
+        {"cloud-spot/spot-h100", "gpu-spot", 8, 2.10, D - 7200, D - 3600},
+        {"cloud-ondemand/od-h100", "gpu-on-demand", 8, 6.98, D + 3600, D + 5400},
+    };
+    const struct sw_pool_run runs[] = {
+        {"cloud-spot/spot-h100", 8, D + 7500, D + 10200},
+        {"cloud-spot/spot-h100", 4, D + 85200, D + 87000},
+        {"cloud-ondemand/od-h100", 8, D + 3600, D + 5400},
+        {"onprem/a100", 8, D, D + 3600},
+    };
+    struct sw_nodepool_bill *b = NULL;
+    size_t n = 0;
+    assert_int_equal(sw_chargeback_nodepools(nodes, 5, runs, 4, D, D + 86400, D + 90000, &b, &n),
+                     0);
+    assert_int_equal(n, 2);
+    /* Pool order: cloud-ondemand first. */
+    assert_string_equal(b[0].pool, "cloud-ondemand/od-h100");
+    assert_int_equal(b[0].nodes, 1);
+    assert_cents(b[0].cost, 2792);
+    assert_cents(b[0].idle_cost, 0);
+    const struct sw_nodepool_bill *x = &b[1];
+    assert_string_equal(x->nodepool, "gpu-spot");
+    assert_int_equal(x->nodes, 3);
+    assert_float_equal(x->node_hours, 5.5, 1e-9);
+    assert_float_equal(x->gpu_hours, 44, 1e-9);
+    assert_cents(x->cost, 9240);
+    assert_float_equal(x->job_gpu_hours, 6 + 4.0 / 3.0, 1e-9);
+    assert_cents(x->job_cost, 1540);
+    assert_float_equal(x->idle_gpu_hours, 44 - 6 - 4.0 / 3.0, 1e-9);
+    assert_cents(x->idle_cost, 7700);
+    assert_float_equal(x->idle_fraction, (44 - 6 - 4.0 / 3.0) / 44, 1e-9);
+    sw_free(b);
+    /* No node lived in the period (the deleted ones): no bill. */
+    assert_int_equal(
+        sw_chargeback_nodepools(nodes, 2, runs, 4, D + 200000, D + 300000, D + 400000, &b, &n), 0);
+    assert_int_equal(n, 0);
+    assert_null(b);
+    /* Jobs' hours beyond the nodes' (clocks apart) leave no negative idle. */
+    const struct sw_pool_run big[] = {{"cloud-spot/spot-h100", 64, D, D + 86400}};
+    assert_int_equal(sw_chargeback_nodepools(nodes, 1, big, 1, D, D + 86400, D + 86400, &b, &n), 0);
+    assert_float_equal(b[0].idle_gpu_hours, 0, 0);
+    assert_cents(b[0].job_cost, 1680);
+    sw_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ml_research_report),  cmocka_unit_test(test_top_consumers),
         cmocka_unit_test(test_empty_report),        cmocka_unit_test(test_team_report),
         cmocka_unit_test(test_job_usage_bad_input), cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_nodepool_bill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
