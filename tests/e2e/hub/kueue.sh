@@ -13,11 +13,20 @@
 #      Workload is pending for quota is taken from Kueue (queue-name label
 #      gone, Workload inactive) and its mirror is admitted by cloud-spot's
 #      Kueue and completes, the origin never started at home;
-#   3. the race, KUEUE_ROUNDS rounds (10) of KUEUE_PER_ROUND (5) burstable
+#   3. Kueue preemption: a burstable Job of priority low running at home is
+#      evicted by a Job of priority high (ClusterQueue preemption
+#      withinClusterQueue: LowerPriority); the evicted Job is a candidate
+#      again, is taken from Kueue and runs once, in the cloud;
+#   4. the race, KUEUE_ROUNDS rounds (10) of KUEUE_PER_ROUND (5) burstable
 #      Jobs queued behind a filler holding the quota, deleted 0-0.8 s after
 #      they are sent, as the hub decides: each Job completes once, in one
 #      place, whichever of Kueue or the hub takes it, and one run in the
-#      cloud was never started at home.
+#      cloud was never started at home;
+#   5. cloud-spot queues mirrors in a LocalQueue whose ClusterQueue has no
+#      GPU quota: the mirror is withdrawn after kueue.mirrorAdmissionSeconds
+#      (KUEUE_ADMISSION_S, 15 s here), never having started, with an Event
+#      naming the cluster, queue and wait; the Job is decided again and runs
+#      once elsewhere.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${KUEUE_ROUNDS:-10}
@@ -37,18 +46,19 @@ metadata: {name: gpu, namespace: $NS}
 spec: {clusterQueue: gpu}
 YAML
 
-# kueue_job NAME GPUS_PER_POD PODS DELAY BURSTABLE: a Job in the LocalQueue,
-# created unsuspended.
+# kueue_job NAME GPUS_PER_POD PODS DELAY BURSTABLE [PRIORITY_CLASS]: a Job in
+# the LocalQueue, created unsuspended, with a WorkloadPriorityClass if named.
 kueue_job() {
-    local ann=""
+    local ann="" prio=""
     [ "$5" = yes ] && ann="    spillway.io/burst: auto
     spillway.io/expected-runtime: 1h"
+    [ -n "${6:-}" ] && prio=", kueue.x-k8s.io/priority-class: $6"
     cat <<YAML
 apiVersion: batch/v1
 kind: Job
 metadata:
   name: $1
-  labels: {kueue.x-k8s.io/queue-name: gpu}
+  labels: {kueue.x-k8s.io/queue-name: gpu$prio}
   annotations:
     kueue-lab: "1"
 $ann
@@ -159,7 +169,43 @@ one_mirror_each spill
 pass "quota full: spill taken from Kueue (label removed, Workload $wl inactive), admitted by cloud-spot's Kueue and succeeded there"
 kc onprem delete job filler -n "$NS" --wait=true >/dev/null
 
-# ---- 3. the race: quota freed as the hub decides ---------------------------
+# ---- 3. Kueue preemption: the evicted Job is a candidate again -------------
+[ "$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.preemption.withinClusterQueue}')" = LowerPriority ] ||
+    hub_fail "onprem's ClusterQueue gpu does not preempt lower priorities (its queues predate that: testbed kueue down, then up)"
+# victim (burstable, priority low) takes the whole quota and runs at home;
+# vip (not burstable, priority high) makes Kueue evict it. Its pods complete
+# 40 s after they start: long enough to be preempted first.
+kueue_job victim 4 2 40s yes low | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/victim -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "victim did not start at home"
+V="onprem/$NS/victim"
+wait_record "$V" state observed 30
+[ "$(mirrors_of victim)" = 0 ] || hub_fail "victim has a mirror while it runs at home"
+kueue_job vip 4 2 3600s no high | kc onprem apply -n "$NS" -f - >/dev/null
+vwl=$(workload_of victim)
+preempted=""
+for _ in $(seq 1 120); do
+    preempted=$(kc onprem get events -n "$NS" -o jsonpath='{.items[0].message}' --field-selector \
+        "involvedObject.kind=Workload,involvedObject.name=$vwl,reason=Preempted")
+    [ -n "$preempted" ] && break
+    sleep 0.25
+done
+[ -n "$preempted" ] || hub_fail "Kueue did not preempt victim's Workload $vwl for vip"
+wait_record "$V" state succeeded 150
+[ "$(record_field "$V" targetCluster)" = cloud-spot ] || hub_fail "victim ran in $(record_field "$V" targetCluster)"
+one_mirror_each victim
+[ "$(kc onprem get job victim -n "$NS" -o jsonpath='{.status.succeeded}')" = "" ] ||
+    hub_fail "victim also completed at home"
+[ "$(kc onprem get job victim -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
+    hub_fail "victim still has its queue-name label"
+[ "$(kc onprem get workload "$vwl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
+    hub_fail "victim's Workload $vwl is still active"
+[ "$(kc onprem get job vip -n "$NS" -o jsonpath='{.status.active}')" = 2 ] ||
+    hub_fail "vip does not run at home any more"
+pass "preemption: vip evicted victim at home (\"${preempted%%;*}\"); victim was decided again, taken from Kueue, ran once in cloud-spot"
+kc onprem delete job vip -n "$NS" --wait=true >/dev/null
+
+# ---- 4. the race: quota freed as the hub decides ---------------------------
 t0=$SECONDS
 home=0 away=0 reserved=0
 for r in $(seq 1 "$ROUNDS"); do
