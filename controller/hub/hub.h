@@ -117,6 +117,9 @@ struct sw_member {
     bool fenced;           /* cut off on purpose (a drill): no request is sent */
     char fence_why[160];
     size_t stale; /* records with a stale mirror here (counted each tick) */
+    /* Its Kueue left a mirror unadmitted past kueue.mirrorAdmissionSeconds
+     * (queue.c): its pools count no room until then (wall ms; 0 none). */
+    int64_t queue_aside_until_ms;
     /* NodePools of its pools (capacity.c), and the NodeClaims whose
      * provisioning delay was counted already (a ring of names). */
     struct sw_nodepool_state nodepools[SW_MAX_POOLS];
@@ -466,6 +469,18 @@ void sw_queue_take(cJSON *patch);
  * when one is active. Returns 1 when it started that (j busy), else 0.
  */
 int sw_queue_release(struct sw_hub *h, struct sw_job *j);
+/** How the reason of a mirror withdrawn from a target's queue begins. */
+#define SW_QUEUE_WITHDRAWN "withdrawn from"
+/**
+ * Whether j's mirror (borrowed), queued in its target's Kueue LocalQueue,
+ * is to be withdrawn: still suspended, never seen running, no pod counted,
+ * its Workload without quota (or not made yet), for longer than
+ * kueue.mirrorAdmissionSeconds since it was dispatched. Fills `why` (who,
+ * where, how long) when it is. Starts the target's Kueue informers; false
+ * until they have listed.
+ */
+bool sw_queue_mirror_unadmitted(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, char *why,
+                                size_t len);
 
 /** A member's home queue as Kueue has it (sw_queue_home). */
 #define SW_QUEUE_MAX_CQ 32

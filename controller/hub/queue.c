@@ -254,6 +254,71 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j)
     return 1;
 }
 
+/* ---- a mirror in the target's queue --------------------------------------- */
+
+static int count_of(const cJSON *status, const char *k)
+{
+    const cJSON *v = sw_json_child((cJSON *)status, k);
+    return cJSON_IsNumber(v) ? v->valueint : 0;
+}
+
+static void fmt_span(double s, char *buf, size_t len)
+{
+    if (s < 120)
+        snprintf(buf, len, "%.0f s", s);
+    else
+        snprintf(buf, len, "%.0f min", s / 60);
+}
+
+bool sw_queue_mirror_unadmitted(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, char *why,
+                                size_t len)
+{
+    const struct sw_job_rec *r = &j->rec;
+    const cJSON *md = sw_json_child((cJSON *)mirror, "metadata");
+    const char *lq = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_KUEUE_QUEUE_LABEL);
+    const char *uid = sw_json_str(md, "uid");
+    if (lq == NULL || uid == NULL || r->state != SW_JS_DISPATCHED || r->started_ms != 0)
+        return false;
+    struct sw_member *tm = sw_member_find(h, r->target_cluster);
+    if (tm == NULL || tm->cache == NULL)
+        return false;
+    sw_cluster_cache_start_kueue(tm->cache);
+    if (!sw_cluster_cache_kueue_synced(tm->cache))
+        return false;
+    /* Never started: still suspended, no pod of it counted, ever. */
+    const cJSON *st = sw_json_child((cJSON *)mirror, "status");
+    if (!cJSON_IsTrue(sw_json_child(sw_json_child((cJSON *)mirror, "spec"), "suspend")) ||
+        sw_json_str(st, "startTime") != NULL || count_of(st, "active") != 0 ||
+        count_of(st, "ready") != 0 || count_of(st, "succeeded") != 0 ||
+        count_of(st, "failed") != 0 || count_of(st, "terminating") != 0 ||
+        sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, NULL) != 0)
+        return false;
+    /* Its Workload: quota reserved or admitted is Kueue's to start now. */
+    const struct sw_queue_wl *e = wl_find(r->target_cluster, uid);
+    if (e != NULL && e->err[0] == '\0' &&
+        (e->f.state == SW_WL_RESERVED || e->f.state == SW_WL_ADMITTED ||
+         e->f.state == SW_WL_FINISHED))
+        return false;
+    double waited = (double)(sw_hub_wall_ms() - r->dispatched_ms) / 1000.0;
+    if (r->dispatched_ms <= 0 || waited < h->cfg.mirror_admission_s)
+        return false;
+    char w[32], b[32];
+    fmt_span(waited, w, sizeof(w));
+    fmt_span(h->cfg.mirror_admission_s, b, sizeof(b));
+    snprintf(why, len,
+             "%s %s: mirror %s waited %s unadmitted in LocalQueue %s/%s there (%s%.160s), past "
+             "kueue.mirrorAdmissionSeconds (%s)",
+             SW_QUEUE_WITHDRAWN, r->target_cluster, r->mirror, w, r->ns, lq,
+             e == NULL   ? "no Workload yet"
+             : e->err[0] ? "its Workload unreadable"
+                         : "Workload: ",
+             e == NULL || e->err[0] ? ""
+             : e->f.message[0]      ? e->f.message
+                                    : e->f.reason,
+             b);
+    return true;
+}
+
 /* ---- the home queue, as Kueue has it -------------------------------------- */
 
 static void mark_managed(struct sw_hub *h, struct sw_job *j, void *ctx)

@@ -38,7 +38,13 @@ if ! [ -f "$SW_LAB_DIR/kueue/on" ]; then
     "$TESTBED" kueue up >/dev/null
     STARTED_KUEUE=1
 fi
-trap '[ -n "$STARTED_KUEUE" ] && "$TESTBED" kueue down >/dev/null 2>&1; hub_cleanup' EXIT
+# Section 5's ClusterQueue is cluster-scoped: deleted here (Kueue, still
+# running, releases it), before Kueue goes down if the test started it.
+HELD_CQ="held-$NS"
+trap 'kc cloud-spot delete clusterqueue "$HELD_CQ" --ignore-not-found --wait=false >/dev/null 2>&1
+[ -n "$STARTED_KUEUE" ] && "$TESTBED" kueue down >/dev/null 2>&1; hub_cleanup' EXIT
+# A mirror unadmitted this long in the target's queue is withdrawn (section 5).
+printf 'kueue:\n  mirrorAdmissionSeconds: %s\n' "${KUEUE_ADMISSION_S:-15}" >>"$HUB_TMP/hub.yaml"
 cat <<YAML | kc onprem apply -f - >/dev/null
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
@@ -244,4 +250,65 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 abandoned=$(grep -c "burst abandoned" "$HUB_TMP/hub.log" || true)
 pass "race: $((ROUNDS * PER_ROUND)) Jobs in $ROUNDS rounds in $((SECONDS - t0)) s, $home ran at home (admitted by Kueue; $abandoned bursts abandoned just before the take), $away in the cloud (taken from Kueue; Kueue reserved quota for $reserved of them, none started); each succeeded once"
+
+# ---- 5. a mirror left unadmitted in the cloud's queue is decided again -------
+# cloud-spot now queues mirrors in LocalQueue held, on a ClusterQueue with no
+# GPU quota: its Kueue never admits them.
+cat <<YAML | kc cloud-spot apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: $HELD_CQ}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: spot
+      resources:
+      - {name: cpu, nominalQuota: "100000"}
+      - {name: memory, nominalQuota: 100000Gi}
+      - {name: nvidia.com/gpu, nominalQuota: 0}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: held, namespace: $NS}
+spec: {clusterQueue: $HELD_CQ}
+YAML
+"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
+    --role cloud --region us-east-1 --local-queue held --replace \
+    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+kueue_job fill-held 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-held -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "fill-held did not start"
+sleep 11 # the hub reads the registry every 10 s
+kueue_job stuck 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
+K="onprem/$NS/stuck"
+wait_record "$K" state dispatched 60
+[ "$(record_field "$K" targetCluster)" = cloud-spot ] || hub_fail "stuck went to $(record_field "$K" targetCluster), not cloud-spot"
+m1=$(record_field "$K" mirror)
+t_disp=$SECONDS
+[ "$(kc cloud-spot get job "$m1" -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = held ] ||
+    hub_fail "the mirror $m1 is not in cloud-spot's LocalQueue held"
+wev=""
+for _ in $(seq 1 $((4 * (${KUEUE_ADMISSION_S:-15} + 45)))); do
+    wev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=stuck,reason=MirrorWithdrawn -o jsonpath='{.items[0].message}')
+    [ -n "$wev" ] && break
+    sleep 0.25
+done
+[ -n "$wev" ] || hub_fail "no MirrorWithdrawn event on stuck"
+waited=$((SECONDS - t_disp))
+case "$wev" in *"cloud-spot"*"mirror $m1 waited"*"unadmitted in LocalQueue $NS/held"*"mirrorAdmissionSeconds"*) ;;
+*) hub_fail "the MirrorWithdrawn event does not name the cluster, mirror, queue and wait: \"$wev\"" ;; esac
+[ "$waited" -ge "${KUEUE_ADMISSION_S:-15}" ] || hub_fail "withdrawn after $waited s, before the bound"
+kc cloud-spot wait --for=delete "job/$m1" -n "$NS" --timeout=30s >/dev/null 2>&1 ||
+    hub_fail "the withdrawn mirror $m1 is still there"
+kc onprem delete job fill-held -n "$NS" --wait=false >/dev/null
+wait_record "$K" state succeeded 150
+[ "$(record_field "$K" withdrawals)" = 1 ] || hub_fail "stuck's record counts $(record_field "$K" withdrawals) withdrawals"
+tgt=$(record_field "$K" targetCluster)
+[ "$tgt" != cloud-spot ] || hub_fail "stuck was sent to cloud-spot again while its queue was set aside"
+one_mirror_each stuck
+[ "$(kc onprem get job stuck -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
+    hub_fail "stuck started at home"
+pass "unadmitted: mirror $m1 withdrawn from cloud-spot's LocalQueue held after ~$waited s (\"$wev\"), the Job decided again and succeeded once in $tgt"
 watcher_check
