@@ -690,9 +690,10 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         requeue(h, j, why);
         return;
     }
-    /* Left unadmitted in the target's Kueue queue too long: withdrawn. */
-    if (sw_queue_mirror_unadmitted(h, j, mirror, r->reason, sizeof(r->reason))) {
-        withdraw(h, j, tm, mirror);
+    /* Left unadmitted in the target's Kueue queue too long: withdrawn (a
+     * mirror still there, not the last state of one deleted). */
+    if (live != NULL && sw_queue_mirror_unadmitted(h, j, live, r->reason, sizeof(r->reason))) {
+        withdraw(h, j, tm, live);
         return;
     }
     /* Running, or about to: a block shown earlier is over. */
