@@ -115,10 +115,22 @@ void sw_queue_changed(void)
 
 void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec)
 {
-    /* A member where a burstable Job sits in a Kueue queue gets the Kueue
-     * informers (once; later calls return at once). */
-    if (sw_job_record_label(rec, SW_KUEUE_QUEUE_LABEL) != NULL && m->cache != NULL)
+    /* A member where a burstable Job sits in a Kueue queue, or was taken
+     * from one (a hub started after the take still releases its Workload),
+     * gets the Kueue informers (once; later calls return at once). */
+    if ((sw_job_record_label(rec, SW_KUEUE_QUEUE_LABEL) != NULL ||
+         sw_job_record_annotation(rec, SW_ANN_KUEUE_QUEUE) != NULL) &&
+        m->cache != NULL)
         sw_cluster_cache_start_kueue(m->cache);
+}
+
+const char *sw_queue_origin_queue(const cJSON *origin)
+{
+    const cJSON *md = sw_json_child((cJSON *)origin, "metadata");
+    const char *q = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_KUEUE_QUEUE_LABEL);
+    if (q == NULL || q[0] == '\0')
+        q = sw_json_str(sw_json_child((cJSON *)md, "annotations"), SW_ANN_KUEUE_QUEUE);
+    return q != NULL && q[0] != '\0' ? q : NULL;
 }
 
 void sw_queue_scan(struct sw_hub *h)
@@ -200,13 +212,25 @@ const struct sw_queue *sw_queue_of(const cJSON *origin)
     return kueue_label(origin) ? &kueue : &plain;
 }
 
-void sw_queue_take(cJSON *patch)
+void sw_queue_take(cJSON *patch, const cJSON *origin)
 {
     cJSON *md = sw_json_child(patch, "metadata");
     cJSON *labels = sw_json_child(md, "labels");
     if (labels == NULL)
         labels = cJSON_AddObjectToObject(md, "labels");
     cJSON_AddNullToObject(labels, SW_KUEUE_QUEUE_LABEL);
+    /* Where it was queued, kept: a hub started later still knows the Job
+     * is Kueue's (its Workload to release) and which LocalQueue a mirror
+     * of it defaults to. */
+    const char *q = sw_json_str(sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "labels"),
+                                SW_KUEUE_QUEUE_LABEL);
+    if (q != NULL) {
+        cJSON *ann = sw_json_child(md, "annotations");
+        if (ann == NULL)
+            ann = cJSON_AddObjectToObject(md, "annotations");
+        if (sw_json_child(ann, SW_ANN_KUEUE_QUEUE) == NULL)
+            cJSON_AddStringToObject(ann, SW_ANN_KUEUE_QUEUE, q);
+    }
     cJSON *spec = sw_json_child(patch, "spec");
     if (spec == NULL)
         spec = cJSON_AddObjectToObject(patch, "spec");

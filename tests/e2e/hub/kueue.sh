@@ -26,7 +26,9 @@
 #      GPU quota: the mirror is withdrawn after kueue.mirrorAdmissionSeconds
 #      (KUEUE_ADMISSION_S, 15 s here), never having started, with an Event
 #      naming the cluster, queue and wait; the Job is decided again and runs
-#      once elsewhere.
+#      once elsewhere, its new mirror in the LocalQueue of the origin's own
+#      queue's name there (cloud-ondemand, registered without --local-queue,
+#      or home), admitted by that cluster's ClusterQueue.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${KUEUE_ROUNDS:-10}
@@ -166,6 +168,8 @@ mw=$(kc cloud-spot get workloads -n "$NS" -l "kueue.x-k8s.io/job-uid=$(kc cloud-
 [ "$mw" = gpu ] || hub_fail "the mirror's Workload was not admitted by cloud-spot's ClusterQueue gpu (\"$mw\")"
 [ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
     hub_fail "spill still has its queue-name label"
+[ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/kueue-queue}')" = gpu ] ||
+    hub_fail "spill does not keep the LocalQueue it was taken from (annotation spillway.io/kueue-queue)"
 wl=$(workload_of spill)
 [ "$(kc onprem get workload "$wl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
     hub_fail "spill's Workload $wl is still active"
@@ -253,7 +257,16 @@ pass "race: $((ROUNDS * PER_ROUND)) Jobs in $ROUNDS rounds in $((SECONDS - t0)) 
 
 # ---- 5. a mirror left unadmitted in the cloud's queue is decided again -------
 # cloud-spot now queues mirrors in LocalQueue held, on a ClusterQueue with no
-# GPU quota: its Kueue never admits them.
+# GPU quota: its Kueue never admits them. cloud-ondemand is registered
+# without --local-queue but has a LocalQueue gpu in the namespace: a mirror
+# sent there goes into it (the origin's own LocalQueue name), as one sent
+# back home does into onprem's.
+cat <<YAML | kc cloud-ondemand apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpu, namespace: $NS}
+spec: {clusterQueue: gpu}
+YAML
 cat <<YAML | kc cloud-spot apply -f - >/dev/null
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
@@ -308,7 +321,13 @@ wait_record "$K" state succeeded 150
 tgt=$(record_field "$K" targetCluster)
 [ "$tgt" != cloud-spot ] || hub_fail "stuck was sent to cloud-spot again while its queue was set aside"
 one_mirror_each stuck
+m2=$(record_field "$K" mirror)
+[ "$(kc "$tgt" get job "$m2" -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
+    hub_fail "the new mirror $m2 in $tgt is not in LocalQueue gpu (the origin's own, by default)"
+m2cq=$(kc "$tgt" get workloads -n "$NS" -l "kueue.x-k8s.io/job-uid=$(kc "$tgt" get job "$m2" -n "$NS" -o jsonpath='{.metadata.uid}')" \
+    -o jsonpath='{.items[0].status.admission.clusterQueue}')
+[ "$m2cq" = gpu ] || hub_fail "the new mirror's Workload was not admitted by $tgt's ClusterQueue gpu (\"$m2cq\")"
 [ "$(kc onprem get job stuck -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
     hub_fail "stuck started at home"
-pass "unadmitted: mirror $m1 withdrawn from cloud-spot's LocalQueue held after ~$waited s (\"$wev\"), the Job decided again and succeeded once in $tgt"
+pass "unadmitted: mirror $m1 withdrawn from cloud-spot's LocalQueue held after ~$waited s (\"$wev\"), the Job decided again and succeeded once in $tgt, its mirror in LocalQueue gpu there by default"
 watcher_check
