@@ -468,7 +468,9 @@ void sw_queue_changed(void);
 void sw_queue_take(cJSON *patch, const cJSON *origin);
 /**
  * After the origin is taken: deactivates its Workload (spec.active=false)
- * when one is active. Returns 1 when it started that (j busy), else 0.
+ * when one is active. Returns 1 when it started that (j busy), or when the
+ * origin was taken from Kueue and its member's Kueue informers have not
+ * listed yet (j not busy, looked at again in 0.5 s); else 0.
  */
 int sw_queue_release(struct sw_hub *h, struct sw_job *j);
 /**

@@ -255,10 +255,24 @@ static void on_deactivated(struct sw_kube_result *res, void *ctx)
 
 int sw_queue_release(struct sw_hub *h, struct sw_job *j)
 {
-    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
-    if (j->queue_released || e == NULL || !e->f.active || e->f.state == SW_WL_FINISHED)
+    if (j->queue_released)
         return 0;
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    /* A Job taken from Kueue (its annotation) on a member whose Kueue
+     * informers have not listed yet (a hub started after the take): its
+     * Workload is not known yet, so not known to be released either. The
+     * mirror waits for the list. */
+    const struct sw_job_record *o = om ? sw_observe_origin_record(h, &j->rec) : NULL;
+    if (o != NULL && sw_job_record_annotation(o, SW_ANN_KUEUE_QUEUE) != NULL && om->cache != NULL &&
+        sw_member_reachable(om) && !sw_cluster_cache_kueue_synced(om->cache)) {
+        sw_cluster_cache_start_kueue(om->cache);
+        j->busy = false;
+        j->next_ms = sw_hub_mono_ms() + 500;
+        return 1;
+    }
+    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
+    if (e == NULL || !e->f.active || e->f.state == SW_WL_FINISHED)
+        return 0;
     if (om == NULL || !sw_member_reachable(om))
         return 0;
     /* Inactive: quota reserved for it meanwhile goes back to the queue. Not

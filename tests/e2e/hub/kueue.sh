@@ -28,7 +28,10 @@
 #      naming the cluster, queue and wait; the Job is decided again and runs
 #      once elsewhere, its new mirror in the LocalQueue of the origin's own
 #      queue's name there (cloud-ondemand, registered without --local-queue,
-#      or home), admitted by that cluster's ClusterQueue.
+#      or home), admitted by that cluster's ClusterQueue;
+#   6. a hub killed at the crash point after-suspend, just after the take:
+#      a hub started then deactivates the Job's Workload (found from the
+#      take's annotation) before the mirror, and the Job runs once.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${KUEUE_ROUNDS:-10}
@@ -330,4 +333,36 @@ m2cq=$(kc "$tgt" get workloads -n "$NS" -l "kueue.x-k8s.io/job-uid=$(kc "$tgt" g
 [ "$(kc onprem get job stuck -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
     hub_fail "stuck started at home"
 pass "unadmitted: mirror $m1 withdrawn from cloud-spot's LocalQueue held after ~$waited s (\"$wev\"), the Job decided again and succeeded once in $tgt, its mirror in LocalQueue gpu there by default"
+
+# ---- 6. a hub killed just after the take: the next one releases the Workload --
+# The take's annotation is all a new hub has to know the Job is Kueue's: it
+# starts the Kueue informers from it and deactivates the Workload before the
+# mirror is made.
+"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
+    --role cloud --region us-east-1 --local-queue gpu --replace \
+    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+kill "$HUB_PID"
+wait "$HUB_PID" 2>/dev/null || true
+kueue_job fill-crash 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-crash -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "fill-crash did not start"
+hub_start "$HUB_TMP/hub.yaml" SPILLWAY_CRASH_AT=after-suspend
+kueue_job crash 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
+for _ in $(seq 1 240); do kill -0 "$HUB_PID" 2>/dev/null || break; sleep 0.25; done
+kill -0 "$HUB_PID" 2>/dev/null && hub_fail "the hub did not reach the crash point after-suspend within 60 s"
+grep -Eq 'crash point reached.*point="?after-suspend' "$HUB_TMP/hub.log" || hub_fail "the hub stopped, but not at after-suspend"
+[ "$(kc onprem get job crash -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
+    hub_fail "crash was not taken before the hub died"
+cwl=$(workload_of crash)
+[ "$(kc onprem get workload "$cwl" -n "$NS" -o jsonpath='{.spec.active}')" != false ] ||
+    hub_fail "crash's Workload was released before the crash point: the test proves nothing"
+hub_start
+C="onprem/$NS/crash"
+wait_record "$C" state succeeded 120
+[ "$(kc onprem get workload "$cwl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
+    hub_fail "the hub started after the take did not deactivate crash's Workload $cwl"
+one_mirror_each crash
+[ "$(kc onprem get job crash -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] || hub_fail "crash started at home"
+kc onprem delete job fill-crash -n "$NS" --wait=false >/dev/null
+pass "a hub killed just after the take: the next one found the Job Kueue's by its annotation, deactivated Workload $cwl, and crash ran once in $(record_field "$C" targetCluster)"
 watcher_check
