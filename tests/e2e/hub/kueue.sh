@@ -147,7 +147,7 @@ reason=$(record_field "$S" reason)
 case "$reason" in *"LocalQueue $NS/gpu"*"does not exist"*) ;; *) hub_fail "blocked for another reason: $reason" ;; esac
 ev=""
 for _ in $(seq 1 40); do
-    ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=spill,reason=BurstRefused -o jsonpath='{.items[0].message}')
+    ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=spill,reason=BurstRefused -o jsonpath='{.items[0].message}' 2>/dev/null || true)
     [ -n "$ev" ] && break
     sleep 0.25
 done
@@ -198,7 +198,7 @@ kueue_job vip 4 2 3600s no high | kc onprem apply -n "$NS" -f - >/dev/null
 vwl=$(workload_of victim)
 preempted=""
 for _ in $(seq 1 120); do
-    preempted=$(kc onprem get events -n "$NS" -o jsonpath='{.items[0].message}' --field-selector \
+    preempted=$(kc onprem get events -n "$NS" -o jsonpath='{.items[*].message}' --field-selector \
         "involvedObject.kind=Workload,involvedObject.name=$vwl,reason=Preempted")
     [ -n "$preempted" ] && break
     sleep 0.25
@@ -307,7 +307,7 @@ t_disp=$SECONDS
     hub_fail "the mirror $m1 is not in cloud-spot's LocalQueue held"
 wev=""
 for _ in $(seq 1 $((4 * (${KUEUE_ADMISSION_S:-15} + 45)))); do
-    wev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=stuck,reason=MirrorWithdrawn -o jsonpath='{.items[0].message}')
+    wev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=stuck,reason=MirrorWithdrawn -o jsonpath='{.items[*].message}')
     [ -n "$wev" ] && break
     sleep 0.25
 done
