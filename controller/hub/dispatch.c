@@ -631,6 +631,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         sw_mirror_name(r->uid, r->attempt, r->mirror, sizeof(r->mirror));
         r->state = SW_JS_DISPATCHING;
         j->refs_ok = false;
+        j->mirror_queue[0] = '\0'; /* step 1 finds this attempt's */
         j->busy = true;
         sw_rec_step(h, j, "after-intent");
         return;
@@ -756,9 +757,9 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     }
     /* Into the LocalQueue step 1 found in the target; a mirror at home
      * into the origin's own, so that home's quota still governs it. */
-    const char *mq = j->mirror_queue[0] != '\0'                   ? j->mirror_queue
-                     : strcmp(r->target_cluster, r->cluster) == 0 ? sw_queue_origin_queue(full)
-                                                                  : NULL;
+    const char *mq = strcmp(r->target_cluster, r->cluster) == 0 ? sw_queue_origin_queue(full)
+                     : j->mirror_queue[0] != '\0'               ? j->mirror_queue
+                                                                : NULL;
     if (mq != NULL)
         sw_mirror_queue(m, mq);
     int rc = sw_kube_create(tm->client, SW_KIND_JOB, r->ns, m, on_mirror_created, j);
