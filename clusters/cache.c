@@ -124,7 +124,7 @@ static bool wants_gpus(const cJSON *pod, void *ctx)
 {
     (void)ctx;
     struct sw_pod_facts f;
-    return sw_pod_facts_from_json(pod, &f, NULL) == 0 && f.gpu_request > 0;
+    return sw_pod_facts_from_json(pod, &f, NULL) == 0 && (f.gpu_request > 0 || f.mig_request > 0);
 }
 
 /* ---- records ---- */

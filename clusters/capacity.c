@@ -132,6 +132,38 @@ int sw_node_facts_from_json(const cJSON *node, struct sw_node_facts *out, struct
     if (gpu != NULL && (rc = sw_gpu_quantity(gpu, what, "status.allocatable.nvidia.com/gpu",
                                              &out->gpu_allocatable, err)) != 0)
         return rc;
+    /* Time-slicing and MIG slices, as the device plugin and GPU feature
+     * discovery advertise them. */
+    out->gpu_replicas = 1;
+    const char *strategy = label(labels, "nvidia.com/gpu.sharing-strategy", "none");
+    const char *rp = label(labels, "nvidia.com/gpu.replicas", NULL);
+    if (rp != NULL) {
+        char *end = NULL;
+        long long v = strtoll(rp, &end, 10);
+        if (end == rp || *end != '\0' || v < 1 || v > 1024)
+            return sw_error_set(err, SW_EPARSE,
+                                "%s: label \"nvidia.com/gpu.replicas\": expected a whole number "
+                                "from 1 to 1024, got \"%.40s\"",
+                                what, rp);
+        if (strcmp(strategy, "time-slicing") == 0)
+            out->gpu_replicas = v;
+    }
+    out->time_sliced = strcmp(strategy, "time-slicing") == 0;
+    const cJSON *it, *allocs = cJSON_IsObject(alloc) ? alloc : NULL;
+    cJSON_ArrayForEach(it, allocs)
+    {
+        size_t pl = sizeof(SW_MIG_RESOURCE_PREFIX) - 1;
+        if (it->string == NULL || strncmp(it->string, SW_MIG_RESOURCE_PREFIX, pl) != 0 ||
+            it->string[pl] == '\0' || out->nmig == SW_NODE_MIG_MAX)
+            continue;
+        char field[160];
+        snprintf(field, sizeof(field), "status.allocatable.%.120s", it->string);
+        struct sw_node_mig *m = &out->mig[out->nmig];
+        if ((rc = sw_gpu_quantity(it, what, field, &m->count, err)) != 0)
+            return rc;
+        m->profile = it->string + pl;
+        out->nmig++;
+    }
     bool unsched = false;
     if ((rc = sw_json_bool(node, "spec.unschedulable", false, what, &unsched, err)) != 0)
         return rc;
@@ -148,20 +180,49 @@ int sw_node_facts_from_json(const cJSON *node, struct sw_node_facts *out, struct
     return 0;
 }
 
-/* A container's GPU request: requests, else limits. */
-static int container_gpus(const cJSON *ctr, const char *what, int64_t *out, struct sw_error *err)
+/* A container's request of `res`: requests, else limits. */
+static int container_res(const cJSON *ctr, const char *res, const char *what, int64_t *out,
+                         struct sw_error *err)
 {
     *out = 0;
     const cJSON *req = sw_json_path(ctr, "resources.requests");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, SW_GPU_RESOURCE);
-    const char *field = "resources.requests.nvidia.com/gpu";
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, res);
+    const char *kind = "requests";
     if (v == NULL) {
-        v = cJSON_GetObjectItemCaseSensitive(sw_json_path(ctr, "resources.limits"),
-                                             SW_GPU_RESOURCE);
-        field = "resources.limits.nvidia.com/gpu";
+        v = cJSON_GetObjectItemCaseSensitive(sw_json_path(ctr, "resources.limits"), res);
+        kind = "limits";
     }
+    char field[200];
+    snprintf(field, sizeof(field), "resources.%s.%.160s", kind, res);
     return v ? sw_gpu_quantity(v, what, field, out, err) : 0;
 }
+
+/* The first nvidia.com/mig-<profile> a container of the pod spec names in
+ * its requests or limits (borrowed), or NULL. */
+static const char *first_mig(const cJSON *spec)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    static const char *const kinds[] = {"resources.requests", "resources.limits"};
+    size_t pl = sizeof(SW_MIG_RESOURCE_PREFIX) - 1;
+    for (size_t l = 0; l < 2; l++) {
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, lists[l]))
+        {
+            for (size_t k = 0; k < 2; k++) {
+                const cJSON *r = sw_json_path(c, kinds[k]), *it;
+                if (!cJSON_IsObject(r))
+                    continue;
+                cJSON_ArrayForEach(
+                    it, r) if (it->string && strncmp(it->string, SW_MIG_RESOURCE_PREFIX, pl) == 0 &&
+                               it->string[pl] != '\0') return it->string;
+            }
+        }
+    }
+    return NULL;
+}
+
+static int spec_res(const cJSON *spec, const char *res, const char *what, int64_t *out,
+                    struct sw_error *err);
 
 int sw_pod_facts_from_json(const cJSON *pod, struct sw_pod_facts *out, struct sw_error *err)
 {
@@ -183,10 +244,25 @@ int sw_pod_facts_from_json(const cJSON *pod, struct sw_pod_facts *out, struct sw
     out->node_name = node;
     out->terminal = strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
     out->node_selector = sw_json_path(pod, "spec.nodeSelector");
-    return sw_pod_spec_gpus(sw_json_path(pod, "spec"), what, &out->gpu_request, err);
+    const cJSON *spec = sw_json_path(pod, "spec");
+    if ((rc = sw_pod_spec_gpus(spec, what, &out->gpu_request, err)) != 0)
+        return rc;
+    const char *mig = first_mig(spec);
+    if (mig != NULL) {
+        if ((rc = spec_res(spec, mig, what, &out->mig_request, err)) != 0)
+            return rc;
+        out->mig_profile = mig + sizeof(SW_MIG_RESOURCE_PREFIX) - 1;
+    }
+    return 0;
 }
 
 int sw_pod_spec_gpus(const cJSON *spec, const char *what, int64_t *out, struct sw_error *err)
+{
+    return spec_res(spec, SW_GPU_RESOURCE, what, out, err);
+}
+
+static int spec_res(const cJSON *spec, const char *res, const char *what, int64_t *out,
+                    struct sw_error *err)
 {
     int64_t sum = 0, init_max = 0;
     const cJSON *c;
@@ -194,14 +270,14 @@ int sw_pod_spec_gpus(const cJSON *spec, const char *what, int64_t *out, struct s
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "containers"))
     {
         int64_t g;
-        if ((rc = container_gpus(c, what, &g, err)) != 0)
+        if ((rc = container_res(c, res, what, &g, err)) != 0)
             return rc;
         sum += g;
     }
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "initContainers"))
     {
         int64_t g;
-        if ((rc = container_gpus(c, what, &g, err)) != 0)
+        if ((rc = container_res(c, res, what, &g, err)) != 0)
             return rc;
         /* A restartable init container (sidecar) keeps running with the
          * others; its request adds up. Plain ones run alone, before. */
@@ -242,6 +318,7 @@ struct node_slot {
     const char *name;
     struct sw_gpu_pool *pool;
     bool included;
+    int64_t milli; /* thousandths of a GPU one unit of nvidia.com/gpu is there */
 };
 
 static int cmp_slot(const void *a, const void *b)
@@ -281,6 +358,40 @@ static bool selector_matches(const struct sw_pod_facts *pod, const struct sw_nod
     return true;
 }
 
+int sw_mig_per_gpu(const char *profile)
+{
+    if (profile == NULL || profile[0] < '1' || profile[0] > '7' || profile[1] != 'g')
+        return 0;
+    int per = 7 / (profile[0] - '0');
+    return per > 0 ? per : 1;
+}
+
+/* Adds a node's slices of a profile to its pool (a pool keeps the first
+ * SW_NODE_MIG_MAX profiles it meets). */
+static int add_mig(struct sw_gpu_pool *p, const char *profile, int64_t count)
+{
+    for (size_t k = 0; k < p->nmig; k++)
+        if (strcmp(p->mig[k].profile, profile) == 0) {
+            p->mig[k].total += count;
+            return 0;
+        }
+    if (p->nmig == SW_NODE_MIG_MAX)
+        return 0;
+    struct sw_pool_mig *m = &p->mig[p->nmig];
+    if ((m->profile = sw_strdup(profile)) == NULL)
+        return SW_ENOMEM;
+    m->per_gpu = sw_mig_per_gpu(profile);
+    m->total = count;
+    p->nmig++;
+    return 0;
+}
+
+static int cmp_mig(const void *a, const void *b)
+{
+    return strcmp(((const struct sw_pool_mig *)a)->profile,
+                  ((const struct sw_pool_mig *)b)->profile);
+}
+
 void sw_capacity_free(struct sw_gpu_capacity *c)
 {
     for (size_t i = 0; i < c->npools; i++) {
@@ -291,6 +402,8 @@ void sw_capacity_free(struct sw_gpu_capacity *c)
         sw_free(p->gpu_memory);
         sw_free(p->region);
         sw_free(p->zone);
+        for (size_t k = 0; k < p->nmig; k++)
+            sw_free(p->mig[k].profile);
     }
     sw_free(c->pools);
     memset(c, 0, sizeof(*c));
@@ -339,12 +452,22 @@ int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
         sw_free(key);
         const struct sw_node_facts *n = &nodes[i];
         bool included = n->ready && !n->unschedulable;
-        slots[i] = (struct node_slot){n->name, p, included};
+        int64_t r = n->time_sliced && n->gpu_replicas > 1 ? n->gpu_replicas : 1;
+        slots[i] = (struct node_slot){n->name, p, included, 1000 / r};
         if (rep[p - out->pools] == NULL)
             rep[p - out->pools] = n;
         if (included) {
             p->nodes++;
             p->total += n->gpu_allocatable;
+            p->milli_total += n->gpu_allocatable * (1000 / r);
+            if (n->time_sliced) {
+                p->time_sliced = true;
+                if (r > p->replicas)
+                    p->replicas = r;
+            }
+            for (size_t k = 0; k < n->nmig; k++)
+                if (add_mig(p, n->mig[k].profile, n->mig[k].count) != 0)
+                    goto oom;
         } else {
             p->nodes_excluded++;
             p->excluded += n->gpu_allocatable;
@@ -366,12 +489,36 @@ int sw_capacity_compute(const struct sw_node_facts *nodes, size_t nnodes,
         }
         struct node_slot probe = {.name = pod->node_name};
         struct node_slot *s = bsearch(&probe, slots, nnodes, sizeof(*slots), cmp_slot);
-        if (s != NULL && s->included)
+        if (s != NULL && s->included) {
             s->pool->used += pod->gpu_request;
+            s->pool->milli_used += pod->gpu_request * s->milli;
+        }
+    }
+    /* MIG slices in use: pods asking for them (they may ask no whole GPU). */
+    for (size_t i = 0; i < npods; i++) {
+        const struct sw_pod_facts *pod = &pods[i];
+        if (pod->terminal || pod->mig_profile == NULL || pod->mig_request <= 0 ||
+            pod->node_name == NULL || pod->node_name[0] == '\0')
+            continue;
+        struct node_slot probe = {.name = pod->node_name};
+        struct node_slot *s = bsearch(&probe, slots, nnodes, sizeof(*slots), cmp_slot);
+        if (s == NULL || !s->included)
+            continue;
+        for (size_t k = 0; k < s->pool->nmig; k++)
+            if (strcmp(s->pool->mig[k].profile, pod->mig_profile) == 0)
+                s->pool->mig[k].used += pod->mig_request;
     }
     for (size_t j = 0; j < out->npools; j++) {
         struct sw_gpu_pool *p = &out->pools[j];
         p->free = p->total > p->used ? p->total - p->used : 0;
+        p->milli_free = p->milli_total > p->milli_used ? p->milli_total - p->milli_used : 0;
+        if (!p->time_sliced)
+            p->replicas = 1;
+        for (size_t k = 0; k < p->nmig; k++) {
+            struct sw_pool_mig *m = &p->mig[k];
+            m->free = m->total > m->used ? m->total - m->used : 0;
+        }
+        qsort(p->mig, p->nmig, sizeof(p->mig[0]), cmp_mig);
     }
     sw_free(slots);
     sw_free(rep);

@@ -19,6 +19,19 @@
  * request falls back to its limit, as Kubernetes defaults it for extended
  * resources. Terminal pods (Succeeded, Failed) request nothing, as in
  * `kubectl describe node`.
+ *
+ * Shared and partitioned GPUs, as NVIDIA's device plugin and GPU feature
+ * discovery advertise them:
+ *   time-slicing  label nvidia.com/gpu.sharing-strategy=time-slicing with
+ *                 nvidia.com/gpu.replicas=R: allocatable nvidia.com/gpu
+ *                 counts replicas, R per physical GPU. A pool with such
+ *                 nodes is time-sliced, and also counts in milli-GPUs
+ *                 (milli_*): a replica is 1000 / R of a GPU, a whole GPU
+ *                 of an unshared node 1000.
+ *   MIG (mixed)   allocatable nvidia.com/mig-<profile>: N, slices of that
+ *                 profile; pods ask for them by the same resource name. A
+ *                 pool sums each profile's slices (mig[]); slices are apart
+ *                 from whole GPUs.
  */
 #ifndef SW_CLUSTERS_CAPACITY_H
 #define SW_CLUSTERS_CAPACITY_H
@@ -31,6 +44,16 @@
 #include "common/error.h"
 
 #define SW_GPU_RESOURCE "nvidia.com/gpu"
+/* A MIG slice's resource is this prefix and the profile ("1g.10gb"). */
+#define SW_MIG_RESOURCE_PREFIX "nvidia.com/mig-"
+/* The most MIG profiles a node or a pool keeps (a node has a few). */
+#define SW_NODE_MIG_MAX 8
+
+/** Allocatable MIG slices of one profile on a node. */
+struct sw_node_mig {
+    const char *profile; /* "1g.10gb" of nvidia.com/mig-1g.10gb; borrowed or interned */
+    int64_t count;       /* or SW_REC_INVALID in a record (record.h) */
+};
 
 /** A key and its value (a label, a selector term), borrowed. */
 struct sw_kv {
@@ -54,6 +77,14 @@ struct sw_node_facts {
     int64_t gpu_allocatable;
     bool ready;
     bool unschedulable;
+    /* GPU feature discovery's nvidia.com/gpu.sharing-strategy is
+     * "time-slicing"; gpu_replicas is nvidia.com/gpu.replicas (1 when
+     * absent or not time-sliced). */
+    bool time_sliced;
+    int64_t gpu_replicas;
+    /* Allocatable MIG slices per profile (the first SW_NODE_MIG_MAX). */
+    size_t nmig;
+    struct sw_node_mig mig[SW_NODE_MIG_MAX];
     /* All labels, for matching pending pods' nodeSelector (borrowed): the
      * JSON object, or when that is NULL the array (a cache record's). */
     const cJSON *labels;
@@ -67,11 +98,25 @@ struct sw_pod_facts {
     const char *name;
     const char *node_name; /* NULL or "" when unscheduled */
     int64_t gpu_request;
+    /* MIG slices the pod asks for: the first nvidia.com/mig-<profile> its
+     * containers name (borrowed; NULL: none), summed as gpu_request is. */
+    const char *mig_profile;
+    int64_t mig_request;
     bool terminal;
     const cJSON *node_selector; /* borrowed; NULL when absent */
     /* Or, when node_selector is NULL, as an array (a cache record's). */
     const struct sw_kv *selectorv;
     size_t nselectorv;
+};
+
+/** A pool's slices of one MIG profile. */
+struct sw_pool_mig {
+    char *profile; /* owned */
+    /* Slices of it one GPU is partitioned into: 7 / the profile's compute
+     * slices ("<n>g": 1g -> 7, 2g -> 3, 3g -> 2, 4g and 7g -> 1), as on
+     * NVIDIA's A100 and H100 (7 compute slices a GPU). */
+    int per_gpu;
+    int64_t total, used, free;
 };
 
 /** A pool's figures. `key` and the attribute strings are owned by the result. */
@@ -89,6 +134,15 @@ struct sw_gpu_pool {
     int64_t free;
     int64_t excluded;
     int64_t pending;
+    /* Time-sliced: one of its schedulable nodes is. Then milli_* are its
+     * GPUs in thousandths (a replica 1000 / R), and replicas the largest
+     * R of its nodes. */
+    bool time_sliced;
+    int64_t replicas;
+    int64_t milli_total, milli_used, milli_free;
+    /* MIG slices of its schedulable nodes per profile, sorted by profile. */
+    size_t nmig;
+    struct sw_pool_mig mig[SW_NODE_MIG_MAX];
 };
 
 /** The result of sw_capacity_compute. */
@@ -156,6 +210,13 @@ int sw_gpu_quantity(const cJSON *v, const char *what, const char *field, int64_t
 
 /** A node's label (borrowed from the facts' labels), or NULL when it has none. */
 const char *sw_node_label(const struct sw_node_facts *n, const char *key);
+
+/**
+ * Slices of MIG profile `profile` ("3g.40gb") one GPU holds: 7 / n for a
+ * profile "<n>g..." with n from 1 to 7 (at least 1), or 0 when the profile
+ * does not start that way.
+ */
+int sw_mig_per_gpu(const char *profile);
 
 /** Frees what sw_capacity_compute filled. */
 void sw_capacity_free(struct sw_gpu_capacity *c);

@@ -34,6 +34,16 @@ int64_t sw_ratelimit_reserve(struct sw_ratelimit *rl, int64_t now_ms)
     return (double)w < wait ? w + 1 : w;
 }
 
+double sw_ratelimit_tokens(const struct sw_ratelimit *rl, int64_t now_ms)
+{
+    if (rl->qps <= 0)
+        return rl->burst;
+    double t = rl->tokens;
+    if (now_ms > rl->last_ms)
+        t += (double)(now_ms - rl->last_ms) * rl->qps / 1000.0;
+    return t > rl->burst ? rl->burst : t;
+}
+
 int64_t sw_backoff_ms(int attempt, int64_t base_ms, int64_t cap_ms, long retry_after_s,
                       double jitter)
 {

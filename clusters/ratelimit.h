@@ -36,6 +36,13 @@ void sw_ratelimit_init(struct sw_ratelimit *rl, double qps, int burst, int64_t n
 int64_t sw_ratelimit_reserve(struct sw_ratelimit *rl, int64_t now_ms);
 
 /**
+ * The tokens the bucket would hold at `now_ms` (capped at `burst`; negative
+ * while reservations are still being paid back), without taking one.
+ * An unlimited bucket (qps <= 0) always holds `burst`.
+ */
+double sw_ratelimit_tokens(const struct sw_ratelimit *rl, int64_t now_ms);
+
+/**
  * The delay before retry number `attempt` (0 for the first retry):
  * base * 2^attempt capped at `cap_ms`, scaled by a jitter factor in
  * [0.5, 1.0] from `jitter` (in [0,1)). A Retry-After of `retry_after_s`

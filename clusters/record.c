@@ -560,9 +560,14 @@ static void fill_pod(struct blob *b, const cJSON *pod, void *out)
     r->node = b_intern(b, str_at(spec, "nodeName"));
     r->phase = b_intern(b, str_at(st, "phase"));
     struct sw_pod_facts f;
-    if (b->p != NULL) /* not needed to size the record */
-        r->gpu_request =
-            sw_pod_facts_from_json(pod, &f, NULL) == 0 ? f.gpu_request : SW_REC_INVALID;
+    if (b->p != NULL) { /* not needed to size the record */
+        bool ok = sw_pod_facts_from_json(pod, &f, NULL) == 0;
+        r->gpu_request = ok ? f.gpu_request : SW_REC_INVALID;
+        if (ok && f.mig_profile != NULL) {
+            r->mig_profile = b_intern(b, f.mig_profile);
+            r->mig_request = f.mig_request;
+        }
+    }
     r->node_selector = b_kvs(b, child(spec, "nodeSelector"), is_string, &r->nselector);
     r->conditions = b_conds(b, child(st, "conditions"), false, &r->nconditions);
 }
@@ -592,6 +597,7 @@ void sw_pod_record_free(struct sw_intern *t, struct sw_pod_record *r)
     sw_intern_release(t, r->owner);
     sw_intern_release(t, r->node);
     sw_intern_release(t, r->phase);
+    sw_intern_release(t, r->mig_profile);
     release_kvs(t, r->node_selector, r->nselector);
     release_conds(t, r->conditions, r->nconditions);
     sw_free(r);
@@ -610,6 +616,8 @@ int sw_pod_facts_from_record(const struct sw_pod_record *r, struct sw_pod_facts 
     out->name = r->name;
     out->node_name = r->node;
     out->gpu_request = r->gpu_request;
+    out->mig_profile = r->mig_profile;
+    out->mig_request = r->mig_request;
     out->terminal =
         r->phase && (strcmp(r->phase, "Succeeded") == 0 || strcmp(r->phase, "Failed") == 0);
     out->selectorv = r->node_selector;
@@ -739,6 +747,12 @@ int sw_node_facts_from_record(const struct sw_node_record *r, struct sw_node_fac
                               struct sw_error *err)
 {
     memset(out, 0, sizeof(*out));
+    /* A bad sharing label or MIG quantity first: it also fails the node's
+     * other facts when the record is made, and is the one to name. */
+    struct sw_node_gpu_sharing g;
+    int rc = sw_node_gpu_sharing_from_record(r, &g, err);
+    if (rc != 0)
+        return rc;
     if (r->gpu_allocatable == SW_REC_INVALID)
         return sw_error_set(err, SW_EPARSE,
                             "Node %s: field \"status.allocatable.nvidia.com/gpu\" or "
@@ -761,6 +775,11 @@ int sw_node_facts_from_record(const struct sw_node_record *r, struct sw_node_fac
     out->gpu_allocatable = r->gpu_allocatable;
     out->ready = r->ready;
     out->unschedulable = r->unschedulable;
+    out->time_sliced = strcmp(g.strategy, "time-slicing") == 0;
+    out->gpu_replicas = out->time_sliced ? g.replicas : 1;
+    out->nmig = g.nmig < SW_NODE_MIG_MAX ? g.nmig : SW_NODE_MIG_MAX;
+    for (size_t i = 0; i < out->nmig; i++)
+        out->mig[i] = g.mig[i];
     return 0;
 }
 

@@ -84,20 +84,12 @@ struct sw_pod_record {
     const char *ns, *owner;   /* interned; owner is the Job's name or NULL */
     const char *node, *phase; /* interned or NULL */
     int64_t gpu_request;      /* or SW_REC_INVALID */
+    const char *mig_profile;  /* interned or NULL: the MIG profile it asks slices of */
+    int64_t mig_request;      /* slices of it */
     uint16_t nconditions, nselector;
     const struct sw_condition *conditions;
     const struct sw_kv *node_selector;
 };
-
-/** Allocatable MIG slices of one profile on a node. */
-struct sw_node_mig {
-    const char *profile; /* interned: "1g.10gb" of nvidia.com/mig-1g.10gb */
-    int64_t count;       /* or SW_REC_INVALID */
-};
-
-/* The most MIG profiles a node record keeps (a node has a few). */
-#define SW_NODE_MIG_MAX        8
-#define SW_MIG_RESOURCE_PREFIX "nvidia.com/mig-"
 
 struct sw_node_record {
     const char *name, *rv;   /* own */

@@ -139,6 +139,11 @@ void sw_kube_client_ratelimit_wait(const struct sw_kube_client *c, uint64_t *wai
     *delayed = c->rl_delayed;
 }
 
+bool sw_kube_client_spare(const struct sw_kube_client *c)
+{
+    return sw_ratelimit_tokens(&c->rl, sw_mono_ms(clock_of(c))) >= c->rl.burst / 2;
+}
+
 /* Counts a response by status; the last slot takes every status once the
  * others are used (code -1). */
 static void count_response(struct sw_kube_client *c, long status)

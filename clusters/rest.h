@@ -161,6 +161,14 @@ void sw_kube_client_ratelimit_wait(const struct sw_kube_client *c, uint64_t *wai
                                    uint64_t *delayed);
 
 /**
+ * Whether at least half of the client's rate-limit burst is unspent now.
+ * Requests that can wait (Events, a status that only informs) are sent
+ * only then, so that they never take the budget of a request that cannot
+ * (client-go has one queue; this is the hub's second, lower lane).
+ */
+bool sw_kube_client_spare(const struct sw_kube_client *c);
+
+/**
  * Sends a request. Returns 0 and, if `out` is not NULL, a handle valid until
  * the callback returns; `cb` then runs exactly once.
  */

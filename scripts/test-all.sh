@@ -86,8 +86,17 @@ if ! echo "$lab_status" | grep -q '^onprem .*Ready'; then
     lab_started=1
 fi
 if tests/testbed/testbed up; then
-    step "end-to-end tests on the lab"
     eval "$(tests/testbed/testbed env)"
+    # The suite runs in the lab's default mode; the Kueue and Karpenter
+    # tests turn their mode on themselves (a demo run with
+    # SW_DEMO_KEEP_MODES=1 leaves them on).
+    for mode in karpenter kueue; do
+        if [ -f "$SW_LAB_DIR/$mode/on" ]; then
+            echo "test-all: turning the lab's $mode mode off first"
+            tests/testbed/testbed "$mode" down >/dev/null || record "lab-$mode-down" 0 1
+        fi
+    done
+    step "end-to-end tests on the lab"
     run_ctest e2e "$BUILD" e2e
 else
     echo "test-all: the lab did not come up; see its logs" >&2

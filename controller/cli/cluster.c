@@ -840,6 +840,30 @@ static const char *probe_reason(const struct probe *p)
     return "";
 }
 
+/* What a pool's nodes advertise of shared and partitioned GPUs
+ * (clusters/capacity.h): time-slicing ("timeSlicing": replicas per GPU and
+ * the pool in thousandths of a GPU, or null) and MIG slices per profile. */
+static void add_sharing(cJSON *po, const struct sw_gpu_pool *pool)
+{
+    if (pool->time_sliced) {
+        cJSON *ts = cJSON_AddObjectToObject(po, "timeSlicing");
+        cJSON_AddNumberToObject(ts, "replicas", (double)pool->replicas);
+        cJSON_AddNumberToObject(ts, "milliFree", (double)pool->milli_free);
+        cJSON_AddNumberToObject(ts, "milliTotal", (double)pool->milli_total);
+    } else {
+        cJSON_AddNullToObject(po, "timeSlicing");
+    }
+    cJSON *mig = cJSON_AddArrayToObject(po, "mig");
+    for (size_t k = 0; mig && k < pool->nmig; k++) {
+        cJSON *mo = cJSON_CreateObject();
+        cJSON_AddItemToArray(mig, mo);
+        cJSON_AddStringToObject(mo, "profile", pool->mig[k].profile);
+        cJSON_AddNumberToObject(mo, "perGpu", pool->mig[k].per_gpu);
+        cJSON_AddNumberToObject(mo, "free", (double)pool->mig[k].free);
+        cJSON_AddNumberToObject(mo, "total", (double)pool->mig[k].total);
+    }
+}
+
 /* One cluster as a -o json/yaml item; NULL when out of memory. */
 static cJSON *probe_item(const struct probe *p, int probed)
 {
@@ -931,6 +955,7 @@ static cJSON *probe_item(const struct probe *p, int probed)
         /* Fixed nodes: the ceiling is what they hold, no room to add. */
         cJSON_AddNumberToObject(po, "ceiling", (double)pool->total);
         cJSON_AddNumberToObject(po, "room", 0);
+        add_sharing(po, pool);
     }
     /* A pool bound to a NodePool is a row of its own: it may have no node. */
     for (size_t i = 0; p->have_cap && pools && i < r->spec.npools; i++) {
@@ -1128,6 +1153,14 @@ static void show_one(const struct probe *p, const struct sw_seal_key *key)
             printf("  %-60s free %lld/%lld  nodes %d (+%d excluded)  pending %lld\n", pool->key,
                    (long long)pool->free, (long long)pool->total, pool->nodes, pool->nodes_excluded,
                    (long long)pool->pending);
+            if (pool->time_sliced)
+                printf("    time-slicing: %lld replicas per GPU, %.3f of %.3f GPUs free\n",
+                       (long long)pool->replicas, (double)pool->milli_free / 1000.0,
+                       (double)pool->milli_total / 1000.0);
+            for (size_t k = 0; k < pool->nmig; k++)
+                printf("    MIG %s: free %lld/%lld slices (%d per GPU)\n", pool->mig[k].profile,
+                       (long long)pool->mig[k].free, (long long)pool->mig[k].total,
+                       pool->mig[k].per_gpu);
         }
     }
 }

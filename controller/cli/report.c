@@ -229,7 +229,7 @@ static int hub_usage(const struct sw_cli_globals *g, struct sw_job_usage **out, 
         snprintf(u->team, sizeof(u->team), "%.*s", (int)sizeof(u->team) - 1,
                  r.team[0] ? r.team : r.ns);
         u->at = (double)(r.finished_ms ? r.finished_ms : r.observed_ms) / 1000.0;
-        u->gpu_h[cap] = (double)r.gpus * (double)(end - r.started_ms) / 3.6e6;
+        u->gpu_h[cap] = sw_job_rec_billed_gpus(&r) * (double)(end - r.started_ms) / 3.6e6;
         u->cost[cap] = u->gpu_h[cap] * r.price_gpu_h;
         if (strcmp(r.target_cluster, r.cluster) != 0 && r.input_bytes > 1)
             u->egress = (double)(r.input_bytes - 1) / 1e9 * 0.02;

@@ -199,6 +199,7 @@ enum ann {
     A_TEAM,
     A_PRIORITY,
     A_ON_LOSS,
+    A_GPU_SHARE,
     A__COUNT
 };
 
@@ -208,6 +209,7 @@ static const char *const ann_keys[A__COUNT] = {
     [A_MAX_PRICE] = SW_ANN_MAX_PRICE,   [A_RUNTIME] = SW_ANN_RUNTIME,
     [A_CHECKPOINT] = SW_ANN_CHECKPOINT, [A_TEAM] = SW_ANN_TEAM,
     [A_PRIORITY] = SW_ANN_PRIORITY,     [A_ON_LOSS] = SW_ANN_ON_LOSS,
+    [A_GPU_SHARE] = SW_ANN_GPU_SHARE,
 };
 
 #define DURATION_EXPECT "a duration such as \"2h30m\", \"45m\" or \"90s\""
@@ -296,6 +298,33 @@ static int price_ann(const char *v, double *out, struct sw_error *err)
         return ann_error(err, A_MAX_PRICE, v,
                          PRICE_EXPECT " above 0 and at most 10000, e.g. \"3.50\"", NULL);
     *out = d;
+    return 0;
+}
+
+/* "0.25": a share of one GPU above 0 and at most 1, to the thousandth. */
+static int share_ann(const char *v, int *milli, struct sw_error *err)
+{
+    static const char expect[] = "a share of one GPU above 0 and at most 1, e.g. \"0.25\"";
+    const char *p = v;
+    size_t digits = 0, frac = 0;
+    while (isdigit((unsigned char)*p))
+        p++, digits++;
+    if (digits > 0 && *p == '.') {
+        p++;
+        while (isdigit((unsigned char)*p))
+            p++, frac++;
+        if (frac == 0)
+            digits = 0;
+    }
+    if (digits == 0 || *p != '\0' || (size_t)(p - v) > 32)
+        return ann_error(err, A_GPU_SHARE, v, expect, NULL);
+    double d = strtod(v, NULL);
+    if (!(d > 0) || d > 1)
+        return ann_error(err, A_GPU_SHARE, v, expect, "outside (0, 1]");
+    long m = lround(d * 1000);
+    if (m < 1 || fabs(d * 1000 - (double)m) > 1e-6)
+        return ann_error(err, A_GPU_SHARE, v, expect, "finer than a thousandth");
+    *milli = (int)m;
     return 0;
 }
 
@@ -427,6 +456,8 @@ static int parse_one(enum ann a, const char *v, double created, struct sw_burst_
         else
             return ann_error(err, a, v, "requeue or wait", NULL);
         return 0;
+    case A_GPU_SHARE:
+        return share_ann(v, &out->gpu_milli, err);
     case A__COUNT:
         break;
     }
@@ -518,20 +549,20 @@ static void got(const cJSON *v, char *buf, size_t cap)
     }
 }
 
-/* A container's GPUs: resources.requests, else resources.limits. */
-static int container_gpus(const cJSON *c, const char *what, const char *list, int idx, int64_t *out,
-                          struct sw_error *err)
+/* A container's request of `res` (nvidia.com/gpu or a MIG slice):
+ * resources.requests, else resources.limits. */
+static int container_res(const cJSON *c, const char *res, const char *what, const char *list,
+                         int idx, int64_t *out, struct sw_error *err)
 {
     *out = 0;
     if (!cJSON_IsObject(c))
         return sw_error_set(err, SW_EINVAL, "%s: field \"%s[%d]\": expected an object, got %s",
                             what, list, idx, sw_json_type_name(c));
     const char *kind = "requests";
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(sw_json_path(c, "resources.requests"), "nvidia.com/gpu");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sw_json_path(c, "resources.requests"), res);
     if (v == NULL) {
         kind = "limits";
-        v = cJSON_GetObjectItemCaseSensitive(sw_json_path(c, "resources.limits"), "nvidia.com/gpu");
+        v = cJSON_GetObjectItemCaseSensitive(sw_json_path(c, "resources.limits"), res);
     }
     if (v == NULL)
         return 0;
@@ -539,10 +570,53 @@ static int container_gpus(const cJSON *c, const char *what, const char *list, in
         char g[4 * VALUE_SHOWN + 8];
         got(v, g, sizeof(g));
         return sw_error_set(err, SW_EINVAL,
-                            "%s: field \"%s[%d].resources.%s.nvidia.com/gpu\": expected a whole "
-                            "number of GPUs from 0 to %d, got %s",
-                            what, list, idx, kind, MAX_GPUS_PER_POD, g);
+                            "%s: field \"%s[%d].resources.%s.%.100s\": expected a whole "
+                            "number of %s from 0 to %d, got %s",
+                            what, list, idx, kind, res,
+                            strcmp(res, "nvidia.com/gpu") == 0 ? "GPUs" : "MIG slices",
+                            MAX_GPUS_PER_POD, g);
     }
+    return 0;
+}
+
+/*
+ * A pod's request of `res` as the scheduler computes it (k8s resourcehelper
+ * PodRequests): sidecars run alongside everything started after them.
+ * The containers lists are checked by the caller.
+ */
+static int template_res(const cJSON *pspec, const char *res, const char *what, int64_t *out,
+                        struct sw_error *err)
+{
+    const cJSON *ctrs = cJSON_GetObjectItemCaseSensitive(pspec, "containers");
+    const cJSON *inits = cJSON_GetObjectItemCaseSensitive(pspec, "initContainers");
+    int64_t sum = 0, sidecars = 0, init_max = 0, g;
+    const cJSON *c;
+    int i = 0, rc;
+    cJSON_ArrayForEach(c, ctrs)
+    {
+        if ((rc = container_res(c, res, what, "spec.template.spec.containers", i++, &g, err)) != 0)
+            return rc;
+        sum += g;
+    }
+    i = 0;
+    const cJSON *init_list = cJSON_IsArray(inits) ? inits : NULL;
+    cJSON_ArrayForEach(c, init_list)
+    {
+        if ((rc = container_res(c, res, what, "spec.template.spec.initContainers", i++, &g, err)) !=
+            0)
+            return rc;
+        const cJSON *rp = cJSON_GetObjectItemCaseSensitive(c, "restartPolicy");
+        int64_t at_start;
+        if (cJSON_IsString(rp) && strcmp(rp->valuestring, "Always") == 0) {
+            sidecars += g;
+            at_start = sidecars;
+        } else {
+            at_start = g + sidecars;
+        }
+        if (at_start > init_max)
+            init_max = at_start;
+    }
+    *out = sum + sidecars > init_max ? sum + sidecars : init_max;
     return 0;
 }
 
@@ -616,35 +690,9 @@ int sw_job_gpu_shape(const cJSON *job, int *pods, int *gpus_per_pod, struct sw_e
                             "got %s",
                             what, sw_json_type_name(inits));
 
-    /* As the scheduler computes a pod's request (k8s resourcehelper
-     * PodRequests): sidecars run alongside everything started after them. */
-    int64_t sum = 0, sidecars = 0, init_max = 0, g;
-    const cJSON *c;
-    int i = 0;
-    cJSON_ArrayForEach(c, ctrs)
-    {
-        if ((rc = container_gpus(c, what, "spec.template.spec.containers", i++, &g, err)) != 0)
-            return rc;
-        sum += g;
-    }
-    i = 0;
-    const cJSON *init_list = cJSON_IsArray(inits) ? inits : NULL;
-    cJSON_ArrayForEach(c, init_list)
-    {
-        if ((rc = container_gpus(c, what, "spec.template.spec.initContainers", i++, &g, err)) != 0)
-            return rc;
-        const cJSON *rp = cJSON_GetObjectItemCaseSensitive(c, "restartPolicy");
-        int64_t at_start;
-        if (cJSON_IsString(rp) && strcmp(rp->valuestring, "Always") == 0) {
-            sidecars += g;
-            at_start = sidecars;
-        } else {
-            at_start = g + sidecars;
-        }
-        if (at_start > init_max)
-            init_max = at_start;
-    }
-    int64_t per_pod = sum + sidecars > init_max ? sum + sidecars : init_max;
+    int64_t per_pod;
+    if ((rc = template_res(pspec, "nvidia.com/gpu", what, &per_pod, err)) != 0)
+        return rc;
     if (per_pod > MAX_GPUS_PER_POD)
         return sw_error_set(err, SW_EINVAL,
                             "%s: field \"spec.template.spec\": expected at most %d GPUs per pod, "
@@ -652,5 +700,102 @@ int sw_job_gpu_shape(const cJSON *job, int *pods, int *gpus_per_pod, struct sw_e
                             what, MAX_GPUS_PER_POD, (long long)per_pod);
     *pods = (int)par;
     *gpus_per_pod = (int)per_pod;
+    return 0;
+}
+
+#define MIG_PREFIX "nvidia.com/mig-"
+
+/* "Job NAMESPACE/NAME" of a Job object, for messages. */
+static void job_what(const cJSON *job, char *what, size_t cap)
+{
+    const cJSON *name = sw_json_path(job, "metadata.name");
+    const cJSON *ns = sw_json_path(job, "metadata.namespace");
+    snprintf(what, cap, "Job %.100s%s%.120s",
+             cJSON_IsString(ns) && ns->valuestring ? ns->valuestring : "",
+             cJSON_IsString(ns) && ns->valuestring ? "/" : "",
+             cJSON_IsString(name) && name->valuestring ? name->valuestring : "(no name)");
+}
+
+int sw_job_gpu_ask(const cJSON *job, const struct sw_burst_spec *spec, struct sw_gpu_ask *out,
+                   struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = sw_job_gpu_shape(job, &out->pods, &out->gpus_per_pod, err);
+    if (rc != 0)
+        return rc;
+    char what[300];
+    job_what(job, what, sizeof(what));
+    /* The one MIG profile the pods ask for, if any: every container's
+     * requests and limits (the shape above checked the lists). */
+    const cJSON *pspec = sw_json_path(job, "spec.template.spec");
+    static const char *const lists[] = {"containers", "initContainers"};
+    static const char *const kinds[] = {"requests", "limits"};
+    const char *profile = NULL;
+    for (size_t l = 0; l < 2; l++) {
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(pspec, lists[l]), *c;
+        if (!cJSON_IsArray(list))
+            continue;
+        int idx = 0;
+        cJSON_ArrayForEach(c, list)
+        {
+            for (size_t k = 0; k < 2; k++) {
+                const cJSON *r = sw_json_path(sw_json_child(c, "resources"), kinds[k]), *it;
+                if (!cJSON_IsObject(r))
+                    continue;
+                cJSON_ArrayForEach(it, r)
+                {
+                    if (it->string == NULL ||
+                        strncmp(it->string, MIG_PREFIX, sizeof(MIG_PREFIX) - 1) != 0)
+                        continue;
+                    const char *p = it->string + sizeof(MIG_PREFIX) - 1;
+                    char q[4 * VALUE_SHOWN + 4];
+                    quote_value(it->string, q);
+                    if (!sw_mig_profile_valid(p))
+                        return sw_error_set(
+                            err, SW_EINVAL,
+                            "%s: field \"spec.template.spec.%s[%d].resources.%s\": resource "
+                            "\"%s\": expected a MIG profile as NVIDIA's device plugin names it, "
+                            "e.g. \"nvidia.com/mig-1g.10gb\"",
+                            what, lists[l], idx, kinds[k], q);
+                    if (profile != NULL && strcmp(profile, p) != 0)
+                        return sw_error_set(
+                            err, SW_EINVAL,
+                            "%s: field \"spec.template.spec.%s[%d].resources.%s\": resource "
+                            "\"%s\": expected one MIG profile per pod, got %.40s too",
+                            what, lists[l], idx, kinds[k], q, profile);
+                    profile = p;
+                }
+            }
+            idx++;
+        }
+    }
+    if (profile != NULL) {
+        char res[80];
+        snprintf(res, sizeof(res), "%s%s", MIG_PREFIX, profile);
+        int64_t slices = 0;
+        if ((rc = template_res(pspec, res, what, &slices, err)) != 0)
+            return rc;
+        if (out->gpus_per_pod > 0)
+            return sw_error_set(err, SW_EINVAL,
+                                "%s: field \"spec.template.spec\": expected MIG slices (%s) or "
+                                "nvidia.com/gpu, got both",
+                                what, res);
+        if (spec->gpu_milli > 0)
+            return sw_error_set(err, SW_EINVAL,
+                                "%s: annotation \"" SW_ANN_GPU_SHARE "\": a share of a GPU "
+                                "cannot be given with MIG slices (%s)",
+                                what, res);
+        out->gpus_per_pod = (int)slices;
+        snprintf(out->mig_profile, sizeof(out->mig_profile), "%s", profile);
+        return 0;
+    }
+    if (spec->gpu_milli > 0 && spec->gpu_milli < 1000) {
+        if (out->gpus_per_pod != 1)
+            return sw_error_set(err, SW_EINVAL,
+                                "%s: annotation \"" SW_ANN_GPU_SHARE "\": a share of a GPU is "
+                                "for pods asking nvidia.com/gpu: 1, got %d per pod",
+                                what, out->gpus_per_pod);
+        out->gpu_milli = spec->gpu_milli;
+    }
     return 0;
 }

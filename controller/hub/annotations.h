@@ -15,6 +15,7 @@
  *   spillway.io/team                 DNS-1123 label
  *   spillway.io/priority             best-effort | development | training | production
  *   spillway.io/on-cluster-loss      requeue | wait
+ *   spillway.io/gpu-share            a share of one GPU per pod, above 0 and at most 1 ("0.25")
  *
  * Durations are Go's time.ParseDuration spelling restricted to what a
  * person writes: "2h30m", "45m", "90s", "1.5h", "500ms" (sw_duration_parse).
@@ -40,6 +41,7 @@
 #define SW_ANN_TEAM       "spillway.io/team"
 #define SW_ANN_PRIORITY   "spillway.io/priority"
 #define SW_ANN_ON_LOSS    "spillway.io/on-cluster-loss"
+#define SW_ANN_GPU_SHARE  "spillway.io/gpu-share"
 
 #define SW_ANN_MAX_INPUTS 4
 /** The highest price spillway.io/max-price accepts, dollars per GPU-hour. */
@@ -68,6 +70,9 @@ struct sw_burst_spec {
     char team[64];               /* "" unknown: the caller uses the namespace's */
     enum sw_priority_class prio; /* default training */
     bool requeue_on_loss;        /* default true */
+    /* spillway.io/gpu-share in thousandths of a GPU (1 to 1000); 0 when
+     * absent. 1000 asks a whole GPU, as without the annotation. */
+    int gpu_milli;
 };
 
 /**
@@ -137,5 +142,30 @@ int sw_s3_uri_format(const struct sw_s3_uri *u, char *buf, size_t len);
  * ("Job NAMESPACE/NAME") and the field.
  */
 int sw_job_gpu_shape(const cJSON *job, int *pods, int *gpus_per_pod, struct sw_error *err);
+
+/** What a Job's pods ask of GPUs, as the engine takes it (placement/model.h). */
+struct sw_gpu_ask {
+    int pods;
+    /* nvidia.com/gpu per pod, or with mig_profile set, slices of it */
+    int gpus_per_pod;
+    /* "1g.10gb" when the pods ask nvidia.com/mig-1g.10gb; "" otherwise */
+    char mig_profile[SW_MIG_PROFILE_MAX];
+    /* a share of one GPU per pod in thousandths (1 to 999); 0: whole GPUs */
+    int gpu_milli;
+};
+
+/**
+ * The GPU ask of a Job (borrowed) whose annotations gave `spec`: its shape
+ * (sw_job_gpu_shape), or when its pod template asks for MIG slices
+ * (nvidia.com/mig-<profile>, summed as the scheduler sums a pod's
+ * request) the profile and slices per pod; and spillway.io/gpu-share as a
+ * share of its one GPU per pod. SW_EINVAL naming the Job and the field
+ * when a resource "nvidia.com/mig-..." names no MIG profile (expected
+ * "<n>g.<m>gb", e.g. nvidia.com/mig-1g.10gb), when pods ask for two
+ * profiles or for MIG slices and nvidia.com/gpu at once, or when a share
+ * is given with MIG slices or with other than one nvidia.com/gpu per pod.
+ */
+int sw_job_gpu_ask(const cJSON *job, const struct sw_burst_spec *spec, struct sw_gpu_ask *out,
+                   struct sw_error *err);
 
 #endif

@@ -8,7 +8,9 @@
  *             nodes whose labels match the pool (capacity.h), its ceiling
  *             is what they hold (capped by maxGpus), a cloud pool's
  *             provisioning delay and a spot pool's interruption rate are
- *             the documented priors;
+ *             the documented priors; what the nodes advertise of MIG
+ *             slices per profile and time-slicing (then the figures are
+ *             milli-GPUs, as the engine counts a time-sliced pool);
  *   nodepool  the pool is a Karpenter NodePool (nodepool.h): total is what
  *             its NodeClaims hold or will (launching ones once) plus the
  *             GPUs pods already wait for, free the idle GPUs on its Ready
@@ -17,9 +19,11 @@
  *             prior until one is seen); a spot NodePool's interruption
  *             rate is learned from the mirrors lost there per hour its
  *             mirrors ran, weighed with the prior (sw_capacity_interrupt_rate).
+ *             A NodePool's GPUs are whole: its MIG partitioning is not read.
  *
  * decide.c asks the source of each pool and never looks at which one it is.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -28,8 +32,36 @@
 
 static void common_figures(const struct sw_pool_spec *ps, struct sw_pool_figures *out)
 {
+    if (out->milli_per_unit == 0)
+        out->milli_per_unit = 1000;
+    if (out->replicas == 0)
+        out->replicas = 1;
     bool spot = strcmp(ps->capacity_type, "spot") == 0;
     out->interrupt_per_h = spot ? SW_PRIOR_SPOT_INTERRUPT : 0;
+}
+
+/* Adds a node pool's MIG slices to the figures, by profile; profiles the
+ * engine cannot name (sw_mig_profile_valid) or price (no slices per GPU)
+ * and those past SW_MAX_MIG are left out. */
+static void add_mig(struct sw_pool_figures *out, const struct sw_gpu_pool *cp)
+{
+    for (size_t i = 0; i < cp->nmig; i++) {
+        const struct sw_pool_mig *pm = &cp->mig[i];
+        if (!sw_mig_profile_valid(pm->profile) || pm->per_gpu < 1)
+            continue;
+        int k = 0;
+        while (k < out->nmig && strcmp(out->mig[k].profile, pm->profile) != 0)
+            k++;
+        if (k == out->nmig) {
+            if (out->nmig == SW_MAX_MIG)
+                continue;
+            out->nmig++;
+            snprintf(out->mig[k].profile, sizeof(out->mig[k].profile), "%s", pm->profile);
+            out->mig[k].per_gpu = pm->per_gpu;
+        }
+        out->mig[k].total += pm->total;
+        out->mig[k].free += pm->free;
+    }
 }
 
 static int nodes_figures(struct sw_hub *h, struct sw_member *m, const struct sw_pool_spec *ps,
@@ -37,8 +69,9 @@ static int nodes_figures(struct sw_hub *h, struct sw_member *m, const struct sw_
 {
     (void)h;
     (void)m;
-    int64_t total = 0, free_ = 0;
+    int64_t total = 0, free_ = 0, mtotal = 0, mfree = 0, replicas = 1;
     int nodes = 0;
+    bool sliced = false;
     for (size_t k = 0; k < cap->npools; k++) {
         const struct sw_gpu_pool *cp = &cap->pools[k];
         if (strcmp(cp->capacity_type, ps->capacity_type) != 0)
@@ -47,9 +80,26 @@ static int nodes_figures(struct sw_hub *h, struct sw_member *m, const struct sw_
             continue;
         total += cp->total;
         free_ += cp->free;
+        mtotal += cp->milli_total;
+        mfree += cp->milli_free;
         nodes += cp->nodes;
+        if (cp->time_sliced) {
+            sliced = true;
+            if (cp->replicas > replicas)
+                replicas = cp->replicas;
+        }
+        add_mig(out, cp);
     }
-    if (ps->max_gpus > 0 && total > ps->max_gpus)
+    out->time_sliced = sliced;
+    out->replicas = replicas;
+    out->milli_per_unit = 1000 / replicas;
+    if (sliced) {
+        /* In thousandths of a GPU; maxGpus counts whole GPUs. */
+        total = mtotal;
+        free_ = mfree;
+        if (ps->max_gpus > 0 && total > ps->max_gpus * 1000)
+            total = ps->max_gpus * 1000;
+    } else if (ps->max_gpus > 0 && total > ps->max_gpus)
         total = ps->max_gpus;
     if (free_ > total)
         free_ = total;

@@ -56,6 +56,7 @@ struct round {
     size_t cap_specs;
     struct sw_running *running;
     size_t nrunning, cap_running;
+    struct sw_running *mig_running; /* per pool, SW_MAX_MIG each */
     struct sw_local_queue *queues;
     size_t nqueues;
     /* per pool: Workloads Kueue queues ahead of every burstable Job (owned
@@ -158,6 +159,16 @@ static void add_pools(struct round *rd)
             o->provision_s = fig.provision_s;
             o->price_gpu_h = ps->price_per_gpu_hour;
             o->interrupt_per_h = fig.interrupt_per_h;
+            /* Shared and partitioned GPUs its nodes advertise. */
+            o->time_sliced = fig.time_sliced;
+            o->n_mig = fig.nmig;
+            for (int k = 0; k < fig.nmig; k++) {
+                struct sw_mig_offer *mo = &o->mig[k];
+                memcpy(mo->profile, fig.mig[k].profile, sizeof(mo->profile));
+                mo->per_gpu = fig.mig[k].per_gpu;
+                mo->total = (int)fig.mig[k].total;
+                mo->free = (int)fig.mig[k].free;
+            }
             /* Names cut to fit may collide; the engine wants them unique. */
             for (size_t k = 0; k < rd->npools; k++)
                 if (strcmp(rd->pools[k].name, o->name) == 0) {
@@ -168,6 +179,8 @@ static void add_pools(struct round *rd)
             /* GPUs promised to Jobs on their way there are not free: idle
              * ones first, then room to provision (a NodePool's). */
             int res = reserved_gpus(h, m->rec.name, ps->capacity_type);
+            if (o->time_sliced)
+                res *= 1000; /* a GPU promised, in thousandths */
             int take = res < o->free_gpus ? res : o->free_gpus;
             o->free_gpus -= take;
             o->total_gpus += res - take;
@@ -180,8 +193,11 @@ static void add_pools(struct round *rd)
                 o->max_gpus = o->total_gpus;
             }
             if (kueue && o->capacity == SW_CAP_OWNED) {
-                if (o->free_gpus > qh.headroom)
-                    o->free_gpus = (int)qh.headroom;
+                /* Kueue counts units of nvidia.com/gpu (replicas when
+                 * time-sliced). */
+                int64_t room = o->time_sliced ? qh.headroom * fig.milli_per_unit : qh.headroom;
+                if (o->free_gpus > room)
+                    o->free_gpus = (int)room;
                 struct sw_queued *a = qh.nahead ? sw_calloc(qh.nahead, sizeof(*a)) : NULL;
                 for (size_t k = 0; a != NULL && k < qh.nahead; k++)
                     a[k] = (struct sw_queued){.gpus = (int)sw_queue_home_ahead_gpus(&qh, k),
@@ -259,6 +275,22 @@ static void add_queues(struct round *rd)
         rd->queues[k].running = rd->queues[k].n_running ? &rd->running[at] : NULL;
         at += rd->queues[k].n_running;
     }
+    /* MIG slices in use on owned pools, each expected to return after the
+     * prior as whole GPUs are (the engine waits for them per profile). */
+    rd->mig_running = sw_calloc(rd->npools * SW_MAX_MIG + 1, sizeof(*rd->mig_running));
+    for (size_t p = 0; rd->mig_running != NULL && p < rd->npools; p++) {
+        struct sw_pool *o = &rd->pools[p];
+        for (int k = 0; o->capacity == SW_CAP_OWNED && k < o->n_mig; k++) {
+            struct sw_mig_offer *mo = &o->mig[k];
+            if (mo->total <= mo->free)
+                continue;
+            struct sw_running *e = &rd->mig_running[p * SW_MAX_MIG + (size_t)k];
+            *e =
+                (struct sw_running){.gpus = mo->total - mo->free, .remaining_s = PRIOR_REMAINING_S};
+            mo->running = e;
+            mo->n_running = 1;
+        }
+    }
     (void)h;
 }
 
@@ -291,9 +323,10 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     if (sw_burst_spec_parse(sw_json_child(md, "annotations"), j->rec.created, &spec, &err) != 0 ||
         !spec.managed)
         return;
-    int pods = 0, gpp = 0;
-    if (sw_job_gpu_shape(origin, &pods, &gpp, &err) != 0 || pods * gpp <= 0)
+    struct sw_gpu_ask ask;
+    if (sw_job_gpu_ask(origin, &spec, &ask, &err) != 0 || ask.pods * ask.gpus_per_pod <= 0)
         return;
+    int pods = ask.pods, gpp = ask.gpus_per_pod;
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
     /* A "wait" Job waits for its lost home (loss.c); and while home does
      * not answer, not yet lost, nothing is decided from its absence. */
@@ -318,6 +351,9 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     w->prio = spec.prio;
     w->pods = pods;
     w->gpus_per_pod = gpp;
+    /* A share of a time-sliced GPU, or slices of a MIG profile. */
+    w->gpu_milli = ask.gpu_milli;
+    memcpy(w->mig_profile, ask.mig_profile, sizeof(w->mig_profile));
     w->runtime_s = spec.runtime_s > 0 ? spec.runtime_s : PRIOR_RUNTIME_S;
     w->checkpoint_s = spec.checkpoint_s;
     w->deadline = spec.deadline;
@@ -354,6 +390,21 @@ static void fmt_wait(double s, char *buf, size_t len)
         snprintf(buf, len, "%.0f min", s / 60);
     else
         snprintf(buf, len, "%.1f h", s / 3600);
+}
+
+/* The GPUs a run of `w` on `p` is billed for (docs/cost-model.md): slices
+ * of a MIG profile at 1 / per_gpu each, a share packed on a time-sliced
+ * pool at its thousandths, whole GPUs otherwise. */
+static double billed_gpus(const struct sw_workload *w, const struct sw_pool *p)
+{
+    if (w->mig_profile[0] != '\0') {
+        for (int k = 0; k < p->n_mig; k++)
+            if (strcmp(p->mig[k].profile, w->mig_profile) == 0 && p->mig[k].per_gpu > 0)
+                return (double)sw_workload_gpus(w) / p->mig[k].per_gpu;
+    } else if (w->gpu_milli > 0 && w->gpu_milli < 1000 && p->time_sliced) {
+        return (double)w->pods * w->gpu_milli / 1000.0;
+    }
+    return (double)sw_workload_gpus(w);
 }
 
 static void apply(struct round *rd, const struct sw_snapshot *snap, const struct sw_decision *d)
@@ -414,6 +465,7 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         snprintf(r->target_region, sizeof(r->target_region), "%s", p->region);
         snprintf(r->capacity, sizeof(r->capacity), "%s", sw_capacity_name(p->capacity));
         r->price_gpu_h = p->price_gpu_h;
+        r->billed_gpus = billed_gpus(w, p);
         r->expected_cost = d->chosen.cost.total;
         r->reason[0] = '\0';
         r->state = SW_JS_DECIDED;
@@ -471,6 +523,7 @@ out:
     sw_free(rd.requeued);
     sw_free(rd.specs);
     sw_free(rd.running);
+    sw_free(rd.mig_running);
     sw_free(rd.queues);
     for (size_t p = 0; p < rd.npools; p++)
         sw_free(rd.aheads[p]);

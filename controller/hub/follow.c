@@ -74,17 +74,42 @@ static void send_event(struct sw_hub *h, const char *cluster, const char *ns, co
     sw_kube_create(m->client, SW_KIND_EVENT, ns, e, ignore, "event");
 }
 
+/*
+ * Whether a request that can wait (an Event, a running Job's status) may go
+ * to `cluster` now: no Job waits for its mirror, and at least half of the
+ * member's rate-limit budget is unspent. Between two rounds of decisions the
+ * backlog may be empty while the budget is still spent on dispatch; these
+ * requests then wait too, so they never delay the next round's patches.
+ */
+static bool may_send_later_work(struct sw_hub *h, const char *cluster)
+{
+    if (h->dispatch_backlog != 0)
+        return false;
+    struct sw_member *m = sw_member_find(h, cluster);
+    return m == NULL || m->client == NULL || sw_kube_client_spare(m->client);
+}
+
 void sw_follow_flush_events(struct sw_hub *h, size_t max)
 {
-    for (size_t i = 0; i < max && h->events_head; i++) {
-        struct sw_pending_event *p = h->events_head;
-        h->events_head = p->next;
-        if (h->events_head == NULL)
-            h->events_tail = NULL;
+    struct sw_pending_event **pp = &h->events_head, *prev = NULL;
+    size_t sent = 0, looked = 0;
+    /* Events for a member whose budget is spent are passed over, not dropped;
+     * a bounded look keeps a long queue cheap. */
+    while (*pp && sent < max && looked++ < 1000) {
+        struct sw_pending_event *p = *pp;
+        if (!may_send_later_work(h, p->cluster)) {
+            prev = p;
+            pp = &p->next;
+            continue;
+        }
+        *pp = p->next;
+        if (h->events_tail == p)
+            h->events_tail = prev;
         h->nevents--;
         send_event(h, p->cluster, p->ns, p->obj);
         cJSON_Delete(p->obj);
         sw_free(p);
+        sent++;
     }
 }
 
@@ -116,7 +141,7 @@ void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *t
     cJSON_AddStringToObject(e, "firstTimestamp", ts);
     cJSON_AddStringToObject(e, "lastTimestamp", ts);
     cJSON_AddNumberToObject(e, "count", 1);
-    if (h->dispatch_backlog == 0 && h->events_head == NULL) {
+    if (h->events_head == NULL && may_send_later_work(h, r->cluster)) {
         send_event(h, r->cluster, r->ns, e);
         cJSON_Delete(e);
         return;
@@ -720,7 +745,7 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
             sw_json_str(ms, "startTime") != NULL && sw_json_str(os, "startTime") == NULL;
         int oactive = count_of(os, "active");
         /* The running status waits while Jobs wait for their mirrors. */
-        if ((want_start || oactive != active) && h->dispatch_backlog == 0) {
+        if ((want_start || oactive != active) && may_send_later_work(h, r->cluster)) {
             j->busy = true;
             if (write_status(h, j, mirror, false) != 0)
                 sw_hub_step_done(h, j, SW_EUNAVAIL);

@@ -364,6 +364,19 @@ struct sw_pool_figures {
     int nodes;              /* Ready, schedulable nodes */
     double provision_s;     /* delay to add capacity past free */
     double interrupt_per_h; /* spot interruptions per hour of running */
+    /* Time-sliced nodes (clusters/capacity.h): total, free and ceiling are
+     * then in milli-GPUs, as the engine counts a time-sliced pool, and one
+     * unit of nvidia.com/gpu there (a replica) is milli_per_unit of them. */
+    bool time_sliced;
+    int64_t milli_per_unit; /* 1000 when not time-sliced */
+    int64_t replicas;       /* replicas per GPU (1 when not time-sliced) */
+    /* MIG profiles its nodes offer, slices in total and idle. */
+    int nmig;
+    struct sw_pool_figures_mig {
+        char profile[SW_MIG_PROFILE_MAX];
+        int per_gpu;
+        int64_t total, free;
+    } mig[SW_MAX_MIG];
 };
 
 /** Where a pool's capacity comes from: one implementation per kind. */

@@ -54,6 +54,7 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
     cJSON_AddStringToObject(o, "mirror", r->mirror);
     cJSON_AddStringToObject(o, "team", r->team);
     cJSON_AddNumberToObject(o, "gpus", r->gpus);
+    cJSON_AddNumberToObject(o, "billedGpus", r->billed_gpus);
     cJSON_AddNumberToObject(o, "pricePerGpuHour", r->price_gpu_h);
     cJSON_AddNumberToObject(o, "expectedCost", r->expected_cost);
     cJSON_AddNumberToObject(o, "homeWaitSeconds", r->home_wait_s);
@@ -142,6 +143,7 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     S("mirror", mirror);
     S("team", team);
     N("gpus", gpus, int);
+    N("billedGpus", billed_gpus, double);
     N("pricePerGpuHour", price_gpu_h, double);
     N("expectedCost", expected_cost, double);
     N("homeWaitSeconds", home_wait_s, double);
@@ -221,6 +223,11 @@ bool sw_job_rec_stale_on(const struct sw_job_rec *r, const char *cluster)
     return false;
 }
 
+double sw_job_rec_billed_gpus(const struct sw_job_rec *r)
+{
+    return r->billed_gpus > 0 ? r->billed_gpus : (double)r->gpus;
+}
+
 double sw_job_rec_cost(const struct sw_job_rec *r, int64_t now_ms)
 {
     if (r->started_ms == 0)
@@ -228,5 +235,5 @@ double sw_job_rec_cost(const struct sw_job_rec *r, int64_t now_ms)
     int64_t end = r->finished_ms ? r->finished_ms : now_ms;
     if (end < r->started_ms)
         return 0;
-    return (double)r->gpus * r->price_gpu_h * (double)(end - r->started_ms) / 3.6e6;
+    return sw_job_rec_billed_gpus(r) * r->price_gpu_h * (double)(end - r->started_ms) / 3.6e6;
 }

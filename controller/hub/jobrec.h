@@ -86,6 +86,10 @@ struct sw_job_rec {
     char mirror[64];   /* the current attempt's mirror Job */
     char team[64];
     int gpus;
+    /* GPUs the run is billed for at price_gpu_h: gpus, or less for MIG
+     * slices (slices / per GPU) and shares packed on a time-sliced pool
+     * (docs/cost-model.md); 0 in a record written before: gpus. */
+    double billed_gpus;
     double price_gpu_h;
     double expected_cost;  /* the chosen option's expected total */
     double home_wait_s;    /* the stay option's expected wait */
@@ -118,6 +122,9 @@ int sw_job_rec_add_stale(struct sw_job_rec *r, const char *cluster, const char *
 void sw_job_rec_remove_stale(struct sw_job_rec *r, int i);
 /** Whether a stale mirror of the record is on `cluster`. */
 bool sw_job_rec_stale_on(const struct sw_job_rec *r, const char *cluster);
+
+/** The GPUs a record's run is billed for: billed_gpus, or gpus when that is 0. */
+double sw_job_rec_billed_gpus(const struct sw_job_rec *r);
 
 /** What the record's Job has cost so far (GPUs x price x hours run), at `now_ms`. */
 double sw_job_rec_cost(const struct sw_job_rec *r, int64_t now_ms);

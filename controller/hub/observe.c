@@ -87,7 +87,8 @@ static bool pod_starved(const struct sw_pod_record *pod)
         if (c->type && strcmp(c->type, "PodScheduled") == 0 && c->status &&
             strcmp(c->status, "False") == 0 && c->reason &&
             strcmp(c->reason, "Unschedulable") == 0 && c->message &&
-            strstr(c->message, "nvidia.com/gpu") != NULL)
+            (strstr(c->message, "nvidia.com/gpu") != NULL ||
+             strstr(c->message, "nvidia.com/mig-") != NULL))
             return true;
     }
     return false;
@@ -349,7 +350,16 @@ static void scan_job(const char *key, const void *obj, void *ctx)
     const char *why = NULL;
     if (ts)
         sw_parse_rfc3339(ts, &created_ms, &why);
-    if (sw_burst_spec_parse(ann, (double)created_ms / 1000.0, &spec, &err) != 0) {
+    struct sw_gpu_ask ask;
+    const char *reason = "BadAnnotation";
+    int bad = sw_burst_spec_parse(ann, (double)created_ms / 1000.0, &spec, &err);
+    /* What its pods ask of GPUs: an unknown MIG profile, two of them, or a
+     * share of more than one GPU is said once, as a bad annotation is. */
+    if (bad == 0 && spec.managed && sw_job_gpu_ask(job, &spec, &ask, &err) != 0) {
+        bad = SW_EINVAL;
+        reason = "BadGpuRequest";
+    }
+    if (bad != 0) {
         if (j == NULL)
             j = sw_hub_job_get(h, k);
         if (j && !j->warned) {
@@ -359,9 +369,9 @@ static void scan_job(const char *key, const void *obj, void *ctx)
             snprintf(tmp.ns, sizeof(tmp.ns), "%s", ns);
             snprintf(tmp.name, sizeof(tmp.name), "%s", name);
             snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
-            SW_LOG(SW_LOG_WARN, "bad spillway annotation; leaving the Job alone", "job=%s err=%s",
-                   sw_log_q(k), sw_log_q(err.msg));
-            sw_follow_event(h, &tmp, "Warning", "BadAnnotation", err.msg);
+            SW_LOG(SW_LOG_WARN, "bad spillway annotation or GPU request; leaving the Job alone",
+                   "job=%s err=%s", sw_log_q(k), sw_log_q(err.msg));
+            sw_follow_event(h, &tmp, "Warning", reason, err.msg);
         }
         return;
     }

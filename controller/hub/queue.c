@@ -3,7 +3,8 @@
  * implementations behind it (docs/kueue.md):
  *
  *   plain  the scheduler queues pods. A Job waits at home when a pod of it
- *          is Unschedulable for lack of nvidia.com/gpu and none is bound.
+ *          is Unschedulable for lack of nvidia.com/gpu (or MIG slices,
+ *          nvidia.com/mig-<profile>) and none is bound.
  *          Taking it is spec.suspend=true; nothing else holds it.
  *   kueue  Kueue queues Workloads. A Job (label kueue.x-k8s.io/queue-name)
  *          waits at home when its Workload is pending for quota

@@ -11,7 +11,11 @@
 #                   again); a partition longer than
 #                   the toleration (requeue, a zombie, fenced outputs); a
 #                   member's API server and etcd SIGKILLed and restarted;
-#                   the Redis master SIGKILLed (Sentinel); the leader killed
+#                   more replication rules than worker threads under a 503
+#                   storm; a spot node lost under a Job writing outputs
+#                   (the lost attempt's late writes never home); the Redis
+#                   master SIGKILLed (Sentinel) with an input copy stalled
+#                   in flight; the leader killed
 #                   at more random points; the cluster-loss and region-loss
 #                   drills (RPO against objective) under a 503 storm
 #
@@ -31,7 +35,7 @@
 #     twice); every drill's RPO is within its objective.
 # Every breach is counted; the table at the end has faults injected, Jobs
 # affected, violations (the test fails unless 0) and RTO p50/p99.
-# Every wait is bounded; fast takes about 65 s, full about 5 minutes.
+# Every wait is bounded; fast takes about 65 s, full about 7 minutes.
 set -euo pipefail
 MODE=${1:-fast}
 case "$MODE" in fast | full) ;; *) echo "usage: chaos.sh fast|full" >&2 && exit 2 ;; esac
@@ -47,9 +51,11 @@ faultproxy_start
 hub_setup chaos
 KILLED_APISERVER=""
 KILLED_REDIS=""
+DELETED_NODE=""
 chaos_restore() {
     [ -z "$KILLED_APISERVER" ] || "$TB" start-apiserver "$KILLED_APISERVER" >/dev/null 2>&1 || true
     [ -z "$KILLED_REDIS" ] || "$TB" sentinel up >/dev/null 2>&1 || true
+    [ -z "$DELETED_NODE" ] || "$TB" reseed cloud-spot >/dev/null 2>&1 || true
 }
 trap 'chaos_restore; hub_cleanup' EXIT
 
@@ -64,6 +70,7 @@ members:
   rtoTargetSeconds: 120
 replication:
   modelRegistrySeconds: 2
+  intervalSeconds: 2
 YAML
 done
 declare -A HUB_ON=() # port -> pid
@@ -166,6 +173,10 @@ same_object() {
     elif [ "$a" != "$b" ]; then
         violation "artifact corrupted: s3://$1/$2 differs between $4 and $6"
     fi
+}
+s3has() { # ENDPOINT REGION BUCKET KEY: the object exists (a HEAD)
+    curl -sf -I -o /dev/null --aws-sigv4 "aws:amz:$2:s3" --user "$SW_LAB_S3_ACCESS_KEY:$SW_LAB_S3_SECRET_KEY" \
+        -H "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" "$1/$3/$4"
 }
 s3put() { # ENDPOINT REGION BUCKET KEY SIZE SEED
     "$S3TOOL" "$1" "$2" put "$3" "$4" "$5" "$6" >/dev/null
@@ -458,6 +469,94 @@ sys.exit(0 if m['health'] == 'Ready' and m['sinceMs'] >= $t0 * 1000 and m['synce
     case_end "cloud-spot API server + etcd SIGKILLed, restarted after 3 s" 1 "${#kjobs[@]}" "$K_RTO"
     pass "API server and etcd of cloud-spot killed and restarted (back in the hub's view after $K_RTO s): ${#kjobs[@]} Jobs succeeded once ($moved requeued)"
 
+    # ==== full 3a: more replication rules than the worker pool, S3 storming ======
+    # Six rules, each over two 24 MiB objects (multipart copies whose parts
+    # are hashed on libuv's pool of 4 threads), and a Job gated on 2 x 24 MiB
+    # of inputs (over 16 MiB: hashed there too), while 20% of us-east-1's
+    # requests are answered 503 for 20 s. Rule runs once took every thread
+    # of the pool and waited there for their own copies' hashes: nothing was
+    # ever copied. Every object must copy, byte for byte, and the Job run once.
+    case_begin rules-pool
+    RB="cr-$(echo "$NS" | tr -cd 'a-z0-9-' | cut -c1-40)"
+    "$S3TOOL" "$EP_HOME" onprem mb "$RB" >/dev/null
+    "$S3TOOL" "$EP_EAST" us-east-1 mb "$RB" >/dev/null
+    for i in 1 2 3 4 5 6; do
+        for o in a b; do s3put "$EP_HOME" onprem "$RB" "r$i/$o.bin" $((24 << 20)) "$i$(printf %d "'$o")"; done
+    done
+    for o in a b; do s3put "$EP_HOME" onprem datasets "$NS/rp-in/$o.bin" $((24 << 20)) "8$(printf %d "'$o")"; done
+    fault s3-us-east-1 err503=0.2 for=20
+    t0=$(now)
+    for i in 1 2 3 4 5 6; do
+        "$SPILLCTL" replicate add "cr$i-$$" --from "onprem-s3:$RB/r$i/" --to "us-east-1-s3:$RB/r$i/" >/dev/null
+    done
+    BURST_MODE=cloud-first burst_job rp-job 2 10s "" "    spillway.io/inputs: s3://datasets/$NS/rp-in/" |
+        kc onprem apply -n "$NS" -f - >/dev/null
+    copied=0
+    for _ in $(seq 1 360); do
+        copied=0
+        for i in 1 2 3 4 5 6; do
+            for o in a b; do s3has "$EP_EAST" us-east-1 "$RB" "r$i/$o.bin" && copied=$((copied + 1)); done
+        done
+        [ "$copied" = 12 ] && break
+        sleep 0.5
+    done
+    RP_T=$(since "$t0")
+    [ "$copied" = 12 ] || violation "rules-pool: $copied of 12 objects copied by 6 rules after $RP_T s"
+    job_outcome rp-job 1 180
+    for i in 1 2 3 4 5 6; do
+        for o in a b; do same_object "$RB" "r$i/$o.bin" "$EP_HOME" onprem "$EP_EAST" us-east-1; done
+        "$SPILLCTL" replicate remove "cr$i-$$" >/dev/null
+    done
+    for o in a b; do same_object datasets "$NS/rp-in/$o.bin" "$EP_HOME" onprem "$EP_EAST" us-east-1; done
+    case_end "6 rules x 2 x 24 MiB and a 48 MiB data gate on 4 pool threads, 20% 503 for 20 s" 1 1
+    pass "rules-pool: 12 objects copied by 6 rules in $RP_T s, byte-identical; the gated Job ran once"
+
+    # ==== full 3b: a spot node lost under a Job that writes outputs ===========
+    # The lost attempt is given up (requeued) and keeps writing in its
+    # region afterwards: nothing it writes after the give-up may reach home
+    # (its output rounds stopped, a round under way awaited, its journal its
+    # own), while attempt 2's outputs do.
+    case_begin stale-outputs
+    BURST_MODE=cloud-first burst_job so-job 4 40s "" "    spillway.io/outputs: s3://checkpoints/$NS/so-job/" |
+        kc onprem apply -n "$NS" -f - >/dev/null
+    SO="onprem/$NS/so-job"
+    wait_record "$SO" state running 90
+    [ "$(record_field "$SO" targetCluster)" = cloud-spot ] || hub_fail "so-job runs in $(record_field "$SO" targetCluster)"
+    s3put "$EP_EAST" us-east-1 checkpoints "$NS/so-job/attempt-1/ckpt.bin" 200000 51
+    for _ in $(seq 1 60); do s3get "$EP_HOME" onprem checkpoints "$NS/so-job/ckpt.bin" >/dev/null 2>&1 && break; sleep 0.5; done
+    s3get "$EP_HOME" onprem checkpoints "$NS/so-job/ckpt.bin" >"$HUB_TMP/so.a1" ||
+        violation "so-job: attempt 1's checkpoint never came home while it ran"
+    somirror=$(record_field "$SO" mirror)
+    sonode=""
+    for _ in $(seq 1 40); do
+        sonode=$(kc cloud-spot get pods -n "$NS" -l "job-name=$somirror" -o jsonpath='{.items[0].spec.nodeName}')
+        [ -n "$sonode" ] && break
+        sleep 0.25
+    done
+    [ -n "$sonode" ] || hub_fail "so-job's mirror pod has no node"
+    DELETED_NODE=$sonode
+    kc cloud-spot delete node "$sonode" --wait=false >/dev/null
+    t0=$(now)
+    wait_record "$SO" attempt 2 60
+    SO_RTO=$(since "$t0")
+    # The given-up attempt writes on after the give-up.
+    s3put "$EP_EAST" us-east-1 checkpoints "$NS/so-job/attempt-1/ckpt.bin" 200000 52
+    s3put "$EP_EAST" us-east-1 checkpoints "$NS/so-job/attempt-1/late.bin" 1000 53
+    wait_record "$SO" state running 90
+    ep2=$EP_EAST
+    [ "$(record_field "$SO" targetRegion)" = us-west-2 ] && ep2=$EP_WEST
+    s3put "$ep2" "$(record_field "$SO" targetRegion)" checkpoints "$NS/so-job/attempt-2/final.bin" 100000 54
+    job_outcome so-job 2 200
+    s3get "$EP_HOME" onprem checkpoints "$NS/so-job/final.bin" >/dev/null 2>&1 || violation "so-job: attempt 2's output never came home"
+    s3get "$EP_HOME" onprem checkpoints "$NS/so-job/late.bin" >/dev/null 2>&1 &&
+        violation "double commit: the given-up attempt's late write reached home"
+    s3get "$EP_HOME" onprem checkpoints "$NS/so-job/ckpt.bin" | cmp -s - "$HUB_TMP/so.a1" ||
+        violation "double commit: the given-up attempt's late overwrite of ckpt.bin reached home"
+    "$TB" reseed cloud-spot >/dev/null
+    DELETED_NODE=""
+    case_end "spot node deleted under a Job writing outputs; the lost attempt writes on" 1 1 "$SO_RTO"
+    pass "stale-outputs: so-job requeued $SO_RTO s after its node went, ran once more as attempt 2; the lost attempt's late writes never home"
+
     # ==== full 3: the Redis master killed ========================================
     case_begin redis-kill
     rjobs=()
@@ -467,6 +566,22 @@ sys.exit(0 if m['health'] == 'Ready' and m['sinceMs'] >= $t0 * 1000 and m['synce
         rjobs+=("r-a$i" "r-d$i")
     done
     wait_record "onprem/$NS/r-a1" state running 90
+    # And an input copy in flight at the kill, stalled (us-east-1's store
+    # slowed, then cut off) so that it cannot end until after the failover:
+    # the leader must act again without waiting for it.
+    for i in 0 1 2 3; do s3put "$EP_HOME" onprem datasets "$NS/r-in/part-$i.bin" $((2 << 20)) "6$i"; done
+    fault s3-us-east-1 latency=300
+    BURST_MODE=cloud-first burst_job r-long 2 10s "" "    spillway.io/inputs: s3://datasets/$NS/r-in/" |
+        kc onprem apply -n "$NS" -f - >/dev/null
+    RL="onprem/$NS/r-long"
+    for _ in $(seq 1 600); do
+        [ "$(record_field "$RL" state)" = decided ] && break
+        sleep 0.05
+    done
+    fault s3-us-east-1 partition=1
+    sleep 2
+    [ "$(record_field "$RL" state)" = decided ] && [ "$(record_field "$RL" targetCluster)" = cloud-spot ] ||
+        hub_fail "r-long's input copy is not in flight to cloud-spot at the kill (state $(record_field "$RL" state), target $(record_field "$RL" targetCluster))"
     wait_sentinel_ready
     mp=$(master_port)
     e0=$(rcli GET spillway:hub:epoch)
@@ -493,9 +608,17 @@ sys.exit(0 if m['health'] == 'Ready' and m['sinceMs'] >= $t0 * 1000 and m['synce
     R_RTO=$(since "$t0")
     "$TB" sentinel up >/dev/null
     KILLED_REDIS=""
-    for j in "${rjobs[@]}"; do job_outcome "$j" 1 120; done
-    case_end "Redis master SIGKILLed (Sentinel promotes the replica)" 1 "${#rjobs[@]}" "$R_RTO"
-    pass "Redis master :$mp killed: lease re-taken on :$(master_port) under epoch $e1 (was $e0) $R_RTO s later; ${#rjobs[@]} Jobs succeeded once"
+    # Acting again while the copy is still stalled: a Job submitted now runs.
+    burst_job r-after 2 10s | kc onprem apply -n "$NS" -f - >/dev/null
+    wait_record "onprem/$NS/r-after" state running 90
+    [ "$(record_field "$RL" state)" = decided ] ||
+        violation "r-long left its stalled copy (state $(record_field "$RL" state)) before the store came back"
+    fault s3-us-east-1 partition=0 latency=0
+    for j in "${rjobs[@]}" r-after; do job_outcome "$j" 1 120; done
+    job_outcome r-long 1 180
+    for i in 0 1 2 3; do same_object datasets "$NS/r-in/part-$i.bin" "$EP_HOME" onprem "$EP_EAST" us-east-1; done
+    case_end "Redis master SIGKILLed (Sentinel promotes the replica) with an input copy stalled in flight" 1 $((${#rjobs[@]} + 2)) "$R_RTO"
+    pass "Redis master :$mp killed: lease re-taken on :$(master_port) under epoch $e1 (was $e0) $R_RTO s later; a Job submitted then ran while a stalled copy waited; $((${#rjobs[@]} + 2)) Jobs succeeded once"
 
     # ==== full 4: the drills, RPO against objective, under an S3 storm ===========
     case_begin drills

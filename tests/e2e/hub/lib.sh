@@ -167,9 +167,19 @@ hub_setup() {
     (umask 077 && openssl rand -hex 32 >"$SPILLWAY_SECRET_KEY_FILE")
     rcli FLUSHDB >/dev/null
     # The tests size their load for an empty lab: `make demo` leaves its
-    # Jobs (namespace demo) in place for a look; clear them first.
+    # Jobs (label spillway-demo=1 and their mirrors, in the Kueue teams'
+    # namespaces; namespace demo before) in place for a look; clear them
+    # first, keeping the namespaces (their LocalQueues are the lab's).
+    local c t j
     for c in onprem cloud-spot cloud-ondemand; do
         drop_namespace "$c" demo
+        for t in team-cv team-nlp team-recsys; do
+            for j in $(kc "$c" get jobs -n "$t" -l spillway-demo=1 -o name 2>/dev/null) \
+                $(kc "$c" get jobs -n "$t" -l spillway.io/origin-uid -o name 2>/dev/null); do
+                kc "$c" patch "$j" -n "$t" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
+                kc "$c" delete "$j" -n "$t" --wait=false >/dev/null 2>&1 || true
+            done
+        done
         kc "$c" wait --for=delete namespace/demo --timeout=60s >/dev/null 2>&1 || true
     done
     local kcd="$SW_LAB_KUBECONFIG_DIR"

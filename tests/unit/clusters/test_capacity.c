@@ -139,6 +139,138 @@ static void test_bad_quantities_named(void **state)
     cJSON_Delete(p);
 }
 
+static cJSON *parse(const char *text)
+{
+    cJSON *j = NULL;
+    struct sw_error err;
+    if (sw_json_parse(text, strlen(text), "test", &j, &err) != 0)
+        fail_msg("%s: %s", text, err.msg);
+    return j;
+}
+
+/* A pool's MIG slices and time-slicing, as NVIDIA's device plugin (mixed
+ * MIG strategy) and GPU feature discovery advertise them: slices per
+ * profile in total and idle, and a time-sliced pool's GPUs in thousandths
+ * (a replica of 4 per GPU is 250). */
+static void test_mig_and_time_slicing(void **state)
+{
+    (void)state;
+    cJSON *nodes[] = {
+        /* Two MIG nodes of one spot pool: 1g.10gb on both, 3g.40gb on one. */
+        parse("{\"metadata\":{\"name\":\"m1\",\"labels\":{\"karpenter.sh/capacity-type\":\"spot\","
+              "\"nvidia.com/mig.strategy\":\"mixed\"}},"
+              "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"0\","
+              "\"nvidia.com/mig-1g.10gb\":\"7\",\"nvidia.com/mig-3g.40gb\":\"2\"},"
+              "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"),
+        parse(
+            "{\"metadata\":{\"name\":\"m2\",\"labels\":{\"karpenter.sh/capacity-type\":\"spot\"}},"
+            "\"status\":{\"allocatable\":{\"nvidia.com/mig-1g.10gb\":14},"
+            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"),
+        /* An owned node of 2 GPUs time-sliced 4 ways: 8 replicas. */
+        parse("{\"metadata\":{\"name\":\"t1\",\"labels\":{\"nvidia.com/gpu.sharing-strategy\":"
+              "\"time-slicing\",\"nvidia.com/gpu.replicas\":\"4\",\"nvidia.com/gpu.count\":\"2\"}},"
+              "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"},"
+              "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"),
+    };
+    cJSON *pods[] = {
+        /* 3 slices of 1g.10gb in two containers, on m2. */
+        parse("{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\"},\"spec\":{\"nodeName\":\"m2\","
+              "\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/mig-1g.10gb\":\"2\"}}},"
+              "{\"resources\":{\"requests\":{\"nvidia.com/mig-1g.10gb\":\"1\"}}}]},"
+              "\"status\":{\"phase\":\"Running\"}}"),
+        /* A finished one takes nothing. */
+        parse("{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\"},\"spec\":{\"nodeName\":\"m1\","
+              "\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/mig-3g.40gb\":\"1\"}}}]},"
+              "\"status\":{\"phase\":\"Succeeded\"}}"),
+        /* 3 replicas on the time-sliced node. */
+        parse("{\"metadata\":{\"name\":\"c\",\"namespace\":\"ml\"},\"spec\":{\"nodeName\":\"t1\","
+              "\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"3\"}}}]},"
+              "\"status\":{\"phase\":\"Running\"}}"),
+    };
+    struct sw_node_facts nf[3];
+    struct sw_pod_facts pf[3];
+    struct sw_error err;
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(sw_node_facts_from_json(nodes[i], &nf[i], &err), 0);
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(sw_pod_facts_from_json(pods[i], &pf[i], &err), 0);
+    assert_int_equal(nf[0].nmig, 2);
+    assert_false(nf[0].time_sliced);
+    assert_true(nf[2].time_sliced);
+    assert_int_equal(nf[2].gpu_replicas, 4);
+    assert_string_equal(pf[0].mig_profile, "1g.10gb");
+    assert_int_equal(pf[0].mig_request, 3);
+    assert_int_equal(pf[0].gpu_request, 0);
+    assert_null(pf[2].mig_profile);
+    struct sw_gpu_capacity cap;
+    assert_int_equal(sw_capacity_compute(nf, 3, pf, 3, &cap), 0);
+    assert_int_equal(cap.npools, 2);
+    const struct sw_gpu_pool *owned = &cap.pools[0], *spot = &cap.pools[1];
+    assert_string_equal(spot->capacity_type, "spot");
+    assert_int_equal(spot->total, 0);
+    assert_false(spot->time_sliced);
+    assert_int_equal(spot->nmig, 2);
+    assert_string_equal(spot->mig[0].profile, "1g.10gb");
+    assert_int_equal(spot->mig[0].per_gpu, 7);
+    assert_int_equal(spot->mig[0].total, 21);
+    assert_int_equal(spot->mig[0].used, 3);
+    assert_int_equal(spot->mig[0].free, 18);
+    assert_string_equal(spot->mig[1].profile, "3g.40gb");
+    assert_int_equal(spot->mig[1].per_gpu, 2);
+    assert_int_equal(spot->mig[1].total, 2);
+    assert_int_equal(spot->mig[1].free, 2);
+    assert_true(owned->time_sliced);
+    assert_int_equal(owned->replicas, 4);
+    assert_int_equal(owned->total, 8);
+    assert_int_equal(owned->free, 5);
+    assert_int_equal(owned->milli_total, 2000);
+    assert_int_equal(owned->milli_used, 750);
+    assert_int_equal(owned->milli_free, 1250);
+    assert_int_equal(owned->nmig, 0);
+    sw_capacity_free(&cap);
+
+    /* Bad input names the node and the label or field. */
+    cJSON *bad =
+        parse("{\"metadata\":{\"name\":\"t9\",\"labels\":{\"nvidia.com/gpu.sharing-strategy\":"
+              "\"time-slicing\",\"nvidia.com/gpu.replicas\":\"four\"}}}");
+    struct sw_node_facts f;
+    assert_int_equal(sw_node_facts_from_json(bad, &f, &err), SW_EPARSE);
+    assert_string_equal(err.msg, "Node t9: label \"nvidia.com/gpu.replicas\": expected a whole "
+                                 "number from 1 to 1024, got \"four\"");
+    cJSON_Delete(bad);
+    bad = parse("{\"metadata\":{\"name\":\"m9\"},\"status\":{\"allocatable\":"
+                "{\"nvidia.com/mig-1g.10gb\":\"1.5\"}}}");
+    assert_int_equal(sw_node_facts_from_json(bad, &f, &err), SW_EPARSE);
+    assert_non_null(
+        strstr(err.msg, "Node m9: field \"status.allocatable.nvidia.com/mig-1g.10gb\""));
+    cJSON_Delete(bad);
+    bad = parse("{\"metadata\":{\"name\":\"p9\",\"namespace\":\"ml\"},\"spec\":{\"containers\":"
+                "[{\"resources\":{\"limits\":{\"nvidia.com/mig-2g.20gb\":\"x\"}}}]}}");
+    struct sw_pod_facts g;
+    assert_int_equal(sw_pod_facts_from_json(bad, &g, &err), SW_EPARSE);
+    assert_non_null(
+        strstr(err.msg, "Pod ml/p9: field \"resources.limits.nvidia.com/mig-2g.20gb\""));
+    cJSON_Delete(bad);
+    for (size_t i = 0; i < 3; i++) {
+        cJSON_Delete(nodes[i]);
+        cJSON_Delete(pods[i]);
+    }
+}
+
+static void test_mig_per_gpu(void **state)
+{
+    (void)state;
+    assert_int_equal(sw_mig_per_gpu("1g.10gb"), 7);
+    assert_int_equal(sw_mig_per_gpu("1g.10gb+me"), 7);
+    assert_int_equal(sw_mig_per_gpu("2g.20gb"), 3);
+    assert_int_equal(sw_mig_per_gpu("3g.40gb"), 2);
+    assert_int_equal(sw_mig_per_gpu("4g.40gb"), 1);
+    assert_int_equal(sw_mig_per_gpu("7g.80gb"), 1);
+    assert_int_equal(sw_mig_per_gpu("8g.80gb"), 0);
+    assert_int_equal(sw_mig_per_gpu("gpu"), 0);
+    assert_int_equal(sw_mig_per_gpu(""), 0);
+}
+
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -266,6 +398,8 @@ int main(void)
         cmocka_unit_test(test_pools_and_rules),
         cmocka_unit_test(test_bad_quantities_named),
         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_mig_and_time_slicing),
+        cmocka_unit_test(test_mig_per_gpu),
         cmocka_unit_test(test_capacity_type_karpenter),
         cmocka_unit_test(test_capacity_type_eks),
         cmocka_unit_test(test_capacity_type_gke),

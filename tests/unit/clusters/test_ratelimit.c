@@ -32,6 +32,26 @@ static void test_bucket(void **state)
         assert_int_equal(sw_ratelimit_reserve(&rl, 0), 0);
 }
 
+static void test_tokens(void **state)
+{
+    (void)state;
+    struct sw_ratelimit rl;
+    sw_ratelimit_init(&rl, 50.0, 100, 0);
+    assert_true(sw_ratelimit_tokens(&rl, 0) == 100.0);
+    for (int i = 0; i < 120; i++)
+        sw_ratelimit_reserve(&rl, 0);
+    /* 20 reserved ahead; looking does not take one. */
+    assert_true(sw_ratelimit_tokens(&rl, 0) == -20.0);
+    assert_true(sw_ratelimit_tokens(&rl, 0) == -20.0);
+    /* 50 a second accrue: half the burst again after 1.4 s, full after 2.4 s, never more. */
+    assert_true(sw_ratelimit_tokens(&rl, 1400) == 50.0);
+    assert_true(sw_ratelimit_tokens(&rl, 2400) == 100.0);
+    assert_true(sw_ratelimit_tokens(&rl, 60000) == 100.0);
+    sw_ratelimit_init(&rl, 0, 7, 0);
+    sw_ratelimit_reserve(&rl, 0);
+    assert_true(sw_ratelimit_tokens(&rl, 0) == 7.0);
+}
+
 static void test_backoff(void **state)
 {
     (void)state;
@@ -68,6 +88,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bucket),
+        cmocka_unit_test(test_tokens),
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_should_retry),
     };

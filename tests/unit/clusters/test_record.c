@@ -304,6 +304,14 @@ static void test_node_gpu_sharing(void **state)
     assert_int_equal(g.replicas, 4);
     assert_int_equal(g.nmig, 2);
     assert_int_equal(g.mig[1].count, 2);
+    /* Capacity reads the same from the record (capacity.h). */
+    struct sw_node_facts nf;
+    assert_int_equal(sw_node_facts_from_record(r, &nf, &err), 0);
+    assert_true(nf.time_sliced);
+    assert_int_equal(nf.gpu_replicas, 4);
+    assert_int_equal(nf.nmig, 2);
+    assert_string_equal(nf.mig[0].profile, "1g.10gb");
+    assert_int_equal(nf.mig[0].count, 7);
     sw_node_record_free(t, r);
     /* Bad values: the record keeps them, reading them names the node and
      * the label or field. */
@@ -312,6 +320,9 @@ static void test_node_gpu_sharing(void **state)
                                            cJSON_CreateString("four"));
     assert_int_equal(sw_node_record_from_json(t, nj, &r, &err), 0);
     assert_int_equal(sw_node_gpu_sharing_from_record(r, &g, &err), SW_EPARSE);
+    assert_string_equal(err.msg, "Node g1: label \"nvidia.com/gpu.replicas\": expected a whole "
+                                 "number from 1 to 1024, got \"four\"");
+    assert_int_equal(sw_node_facts_from_record(r, &nf, &err), SW_EPARSE);
     assert_string_equal(err.msg, "Node g1: label \"nvidia.com/gpu.replicas\": expected a whole "
                                  "number from 1 to 1024, got \"four\"");
     sw_node_record_free(t, r);
@@ -334,6 +345,21 @@ static void test_node_gpu_sharing(void **state)
     assert_int_equal(g.replicas, 1);
     sw_node_record_free(t, r);
     cJSON_Delete(nj);
+    /* A pod asking for MIG slices: the record keeps the profile and count. */
+    cJSON *pj = parse("{\"metadata\":{\"name\":\"p1\",\"namespace\":\"ml\"},\"spec\":{"
+                      "\"nodeName\":\"g1\",\"containers\":[{\"resources\":{\"limits\":"
+                      "{\"nvidia.com/mig-3g.40gb\":\"2\"}}}]},\"status\":{\"phase\":\"Running\"}}");
+    struct sw_pod_record *pr = NULL;
+    assert_int_equal(sw_pod_record_from_json(t, pj, &pr, &err), 0);
+    assert_string_equal(pr->mig_profile, "3g.40gb");
+    assert_int_equal(pr->mig_request, 2);
+    assert_int_equal(pr->gpu_request, 0);
+    struct sw_pod_facts pf;
+    assert_int_equal(sw_pod_facts_from_record(pr, &pf, &err), 0);
+    assert_string_equal(pf.mig_profile, "3g.40gb");
+    assert_int_equal(pf.mig_request, 2);
+    sw_pod_record_free(t, pr);
+    cJSON_Delete(pj);
     assert_int_equal(sw_intern_count(t), 0);
     sw_intern_free(t);
 }

@@ -664,6 +664,118 @@ static void test_gpu_shape(void **state)
     cJSON_Delete(j);
 }
 
+#define MIG(p, n) "'resources': {'limits': {'nvidia.com/mig-" p "': " n "}}"
+
+static int ask_of(const char *spec, int share_milli, struct sw_gpu_ask *a, struct sw_error *err)
+{
+    cJSON *j = job(spec);
+    struct sw_burst_spec b;
+    memset(&b, 0, sizeof(b));
+    b.gpu_milli = share_milli;
+    sw_error_clear(err);
+    int rc = sw_job_gpu_ask(j, &b, a, err);
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* MIG slices and shares of a GPU: what the engine is given, and bad
+ * requests named by Job and field. */
+static void test_gpu_ask(void **state)
+{
+    (void)state;
+    struct sw_gpu_ask a;
+    struct sw_error err;
+    /* Slices of one profile, summed as the scheduler sums a pod's request. */
+    assert_int_equal(
+        ask_of("'parallelism': 2, " CTRS("{" MIG("1g.10gb", "'2'") "}, {" MIG("1g.10gb", "1") "}"),
+               0, &a, &err),
+        0);
+    assert_int_equal(a.pods, 2);
+    assert_int_equal(a.gpus_per_pod, 3);
+    assert_string_equal(a.mig_profile, "1g.10gb");
+    assert_int_equal(a.gpu_milli, 0);
+    /* A share of the one GPU of each pod. */
+    assert_int_equal(ask_of(CTRS("{" GPU("1") "}"), 250, &a, &err), 0);
+    assert_int_equal(a.gpus_per_pod, 1);
+    assert_int_equal(a.gpu_milli, 250);
+    assert_string_equal(a.mig_profile, "");
+    /* A share of 1 is a whole GPU. */
+    assert_int_equal(ask_of(CTRS("{" GPU("1") "}"), 1000, &a, &err), 0);
+    assert_int_equal(a.gpu_milli, 0);
+    /* Whole GPUs as before. */
+    assert_int_equal(ask_of(CTRS("{" GPU("4") "}"), 0, &a, &err), 0);
+    assert_int_equal(a.gpus_per_pod, 4);
+    assert_string_equal(a.mig_profile, "");
+
+    assert_int_equal(ask_of(CTRS("{'name': 'a'}, {" MIG("big", "1") "}"), 0, &a, &err), SW_EINVAL);
+    assert_string_equal(err.msg,
+                        "Job default/train: field \"spec.template.spec.containers[1].resources."
+                        "limits\": resource \"nvidia.com/mig-big\": expected a MIG profile as "
+                        "NVIDIA's device plugin names it, e.g. \"nvidia.com/mig-1g.10gb\"");
+    assert_int_equal(
+        ask_of(CTRS("{" MIG("1g.10gb", "1") "}, {" MIG("3g.40gb", "1") "}"), 0, &a, &err),
+        SW_EINVAL);
+    assert_string_equal(err.msg,
+                        "Job default/train: field \"spec.template.spec.containers[1].resources."
+                        "limits\": resource \"nvidia.com/mig-3g.40gb\": expected one MIG profile "
+                        "per pod, got 1g.10gb too");
+    assert_int_equal(ask_of(CTRS("{" MIG("1g.10gb", "1") "}, {" GPU("1") "}"), 0, &a, &err),
+                     SW_EINVAL);
+    assert_string_equal(err.msg, "Job default/train: field \"spec.template.spec\": expected MIG "
+                                 "slices (nvidia.com/mig-1g.10gb) or nvidia.com/gpu, got both");
+    assert_int_equal(ask_of(CTRS("{" MIG("1g.10gb", "'x'") "}"), 0, &a, &err), SW_EINVAL);
+    assert_string_equal(err.msg,
+                        "Job default/train: field \"spec.template.spec.containers[0].resources."
+                        "limits.nvidia.com/mig-1g.10gb\": expected a whole number of MIG slices "
+                        "from 0 to 1024, got \"x\"");
+    assert_int_equal(ask_of(CTRS("{" MIG("1g.10gb", "1") "}"), 500, &a, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "Job default/train: annotation \"spillway.io/gpu-share\": a "
+                                 "share of a GPU cannot be given with MIG slices "
+                                 "(nvidia.com/mig-1g.10gb)");
+    assert_int_equal(ask_of(CTRS("{" GPU("2") "}"), 500, &a, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "Job default/train: annotation \"spillway.io/gpu-share\": a "
+                                 "share of a GPU is for pods asking nvidia.com/gpu: 1, got 2 per "
+                                 "pod");
+}
+
+/* spillway.io/gpu-share: above 0, at most 1, to the thousandth. */
+static void test_gpu_share(void **state)
+{
+    (void)state;
+    struct sw_burst_spec b;
+    struct sw_error err;
+    assert_int_equal(
+        parse("{'spillway.io/burst': 'auto', 'spillway.io/gpu-share': '0.25'}", &b, &err), 0);
+    assert_int_equal(b.gpu_milli, 250);
+    assert_int_equal(parse("{'spillway.io/burst': 'auto', 'spillway.io/gpu-share': '1'}", &b, &err),
+                     0);
+    assert_int_equal(b.gpu_milli, 1000);
+    assert_int_equal(parse("{'spillway.io/burst': 'auto'}", &b, &err), 0);
+    assert_int_equal(b.gpu_milli, 0);
+    static const char expect[] = "expected a share of one GPU above 0 and at most 1, e.g. \"0.25\"";
+    struct {
+        const char *v, *why;
+    } bad[] = {
+        {"0", " (outside (0, 1])"},
+        {"1.5", " (outside (0, 1])"},
+        {"0.0005", " (finer than a thousandth)"},
+        {"-0.5", ""},
+        {"1/4", ""},
+        {"25%", ""},
+        {".5", ""},
+        {"0.", ""},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[200], want[300];
+        snprintf(text, sizeof(text), "{'spillway.io/burst': 'auto', 'spillway.io/gpu-share': '%s'}",
+                 bad[i].v);
+        assert_int_equal(parse(text, &b, &err), SW_EINVAL);
+        snprintf(want, sizeof(want), "annotation \"spillway.io/gpu-share\": value \"%s\": %s%s",
+                 bad[i].v, expect, bad[i].why);
+        assert_string_equal(err.msg, want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -672,7 +784,8 @@ int main(void)
         cmocka_unit_test(test_long_value_cut), cmocka_unit_test(test_duration),
         cmocka_unit_test(test_deadline),       cmocka_unit_test(test_prices),
         cmocka_unit_test(test_inputs),         cmocka_unit_test(test_s3_uri),
-        cmocka_unit_test(test_gpu_shape),
+        cmocka_unit_test(test_gpu_shape),      cmocka_unit_test(test_gpu_ask),
+        cmocka_unit_test(test_gpu_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@ static void fill(struct sw_job_rec *r)
     snprintf(r->mirror, sizeof(r->mirror), "sw-0fea0c22-c6d8-4b05-8689-ec9f9296d687-2");
     snprintf(r->team, sizeof(r->team), "vision");
     r->gpus = 8;
+    r->billed_gpus = 8.0 / 7.0;
     r->price_gpu_h = 2.1;
     r->expected_cost = 41.2;
     r->home_wait_s = 2820;
@@ -73,6 +74,11 @@ static void test_round_trip(void **state)
     assert_string_equal(b.summary, a.summary);
     assert_string_equal(b.reason, a.reason);
     assert_int_equal(b.gpus, 8);
+    assert_true(b.billed_gpus == 8.0 / 7.0);
+    assert_true(sw_job_rec_billed_gpus(&b) == 8.0 / 7.0);
+    b.billed_gpus = 0; /* a record from before: its GPUs */
+    assert_true(sw_job_rec_billed_gpus(&b) == 8.0);
+    b.billed_gpus = a.billed_gpus;
     assert_true(b.price_gpu_h == 2.1 && b.expected_cost == 41.2 && b.burst_now_cost == 111.68);
     assert_int_equal(b.input_bytes, 1114113);
     assert_int_equal(b.observed_ms, 1795416356149);
@@ -165,12 +171,16 @@ static void test_cost(void **state)
     fill(&r);
     r.started_ms = 1000;
     r.finished_ms = 0;
+    r.billed_gpus = 0; /* billed as its GPUs */
     /* 8 GPUs x $2.10 x 30 min, still running. */
     assert_true(sw_job_rec_cost(&r, 1000 + 1800 * 1000) > 8.3999 &&
                 sw_job_rec_cost(&r, 1000 + 1800 * 1000) < 8.4001);
     r.finished_ms = 1000 + 3600 * 1000; /* finished after an hour: the clock no longer counts */
     assert_true(sw_job_rec_cost(&r, 999999999) > 16.7999 &&
                 sw_job_rec_cost(&r, 999999999) < 16.8001);
+    /* 8 slices of a profile 7 to a GPU bill 8/7 of a GPU: $2.40 the hour. */
+    r.billed_gpus = 8.0 / 7.0;
+    assert_true(sw_job_rec_cost(&r, 999999999) > 2.3999 && sw_job_rec_cost(&r, 999999999) < 2.4001);
     r.started_ms = 0;
     assert_true(sw_job_rec_cost(&r, 5000) == 0);
 }

@@ -202,6 +202,29 @@ static void test_queued_mirror(void **state)
     cJSON_Delete(o);
 }
 
+/* A mirror keeps what its pods ask of MIG slices and GPU shares, by the
+ * device plugin's resource names, so the target's scheduler places it. */
+static void test_mig_resources_kept(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse(ORIGIN);
+    cJSON *c0 = cJSON_GetArrayItem(sw_json_path(o, "spec.template.spec.containers"), 0);
+    cJSON *res = cJSON_AddObjectToObject(c0, "resources");
+    cJSON *lim = cJSON_AddObjectToObject(res, "limits");
+    cJSON_AddStringToObject(lim, "nvidia.com/mig-1g.10gb", "2");
+    struct sw_job_rec r;
+    rec(&r, "spot");
+    cJSON *m = sw_mirror_build(o, &r, "sw-x-3", NULL, 9, true, NULL, NULL, NULL);
+    assert_non_null(m);
+    const cJSON *mc0 = cJSON_GetArrayItem(sw_json_path(m, "spec.template.spec.containers"), 0);
+    const cJSON *ml = sw_json_path(mc0, "resources.limits");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(ml, "nvidia.com/mig-1g.10gb")),
+                        "2");
+    assert_null(cJSON_GetObjectItem(ml, "nvidia.com/gpu"));
+    cJSON_Delete(m);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_buckets_per_region),
         cmocka_unit_test(test_provider_capacity_label),
         cmocka_unit_test(test_queued_mirror),
+        cmocka_unit_test(test_mig_resources_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
