@@ -3,7 +3,8 @@
  * uses (kueue.h). The conditions and their reasons are Kueue v0.17's
  * (pkg/workload, pkg/scheduler/flavorassigner): a Workload waiting for quota
  * has QuotaReserved=False with reason Pending and a message naming the
- * flavour and "insufficient unused quota".
+ * flavour and "insufficient unused quota", or, requeued after a preemption
+ * evicted it, reason Pending with Evicted=True, reason Preempted.
  */
 #include "clusters/kueue.h"
 
@@ -149,6 +150,16 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
     copy(out->reason, sizeof(out->reason), str(qr, "reason"));
     copy(out->message, sizeof(out->message), str(qr, "message"));
     out->evicted = cond_true(status, "Evicted");
+    /* Evicted by a higher-priority Workload's preemption: Kueue's Job
+     * reconciler (jobframework/reconciler.go, step 6) suspends the Job,
+     * then clears the admission with QuotaReserved=False, reason Pending
+     * and the preemption's message ("Preempted to accommodate a workload
+     * ..."); the Workload is requeued and Evicted stays True, reason
+     * Preempted, until quota is reserved again. It waits for quota as
+     * much as a Workload the scheduler found no room for. */
+    const cJSON *ev = condition(status, "Evicted");
+    const char *ev_reason = str(ev, "reason");
+    out->preempted = out->evicted && ev_reason != NULL && strcmp(ev_reason, "Preempted") == 0;
     if (cond_true(status, "Finished"))
         out->state = SW_WL_FINISHED;
     else if (!out->active)
@@ -158,7 +169,7 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
     else if (cond_true(status, "QuotaReserved"))
         out->state = SW_WL_RESERVED;
     else if (strcmp(out->reason, "Pending") == 0 &&
-             strstr(out->message, "insufficient unused quota") != NULL)
+             (strstr(out->message, "insufficient unused quota") != NULL || out->preempted))
         out->state = SW_WL_PENDING_QUOTA;
     else
         out->state = SW_WL_PENDING_OTHER;

@@ -28,7 +28,8 @@
 
 /** A Workload's state, as far as bursting goes. */
 enum sw_workload_state {
-    SW_WL_PENDING_QUOTA = 0, /* QuotaReserved=False, reason Pending: no quota now */
+    SW_WL_PENDING_QUOTA = 0, /* QuotaReserved=False, reason Pending: no quota now (the
+                                scheduler found none, or a preemption evicted it) */
     SW_WL_PENDING_OTHER,     /* waiting for something else (inadmissible, no queue, ...) */
     SW_WL_RESERVED,          /* quota reserved, admission checks pending */
     SW_WL_ADMITTED,          /* Admitted=True: the Job may start */
@@ -46,6 +47,7 @@ struct sw_workload_facts {
     enum sw_workload_state state;
     bool active;       /* spec.active, true when absent (Kueue's default) */
     bool evicted;      /* Evicted=True (preempted, deactivated, ...) */
+    bool preempted;    /* Evicted=True with reason Preempted: requeued by a preemption */
     char reason[64];   /* the QuotaReserved condition's reason */
     char message[256]; /* and its message */
     int64_t priority;  /* spec.priority, 0 when absent */

@@ -50,6 +50,7 @@ void sw_hub_config_default(struct sw_hub_config *c)
     c->repl_interval_s = 60;
     c->repl_model_s = 5;
     c->repl_rpo_objective_s = 300;
+    c->mirror_admission_s = 300;
 }
 
 /* ---- the schema --------------------------------------------------------- */
@@ -84,6 +85,8 @@ enum field_id {
     F_REPL_MODEL,
     F_REPL_RPO,
     F_BUCKETS,
+    F_KUEUE,
+    F_MIRROR_ADMISSION,
     F__COUNT
 };
 
@@ -139,6 +142,9 @@ static const struct field replication_fields[] = {
     {"modelRegistrySeconds", F_REPL_MODEL, NUM_SECONDS, NULL, 0, 1, 86400},
     {"rpoObjectiveSeconds", F_REPL_RPO, NUM_SECONDS, NULL, 0, 1, 31536000},
 };
+static const struct field kueue_fields[] = {
+    {"mirrorAdmissionSeconds", F_MIRROR_ADMISSION, NUM_SECONDS, NULL, 0, 1, 86400},
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
     {"redis", F_REDIS, "a mapping", redis_fields, N(redis_fields), 0, 0},
@@ -153,6 +159,7 @@ static const struct field top_fields[] = {
     {"buckets", F_BUCKETS, "a mapping of bucket names to mappings of region to bucket name", NULL,
      0, 0, 0},
     {"logLevel", F_LOG_LEVEL, "debug, info, warn or error", NULL, 0, 0, 0},
+    {"kueue", F_KUEUE, "a mapping", kueue_fields, N(kueue_fields), 0, 0},
 };
 
 /* ---- YAML helpers ------------------------------------------------------- */
@@ -423,6 +430,8 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return number_field(cd, line, name, f, v, 0, &c->repl_model_s);
     case F_REPL_RPO:
         return number_field(cd, line, name, f, v, 0, &c->repl_rpo_objective_s);
+    case F_MIRROR_ADMISSION:
+        return number_field(cd, line, name, f, v, 0, &c->mirror_admission_s);
     case F_MAX_ATTEMPTS:
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;

@@ -35,6 +35,9 @@
  *     datasets:                           # as the Jobs' annotations name it
  *       us-east-1: datasets-use1          # what it is called in us-east-1
  *   logLevel: info                        # debug, info, warn or error
+ *   kueue:
+ *     mirrorAdmissionSeconds: 300         # a mirror unadmitted in its target's queue this
+ *                                         # long is withdrawn and the Job decided again
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
  * repeated key at any level, a value of the wrong shape or null, a number
@@ -89,6 +92,7 @@ struct sw_hub_config {
     double repl_interval_s;      /* replication rules run every N s; default 60 */
     double repl_model_s;         /* model-registry rules every N s; default 5 */
     double repl_rpo_objective_s; /* a rule's RPO objective when it names none; default 300 */
+    double mirror_admission_s; /* a queued mirror unadmitted this long is withdrawn; default 300 */
     struct sw_bucket_map bucket_maps[SW_HUB_MAX_BUCKET_MAPS]; /* buckets: none by default */
     size_t nbucket_maps;
 };

@@ -7,7 +7,9 @@
  *             free and ceiling GPUs and the provisioning delay from where
  *             the pool's capacity comes from (capacity.c: fixed nodes, or
  *             a Karpenter NodePool), the registered price, and for spot a
- *             default interruption rate
+ *             default interruption rate; a member whose Kueue left a
+ *             mirror unadmitted past kueue.mirrorAdmissionSeconds has no
+ *             room for as long again (follow.c)
  *   links     between every two regions, at the default egress price
  *   queues    the GPU pods running at home, each expected to free its GPUs
  *             after the running-Job prior; on a member whose Kueue is read,
@@ -187,6 +189,12 @@ static void add_pools(struct round *rd)
             o->total_gpus += res - take;
             if (o->total_gpus > o->max_gpus)
                 o->total_gpus = o->max_gpus;
+            /* Its Kueue left a mirror unadmitted past the bound (follow.c):
+             * no room there for as long again. */
+            if (m->queue_aside_until_ms > sw_hub_wall_ms()) {
+                o->free_gpus = 0;
+                o->max_gpus = o->total_gpus;
+            }
             if (kueue && o->capacity == SW_CAP_OWNED) {
                 /* Kueue counts units of nvidia.com/gpu (replicas when
                  * time-sliced). */

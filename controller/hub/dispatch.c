@@ -53,8 +53,13 @@ struct refs_chain {
     size_t n, at;
     bool ns_done;
     bool check_only; /* the origin's cluster is lost: the target must have them already */
-    bool lq_checked; /* the target's LocalQueue exists (when mirrors are queued there) */
-    char *body;      /* the copy being made of refs[at] */
+    bool lq_checked; /* the target's LocalQueue looked up (when mirrors are queued there) */
+    /* The LocalQueue a mirror goes into in the target: the registration's
+     * localQueue, else (lq_default) the origin's own LocalQueue name when
+     * the target has one of that name; "" none. */
+    char lq[64];
+    bool lq_default;
+    char *body; /* the copy being made of refs[at] */
 };
 
 static void rc_free(struct refs_chain *rc)
@@ -364,6 +369,17 @@ static void on_lq_checked(struct sw_kube_result *res, void *ctx)
     struct refs_chain *rc = ctx;
     struct sw_job *j = rc->j;
     struct sw_member *tm = sw_member_find(rc->h, j->rec.target_cluster);
+    if (res->status == 404 && rc->lq_default) {
+        /* No LocalQueue of the origin's queue's name there (or no Kueue at
+         * all): the mirror is not queued, as on a plain cluster. */
+        SW_LOG(SW_LOG_INFO, "mirror not queued: no LocalQueue of the origin's name in the target",
+               "job=%s target=%s queue=%s", sw_log_q(j->rec.key), sw_log_q(j->rec.target_cluster),
+               sw_log_q(rc->lq));
+        j->mirror_queue[0] = '\0';
+        rc->lq_checked = true;
+        refs_next(rc);
+        return;
+    }
     if (res->status == 404 && tm != NULL) {
         char why[512];
         snprintf(why, sizeof(why),
@@ -379,6 +395,7 @@ static void on_lq_checked(struct sw_kube_result *res, void *ctx)
         sw_hub_step_done(h, j, res->rc);
         return;
     }
+    snprintf(j->mirror_queue, sizeof(j->mirror_queue), "%s", rc->lq);
     rc->lq_checked = true;
     refs_next(rc);
 }
@@ -411,11 +428,10 @@ static void refs_next(struct refs_chain *rc)
         struct sw_kube_req req = {.path = path};
         rcode = rc->check_only ? sw_kube_send(tm->client, &req, on_ref_checked, rc, NULL)
                                : sw_kube_send(om->client, &req, on_ref_got, rc, NULL);
-    } else if (tm->rec.spec.local_queue[0] != '\0' && !rc->lq_checked) {
+    } else if (rc->lq[0] != '\0' && !rc->lq_checked) {
         /* The target's LocalQueue, before anything changes at home: a
          * mirror in a queue that does not exist would wait for ever. */
-        rcode = sw_kube_get(tm->client, SW_KIND_LOCALQUEUE, j->rec.ns, tm->rec.spec.local_queue,
-                            on_lq_checked, rc);
+        rcode = sw_kube_get(tm->client, SW_KIND_LOCALQUEUE, j->rec.ns, rc->lq, on_lq_checked, rc);
     } else {
         j->refs_ok = true;
         rc_free(rc);
@@ -615,6 +631,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         sw_mirror_name(r->uid, r->attempt, r->mirror, sizeof(r->mirror));
         r->state = SW_JS_DISPATCHING;
         j->refs_ok = false;
+        j->mirror_queue[0] = '\0'; /* step 1 finds this attempt's */
         j->busy = true;
         sw_rec_step(h, j, "after-intent");
         return;
@@ -648,6 +665,17 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         rc->h = h;
         rc->j = j;
         rc->check_only = home_lost;
+        /* The LocalQueue its mirror goes into: the target's registration
+         * names one, or the origin's own LocalQueue name, if the target
+         * has it (docs/kueue.md). */
+        j->mirror_queue[0] = '\0';
+        const char *oq = sw_queue_origin_queue(origin);
+        if (tm->rec.spec.local_queue[0] != '\0')
+            snprintf(rc->lq, sizeof(rc->lq), "%s", tm->rec.spec.local_queue);
+        else if (oq != NULL && strlen(oq) < sizeof(rc->lq)) {
+            snprintf(rc->lq, sizeof(rc->lq), "%s", oq);
+            rc->lq_default = true;
+        }
         collect_refs(rc, full);
         refs_next(rc);
         return;
@@ -681,7 +709,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         /* Where it is going is known now: one patch says it all. */
         cJSON *patch = sw_dispatch_origin_patch(origin, r, true, need_suspend);
         if (take)
-            sw_queue_take(patch);
+            sw_queue_take(patch, origin);
         int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, patch, NULL,
                                      on_origin_patched, j);
         cJSON_Delete(patch);
@@ -727,8 +755,13 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         sw_rec_step(h, j, NULL);
         return;
     }
-    if (tm->rec.spec.local_queue[0] != '\0')
-        sw_mirror_queue(m, tm->rec.spec.local_queue);
+    /* Into the LocalQueue step 1 found in the target; a mirror at home
+     * into the origin's own, so that home's quota still governs it. */
+    const char *mq = strcmp(r->target_cluster, r->cluster) == 0 ? sw_queue_origin_queue(full)
+                     : j->mirror_queue[0] != '\0'               ? j->mirror_queue
+                                                                : NULL;
+    if (mq != NULL)
+        sw_mirror_queue(m, mq);
     int rc = sw_kube_create(tm->client, SW_KIND_JOB, r->ns, m, on_mirror_created, j);
     cJSON_Delete(m);
     if (rc != 0)

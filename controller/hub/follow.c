@@ -13,7 +13,9 @@
  * A mirror that fails because its pod was disrupted (its node reclaimed or
  * deleted: the DisruptionTarget rule dispatch.c adds), or that disappears,
  * is deleted and the Job goes back to be decided again, its preemptions
- * counted, up to the configured number of attempts.
+ * counted, up to the configured number of attempts. A mirror its target's
+ * Kueue leaves unadmitted past kueue.mirrorAdmissionSeconds is withdrawn
+ * (deleted only while it never started) and decided again the same way.
  */
 #include <string.h>
 #include <time.h>
@@ -459,8 +461,10 @@ static void requeue_step(struct sw_hub *h, struct sw_job *j, struct sw_member *t
         snprintf(msg, sizeof(msg), "%s", r->reason);
         sw_follow_event(h, r, "Warning", "BurstFailed", msg);
     } else {
-        snprintf(msg, sizeof(msg), "mirror %s/%s lost (%.300s); deciding again (attempt %d of %d)",
-                 r->target_cluster, r->mirror, r->reason, r->attempt + 1, h->cfg.max_attempts);
+        bool withdrawn = strncmp(r->reason, SW_QUEUE_WITHDRAWN, strlen(SW_QUEUE_WITHDRAWN)) == 0;
+        snprintf(msg, sizeof(msg), "mirror %s/%s %s (%.400s); deciding again (attempt %d of %d)",
+                 r->target_cluster, r->mirror, withdrawn ? "withdrawn" : "lost", r->reason,
+                 r->attempt + 1, h->cfg.max_attempts);
         sw_follow_event(h, r, "Warning", "Requeued", msg);
         r->state = SW_JS_OBSERVED;
         r->started_ms = 0;
@@ -545,6 +549,56 @@ static void node_waited(struct sw_hub *h, struct sw_job_rec *r)
              r->target_cluster, r->ns, r->mirror, r->node_wait_s, r->node_claim, r->node_pool,
              r->node_wait_expected_s);
     sw_follow_event(h, r, "Normal", "NodeProvisioned", msg);
+}
+
+/*
+ * A mirror its target's Kueue left unadmitted past the bound (queue.c):
+ * deleted only if it is still the version seen suspended and never started
+ * (a delete conditional on its resourceVersion: Kueue unsuspends a Job with
+ * a patch that changes it, so one of the two fails), then the Job goes
+ * back to be decided, the target's pools set aside for the same bound.
+ */
+static void on_withdrawn(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    struct sw_hub *h = j->hub;
+    struct sw_job_rec *r = &j->rec;
+    if (res->rc != 0) {
+        /* 409: the mirror changed (admitted, say): looked at again. 404:
+         * gone, which the next step handles as any disappearance. */
+        SW_LOG(SW_LOG_INFO, "mirror not withdrawn", "job=%s mirror=%s status=%ld err=%s",
+               sw_log_q(r->key), sw_log_q(r->mirror), (long)res->status, sw_log_q(res->err.msg));
+        r->reason[0] = '\0';
+        sw_hub_step_done(h, j, res->status == 409 || res->status == 404 ? 0 : res->rc);
+        return;
+    }
+    struct sw_member *tm = sw_member_find(h, r->target_cluster);
+    if (tm != NULL)
+        tm->queue_aside_until_ms = sw_hub_wall_ms() + (int64_t)(h->cfg.mirror_admission_s * 1000);
+    SW_LOG(SW_LOG_WARN, "mirror withdrawn unadmitted; deciding again", "job=%s reason=%s",
+           sw_log_q(r->key), sw_log_q(r->reason));
+    sw_follow_event(h, r, "Warning", "MirrorWithdrawn", r->reason);
+    r->state = SW_JS_REQUEUED;
+    r->withdrawals++;
+    sw_data_outputs_stop(h, j);
+    sw_rec_step(h, j, NULL);
+}
+
+static void withdraw(struct sw_hub *h, struct sw_job *j, struct sw_member *tm, const cJSON *mirror)
+{
+    struct sw_job_rec *r = &j->rec;
+    const char *rv = sw_json_str(sw_json_child((cJSON *)mirror, "metadata"), "resourceVersion");
+    const char *uid = sw_json_str(sw_json_child((cJSON *)mirror, "metadata"), "uid");
+    struct sw_kube_delete_opts d = {.precondition_uid = uid,
+                                    .precondition_resource_version = rv,
+                                    .propagation = "Background",
+                                    .grace_period_s = -1};
+    j->busy = true;
+    if (rv == NULL ||
+        sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d, on_withdrawn, j) != 0) {
+        r->reason[0] = '\0';
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+    }
 }
 
 static void finish(struct sw_hub *h, struct sw_job *j, enum sw_job_state s, const char *why)
@@ -735,6 +789,12 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         requeue(h, j, why);
         return;
     }
+    /* Left unadmitted in the target's Kueue queue too long: withdrawn (a
+     * mirror still there, not the last state of one deleted). */
+    if (live != NULL && sw_queue_mirror_unadmitted(h, j, live, r->reason, sizeof(r->reason))) {
+        withdraw(h, j, tm, live);
+        return;
+    }
     /* Running, or about to: a block shown earlier is over. */
     if (sw_json_str(sw_json_child(sw_json_child(origin, "metadata"), "annotations"),
                     SW_ANN_REASON) != NULL)
@@ -861,7 +921,7 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
 
 bool sw_follow_requeued(const struct sw_job_rec *r, const cJSON *origin)
 {
-    return r->preemptions > 0 &&
+    return (r->preemptions > 0 || r->withdrawals > 0) &&
            cJSON_IsTrue(sw_json_child(sw_json_child(origin, "spec"), "suspend"));
 }
 

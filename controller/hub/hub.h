@@ -67,20 +67,21 @@ struct sw_job {
     int64_t next_ms; /* do not step before (backoff, polling) */
     int backoff;     /* consecutive failures */
     struct sw_gate_outputs *outputs;
-    void *outputs_ctx;   /* data.c's context for the periodic rounds */
-    int outputs_done;    /* the last round: 0 not yet, 1 copied, -1 failed */
-    int output_stops;    /* given-up attempts' output rounds not yet ended (data.c) */
-    bool outputs_wanted; /* periodic rounds to start once output_stops is 0 */
-    int output_failures; /* final output rounds failed in a row */
-    bool decided_now;    /* decided in this round (for the engine's output) */
-    char *explain;       /* the decision's explanation (JSON), to be written */
-    bool warned;         /* a Warning Event about a bad annotation was sent */
-    bool queue_warned;   /* a Warning Event about its queue (an unreadable Workload) was sent */
-    bool queue_released; /* its Workload was deactivated (queue.c) */
-    bool refs_ok;        /* this attempt's ConfigMaps and Secrets are copied */
-    bool status_synced;  /* delegated: the origin's status shows the outcome */
-    int spend_counted;   /* the attempt whose cost this hub added to the spend counter */
-    struct sw_hub *hub;  /* for Kubernetes callbacks, whose context is the job */
+    void *outputs_ctx;     /* data.c's context for the periodic rounds */
+    int outputs_done;      /* the last round: 0 not yet, 1 copied, -1 failed */
+    int output_stops;      /* given-up attempts' output rounds not yet ended (data.c) */
+    bool outputs_wanted;   /* periodic rounds to start once output_stops is 0 */
+    int output_failures;   /* final output rounds failed in a row */
+    bool decided_now;      /* decided in this round (for the engine's output) */
+    char *explain;         /* the decision's explanation (JSON), to be written */
+    bool warned;           /* a Warning Event about a bad annotation was sent */
+    bool queue_warned;     /* a Warning Event about its queue (an unreadable Workload) was sent */
+    bool queue_released;   /* its Workload was deactivated (queue.c) */
+    char mirror_queue[64]; /* the target's LocalQueue its mirror goes into (dispatch.c); "" none */
+    bool refs_ok;          /* this attempt's ConfigMaps and Secrets are copied */
+    bool status_synced;    /* delegated: the origin's status shows the outcome */
+    int spend_counted;     /* the attempt whose cost this hub added to the spend counter */
+    struct sw_hub *hub;    /* for Kubernetes callbacks, whose context is the job */
     /* The origin Job whole (the cache's spec of a burstable Job, or
      * dispatch's patch answer), without status and managedFields, kept while
      * the Job is unfinished, so that it can still be placed when its home is
@@ -130,6 +131,9 @@ struct sw_member {
     bool fenced;           /* cut off on purpose (a drill): no request is sent */
     char fence_why[160];
     size_t stale; /* records with a stale mirror here (counted each tick) */
+    /* Its Kueue left a mirror unadmitted past kueue.mirrorAdmissionSeconds
+     * (queue.c): its pools count no room until then (wall ms; 0 none). */
+    int64_t queue_aside_until_ms;
     /* NodePools of its pools (capacity.c), and the NodeClaims whose
      * provisioning delay was counted already (a ring of names). */
     struct sw_nodepool_state nodepools[SW_MAX_POOLS];
@@ -544,15 +548,40 @@ void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec);
 /** A member's Workloads or ClusterQueues changed (the index is made again). */
 void sw_queue_changed(void);
 /**
- * Adds to dispatch's origin patch (borrowed) what takes the Job from its
- * queue: the queue-name label removed, spec.suspend=true.
+ * Adds to dispatch's origin patch (borrowed) what takes the Job (origin,
+ * borrowed) from its queue: the queue-name label removed, its value kept
+ * in the annotation SW_ANN_KUEUE_QUEUE, spec.suspend=true.
  */
-void sw_queue_take(cJSON *patch);
+void sw_queue_take(cJSON *patch, const cJSON *origin);
 /**
  * After the origin is taken: deactivates its Workload (spec.active=false)
- * when one is active. Returns 1 when it started that (j busy), else 0.
+ * when one is active. Returns 1 when it started that (j busy), or when the
+ * origin was taken from Kueue and its member's Kueue informers have not
+ * listed yet (j not busy, looked at again in 0.5 s); else 0.
  */
 int sw_queue_release(struct sw_hub *h, struct sw_job *j);
+/**
+ * The annotation the take writes on an origin Job with the LocalQueue it
+ * took it from (its queue-name label, removed by the same patch).
+ */
+#define SW_ANN_KUEUE_QUEUE "spillway.io/kueue-queue"
+/**
+ * The LocalQueue an origin Job (borrowed) is or was in: its queue-name
+ * label, else the annotation the take left; NULL for neither. Borrows.
+ */
+const char *sw_queue_origin_queue(const cJSON *origin);
+/** How the reason of a mirror withdrawn from a target's queue begins. */
+#define SW_QUEUE_WITHDRAWN "withdrawn from"
+/**
+ * Whether j's mirror (borrowed), queued in its target's Kueue LocalQueue,
+ * is to be withdrawn: still suspended, never seen running, no pod counted,
+ * its Workload without quota (or not made yet), for longer than
+ * kueue.mirrorAdmissionSeconds since it was dispatched. Fills `why` (who,
+ * where, how long) when it is. Starts the target's Kueue informers; false
+ * until they have listed.
+ */
+bool sw_queue_mirror_unadmitted(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, char *why,
+                                size_t len);
 
 /** A member's home queue as Kueue has it (sw_queue_home). */
 #define SW_QUEUE_MAX_CQ 32

@@ -46,6 +46,7 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
     cJSON_AddStringToObject(o, "state", sw_job_state_name(r->state));
     cJSON_AddNumberToObject(o, "attempt", r->attempt);
     cJSON_AddNumberToObject(o, "preemptions", r->preemptions);
+    cJSON_AddNumberToObject(o, "withdrawals", r->withdrawals);
     cJSON_AddStringToObject(o, "targetCluster", r->target_cluster);
     cJSON_AddStringToObject(o, "targetPool", r->target_pool);
     cJSON_AddStringToObject(o, "targetRegion", r->target_region);
@@ -139,6 +140,7 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
                             r->key, tmp);
     N("attempt", attempt, int);
     N("preemptions", preemptions, int);
+    N("withdrawals", withdrawals, int);
     S("targetCluster", target_cluster);
     S("targetPool", target_pool);
     S("targetRegion", target_region);

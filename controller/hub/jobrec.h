@@ -84,6 +84,7 @@ struct sw_job_rec {
     enum sw_job_state state;
     int attempt;     /* 0 before the first dispatch */
     int preemptions; /* mirrors lost to spot interruptions or node loss */
+    int withdrawals; /* mirrors withdrawn unadmitted from a target's Kueue queue */
     char target_cluster[64];
     char target_pool[64];
     char target_region[64];

@@ -116,10 +116,22 @@ void sw_queue_changed(void)
 
 void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec)
 {
-    /* A member where a burstable Job sits in a Kueue queue gets the Kueue
-     * informers (once; later calls return at once). */
-    if (sw_job_record_label(rec, SW_KUEUE_QUEUE_LABEL) != NULL && m->cache != NULL)
+    /* A member where a burstable Job sits in a Kueue queue, or was taken
+     * from one (a hub started after the take still releases its Workload),
+     * gets the Kueue informers (once; later calls return at once). */
+    if ((sw_job_record_label(rec, SW_KUEUE_QUEUE_LABEL) != NULL ||
+         sw_job_record_annotation(rec, SW_ANN_KUEUE_QUEUE) != NULL) &&
+        m->cache != NULL)
         sw_cluster_cache_start_kueue(m->cache);
+}
+
+const char *sw_queue_origin_queue(const cJSON *origin)
+{
+    const cJSON *md = sw_json_child((cJSON *)origin, "metadata");
+    const char *q = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_KUEUE_QUEUE_LABEL);
+    if (q == NULL || q[0] == '\0')
+        q = sw_json_str(sw_json_child((cJSON *)md, "annotations"), SW_ANN_KUEUE_QUEUE);
+    return q != NULL && q[0] != '\0' ? q : NULL;
 }
 
 void sw_queue_scan(struct sw_hub *h)
@@ -201,13 +213,25 @@ const struct sw_queue *sw_queue_of(const cJSON *origin)
     return kueue_label(origin) ? &kueue : &plain;
 }
 
-void sw_queue_take(cJSON *patch)
+void sw_queue_take(cJSON *patch, const cJSON *origin)
 {
     cJSON *md = sw_json_child(patch, "metadata");
     cJSON *labels = sw_json_child(md, "labels");
     if (labels == NULL)
         labels = cJSON_AddObjectToObject(md, "labels");
     cJSON_AddNullToObject(labels, SW_KUEUE_QUEUE_LABEL);
+    /* Where it was queued, kept: a hub started later still knows the Job
+     * is Kueue's (its Workload to release) and which LocalQueue a mirror
+     * of it defaults to. */
+    const char *q = sw_json_str(sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "labels"),
+                                SW_KUEUE_QUEUE_LABEL);
+    if (q != NULL) {
+        cJSON *ann = sw_json_child(md, "annotations");
+        if (ann == NULL)
+            ann = cJSON_AddObjectToObject(md, "annotations");
+        if (sw_json_child(ann, SW_ANN_KUEUE_QUEUE) == NULL)
+            cJSON_AddStringToObject(ann, SW_ANN_KUEUE_QUEUE, q);
+    }
     cJSON *spec = sw_json_child(patch, "spec");
     if (spec == NULL)
         spec = cJSON_AddObjectToObject(patch, "spec");
@@ -232,10 +256,24 @@ static void on_deactivated(struct sw_kube_result *res, void *ctx)
 
 int sw_queue_release(struct sw_hub *h, struct sw_job *j)
 {
-    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
-    if (j->queue_released || e == NULL || !e->f.active || e->f.state == SW_WL_FINISHED)
+    if (j->queue_released)
         return 0;
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    /* A Job taken from Kueue (its annotation) on a member whose Kueue
+     * informers have not listed yet (a hub started after the take): its
+     * Workload is not known yet, so not known to be released either. The
+     * mirror waits for the list. */
+    const struct sw_job_record *o = om ? sw_observe_origin_record(h, &j->rec) : NULL;
+    if (o != NULL && sw_job_record_annotation(o, SW_ANN_KUEUE_QUEUE) != NULL && om->cache != NULL &&
+        sw_member_reachable(om) && !sw_cluster_cache_kueue_synced(om->cache)) {
+        sw_cluster_cache_start_kueue(om->cache);
+        j->busy = false;
+        j->next_ms = sw_hub_mono_ms() + 500;
+        return 1;
+    }
+    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
+    if (e == NULL || !e->f.active || e->f.state == SW_WL_FINISHED)
+        return 0;
     if (om == NULL || !sw_member_reachable(om))
         return 0;
     /* Inactive: quota reserved for it meanwhile goes back to the queue. Not
@@ -253,6 +291,71 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j)
     if (rc != 0)
         sw_hub_step_done(h, j, rc);
     return 1;
+}
+
+/* ---- a mirror in the target's queue --------------------------------------- */
+
+static int count_of(const cJSON *status, const char *k)
+{
+    const cJSON *v = sw_json_child((cJSON *)status, k);
+    return cJSON_IsNumber(v) ? v->valueint : 0;
+}
+
+static void fmt_span(double s, char *buf, size_t len)
+{
+    if (s < 120)
+        snprintf(buf, len, "%.0f s", s);
+    else
+        snprintf(buf, len, "%.0f min", s / 60);
+}
+
+bool sw_queue_mirror_unadmitted(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, char *why,
+                                size_t len)
+{
+    const struct sw_job_rec *r = &j->rec;
+    const cJSON *md = sw_json_child((cJSON *)mirror, "metadata");
+    const char *lq = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_KUEUE_QUEUE_LABEL);
+    const char *uid = sw_json_str(md, "uid");
+    if (lq == NULL || uid == NULL || r->state != SW_JS_DISPATCHED || r->started_ms != 0)
+        return false;
+    struct sw_member *tm = sw_member_find(h, r->target_cluster);
+    if (tm == NULL || tm->cache == NULL)
+        return false;
+    sw_cluster_cache_start_kueue(tm->cache);
+    if (!sw_cluster_cache_kueue_synced(tm->cache))
+        return false;
+    /* Never started: still suspended, no pod of it counted, ever. */
+    const cJSON *st = sw_json_child((cJSON *)mirror, "status");
+    if (!cJSON_IsTrue(sw_json_child(sw_json_child((cJSON *)mirror, "spec"), "suspend")) ||
+        sw_json_str(st, "startTime") != NULL || count_of(st, "active") != 0 ||
+        count_of(st, "ready") != 0 || count_of(st, "succeeded") != 0 ||
+        count_of(st, "failed") != 0 || count_of(st, "terminating") != 0 ||
+        sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, NULL) != 0)
+        return false;
+    /* Its Workload: quota reserved or admitted is Kueue's to start now. */
+    const struct sw_queue_wl *e = wl_find(r->target_cluster, uid);
+    if (e != NULL && e->err[0] == '\0' &&
+        (e->f.state == SW_WL_RESERVED || e->f.state == SW_WL_ADMITTED ||
+         e->f.state == SW_WL_FINISHED))
+        return false;
+    double waited = (double)(sw_hub_wall_ms() - r->dispatched_ms) / 1000.0;
+    if (r->dispatched_ms <= 0 || waited < h->cfg.mirror_admission_s)
+        return false;
+    char w[32], b[32];
+    fmt_span(waited, w, sizeof(w));
+    fmt_span(h->cfg.mirror_admission_s, b, sizeof(b));
+    snprintf(why, len,
+             "%s %s: mirror %s waited %s unadmitted in LocalQueue %s/%s there (%s%.160s), past "
+             "kueue.mirrorAdmissionSeconds (%s)",
+             SW_QUEUE_WITHDRAWN, r->target_cluster, r->mirror, w, r->ns, lq,
+             e == NULL   ? "no Workload yet"
+             : e->err[0] ? "its Workload unreadable"
+                         : "Workload: ",
+             e == NULL || e->err[0] ? ""
+             : e->f.message[0]      ? e->f.message
+                                    : e->f.reason,
+             b);
+    return true;
 }
 
 /* ---- the home queue, as Kueue has it -------------------------------------- */

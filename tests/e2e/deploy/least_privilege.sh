@@ -13,6 +13,9 @@
 #   - spillwayd runs with that environment and no kubeconfig; the bursts
 #     (annotation-only, delegated, ConfigMap and Secret copied then updated,
 #     origin deleted) succeed, watched by the independent watcher;
+#   - a Job queued in Kueue on onprem (Kueue started if it is not on) is
+#     taken from it and its mirror queued in cloud-spot's LocalQueue, so the
+#     role's Kueue permissions are in use too;
 #   - the hub's onprem token rotates twice while it runs: replaced by rename
 #     (read again because the file changed) and rewritten in place with its
 #     old modification time (read again after the API server's 401); each
@@ -39,8 +42,10 @@ SA_NS=spillway-lp
 HUB_USER="system:serviceaccount:$SA_NS:spillway-hub"
 MEMBER_USER="system:serviceaccount:$SA_NS:spillway"
 
+STARTED_KUEUE=""
 lp_cleanup() {
     local c
+    [ -n "$STARTED_KUEUE" ] && "$SW_SOURCE_DIR/tests/testbed/testbed" kueue down >/dev/null 2>&1
     hub_cleanup
     for c in "${CLUSTERS[@]}"; do
         kc "$c" delete clusterrolebinding spillway-lp spillway-lp-hub spillway-lp-minus spillway-lp-probe \
@@ -297,6 +302,60 @@ for _ in $(seq 1 60); do
 done
 kc cloud-spot get job "$mirror" -n "$NS" >/dev/null 2>&1 && hub_fail "mirror $mirror still exists"
 pass "origin deleted: mirror $mirror deleted"
+
+# ---- a Job queued in Kueue, taken and queued in cloud-spot's Kueue ----------
+# The role's Kueue permissions in use: Workloads and ClusterQueues listed
+# and watched on onprem and cloud-spot, the origin's Workload patched, the
+# target's LocalQueue read. Kueue is started for this if it is not on.
+if ! [ -f "$SW_LAB_DIR/kueue/on" ]; then
+    "$SW_SOURCE_DIR/tests/testbed/testbed" kueue up >/dev/null
+    STARTED_KUEUE=1
+fi
+for c in onprem cloud-spot; do
+    printf 'apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: gpu, namespace: %s}\nspec: {clusterQueue: gpu}\n' "$NS" |
+        kc "$c" apply -f - >/dev/null
+done
+"$SPILLCTL" cluster add cloud-spot --replace --kubeconfig "$HUB_TMP/cloud-spot-sa.kubeconfig" --role cloud --local-queue gpu \
+    --region us-east-1 --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+# kueue_job NAME GPUS BURSTABLE: 2 pods in LocalQueue gpu, created unsuspended.
+kueue_job() {
+    local ann="{}"
+    [ "$3" = yes ] && ann="{spillway.io/burst: auto, spillway.io/expected-runtime: 1h}"
+    cat <<YAML | kc onprem apply -n "$NS" -f - >/dev/null
+apiVersion: batch/v1
+kind: Job
+metadata: {name: $1, labels: {kueue.x-k8s.io/queue-name: gpu}, annotations: $ann}
+spec:
+  parallelism: 2
+  completions: 2
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "3s"}
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: train
+        image: registry.example/train:1
+        resources: {limits: {nvidia.com/gpu: "$2"}}
+YAML
+}
+sleep 11 # the hub reads the registry every 10 s
+kueue_job kfill 4 no # the whole quota (its pods wait for the saturated nodes)
+kueue_job kq 2 yes
+Q="onprem/$NS/kq"
+wait_record "$Q" state succeeded 120
+[ "$(record_field "$Q" targetCluster)" = cloud-spot ] || hub_fail "kq ran in $(record_field "$Q" targetCluster)"
+kqm=$(record_field "$Q" mirror)
+[ "$(kc cloud-spot get job "$kqm" -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
+    hub_fail "kq's mirror is not in cloud-spot's LocalQueue gpu"
+kc onprem delete job kfill -n "$NS" --wait=false >/dev/null
+# Back to no queue on cloud-spot for the sections below (their namespaces
+# have no LocalQueue there).
+"$SPILLCTL" cluster add cloud-spot --replace --kubeconfig "$HUB_TMP/cloud-spot-sa.kubeconfig" --role cloud \
+    --region us-east-1 --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+sleep 11
+pass "a Kueue Job taken from onprem's queue and run in cloud-spot's LocalQueue gpu, with the role's Kueue permissions only"
 watcher_check
 
 # ---- what the audit logs say ------------------------------------------------

@@ -13,11 +13,25 @@
 #      Workload is pending for quota is taken from Kueue (queue-name label
 #      gone, Workload inactive) and its mirror is admitted by cloud-spot's
 #      Kueue and completes, the origin never started at home;
-#   3. the race, KUEUE_ROUNDS rounds (10) of KUEUE_PER_ROUND (5) burstable
+#   3. Kueue preemption: a burstable Job of priority low running at home is
+#      evicted by a Job of priority high (ClusterQueue preemption
+#      withinClusterQueue: LowerPriority); the evicted Job is a candidate
+#      again, is taken from Kueue and runs once, in the cloud;
+#   4. the race, KUEUE_ROUNDS rounds (10) of KUEUE_PER_ROUND (5) burstable
 #      Jobs queued behind a filler holding the quota, deleted 0-0.8 s after
 #      they are sent, as the hub decides: each Job completes once, in one
 #      place, whichever of Kueue or the hub takes it, and one run in the
-#      cloud was never started at home.
+#      cloud was never started at home;
+#   5. cloud-spot queues mirrors in a LocalQueue whose ClusterQueue has no
+#      GPU quota: the mirror is withdrawn after kueue.mirrorAdmissionSeconds
+#      (KUEUE_ADMISSION_S, 15 s here), never having started, with an Event
+#      naming the cluster, queue and wait; the Job is decided again and runs
+#      once elsewhere, its new mirror in the LocalQueue of the origin's own
+#      queue's name there (cloud-ondemand, registered without --local-queue,
+#      or home), admitted by that cluster's ClusterQueue;
+#   6. a hub killed at the crash point after-suspend, just after the take:
+#      a hub started then deactivates the Job's Workload (found from the
+#      take's annotation) before the mirror, and the Job runs once.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${KUEUE_ROUNDS:-10}
@@ -29,7 +43,13 @@ if ! [ -f "$SW_LAB_DIR/kueue/on" ]; then
     "$TESTBED" kueue up >/dev/null
     STARTED_KUEUE=1
 fi
-trap '[ -n "$STARTED_KUEUE" ] && "$TESTBED" kueue down >/dev/null 2>&1; hub_cleanup' EXIT
+# Section 5's ClusterQueue is cluster-scoped: deleted here (Kueue, still
+# running, releases it), before Kueue goes down if the test started it.
+HELD_CQ="held-$NS"
+trap 'kc cloud-spot delete clusterqueue "$HELD_CQ" --ignore-not-found --wait=false >/dev/null 2>&1
+[ -n "$STARTED_KUEUE" ] && "$TESTBED" kueue down >/dev/null 2>&1; hub_cleanup' EXIT
+# A mirror unadmitted this long in the target's queue is withdrawn (section 5).
+printf 'kueue:\n  mirrorAdmissionSeconds: %s\n' "${KUEUE_ADMISSION_S:-15}" >>"$HUB_TMP/hub.yaml"
 cat <<YAML | kc onprem apply -f - >/dev/null
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
@@ -37,18 +57,19 @@ metadata: {name: gpu, namespace: $NS}
 spec: {clusterQueue: gpu}
 YAML
 
-# kueue_job NAME GPUS_PER_POD PODS DELAY BURSTABLE: a Job in the LocalQueue,
-# created unsuspended.
+# kueue_job NAME GPUS_PER_POD PODS DELAY BURSTABLE [PRIORITY_CLASS]: a Job in
+# the LocalQueue, created unsuspended, with a WorkloadPriorityClass if named.
 kueue_job() {
-    local ann=""
+    local ann="" prio=""
     [ "$5" = yes ] && ann="    spillway.io/burst: auto
     spillway.io/expected-runtime: 1h"
+    [ -n "${6:-}" ] && prio=", kueue.x-k8s.io/priority-class: $6"
     cat <<YAML
 apiVersion: batch/v1
 kind: Job
 metadata:
   name: $1
-  labels: {kueue.x-k8s.io/queue-name: gpu}
+  labels: {kueue.x-k8s.io/queue-name: gpu$prio}
   annotations:
     kueue-lab: "1"
 $ann
@@ -126,7 +147,7 @@ reason=$(record_field "$S" reason)
 case "$reason" in *"LocalQueue $NS/gpu"*"does not exist"*) ;; *) hub_fail "blocked for another reason: $reason" ;; esac
 ev=""
 for _ in $(seq 1 40); do
-    ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=spill,reason=BurstRefused -o jsonpath='{.items[0].message}')
+    ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=spill,reason=BurstRefused -o jsonpath='{.items[0].message}' 2>/dev/null || true)
     [ -n "$ev" ] && break
     sleep 0.25
 done
@@ -150,6 +171,8 @@ mw=$(kc cloud-spot get workloads -n "$NS" -l "kueue.x-k8s.io/job-uid=$(kc cloud-
 [ "$mw" = gpu ] || hub_fail "the mirror's Workload was not admitted by cloud-spot's ClusterQueue gpu (\"$mw\")"
 [ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
     hub_fail "spill still has its queue-name label"
+[ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/kueue-queue}')" = gpu ] ||
+    hub_fail "spill does not keep the LocalQueue it was taken from (annotation spillway.io/kueue-queue)"
 wl=$(workload_of spill)
 [ "$(kc onprem get workload "$wl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
     hub_fail "spill's Workload $wl is still active"
@@ -159,7 +182,43 @@ one_mirror_each spill
 pass "quota full: spill taken from Kueue (label removed, Workload $wl inactive), admitted by cloud-spot's Kueue and succeeded there"
 kc onprem delete job filler -n "$NS" --wait=true >/dev/null
 
-# ---- 3. the race: quota freed as the hub decides ---------------------------
+# ---- 3. Kueue preemption: the evicted Job is a candidate again -------------
+[ "$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.preemption.withinClusterQueue}')" = LowerPriority ] ||
+    hub_fail "onprem's ClusterQueue gpu does not preempt lower priorities (its queues predate that: testbed kueue down, then up)"
+# victim (burstable, priority low) takes the whole quota and runs at home;
+# vip (not burstable, priority high) makes Kueue evict it. Its pods complete
+# 40 s after they start: long enough to be preempted first.
+kueue_job victim 4 2 40s yes low | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/victim -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "victim did not start at home"
+V="onprem/$NS/victim"
+wait_record "$V" state observed 30
+[ "$(mirrors_of victim)" = 0 ] || hub_fail "victim has a mirror while it runs at home"
+kueue_job vip 4 2 3600s no high | kc onprem apply -n "$NS" -f - >/dev/null
+vwl=$(workload_of victim)
+preempted=""
+for _ in $(seq 1 120); do
+    preempted=$(kc onprem get events -n "$NS" -o jsonpath='{.items[*].message}' --field-selector \
+        "involvedObject.kind=Workload,involvedObject.name=$vwl,reason=Preempted")
+    [ -n "$preempted" ] && break
+    sleep 0.25
+done
+[ -n "$preempted" ] || hub_fail "Kueue did not preempt victim's Workload $vwl for vip"
+wait_record "$V" state succeeded 150
+[ "$(record_field "$V" targetCluster)" = cloud-spot ] || hub_fail "victim ran in $(record_field "$V" targetCluster)"
+one_mirror_each victim
+[ "$(kc onprem get job victim -n "$NS" -o jsonpath='{.status.succeeded}')" = "" ] ||
+    hub_fail "victim also completed at home"
+[ "$(kc onprem get job victim -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
+    hub_fail "victim still has its queue-name label"
+[ "$(kc onprem get workload "$vwl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
+    hub_fail "victim's Workload $vwl is still active"
+[ "$(kc onprem get job vip -n "$NS" -o jsonpath='{.status.active}')" = 2 ] ||
+    hub_fail "vip does not run at home any more"
+pass "preemption: vip evicted victim at home (\"${preempted%%;*}\"); victim was decided again, taken from Kueue, ran once in cloud-spot"
+kc onprem delete job vip -n "$NS" --wait=true >/dev/null
+
+# ---- 4. the race: quota freed as the hub decides ---------------------------
 t0=$SECONDS
 home=0 away=0 reserved=0
 for r in $(seq 1 "$ROUNDS"); do
@@ -198,4 +257,112 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 abandoned=$(grep -c "burst abandoned" "$HUB_TMP/hub.log" || true)
 pass "race: $((ROUNDS * PER_ROUND)) Jobs in $ROUNDS rounds in $((SECONDS - t0)) s, $home ran at home (admitted by Kueue; $abandoned bursts abandoned just before the take), $away in the cloud (taken from Kueue; Kueue reserved quota for $reserved of them, none started); each succeeded once"
+
+# ---- 5. a mirror left unadmitted in the cloud's queue is decided again -------
+# cloud-spot now queues mirrors in LocalQueue held, on a ClusterQueue with no
+# GPU quota: its Kueue never admits them. cloud-ondemand is registered
+# without --local-queue but has a LocalQueue gpu in the namespace: a mirror
+# sent there goes into it (the origin's own LocalQueue name), as one sent
+# back home does into onprem's.
+cat <<YAML | kc cloud-ondemand apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpu, namespace: $NS}
+spec: {clusterQueue: gpu}
+YAML
+cat <<YAML | kc cloud-spot apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: $HELD_CQ}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: spot
+      resources:
+      - {name: cpu, nominalQuota: "100000"}
+      - {name: memory, nominalQuota: 100000Gi}
+      - {name: nvidia.com/gpu, nominalQuota: 0}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: held, namespace: $NS}
+spec: {clusterQueue: $HELD_CQ}
+YAML
+"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
+    --role cloud --region us-east-1 --local-queue held --replace \
+    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+kueue_job fill-held 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-held -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "fill-held did not start"
+sleep 11 # the hub reads the registry every 10 s
+kueue_job stuck 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
+K="onprem/$NS/stuck"
+wait_record "$K" state dispatched 60
+[ "$(record_field "$K" targetCluster)" = cloud-spot ] || hub_fail "stuck went to $(record_field "$K" targetCluster), not cloud-spot"
+m1=$(record_field "$K" mirror)
+t_disp=$SECONDS
+[ "$(kc cloud-spot get job "$m1" -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = held ] ||
+    hub_fail "the mirror $m1 is not in cloud-spot's LocalQueue held"
+wev=""
+for _ in $(seq 1 $((4 * (${KUEUE_ADMISSION_S:-15} + 45)))); do
+    wev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=stuck,reason=MirrorWithdrawn -o jsonpath='{.items[*].message}')
+    [ -n "$wev" ] && break
+    sleep 0.25
+done
+[ -n "$wev" ] || hub_fail "no MirrorWithdrawn event on stuck"
+waited=$((SECONDS - t_disp))
+case "$wev" in *"cloud-spot"*"mirror $m1 waited"*"unadmitted in LocalQueue $NS/held"*"mirrorAdmissionSeconds"*) ;;
+*) hub_fail "the MirrorWithdrawn event does not name the cluster, mirror, queue and wait: \"$wev\"" ;; esac
+[ "$waited" -ge "${KUEUE_ADMISSION_S:-15}" ] || hub_fail "withdrawn after $waited s, before the bound"
+kc cloud-spot wait --for=delete "job/$m1" -n "$NS" --timeout=30s >/dev/null 2>&1 ||
+    hub_fail "the withdrawn mirror $m1 is still there"
+kc onprem delete job fill-held -n "$NS" --wait=false >/dev/null
+wait_record "$K" state succeeded 150
+[ "$(record_field "$K" withdrawals)" = 1 ] || hub_fail "stuck's record counts $(record_field "$K" withdrawals) withdrawals"
+tgt=$(record_field "$K" targetCluster)
+[ "$tgt" != cloud-spot ] || hub_fail "stuck was sent to cloud-spot again while its queue was set aside"
+one_mirror_each stuck
+m2=$(record_field "$K" mirror)
+[ "$(kc "$tgt" get job "$m2" -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
+    hub_fail "the new mirror $m2 in $tgt is not in LocalQueue gpu (the origin's own, by default)"
+m2cq=$(kc "$tgt" get workloads -n "$NS" -l "kueue.x-k8s.io/job-uid=$(kc "$tgt" get job "$m2" -n "$NS" -o jsonpath='{.metadata.uid}')" \
+    -o jsonpath='{.items[0].status.admission.clusterQueue}')
+[ "$m2cq" = gpu ] || hub_fail "the new mirror's Workload was not admitted by $tgt's ClusterQueue gpu (\"$m2cq\")"
+[ "$(kc onprem get job stuck -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
+    hub_fail "stuck started at home"
+pass "unadmitted: mirror $m1 withdrawn from cloud-spot's LocalQueue held after ~$waited s (\"$wev\"), the Job decided again and succeeded once in $tgt, its mirror in LocalQueue gpu there by default"
+
+# ---- 6. a hub killed just after the take: the next one releases the Workload --
+# The take's annotation is all a new hub has to know the Job is Kueue's: it
+# starts the Kueue informers from it and deactivates the Workload before the
+# mirror is made.
+"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
+    --role cloud --region us-east-1 --local-queue gpu --replace \
+    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+kill "$HUB_PID"
+wait "$HUB_PID" 2>/dev/null || true
+kueue_job fill-crash 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-crash -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "fill-crash did not start"
+hub_start "$HUB_TMP/hub.yaml" SPILLWAY_CRASH_AT=after-suspend
+kueue_job crash 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
+for _ in $(seq 1 240); do kill -0 "$HUB_PID" 2>/dev/null || break; sleep 0.25; done
+kill -0 "$HUB_PID" 2>/dev/null && hub_fail "the hub did not reach the crash point after-suspend within 60 s"
+grep -Eq 'crash point reached.*point="?after-suspend' "$HUB_TMP/hub.log" || hub_fail "the hub stopped, but not at after-suspend"
+[ "$(kc onprem get job crash -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
+    hub_fail "crash was not taken before the hub died"
+cwl=$(workload_of crash)
+[ "$(kc onprem get workload "$cwl" -n "$NS" -o jsonpath='{.spec.active}')" != false ] ||
+    hub_fail "crash's Workload was released before the crash point: the test proves nothing"
+hub_start
+C="onprem/$NS/crash"
+wait_record "$C" state succeeded 120
+[ "$(kc onprem get workload "$cwl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
+    hub_fail "the hub started after the take did not deactivate crash's Workload $cwl"
+one_mirror_each crash
+[ "$(kc onprem get job crash -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] || hub_fail "crash started at home"
+kc onprem delete job fill-crash -n "$NS" --wait=false >/dev/null
+pass "a hub killed just after the take: the next one found the Job Kueue's by its annotation, deactivated Workload $cwl, and crash ran once in $(record_field "$C" targetCluster)"
 watcher_check

@@ -1,9 +1,8 @@
 /*
  * Tests for clusters/kueue.c: a Workload's state (pending for quota,
- * pending for something else, reserved, admitted, inactive, finished), its
- * GPUs over pod sets, errors naming the Workload and the field; a
- * ClusterQueue's GPU quota and usage, and its headroom with a cohort's
- * lending and a borrowing limit.
+ * requeued after a preemption, pending for something else, reserved, admitted, inactive, finished),
+ * its GPUs over pod sets, errors naming the Workload and the field; a ClusterQueue's GPU quota and
+ * usage, and its headroom with a cohort's lending and a borrowing limit.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,6 +101,41 @@ static void workload_other_states(void **state)
     assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
     assert_int_equal(f.state, SW_WL_FINISHED);
     assert_true(f.evicted);
+    cJSON_Delete(o);
+}
+
+/* Evicted by a higher-priority Workload and requeued, as Kueue v0.17's Job
+ * reconciler leaves it: a candidate again. Evicted for another reason
+ * (deactivated, PodsReady timeout) with the same Pending is not. */
+#define PREEMPTED(ev_reason)                                                                       \
+    "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"False\",\"reason\":\"Pending\","     \
+    "\"message\":\"Preempted to accommodate a workload (UID: u-9, JobUID: j-9) due to "            \
+    "prioritization in the ClusterQueue\"},{\"type\":\"Evicted\",\"status\":\"True\","             \
+    "\"reason\":\"" ev_reason "\"},{\"type\":\"Requeued\",\"status\":\"True\","                    \
+    "\"reason\":\"" ev_reason "\"}]"
+
+static void workload_preempted_waits_for_quota(void **state)
+{
+    (void)state;
+    struct sw_workload_facts f;
+    struct sw_error err = {0};
+    cJSON *o = wl("", PREEMPTED("Preempted"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_PENDING_QUOTA);
+    assert_true(f.evicted);
+    assert_true(f.preempted);
+    assert_string_equal(f.reason, "Pending");
+    cJSON_Delete(o);
+    o = wl("", PREEMPTED("PodsReadyTimeout"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_PENDING_OTHER);
+    assert_true(f.evicted);
+    assert_false(f.preempted);
+    cJSON_Delete(o);
+    /* Preempted and then deactivated (the hub's take): inactive wins. */
+    o = wl("\"active\":false,", PREEMPTED("Preempted"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_INACTIVE);
     cJSON_Delete(o);
 }
 
@@ -221,8 +255,11 @@ static void headroom_with_cohort(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(workload_pending_for_quota),     cmocka_unit_test(workload_other_states),
-        cmocka_unit_test(workload_errors_name_the_field), cmocka_unit_test(cluster_queue_facts),
+        cmocka_unit_test(workload_pending_for_quota),
+        cmocka_unit_test(workload_other_states),
+        cmocka_unit_test(workload_preempted_waits_for_quota),
+        cmocka_unit_test(workload_errors_name_the_field),
+        cmocka_unit_test(cluster_queue_facts),
         cmocka_unit_test(headroom_with_cohort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

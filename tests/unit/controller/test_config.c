@@ -94,7 +94,9 @@ static void test_docs_example(void **state)
                     "  datasets:\n"
                     "    us-east-1: acme-datasets-use1\n"
                     "    us-west-2: acme-datasets-usw2\n"
-                    "logLevel: info\n";
+                    "logLevel: info\n"
+                    "kueue:\n"
+                    "  mirrorAdmissionSeconds: 600\n";
     struct sw_hub_config c;
     struct sw_error err;
     sw_error_clear(&err);
@@ -106,6 +108,7 @@ static void test_docs_example(void **state)
     assert_true(c.recheck_s == 5 && c.lease_ttl_s == 10 && c.output_sync_s == 30);
     assert_int_equal(c.max_attempts, 3);
     assert_string_equal(c.log_level, "info");
+    assert_true(c.mirror_admission_s == 600);
     assert_int_equal(c.nbucket_maps, 2);
     assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-west-2"), "acme-datasets-usw2");
 }
@@ -128,6 +131,7 @@ static void test_defaults(void **state)
     assert_true(c.probe_interval_s == 10 && c.lost_after_s == 60 && c.rto_target_s == 600);
     assert_true(c.member_qps == 50);
     assert_int_equal(c.member_burst, 100);
+    assert_true(c.mirror_admission_s == 300);
     assert_true(c.repl_interval_s == 60 && c.repl_model_s == 5 && c.repl_rpo_objective_s == 300);
     assert_string_equal(c.hub_id, "");
     assert_string_equal(c.log_level, "info");
@@ -288,7 +292,10 @@ static void test_errors_exact(void **state)
         /* unknown keys, top-level and nested */
         {BASE "lisen: 1.2.3.4:80\n", SW_EINVAL,
          "hub.yaml:4: field \"lisen\": unknown (expected redis, secretKeyFile, listen, placement, "
-         "leader, outputs, maxAttempts, members, replication, buckets, logLevel)"},
+         "leader, outputs, maxAttempts, members, replication, buckets, logLevel, kueue)"},
+        {BASE "kueue:\n  mirrorAdmissionSeconds: 0\n", SW_EINVAL,
+         "hub.yaml:5: field \"kueue.mirrorAdmissionSeconds\": expected a number of seconds >= 1, "
+         "got \"0\""},
         {BASE "leader:\n  id: a\n  ttl: 5\n", SW_EINVAL,
          "hub.yaml:6: field \"leader.ttl\": unknown (expected id, leaseTTLSeconds)"},
         {"redis:\n  uri: redis://r\n", SW_EINVAL,
