@@ -90,16 +90,22 @@ struct reserve {
 
 static void reserve_one(struct sw_hub *h, struct sw_job *j, void *ctx)
 {
-    (void)h;
     struct reserve *rv = ctx;
-    enum sw_job_state s = j->rec.state;
-    if ((s == SW_JS_DECIDED || s == SW_JS_DATA_READY || s == SW_JS_DISPATCHING) &&
-        strcmp(j->rec.target_cluster, rv->cluster) == 0 &&
-        strcmp(j->rec.capacity, rv->capacity) == 0)
-        rv->gpus += j->rec.gpus;
+    const struct sw_job_rec *r = &j->rec;
+    enum sw_job_state s = r->state;
+    if (strcmp(r->target_cluster, rv->cluster) != 0 || strcmp(r->capacity, rv->capacity) != 0)
+        return;
+    /* A mirror just created has no pod yet (the target's Job controller
+     * makes them, at its own pace): its GPUs are neither used on a node
+     * nor pending there, so they are still promised here. */
+    if (s == SW_JS_DECIDED || s == SW_JS_DATA_READY || s == SW_JS_DISPATCHING ||
+        (s == SW_JS_DISPATCHED &&
+         sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, NULL) == 0))
+        rv->gpus += r->gpus;
 }
 
-/* GPUs of Jobs decided for a pool whose mirrors do not exist yet. */
+/* GPUs of Jobs decided for a pool whose mirrors do not exist yet, or have
+ * no pod yet. */
 static int reserved_gpus(struct sw_hub *h, const char *cluster, const char *capacity)
 {
     struct reserve rv = {cluster, capacity, 0};
