@@ -37,7 +37,8 @@ fuzz: deps
 	@tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # The benchmarks (scripts/bench.sh): all, or those named in BENCH, e.g.
-# BENCH=placement (no lab), BENCH="replication hub" (on the lab). The
+# BENCH=placement (no lab), BENCH="replication hub" (on the lab),
+# BENCH=provision (on the lab in Karpenter mode; only when named). The
 # Alibaba evaluation needs its trace (ALIBABA_TRACE=PATH).
 BENCH ?=
 bench: build

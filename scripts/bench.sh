@@ -14,6 +14,11 @@
 #                BENCH_INFORMER_ROUNDS alternating rounds (default 3); on the lab
 #   hub          bench/hub/bench_hub.sh: 1,000 Jobs, BENCH_HUB_ROUNDS
 #                alternating rounds (default 3) against its ceiling; on the lab
+#   provision    bench/hub/bench_provision.sh: 100 Jobs burst at once to an
+#                empty cloud in Karpenter mode (turned on and off inside the
+#                hub lock); decided-to-running split into data, provisioning
+#                and scheduling, predicted against observed node waits; on
+#                the lab; not run when no name is given (BENCH=provision)
 #   alibaba      bench/placement/alibaba-eval.sh on the Alibaba GPU 2023 pod
 #                list at ALIBABA_TRACE; needs no lab
 #
@@ -40,15 +45,17 @@ TRACE_ASKED=${ALIBABA_TRACE:+ALIBABA_TRACE}
 ALIBABA_TRACE=${ALIBABA_TRACE:-$DEFAULT_TRACE}
 
 ALL=(placement alibaba clusters replication informer hub)
+# Named only: run when asked for (it switches the lab into Karpenter mode).
+EXTRA=(provision)
 declare -A want=()
 if [ $# -eq 0 ]; then
     for n in "${ALL[@]}"; do want[$n]=1; done
 else
     for n in "$@"; do
-        case " ${ALL[*]} " in
+        case " ${ALL[*]} ${EXTRA[*]} " in
         *" $n "*) want[$n]=1 ;;
         *)
-            echo "bench: unknown benchmark \"$n\"; expected some of: ${ALL[*]}" >&2
+            echo "bench: unknown benchmark \"$n\"; expected some of: ${ALL[*]} ${EXTRA[*]}" >&2
             exit 2
             ;;
         esac
@@ -109,7 +116,7 @@ fi
 
 # ---- what runs on the lab -------------------------------------------------
 
-if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]:-}" ]; then
+if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]:-}${want[provision]:-}" ]; then
     # A lab that is up is used as it is (up would seed its clusters again
     # under whoever else is using them).
     if tests/testbed/testbed status 2>/dev/null | grep -qE ' (Down|NotReady) ' &&
@@ -134,6 +141,11 @@ if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]
         printf '\n==== hub dispatch (bench/hub/bench_hub.sh) ====\n'
         SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" BENCH_HUB_ROUNDS=${BENCH_HUB_ROUNDS:-3} \
             bench/hub/bench_hub.sh || fail "the hub benchmark failed"
+    fi
+    if [ -n "${want[provision]:-}" ]; then
+        printf '\n==== provisioning from zero (bench/hub/bench_provision.sh) ====\n'
+        SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" \
+            bench/hub/bench_provision.sh || fail "the provisioning benchmark failed"
     fi
 fi
 exit $failed
