@@ -1,0 +1,94 @@
+/*
+ * multikueue.h - what the hub reads of Kueue's MultiKueue objects
+ * (kueue.x-k8s.io/v1beta2) to act as MultiKueue's external dispatcher
+ * (docs/kueue.md, "spillway as MultiKueue's dispatcher").
+ *
+ * Pure: JSON in, facts out, no I/O. A manager's Workload waits for its
+ * dispatcher when Kueue has reserved quota for it in the manager's
+ * ClusterQueue, its MultiKueue admission check is Pending and no worker has
+ * it yet (status.clusterName unset): Kueue's MultiKueue then creates a copy
+ * of it in every worker named in status.nominatedClusterNames, and the
+ * first worker to reserve quota for its copy wins (Kueue v0.17,
+ * pkg/controller/admissionchecks/multikueue/workload.go, reconcileGroup and
+ * nominateAndSynchronizeWorkers).
+ */
+#ifndef SW_CLUSTERS_MULTIKUEUE_H
+#define SW_CLUSTERS_MULTIKUEUE_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clusters/kueue.h"
+#include "common/error.h"
+
+/** The AdmissionCheck controller name of MultiKueue. */
+#define SW_MK_CONTROLLER "kueue.x-k8s.io/multikueue"
+/** Kueue's bound on nominatedClusterNames and on a MultiKueueConfig's clusters. */
+#define SW_MK_MAX_CLUSTERS 20
+/** A MultiKueueCluster's name as the hub keeps it (Kubernetes names: 253). */
+#define SW_MK_NAME_MAX 254
+/** Admission checks read per Workload. */
+#define SW_MK_MAX_CHECKS 16
+
+/** One entry of a Workload's status.admissionChecks. */
+struct sw_mk_check_state {
+    char name[64];
+    char state[16]; /* Pending, Ready, Retry, Rejected */
+};
+
+/** What the hub reads of a Workload on a MultiKueue manager or worker. */
+struct sw_mk_workload {
+    struct sw_workload_facts f; /* name, queue, GPUs, state ... (kueue.h) */
+    char uid[64];
+    char rv[32];
+    bool reserved;                     /* QuotaReserved=True */
+    char cluster_name[SW_MK_NAME_MAX]; /* status.clusterName, "" when unset */
+    char nominated[SW_MK_MAX_CLUSTERS][SW_MK_NAME_MAX];
+    size_t nnominated;
+    struct sw_mk_check_state checks[SW_MK_MAX_CHECKS];
+    size_t nchecks;
+    int pods;             /* the pods of its first pod set asking GPUs (or its first) */
+    int64_t gpus_per_pod; /* nvidia.com/gpu each of them asks */
+};
+
+/**
+ * Reads a Workload. Fails (SW_EPARSE) naming the Workload and the field
+ * for what sw_workload_facts_from_json refuses, a status.nominatedClusterNames
+ * or status.admissionChecks that is not an array of the expected shape, or
+ * more entries than Kueue allows.
+ */
+int sw_mk_workload_from_json(const cJSON *wl, struct sw_mk_workload *out, struct sw_error *err);
+
+/**
+ * Whether `wl` waits for its dispatcher under the MultiKueue admission check
+ * named `check`: quota reserved, active, not finished, the check Pending,
+ * status.clusterName unset.
+ */
+bool sw_mk_waits_for_dispatch(const struct sw_mk_workload *wl, const char *check);
+
+/** An AdmissionCheck: whether it is MultiKueue's and the MultiKueueConfig it names. */
+struct sw_mk_admission_check {
+    char name[64];
+    bool multikueue;             /* spec.controllerName is SW_MK_CONTROLLER */
+    char config[SW_MK_NAME_MAX]; /* spec.parameters.name when kind MultiKueueConfig */
+};
+
+/** Reads an AdmissionCheck. SW_EPARSE naming it when metadata.name is missing. */
+int sw_mk_admission_check_from_json(const cJSON *ac, struct sw_mk_admission_check *out,
+                                    struct sw_error *err);
+
+/** A MultiKueueConfig: the MultiKueueClusters a check sends Workloads to. */
+struct sw_mk_config {
+    char name[SW_MK_NAME_MAX];
+    char clusters[SW_MK_MAX_CLUSTERS][SW_MK_NAME_MAX];
+    size_t nclusters;
+};
+
+/**
+ * Reads a MultiKueueConfig. SW_EPARSE naming it and the field when the name
+ * or spec.clusters is missing, not an array of strings, or too long.
+ */
+int sw_mk_config_from_json(const cJSON *cfg, struct sw_mk_config *out, struct sw_error *err);
+
+#endif
