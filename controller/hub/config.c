@@ -38,6 +38,7 @@ void sw_hub_config_default(struct sw_hub_config *c)
     snprintf(c->listen, sizeof(c->listen), "127.0.0.1:9464");
     snprintf(c->policy, sizeof(c->policy), "cost-aware");
     c->recheck_s = 5;
+    c->mk_workers = 1;
     c->lease_ttl_s = 10;
     snprintf(c->log_level, sizeof(c->log_level), "info");
     c->output_sync_s = 30;
@@ -84,6 +85,9 @@ enum field_id {
     F_REPL_MODEL,
     F_REPL_RPO,
     F_BUCKETS,
+    F_KUEUE,
+    F_MK_DISPATCHER,
+    F_MK_WORKERS,
     F__COUNT
 };
 
@@ -139,6 +143,10 @@ static const struct field replication_fields[] = {
     {"modelRegistrySeconds", F_REPL_MODEL, NUM_SECONDS, NULL, 0, 1, 86400},
     {"rpoObjectiveSeconds", F_REPL_RPO, NUM_SECONDS, NULL, 0, 1, 31536000},
 };
+static const struct field kueue_fields[] = {
+    {"multiKueueDispatcher", F_MK_DISPATCHER, "true or false", NULL, 0, 0, 0},
+    {"multiKueueWorkers", F_MK_WORKERS, "a whole number of worker clusters", NULL, 0, 1, 20},
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
     {"redis", F_REDIS, "a mapping", redis_fields, N(redis_fields), 0, 0},
@@ -153,6 +161,7 @@ static const struct field top_fields[] = {
     {"buckets", F_BUCKETS, "a mapping of bucket names to mappings of region to bucket name", NULL,
      0, 0, 0},
     {"logLevel", F_LOG_LEVEL, "debug, info, warn or error", NULL, 0, 0, 0},
+    {"kueue", F_KUEUE, "a mapping", kueue_fields, N(kueue_fields), 0, 0},
 };
 
 /* ---- YAML helpers ------------------------------------------------------- */
@@ -427,6 +436,16 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;
         c->max_attempts = (int)d;
+        return 0;
+    case F_MK_DISPATCHER:
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+            return bad_value(cd, line, name, f->expect, v);
+        c->mk_dispatcher = strcmp(v, "true") == 0;
+        return 0;
+    case F_MK_WORKERS:
+        if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
+            return rc;
+        c->mk_workers = (int)d;
         return 0;
     case F_LOG_LEVEL:
         if (strcmp(v, "debug") != 0 && strcmp(v, "info") != 0 && strcmp(v, "warn") != 0 &&

@@ -35,6 +35,9 @@
  *     datasets:                           # as the Jobs' annotations name it
  *       us-east-1: datasets-use1          # what it is called in us-east-1
  *   logLevel: info                        # debug, info, warn or error
+ *   kueue:
+ *     multiKueueDispatcher: false         # MultiKueue's external dispatcher (docs/kueue.md)
+ *     multiKueueWorkers: 1                # workers nominated per Workload, cheapest first
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
  * repeated key at any level, a value of the wrong shape or null, a number
@@ -91,6 +94,8 @@ struct sw_hub_config {
     double repl_rpo_objective_s; /* a rule's RPO objective when it names none; default 300 */
     struct sw_bucket_map bucket_maps[SW_HUB_MAX_BUCKET_MAPS]; /* buckets: none by default */
     size_t nbucket_maps;
+    int mk_dispatcher; /* kueue.multiKueueDispatcher: MultiKueue's external dispatcher; 0 */
+    int mk_workers;    /* kueue.multiKueueWorkers: workers nominated per Workload; default 1 */
 };
 
 /**

@@ -34,6 +34,7 @@
 #include "clusters/cache.h"
 #include "clusters/health.h"
 #include "clusters/kueue.h"
+#include "clusters/multikueue.h"
 #include "clusters/registry.h"
 #include "clusters/rest.h"
 #include "controller/hub/annotations.h"
@@ -479,6 +480,54 @@ void sw_queue_take(cJSON *patch);
  * when one is active. Returns 1 when it started that (j busy), else 0.
  */
 int sw_queue_release(struct sw_hub *h, struct sw_job *j);
+
+/* ---- MultiKueue's external dispatcher (multikueue.c, decide.c) ---------- */
+
+/** A manager's Workload waiting for its dispatcher, as the engine is asked about it. */
+struct sw_mk_ask {
+    const char *name;   /* "namespace/name" (borrowed) */
+    const char *team;   /* its namespace */
+    const char *origin; /* the manager member */
+    int pods, gpus_per_pod;
+    double submit_time;
+    const char (*workers)[SW_MK_NAME_MAX]; /* its MultiKueueConfig's clusters (borrowed) */
+    size_t nworkers;
+};
+
+/** One worker of a ranking: its best pool's figures. */
+struct sw_mk_choice {
+    char cluster[SW_MK_NAME_MAX];
+    double score; /* what the policy minimised (cost-aware: $ with the value of delay) */
+    double cost;  /* expected cost, $ */
+    double wait_s;
+    enum sw_capacity capacity;
+};
+
+/** The workers of one Workload, cheapest first (only eligible ones). */
+struct sw_mk_rank {
+    struct sw_mk_choice choice[SW_MK_MAX_CLUSTERS];
+    size_t n;
+    enum sw_verdict verdict;
+    enum sw_exclusion main_exclusion;
+};
+
+/**
+ * Asks the placement engine, on the same snapshot a round builds but with
+ * only the pools of the members named in `workers`, where each of `asks`
+ * should go; fills out[i] (n of them) with the workers of asks[i]'s own
+ * list, ranked. Returns 0 or SW_ENOMEM / the engine's error.
+ */
+int sw_decide_workers(struct sw_hub *h, const struct sw_mk_ask *asks, size_t n,
+                      const char (*workers)[SW_MK_NAME_MAX], size_t nworkers,
+                      struct sw_mk_rank *out);
+
+/**
+ * MultiKueue's external dispatcher (kueue.multiKueueDispatcher): nominates
+ * the cheapest workers of every manager Workload waiting for dispatch, and
+ * releases its nomination once a worker reserved quota. Does nothing when
+ * the setting is off.
+ */
+void sw_mk_dispatch_round(struct sw_hub *h);
 
 /** A member's home queue as Kueue has it (sw_queue_home). */
 #define SW_QUEUE_MAX_CQ 32
