@@ -22,6 +22,13 @@
 #include "clusters/kueue.h"
 #include "common/error.h"
 
+/**
+ * The dispatcher name the docs and the lab give spillway in Kueue's
+ * multiKueue.dispatcherName. Kueue treats any name other than its two
+ * built-in ones as an external dispatcher; the hub does not read Kueue's
+ * configuration, so this is a convention, logged when the dispatcher starts.
+ */
+#define SW_MK_DISPATCHER_NAME "spillway.io/dispatcher"
 /** The AdmissionCheck controller name of MultiKueue. */
 #define SW_MK_CONTROLLER "kueue.x-k8s.io/multikueue"
 /** Kueue's bound on nominatedClusterNames and on a MultiKueueConfig's clusters. */

@@ -438,6 +438,12 @@ void sw_mk_dispatch_round(struct sw_hub *h)
     if (!h->cfg.mk_dispatcher)
         return;
     static int64_t next_ms;
+    static bool said;
+    if (!said) {
+        said = true;
+        SW_LOG(SW_LOG_INFO, "acting as MultiKueue's external dispatcher", "dispatcherName=%s",
+               SW_MK_DISPATCHER_NAME);
+    }
     int64_t now = sw_hub_mono_ms();
     if (now < next_ms)
         return;
