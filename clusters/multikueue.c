@@ -136,6 +136,11 @@ bool sw_mk_waits_for_dispatch(const struct sw_mk_workload *wl, const char *check
     return false;
 }
 
+bool sw_mk_copy_won(const struct sw_workload_facts *copy)
+{
+    return copy->state == SW_WL_ADMITTED || copy->state == SW_WL_FINISHED;
+}
+
 int sw_mk_admission_check_from_json(const cJSON *ac, struct sw_mk_admission_check *out,
                                     struct sw_error *err)
 {

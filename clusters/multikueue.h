@@ -74,6 +74,17 @@ int sw_mk_workload_from_json(const cJSON *wl, struct sw_mk_workload *out, struct
  */
 bool sw_mk_waits_for_dispatch(const struct sw_mk_workload *wl, const char *check);
 
+/**
+ * Whether a worker's copy of a Workload has won it, as Kueue v0.17 judges:
+ * Admitted (or already Finished). With the MultiKueueWaitForWorkloadAdmitted
+ * gate (beta, on by default since 0.16) Kueue picks the worker whose copy is
+ * Admitted, not merely QuotaReserved (reconcileGroup, step 6); until then it
+ * keeps synchronizing the nominated workers, so a nomination given up when a
+ * copy had only reserved quota would have Kueue delete that copy. `copy`
+ * borrowed.
+ */
+bool sw_mk_copy_won(const struct sw_workload_facts *copy);
+
 /** An AdmissionCheck: whether it is MultiKueue's and the MultiKueueConfig it names. */
 struct sw_mk_admission_check {
     char name[64];

@@ -19,8 +19,9 @@
  *            spillway-dispatcher) carrying the resourceVersion read: a
  *            Workload changed meanwhile is left for the next round; nothing
  *            is written when the list is already right
- *   release  once a nominated worker's copy has reserved quota, the hub's
- *            ownership of the field is given up (the same apply without the
+ *   release  once a nominated worker's copy is Admitted there (Kueue's
+ *            test of the winner), the hub's ownership of the field is
+ *            given up (the same apply without the
  *            field): Kueue then sets status.clusterName and clears the list
  *            in one write, which the API server refuses ("clusterName and
  *            nominatedClusterNames are mutually exclusive") while another
@@ -308,8 +309,9 @@ struct scan {
     size_t n, cap;
 };
 
-/* Whether a nominated worker's copy of `w` has quota reserved there. */
-static bool worker_reserved(struct sw_hub *h, const struct sw_mk_workload *w)
+/* Whether a nominated worker's copy of `w` has won it (sw_mk_copy_won:
+ * Admitted there, Kueue's own test). */
+static bool worker_won(struct sw_hub *h, const struct sw_mk_workload *w)
 {
     char key[320];
     snprintf(key, sizeof(key), "%s/%s", w->f.ns, w->f.name);
@@ -321,8 +323,7 @@ static bool worker_reserved(struct sw_hub *h, const struct sw_mk_workload *w)
             sw_informer_get(sw_cluster_cache_informer(wm->cache, SW_KIND_WORKLOAD), key);
         struct sw_workload_facts f;
         struct sw_error err = {0};
-        if (copy != NULL && sw_workload_facts_from_json(copy, &f, &err) == 0 &&
-            (f.state == SW_WL_RESERVED || f.state == SW_WL_ADMITTED || f.state == SW_WL_FINISHED))
+        if (copy != NULL && sw_workload_facts_from_json(copy, &f, &err) == 0 && sw_mk_copy_won(&f))
             return true;
     }
     return false;
@@ -341,7 +342,7 @@ static void scan_one(const char *key, const void *obj, void *ctx)
         if (cfg == NULL)
             continue;
         if (sw_mk_waits_for_dispatch(&it.w, it.w.checks[c].name)) {
-            if (it.w.nnominated > 0 && worker_reserved(sc->h, &it.w)) {
+            if (it.w.nnominated > 0 && worker_won(sc->h, &it.w)) {
                 char k[112];
                 snprintf(k, sizeof(k), "%.63s@%.31s/release", it.w.uid, it.w.rv);
                 if (!done_has(k)) {

@@ -3,7 +3,8 @@
  * dispatcher (quota reserved, the MultiKueue check Pending, no clusterName)
  * and every way it does not; its nominated clusters and pod shape; errors
  * naming the Workload and the field; an AdmissionCheck's controller and
- * MultiKueueConfig; a MultiKueueConfig's clusters, at Kueue's limit of 20.
+ * MultiKueueConfig; a MultiKueueConfig's clusters, at Kueue's limit of 20;
+ * when a worker's copy has won the Workload (Admitted, as Kueue judges).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,6 +99,37 @@ static void not_waiting(void **state)
     /* No admission checks at all. */
     read_ok("", RESERVED, &w);
     assert_false(sw_mk_waits_for_dispatch(&w, "multikueue"));
+}
+
+/* A worker's copy as Kueue v0.17 writes it on the worker (no checks there):
+ * QuotaReserved first, then Admitted, then Finished. */
+static void copy_won(void **state)
+{
+    (void)state;
+    struct sw_mk_workload w;
+    /* Created, no quota yet. */
+    read_ok("", "\"conditions\":[]", &w);
+    assert_false(sw_mk_copy_won(&w.f));
+    /* Quota reserved but not Admitted (a check on the worker, say): Kueue
+     * does not pick it yet and would delete it without a nomination. */
+    read_ok("", RESERVED, &w);
+    assert_false(sw_mk_copy_won(&w.f));
+    read_ok("",
+            "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"True\"},"
+            "{\"type\":\"Admitted\",\"status\":\"True\"}]",
+            &w);
+    assert_true(sw_mk_copy_won(&w.f));
+    read_ok("",
+            "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"False\"},"
+            "{\"type\":\"Finished\",\"status\":\"True\"}]",
+            &w);
+    assert_true(sw_mk_copy_won(&w.f));
+    /* Admitted=False (evicted on the worker). */
+    read_ok("",
+            "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"True\"},"
+            "{\"type\":\"Admitted\",\"status\":\"False\"}]",
+            &w);
+    assert_false(sw_mk_copy_won(&w.f));
 }
 
 static void errors_name_the_field(void **state)
@@ -198,7 +230,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(waiting_for_dispatch),  cmocka_unit_test(not_waiting),
         cmocka_unit_test(errors_name_the_field), cmocka_unit_test(admission_check),
-        cmocka_unit_test(multikueue_config),
+        cmocka_unit_test(multikueue_config),     cmocka_unit_test(copy_won),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
