@@ -82,9 +82,11 @@ int sw_mk_workload_from_json(const cJSON *wl, struct sw_mk_workload *out, struct
                                 what);
         snprintf(out->cluster_name, sizeof(out->cluster_name), "%s", cn->valuestring);
     }
-    if ((rc = names(child(status, "nominatedClusterNames"), what, "status.nominatedClusterNames",
-                    out->nominated, &out->nnominated, err)) != 0)
+    const cJSON *nom = child(status, "nominatedClusterNames");
+    if ((rc = names(nom, what, "status.nominatedClusterNames", out->nominated, &out->nnominated,
+                    err)) != 0)
         return rc;
+    out->nominated_set = cJSON_IsArray(nom);
     const cJSON *acs = child(status, "admissionChecks"), *a;
     if (acs != NULL && !cJSON_IsArray(acs))
         return sw_error_set(err, SW_EPARSE,
@@ -134,6 +136,19 @@ bool sw_mk_waits_for_dispatch(const struct sw_mk_workload *wl, const char *check
         if (strcmp(wl->checks[i].name, check) == 0)
             return strcmp(wl->checks[i].state, "Pending") == 0;
     return false;
+}
+
+bool sw_mk_handed_over(const struct sw_mk_workload *wl)
+{
+    return wl->cluster_name[0] != '\0' && wl->nominated_set && wl->nnominated == 0;
+}
+
+const char *sw_mk_check_state(const struct sw_mk_workload *wl, const char *check)
+{
+    for (size_t i = 0; i < wl->nchecks; i++)
+        if (strcmp(wl->checks[i].name, check) == 0)
+            return wl->checks[i].state;
+    return "";
 }
 
 bool sw_mk_copy_won(const struct sw_workload_facts *copy)

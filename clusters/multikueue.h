@@ -53,6 +53,7 @@ struct sw_mk_workload {
     char cluster_name[SW_MK_NAME_MAX]; /* status.clusterName, "" when unset */
     char nominated[SW_MK_MAX_CLUSTERS][SW_MK_NAME_MAX];
     size_t nnominated;
+    bool nominated_set; /* status.nominatedClusterNames present, even as [] */
     struct sw_mk_check_state checks[SW_MK_MAX_CHECKS];
     size_t nchecks;
     int pods;             /* the pods of its first pod set asking GPUs (or its first) */
@@ -84,6 +85,18 @@ bool sw_mk_waits_for_dispatch(const struct sw_mk_workload *wl, const char *check
  * borrowed.
  */
 bool sw_mk_copy_won(const struct sw_workload_facts *copy);
+
+/**
+ * Whether `wl` is as the dispatcher's hand-over left it: status.clusterName
+ * set and status.nominatedClusterNames an empty list. Kueue itself never
+ * leaves an empty list (it clears the field), so this is the dispatcher's
+ * own mark that it still owns both fields (docs/kueue.md, "How it is
+ * written").
+ */
+bool sw_mk_handed_over(const struct sw_mk_workload *wl);
+
+/** The state of the check named `check` on `wl` ("" when it has none). */
+const char *sw_mk_check_state(const struct sw_mk_workload *wl, const char *check);
 
 /** An AdmissionCheck: whether it is MultiKueue's and the MultiKueueConfig it names. */
 struct sw_mk_admission_check {

@@ -19,13 +19,21 @@
  *            spillway-dispatcher) carrying the resourceVersion read: a
  *            Workload changed meanwhile is left for the next round; nothing
  *            is written when the list is already right
- *   release  once a nominated worker's copy is Admitted there (Kueue's
- *            test of the winner), the hub's ownership of the field is
- *            given up (the same apply without the
- *            field): Kueue then sets status.clusterName and clears the list
- *            in one write, which the API server refuses ("clusterName and
- *            nominatedClusterNames are mutually exclusive") while another
- *            field manager still owns a nomination
+ *   hand over once exactly one nominated worker's copy is Admitted there
+ *            (Kueue's test of the winner): the same apply with
+ *            status.clusterName the winner and nominatedClusterNames [].
+ *            Kueue cannot finish this itself: its own write (field manager
+ *            kueue-admission) sets clusterName and drops the list, but a
+ *            server-side apply only removes fields its manager owns alone,
+ *            the CRD refuses clusterName beside a non-empty list, and
+ *            Kueue's webhook refuses a clusterName the old list did not
+ *            name (both seen on the lab). The empty list passes the first,
+ *            the old list the second; Kueue's write then marks the check
+ *            Ready and copies the Job there
+ *   release  once the check is no longer Pending (Kueue's write, which
+ *            names clusterName too), an apply with no status: the hub owns
+ *            nothing on the Workload again, the empty list goes, and Kueue
+ *            alone decides when clusterName is reset (an eviction)
  *
  * A Workload none of whose workers is a registered member, or none can take
  * now, is left alone (Kueue keeps waiting) with a log line and a Warning
@@ -238,34 +246,45 @@ static void wl_event(struct sw_member *m, const struct sw_mk_workload *w, const 
     cJSON_Delete(e);
 }
 
+/* What a status apply of the dispatcher says (docs/kueue.md, "How it is
+ * written"). */
+enum mk_write {
+    MK_NOMINATE, /* status.nominatedClusterNames: the names */
+    MK_HANDOVER, /* status.clusterName: the winner, status.nominatedClusterNames: [] */
+    MK_RELEASE,  /* nothing: the hub's ownership of both given up */
+};
+
+static const char *const mk_write_done[] = {
+    [MK_NOMINATE] = "nominated MultiKueue workers",
+    [MK_HANDOVER] = "handed the Workload over to the worker that admitted it",
+    [MK_RELEASE] = "released the Workload's status fields (Kueue owns them)",
+};
+
 struct write_ctx {
     char member[SW_CLUSTER_NAME_MAX];
     char key[320];
-    bool release;
+    enum mk_write what;
 };
 
 static void on_written(struct sw_kube_result *res, void *ctx)
 {
     struct write_ctx *wc = ctx;
     if (res->rc == 0)
-        SW_LOG(SW_LOG_INFO,
-               wc->release ? "released the nomination (a worker reserved quota)"
-                           : "nominated MultiKueue workers",
-               "cluster=%s workload=%s", sw_log_q(wc->member), sw_log_q(wc->key));
+        SW_LOG(SW_LOG_INFO, mk_write_done[wc->what], "cluster=%s workload=%s", sw_log_q(wc->member),
+               sw_log_q(wc->key));
     else if (res->status == 409)
-        SW_LOG(SW_LOG_INFO, "the Workload changed before the nomination; next round",
+        SW_LOG(SW_LOG_INFO, "the Workload changed before the dispatcher's write; next round",
                "cluster=%s workload=%s", sw_log_q(wc->member), sw_log_q(wc->key));
     else
-        SW_LOG(SW_LOG_WARN, "cannot write the Workload's nominatedClusterNames",
-               "cluster=%s workload=%s err=%s", sw_log_q(wc->member), sw_log_q(wc->key),
-               sw_log_q(res->err.msg));
+        SW_LOG(SW_LOG_WARN, "cannot write the Workload's status", "cluster=%s workload=%s err=%s",
+               sw_log_q(wc->member), sw_log_q(wc->key), sw_log_q(res->err.msg));
     sw_free(wc);
 }
 
-/* The status apply: with `names` (n of them), or without the field (n < 0)
- * to give up the hub's ownership of it. */
-static void apply_nomination(struct sw_member *m, const struct sw_mk_workload *w,
-                             const char (*names)[SW_MK_NAME_MAX], int n)
+/* The status apply of `what`: MK_NOMINATE with `names` (n of them),
+ * MK_HANDOVER with names[0] the winner. */
+static void apply_status(struct sw_member *m, const struct sw_mk_workload *w, enum mk_write what,
+                         const char (*names)[SW_MK_NAME_MAX], size_t n)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "apiVersion", SW_KUEUE_API);
@@ -274,22 +293,35 @@ static void apply_nomination(struct sw_member *m, const struct sw_mk_workload *w
     cJSON_AddStringToObject(md, "name", w->f.name);
     cJSON_AddStringToObject(md, "namespace", w->f.ns);
     cJSON_AddStringToObject(md, "resourceVersion", w->rv);
-    if (n >= 0) {
-        cJSON *arr =
-            cJSON_AddArrayToObject(cJSON_AddObjectToObject(o, "status"), "nominatedClusterNames");
-        for (int i = 0; i < n; i++)
+    if (what != MK_RELEASE) {
+        cJSON *st = cJSON_AddObjectToObject(o, "status");
+        if (what == MK_HANDOVER)
+            cJSON_AddStringToObject(st, "clusterName", names[0]);
+        cJSON *arr = cJSON_AddArrayToObject(st, "nominatedClusterNames");
+        for (size_t i = 0; what == MK_NOMINATE && i < n; i++)
             cJSON_AddItemToArray(arr, cJSON_CreateString(names[i]));
     }
     struct write_ctx *wc = sw_calloc(1, sizeof(*wc));
     if (wc != NULL) {
         snprintf(wc->member, sizeof(wc->member), "%s", m->rec.name);
         snprintf(wc->key, sizeof(wc->key), "%s/%s", w->f.ns, w->f.name);
-        wc->release = n < 0;
+        wc->what = what;
         if (sw_kube_apply_sub(m->client, SW_KIND_WORKLOAD, w->f.ns, w->f.name, o, "status",
                               FIELD_MANAGER, 1, on_written, wc) != 0)
             sw_free(wc);
     }
     cJSON_Delete(o);
+}
+
+/* A status write made once per Workload version. */
+static bool once(const struct sw_mk_workload *w, const char *what)
+{
+    char k[112];
+    snprintf(k, sizeof(k), "%.63s@%.31s/%s", w->uid, w->rv, what);
+    if (done_has(k))
+        return false;
+    done_add(k);
+    return true;
 }
 
 /* ---- the round ------------------------------------------------------------ */
@@ -309,24 +341,31 @@ struct scan {
     size_t n, cap;
 };
 
-/* Whether a nominated worker's copy of `w` has won it (sw_mk_copy_won:
+/* Whether the copy of `w` on worker `name` has won it (sw_mk_copy_won:
  * Admitted there, Kueue's own test). */
-static bool worker_won(struct sw_hub *h, const struct sw_mk_workload *w)
+static bool copy_won_on(struct sw_hub *h, const struct sw_mk_workload *w, const char *name)
 {
     char key[320];
     snprintf(key, sizeof(key), "%s/%s", w->f.ns, w->f.name);
-    for (size_t i = 0; i < w->nnominated; i++) {
-        struct sw_member *wm = sw_member_find(h, w->nominated[i]);
-        if (wm == NULL || wm->cache == NULL)
-            continue;
-        const cJSON *copy =
-            sw_informer_get(sw_cluster_cache_informer(wm->cache, SW_KIND_WORKLOAD), key);
-        struct sw_workload_facts f;
-        struct sw_error err = {0};
-        if (copy != NULL && sw_workload_facts_from_json(copy, &f, &err) == 0 && sw_mk_copy_won(&f))
-            return true;
-    }
-    return false;
+    struct sw_member *wm = sw_member_find(h, name);
+    if (wm == NULL || wm->cache == NULL)
+        return false;
+    const cJSON *copy =
+        sw_informer_get(sw_cluster_cache_informer(wm->cache, SW_KIND_WORKLOAD), key);
+    struct sw_workload_facts f;
+    struct sw_error err = {0};
+    return copy != NULL && sw_workload_facts_from_json(copy, &f, &err) == 0 && sw_mk_copy_won(&f);
+}
+
+/* The nominated workers whose copies have won `w`: how many, the first in
+ * *winner. */
+static size_t winners(struct sw_hub *h, const struct sw_mk_workload *w, const char **winner)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < w->nnominated; i++)
+        if (copy_won_on(h, w, w->nominated[i]) && n++ == 0)
+            *winner = w->nominated[i];
+    return n;
 }
 
 static void scan_one(const char *key, const void *obj, void *ctx)
@@ -341,16 +380,34 @@ static void scan_one(const char *key, const void *obj, void *ctx)
         const struct sw_mk_config *cfg = config_of(sc->s, it.w.checks[c].name);
         if (cfg == NULL)
             continue;
+        if (sw_mk_handed_over(&it.w)) {
+            /* Released once Kueue has written the check's outcome (its write
+             * names clusterName too, so the field stays), or at once when
+             * the winner's copy is gone or lost its admission before that:
+             * the Workload then waits for a nomination again. */
+            if ((strcmp(sw_mk_check_state(&it.w, it.w.checks[c].name), "Pending") != 0 ||
+                 !copy_won_on(sc->h, &it.w, it.w.cluster_name)) &&
+                once(&it.w, "release"))
+                apply_status(sc->m, &it.w, MK_RELEASE, NULL, 0);
+            return;
+        }
         if (sw_mk_waits_for_dispatch(&it.w, it.w.checks[c].name)) {
-            if (it.w.nnominated > 0 && worker_won(sc->h, &it.w)) {
-                char k[112];
-                snprintf(k, sizeof(k), "%.63s@%.31s/release", it.w.uid, it.w.rv);
-                if (!done_has(k)) {
-                    done_add(k);
-                    apply_nomination(sc->m, &it.w, NULL, -1);
-                }
-                return;
+            const char *winner = NULL;
+            size_t nwon = it.w.nnominated > 0 ? winners(sc->h, &it.w, &winner) : 0;
+            /* One copy admitted: handed over. Several: Kueue keeps the one
+             * admitted first and deletes the others in its next reconcile
+             * (reconcileGroup, step 6); the hand-over waits for that, so
+             * that it names Kueue's choice. */
+            if (nwon == 1 && once(&it.w, "handover")) {
+                char name[1][SW_MK_NAME_MAX];
+                snprintf(name[0], sizeof(name[0]), "%s", winner);
+                SW_LOG(SW_LOG_INFO, "a nominated worker admitted the Workload; handing it over",
+                       "cluster=%s workload=%s worker=%s", sw_log_q(sc->m->rec.name),
+                       sw_log_q(it.key), sw_log_q(winner));
+                apply_status(sc->m, &it.w, MK_HANDOVER, (const char(*)[SW_MK_NAME_MAX])name, 1);
             }
+            if (nwon > 0)
+                return;
             if (sc->n == sc->cap) {
                 size_t nc = sc->cap ? sc->cap * 2 : 16;
                 void *p = sw_realloc(sc->items, nc * sizeof(*sc->items));
@@ -378,12 +435,9 @@ static double created_s(const char *ts)
 static void nominate(struct sw_hub *h, struct item *it, const struct sw_mk_rank *r, bool any_member)
 {
     const struct sw_mk_workload *w = &it->w;
-    char k[112];
     if (r->n == 0) {
-        snprintf(k, sizeof(k), "%.63s@%.31s/none", w->uid, w->rv);
-        if (done_has(k))
+        if (!once(w, "none"))
             return;
-        done_add(k);
         char list[400] = "", msg[600];
         for (size_t i = 0; i < it->cfg->nclusters; i++)
             snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%.60s", i ? ", " : "",
@@ -410,10 +464,8 @@ static void nominate(struct sw_hub *h, struct item *it, const struct sw_mk_rank 
         same = strcmp(w->nominated[i], r->choice[i].cluster) == 0;
     if (same)
         return;
-    snprintf(k, sizeof(k), "%.63s@%.31s/nominate", w->uid, w->rv);
-    if (done_has(k))
+    if (!once(w, "nominate"))
         return; /* written for this version; the cache has not seen it yet */
-    done_add(k);
     char names[SW_MK_MAX_CLUSTERS][SW_MK_NAME_MAX];
     char msg[900] = "";
     for (size_t i = 0; i < n; i++)
@@ -430,7 +482,7 @@ static void nominate(struct sw_hub *h, struct item *it, const struct sw_mk_rank 
                                 r->choice[i].cost);
     SW_LOG(SW_LOG_INFO, "nominating MultiKueue workers", "cluster=%s workload=%s rv=%s msg=%s",
            sw_log_q(it->m->rec.name), sw_log_q(it->key), sw_log_q(w->rv), sw_log_q(msg));
-    apply_nomination(it->m, w, (const char(*)[SW_MK_NAME_MAX])names, (int)n);
+    apply_status(it->m, w, MK_NOMINATE, (const char(*)[SW_MK_NAME_MAX])names, n);
     wl_event(it->m, w, "Normal", "Nominated", msg);
 }
 

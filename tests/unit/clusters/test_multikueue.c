@@ -4,7 +4,8 @@
  * and every way it does not; its nominated clusters and pod shape; errors
  * naming the Workload and the field; an AdmissionCheck's controller and
  * MultiKueueConfig; a MultiKueueConfig's clusters, at Kueue's limit of 20;
- * when a worker's copy has won the Workload (Admitted, as Kueue judges).
+ * when a worker's copy has won the Workload (Admitted, as Kueue judges);
+ * the dispatcher's hand-over (clusterName with an empty list).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,6 +100,41 @@ static void not_waiting(void **state)
     /* No admission checks at all. */
     read_ok("", RESERVED, &w);
     assert_false(sw_mk_waits_for_dispatch(&w, "multikueue"));
+}
+
+/* The dispatcher's hand-over (clusterName and an empty list) told apart
+ * from Kueue's own states: no list, a list, clusterName alone. */
+static void handed_over(void **state)
+{
+    (void)state;
+    struct sw_mk_workload w;
+    read_ok("",
+            RESERVED "," CHECK("Pending") ",\"clusterName\":\"cloud-spot\","
+                                          "\"nominatedClusterNames\":[]",
+            &w);
+    assert_true(w.nominated_set);
+    assert_true(sw_mk_handed_over(&w));
+    assert_false(sw_mk_waits_for_dispatch(&w, "multikueue"));
+    assert_string_equal(sw_mk_check_state(&w, "multikueue"), "Pending");
+    assert_string_equal(sw_mk_check_state(&w, "other"), "");
+    /* Kueue's write after it: the check Ready, the list kept by the hub. */
+    read_ok("",
+            RESERVED "," CHECK("Ready") ",\"clusterName\":\"cloud-spot\","
+                                        "\"nominatedClusterNames\":[]",
+            &w);
+    assert_true(sw_mk_handed_over(&w));
+    assert_string_equal(sw_mk_check_state(&w, "multikueue"), "Ready");
+    /* Released: clusterName alone (Kueue's). */
+    read_ok("", RESERVED "," CHECK("Ready") ",\"clusterName\":\"cloud-spot\"", &w);
+    assert_false(w.nominated_set);
+    assert_false(sw_mk_handed_over(&w));
+    /* Nominated, not handed over; an empty list without clusterName neither. */
+    read_ok("", RESERVED "," CHECK("Pending") ",\"nominatedClusterNames\":[\"cloud-spot\"]", &w);
+    assert_true(w.nominated_set);
+    assert_false(sw_mk_handed_over(&w));
+    read_ok("", RESERVED "," CHECK("Pending") ",\"nominatedClusterNames\":[]", &w);
+    assert_false(sw_mk_handed_over(&w));
+    assert_true(sw_mk_waits_for_dispatch(&w, "multikueue"));
 }
 
 /* A worker's copy as Kueue v0.17 writes it on the worker (no checks there):
@@ -231,6 +267,7 @@ int main(void)
         cmocka_unit_test(waiting_for_dispatch),  cmocka_unit_test(not_waiting),
         cmocka_unit_test(errors_name_the_field), cmocka_unit_test(admission_check),
         cmocka_unit_test(multikueue_config),     cmocka_unit_test(copy_won),
+        cmocka_unit_test(handed_over),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
