@@ -8,7 +8,7 @@
  * ClusterQueue, its MultiKueue admission check is Pending and no worker has
  * it yet (status.clusterName unset): Kueue's MultiKueue then creates a copy
  * of it in every worker named in status.nominatedClusterNames, and the
- * first worker to reserve quota for its copy wins (Kueue v0.17,
+ * first worker to admit its copy wins (Kueue v0.17,
  * pkg/controller/admissionchecks/multikueue/workload.go, reconcileGroup and
  * nominateAndSynchronizeWorkers).
  */

@@ -608,6 +608,27 @@ int sw_decide_workers(struct sw_hub *h, const struct sw_mk_ask *asks, size_t n,
         }
         if (r->n > 1)
             qsort(r->choice, r->n, sizeof(r->choice[0]), rank_cmp);
+        /* The named workers left out, each with the engine's reason for its
+         * first pool: what the Event says of them. */
+        for (size_t o = 0; o < dc->n_options; o++) {
+            const struct sw_option *op = &dc->options[o];
+            const struct sw_pool *p = &snap.pools[op->pool];
+            if (op->excluded == SW_EX_NONE || r->nexcluded == SW_MK_MAX_CLUSTERS)
+                continue;
+            bool named = false, listed = false;
+            for (size_t w = 0; w < a->nworkers && !named; w++)
+                named = strcmp(a->workers[w], p->cluster) == 0;
+            for (size_t e = 0; e < r->n && !listed; e++)
+                listed = strcmp(r->choice[e].cluster, p->cluster) == 0;
+            for (size_t e = 0; e < r->nexcluded && !listed; e++)
+                listed = strcmp(r->excluded[e].cluster, p->cluster) == 0;
+            if (!named || listed)
+                continue;
+            struct sw_mk_excluded *x = &r->excluded[r->nexcluded++];
+            snprintf(x->cluster, sizeof(x->cluster), "%s", p->cluster);
+            x->capacity = p->capacity;
+            x->why = op->excluded;
+        }
         r->verdict = dc->verdict;
         r->main_exclusion = dc->main_exclusion;
     }

@@ -503,10 +503,20 @@ struct sw_mk_choice {
     enum sw_capacity capacity;
 };
 
-/** The workers of one Workload, cheapest first (only eligible ones). */
+/** A worker the engine excluded for a Workload, and why (its first pool's reason). */
+struct sw_mk_excluded {
+    char cluster[SW_MK_NAME_MAX];
+    enum sw_capacity capacity;
+    enum sw_exclusion why;
+};
+
+/** The workers of one Workload, cheapest first (only eligible ones), then
+ * the excluded ones with the engine's reason. */
 struct sw_mk_rank {
     struct sw_mk_choice choice[SW_MK_MAX_CLUSTERS];
     size_t n;
+    struct sw_mk_excluded excluded[SW_MK_MAX_CLUSTERS];
+    size_t nexcluded;
     enum sw_verdict verdict;
     enum sw_exclusion main_exclusion;
 };
@@ -523,9 +533,9 @@ int sw_decide_workers(struct sw_hub *h, const struct sw_mk_ask *asks, size_t n,
 
 /**
  * MultiKueue's external dispatcher (kueue.multiKueueDispatcher): nominates
- * the cheapest workers of every manager Workload waiting for dispatch, and
- * releases its nomination once a worker reserved quota. Does nothing when
- * the setting is off.
+ * the cheapest workers of every manager Workload waiting for dispatch, hands
+ * the Workload over once a worker admitted it, then releases its fields.
+ * Does nothing when the setting is off.
  */
 void sw_mk_dispatch_round(struct sw_hub *h);
 

@@ -5,8 +5,8 @@
  * On a member whose Kueue is a MultiKueue manager configured with
  * multiKueue.dispatcherName set to an external dispatcher, Kueue creates a
  * manager Workload's copies only in the workers named in its
- * status.nominatedClusterNames, and the first worker to reserve quota for
- * its copy wins; without a nomination nothing is dispatched. Each round:
+ * status.nominatedClusterNames, and the first worker to admit its copy
+ * wins; without a nomination nothing is dispatched. Each round:
  *
  *   find     the member's MultiKueue AdmissionChecks and their
  *            MultiKueueConfigs (listed again every CHECKS_REFRESH_MS), and
@@ -480,6 +480,11 @@ static void nominate(struct sw_hub *h, struct item *it, const struct sw_mk_rank 
                                          : ",",
                                 r->choice[i].cluster, sw_capacity_name(r->choice[i].capacity),
                                 r->choice[i].cost);
+    for (size_t i = 0; i < r->nexcluded && off < sizeof(msg); i++)
+        off += (size_t)snprintf(msg + off, sizeof(msg) - off, "%s %.60s (%s): %s",
+                                i == 0 ? "; excluded:" : ",", r->excluded[i].cluster,
+                                sw_capacity_name(r->excluded[i].capacity),
+                                sw_exclusion_text(r->excluded[i].why));
     SW_LOG(SW_LOG_INFO, "nominating MultiKueue workers", "cluster=%s workload=%s rv=%s msg=%s",
            sw_log_q(it->m->rec.name), sw_log_q(it->key), sw_log_q(w->rv), sw_log_q(msg));
     apply_status(it->m, w, MK_NOMINATE, (const char(*)[SW_MK_NAME_MAX])names, n);
