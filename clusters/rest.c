@@ -984,6 +984,10 @@ static const struct {
     [SW_KIND_NODEPOOL] = {"NodePool", "karpenter.sh/v1", "/apis/karpenter.sh/v1", "nodepools", 0},
     [SW_KIND_NODECLAIM] = {"NodeClaim", "karpenter.sh/v1", "/apis/karpenter.sh/v1", "nodeclaims",
                            0},
+    [SW_KIND_ADMISSIONCHECK] = {"AdmissionCheck", "kueue.x-k8s.io/v1beta2",
+                                "/apis/kueue.x-k8s.io/v1beta2", "admissionchecks", 0},
+    [SW_KIND_MULTIKUEUECONFIG] = {"MultiKueueConfig", "kueue.x-k8s.io/v1beta2",
+                                  "/apis/kueue.x-k8s.io/v1beta2", "multikueueconfigs", 0},
 };
 
 const char *sw_kube_kind_name(enum sw_kube_kind k)
@@ -1121,8 +1125,22 @@ int sw_kube_merge_patch(struct sw_kube_client *c, enum sw_kube_kind k, const cha
 int sw_kube_apply(struct sw_kube_client *c, enum sw_kube_kind k, const char *ns, const char *name,
                   const cJSON *obj, const char *field_manager, int force, sw_kube_cb cb, void *ctx)
 {
+    return sw_kube_apply_sub(c, k, ns, name, obj, NULL, field_manager, force, cb, ctx);
+}
+
+int sw_kube_apply_sub(struct sw_kube_client *c, enum sw_kube_kind k, const char *ns,
+                      const char *name, const cJSON *obj, const char *subresource,
+                      const char *field_manager, int force, sw_kube_cb cb, void *ctx)
+{
     char path[PATH_MAX_LEN];
     int rc = sw_kube_path(k, ns, name, path, sizeof(path));
+    if (rc == 0 && subresource != NULL) {
+        size_t n = strlen(path);
+        if (name == NULL || !name_ok(subresource) || n + 1 + strlen(subresource) >= sizeof(path))
+            rc = SW_EINVAL;
+        else
+            snprintf(path + n, sizeof(path) - n, "/%s", subresource);
+    }
     if (rc == 0)
         rc = sw_kube_path_query(path, sizeof(path), "fieldManager",
                                 field_manager ? field_manager : "spillway");

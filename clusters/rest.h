@@ -187,11 +187,13 @@ enum sw_kube_kind {
     SW_KIND_EVENT,
     SW_KIND_JOB,
     SW_KIND_LEASE,
-    SW_KIND_WORKLOAD,     /* kueue.x-k8s.io/v1beta2 */
-    SW_KIND_CLUSTERQUEUE, /* kueue.x-k8s.io/v1beta2, cluster-scoped */
-    SW_KIND_LOCALQUEUE,   /* kueue.x-k8s.io/v1beta2 */
-    SW_KIND_NODEPOOL,     /* karpenter.sh/v1, cluster-scoped */
-    SW_KIND_NODECLAIM,    /* karpenter.sh/v1, cluster-scoped */
+    SW_KIND_WORKLOAD,         /* kueue.x-k8s.io/v1beta2 */
+    SW_KIND_CLUSTERQUEUE,     /* kueue.x-k8s.io/v1beta2, cluster-scoped */
+    SW_KIND_LOCALQUEUE,       /* kueue.x-k8s.io/v1beta2 */
+    SW_KIND_NODEPOOL,         /* karpenter.sh/v1, cluster-scoped */
+    SW_KIND_NODECLAIM,        /* karpenter.sh/v1, cluster-scoped */
+    SW_KIND_ADMISSIONCHECK,   /* kueue.x-k8s.io/v1beta2, cluster-scoped */
+    SW_KIND_MULTIKUEUECONFIG, /* kueue.x-k8s.io/v1beta2, cluster-scoped */
     SW_KIND_COUNT
 };
 
@@ -255,6 +257,15 @@ int sw_kube_merge_patch(struct sw_kube_client *c, enum sw_kube_kind k, const cha
 /** Server-side apply (application/apply-patch+yaml; JSON is YAML). */
 int sw_kube_apply(struct sw_kube_client *c, enum sw_kube_kind k, const char *ns, const char *name,
                   const cJSON *obj, const char *field_manager, int force, sw_kube_cb cb, void *ctx);
+
+/**
+ * Server-side apply to a subresource ("status") of an object, or to the
+ * object itself when `subresource` is NULL. A metadata.resourceVersion in
+ * `obj` (borrowed) makes it conditional: 409 when the object changed.
+ */
+int sw_kube_apply_sub(struct sw_kube_client *c, enum sw_kube_kind k, const char *ns,
+                      const char *name, const cJSON *obj, const char *subresource,
+                      const char *field_manager, int force, sw_kube_cb cb, void *ctx);
 
 /** Options of a delete. */
 struct sw_kube_delete_opts {

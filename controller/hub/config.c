@@ -38,6 +38,7 @@ void sw_hub_config_default(struct sw_hub_config *c)
     snprintf(c->listen, sizeof(c->listen), "127.0.0.1:9464");
     snprintf(c->policy, sizeof(c->policy), "cost-aware");
     c->recheck_s = 5;
+    c->mk_workers = 1;
     c->lease_ttl_s = 10;
     snprintf(c->log_level, sizeof(c->log_level), "info");
     c->output_sync_s = 30;
@@ -87,6 +88,8 @@ enum field_id {
     F_BUCKETS,
     F_KUEUE,
     F_MIRROR_ADMISSION,
+    F_MK_DISPATCHER,
+    F_MK_WORKERS,
     F__COUNT
 };
 
@@ -144,6 +147,8 @@ static const struct field replication_fields[] = {
 };
 static const struct field kueue_fields[] = {
     {"mirrorAdmissionSeconds", F_MIRROR_ADMISSION, NUM_SECONDS, NULL, 0, 1, 86400},
+    {"multiKueueDispatcher", F_MK_DISPATCHER, "true or false", NULL, 0, 0, 0},
+    {"multiKueueWorkers", F_MK_WORKERS, "a whole number of worker clusters", NULL, 0, 1, 20},
 };
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
@@ -436,6 +441,16 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;
         c->max_attempts = (int)d;
+        return 0;
+    case F_MK_DISPATCHER:
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+            return bad_value(cd, line, name, f->expect, v);
+        c->mk_dispatcher = strcmp(v, "true") == 0;
+        return 0;
+    case F_MK_WORKERS:
+        if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
+            return rc;
+        c->mk_workers = (int)d;
         return 0;
     case F_LOG_LEVEL:
         if (strcmp(v, "debug") != 0 && strcmp(v, "info") != 0 && strcmp(v, "warn") != 0 &&

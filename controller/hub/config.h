@@ -38,6 +38,8 @@
  *   kueue:
  *     mirrorAdmissionSeconds: 300         # a mirror unadmitted in its target's queue this
  *                                         # long is withdrawn and the Job decided again
+ *     multiKueueDispatcher: false         # MultiKueue's external dispatcher (docs/kueue.md)
+ *     multiKueueWorkers: 1                # workers nominated per Workload, cheapest first
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
  * repeated key at any level, a value of the wrong shape or null, a number
@@ -95,6 +97,8 @@ struct sw_hub_config {
     double mirror_admission_s; /* a queued mirror unadmitted this long is withdrawn; default 300 */
     struct sw_bucket_map bucket_maps[SW_HUB_MAX_BUCKET_MAPS]; /* buckets: none by default */
     size_t nbucket_maps;
+    int mk_dispatcher; /* kueue.multiKueueDispatcher: MultiKueue's external dispatcher; 0 */
+    int mk_workers;    /* kueue.multiKueueWorkers: workers nominated per Workload; default 1 */
 };
 
 /**

@@ -66,7 +66,21 @@ struct round {
     struct sw_queued **aheads;
     size_t *naheads;
     size_t cap_aheads, cap_naheads;
+    /* MultiKueue dispatch (sw_decide_workers): only these members' pools */
+    bool only_set;
+    const char (*only)[SW_MK_NAME_MAX];
+    size_t nonly;
 };
+
+static bool pool_member_wanted(const struct round *rd, const char *member)
+{
+    if (!rd->only_set)
+        return true;
+    for (size_t i = 0; i < rd->nonly; i++)
+        if (strcmp(rd->only[i], member) == 0)
+            return true;
+    return false;
+}
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
@@ -120,7 +134,7 @@ static void add_pools(struct round *rd)
         struct sw_member *m = h->members[i];
         /* Not a member that is lost, fenced, not answering, or still has a
          * stale mirror to delete. */
-        if (!sw_member_usable(m))
+        if (!sw_member_usable(m) || !pool_member_wanted(rd, m->rec.name))
             continue;
         struct sw_gpu_capacity cap = {0};
         if (sw_cluster_cache_capacity(m->cache, &cap) != 0)
@@ -527,6 +541,157 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         sw_hub_step_done(h, j, SW_EUNAVAIL);
 }
 
+static void round_free(struct round *rd)
+{
+    sw_free(rd->pools);
+    sw_free(rd->links);
+    sw_free(rd->work);
+    sw_free(rd->jobs);
+    sw_free(rd->requeued);
+    sw_free(rd->specs);
+    sw_free(rd->figs);
+    sw_free(rd->running);
+    sw_free(rd->mig_running);
+    sw_free(rd->queues);
+    for (size_t p = 0; p < rd->npools; p++)
+        sw_free(rd->aheads[p]);
+    sw_free(rd->aheads);
+    sw_free(rd->naheads);
+}
+
+/* Ranks by the engine's score (what cost-aware minimises: expected cost
+ * plus the value of the delay), then by expected cost, then by name. */
+static int rank_cmp(const void *a, const void *b)
+{
+    const struct sw_mk_choice *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? -1 : 1;
+    if (x->cost != y->cost)
+        return x->cost < y->cost ? -1 : 1;
+    return strcmp(x->cluster, y->cluster);
+}
+
+int sw_decide_workers(struct sw_hub *h, const struct sw_mk_ask *asks, size_t n,
+                      const char (*workers)[SW_MK_NAME_MAX], size_t nworkers,
+                      struct sw_mk_rank *out)
+{
+    memset(out, 0, n * sizeof(*out));
+    struct round rd = {.h = h, .only_set = true, .only = workers, .nonly = nworkers};
+    int rc = 0;
+    add_pools(&rd);
+    if (rd.npools == 0)
+        goto done;
+    /* The same snapshot as a round's, cut to the workers' pools: the manager
+     * is not among them, so every option is a burst to one worker, and the
+     * queue is decided as a whole, each Workload taking the capacity it is
+     * given before the next is weighed. */
+    rd.work = sw_calloc(n + 1, sizeof(*rd.work));
+    if (rd.work == NULL) {
+        rc = SW_ENOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct sw_workload *w = &rd.work[i];
+        snprintf(w->name, sizeof(w->name), "%.*s", (int)sizeof(w->name) - 1, asks[i].name);
+        snprintf(w->team, sizeof(w->team), "%.*s", (int)sizeof(w->team) - 1, asks[i].team);
+        snprintf(w->origin, sizeof(w->origin), "%.*s", (int)sizeof(w->origin) - 1, asks[i].origin);
+        w->prio = SW_PRIO_TRAINING;
+        w->pods = asks[i].pods;
+        w->gpus_per_pod = asks[i].gpus_per_pod;
+        w->runtime_s = PRIOR_RUNTIME_S;
+        w->submit_time = asks[i].submit_time;
+        w->burst = SW_BURST_AUTO;
+    }
+    rd.nwork = n;
+    add_queues(&rd);
+    struct sw_snapshot snap = {
+        .now = (double)sw_hub_wall_ms() / 1000.0,
+        .pools = rd.pools,
+        .n_pools = rd.npools,
+        .links = rd.links,
+        .n_links = rd.nlinks,
+        .queues = rd.queues,
+        .n_queues = rd.nqueues,
+        .pending = rd.work,
+        .n_pending = rd.nwork,
+    };
+    struct sw_decision *d = sw_calloc(n, sizeof(*d));
+    struct sw_error err = {0};
+    if (d == NULL) {
+        rc = SW_ENOMEM;
+        goto done;
+    }
+    if ((rc = sw_engine_decide(h->engine, &snap, &h->policy, SW_DECIDE_EXPLAIN, d, &err)) != 0) {
+        SW_LOG(SW_LOG_ERROR, "the placement engine refused the MultiKueue snapshot", "err=%s",
+               sw_log_q(err.msg));
+        sw_free(d);
+        goto done;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const struct sw_decision *dc = &d[k];
+        const struct sw_mk_ask *a = &asks[dc->workload];
+        struct sw_mk_rank *r = &out[dc->workload];
+        for (size_t o = 0; o < dc->n_options; o++) {
+            const struct sw_option *op = &dc->options[o];
+            const struct sw_pool *p = &snap.pools[op->pool];
+            if (op->excluded != SW_EX_NONE)
+                continue;
+            bool named = false;
+            for (size_t w = 0; w < a->nworkers && !named; w++)
+                named = strcmp(a->workers[w], p->cluster) == 0;
+            if (!named)
+                continue;
+            /* One entry per worker: its best pool. */
+            size_t at = r->n;
+            for (size_t e = 0; e < r->n; e++)
+                if (strcmp(r->choice[e].cluster, p->cluster) == 0)
+                    at = e;
+            if (at == r->n) {
+                if (r->n == SW_MK_MAX_CLUSTERS)
+                    continue;
+                r->n++;
+            } else if (r->choice[at].score <= op->score) {
+                continue;
+            }
+            struct sw_mk_choice *c = &r->choice[at];
+            snprintf(c->cluster, sizeof(c->cluster), "%s", p->cluster);
+            c->score = op->score;
+            c->cost = op->cost.total;
+            c->wait_s = op->wait_s;
+            c->capacity = p->capacity;
+        }
+        if (r->n > 1)
+            qsort(r->choice, r->n, sizeof(r->choice[0]), rank_cmp);
+        /* The named workers left out, each with the engine's reason for its
+         * first pool: what the Event says of them. */
+        for (size_t o = 0; o < dc->n_options; o++) {
+            const struct sw_option *op = &dc->options[o];
+            const struct sw_pool *p = &snap.pools[op->pool];
+            if (op->excluded == SW_EX_NONE || r->nexcluded == SW_MK_MAX_CLUSTERS)
+                continue;
+            bool named = false, listed = false;
+            for (size_t w = 0; w < a->nworkers && !named; w++)
+                named = strcmp(a->workers[w], p->cluster) == 0;
+            for (size_t e = 0; e < r->n && !listed; e++)
+                listed = strcmp(r->choice[e].cluster, p->cluster) == 0;
+            for (size_t e = 0; e < r->nexcluded && !listed; e++)
+                listed = strcmp(r->excluded[e].cluster, p->cluster) == 0;
+            if (!named || listed)
+                continue;
+            struct sw_mk_excluded *x = &r->excluded[r->nexcluded++];
+            snprintf(x->cluster, sizeof(x->cluster), "%s", p->cluster);
+            x->capacity = p->capacity;
+            x->why = op->excluded;
+        }
+        r->verdict = dc->verdict;
+        r->main_exclusion = dc->main_exclusion;
+    }
+    sw_free(d);
+done:
+    round_free(&rd);
+    return rc;
+}
+
 void sw_decide_round(struct sw_hub *h)
 {
     struct round rd = {.h = h};
@@ -561,18 +726,5 @@ void sw_decide_round(struct sw_hub *h)
     }
     sw_free(out);
 out:
-    sw_free(rd.pools);
-    sw_free(rd.links);
-    sw_free(rd.work);
-    sw_free(rd.jobs);
-    sw_free(rd.requeued);
-    sw_free(rd.specs);
-    sw_free(rd.figs);
-    sw_free(rd.running);
-    sw_free(rd.mig_running);
-    sw_free(rd.queues);
-    for (size_t p = 0; p < rd.npools; p++)
-        sw_free(rd.aheads[p]);
-    sw_free(rd.aheads);
-    sw_free(rd.naheads);
+    round_free(&rd);
 }

@@ -225,6 +225,9 @@ static void tick(uv_timer_t *t)
         h->next_decide_ms = now + (int64_t)(h->cfg.recheck_s * 1000);
         sw_decide_round(h);
     }
+    /* MultiKueue's external dispatcher, when configured (multikueue.c). */
+    if (sw_members_synced(h))
+        sw_mk_dispatch_round(h);
     sw_hub_jobs_foreach(h, step_one, NULL);
 }
 

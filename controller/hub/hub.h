@@ -34,6 +34,7 @@
 #include "clusters/cache.h"
 #include "clusters/health.h"
 #include "clusters/kueue.h"
+#include "clusters/multikueue.h"
 #include "clusters/registry.h"
 #include "clusters/rest.h"
 #include "controller/hub/annotations.h"
@@ -582,6 +583,64 @@ const char *sw_queue_origin_queue(const cJSON *origin);
  */
 bool sw_queue_mirror_unadmitted(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, char *why,
                                 size_t len);
+
+/* ---- MultiKueue's external dispatcher (multikueue.c, decide.c) ---------- */
+
+/** A manager's Workload waiting for its dispatcher, as the engine is asked about it. */
+struct sw_mk_ask {
+    const char *name;   /* "namespace/name" (borrowed) */
+    const char *team;   /* its namespace */
+    const char *origin; /* the manager member */
+    int pods, gpus_per_pod;
+    double submit_time;
+    const char (*workers)[SW_MK_NAME_MAX]; /* its MultiKueueConfig's clusters (borrowed) */
+    size_t nworkers;
+};
+
+/** One worker of a ranking: its best pool's figures. */
+struct sw_mk_choice {
+    char cluster[SW_MK_NAME_MAX];
+    double score; /* what the policy minimised (cost-aware: $ with the value of delay) */
+    double cost;  /* expected cost, $ */
+    double wait_s;
+    enum sw_capacity capacity;
+};
+
+/** A worker the engine excluded for a Workload, and why (its first pool's reason). */
+struct sw_mk_excluded {
+    char cluster[SW_MK_NAME_MAX];
+    enum sw_capacity capacity;
+    enum sw_exclusion why;
+};
+
+/** The workers of one Workload, cheapest first (only eligible ones), then
+ * the excluded ones with the engine's reason. */
+struct sw_mk_rank {
+    struct sw_mk_choice choice[SW_MK_MAX_CLUSTERS];
+    size_t n;
+    struct sw_mk_excluded excluded[SW_MK_MAX_CLUSTERS];
+    size_t nexcluded;
+    enum sw_verdict verdict;
+    enum sw_exclusion main_exclusion;
+};
+
+/**
+ * Asks the placement engine, on the same snapshot a round builds but with
+ * only the pools of the members named in `workers`, where each of `asks`
+ * should go; fills out[i] (n of them) with the workers of asks[i]'s own
+ * list, ranked. Returns 0 or SW_ENOMEM / the engine's error.
+ */
+int sw_decide_workers(struct sw_hub *h, const struct sw_mk_ask *asks, size_t n,
+                      const char (*workers)[SW_MK_NAME_MAX], size_t nworkers,
+                      struct sw_mk_rank *out);
+
+/**
+ * MultiKueue's external dispatcher (kueue.multiKueueDispatcher): nominates
+ * the cheapest workers of every manager Workload waiting for dispatch, hands
+ * the Workload over once a worker admitted it, then releases its fields.
+ * Does nothing when the setting is off.
+ */
+void sw_mk_dispatch_round(struct sw_hub *h);
 
 /** A member's home queue as Kueue has it (sw_queue_home). */
 #define SW_QUEUE_MAX_CQ 32

@@ -128,6 +128,15 @@ static void test_defaults(void **state)
     assert_string_equal(c.policy, "cost-aware");
     assert_true(c.recheck_s == 5);
     assert_true(c.lease_ttl_s == 10);
+    /* The MultiKueue dispatcher is off unless asked for. */
+    assert_int_equal(c.mk_dispatcher, 0);
+    assert_int_equal(c.mk_workers, 1);
+    const char *mk = "redis: {url: \"redis://r\"}\nsecretKeyFile: key\n"
+                     "kueue:\n  multiKueueDispatcher: true\n  multiKueueWorkers: 20\n";
+    assert_int_equal(sw_hub_config_parse(mk, strlen(mk), "hub.yaml", &c, &err), 0);
+    assert_int_equal(c.mk_dispatcher, 1);
+    assert_int_equal(c.mk_workers, 20);
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
     assert_true(c.probe_interval_s == 10 && c.lost_after_s == 60 && c.rto_target_s == 600);
     assert_true(c.member_qps == 50);
     assert_int_equal(c.member_burst, 100);
@@ -417,6 +426,14 @@ static void test_errors_exact(void **state)
         {BASE "listen: \"host:70000\"\n", SW_EINVAL,
          "hub.yaml:4: field \"listen\": expected host:port, e.g. \"127.0.0.1:9464\", got "
          "\"host:70000\""},
+        {BASE "kueue:\n  multiKueueDispatcher: yes\n", SW_EINVAL,
+         "hub.yaml:5: field \"kueue.multiKueueDispatcher\": expected true or false, got \"yes\""},
+        {BASE "kueue:\n  multiKueueWorkers: 21\n", SW_EINVAL,
+         "hub.yaml:5: field \"kueue.multiKueueWorkers\": expected a whole number of worker "
+         "clusters <= 20, got \"21\""},
+        {BASE "kueue:\n  multiKueueWorkers: 0\n", SW_EINVAL,
+         "hub.yaml:5: field \"kueue.multiKueueWorkers\": expected a whole number of worker "
+         "clusters >= 1, got \"0\""},
         {BASE "logLevel: verbose\n", SW_EINVAL,
          "hub.yaml:4: field \"logLevel\": expected debug, info, warn or error, got \"verbose\""},
         {BASE "leader: {id: \"hub a\"}\n", SW_EINVAL,
