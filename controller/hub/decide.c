@@ -541,6 +541,22 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         sw_hub_step_done(h, j, SW_EUNAVAIL);
 }
 
+/* The engine's view of a round: its pools, links, queues and Jobs, now. */
+static struct sw_snapshot snapshot_of(const struct round *rd)
+{
+    return (struct sw_snapshot){
+        .now = (double)sw_hub_wall_ms() / 1000.0,
+        .pools = rd->pools,
+        .n_pools = rd->npools,
+        .links = rd->links,
+        .n_links = rd->nlinks,
+        .queues = rd->queues,
+        .n_queues = rd->nqueues,
+        .pending = rd->work,
+        .n_pending = rd->nwork,
+    };
+}
+
 static void round_free(struct round *rd)
 {
     sw_free(rd->pools);
@@ -604,17 +620,7 @@ int sw_decide_workers(struct sw_hub *h, const struct sw_mk_ask *asks, size_t n,
     }
     rd.nwork = n;
     add_queues(&rd);
-    struct sw_snapshot snap = {
-        .now = (double)sw_hub_wall_ms() / 1000.0,
-        .pools = rd.pools,
-        .n_pools = rd.npools,
-        .links = rd.links,
-        .n_links = rd.nlinks,
-        .queues = rd.queues,
-        .n_queues = rd.nqueues,
-        .pending = rd.work,
-        .n_pending = rd.nwork,
-    };
+    struct sw_snapshot snap = snapshot_of(&rd);
     struct sw_decision *d = sw_calloc(n, sizeof(*d));
     struct sw_error err = {0};
     if (d == NULL) {
@@ -702,17 +708,7 @@ void sw_decide_round(struct sw_hub *h)
     if (rd.nwork == 0)
         goto out;
     add_queues(&rd);
-    struct sw_snapshot snap = {
-        .now = (double)sw_hub_wall_ms() / 1000.0,
-        .pools = rd.pools,
-        .n_pools = rd.npools,
-        .links = rd.links,
-        .n_links = rd.nlinks,
-        .queues = rd.queues,
-        .n_queues = rd.nqueues,
-        .pending = rd.work,
-        .n_pending = rd.nwork,
-    };
+    struct sw_snapshot snap = snapshot_of(&rd);
     struct sw_decision *out = sw_calloc(rd.nwork, sizeof(*out));
     struct sw_error err = {0};
     if (out == NULL)
