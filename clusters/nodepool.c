@@ -233,7 +233,13 @@ void sw_nodepool_capacity(const struct sw_nodepool_facts *np,
             out->launching += c->gpus;
         }
     }
-    out->waiting = out->pending > out->launching ? out->pending - out->launching : 0;
+    /* Pods waiting to be scheduled take idle GPUs on its nodes first (the
+     * scheduler binds them there before any new node is up), then what
+     * launching claims bring, then the room. */
+    int64_t on_idle = out->pending < out->idle ? out->pending : out->idle;
+    out->idle -= on_idle;
+    int64_t rest = out->pending - on_idle;
+    out->waiting = rest > out->launching ? rest - out->launching : 0;
     int64_t room = out->limit - out->provisioned - out->waiting;
     out->room = room > 0 ? room : 0;
     out->free = out->idle + out->room;

@@ -12,11 +12,15 @@
  *                (spec.resources.requests)
  *   launching    GPUs of its NodeClaims whose node is not Ready yet
  *   idle         allocatable GPUs of its Ready, schedulable nodes (label
- *                karpenter.sh/nodepool) less what pods bound there ask
- *   waiting      GPUs asked by unscheduled pods that select the NodePool
+ *                karpenter.sh/nodepool) less what pods bound there ask,
+ *                less on_idle (below)
+ *   pending      GPUs asked by unscheduled pods that select the NodePool
  *                (nodeSelector karpenter.sh/nodepool, or its capacity type
- *                and GPU product) and that no launching claim covers yet:
- *                max(0, pending - launching)
+ *                and GPU product); they take idle GPUs first (the
+ *                scheduler binds them there before a new node is up):
+ *                on_idle = min(pending, idle)
+ *   waiting      what of pending neither idle GPUs nor launching claims
+ *                cover: max(0, pending - on_idle - launching)
  *   room         max(0, limit - provisioned - waiting): what it may still
  *                provision for new work
  *   free         idle + room

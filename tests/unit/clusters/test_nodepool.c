@@ -270,6 +270,22 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.provisioned, 8);
     assert_int_equal(c.room, 56);
     assert_int_equal(c.free, 60);
+
+    /* A pod waiting to be scheduled (a mirror just made) takes the idle
+     * GPUs first: they are not offered again while it waits. */
+    add_pod(&w, pod("m2", NULL, "4", "{\"karpenter.sh/capacity-type\":\"spot\"}"));
+    sw_nodepool_capacity(&np, w.claims, w.nclaims, w.nodes, w.nnodes, w.pods, w.npods, &c);
+    assert_int_equal(c.pending, 4);
+    assert_int_equal(c.idle, 0);
+    assert_int_equal(c.waiting, 0);
+    assert_int_equal(c.room, 56);
+    assert_int_equal(c.free, 56);
+    /* One more than the idle GPUs hold: the rest comes off the room. */
+    add_pod(&w, pod("m3", NULL, "2", "{\"karpenter.sh/capacity-type\":\"spot\"}"));
+    sw_nodepool_capacity(&np, w.claims, w.nclaims, w.nodes, w.nnodes, w.pods, w.npods, &c);
+    assert_int_equal(c.waiting, 2);
+    assert_int_equal(c.room, 54);
+    assert_int_equal(c.free, 54);
     world_free(&w);
 
     /* At the limit: no room; a waiting pod beyond it leaves room at 0. */
