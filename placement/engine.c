@@ -87,7 +87,8 @@ static void commit_mig(struct sw_engine *e, const struct sw_snapshot *s, const s
     struct mig_rt *m = mig_offer(e, c, p);
     sw_assert(m != NULL);
     if (o->stay && m->lq >= 0) {
-        sw__lq_start(e, &e->lqs[m->lq], c->gpus, s->now, true, o->completion - o->start);
+        sw__lq_start(e, &e->lqs[m->lq], c->gpus, s->now, true, o->completion - o->start,
+                     c->runtime_dl_s);
         return;
     }
     if (c->gpus <= m->free) {
@@ -112,7 +113,7 @@ static void commit(struct sw_engine *e, const struct sw_snapshot *s, const struc
         commit_mig(e, s, c, o, pi);
     } else if (queue >= 0) {
         double hold = o->completion - o->start;
-        sw__lq_start(e, &e->lqs[queue], demand(c, p), s->now, true, hold);
+        sw__lq_start(e, &e->lqs[queue], demand(c, p), s->now, true, hold, c->runtime_dl_s);
     } else {
         int old = cap_hint(p), need = demand(c, p);
         if (need <= p->free) {
@@ -277,7 +278,7 @@ int sw_engine_decide(struct sw_engine *e, const struct sw_snapshot *s,
             struct lq *q = &e->lqs[i];
             if (lq->ahead[j].gpus > q->total)
                 continue; /* can never start; it blocks nobody in this model */
-            sw__lq_start(e, q, lq->ahead[j].gpus, s->now, true, lq->ahead[j].runtime_s);
+            sw__lq_start(e, q, lq->ahead[j].gpus, s->now, true, lq->ahead[j].runtime_s, -1);
         }
     }
     /* 3. Every pending workload in the decision order, each taking what it

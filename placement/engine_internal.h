@@ -41,7 +41,11 @@ struct release {
     int gpus;
 };
 
-/* The FIFO queue of one pool: GPUs free at `cursor`, releases after it. */
+/* The FIFO queue of one pool: GPUs free at `cursor`, releases after it.
+ * Backfilling: `idle` GPUs are idle now and taken by no Job started now;
+ * `head` is the start of the first Job that queued (INFINITY while none
+ * has). A Job may take idle GPUs now, ahead of the queue, if it holds them
+ * no later than `head`: the queued Jobs' starts are then unchanged. */
 #define PEEK_CACHE 33
 
 struct lq {
@@ -50,6 +54,8 @@ struct lq {
     double cursor;
     int free;
     int total;
+    int idle;
+    double head;
     /* Start times already answered since the last commit, per GPU count:
      * most workloads ask the same few sizes of an unchanged queue. */
     unsigned version;
@@ -298,10 +304,13 @@ void sw__lq_push(struct lq *q, struct release r);
 
 /**
  * When `gpus` GPUs could start on queue `q`, at the earliest `now`; with
- * `commit` the Job is queued and holds them until start + `hold` (localq.c).
+ * `commit` the Job is queued and holds them until start + `hold`. A Job
+ * that would hold idle GPUs for at most `bf_hold` seconds starts now, ahead
+ * of the queue, when that ends by the first queued Job's start (backfill;
+ * `bf_hold` < 0: never) (localq.c).
  */
 double sw__lq_start(struct sw_engine *e, struct lq *q, int gpus, double now, bool commit,
-                    double hold);
+                    double hold, double bf_hold);
 
 /** The candidate pools of workload `c`, as a set of e->words words (candidates.c). */
 const uint64_t *sw__workload_candidates(struct sw_engine *e, const struct wctx *c);

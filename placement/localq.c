@@ -98,11 +98,28 @@ static double lq_peek(struct sw_engine *e, const struct lq *q, int gpus, double 
     return t;
 }
 
+/* Whether a Job of `gpus` holding them `bf_hold` seconds may start now on
+ * idle GPUs ahead of the queue: some Job queued (before that, the queue's
+ * own answer is now whenever the GPUs are idle), they are idle now, and
+ * the Job gives them back by the first queued Job's start, which counted
+ * them; so no queued Job starts later, as forecast. */
+static bool lq_backfill(const struct lq *q, int gpus, double now, double bf_hold)
+{
+    return bf_hold >= 0 && isfinite(q->head) && gpus <= q->idle && now + bf_hold <= q->head;
+}
+
 /* When `gpus` GPUs could start on queue `q`, at the earliest `now`.
  * With `commit`, the Job is queued and holds the GPUs until `start + hold`. */
 double sw__lq_start(struct sw_engine *e, struct lq *q, int gpus, double now, bool commit,
-                    double hold)
+                    double hold, double bf_hold)
 {
+    if (lq_backfill(q, gpus, now, bf_hold)) {
+        /* The GPUs are the queue's again before its head starts: its
+         * releases and cursor stay as they are. */
+        if (commit)
+            q->idle -= gpus;
+        return now;
+    }
     if (!commit) {
         if (gpus < PEEK_CACHE && q->cache_v[gpus] == q->version)
             return q->cache_t[gpus];
@@ -133,6 +150,10 @@ double sw__lq_start(struct sw_engine *e, struct lq *q, int gpus, double now, boo
         return t;
     }
     q->version++;
+    if (t <= now)
+        q->idle = free - gpus; /* none queued yet: what is idle now is free */
+    else if (!isfinite(q->head))
+        q->head = t;
     q->cursor = t;
     q->free = free - gpus;
     sw__lq_push(q, (struct release){t + hold, gpus});

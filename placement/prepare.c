@@ -194,6 +194,8 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         q->version++;
         q->cursor = s->now;
         q->free = s->pools[pool].free_gpus;
+        q->idle = q->free;
+        q->head = INFINITY;
         q->total = s->pools[pool].total_gpus;
         e->pools[pool].queue = (int)i;
         for (size_t j = 0; j < lq->n_running; j++)
@@ -218,6 +220,8 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
             q->version++;
             q->cursor = s->now;
             q->free = o->free;
+            q->idle = q->free;
+            q->head = INFINITY;
             q->total = o->total;
             e->migs[e->pools[pool].mig0 + k].lq = (int)li;
             for (size_t j = 0; j < o->n_running; j++)

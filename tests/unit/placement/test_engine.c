@@ -444,6 +444,56 @@ static void test_deadline_kept_whenever_burst_now_keeps_it(void **state)
     assert_int_equal(d.pool, 1);
 }
 
+/* The same promise when the two policies' homes differ by a queued Job.
+ * Burst-now never queues at home, so a short share finds the GPU share
+ * left idle and runs there at once; cost-aware keeps a long production Job
+ * queued at home for a whole GPU, and before backfilling the home queue was
+ * strictly first come first served: the share, behind it, waited for the
+ * Job's start four hours away or went to on-demand, missing by the
+ * provisioning a deadline burst-now kept (openb-pod-0875 at seed 1 of the
+ * Alibaba evaluation: 230 milli-GPUs idle, a 1-GPU Job queued ahead with
+ * its start forecast 915,000 s away). Now the share takes the idle GPUs at
+ * once when it gives them back, at its deadline quantile, before the
+ * queued Job starts; a share that would run past that start still waits. */
+static void test_deadline_kept_on_idle_share_behind_queue(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    l.pools[0].time_sliced = true;
+    l.pools[0].total_gpus = l.pools[0].max_gpus = 8000;
+    l.pools[0].free_gpus = 300;
+    l.running[0] = (struct sw_running){7700, 4 * 3600.0};
+    lab_workload(&l.pending[0], "long", "ml", SW_PRIO_PRODUCTION, 1, 1, 10 * 3600.0);
+    lab_workload(&l.pending[1], "share", "ml", SW_PRIO_TRAINING, 1, 1, 600);
+    l.pending[1].gpu_milli = 250;
+    l.pending[1].submit_time = 1;
+    l.pending[1].deadline = l.snap.now + 800;
+    l.snap.n_pending = 2;
+    struct sw_decision bn[2], ca[2];
+    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, 0, bn), 0);
+    assert_int_equal(bn[0].pool, 2);
+    assert_int_equal(bn[1].verdict, SW_VERDICT_STAY);
+    assert_true(bn[1].chosen.wait_s <= 0);
+    assert_true(bn[1].chosen.completion <= l.pending[1].deadline);
+    for (int explain = 0; explain < 2; explain++) {
+        assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, explain ? SW_DECIDE_EXPLAIN : 0, ca), 0);
+        /* The long Job waits at home for the running Jobs' four hours... */
+        assert_int_equal(ca[0].verdict, SW_VERDICT_STAY);
+        assert_int_equal((int)ca[0].chosen.wait_s, 4 * 3600);
+        /* ...and the share runs beside them now, done long before. */
+        assert_int_equal(ca[1].verdict, SW_VERDICT_STAY);
+        assert_true(ca[1].chosen.wait_s <= 0);
+        assert_true(ca[1].chosen.deadline_ok);
+    }
+    /* A share that would still hold its GPUs when the queued Job starts
+     * queues behind it: backfilling delays no queued Job's forecast. */
+    l.pending[1].runtime_s = 5 * 3600.0;
+    l.pending[1].deadline = 0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, ca), 0);
+    assert_true(ca[1].options[0].wait_s >= 4 * 3600.0);
+}
+
 /* Shares of a GPU. On a time-sliced pool (counts in milli-GPUs) a share
  * packs with others and pays for its share; on a pool of whole GPUs it
  * takes a whole one and pays for it, as a cloud pool renting whole GPUs
@@ -1170,6 +1220,7 @@ int main(void)
         cmocka_unit_test(test_deadline_and_burst_never),
         cmocka_unit_test(test_deadline_median_fallback),
         cmocka_unit_test(test_deadline_kept_whenever_burst_now_keeps_it),
+        cmocka_unit_test(test_deadline_kept_on_idle_share_behind_queue),
         cmocka_unit_test(test_gpu_shares),
         cmocka_unit_test(test_mig_profiles),
         cmocka_unit_test(test_capacity_wait_distribution),
