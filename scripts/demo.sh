@@ -3,8 +3,8 @@
 # of the seeds' platforms (Kueue queues the on-prem Jobs, Karpenter grows the
 # cloud's GPU nodes from zero).
 #
-#   1. build spillway, bring the lab up (three real clusters, Redis, S3),
-#      turn on its Kueue and Karpenter modes (testbed kueue|karpenter up)
+#   1. build spillway, bring the lab up (three real clusters with Kueue,
+#      Redis, S3), turn on its Karpenter mode (testbed karpenter up)
 #   2. register the clusters (the cloud pools bound to Karpenter NodePools,
 #      mirrors queued in the cloud's LocalQueues) and the object stores
 #   3. start two hubs (one leads, one stands by)
@@ -20,9 +20,10 @@
 #
 # The demo stops the hubs it started, leaves its Jobs in place (label
 # spillway-demo=1 in team-cv, team-nlp and team-recsys) for a look with
-# kubectl, and turns the Kueue and Karpenter modes off again so the lab is
-# back in its default mode for `make test` (SW_DEMO_KEEP_MODES=1 keeps them
-# on). The next run clears the previous run's Jobs.
+# kubectl, and turns the Karpenter mode off again so the lab is back in its
+# default mode (Kueue on, Karpenter off) for `make test`
+# (SW_DEMO_KEEP_MODES=1 keeps it on). The next run clears the previous
+# run's Jobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -59,12 +60,10 @@ modes_off() {
     [ -n "${SW_DEMO_KEEP_MODES:-}" ] && return 0
     tests/testbed/testbed karpenter down >"$DEMO/karpenter-down.log" 2>&1 ||
         echo "demo: testbed karpenter down failed (see $DEMO/karpenter-down.log)" >&2
-    tests/testbed/testbed kueue down >"$DEMO/kueue-down.log" 2>&1 ||
-        echo "demo: testbed kueue down failed (see $DEMO/kueue-down.log)" >&2
 }
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; modes_off' EXIT
 
-step "turning on Kueue (on every cluster) and Karpenter (on the cloud clusters); the first run builds them (~5 min)"
+step "Kueue on every cluster (the lab's default) and Karpenter on the cloud clusters; the first run builds them (~5 min)"
 tests/testbed/testbed kueue up >"$DEMO/kueue-up.log" 2>&1 || { tail -20 "$DEMO/kueue-up.log" >&2; exit 1; }
 tests/testbed/testbed karpenter up >"$DEMO/karpenter-up.log" 2>&1 || { tail -20 "$DEMO/karpenter-up.log" >&2; exit 1; }
 echo "onprem: ClusterQueue gpu, 8 nvidia.com/gpu nominal; LocalQueue gpu in ${TEAMS[*]}"
@@ -342,7 +341,7 @@ echo "Mirrors that ran: $mirrors for ${#BURST[@]} burstable Jobs (one each: noth
 echo "Look around: tests/testbed/testbed kubectl cloud-spot get jobs -n team-cv; spillctl explain onprem/team-cv/cv-train-1"
 echo "(spillctl needs: export SPILLWAY_REDIS_URL=$SPILLWAY_REDIS_URL SPILLWAY_REDIS_PASSWORD=... SPILLWAY_SECRET_KEY_FILE=$SPILLWAY_SECRET_KEY_FILE)"
 if [ -z "${SW_DEMO_KEEP_MODES:-}" ]; then
-    echo "Turning Kueue and Karpenter off again (the lab's default mode, as make test expects; SW_DEMO_KEEP_MODES=1 keeps them)."
+    echo "Turning Karpenter off again (the lab's default mode, Kueue on, as make test expects; SW_DEMO_KEEP_MODES=1 keeps it on)."
 fi
 echo "Demo took $((SECONDS - t0)) s. The lab stays up; stop it with: tests/testbed/testbed down"
 if [ "$done_n" != "${#BURST[@]}" ]; then

@@ -295,73 +295,128 @@ static int hub_lives(redisContext *c, struct sw_node_life **out, size_t *n, stru
     return 0;
 }
 
-/* The hub's records as usage: each Job's last attempt, GPUs x hours run at
- * the price of the pool it ran in (controller/hub/jobrec.h). */
-static int hub_usage(const struct sw_cli_globals *g, struct sw_job_usage **out, size_t *n,
-                     struct sw_pool_run **runs, size_t *nruns, struct sw_node_life **lives,
-                     size_t *nlives, struct sw_error *err)
+/* Usage being gathered: the Jobs' rows and their runs per pool, grown as
+ * records are read. */
+struct usage_acc {
+    struct sw_job_usage *recs;
+    struct sw_pool_run *runs;
+    size_t n, cap;
+};
+
+/* Adds one record (JSON text, `what` names it in a message) as usage: its
+ * last attempt, GPUs x hours run at the price of the pool it ran in. A
+ * record that does not parse is skipped with a message; 0 or SW_ENOMEM. */
+static int add_usage(struct usage_acc *u, const char *what, const char *text, size_t len)
+{
+    cJSON *o = NULL;
+    struct sw_job_rec r;
+    struct sw_error e = {0};
+    if (sw_json_parse(text, len, what, &o, &e) != 0 || sw_job_rec_from_json(o, &r, &e) != 0) {
+        fprintf(stderr, "spillctl report chargeback: skipping record %s: %s\n", what, e.msg);
+        cJSON_Delete(o);
+        return 0;
+    }
+    cJSON_Delete(o);
+    enum sw_capacity cap;
+    if (r.started_ms == 0 || sw_capacity_parse(r.capacity, &cap) != 0)
+        return 0;
+    if (u->n == u->cap) {
+        size_t nc = u->cap ? u->cap * 2 : 64;
+        struct sw_job_usage *nr = sw_realloc(u->recs, nc * sizeof(*nr));
+        if (nr == NULL)
+            return SW_ENOMEM;
+        u->recs = nr;
+        struct sw_pool_run *np = sw_realloc(u->runs, nc * sizeof(*np));
+        if (np == NULL)
+            return SW_ENOMEM;
+        u->runs = np;
+        u->cap = nc;
+    }
+    int64_t end = r.finished_ms ? r.finished_ms : r.started_ms;
+    struct sw_job_usage *ju = &u->recs[u->n];
+    memset(ju, 0, sizeof(*ju));
+    snprintf(ju->name, sizeof(ju->name), "%.*s", (int)sizeof(ju->name) - 1, r.key);
+    snprintf(ju->team, sizeof(ju->team), "%.*s", (int)sizeof(ju->team) - 1,
+             r.team[0] ? r.team : r.ns);
+    ju->at = (double)(r.finished_ms ? r.finished_ms : r.observed_ms) / 1000.0;
+    ju->gpu_h[cap] = sw_job_rec_billed_gpus(&r) * (double)(end - r.started_ms) / 3.6e6;
+    ju->cost[cap] = ju->gpu_h[cap] * r.price_gpu_h;
+    if (strcmp(r.target_cluster, r.cluster) != 0 && r.input_bytes > 1)
+        ju->egress = (double)(r.input_bytes - 1) / 1e9 * 0.02;
+    ju->preemptions = (unsigned)r.preemptions;
+    /* Its run in the pool, for the NodePools' bills: a running Job until
+     * now. */
+    struct sw_pool_run *pr = &u->runs[u->n];
+    memset(pr, 0, sizeof(*pr));
+    snprintf(pr->pool, sizeof(pr->pool), "%.31s/%.31s", r.target_cluster, r.target_pool);
+    pr->gpus = r.gpus;
+    pr->start = (double)r.started_ms / 1000.0;
+    pr->end = (double)(r.finished_ms ? r.finished_ms : now_ms()) / 1000.0;
+    u->n++;
+    return 0;
+}
+
+/* The hub's records as usage: the live records, and the ended ones
+ * (SW_KEY_ENDED) of Jobs that finished at `from` (unix s) or later, the
+ * only ones that can have run in the period. */
+static int hub_usage(const struct sw_cli_globals *g, double from, struct sw_job_usage **out,
+                     size_t *n, struct sw_pool_run **runs, size_t *nruns,
+                     struct sw_node_life **lives, size_t *nlives, struct sw_error *err)
 {
     char url[SW_CLI_REDIS_URL_MAX];
     redisContext *c = NULL;
-    redisReply *keys = NULL;
+    redisReply *keys = NULL, *ended = NULL;
+    struct usage_acc u = {0};
     *out = NULL;
     *n = 0;
+    *runs = NULL;
+    *nruns = 0;
     if (sw_cli_redis_url(g, url, sizeof(url), err) != 0 ||
         sw_redis_sync_connect(url, 5000, &c, err) != 0)
         return err->code ? err->code : SW_EINVAL;
     int rc = sw_redis_sync_command(c, &keys, err, "SMEMBERS %s", SW_KEY_JOBS);
     if (rc != 0)
         goto out;
-    *out = sw_calloc(keys->elements + 1, sizeof(**out));
-    *runs = sw_calloc(keys->elements + 1, sizeof(**runs));
-    if (*out == NULL || *runs == NULL) {
-        rc = SW_ENOMEM;
-        goto out;
-    }
-    for (size_t i = 0; i < keys->elements; i++) {
+    for (size_t i = 0; i < keys->elements && rc == 0; i++) {
         redisReply *v = NULL;
         if (sw_redis_sync_command(c, &v, err, "GET %s%s", SW_KEY_JOB, keys->element[i]->str) != 0)
             continue;
-        cJSON *o = NULL;
-        struct sw_job_rec r;
-        struct sw_error e = {0};
-        if (v->type != REDIS_REPLY_STRING ||
-            sw_json_parse(v->str, v->len, keys->element[i]->str, &o, &e) != 0 ||
-            sw_job_rec_from_json(o, &r, &e) != 0) {
-            fprintf(stderr, "spillctl report chargeback: skipping record %s: %s\n",
-                    keys->element[i]->str, e.msg);
-            cJSON_Delete(o);
-            freeReplyObject(v);
-            continue;
-        }
-        cJSON_Delete(o);
+        if (v->type == REDIS_REPLY_STRING)
+            rc = add_usage(&u, keys->element[i]->str, v->str, v->len);
         freeReplyObject(v);
-        enum sw_capacity cap;
-        if (r.started_ms == 0 || sw_capacity_parse(r.capacity, &cap) != 0)
-            continue;
-        int64_t end = r.finished_ms ? r.finished_ms : r.started_ms;
-        struct sw_job_usage *u = &(*out)[(*n)++];
-        snprintf(u->name, sizeof(u->name), "%.*s", (int)sizeof(u->name) - 1, r.key);
-        snprintf(u->team, sizeof(u->team), "%.*s", (int)sizeof(u->team) - 1,
-                 r.team[0] ? r.team : r.ns);
-        u->at = (double)(r.finished_ms ? r.finished_ms : r.observed_ms) / 1000.0;
-        u->gpu_h[cap] = sw_job_rec_billed_gpus(&r) * (double)(end - r.started_ms) / 3.6e6;
-        u->cost[cap] = u->gpu_h[cap] * r.price_gpu_h;
-        if (strcmp(r.target_cluster, r.cluster) != 0 && r.input_bytes > 1)
-            u->egress = (double)(r.input_bytes - 1) / 1e9 * 0.02;
-        u->preemptions = (unsigned)r.preemptions;
-        /* Its run in the pool, for the NodePools' bills: a running Job
-         * until now. */
-        struct sw_pool_run *pr = &(*runs)[(*nruns)++];
-        snprintf(pr->pool, sizeof(pr->pool), "%.31s/%.31s", r.target_cluster, r.target_pool);
-        pr->gpus = r.gpus;
-        pr->start = (double)r.started_ms / 1000.0;
-        pr->end = (double)(r.finished_ms ? r.finished_ms : now_ms()) / 1000.0;
     }
+    if (rc != 0)
+        goto out;
+    rc = sw_redis_sync_command(c, &ended, err, "ZRANGEBYSCORE %s %lld +inf", SW_KEY_ENDED,
+                               (long long)(from * 1000.0));
+    if (rc != 0)
+        goto out;
+    if (ended->type != REDIS_REPLY_ARRAY) {
+        rc = sw_error_set(err, SW_EPARSE, "redis: %s is not a sorted set", SW_KEY_ENDED);
+        goto out;
+    }
+    for (size_t i = 0; i < ended->elements && rc == 0; i++)
+        if (ended->element[i]->type == REDIS_REPLY_STRING)
+            rc = add_usage(&u, "(ended record)", ended->element[i]->str, ended->element[i]->len);
+    if (rc != 0)
+        goto out;
     rc = hub_lives(c, lives, nlives, err);
 out:
+    if (rc == 0 && u.recs == NULL) {
+        /* Callers index the arrays: never NULL on success. */
+        u.recs = sw_calloc(1, sizeof(*u.recs));
+        u.runs = sw_calloc(1, sizeof(*u.runs));
+        if (u.recs == NULL || u.runs == NULL)
+            rc = SW_ENOMEM;
+    }
+    *out = u.recs;
+    *n = u.n;
+    *runs = u.runs;
+    *nruns = u.n;
     if (keys)
         freeReplyObject(keys);
+    if (ended)
+        freeReplyObject(ended);
     sw_redis_sync_free(c);
     return rc;
 }
@@ -442,7 +497,7 @@ static int chargeback(const struct sw_cli_globals *g, const struct sw_cli_args *
     struct sw_nodepool_bill *bills = NULL;
     size_t nruns = 0, nlives = 0, nbills = 0;
     if (from_hub) {
-        if (hub_usage(g, &recs, &n, &runs, &nruns, &lives, &nlives, &err) != 0 ||
+        if (hub_usage(g, from, &recs, &n, &runs, &nruns, &lives, &nlives, &err) != 0 ||
             sw_chargeback_nodepools(lives, nlives, runs, nruns, from, to, (double)now_ms() / 1000.0,
                                     &bills, &nbills) != 0) {
             if (err.msg[0] == '\0')
@@ -517,7 +572,8 @@ const struct sw_cli_spec sw_cli_report_specs[] = {
              "\n"
              "Options:\n"
              "  --from DATE, --to DATE   the period: YYYY-MM-DD or RFC 3339\n"
-             "  --from-hub               the hub's records in Redis (the global --redis):\n"
+             "  --from-hub               the hub's records in Redis (the global --redis),\n"
+             "                           live and ended (spillway:ended, records.archiveDays):\n"
              "                           each Job's last attempt, GPUs x hours run, at the\n"
              "                           price of the pool it ran in; inputs moved out of\n"
              "                           their region at $0.02 per GB\n"

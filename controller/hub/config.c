@@ -52,6 +52,8 @@ void sw_hub_config_default(struct sw_hub_config *c)
     c->repl_model_s = 5;
     c->repl_rpo_objective_s = 300;
     c->mirror_admission_s = 300;
+    c->retire_after_s = 86400;
+    c->archive_days = 400;
 }
 
 /* ---- the schema --------------------------------------------------------- */
@@ -90,6 +92,9 @@ enum field_id {
     F_MIRROR_ADMISSION,
     F_MK_DISPATCHER,
     F_MK_WORKERS,
+    F_RECORDS,
+    F_RETIRE_AFTER,
+    F_ARCHIVE_DAYS,
     F__COUNT
 };
 
@@ -150,6 +155,10 @@ static const struct field kueue_fields[] = {
     {"multiKueueDispatcher", F_MK_DISPATCHER, "true or false", NULL, 0, 0, 0},
     {"multiKueueWorkers", F_MK_WORKERS, "a whole number of worker clusters", NULL, 0, 1, 20},
 };
+static const struct field records_fields[] = {
+    {"retireAfterSeconds", F_RETIRE_AFTER, NUM_SECONDS, NULL, 0, 1, 31536000},
+    {"archiveDays", F_ARCHIVE_DAYS, "a whole number of days", NULL, 0, 1, 3650},
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
     {"redis", F_REDIS, "a mapping", redis_fields, N(redis_fields), 0, 0},
@@ -165,6 +174,7 @@ static const struct field top_fields[] = {
      0, 0, 0},
     {"logLevel", F_LOG_LEVEL, "debug, info, warn or error", NULL, 0, 0, 0},
     {"kueue", F_KUEUE, "a mapping", kueue_fields, N(kueue_fields), 0, 0},
+    {"records", F_RECORDS, "a mapping", records_fields, N(records_fields), 0, 0},
 };
 
 /* ---- YAML helpers ------------------------------------------------------- */
@@ -451,6 +461,13 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;
         c->mk_workers = (int)d;
+        return 0;
+    case F_RETIRE_AFTER:
+        return number_field(cd, line, name, f, v, 0, &c->retire_after_s);
+    case F_ARCHIVE_DAYS:
+        if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
+            return rc;
+        c->archive_days = (int)d;
         return 0;
     case F_LOG_LEVEL:
         if (strcmp(v, "debug") != 0 && strcmp(v, "info") != 0 && strcmp(v, "warn") != 0 &&

@@ -40,6 +40,10 @@
  *                                         # long is withdrawn and the Job decided again
  *     multiKueueDispatcher: false         # MultiKueue's external dispatcher (docs/kueue.md)
  *     multiKueueWorkers: 1                # workers nominated per Workload, cheapest first
+ *   records:
+ *     retireAfterSeconds: 86400           # a finished Job's record this long after its end
+ *                                         # leaves the live set for the archive
+ *     archiveDays: 400                    # ended records kept this long (chargeback)
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
  * repeated key at any level, a value of the wrong shape or null, a number
@@ -97,8 +101,10 @@ struct sw_hub_config {
     double mirror_admission_s; /* a queued mirror unadmitted this long is withdrawn; default 300 */
     struct sw_bucket_map bucket_maps[SW_HUB_MAX_BUCKET_MAPS]; /* buckets: none by default */
     size_t nbucket_maps;
-    int mk_dispatcher; /* kueue.multiKueueDispatcher: MultiKueue's external dispatcher; 0 */
-    int mk_workers;    /* kueue.multiKueueWorkers: workers nominated per Workload; default 1 */
+    int mk_dispatcher;     /* kueue.multiKueueDispatcher: MultiKueue's external dispatcher; 0 */
+    int mk_workers;        /* kueue.multiKueueWorkers: workers nominated per Workload; default 1 */
+    double retire_after_s; /* records.retireAfterSeconds: a settled record ends; default 86400 */
+    int archive_days;      /* records.archiveDays: ended records kept for reports; default 400 */
 };
 
 /**

@@ -32,15 +32,18 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/json.h"
+#include "clusters/exec.h"
+#include "clusters/record.h"
+#include "controller/hub/annotations.h"
 #include "controller/hub/hub.h"
+#include "controller/hub/learn.h"
 #include "placement/explain.h"
 
 /* Defaults a hub cannot observe; docs/hub.md lists them. */
-#define PRIOR_RUNTIME_S   3600.0 /* a Job with no expected-runtime annotation */
-#define PRIOR_REMAINING_S 1800.0 /* a GPU pod running at home */
-#define EGRESS_PER_GB     0.02
-#define LINK_GBPS         10.0
-#define BLOCKED_RETRY_MS  30000
+#define PRIOR_RUNTIME_S  3600.0 /* a Job with no expected-runtime annotation */
+#define EGRESS_PER_GB    0.02
+#define LINK_GBPS        10.0
+#define BLOCKED_RETRY_MS 30000
 
 struct round {
     struct sw_hub *h;
@@ -259,11 +262,65 @@ static void add_pools(struct round *rd)
         }
 }
 
-/* The running GPU pods of each owned pool, each freeing its GPUs after the
- * prior (the hub does not know their true remaining time). */
-struct run_scan {
+/*
+ * The GPU pods running at home in one owned pool, each freeing its GPUs
+ * when its Job is expected to end: from the runtime the Job declares
+ * (spillway.io/expected-runtime) and its start, as the engine reckons a
+ * running Job's remaining time (learn.h). GPUs of pods whose Job declares
+ * none, and GPUs in use that no running pod accounts for (pods still
+ * binding, Jobs on their way home), keep the prior.
+ */
+struct home_scan {
     struct round *rd;
+    struct sw_member *m;
+    const struct sw_pool_spec *ps;
+    int64_t now_ms;
+    int left; /* GPUs in use not yet given a remaining time */
 };
+
+static const char *node_label(const void *ctx, const char *key)
+{
+    const struct sw_node_record *n = ctx;
+    for (uint16_t i = 0; i < n->nlabels; i++)
+        if (strcmp(n->labels[i].key, key) == 0)
+            return n->labels[i].value;
+    return NULL;
+}
+
+static void home_pod(const char *key, const void *obj, void *ctx)
+{
+    (void)key;
+    struct home_scan *hs = ctx;
+    const struct sw_pod_record *p = obj;
+    if (hs->left <= 0 || p->gpu_request <= 0 || p->node == NULL || p->owner == NULL ||
+        p->phase == NULL || strcmp(p->phase, "Running") != 0)
+        return;
+    const struct sw_node_record *n =
+        sw_informer_get(sw_cluster_cache_informer(hs->m->cache, SW_KIND_NODE), p->node);
+    if (n == NULL || strcmp(sw_capacity_type_of(node_label, n), hs->ps->capacity_type) != 0)
+        return;
+    const char *product = node_label(n, "nvidia.com/gpu.product");
+    if (hs->ps->gpu_product[0] && (product == NULL || strcmp(product, hs->ps->gpu_product) != 0))
+        return;
+    char jk[200];
+    snprintf(jk, sizeof(jk), "%s/%s", p->ns, p->owner);
+    const struct sw_job_record *j =
+        sw_informer_get(sw_cluster_cache_informer(hs->m->cache, SW_KIND_JOB), jk);
+    const char *declared = j ? sw_job_record_annotation(j, SW_ANN_RUNTIME) : NULL;
+    double declared_s = 0;
+    int64_t start_ms = 0;
+    const char *why = NULL;
+    if (declared == NULL || sw_duration_parse(declared, &declared_s) != 0 ||
+        j->start_time == NULL || sw_parse_rfc3339(j->start_time, &start_ms, &why) != 0)
+        return; /* the prior, with the rest */
+    struct round *rd = hs->rd;
+    if (grow((void **)&rd->running, &rd->cap_running, rd->nrunning + 1, sizeof(*rd->running)) != 0)
+        return;
+    int gpus = p->gpu_request < hs->left ? (int)p->gpu_request : hs->left;
+    rd->running[rd->nrunning++] = (struct sw_running){
+        .gpus = gpus, .remaining_s = sw_learn_home_remaining(declared_s, start_ms, hs->now_ms)};
+    hs->left -= gpus;
+}
 
 static void add_queues(struct round *rd)
 {
@@ -275,15 +332,19 @@ static void add_queues(struct round *rd)
         if (rd->pools[p].capacity != SW_CAP_OWNED)
             continue;
         int used = rd->pools[p].total_gpus - rd->pools[p].free_gpus;
-        /* One entry per GPU in use: the hub knows GPUs in use per pool,
-         * and each is expected to free after the prior. */
         size_t first = rd->nrunning;
-        if (used > 0) {
+        /* Whole GPUs only: a time-sliced pool counts thousandths, and its
+         * pods' shares are not worth a forecast each. */
+        struct sw_member *m = sw_member_find(h, rd->pools[p].cluster);
+        struct home_scan hs = {rd, m, rd->specs[p], sw_hub_wall_ms(), used};
+        if (used > 0 && m && m->cache && !rd->pools[p].time_sliced)
+            sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_POD), home_pod, &hs);
+        if (hs.left > 0) {
             if (grow((void **)&rd->running, &rd->cap_running, rd->nrunning + 1,
                      sizeof(*rd->running)) != 0)
                 return;
             rd->running[rd->nrunning++] =
-                (struct sw_running){.gpus = used, .remaining_s = PRIOR_REMAINING_S};
+                (struct sw_running){.gpus = hs.left, .remaining_s = SW_PRIOR_HOME_REMAINING};
         }
         struct sw_local_queue *q = &rd->queues[rd->nqueues++];
         memcpy(q->pool, rd->pools[p].name, sizeof(q->pool));
@@ -309,8 +370,8 @@ static void add_queues(struct round *rd)
             if (mo->total <= mo->free)
                 continue;
             struct sw_running *e = &rd->mig_running[p * SW_MAX_MIG + (size_t)k];
-            *e =
-                (struct sw_running){.gpus = mo->total - mo->free, .remaining_s = PRIOR_REMAINING_S};
+            *e = (struct sw_running){.gpus = mo->total - mo->free,
+                                     .remaining_s = SW_PRIOR_HOME_REMAINING};
             mo->running = e;
             mo->n_running = 1;
         }

@@ -853,6 +853,43 @@ static void on_gone_step(struct sw_kube_result *res, void *ctx)
     sw_hub_step_done(j->hub, j, rc);
 }
 
+/*
+ * Removes spillway's finalizer from the origin (a patch conditional on the
+ * version seen, keeping any other finalizer): true when it was there and
+ * the patch is in flight (j busy), false when there is none to remove.
+ */
+static bool drop_finalizer(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    struct sw_job_rec *r = &j->rec;
+    const cJSON *f;
+    bool ours = false;
+    cJSON *p = cJSON_CreateObject();
+    cJSON *md = cJSON_AddObjectToObject(p, "metadata");
+    const char *rv = sw_json_str(sw_json_child(origin, "metadata"), "resourceVersion");
+    if (rv)
+        cJSON_AddStringToObject(md, "resourceVersion", rv);
+    cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");
+    cJSON_ArrayForEach(f, sw_json_child(sw_json_child(origin, "metadata"), "finalizers"))
+    {
+        if (!cJSON_IsString(f))
+            continue;
+        if (strcmp(f->valuestring, SW_FINALIZER) == 0)
+            ours = true;
+        else
+            cJSON_AddItemToArray(fl, cJSON_CreateString(f->valuestring));
+    }
+    struct sw_member *om = sw_member_find(h, r->cluster);
+    if (!ours || om == NULL) {
+        cJSON_Delete(p);
+        return false;
+    }
+    j->busy = true;
+    if (sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, p, NULL, on_gone_step, j) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+    cJSON_Delete(p);
+    return true;
+}
+
 void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
 {
     struct sw_job_rec *r = &j->rec;
@@ -873,33 +910,8 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
     }
     if (origin) {
         /* Being deleted: let it go once the mirror is. */
-        const cJSON *f;
-        bool ours = false;
-        cJSON *p = cJSON_CreateObject();
-        cJSON *md = cJSON_AddObjectToObject(p, "metadata");
-        const char *rv = sw_json_str(sw_json_child(origin, "metadata"), "resourceVersion");
-        if (rv)
-            cJSON_AddStringToObject(md, "resourceVersion", rv);
-        cJSON *fl = cJSON_AddArrayToObject(md, "finalizers");
-        cJSON_ArrayForEach(f, sw_json_child(sw_json_child(origin, "metadata"), "finalizers"))
-        {
-            if (!cJSON_IsString(f))
-                continue;
-            if (strcmp(f->valuestring, SW_FINALIZER) == 0)
-                ours = true;
-            else
-                cJSON_AddItemToArray(fl, cJSON_CreateString(f->valuestring));
-        }
-        struct sw_member *om = sw_member_find(h, r->cluster);
-        if (ours && om) {
-            j->busy = true;
-            if (sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, p, NULL, on_gone_step,
-                                    j) != 0)
-                sw_hub_step_done(h, j, SW_EUNAVAIL);
-            cJSON_Delete(p);
+        if (drop_finalizer(h, j, origin))
             return;
-        }
-        cJSON_Delete(p);
     }
     if (!sw_job_state_terminal(r->state) && origin == NULL) {
         r->state = SW_JS_FAILED;
@@ -914,9 +926,47 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         /* Origin and mirror gone, the outcome recorded: the record goes
          * too (the job is freed once Redis has dropped it). */
         j->busy = true;
-        if (sw_rec_delete(h, j) != 0)
+        if (sw_rec_end(h, j, "its origin and mirror are gone") != 0)
             sw_hub_step_done(h, j, SW_EUNAVAIL);
     }
+}
+
+/* ---- a finished Job retired ----------------------------------------------- */
+
+void sw_follow_retire(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    j->hub = h;
+    /* The finished mirror first, so that nothing is left that the origin's
+     * finalizer would have to clean up, and no mirror outlives its record
+     * (adoption would find it again). A target the hub cannot see now is
+     * waited for; one removed from the registry has nothing to delete. */
+    struct sw_member *tm =
+        r->target_cluster[0] && r->mirror[0] ? sw_member_find(h, r->target_cluster) : NULL;
+    if (tm) {
+        if (tm->cache == NULL || !sw_cluster_cache_synced(tm->cache))
+            return;
+        const cJSON *mirror = sw_observe_mirror(h, r);
+        if (mirror) {
+            if (sw_json_child(sw_json_child(mirror, "metadata"), "deletionTimestamp") != NULL) {
+                j->next_ms = sw_hub_mono_ms() + 1000;
+                return;
+            }
+            j->busy = true;
+            SW_LOG(SW_LOG_INFO, "finished Job retired; deleting its mirror", "job=%s mirror=%s/%s",
+                   sw_log_q(r->key), sw_log_q(r->target_cluster), sw_log_q(r->mirror));
+            struct sw_kube_delete_opts d = {.propagation = "Background", .grace_period_s = -1};
+            if (sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d, on_gone_step, j) != 0)
+                sw_hub_step_done(h, j, SW_EUNAVAIL);
+            return;
+        }
+    }
+    const cJSON *origin = sw_observe_origin(h, r);
+    if (origin && drop_finalizer(h, j, origin))
+        return;
+    j->busy = true;
+    if (sw_rec_end(h, j, "finished, retired after records.retireAfterSeconds") != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
 }
 
 bool sw_follow_requeued(const struct sw_job_rec *r, const cJSON *origin)

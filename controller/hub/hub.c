@@ -18,6 +18,7 @@
 #include "controller/hub/adopt.h"
 #include "clusters/record.h"
 #include "controller/hub/hub.h"
+#include "controller/hub/retire.h"
 
 int64_t sw_hub_mono_ms(void)
 {
@@ -150,6 +151,29 @@ static bool settled(struct sw_hub *h, const struct sw_job *j)
              strcmp(r->target_cluster, r->cluster) != 0);
 }
 
+/*
+ * A settled record ends once its Job has been finished for
+ * records.retireAfterSeconds and its origin proves the outcome by itself
+ * (retire.h); until the origin shows it, the outcome is written there again
+ * every 30 s.
+ */
+static void retire_if_due(struct sw_hub *h, struct sw_job *j)
+{
+    const struct sw_job_record *o = sw_observe_origin_record(h, &j->rec);
+    switch (
+        sw_retire_check(&j->rec, o, sw_hub_wall_ms(), (int64_t)(h->cfg.retire_after_s * 1000))) {
+    case SW_RETIRE_NOT_YET:
+        return;
+    case SW_RETIRE_SHOW:
+        sw_follow_annotate(h, &j->rec);
+        j->next_ms = sw_hub_mono_ms() + 30000;
+        return;
+    case SW_RETIRE_NOW:
+        sw_follow_retire(h, j);
+        return;
+    }
+}
+
 static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
 {
     (void)ctx;
@@ -158,8 +182,10 @@ static void step_one(struct sw_hub *h, struct sw_job *j, void *ctx)
     struct sw_member *origin_m = sw_member_find(h, j->rec.cluster);
     if (origin_m == NULL || !sw_cluster_cache_synced(origin_m->cache))
         return;
-    if (settled(h, j))
+    if (settled(h, j)) {
+        retire_if_due(h, j);
         return;
+    }
     const cJSON *origin = sw_observe_origin(h, &j->rec);
     bool deleting = origin && cJSON_GetObjectItemCaseSensitive(
                                   cJSON_GetObjectItemCaseSensitive(origin, "metadata"),

@@ -332,11 +332,14 @@ int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx);
  */
 void sw_rec_step(struct sw_hub *h, struct sw_job *j, const char *crash_point);
 /**
- * Deletes j's record (and its explanation) under the hub's epoch, then
- * removes j from the table and frees it; on failure clears busy and backs
- * off. The caller sets j->busy first and must not touch j afterwards.
+ * Ends j's record under the hub's epoch: a record of a Job that ran is
+ * moved to the archive (SW_KEY_ENDED, for chargeback; trimmed to
+ * records.archiveDays), its explanation deleted; then j is removed from the
+ * table and freed, and the log says `why` (static). On failure clears busy
+ * and backs off. The caller sets j->busy first and must not touch j
+ * afterwards.
  */
-int sw_rec_delete(struct sw_hub *h, struct sw_job *j);
+int sw_rec_end(struct sw_hub *h, struct sw_job *j, const char *why);
 /** Removes a job from the table and frees it (no step may be in flight). */
 void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j);
 /** Loads every record into the hub's table, then calls done. */
@@ -708,6 +711,12 @@ cJSON *sw_dispatch_origin_patch(const cJSON *origin, const struct sw_job_rec *r,
 void sw_follow_step(struct sw_hub *h, struct sw_job *j);
 /** The origin was deleted (or is being): delete mirrors, drop the finalizer. */
 void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *origin);
+/**
+ * One step of ending a settled Job's record (retire.h says when): its
+ * finished mirror deleted and waited for, spillway's finalizer removed
+ * from the origin, then the record moved to the archive (sw_rec_end).
+ */
+void sw_follow_retire(struct sw_hub *h, struct sw_job *j);
 /**
  * For an annotation-only Job not yet suspended by the hub: when its origin
  * has finished at home (Complete or Failed), records that it ran at home

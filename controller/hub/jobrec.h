@@ -31,6 +31,12 @@
  * cluster, pool, nodePool, gpus, pricePerGpuHour, createdMs, deletedMs),
  * what spillctl report chargeback --from-hub bills as node-hours */
 #define SW_KEY_NODE_HOURS "spillway:node-hours"
+/* a sorted set: records that ended (their Job retired, or its origin and
+ * mirror gone), as JSON without their explanation, scored by when the Job
+ * finished (wall ms; when the record ended for a Job that never did), kept
+ * records.archiveDays; spillctl report chargeback --from-hub reads it
+ * beside the live records */
+#define SW_KEY_ENDED "spillway:ended"
 
 /** A Job's place in the burst lifecycle (the record's "state"). */
 enum sw_job_state {

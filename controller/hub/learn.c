@@ -3,6 +3,7 @@
  * the figures, their JSON form in Redis, and what explain shows of them.
  */
 #include "controller/hub/learn.h"
+#include "placement/estimate.h"
 
 #include <math.h>
 
@@ -106,4 +107,14 @@ cJSON *sw_learn_basis_json(const char *nodepool, const struct sw_learned *seen, 
         return NULL;
     }
     return o;
+}
+
+double sw_learn_home_remaining(double declared_s, int64_t start_ms, int64_t now_ms)
+{
+    if (!(declared_s > 0) || start_ms <= 0)
+        return SW_PRIOR_HOME_REMAINING;
+    struct sw_estimate est = {
+        .median_s = declared_s, .sigma = SW_DECLARED_RUNTIME_SIGMA, .source = SW_EST_ANNOTATION};
+    double ran = now_ms > start_ms ? (double)(now_ms - start_ms) / 1000.0 : 0;
+    return sw_estimate_remaining(&est, ran);
 }

@@ -12,9 +12,26 @@
 #include "common/error.h"
 
 /* Priors: what the hub assumes until it has seen better (docs/hub.md). */
-#define SW_PRIOR_PROVISION_S     60.0 /* a cloud node added */
-#define SW_PRIOR_SPOT_INTERRUPT  0.1  /* spot interruptions per hour of running */
-#define SW_PRIOR_INTERRUPT_HOURS 10.0 /* the hours of running that prior weighs as */
+#define SW_PRIOR_PROVISION_S     60.0   /* a cloud node added */
+#define SW_PRIOR_SPOT_INTERRUPT  0.1    /* spot interruptions per hour of running */
+#define SW_PRIOR_INTERRUPT_HOURS 10.0   /* the hours of running that prior weighs as */
+#define SW_PRIOR_HOME_REMAINING  1800.0 /* a GPU pod at home whose Job declares no runtime */
+/* The spread (sigma of log runtime) of a runtime a Job declares, as the
+ * engine's estimator has it before any annotated run has finished
+ * (placement/estimate.h's default). */
+#define SW_DECLARED_RUNTIME_SIGMA 0.5
+
+/**
+ * The expected remaining time of a Job running at home, for the home
+ * queue's forecast: with its declared runtime `declared_s` (> 0, the
+ * `spillway.io/expected-runtime` annotation) and its start `start_ms` (wall
+ * ms, > 0), E[T - a | T > a] for a log-normal T of median `declared_s` and
+ * spread SW_DECLARED_RUNTIME_SIGMA, a the time it has run at `now_ms`
+ * (placement's sw_estimate_remaining: a Job past its declared runtime is
+ * still expected to take a while, not to end at once); else (no runtime
+ * or no start) SW_PRIOR_HOME_REMAINING.
+ */
+double sw_learn_home_remaining(double declared_s, int64_t start_ms, int64_t now_ms);
 
 /**
  * The provisioning delay to give the engine: the mean of the `n` delays seen

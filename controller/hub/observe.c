@@ -26,6 +26,7 @@
 #include "common/json.h"
 #include "controller/hub/adopt.h"
 #include "controller/hub/hub.h"
+#include "controller/hub/retire.h"
 
 /* ---- pods grouped by Job -------------------------------------------------- */
 
@@ -339,25 +340,32 @@ static void scan_job(const char *key, const void *obj, void *ctx)
         sw_job_record_label(rec, SW_LBL_ORIGIN_UID) != NULL)
         return;
     sw_queue_seen(js->m, rec);
+    char k[256];
+    snprintf(k, sizeof(k), "%s/%s", js->m->rec.name, key);
+    struct sw_job *j = sw_hub_job_find(h, k);
+    /* Decided on the compact record too, before any JSON view: a Job the
+     * hub knows, or one whose record ended (retire.h), costs a lookup. */
+    if (j && j->persisted && rec->uid && strcmp(j->rec.uid, rec->uid) == 0)
+        return; /* known */
+    if (j && j->busy)
+        return;
+    if (j && j->persisted && !sw_job_state_terminal(j->rec.state))
+        return; /* the old Job of this name is still being cleaned up */
+    /* Seen finished (a Complete or Failed condition, or the outcome of a
+     * burst of its own UID in its annotations): no record follows it, and
+     * none is needed. Never burst a Job seen finished. */
+    if (sw_retire_origin_done(rec))
+        return;
     const cJSON *job = view_of(h, rec);
     const cJSON *md = sw_json_child(job, "metadata");
     const cJSON *ann = sw_json_child(md, "annotations");
     const char *burst = sw_json_str(ann, SW_ANN_BURST);
     if (burst == NULL || sw_json_str(sw_json_child(md, "labels"), SW_LBL_ORIGIN_UID) != NULL)
         return;
-    char k[256];
-    snprintf(k, sizeof(k), "%s/%s", js->m->rec.name, key);
-    struct sw_job *j = sw_hub_job_find(h, k);
     const char *uid = sw_json_str(md, "uid");
     const char *ns = sw_json_str(md, "namespace"), *name = sw_json_str(md, "name");
     if (uid == NULL || ns == NULL || name == NULL)
         return;
-    if (j && j->persisted && strcmp(j->rec.uid, uid) == 0)
-        return; /* known */
-    if (j && j->busy)
-        return;
-    if (j && j->persisted && !sw_job_state_terminal(j->rec.state))
-        return; /* the old Job of this name is still being cleaned up */
 
     struct sw_burst_spec spec;
     struct sw_error err = {0};

@@ -5,6 +5,7 @@
  *   spillway:job:KEY            the record (JSON)
  *   spillway:explain:KEY        the stored decision's explanation (JSON)
  *   spillway:hub:epoch          the fencing epoch (leader.c increments it)
+ *   spillway:ended              records that ended, for reports (jobrec.h)
  *
  * Every write goes through one Lua script that compares the writer's epoch
  * with spillway:hub:epoch inside Redis and refuses the write when they
@@ -28,9 +29,16 @@ static const char WRITE_LUA[] =
     "if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4]) end\n"
     "return 1\n";
 
+/* Ends a record: into the archive (when ARGV[3] is a record, scored by
+ * ARGV[4], the archive trimmed below ARGV[5]) and out of the live set, in
+ * one fenced script, so that no reader sees it in both or in neither. */
 static const char DELETE_LUA[] =
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
     "  return redis.error_reply('FENCED epoch ' .. ARGV[1] .. ' is not the current one')\n"
+    "end\n"
+    "if ARGV[3] ~= '' then\n"
+    "  redis.call('ZADD', KEYS[6], ARGV[4], ARGV[3])\n"
+    "  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. ARGV[5])\n"
     "end\n"
     "redis.call('DEL', KEYS[2], KEYS[4])\n"
     "redis.call('SREM', KEYS[3], ARGV[2])\n"
@@ -124,13 +132,20 @@ int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx)
     return 0;
 }
 
+struct end_ctx {
+    struct sw_hub *h;
+    struct sw_job *j;
+    const char *why; /* static */
+};
+
 static void on_deleted(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
 {
     (void)r;
     (void)errs;
-    struct write_ctx *w = ctx;
+    struct end_ctx *w = ctx;
     struct sw_hub *h = w->h;
     struct sw_job *j = w->j;
+    const char *why = w->why;
     free(w);
     if (reply && reply->type == REDIS_REPLY_ERROR && strstr(reply->str, "FENCED") != NULL) {
         h->m.fenced++;
@@ -141,25 +156,42 @@ static void on_deleted(struct sw_redis *r, redisReply *reply, const char *errs, 
         sw_hub_step_done(h, j, SW_EUNAVAIL);
         return;
     }
-    SW_LOG(SW_LOG_INFO, "record removed: origin and mirror are gone", "job=%s",
-           sw_log_q(j->rec.key));
+    SW_LOG(SW_LOG_INFO, "record ended", "job=%s why=%s", sw_log_q(j->rec.key), sw_log_q(why));
     sw_hub_job_drop(h, j);
 }
 
-int sw_rec_delete(struct sw_hub *h, struct sw_job *j)
+int sw_rec_end(struct sw_hub *h, struct sw_job *j, const char *why)
 {
-    struct write_ctx *w = malloc(sizeof(*w));
+    struct end_ctx *w = malloc(sizeof(*w));
     if (w == NULL)
         return SW_ENOMEM;
-    *w = (struct write_ctx){h, j, NULL, NULL};
-    char epoch[32], key[300], ekey[300];
+    *w = (struct end_ctx){h, j, why};
+    /* A record with nothing run to bill is not archived. */
+    char *text = NULL;
+    if (j->rec.started_ms > 0) {
+        cJSON *o = sw_job_rec_to_json(&j->rec);
+        text = o ? cJSON_PrintUnformatted(o) : NULL;
+        cJSON_Delete(o);
+        if (text == NULL) {
+            free(w);
+            return SW_ENOMEM;
+        }
+    }
+    int64_t now = sw_hub_wall_ms();
+    int64_t keep_ms = (int64_t)h->cfg.archive_days * 86400000LL;
+    char epoch[32], key[300], ekey[300], score[32], floor[32];
     snprintf(epoch, sizeof(epoch), "%lld", (long long)h->epoch);
     snprintf(key, sizeof(key), SW_KEY_JOB "%s", j->rec.key);
     snprintf(ekey, sizeof(ekey), SW_KEY_EXPLAIN "%s", j->rec.key);
-    const char *argv[] = {"EVAL", DELETE_LUA,  "5",  SW_KEY_EPOCH,
-                          key,    SW_KEY_JOBS, ekey, SW_KEY_OUTPUTS_SYNCED,
-                          epoch,  j->rec.key};
-    int rc = sw_redis_command_argv(h->redis, on_deleted, w, 10, argv, NULL);
+    snprintf(score, sizeof(score), "%lld",
+             (long long)(j->rec.finished_ms > 0 ? j->rec.finished_ms : now));
+    snprintf(floor, sizeof(floor), "%lld", (long long)(now - keep_ms));
+    const char *argv[] = {"EVAL",       DELETE_LUA,  "6",        SW_KEY_EPOCH,
+                          key,          SW_KEY_JOBS, ekey,       SW_KEY_OUTPUTS_SYNCED,
+                          SW_KEY_ENDED, epoch,       j->rec.key, text ? text : "",
+                          score,        floor};
+    int rc = sw_redis_command_argv(h->redis, on_deleted, w, 14, argv, NULL);
+    cJSON_free(text);
     if (rc != 0)
         free(w);
     return rc;

@@ -133,6 +133,27 @@ static void test_basis(void **state)
     cJSON_Delete(b);
 }
 
+/* A Job running at home: its declared runtime, as the engine reckons what
+ * is left of a running Job (log-normal, sigma 0.5); the prior without one.
+ * Expected values computed independently: E[T - a | T > a] for T
+ * log-normal, median 3600 s, sigma 0.5. */
+static void test_home_remaining(void **state)
+{
+    (void)state;
+    int64_t start = 1700000000000LL;
+    assert_float_equal(sw_learn_home_remaining(3600, start, start), 4079.33, 0.5);
+    assert_float_equal(sw_learn_home_remaining(3600, start, start + 1800000), 2515.96, 0.5);
+    assert_float_equal(sw_learn_home_remaining(3600, start, start + 3600000), 2041.41, 0.5);
+    /* Past its declared runtime it is not expected to end at once. */
+    assert_float_equal(sw_learn_home_remaining(3600, start, start + 7200000), 2045.74, 0.5);
+    /* A start in the future (clocks apart) counts as just started. */
+    assert_float_equal(sw_learn_home_remaining(3600, start, start - 5000), 4079.33, 0.5);
+    /* No declared runtime, or no start: the prior. */
+    assert_true(sw_learn_home_remaining(0, start, start) == SW_PRIOR_HOME_REMAINING);
+    assert_true(sw_learn_home_remaining(-1, start, start) == SW_PRIOR_HOME_REMAINING);
+    assert_true(sw_learn_home_remaining(3600, 0, start) == SW_PRIOR_HOME_REMAINING);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -141,6 +162,7 @@ int main(void)
         cmocka_unit_test(test_basis),
         cmocka_unit_test(test_provision),
         cmocka_unit_test(test_interrupt_rate),
+        cmocka_unit_test(test_home_remaining),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# retire.sh - a finished Job's record ends (issue 18 item 8): an
+# annotation-only origin stays on its cluster, suspended, for as long as
+# nobody deletes it, and its record used to live as long, in Redis and in
+# the leader's memory. With records.retireAfterSeconds (20 s here) after
+# the end, under the independent watcher:
+#   - both forms: the finished mirror is deleted, spillway's finalizer
+#     leaves the origin, the record leaves spillway:jobs for the archive
+#     spillway:ended; the chargeback report reads the same before and after
+#   - never burst again: neither the leader nor a hub started afterwards
+#     (no record in Redis) makes a record or a mirror for a retired origin;
+#     the origin keeps its outcome and is deleted without any hub
+#   - a copy of a retired origin (its annotations, spillway.io/state and
+#     spillway.io/mirror included, under a new UID) is a new Job: it bursts
+#     and runs once
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+hub_setup retire
+printf 'records:\n  retireAfterSeconds: 20\n' >>"$HUB_TMP/hub.yaml"
+watcher_start
+saturate
+hub_start
+
+A="onprem/$NS/r-annotation"
+D="onprem/$NS/r-delegated"
+in_set() { rcli SISMEMBER spillway:jobs "$1"; }
+# ended KEY: how many archived records name KEY.
+ended() {
+    rcli ZRANGE spillway:ended 0 -1 | python3 -c "
+import json, sys
+print(sum(1 for l in sys.stdin if l.strip() and json.loads(l).get('key') == '$1'))"
+}
+# bill: this test's team in the chargeback report (JSON), one line.
+day=$(date -u +%Y-%m-%d)
+next=$(date -u -d "$day + 1 day" +%Y-%m-%d)
+bill() {
+    "$SPILLCTL" report chargeback --from-hub --from "$day" --to "$next" --ondemand-price 6.98 -o json |
+        python3 -c "
+import json, sys
+t = [t for t in json.load(sys.stdin)['teams'] if t['team'] == '$NS']
+print(json.dumps(t[0] if t else None, sort_keys=True))"
+}
+
+burst_job r-annotation 4 3s | kc onprem apply -n "$NS" -f - >/dev/null
+burst_job r-delegated 4 3s delegated | kc onprem apply -n "$NS" -f - >/dev/null
+wait_record "$A" state succeeded 90
+wait_record "$D" state succeeded 90
+old_uid=$(kc onprem get job r-annotation -n "$NS" -o jsonpath='{.metadata.uid}')
+old_mirror=$(record_field "$A" mirror)
+[ -n "$old_mirror" ] && [ "$(record_field "$A" targetCluster)" != onprem ] ||
+    hub_fail "r-annotation did not burst (mirror \"$old_mirror\"): the case tests nothing"
+before=$(bill)
+[ "$(echo "$before" | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"])')" = 2 ] ||
+    hub_fail "the report before retirement does not bill the two Jobs: $before"
+[ "$(in_set "$A")" = 1 ] && [ "$(in_set "$D")" = 1 ] ||
+    hub_fail "a record ended before records.retireAfterSeconds"
+
+# ---- retired: mirror, finalizer, record ---------------------------------------
+t0=$SECONDS
+for i in $(seq 1 240); do
+    [ "$(in_set "$A")" = 0 ] && [ "$(in_set "$D")" = 0 ] && break
+    sleep 0.25
+done
+[ "$(in_set "$A")" = 0 ] && [ "$(in_set "$D")" = 0 ] ||
+    hub_fail "the records did not end within 60 s of their Jobs finishing (retireAfterSeconds 20)"
+echo "records ended $((SECONDS - t0)) s after both Jobs were seen succeeded"
+[ "$(ended "$A")" = 1 ] && [ "$(ended "$D")" = 1 ] ||
+    hub_fail "the archive holds $(ended "$A") and $(ended "$D") records of the two Jobs, not 1 each"
+[ -z "$(rcli GET "spillway:job:$A")" ] && [ -z "$(rcli GET "spillway:explain:$A")" ] ||
+    hub_fail "the record or explanation of r-annotation is still in Redis"
+after=$(bill)
+[ "$after" = "$before" ] || hub_fail "the bill changed with retirement: before $before, after $after"
+for j in r-annotation r-delegated; do
+    [ "$(mirrors_of "$j")" = 0 ] || hub_fail "$j still has $(mirrors_of "$j") mirrors after retirement"
+    fins=$(kc onprem get job "$j" -n "$NS" -o jsonpath='{.metadata.finalizers}')
+    [[ "$fins" != *spillway.io/mirror* ]] || hub_fail "$j still carries spillway's finalizer: $fins"
+done
+[ "$(kc onprem get job r-annotation -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state} {.spec.suspend}')" = "succeeded true" ] ||
+    hub_fail "r-annotation does not show its outcome, suspended"
+kc onprem wait --for=condition=complete job/r-delegated -n "$NS" --timeout=10s >/dev/null ||
+    hub_fail "r-delegated is not Complete"
+grep -q 'msg="record ended".*why="finished, retired' "$HUB_TMP/hub.log" || hub_fail "the hub did not log the retirement"
+pass "both forms retired 20 s after their end: mirrors deleted, finalizers removed, records archived, the bill unchanged ($after)"
+
+# ---- never burst again, by the leader or by a hub without the record ------------
+sleep 8 # four decision rounds (recheckSeconds 2)
+kill -9 "$HUB_PID"
+wait "$HUB_PID" 2>/dev/null || true
+hub_start
+sleep 12
+for K in "$A" "$D"; do
+    [ "$(in_set "$K")" = 0 ] || hub_fail "$K has a record again: $(rcli GET "spillway:job:$K")"
+done
+for j in r-annotation r-delegated; do
+    [ "$(mirrors_of "$j")" = 0 ] || hub_fail "$j was sent again: $(mirrors_of "$j") mirrors"
+done
+kc onprem delete job r-annotation r-delegated -n "$NS" --timeout=30s >/dev/null ||
+    hub_fail "a retired origin could not be deleted"
+pass "retired origins stay finished through 4 rounds and a restarted hub, and are deleted without the hub"
+
+# The watcher takes an origin's first succeeded state as its committed
+# outcome: the copy below starts with one it did not earn, so it is checked
+# by its record and its mirrors instead.
+watcher_check
+
+# ---- a copy under a new UID is a new Job ----------------------------------------
+burst_job r-copy 4 3s "" "    spillway.io/state: succeeded
+    spillway.io/mirror: $old_mirror" | kc onprem apply -n "$NS" -f - >/dev/null
+wait_record "onprem/$NS/r-copy" state succeeded 90
+[ "$(record_field "onprem/$NS/r-copy" attempt)" = 1 ] && [ "$(mirrors_of r-copy)" = 1 ] ||
+    hub_fail "r-copy ran as attempt $(record_field "onprem/$NS/r-copy" attempt) with $(mirrors_of r-copy) mirrors"
+pass "a copy carrying a retired Job's outcome annotations (mirror $old_mirror of uid $old_uid) burst and ran once"
