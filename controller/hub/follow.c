@@ -853,6 +853,19 @@ static void on_gone_step(struct sw_kube_result *res, void *ctx)
     sw_hub_step_done(j->hub, j, rc);
 }
 
+/* Deletes the record's mirror from `tm` (background propagation), saying
+ * why in the log (`msg`, static); j busy until the answer. */
+static void delete_mirror(struct sw_hub *h, struct sw_job *j, struct sw_member *tm, const char *msg)
+{
+    struct sw_job_rec *r = &j->rec;
+    j->busy = true;
+    SW_LOG(SW_LOG_INFO, msg, "job=%s mirror=%s/%s", sw_log_q(r->key), sw_log_q(r->target_cluster),
+           sw_log_q(r->mirror));
+    struct sw_kube_delete_opts d = {.propagation = "Background", .grace_period_s = -1};
+    if (sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d, on_gone_step, j) != 0)
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
+}
+
 /*
  * Removes spillway's finalizer from the origin (a patch conditional on the
  * version seen, keeping any other finalizer): true when it was there and
@@ -900,12 +913,7 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         return;
     const cJSON *mirror = tm ? sw_observe_mirror(h, r) : NULL;
     if (mirror && sw_json_child(sw_json_child(mirror, "metadata"), "deletionTimestamp") == NULL) {
-        j->busy = true;
-        SW_LOG(SW_LOG_INFO, "origin deleted; deleting its mirror", "job=%s mirror=%s/%s",
-               sw_log_q(r->key), sw_log_q(r->target_cluster), sw_log_q(r->mirror));
-        struct sw_kube_delete_opts d = {.propagation = "Background", .grace_period_s = -1};
-        if (sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d, on_gone_step, j) != 0)
-            sw_hub_step_done(h, j, SW_EUNAVAIL);
+        delete_mirror(h, j, tm, "origin deleted; deleting its mirror");
         return;
     }
     if (origin) {
@@ -952,12 +960,7 @@ void sw_follow_retire(struct sw_hub *h, struct sw_job *j)
                 j->next_ms = sw_hub_mono_ms() + 1000;
                 return;
             }
-            j->busy = true;
-            SW_LOG(SW_LOG_INFO, "finished Job retired; deleting its mirror", "job=%s mirror=%s/%s",
-                   sw_log_q(r->key), sw_log_q(r->target_cluster), sw_log_q(r->mirror));
-            struct sw_kube_delete_opts d = {.propagation = "Background", .grace_period_s = -1};
-            if (sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d, on_gone_step, j) != 0)
-                sw_hub_step_done(h, j, SW_EUNAVAIL);
+            delete_mirror(h, j, tm, "finished Job retired; deleting its mirror");
             return;
         }
     }
