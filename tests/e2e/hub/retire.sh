@@ -13,6 +13,8 @@
 #   - a copy of a retired origin (its annotations, spillway.io/state and
 #     spillway.io/mirror included, under a new UID) is a new Job: it bursts
 #     and runs once
+#   - a record ended by its origin's deletion (mirror deleted first) is
+#     archived too: the report still bills it
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 hub_setup retire
@@ -24,6 +26,14 @@ hub_start
 A="onprem/$NS/r-annotation"
 D="onprem/$NS/r-delegated"
 in_set() { rcli SISMEMBER spillway:jobs "$1"; }
+# mirrors_of_uid UID: mirrors of an origin (by its UID) in every cluster.
+mirrors_of_uid() {
+    local c n=0
+    for c in cloud-spot cloud-ondemand onprem; do
+        n=$((n + $(kc "$c" get jobs -n "$NS" -l "spillway.io/origin-uid=$1" -o name | wc -l)))
+    done
+    echo "$n"
+}
 # ended KEY: how many archived records name KEY.
 ended() {
     rcli ZRANGE spillway:ended 0 -1 | python3 -c "
@@ -107,6 +117,18 @@ watcher_check
 burst_job r-copy 4 3s "" "    spillway.io/state: succeeded
     spillway.io/mirror: $old_mirror" | kc onprem apply -n "$NS" -f - >/dev/null
 wait_record "onprem/$NS/r-copy" state succeeded 90
+copy_uid=$(kc onprem get job r-copy -n "$NS" -o jsonpath='{.metadata.uid}')
 [ "$(record_field "onprem/$NS/r-copy" attempt)" = 1 ] && [ "$(mirrors_of r-copy)" = 1 ] ||
     hub_fail "r-copy ran as attempt $(record_field "onprem/$NS/r-copy" attempt) with $(mirrors_of r-copy) mirrors"
 pass "a copy carrying a retired Job's outcome annotations (mirror $old_mirror of uid $old_uid) burst and ran once"
+
+# ---- a record ended by its origin's deletion is archived too ---------------------
+C="onprem/$NS/r-copy"
+kc onprem delete job r-copy -n "$NS" --timeout=60s >/dev/null || hub_fail "r-copy could not be deleted"
+for i in $(seq 1 120); do [ "$(in_set "$C")" = 0 ] && break; sleep 0.25; done
+[ "$(in_set "$C")" = 0 ] || hub_fail "r-copy's record did not end within 30 s of its origin's deletion"
+[ "$(ended "$C")" = 1 ] || hub_fail "r-copy's record is not in the archive ($(ended "$C"))"
+[ "$(mirrors_of_uid "$copy_uid")" = 0 ] || hub_fail "r-copy's mirror outlived its origin"
+billed=$(bill | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"])')
+[ "$billed" = 3 ] || hub_fail "the report bills $billed Jobs after r-copy's deletion, not 3"
+pass "r-copy deleted: its mirror deleted, its record archived, the report still bills all 3 Jobs"
