@@ -57,6 +57,7 @@ static const struct sw_cli_column status_columns[] = {
     {"MIRROR", "mirror", 1},
     {"PREEMPTIONS", "preemptions", 1},
     {"NODE WAIT", "nodeWait", 1},
+    {"QUEUE", "queue", 1},
     {"DETAIL", "detail", 0},
 };
 
@@ -201,6 +202,12 @@ static int status_once(const struct sw_cli_globals *g, redisContext *c, const ch
         else
             snprintf(buf, sizeof(buf), "-");
         cJSON_AddStringToObject(row, "nodeWait", buf);
+        /* The Kueue queue it was burst from: ClusterQueue, reserved of
+         * nominal GPUs, Workloads ahead, as decided. */
+        char q[160] = "-";
+        if (r.has_kueue)
+            sw_job_kueue_short(&r.kueue, q, sizeof(q));
+        cJSON_AddStringToObject(row, "queue", q);
         cJSON_AddStringToObject(row, "detail", r.reason[0] ? r.reason : r.summary);
         cJSON_AddItemToArray(rows, row);
     }
@@ -381,6 +388,17 @@ static int explain_run(const struct sw_cli_globals *g, const struct sw_cli_args 
     printf("Decision:  %s\n", text(ro, "summary")[0] ? text(ro, "summary") : "(none yet)");
     if (text(ro, "reason")[0])
         printf("Reason:    %s\n", text(ro, "reason"));
+    /* The Kueue queue it was taken from, as the decision found it. */
+    struct sw_job_rec rr;
+    struct sw_error rerr = {0};
+    if (sw_job_rec_from_json(ro, &rr, &rerr) != 0) {
+        if (sw_json_path(ro, "kueue") != NULL)
+            printf("Queue:     (unreadable: %s)\n", rerr.msg);
+    } else if (rr.has_kueue) {
+        char q[256];
+        sw_job_kueue_text(&rr.kueue, q, sizeof(q));
+        printf("Queue:     %s (LocalQueue %s), when decided\n", q, rr.kueue.local_queue);
+    }
     if (num(ro, "nodeWaitSeconds") > 0)
         printf("Node:      waited %.0f s for NodeClaim %s of NodePool %s (expected %.0f s)\n",
                num(ro, "nodeWaitSeconds"), text(ro, "nodeClaim"), text(ro, "nodePool"),
@@ -530,7 +548,9 @@ const struct sw_cli_spec sw_cli_status_specs[] = {
          "\n"
          "The Jobs the hub manages: where each was submitted and runs, its state in\n"
          "the burst lifecycle, its age, what it has cost so far, and why (the\n"
-         "decision, or the reason it is blocked or failed).\n"
+         "decision, or the reason it is blocked or failed). -o wide adds, among\n"
+         "others, QUEUE: for a Job taken from a Kueue queue, its ClusterQueue, the\n"
+         "GPUs reserved of its nominal quota and the Workloads ahead, as decided.\n"
          "\n"
          "Options:\n"
          "  -n, --namespace NAMESPACE  only Jobs submitted in this namespace\n"
@@ -557,7 +577,9 @@ const struct sw_cli_spec sw_cli_status_specs[] = {
              "egress), wait, completion and, when excluded, the reason; then, per pool,\n"
              "the provisioning delay and interruption rate the engine was given and what\n"
              "they rest on: learned from a NodePool's NodeClaims and interruptions (how\n"
-             "many), or the prior.\n",
+             "many), or the prior. For a Job taken from a Kueue queue, a Queue line:\n"
+             "its ClusterQueue and LocalQueue, the GPUs reserved of the nominal quota\n"
+             "and the Workloads ahead of it when it was decided.\n",
      .examples = "  spillctl explain onprem/research/train-llama\n"
                  "  spillctl explain onprem/research/train-llama -o json\n",
      .min_pos = 1,

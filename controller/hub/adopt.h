@@ -41,7 +41,7 @@ struct sw_adopt_mirror {
     char team[64];
     int gpus;
     double price_gpu_h;
-    char summary[256]; /* its spillway.io/decision annotation */
+    char summary[SW_REC_SUMMARY_MAX]; /* its spillway.io/decision annotation */
 };
 
 /**

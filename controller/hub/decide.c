@@ -45,6 +45,12 @@
 #define LINK_GBPS        10.0
 #define BLOCKED_RETRY_MS 30000
 
+/* A pending workload's Kueue queue at home, when one holds it. */
+struct pending_queue {
+    bool set;
+    struct sw_job_kueue k;
+};
+
 struct round {
     struct sw_hub *h;
     struct sw_pool *pools;
@@ -69,6 +75,13 @@ struct round {
     struct sw_queued **aheads;
     size_t *naheads;
     size_t cap_aheads, cap_naheads;
+    /* per member whose Kueue is read: its home queue (owned here), for
+     * what a decision says of a Kueue Job's queue */
+    struct sw_queue_home *homes;
+    const struct sw_member **home_of;
+    size_t nhomes, cap_homes, cap_home_of;
+    struct pending_queue *kq; /* per pending workload */
+    size_t cap_kq;
     /* MultiKueue dispatch (sw_decide_workers): only these members' pools */
     bool only_set;
     const char (*only)[SW_MK_NAME_MAX];
@@ -236,8 +249,17 @@ static void add_pools(struct round *rd)
             rd->npools++;
         }
         sw_capacity_free(&cap);
-        if (kueue)
+        /* Kept for the round: a Kueue Job's decision names its queue. */
+        if (!kueue)
+            continue;
+        if (grow((void **)&rd->homes, &rd->cap_homes, rd->nhomes + 1, sizeof(*rd->homes)) == 0 &&
+            grow((void **)&rd->home_of, &rd->cap_home_of, rd->nhomes + 1, sizeof(*rd->home_of)) ==
+                0) {
+            rd->homes[rd->nhomes] = qh;
+            rd->home_of[rd->nhomes++] = m;
+        } else {
             sw_queue_home_free(&qh);
+        }
     }
     /* Every ordered pair of distinct regions. */
     size_t n = rd->npools;
@@ -424,8 +446,17 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     }
     if (grow((void **)&rd->work, &rd->cap_work, rd->nwork + 1, sizeof(*rd->work)) != 0 ||
         grow((void **)&rd->jobs, &rd->cap_jobs, rd->nwork + 1, sizeof(*rd->jobs)) != 0 ||
-        grow((void **)&rd->requeued, &rd->cap_requeued, rd->nwork + 1, sizeof(*rd->requeued)) != 0)
+        grow((void **)&rd->requeued, &rd->cap_requeued, rd->nwork + 1, sizeof(*rd->requeued)) !=
+            0 ||
+        grow((void **)&rd->kq, &rd->cap_kq, rd->nwork + 1, sizeof(*rd->kq)) != 0)
         return;
+    /* Held by Kueue at home: what its queue looks like, for the decision's
+     * text and the record. */
+    struct pending_queue *pq = &rd->kq[rd->nwork];
+    pq->set = false;
+    for (size_t i = 0; i < rd->nhomes && !pq->set; i++)
+        if (rd->home_of[i] == om)
+            pq->set = sw_queue_job_kueue(j, origin, &rd->homes[i], &pq->k) == 0;
     struct sw_workload *w = &rd->work[rd->nwork];
     memset(w, 0, sizeof(*w));
     snprintf(w->name, sizeof(w->name), "%.*s", (int)sizeof(w->name) - 1, j->rec.name);
@@ -547,7 +578,14 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
             (burst_now == 0 || o->cost.total < burst_now))
             burst_now = o->cost.total;
     }
-    char summary[256], wait[32];
+    char summary[SW_REC_SUMMARY_MAX], wait[32], queued[256] = "";
+    const struct pending_queue *pq = &rd->kq[d->workload];
+    /* A Job Kueue holds at home: why it left its queue, in the queue's own
+     * figures, before the engine's. */
+    if (pq->set) {
+        sw_job_kueue_text(&pq->k, queued, sizeof(queued) - 2);
+        strcat(queued, "; ");
+    }
     fmt_wait(home_wait < 0 ? 0 : home_wait, wait, sizeof(wait));
     bool move = d->verdict == SW_VERDICT_BURST ||
                 (d->verdict == SW_VERDICT_STAY &&
@@ -564,7 +602,7 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
                      sw_capacity_name(p->capacity), d->chosen.cost.total, r->cluster);
         else if (d->verdict == SW_VERDICT_BURST)
             snprintf(summary, sizeof(summary),
-                     "burst to %s (%s): $%.2f expected vs %s wait at home", p->cluster,
+                     "%sburst to %s (%s): $%.2f expected vs %s wait at home", queued, p->cluster,
                      sw_capacity_name(p->capacity), d->chosen.cost.total, wait);
         else
             snprintf(summary, sizeof(summary), "stay at home (%s): $%.2f expected, %s wait; %s",
@@ -589,6 +627,11 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         r->billed_gpus = billed_gpus(w, p);
         r->expected_cost = d->chosen.cost.total;
         r->reason[0] = '\0';
+        r->has_kueue = pq->set && d->verdict == SW_VERDICT_BURST;
+        if (r->has_kueue)
+            r->kueue = pq->k;
+        else
+            memset(&r->kueue, 0, sizeof(r->kueue));
         r->state = SW_JS_DECIDED;
         SW_LOG(SW_LOG_INFO, "decided", "job=%s target=%s capacity=%s summary=%s", sw_log_q(r->key),
                sw_log_q(p->cluster), sw_log_q(r->capacity), sw_log_q(summary));
@@ -634,6 +677,11 @@ static void round_free(struct round *rd)
         sw_free(rd->aheads[p]);
     sw_free(rd->aheads);
     sw_free(rd->naheads);
+    for (size_t i = 0; i < rd->nhomes; i++)
+        sw_queue_home_free(&rd->homes[i]);
+    sw_free(rd->homes);
+    sw_free(rd->home_of);
+    sw_free(rd->kq);
 }
 
 /* Ranks by the engine's score (what cost-aware minimises: expected cost

@@ -486,11 +486,13 @@ static void on_mirror_created(struct sw_kube_result *res, void *ctx)
         sw_metrics_dispatch_latency(h, (double)r->dispatched_ms / 1000.0 - r->created);
     SW_LOG(SW_LOG_INFO, "mirror created", "job=%s mirror=%s/%s/%s attempt=%d", sw_log_q(r->key),
            sw_log_q(r->target_cluster), sw_log_q(r->ns), sw_log_q(r->mirror), r->attempt);
-    char msg[600];
+    bool burst = strcmp(r->target_cluster, r->cluster) != 0;
+    if (burst && r->has_kueue)
+        sw_metrics_kueue_burst(h, r->cluster, r->kueue.cluster_queue);
+    char msg[SW_REC_SUMMARY_MAX + 256];
     snprintf(msg, sizeof(msg), "%s; mirror %s/%s/%s (attempt %d)", r->summary, r->target_cluster,
              r->ns, r->mirror, r->attempt);
-    sw_follow_event(h, r, "Normal", strcmp(r->target_cluster, r->cluster) == 0 ? "Placed" : "Burst",
-                    msg);
+    sw_follow_event(h, r, "Normal", burst ? "Burst" : "Placed", msg);
     sw_rec_step(h, j, "after-dispatched");
 }
 
@@ -701,6 +703,9 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
                      bound > 0 || !take ? "a pod of the Job was scheduled at home"
                                         : "its Workload is no longer pending for quota at home");
             abandon_attempt(r);
+            /* Not burst: its queue is no longer why it left. */
+            r->has_kueue = false;
+            memset(&r->kueue, 0, sizeof(r->kueue));
             SW_LOG(SW_LOG_INFO, "burst abandoned: the Job runs at home", "job=%s queue=%s",
                    sw_log_q(r->key), sw_log_q(q->name));
             sw_rec_step(h, j, NULL);

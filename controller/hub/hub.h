@@ -177,6 +177,7 @@ struct sw_hub_rule {
 /** Counters and gauges for /metrics. */
 #define SW_HUB_MAX_DECISION_POOLS 64
 #define SW_HUB_MAX_SPEND_SERIES   256
+#define SW_HUB_MAX_KUEUE_SERIES   256
 struct sw_hub_metrics {
     uint64_t decisions[SW_VERDICT_REJECT + 1];
     /* decisions by outcome and pool ("" for rejects) */
@@ -206,6 +207,13 @@ struct sw_hub_metrics {
         double dollars;
     } spend[SW_HUB_MAX_SPEND_SERIES];
     size_t nspend;
+    /* bursts taken from a Kueue queue, by origin cluster and ClusterQueue */
+    struct sw_kueue_burst_series {
+        char cluster[64];
+        char cq[64];
+        uint64_t n;
+    } kueue_bursts[SW_HUB_MAX_KUEUE_SERIES];
+    size_t nkueue_bursts;
 };
 
 struct sw_hub {
@@ -666,6 +674,16 @@ struct sw_queue_home {
 int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *out);
 /** The GPUs of the i-th Workload ahead. */
 int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i);
+/**
+ * What the decision of a Job in a Kueue queue at home says of that queue
+ * (jobrec.h): its ClusterQueue (its cluster's only one, else the one its
+ * Workload was admitted by, if any; "" and the totals of `qh` otherwise),
+ * that queue's reserved and nominal GPUs, and the Workloads the engine
+ * queued ahead of it. `qh` is the Job's home cluster's (sw_queue_home),
+ * borrowed. SW_ENOENT when no Kueue queue holds `origin` (borrowed).
+ */
+int sw_queue_job_kueue(const struct sw_job *j, const cJSON *origin, const struct sw_queue_home *qh,
+                       struct sw_job_kueue *out);
 void sw_queue_home_free(struct sw_queue_home *qh);
 
 /* ---- decide.c ------------------------------------------------------------- */
@@ -790,5 +808,11 @@ void sw_metrics_dispatch_latency(struct sw_hub *h, double s);
  * that ended while it led, so the fleet's spend is the sum over replicas.
  */
 void sw_metrics_spend(struct sw_hub *h, struct sw_job *j);
+/**
+ * Counts one burst taken from a Kueue queue (a mirror created in another
+ * cluster for a Job whose decision took it from ClusterQueue `cq` of
+ * cluster `cluster`, "" when not known), in spillway_kueue_bursts_total.
+ */
+void sw_metrics_kueue_burst(struct sw_hub *h, const char *cluster, const char *cq);
 
 #endif

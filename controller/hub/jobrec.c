@@ -1,6 +1,7 @@
 /*
  * jobrec.c - the hub's per-Job record and its JSON form (jobrec.h).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -85,6 +86,14 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
         cJSON_AddNumberToObject(m, "attempt", r->stale[i].attempt);
         cJSON_AddItemToArray(st, m);
     }
+    if (r->has_kueue) {
+        cJSON *k = cJSON_AddObjectToObject(o, "kueue");
+        cJSON_AddStringToObject(k, "clusterQueue", r->kueue.cluster_queue);
+        cJSON_AddStringToObject(k, "localQueue", r->kueue.local_queue);
+        cJSON_AddNumberToObject(k, "reservedGpus", (double)r->kueue.reserved_gpus);
+        cJSON_AddNumberToObject(k, "nominalGpus", (double)r->kueue.nominal_gpus);
+        cJSON_AddNumberToObject(k, "ahead", (double)r->kueue.ahead);
+    }
     return o;
 }
 
@@ -109,6 +118,67 @@ static int get_num(const cJSON *o, const char *k, double *out, const char *what,
 {
     *out = 0;
     return sw_json_number(o, k, false, what, out, err);
+}
+
+/* The record's "kueue" (absent in records of Jobs no Kueue queue held, and
+ * in every record written before it existed). Each field is required once
+ * the object is there, and named when it is wrong. */
+static int get_kueue(const cJSON *o, struct sw_job_rec *r, struct sw_error *err)
+{
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kueue");
+    if (k == NULL || cJSON_IsNull(k))
+        return 0;
+    char what[300];
+    snprintf(what, sizeof(what), "job record %s", r->key);
+    if (!cJSON_IsObject(k))
+        return sw_error_set(err, SW_EPARSE, "%s: field \"kueue\": expected an object, got %s", what,
+                            sw_json_type_name(k));
+    struct sw_job_kueue *q = &r->kueue;
+    static const struct {
+        const char *path;
+        size_t off;
+    } names[] = {
+        {"kueue.clusterQueue", offsetof(struct sw_job_kueue, cluster_queue)},
+        {"kueue.localQueue", offsetof(struct sw_job_kueue, local_queue)},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *s = NULL;
+        int rc = sw_json_string(o, names[i].path, true, what, &s, err);
+        if (rc == SW_ENOENT)
+            return sw_error_set(err, SW_EPARSE, "%s: field \"%s\": missing", what, names[i].path);
+        if (rc != 0)
+            return rc;
+        char *dst = (char *)q + names[i].off;
+        if (strlen(s) >= sizeof(q->cluster_queue))
+            return sw_error_set(err, SW_ETOOBIG, "%s: field \"%s\": longer than %zu bytes", what,
+                                names[i].path, sizeof(q->cluster_queue) - 1);
+        memcpy(dst, s, strlen(s) + 1);
+    }
+    static const struct {
+        const char *path;
+        size_t off;
+    } counts[] = {
+        {"kueue.reservedGpus", offsetof(struct sw_job_kueue, reserved_gpus)},
+        {"kueue.nominalGpus", offsetof(struct sw_job_kueue, nominal_gpus)},
+        {"kueue.ahead", offsetof(struct sw_job_kueue, ahead)},
+    };
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        int64_t v = 0;
+        int rc = sw_json_int64(o, counts[i].path, true, what, &v, err);
+        if (rc == SW_ENOENT)
+            return sw_error_set(err, SW_EPARSE, "%s: field \"%s\": missing", what, counts[i].path);
+        if (rc != 0)
+            return rc;
+        if (v < 0)
+            return sw_error_set(err, SW_EPARSE,
+                                "%s: field \"%s\": expected a count of 0 or more, got %lld", what,
+                                counts[i].path, (long long)v);
+        memcpy((char *)q + counts[i].off, &v, sizeof(v));
+    }
+    if (q->local_queue[0] == '\0')
+        return sw_error_set(err, SW_EPARSE, "%s: field \"kueue.localQueue\": empty", what);
+    r->has_kueue = true;
+    return 0;
 }
 
 int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *err)
@@ -200,7 +270,7 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     }
     if (r->key[0] == '\0')
         return sw_error_set(err, SW_EINVAL, "%s: field \"key\": missing", what);
-    return 0;
+    return get_kueue(o, r, err);
 }
 
 int sw_job_rec_add_stale(struct sw_job_rec *r, const char *cluster, const char *name, int attempt)
@@ -231,6 +301,33 @@ bool sw_job_rec_stale_on(const struct sw_job_rec *r, const char *cluster)
         if (strcmp(r->stale[i].cluster, cluster) == 0)
             return true;
     return false;
+}
+
+/* "1 Workload", "5 Workloads". */
+static const char *workloads(int64_t n)
+{
+    return n == 1 ? "Workload" : "Workloads";
+}
+
+void sw_job_kueue_text(const struct sw_job_kueue *k, char *buf, size_t len)
+{
+    if (k->cluster_queue[0] != '\0')
+        snprintf(buf, len, "queued in ClusterQueue %s: %lld/%lld GPUs reserved, %lld %s ahead",
+                 k->cluster_queue, (long long)k->reserved_gpus, (long long)k->nominal_gpus,
+                 (long long)k->ahead, workloads(k->ahead));
+    else
+        snprintf(buf, len,
+                 "queued in LocalQueue %s: %lld/%lld GPUs reserved in its cluster's "
+                 "ClusterQueues, %lld %s ahead",
+                 k->local_queue, (long long)k->reserved_gpus, (long long)k->nominal_gpus,
+                 (long long)k->ahead, workloads(k->ahead));
+}
+
+void sw_job_kueue_short(const struct sw_job_kueue *k, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s %lld/%lld, %lld ahead", k->cluster_queue[0] ? "" : "LocalQueue ",
+             k->cluster_queue[0] ? k->cluster_queue : k->local_queue, (long long)k->reserved_gpus,
+             (long long)k->nominal_gpus, (long long)k->ahead);
 }
 
 double sw_job_rec_billed_gpus(const struct sw_job_rec *r)

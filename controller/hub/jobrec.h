@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -79,6 +80,26 @@ struct sw_stale_mirror {
     int attempt;
 };
 
+/**
+ * The Kueue queue a Job was burst from, as the decision found it (the
+ * record's "kueue"; absent for a Job no Kueue queue held). What the origin's
+ * decision text and spillctl status and explain say of its queue.
+ */
+struct sw_job_kueue {
+    /* The ClusterQueue it waited in; "" when its cluster has several and
+     * the Job's was not known (the figures are then its cluster's totals). */
+    char cluster_queue[64];
+    char local_queue[64];  /* the LocalQueue it was submitted to */
+    int64_t reserved_gpus; /* nvidia.com/gpu reserved in that ClusterQueue */
+    int64_t nominal_gpus;  /* of its nominal quota */
+    /* Workloads pending for quota there that spillway does not manage,
+     * which the engine queued ahead of the Job */
+    int64_t ahead;
+};
+
+/** The most bytes of a record's summary, its terminating NUL included. */
+#define SW_REC_SUMMARY_MAX 384
+
 /** One origin Job's record: what is written to Redis (record.c). */
 struct sw_job_rec {
     char key[256]; /* "cluster/namespace/name" */
@@ -106,8 +127,10 @@ struct sw_job_rec {
     double expected_cost;  /* the chosen option's expected total */
     double home_wait_s;    /* the stay option's expected wait */
     double burst_now_cost; /* what burst-immediately (on-demand now) would cost */
-    char summary[256];     /* "burst to cloud-spot: $41.20 expected vs 47 min wait at home" */
-    char reason[512];      /* blocked or failed: why */
+    /* "burst to cloud-spot (spot): $41.20 expected vs 47 min wait at home",
+     * after "queued in ClusterQueue gpu: ...; " for a Job burst from Kueue */
+    char summary[SW_REC_SUMMARY_MAX];
+    char reason[512]; /* blocked or failed: why */
     int64_t input_bytes;
     double created; /* origin creationTimestamp, unix s */
     int64_t observed_ms, decided_ms, data_ready_ms, dispatched_ms, started_ms, finished_ms;
@@ -129,6 +152,8 @@ struct sw_job_rec {
     bool wait_on_loss; /* spillway.io/on-cluster-loss: wait (as of the last decision) */
     int nstale;        /* mirrors to delete from clusters that were lost */
     struct sw_stale_mirror stale[SW_REC_MAX_STALE];
+    bool has_kueue; /* the last decision took it from a Kueue queue: kueue says which */
+    struct sw_job_kueue kueue;
 };
 
 /** The record as JSON (new; the caller deletes it). */
@@ -144,6 +169,20 @@ int sw_job_rec_add_stale(struct sw_job_rec *r, const char *cluster, const char *
 void sw_job_rec_remove_stale(struct sw_job_rec *r, int i);
 /** Whether a stale mirror of the record is on `cluster`. */
 bool sw_job_rec_stale_on(const struct sw_job_rec *r, const char *cluster);
+
+/**
+ * What a Job's Kueue queue looked like, for people: "queued in ClusterQueue
+ * gpu: 8/8 GPUs reserved, 5 Workloads ahead" ("queued in LocalQueue gpu:
+ * 16/24 GPUs reserved in its cluster's ClusterQueues, ..." when the
+ * ClusterQueue is not known). Always NUL-terminated, cut to fit `len`.
+ */
+void sw_job_kueue_text(const struct sw_job_kueue *k, char *buf, size_t len);
+
+/**
+ * The same, short, for a table's column: "gpu 8/8, 5 ahead" ("LocalQueue
+ * gpu 16/24, 5 ahead" when the ClusterQueue is not known).
+ */
+void sw_job_kueue_short(const struct sw_job_kueue *k, char *buf, size_t len);
 
 /** The GPUs a record's run is billed for: billed_gpus, or gpus when that is 0. */
 double sw_job_rec_billed_gpus(const struct sw_job_rec *r);

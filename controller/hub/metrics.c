@@ -78,6 +78,27 @@ void sw_metrics_spend(struct sw_hub *h, struct sw_job *j)
     m->spend[i].dollars += d;
 }
 
+void sw_metrics_kueue_burst(struct sw_hub *h, const char *cluster, const char *cq)
+{
+    struct sw_hub_metrics *m = &h->m;
+    size_t i;
+    for (i = 0; i < m->nkueue_bursts; i++)
+        if (strcmp(m->kueue_bursts[i].cluster, cluster) == 0 &&
+            strcmp(m->kueue_bursts[i].cq, cq) == 0)
+            break;
+    if (i == m->nkueue_bursts) {
+        if (i == SW_HUB_MAX_KUEUE_SERIES) {
+            SW_LOG(SW_LOG_WARN, "Kueue burst not counted: too many series", "cluster=%s max=%d",
+                   sw_log_q(cluster), SW_HUB_MAX_KUEUE_SERIES);
+            return;
+        }
+        struct sw_kueue_burst_series *s = &m->kueue_bursts[m->nkueue_bursts++];
+        snprintf(s->cluster, sizeof(s->cluster), "%s", cluster);
+        snprintf(s->cq, sizeof(s->cq), "%s", cq);
+    }
+    m->kueue_bursts[i].n++;
+}
+
 struct render {
     struct sw_hub *h;
     uint64_t states[SW_JS__COUNT];
@@ -316,6 +337,14 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
                     "spillway_cloud_spend_dollars_total{team=\"%s\",cluster=\"%s\",pool=\"%s\","
                     "capacity=\"%s\"} %.4f\n",
                     sp->team, sp->cluster, sp->pool, sp->capacity, sp->dollars);
+    }
+    sw_buf_adds(b, "# HELP spillway_kueue_bursts_total Bursts of Jobs taken from a Kueue queue "
+                   "(mirrors created in another cluster), by origin cluster and ClusterQueue.\n"
+                   "# TYPE spillway_kueue_bursts_total counter\n");
+    for (size_t i = 0; i < h->m.nkueue_bursts; i++) {
+        const struct sw_kueue_burst_series *kb = &h->m.kueue_bursts[i];
+        sw_buf_addf(b, "spillway_kueue_bursts_total{cluster=\"%s\",cluster_queue=\"%s\"} %llu\n",
+                    kb->cluster, kb->cq, (unsigned long long)kb->n);
     }
     /* Replication rules the leader runs (rules.c): RPO per target, the age
      * of the last run, the objective, and runs by outcome. */

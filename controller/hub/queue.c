@@ -438,6 +438,37 @@ int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i)
     return e->f.gpus;
 }
 
+int sw_queue_job_kueue(const struct sw_job *j, const cJSON *origin, const struct sw_queue_home *qh,
+                       struct sw_job_kueue *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!kueue_label(origin) || qh->ncq == 0)
+        return SW_ENOENT;
+    const char *lq = sw_queue_origin_queue(origin);
+    snprintf(out->local_queue, sizeof(out->local_queue), "%.*s", (int)sizeof(out->local_queue) - 1,
+             lq ? lq : "");
+    /* A pending Workload does not name its ClusterQueue (only an admission
+     * does), and the hub does not list LocalQueues: with one ClusterQueue
+     * it is that one. */
+    const struct sw_cluster_queue_facts *cq = qh->ncq == 1 ? &qh->cq[0] : NULL;
+    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
+    for (size_t i = 0; cq == NULL && e != NULL && e->f.cluster_queue[0] && i < qh->ncq; i++)
+        if (strcmp(qh->cq[i].name, e->f.cluster_queue) == 0)
+            cq = &qh->cq[i];
+    if (cq != NULL) {
+        snprintf(out->cluster_queue, sizeof(out->cluster_queue), "%s", cq->name);
+        out->reserved_gpus = cq->reserved_gpus;
+        out->nominal_gpus = cq->nominal_gpus;
+    } else {
+        out->reserved_gpus = qh->reserved;
+        out->nominal_gpus = qh->nominal;
+    }
+    /* The engine queues every Workload pending for quota that spillway does
+     * not manage ahead of every burstable Job of the cluster (decide.c). */
+    out->ahead = (int64_t)qh->nahead;
+    return 0;
+}
+
 void sw_queue_home_free(struct sw_queue_home *qh)
 {
     sw_free(qh->ahead_e);

@@ -12,7 +12,10 @@
 #      blocked (named) and left in Kueue; once it exists, the Job whose
 #      Workload is pending for quota is taken from Kueue (queue-name label
 #      gone, Workload inactive) and its mirror is admitted by cloud-spot's
-#      Kueue and completes, the origin never started at home;
+#      Kueue and completes, the origin never started at home; its Burst
+#      Event, decision annotation, spillctl status -o wide and explain name
+#      ClusterQueue gpu with 8/8 GPUs reserved, and
+#      spillway_kueue_bursts_total counts 1 for it;
 #   3. Kueue preemption: a burstable Job of priority low running at home is
 #      evicted by a Job of priority high (ClusterQueue preemption
 #      withinClusterQueue: LowerPriority); the evicted Job is a candidate
@@ -180,6 +183,33 @@ wl=$(workload_of spill)
     hub_fail "spill started at home"
 one_mirror_each spill
 pass "quota full: spill taken from Kueue (label removed, Workload $wl inactive), admitted by cloud-spot's Kueue and succeeded there"
+# What people see: the origin says why in its queue's figures (the filler
+# holds the 8 GPUs of onprem's only ClusterQueue, gpu), before the engine's.
+dec=$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/decision}')
+[[ "$dec" =~ ^queued\ in\ ClusterQueue\ gpu:\ 8/8\ GPUs\ reserved,\ ([0-9]+)\ Workloads?\ ahead\;\ burst\ to\ cloud-spot\ \(spot\):\ \$[0-9.]+\ expected\ vs\ .+\ wait\ at\ home$ ]] ||
+    hub_fail "spill's decision does not name its queue: \"$dec\""
+ahead=${BASH_REMATCH[1]}
+[ "$(record_field "$S" summary)" = "$dec" ] || hub_fail "the record's summary is not the origin's decision: \"$(record_field "$S" summary)\""
+bev=""
+for _ in $(seq 1 40); do
+    bev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=spill,reason=Burst -o jsonpath='{.items[0].message}' 2>/dev/null || true)
+    [ -n "$bev" ] && break
+    sleep 0.25
+done
+[ "$bev" = "$dec; mirror cloud-spot/$NS/$m (attempt 1)" ] || hub_fail "spill's Burst Event does not say why in its queue's figures: \"$bev\""
+kq=$(rcli GET "spillway:job:$S" | python3 -c 'import json,sys; k=json.load(sys.stdin)["kueue"]; print(k["clusterQueue"], k["localQueue"], k["reservedGpus"], k["nominalGpus"], k["ahead"])')
+[ "$kq" = "gpu gpu 8 8 $ahead" ] || hub_fail "the record's kueue is \"$kq\", not \"gpu gpu 8 8 $ahead\""
+row=$("$SPILLCTL" status -n "$NS" -o wide | grep "^onprem/$NS/spill ") || hub_fail "spillctl status -o wide lists no spill"
+[[ "$row" == *" gpu 8/8, $ahead ahead "* ]] || hub_fail "spillctl status -o wide shows no QUEUE gpu 8/8, $ahead ahead: \"$row\""
+hdr=$("$SPILLCTL" status -n "$NS" -o wide | head -1)
+[[ "$hdr" == *" QUEUE "* ]] || hub_fail "spillctl status -o wide has no QUEUE column: \"$hdr\""
+eq=$("$SPILLCTL" explain "$S" | grep '^Queue:') || hub_fail "spillctl explain $S shows no Queue line"
+want_eq="Queue:     queued in ClusterQueue gpu: 8/8 GPUs reserved, $ahead Workload$([ "$ahead" = 1 ] || echo s) ahead (LocalQueue gpu), when decided"
+[ "$eq" = "$want_eq" ] || hub_fail "spillctl explain: \"$eq\", not \"$want_eq\""
+kb=$(curl -sf http://127.0.0.1:19464/metrics | grep '^spillway_kueue_bursts_total' || true)
+[ "$kb" = 'spillway_kueue_bursts_total{cluster="onprem",cluster_queue="gpu"} 1' ] ||
+    hub_fail "spillway_kueue_bursts_total is not 1 for onprem's ClusterQueue gpu: \"$kb\""
+pass "what people see: the Burst Event \"$bev\"; status -o wide \"$(echo "$row" | grep -o "gpu 8/8, $ahead ahead")\"; explain \"$eq\"; $kb"
 kc onprem delete job filler -n "$NS" --wait=true >/dev/null
 
 # ---- 3. Kueue preemption: the evicted Job is a candidate again -------------

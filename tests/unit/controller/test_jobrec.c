@@ -195,12 +195,179 @@ static void test_cost(void **state)
     assert_true(sw_job_rec_cost(&r, 5000) == 0);
 }
 
+static void kueue_fill(struct sw_job_kueue *k, const char *cq, int64_t reserved, int64_t nominal,
+                       int64_t ahead)
+{
+    memset(k, 0, sizeof(*k));
+    snprintf(k->cluster_queue, sizeof(k->cluster_queue), "%s", cq);
+    snprintf(k->local_queue, sizeof(k->local_queue), "gpu-lq");
+    k->reserved_gpus = reserved;
+    k->nominal_gpus = nominal;
+    k->ahead = ahead;
+}
+
+/* What the origin and spillctl say of a Kueue Job's queue, to the byte. */
+static void test_kueue_text(void **state)
+{
+    (void)state;
+    struct sw_job_kueue k;
+    char buf[256];
+    kueue_fill(&k, "gpu", 8, 8, 5);
+    sw_job_kueue_text(&k, buf, sizeof(buf));
+    assert_string_equal(buf, "queued in ClusterQueue gpu: 8/8 GPUs reserved, 5 Workloads ahead");
+    sw_job_kueue_short(&k, buf, sizeof(buf));
+    assert_string_equal(buf, "gpu 8/8, 5 ahead");
+    kueue_fill(&k, "gpu", 6, 8, 1);
+    sw_job_kueue_text(&k, buf, sizeof(buf));
+    assert_string_equal(buf, "queued in ClusterQueue gpu: 6/8 GPUs reserved, 1 Workload ahead");
+    kueue_fill(&k, "gpu", 8, 8, 0);
+    sw_job_kueue_text(&k, buf, sizeof(buf));
+    assert_string_equal(buf, "queued in ClusterQueue gpu: 8/8 GPUs reserved, 0 Workloads ahead");
+    /* Several ClusterQueues, the Job's not known: its LocalQueue, the totals. */
+    kueue_fill(&k, "", 16, 24, 3);
+    sw_job_kueue_text(&k, buf, sizeof(buf));
+    assert_string_equal(buf, "queued in LocalQueue gpu-lq: 16/24 GPUs reserved in its cluster's "
+                             "ClusterQueues, 3 Workloads ahead");
+    sw_job_kueue_short(&k, buf, sizeof(buf));
+    assert_string_equal(buf, "LocalQueue gpu-lq 16/24, 3 ahead");
+    /* Cut to fit, always terminated. */
+    kueue_fill(&k, "gpu", 8, 8, 5);
+    sw_job_kueue_text(&k, buf, 20);
+    assert_string_equal(buf, "queued in ClusterQu");
+    /* The longest name a ClusterQueue field holds (63) fits the summary
+     * with the burst text after it. */
+    char cq[64];
+    memset(cq, 'q', 63);
+    cq[63] = '\0';
+    kueue_fill(&k, cq, 9007199254740992, 9007199254740992, 9007199254740992);
+    sw_job_kueue_text(&k, buf, sizeof(buf));
+    assert_true(strlen(buf) < SW_REC_SUMMARY_MAX - 200);
+    assert_non_null(strstr(buf, cq));
+}
+
+/* The record's "kueue" round-trips; a record without it (a plain Job, or
+ * one written before it existed) loads with none. */
+static void test_kueue_round_trip(void **state)
+{
+    (void)state;
+    struct sw_job_rec a, b;
+    struct sw_error err = {0};
+    fill(&a);
+    cJSON *o = sw_job_rec_to_json(&a);
+    assert_null(cJSON_GetObjectItemCaseSensitive(o, "kueue"));
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), 0);
+    assert_false(b.has_kueue);
+    cJSON_Delete(o);
+    a.has_kueue = true;
+    kueue_fill(&a.kueue, "gpu", 8, 8, 5);
+    o = sw_job_rec_to_json(&a);
+    char *text = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(o, "kueue"));
+    assert_string_equal(text, "{\"clusterQueue\":\"gpu\",\"localQueue\":\"gpu-lq\","
+                              "\"reservedGpus\":8,\"nominalGpus\":8,\"ahead\":5}");
+    cJSON_free(text);
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), 0);
+    cJSON_Delete(o);
+    assert_true(b.has_kueue);
+    assert_string_equal(b.kueue.cluster_queue, "gpu");
+    assert_string_equal(b.kueue.local_queue, "gpu-lq");
+    assert_int_equal(b.kueue.reserved_gpus, 8);
+    assert_int_equal(b.kueue.nominal_gpus, 8);
+    assert_int_equal(b.kueue.ahead, 5);
+    /* The ClusterQueue may be unknown (""). */
+    kueue_fill(&a.kueue, "", 16, 24, 0);
+    o = sw_job_rec_to_json(&a);
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), 0);
+    cJSON_Delete(o);
+    assert_true(b.has_kueue);
+    assert_string_equal(b.kueue.cluster_queue, "");
+    assert_int_equal(b.kueue.nominal_gpus, 24);
+    /* null is absent. */
+    o = cJSON_Parse("{\"key\":\"a/b/c\",\"state\":\"observed\",\"kueue\":null}");
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), 0);
+    assert_false(b.has_kueue);
+    cJSON_Delete(o);
+}
+
+/* A bad "kueue" names the field. */
+static void test_kueue_bad(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *kueue;
+        const char *msg;
+    } cases[] = {
+        {"[]", "job record a/b/c: field \"kueue\": expected an object, got an array"},
+        {"{\"localQueue\":\"gpu\",\"reservedGpus\":8,\"nominalGpus\":8,\"ahead\":0}",
+         "job record a/b/c: field \"kueue.clusterQueue\": missing"},
+        {"{\"clusterQueue\":7,\"localQueue\":\"gpu\",\"reservedGpus\":8,\"nominalGpus\":8,"
+         "\"ahead\":0}",
+         "job record a/b/c: field \"kueue.clusterQueue\": expected a string, got a number"},
+        {"{\"clusterQueue\":\"gpu\",\"localQueue\":\"\",\"reservedGpus\":8,\"nominalGpus\":8,"
+         "\"ahead\":0}",
+         "job record a/b/c: field \"kueue.localQueue\": empty"},
+        {"{\"clusterQueue\":\"gpu\",\"localQueue\":\"gpu\",\"reservedGpus\":8.5,\"nominalGpus\":8,"
+         "\"ahead\":0}",
+         "job record a/b/c: field \"kueue.reservedGpus\": expected an integer, got 8.5"},
+        {"{\"clusterQueue\":\"gpu\",\"localQueue\":\"gpu\",\"reservedGpus\":8,\"nominalGpus\":"
+         "\"8\","
+         "\"ahead\":0}",
+         "job record a/b/c: field \"kueue.nominalGpus\": expected an integer, got a string"},
+        {"{\"clusterQueue\":\"gpu\",\"localQueue\":\"gpu\",\"reservedGpus\":8,\"nominalGpus\":8,"
+         "\"ahead\":-1}",
+         "job record a/b/c: field \"kueue.ahead\": expected a count of 0 or more, got -1"},
+        {"{\"clusterQueue\":\"gpu\",\"localQueue\":\"gpu\",\"reservedGpus\":8,\"nominalGpus\":8}",
+         "job record a/b/c: field \"kueue.ahead\": missing"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "{\"key\":\"a/b/c\",\"state\":\"dispatched\",\"kueue\":%s}",
+                 cases[i].kueue);
+        cJSON *o = cJSON_Parse(text);
+        assert_non_null(o);
+        struct sw_job_rec r;
+        struct sw_error err = {0};
+        assert_int_not_equal(sw_job_rec_from_json(o, &r, &err), 0);
+        assert_string_equal(err.msg, cases[i].msg);
+        cJSON_Delete(o);
+    }
+    /* A name longer than a ClusterQueue's field holds (63 bytes). */
+    char text[512], name[65];
+    memset(name, 'q', 64);
+    name[64] = '\0';
+    snprintf(text, sizeof(text),
+             "{\"key\":\"a/b/c\",\"state\":\"dispatched\",\"kueue\":{\"clusterQueue\":\"%s\","
+             "\"localQueue\":\"gpu\",\"reservedGpus\":8,\"nominalGpus\":8,\"ahead\":0}}",
+             name);
+    cJSON *o = cJSON_Parse(text);
+    struct sw_job_rec r;
+    struct sw_error err = {0};
+    assert_int_equal(sw_job_rec_from_json(o, &r, &err), SW_ETOOBIG);
+    assert_string_equal(err.msg,
+                        "job record a/b/c: field \"kueue.clusterQueue\": longer than 63 bytes");
+    cJSON_Delete(o);
+    /* 63 bytes fit. */
+    name[63] = '\0';
+    snprintf(text, sizeof(text),
+             "{\"key\":\"a/b/c\",\"state\":\"dispatched\",\"kueue\":{\"clusterQueue\":\"%s\","
+             "\"localQueue\":\"gpu\",\"reservedGpus\":8,\"nominalGpus\":8,\"ahead\":0}}",
+             name);
+    o = cJSON_Parse(text);
+    assert_int_equal(sw_job_rec_from_json(o, &r, &err), 0);
+    assert_string_equal(r.kueue.cluster_queue, name);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_stale_mirrors),
-        cmocka_unit_test(test_state_names), cmocka_unit_test(test_bad_records),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_stale_mirrors),
+        cmocka_unit_test(test_state_names),
+        cmocka_unit_test(test_bad_records),
         cmocka_unit_test(test_cost),
+        cmocka_unit_test(test_kueue_text),
+        cmocka_unit_test(test_kueue_round_trip),
+        cmocka_unit_test(test_kueue_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
