@@ -37,7 +37,11 @@
 #     creates, both clusters' Kueue, Job controller, scheduler and kwok too)
 #   - the hub's peak RSS
 # and the medians per side and QPS. A round that does not admit every Job
-# within BENCH_KUEUE_SECONDS (900) reports how many it did.
+# within BENCH_KUEUE_SECONDS (900) reports how many it did. After the rounds
+# of Jobs created at once, at client QPS BENCH_KUEUE_OFFERED_QPS (300) the
+# latency goal's load: the N Jobs offered at BENCH_KUEUE_OFFERED a second
+# (100; 0 for none), BENCH_KUEUE_OFFERED_ROUNDS rounds per side (as many as
+# the others).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 export SW_SOURCE_DIR=${SW_SOURCE_DIR:-$(cd "$HERE/../.." && pwd)}
@@ -46,6 +50,11 @@ N=${BENCH_KUEUE_JOBS:-1000}
 ROUNDS=${BENCH_KUEUE_ROUNDS:-3}
 QPSES=${BENCH_KUEUE_QPS:-50 300}
 BOUND=${BENCH_KUEUE_SECONDS:-900}
+# The latency goal's load: Jobs offered at OFFERED a second (not at once),
+# at client QPS OFFERED_QPS, OFFERED_ROUNDS rounds per side; 0: none.
+OFFERED=${BENCH_KUEUE_OFFERED:-100}
+OFFERED_QPS=${BENCH_KUEUE_OFFERED_QPS:-300}
+OFFERED_ROUNDS=${BENCH_KUEUE_OFFERED_ROUNDS:-$ROUNDS}
 export HUB_DB=9
 source "$SW_SOURCE_DIR/tests/e2e/hub/lib.sh"
 TB="$SW_SOURCE_DIR/tests/testbed/testbed"
@@ -175,7 +184,7 @@ host_of() { awk '$1=="server:"{sub("https://", "", $2); print $2; exit}' "$KCD/$
 # gpu); MultiKueue's LocalQueue multikueue, on ClusterQueue multikueue at the
 # manager and gpu at the workers.
 queues() {
-    local ns=$1 c cq
+    local ns=$1 c cq lq
     for c in "${CLUSTERS3[@]}"; do
         kc "$c" create namespace "$ns" >/dev/null
         if [ "$2" = spillway ]; then
@@ -186,6 +195,16 @@ queues() {
         fi
         printf 'apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: %s, namespace: %s}\nspec: {clusterQueue: %s}\n' \
             "$lq" "$ns" "$cq" | kc "$c" apply -f - >/dev/null
+    done
+    # Kueue must know the queue before the first Job comes: its webhook
+    # gives a Job in a MultiKueue queue spec.managedBy only then.
+    for c in "${CLUSTERS3[@]}"; do
+        for _ in $(seq 1 120); do
+            [ "$(kc "$c" get localqueue "$lq" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Active")].status}' 2>/dev/null)" = True ] && break
+            sleep 0.25
+        done
+        [ "$(kc "$c" get localqueue "$lq" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Active")].status}' 2>/dev/null)" = True ] ||
+            hub_fail "LocalQueue $lq in $ns on $c is not Active after 30 s"
     done
 }
 
@@ -204,9 +223,18 @@ admitted_count() { grep -c '^admitted ' "$HUB_TMP/admitted" || true; }
 # drop NS: the round's namespace gone from the three clusters (spillway's
 # finalizers removed: its hub is stopped), waited for up to 300 s so that
 # the next round starts on a quiet lab.
+unfinalize() { # unfinalize CLUSTER NS: the Jobs there that hold a finalizer, released
+    local jobs
+    jobs=$(kc "$1" get jobs -n "$2" -o jsonpath='{range .items[?(@.metadata.finalizers)]}{"job/"}{.metadata.name}{" "}{end}' 2>/dev/null || true)
+    # shellcheck disable=SC2086
+    [ -z "$jobs" ] || kc "$1" patch $jobs -n "$2" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
+}
 drop() {
     local c i left
-    for c in "${CLUSTERS3[@]}"; do drop_namespace "$c" "$1"; done
+    for c in "${CLUSTERS3[@]}"; do
+        unfinalize "$c" "$1"
+        kc "$c" delete namespace "$1" --wait=false >/dev/null 2>&1 || true
+    done
     for i in $(seq 1 300); do
         left=0
         for c in "${CLUSTERS3[@]}"; do
@@ -214,7 +242,7 @@ drop() {
         done
         [ "$left" = 0 ] && return 0
         # Jobs the finalizer patch missed (created while it ran).
-        [ $((i % 30)) = 0 ] && for c in "${CLUSTERS3[@]}"; do drop_namespace "$c" "$1"; done
+        if [ $((i % 30)) = 0 ]; then for c in "${CLUSTERS3[@]}"; do unfinalize "$c" "$1"; done; fi
         sleep 1
     done
     echo "note: namespace $1 still terminating after 300 s" >&2
@@ -229,12 +257,13 @@ register() {
         --pool name=od-h100,capacity=on-demand,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=6.98 >/dev/null
 }
 
-# round SIDE QPS ROUND: one round; appends a result line to $HUB_TMP/results:
-# SIDE QPS ROUND ADMITTED P50 P99 MAX RATE REQ_ONPREM REQ_SPOT REQ_OD
-# ALL_ONPREM ALL_SPOT ALL_OD RSS_MIB
+# round SIDE QPS ROUND [OFFERED]: one round, the Jobs created at once or,
+# with OFFERED, at that many a second; appends a result line to
+# $HUB_TMP/results: SIDE QPS OFFERED ROUND ADMITTED P50 P99 MAX RATE
+# REQ_ONPREM REQ_SPOT REQ_OD ALL_ONPREM ALL_SPOT ALL_OD RSS_MIB
 round() {
-    local side=$1 qps=$2 r=$3 ns peak=0 t0 lpid c rss
-    ns="kb-${side:0:2}-$$-$qps-$r"
+    local side=$1 qps=$2 r=$3 offered=${4:-0} ns peak=0 t0 lpid c rss
+    ns="kb-${side:0:2}-$$-$qps-$offered-$r"
     HUB_EXTRA_NS+=("$ns")
     queues "$ns" "$side"
     if [ "$side" = spillway ]; then
@@ -257,7 +286,10 @@ round() {
     local queue=gpu form=burstable
     [ "$side" = multikueue ] && queue=multikueue form=plain
     t0=$SECONDS
-    "$LOAD" "$KCD/onprem-cert.kubeconfig" "$ns" "$N" "$form" 0 0 "$queue" >"$HUB_TMP/created" 2>"$HUB_TMP/load.err" &
+    # Offered at a rate: hub_load's own token bucket, burst 1.
+    local lq=0 lb=0
+    [ "$offered" != 0 ] && lq=$offered lb=1
+    "$LOAD" "$KCD/onprem-cert.kubeconfig" "$ns" "$N" "$form" "$lq" "$lb" "$queue" >"$HUB_TMP/created" 2>"$HUB_TMP/load.err" &
     lpid=$!
     while [ $((SECONDS - t0)) -lt "$BOUND" ]; do
         if [ "$side" = spillway ]; then
@@ -331,9 +363,9 @@ PY
     done
     local rmib="-"
     [ "$side" = spillway ] && rmib=$((peak / 1024))
-    echo "$side $qps $r $stats ${per[*]} ${allp[*]} $rmib" >>"$HUB_TMP/results"
+    echo "$side $qps $offered $r $stats ${per[*]} ${allp[*]} $rmib" >>"$HUB_TMP/results"
     read -r adm p50 p99 pmax rate <<<"$stats"
-    echo "$side, QPS $qps, round $r: $adm of $N admitted in the cloud in $((SECONDS - t0)) s; $rate Jobs/s;" \
+    echo "$side, QPS $qps, $([ "$offered" = 0 ] && echo "at once" || echo "offered at $offered/s"), round $r: $adm of $N admitted in the cloud in $((SECONDS - t0)) s; $rate Jobs/s;" \
         "created->admitted p50 ${p50}s p99 ${p99}s max ${pmax}s; requests per Job by the" \
         "$([ "$side" = spillway ] && echo hub || echo "manager's Kueue") onprem/cloud-spot/cloud-ondemand ${per[*]};" \
         "by all clients ${allp[*]}; hub peak RSS $rmib MiB"
@@ -405,6 +437,12 @@ YAML
         round spillway "$qps" "$r"
         round multikueue "$qps" "$r"
     done
+    if [ "$qps" = "$OFFERED_QPS" ] && [ "$OFFERED" != 0 ]; then
+        for r in $(seq 1 "$OFFERED_ROUNDS"); do
+            round spillway "$qps" "$r" "$OFFERED"
+            round multikueue "$qps" "$r" "$OFFERED"
+        done
+    fi
 done
 
 python3 - "$HUB_TMP/results" "$N" <<'PY'
@@ -415,17 +453,21 @@ def med(vals):
     v = [float(x) for x in vals if x not in ("-", "")]
     return f"{statistics.median(v):.2f}" if v else "-"
 print()
-print(f"Kueue benchmark: {n} one-GPU Jobs queued at once on onprem, medians of the rounds")
-hdr = ("side", "QPS", "rounds", "admitted", "Jobs/s", "p50 s", "p99 s", "max s",
-       "req/Job ctl onprem", "cloud-spot", "cloud-od", "req/Job all onprem", "cloud-spot", "cloud-od", "RSS MiB")
-print(" | ".join(hdr))
-for qps in sorted({r[1] for r in rows}, key=float):
+print(f"Kueue benchmark: {n} one-GPU Jobs queued on onprem (at once, or offered at a rate), medians of the rounds")
+print("| side | client QPS | offered | admitted (rounds) | Jobs/s (rounds) | p50 s | p99 s | max s | requests/Job by the controller, onprem / cloud-spot / cloud-ondemand | by all clients | hub RSS MiB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+keys = []
+for r in rows:
+    if (r[1], r[2]) not in keys:
+        keys.append((r[1], r[2]))
+for qps, off in keys:
     for side in ("spillway", "multikueue"):
-        rs = [r for r in rows if r[0] == side and r[1] == qps]
+        rs = [r for r in rows if r[0] == side and r[1] == qps and r[2] == off]
         if not rs:
             continue
         col = lambda i: [r[i] for r in rs]
-        print(" | ".join([side, qps, ",".join(r[2] for r in rs), "/".join(col(3)), med(col(7)) + " (" + ", ".join(col(7)) + ")",
-                          med(col(4)), med(col(5)), med(col(6)), med(col(8)), med(col(9)), med(col(10)),
-                          med(col(11)), med(col(12)), med(col(13)), med(col(14))]))
+        print("| " + " | ".join([side, qps, "at once" if off == "0" else off + "/s", ", ".join(col(4)),
+                                 med(col(8)) + " (" + ", ".join(col(8)) + ")", med(col(5)), med(col(6)), med(col(7)),
+                                 " / ".join(med(col(i)) for i in (9, 10, 11)),
+                                 " / ".join(med(col(i)) for i in (12, 13, 14)), med(col(15))]) + " |")
 PY
