@@ -27,7 +27,11 @@
 # 32. Reported per round, from an outside watch of the workers' Workloads
 # (kueue_watch.py, the time an event arrives):
 #   - origin created (the create call's answer) to its Workload Admitted in
-#     a cloud cluster (MultiKueue: the first worker's), p50 / p99 / max
+#     a cloud cluster (MultiKueue: the first worker's), p50 / p99 / max;
+#     split at the origin's Workload (a watch of onprem's too): at home,
+#     created to the Workload pending for quota (spillway's signal) or
+#     reserved at the manager (MultiKueue's), Kueue's own time; onward,
+#     from there to admitted in the cloud
 #   - Jobs/s: N / (last admitted - first created)
 #   - API requests per Job per cluster, counted from the start of the load
 #     to the last admission: the hub's own (spillway_api_requests_total;
@@ -205,11 +209,11 @@ queues() {
 }
 
 observe() {
-    python3 "$HERE/kueue_watch.py" "$SW_LAB_KUBECTL" "$KCD" "$1" "${CLOUDS[@]}" >"$HUB_TMP/admitted" 2>&1 &
+    python3 "$HERE/kueue_watch.py" "$SW_LAB_KUBECTL" "$KCD" "$1" origin:onprem "${CLOUDS[@]}" >"$HUB_TMP/admitted" 2>&1 &
     OBS_PID=$!
     local i
     for i in $(seq 1 100); do
-        [ "$(grep -c '^watching ' "$HUB_TMP/admitted")" = 2 ] && return 0
+        [ "$(grep -c '^watching ' "$HUB_TMP/admitted")" = 3 ] && return 0
         sleep 0.1
     done
     hub_fail "the watch of the workers' Workloads did not start: $(cat "$HUB_TMP/admitted")"
@@ -329,12 +333,19 @@ for line in open(sys.argv[3]):
     if len(f) == 2:
         origin_of[f[0]] = f[1]
 first = {}
+home = {}
 for line in open(sys.argv[2]):
     f = line.split()
-    if len(f) != 5 or f[0] != "admitted":
+    if len(f) != 5:
         continue
-    _, cluster, wl, owner, ms = f
+    state, cluster, wl, owner, ms = f
     m = re.match(r"^job-(job-\d+)-[a-z0-9]{5}$", wl)
+    if state in ("pending", "reserved") and m:
+        # The origin's Workload pending for quota (what spillway waits
+        # for) or reserved at the manager (what MultiKueue waits for).
+        home.setdefault(m.group(1), int(ms))
+    if state != "admitted":
+        continue
     # A MultiKueue worker's copy has the manager's Workload's name (job-NAME-
     # hash); a spillway mirror's Workload is owned by the mirror.
     job = origin_of.get(owner) or (m.group(1) if m else None)
@@ -343,11 +354,17 @@ for line in open(sys.argv[2]):
 n = int(sys.argv[4])
 lat = sorted((first[j] - created[j]) / 1000.0 for j in first)
 if not lat:
-    print("0 - - - -")
+    print("0 - - - - - - - -")
     sys.exit(0)
-q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
+def q(v, p):
+    return f"{v[min(len(v) - 1, int(p * len(v)))]:.3f}" if v else "-"
 rate = len(lat) / ((max(first.values()) - min(created.values())) / 1000.0)
-print(f"{len(lat)} {q(0.5):.3f} {q(0.99):.3f} {lat[-1]:.3f} {rate:.1f}")
+# Split at the origin's Workload: Kueue's own time at home (created to
+# pending / reserved), then the controller's (to admitted in the cloud).
+athome = sorted((home[j] - created[j]) / 1000.0 for j in first if j in home)
+onward = sorted((first[j] - home[j]) / 1000.0 for j in first if j in home)
+print(f"{len(lat)} {q(lat, 0.5)} {q(lat, 0.99)} {lat[-1]:.3f} {rate:.1f} "
+      f"{q(athome, 0.5)} {q(athome, 0.99)} {q(onward, 0.5)} {q(onward, 0.99)}")
 PY
 )
     local per=() allp=()
@@ -361,10 +378,10 @@ PY
     done
     local rmib="-"
     [ "$side" = spillway ] && rmib=$((peak / 1024))
-    echo "$side $qps $offered $r $stats ${per[*]} ${allp[*]} $rmib" >>"$HUB_TMP/results"
-    read -r adm p50 p99 pmax rate <<<"$stats"
+    read -r adm p50 p99 pmax rate h50 h99 o50 o99 <<<"$stats"
+    echo "$side $qps $offered $r $adm $p50 $p99 $pmax $rate ${per[*]} ${allp[*]} $rmib $h50 $h99 $o50 $o99" >>"$HUB_TMP/results"
     echo "$side, QPS $qps, $([ "$offered" = 0 ] && echo "at once" || echo "offered at $offered/s"), round $r: $adm of $N admitted in the cloud in $((SECONDS - t0)) s; $rate Jobs/s;" \
-        "created->admitted p50 ${p50}s p99 ${p99}s max ${pmax}s; requests per Job by the" \
+        "created->admitted p50 ${p50}s p99 ${p99}s max ${pmax}s (created->origin Workload $([ "$side" = spillway ] && echo pending || echo reserved) p50 ${h50}s p99 ${h99}s, then ->admitted p50 ${o50}s p99 ${o99}s); requests per Job by the" \
         "$([ "$side" = spillway ] && echo hub || echo "manager's Kueue") onprem/cloud-spot/cloud-ondemand ${per[*]};" \
         "by all clients ${allp[*]}; hub peak RSS $rmib MiB"
     if [ "$side" = spillway ]; then
@@ -452,8 +469,8 @@ def med(vals):
     return f"{statistics.median(v):.2f}" if v else "-"
 print()
 print(f"Kueue benchmark: {n} one-GPU Jobs queued on onprem (at once, or offered at a rate), medians of the rounds")
-print("| side | client QPS | offered | admitted (rounds) | Jobs/s (rounds) | p50 s | p99 s | max s | requests/Job by the controller, onprem / cloud-spot / cloud-ondemand | by all clients | hub RSS MiB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| side | client QPS | offered | admitted (rounds) | Jobs/s (rounds) | p50 s | p99 s | max s | at home p50 / p99 s | onward p50 / p99 s | requests/Job by the controller, onprem / cloud-spot / cloud-ondemand | by all clients | hub RSS MiB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 keys = []
 for r in rows:
     if (r[1], r[2]) not in keys:
@@ -466,6 +483,7 @@ for qps, off in keys:
         col = lambda i: [r[i] for r in rs]
         print("| " + " | ".join([side, qps, "at once" if off == "0" else off + "/s", ", ".join(col(4)),
                                  med(col(8)) + " (" + ", ".join(col(8)) + ")", med(col(5)), med(col(6)), med(col(7)),
+                                 med(col(16)) + " / " + med(col(17)), med(col(18)) + " / " + med(col(19)),
                                  " / ".join(med(col(i)) for i in (9, 10, 11)),
                                  " / ".join(med(col(i)) for i in (12, 13, 14)), med(col(15))]) + " |")
 PY

@@ -7,6 +7,12 @@ moment this process first saw it with the condition Admitted=True:
 
     admitted CLUSTER WORKLOAD OWNER_JOB UNIX_MS
 
+and, on a cluster named origin:CLUSTER (the Jobs' own), when each Workload
+was first seen at all, pending for quota (QuotaReserved=False with
+Kueue's "insufficient unused quota") and with quota reserved:
+
+    created|pending|reserved CLUSTER WORKLOAD - UNIX_MS
+
 OWNER_JOB is the Job the Workload's ownerReferences name ("-" for none: a
 MultiKueue worker's copy is created before its Job). A line "watching
 CLUSTER" is printed once each watch has listed, so that the caller can
@@ -15,7 +21,7 @@ not from the condition's lastTransitionTime (whole seconds), so that a
 sub-second latency can be measured; the watch's own delay is in it, the
 same for both sides of the benchmark. Runs until SIGTERM.
 
-usage: kueue_watch.py KUBECTL KUBECONFIG_DIR NAMESPACE CLUSTER...
+usage: kueue_watch.py KUBECTL KUBECONFIG_DIR NAMESPACE [origin:]CLUSTER...
 """
 import json
 import os
@@ -35,14 +41,21 @@ def say(line):
         sys.stdout.flush()
 
 
-def admitted(obj):
+def states(obj):
+    """The states of a Workload this watch reports, by its conditions."""
+    out = set()
     for c in obj.get("status", {}).get("conditions", []) or []:
         if c.get("type") == "Admitted" and c.get("status") == "True":
-            return True
-    return False
+            out.add("admitted")
+        if c.get("type") == "QuotaReserved":
+            if c.get("status") == "True":
+                out.add("reserved")
+            elif c.get("reason") == "Pending" and "insufficient unused quota" in c.get("message", ""):
+                out.add("pending")
+    return out
 
 
-def watch(kubectl, kdir, ns, cluster):
+def watch(kubectl, kdir, ns, cluster, origin):
     # The list that starts the watch is printed as its items one by one;
     # the namespace is new, so "listed" is the first moment the stream is
     # open, told by kubectl's first byte or, with nothing to list, a short
@@ -88,7 +101,13 @@ def watch(kubectl, kdir, ns, cluster):
                 break
             buf = buf[end:]
             name = obj.get("metadata", {}).get("name", "")
-            if name in seen or not admitted(obj):
+            if origin:
+                for state in ["created"] + sorted(states(obj) & {"pending", "reserved"}):
+                    if (state, name) not in seen:
+                        seen.add((state, name))
+                        say(f"{state} {cluster} {name} - {now}")
+                continue
+            if name in seen or "admitted" not in states(obj):
                 continue
             seen.add(name)
             owners = [o["name"] for o in obj["metadata"].get("ownerReferences", []) or [] if o.get("kind") == "Job"]
@@ -104,7 +123,9 @@ def main():
 
     signal.signal(signal.SIGTERM, stop)
     for c in sys.argv[4:]:
-        threading.Thread(target=watch, args=(kubectl, kdir, ns, c), daemon=True).start()
+        origin = c.startswith("origin:")
+        c = c.removeprefix("origin:")
+        threading.Thread(target=watch, args=(kubectl, kdir, ns, c, origin), daemon=True).start()
     while True:
         time.sleep(3600)
 
