@@ -38,8 +38,10 @@ fuzz: deps
 
 # The benchmarks (scripts/bench.sh): all, or those named in BENCH, e.g.
 # BENCH=placement (no lab), BENCH="replication hub" (on the lab),
-# BENCH=provision (on the lab in Karpenter mode; only when named). The
-# Alibaba evaluation needs its trace (ALIBABA_TRACE=PATH).
+# BENCH=provision (on the lab in Karpenter mode; only when named),
+# BENCH=kueue (spillway against MultiKueue, on the lab in its Kueue modes;
+# only when named). The Alibaba evaluation needs its trace
+# (ALIBABA_TRACE=PATH).
 BENCH ?=
 bench: build
 	@BUILD=$(BUILD) scripts/bench.sh $(BENCH)

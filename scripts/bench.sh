@@ -19,6 +19,13 @@
 #                hub lock); decided-to-running split into data, provisioning
 #                and scheduling, predicted against observed node waits; on
 #                the lab; not run when no name is given (BENCH=provision)
+#   kueue        bench/kueue/bench_kueue.sh: 1,000 Jobs queued in Kueue on
+#                onprem moved to the cloud by spillway and by Kueue's own
+#                MultiKueue (AllAtOnce), alternating rounds at client QPS 50
+#                and 300 (BENCH_KUEUE_JOBS, BENCH_KUEUE_ROUNDS, BENCH_KUEUE_QPS);
+#                it restarts the lab's Kueue in its modes inside the hub lock
+#                and puts them back; on the lab; not run when no name is
+#                given (BENCH=kueue)
 #   alibaba      bench/placement/alibaba-eval.sh on the Alibaba GPU 2023 pod
 #                list at ALIBABA_TRACE; needs no lab
 #
@@ -45,8 +52,9 @@ TRACE_ASKED=${ALIBABA_TRACE:+ALIBABA_TRACE}
 ALIBABA_TRACE=${ALIBABA_TRACE:-$DEFAULT_TRACE}
 
 ALL=(placement alibaba clusters replication informer hub)
-# Named only: run when asked for (it switches the lab into Karpenter mode).
-EXTRA=(provision)
+# Named only: run when asked for (they switch the lab's modes: Karpenter,
+# Kueue and MultiKueue).
+EXTRA=(provision kueue)
 declare -A want=()
 if [ $# -eq 0 ]; then
     for n in "${ALL[@]}"; do want[$n]=1; done
@@ -116,7 +124,7 @@ fi
 
 # ---- what runs on the lab -------------------------------------------------
 
-if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]:-}${want[provision]:-}" ]; then
+if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]:-}${want[provision]:-}${want[kueue]:-}" ]; then
     # A lab that is up is used as it is (up would seed its clusters again
     # under whoever else is using them).
     if tests/testbed/testbed status 2>/dev/null | grep -qE ' (Down|NotReady) ' &&
@@ -146,6 +154,11 @@ if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]
         printf '\n==== provisioning from zero (bench/hub/bench_provision.sh) ====\n'
         SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" \
             bench/hub/bench_provision.sh || fail "the provisioning benchmark failed"
+    fi
+    if [ -n "${want[kueue]:-}" ]; then
+        printf '\n==== spillway against MultiKueue (bench/kueue/bench_kueue.sh) ====\n'
+        SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" \
+            bench/kueue/bench_kueue.sh || fail "the Kueue benchmark failed"
     fi
 fi
 exit $failed

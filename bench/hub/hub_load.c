@@ -2,7 +2,7 @@
  * hub_load.c - creates N one-GPU Jobs at once through spillway's own REST
  * client, for the hub benchmark (bench/hub/bench_hub.sh):
  *
- *   hub_load KUBECONFIG NAMESPACE COUNT burstable|delegated|plain QPS BURST
+ *   hub_load KUBECONFIG NAMESPACE COUNT burstable|delegated|plain QPS BURST [QUEUE]
  *
  * "burstable" Jobs carry spillway.io/burst: auto (the load the hub
  * dispatches once their pods are Unschedulable at home); "delegated" ones
@@ -11,7 +11,9 @@
  * plain Jobs are created suspended, so that the ceiling measures the API's create path and leaves
  * no pods behind. QPS 0 means no client-side limit (the users submitting). Prints one line per Job,
  * "NAME CREATED_UNIX_MS", then on stderr the count, the seconds and the rate. Every Job's pod holds
- * its GPU for an hour in the lab.
+ * its GPU for an hour in the lab. With QUEUE (the Kueue benchmark, bench/kueue/bench_kueue.sh) every
+ * Job carries the label kueue.x-k8s.io/queue-name: QUEUE and is created unsuspended, plain ones
+ * too: Kueue's webhook suspends it, as it does a user's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,15 +69,16 @@ static void on_ns(struct sw_kube_result *res, void *ctx)
 
 int main(int argc, char **argv)
 {
-    if (argc != 7) {
-        fprintf(stderr,
-                "usage: hub_load KUBECONFIG NAMESPACE COUNT burstable|delegated|plain QPS BURST\n");
+    if (argc != 7 && argc != 8) {
+        fprintf(stderr, "usage: hub_load KUBECONFIG NAMESPACE COUNT burstable|delegated|plain QPS "
+                        "BURST [QUEUE]\n");
         return 2;
     }
     const char *ns = argv[2];
     int n = atoi(argv[3]);
     int delegated = strcmp(argv[4], "delegated") == 0;
     int burstable = delegated || strcmp(argv[4], "burstable") == 0;
+    const char *queue = argc == 8 ? argv[7] : NULL;
     struct load l = {.total = n};
     l.t_ms = calloc((size_t)n, sizeof(*l.t_ms));
     uv_loop_init(&l.loop);
@@ -124,8 +127,12 @@ int main(int argc, char **argv)
         if (delegated)
             cJSON_AddStringToObject(cJSON_GetObjectItem(job, "spec"), "managedBy",
                                     "spillway.io/hub");
-        if (!burstable)
+        if (!burstable && !queue)
             cJSON_AddBoolToObject(cJSON_GetObjectItem(job, "spec"), "suspend", 1);
+        if (queue) {
+            cJSON *lbl = cJSON_AddObjectToObject(md, "labels");
+            cJSON_AddStringToObject(lbl, "kueue.x-k8s.io/queue-name", queue);
+        }
         if (burstable) {
             cJSON *ann = cJSON_GetObjectItem(md, "annotations");
             cJSON_AddStringToObject(ann, "spillway.io/burst", "auto");
