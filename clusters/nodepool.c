@@ -139,6 +139,11 @@ int sw_nodeclaim_facts_from_json(const cJSON *nc, struct sw_nodeclaim_facts *out
         out->gpus = alloc;
     if (g == NULL && a == NULL)
         out->gpus = out->requested;
+    /* Launched: the cloud provider made the instance. A claim deleted
+     * before it (Karpenter deletes one whose launch failed for lack of
+     * capacity) never launched. */
+    if ((rc = cond_true_ms(nc, "Launched", what, &out->launched_ms, err)) != 0)
+        return rc;
     return cond_true_ms(nc, "Initialized", what, &out->ready_ms, err);
 }
 

@@ -59,6 +59,7 @@ struct sw_nodeclaim_facts {
     int64_t gpus;          /* max(status.capacity, status.allocatable), else requests */
     int64_t requested;     /* spec.resources.requests: what the pods it was made for ask; 0 none */
     int64_t created_ms;    /* metadata.creationTimestamp */
+    int64_t launched_ms;   /* condition Launched=True: its transition time; 0 not yet */
     int64_t ready_ms;      /* condition Initialized=True: its transition time; 0 not yet */
     bool deleting;         /* metadata.deletionTimestamp set */
     int64_t deleted_ms;    /* metadata.deletionTimestamp; 0 when not set */

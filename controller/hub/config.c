@@ -52,6 +52,7 @@ void sw_hub_config_default(struct sw_hub_config *c)
     c->repl_model_s = 5;
     c->repl_rpo_objective_s = 300;
     c->mirror_admission_s = 300;
+    c->shortage_withdraw_s = 120;
 }
 
 /* ---- the schema --------------------------------------------------------- */
@@ -90,6 +91,8 @@ enum field_id {
     F_MIRROR_ADMISSION,
     F_MK_DISPATCHER,
     F_MK_WORKERS,
+    F_KARPENTER,
+    F_SHORTAGE_WITHDRAW,
     F__COUNT
 };
 
@@ -150,6 +153,9 @@ static const struct field kueue_fields[] = {
     {"multiKueueDispatcher", F_MK_DISPATCHER, "true or false", NULL, 0, 0, 0},
     {"multiKueueWorkers", F_MK_WORKERS, "a whole number of worker clusters", NULL, 0, 1, 20},
 };
+static const struct field karpenter_fields[] = {
+    {"shortageWithdrawSeconds", F_SHORTAGE_WITHDRAW, NUM_SECONDS, NULL, 0, 1, 86400},
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
     {"redis", F_REDIS, "a mapping", redis_fields, N(redis_fields), 0, 0},
@@ -165,6 +171,7 @@ static const struct field top_fields[] = {
      0, 0, 0},
     {"logLevel", F_LOG_LEVEL, "debug, info, warn or error", NULL, 0, 0, 0},
     {"kueue", F_KUEUE, "a mapping", kueue_fields, N(kueue_fields), 0, 0},
+    {"karpenter", F_KARPENTER, "a mapping", karpenter_fields, N(karpenter_fields), 0, 0},
 };
 
 /* ---- YAML helpers ------------------------------------------------------- */
@@ -437,6 +444,8 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return number_field(cd, line, name, f, v, 0, &c->repl_rpo_objective_s);
     case F_MIRROR_ADMISSION:
         return number_field(cd, line, name, f, v, 0, &c->mirror_admission_s);
+    case F_SHORTAGE_WITHDRAW:
+        return number_field(cd, line, name, f, v, 0, &c->shortage_withdraw_s);
     case F_MAX_ATTEMPTS:
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;

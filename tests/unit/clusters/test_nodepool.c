@@ -130,6 +130,7 @@ static void test_nodeclaim_facts(void **state)
     assert_int_equal(f.gpus, 8);
     assert_int_equal(f.requested, 4);
     assert_int_equal(f.ready_ms - f.created_ms, 47000);
+    assert_int_equal(f.launched_ms - f.created_ms, 2000);
     assert_false(f.deleting);
     cJSON_Delete(j);
     /* Just created: no capacity yet (the request counts), not initialized. */
@@ -139,6 +140,16 @@ static void test_nodeclaim_facts(void **state)
     assert_int_equal(f.gpus, 4);
     assert_int_equal(f.requested, 4);
     assert_int_equal(f.ready_ms, 0);
+    cJSON_Delete(j);
+    /* Not launched yet (no conditions): neither time. */
+    j = parse("{\"metadata\":{\"name\":\"gpu-spot-ice\",\"labels\":{\"karpenter.sh/nodepool\":"
+              "\"gpu-spot\"},\"creationTimestamp\":\"2026-11-25T12:00:00Z\","
+              "\"deletionTimestamp\":\"2026-11-25T12:00:01Z\"}}");
+    assert_int_equal(sw_nodeclaim_facts_from_json(j, &f, &err), 0);
+    assert_int_equal(f.launched_ms, 0);
+    assert_int_equal(f.ready_ms, 0);
+    assert_true(f.deleting);
+    assert_int_equal(f.deleted_ms - f.created_ms, 1000);
     cJSON_Delete(j);
     /* A bad creation time names the claim and the field. */
     j = parse("{\"metadata\":{\"name\":\"x\",\"creationTimestamp\":\"2026-13-01T00:00:00Z\"}}");

@@ -96,7 +96,9 @@ static void test_docs_example(void **state)
                     "    us-west-2: acme-datasets-usw2\n"
                     "logLevel: info\n"
                     "kueue:\n"
-                    "  mirrorAdmissionSeconds: 600\n";
+                    "  mirrorAdmissionSeconds: 600\n"
+                    "karpenter:\n"
+                    "  shortageWithdrawSeconds: 45\n";
     struct sw_hub_config c;
     struct sw_error err;
     sw_error_clear(&err);
@@ -109,6 +111,7 @@ static void test_docs_example(void **state)
     assert_int_equal(c.max_attempts, 3);
     assert_string_equal(c.log_level, "info");
     assert_true(c.mirror_admission_s == 600);
+    assert_true(c.shortage_withdraw_s == 45);
     assert_int_equal(c.nbucket_maps, 2);
     assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-west-2"), "acme-datasets-usw2");
 }
@@ -141,6 +144,7 @@ static void test_defaults(void **state)
     assert_true(c.member_qps == 50);
     assert_int_equal(c.member_burst, 100);
     assert_true(c.mirror_admission_s == 300);
+    assert_true(c.shortage_withdraw_s == 120);
     assert_true(c.repl_interval_s == 60 && c.repl_model_s == 5 && c.repl_rpo_objective_s == 300);
     assert_string_equal(c.hub_id, "");
     assert_string_equal(c.log_level, "info");
@@ -301,7 +305,14 @@ static void test_errors_exact(void **state)
         /* unknown keys, top-level and nested */
         {BASE "lisen: 1.2.3.4:80\n", SW_EINVAL,
          "hub.yaml:4: field \"lisen\": unknown (expected redis, secretKeyFile, listen, placement, "
-         "leader, outputs, maxAttempts, members, replication, buckets, logLevel, kueue)"},
+         "leader, outputs, maxAttempts, members, replication, buckets, logLevel, kueue, "
+         "karpenter)"},
+        {BASE "karpenter:\n  shortageWithdrawSeconds: 0\n", SW_EINVAL,
+         "hub.yaml:5: field \"karpenter.shortageWithdrawSeconds\": expected a number of seconds "
+         ">= 1, got \"0\""},
+        {BASE "karpenter:\n  withdrawSeconds: 5\n", SW_EINVAL,
+         "hub.yaml:5: field \"karpenter.withdrawSeconds\": unknown (expected "
+         "shortageWithdrawSeconds)"},
         {BASE "kueue:\n  mirrorAdmissionSeconds: 0\n", SW_EINVAL,
          "hub.yaml:5: field \"kueue.mirrorAdmissionSeconds\": expected a number of seconds >= 1, "
          "got \"0\""},
