@@ -147,6 +147,11 @@ int sw_nodeclaim_facts_from_json(const cJSON *nc, struct sw_nodeclaim_facts *out
     return cond_true_ms(nc, "Initialized", what, &out->ready_ms, err);
 }
 
+bool sw_nodepool_stalled(const struct sw_nodepool_capacity *c)
+{
+    return c->waiting > 0 && c->limit > c->provisioned;
+}
+
 bool sw_nodepool_serves(const struct sw_nodepool_facts *np, const char *capacity_type,
                         const char *gpu_product)
 {

@@ -105,6 +105,16 @@ void sw_nodepool_capacity(const struct sw_nodepool_facts *np,
                           struct sw_nodepool_capacity *out);
 
 /**
+ * Whether pods wait for the NodePool that it ought to be adding a node for:
+ * GPUs waiting that neither idle GPUs nor launching claims cover, with room
+ * under its limit (limit > provisioned). While that lasts, Karpenter makes
+ * no NodeClaim for them: none of its offerings is available (a spot
+ * shortage, as Karpenter shows one), or it cannot launch for another
+ * reason. A NodePool at its limit is full, not stalled.
+ */
+bool sw_nodepool_stalled(const struct sw_nodepool_capacity *c);
+
+/**
  * Whether a NodePool serves a registered pool of this capacity type and GPU
  * product (for discovery): its capacity type is that one and its product
  * is that one (a NodePool that names none matches any).

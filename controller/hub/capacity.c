@@ -488,7 +488,7 @@ void sw_capacity_shortage_tick(struct sw_hub *h)
                 continue;
             /* Pods no idle GPU or launching claim covers, and room for
              * them under the limit: Karpenter would have made a claim. */
-            if (c.waiting <= 0 || c.limit - c.provisioned <= 0) {
+            if (!sw_nodepool_stalled(&c)) {
                 s->stuck_since_ms = 0;
                 continue;
             }

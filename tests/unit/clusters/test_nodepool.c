@@ -240,6 +240,7 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.nodes, 0);
     assert_int_equal(c.room, 64);
     assert_int_equal(c.free, 64);
+    assert_false(sw_nodepool_stalled(&c)); /* nothing waits */
 
     /* A mirror's pod waits (4 GPUs, selecting spot): it takes from the
      * room until a claim covers it. A pod of another pool does not. */
@@ -249,6 +250,9 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.pending, 4);
     assert_int_equal(c.waiting, 4);
     assert_int_equal(c.room, 60);
+    /* No claim for it yet, room under the limit: stalled (for as long as
+     * that lasts; the hub's grace tells Karpenter's batching apart). */
+    assert_true(sw_nodepool_stalled(&c));
 
     /* Karpenter launches an 8-GPU claim for it: counted once, as
      * provisioned and launching; the pod is covered, not counted again. */
@@ -262,6 +266,7 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.idle, 0);
     assert_int_equal(c.room, 56);
     assert_int_equal(c.free, 56);
+    assert_false(sw_nodepool_stalled(&c)); /* a claim launching covers it */
     world_free(&w);
 
     /* Its node is Ready and the pod runs there: 4 GPUs idle on it, 56 room. */
@@ -297,6 +302,7 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.waiting, 2);
     assert_int_equal(c.room, 54);
     assert_int_equal(c.free, 54);
+    assert_true(sw_nodepool_stalled(&c)); /* 2 GPUs with no claim, room left */
     world_free(&w);
 
     /* At the limit: no room; a waiting pod beyond it leaves room at 0. */
@@ -312,6 +318,7 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.waiting, 16);
     assert_int_equal(c.room, 0);
     assert_int_equal(c.free, 0);
+    assert_false(sw_nodepool_stalled(&c)); /* at its limit: full, not short */
     world_free(&w);
     cJSON_Delete(npj);
 }
