@@ -152,6 +152,11 @@ bool sw_nodepool_stalled(const struct sw_nodepool_capacity *c)
     return c->waiting > 0 && c->limit > c->provisioned;
 }
 
+bool sw_nodepool_full(const struct sw_nodepool_capacity *c)
+{
+    return c->waiting > 0 && c->limit >= 0 && c->provisioned >= c->limit;
+}
+
 bool sw_nodepool_serves(const struct sw_nodepool_facts *np, const char *capacity_type,
                         const char *gpu_product)
 {

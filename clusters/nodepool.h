@@ -115,6 +115,13 @@ void sw_nodepool_capacity(const struct sw_nodepool_facts *np,
 bool sw_nodepool_stalled(const struct sw_nodepool_capacity *c);
 
 /**
+ * Whether pods wait for the NodePool past what it may provision: GPUs
+ * waiting (as above) while it is at its limit (provisioned >= limit). They
+ * get a node only when others' pods end; it cannot grow for them.
+ */
+bool sw_nodepool_full(const struct sw_nodepool_capacity *c);
+
+/**
  * Whether a NodePool serves a registered pool of this capacity type and GPU
  * product (for discovery): its capacity type is that one and its product
  * is that one (a NodePool that names none matches any).

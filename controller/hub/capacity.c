@@ -486,6 +486,15 @@ void sw_capacity_shortage_tick(struct sw_hub *h)
             struct sw_nodepool_capacity c;
             if (s == NULL || sw_cluster_cache_nodepool(m->cache, ps->nodepool, &c, NULL) != 0)
                 continue;
+            s->cap = c;
+            s->have_cap = true;
+            /* At its limit with pods waiting beyond it: full (it cannot
+             * grow for them either; mirrors there are withdrawn past the
+             * bound too, but nothing is learned). */
+            if (!sw_nodepool_full(&c))
+                s->full_since_ms = 0;
+            else if (s->full_since_ms == 0)
+                s->full_since_ms = now;
             /* Pods no idle GPU or launching claim covers, and room for
              * them under the limit: Karpenter would have made a claim. */
             if (!sw_nodepool_stalled(&c)) {
@@ -519,23 +528,37 @@ bool sw_capacity_mirror_short(struct sw_hub *h, const struct sw_job_rec *r, char
     if (ps == NULL || !ps->nodepool[0] || r->state != SW_JS_DISPATCHED || r->dispatched_ms <= 0)
         return false;
     struct sw_nodepool_state *s = sw_capacity_nodepool_state(h, m, ps->nodepool);
-    if (s == NULL || s->seen.short_since_ms <= 0)
+    if (s == NULL)
+        return false;
+    /* Short of capacity, or else at its limit: since when it cannot grow. */
+    bool is_short = s->seen.short_since_ms > 0;
+    int64_t since = is_short ? s->seen.short_since_ms : s->full_since_ms;
+    if (since <= 0)
         return false;
     int bound = 0;
     int pods = sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, &bound);
     if (pods <= bound)
         return false; /* no pod waits for a node */
-    int64_t from =
-        r->dispatched_ms > s->seen.short_since_ms ? r->dispatched_ms : s->seen.short_since_ms;
-    double waited = (double)(sw_hub_wall_ms() - from) / 1000.0;
+    int64_t now = sw_hub_wall_ms();
+    int64_t from = r->dispatched_ms > since ? r->dispatched_ms : since;
+    double waited = (double)(now - from) / 1000.0;
     if (waited < h->cfg.shortage_withdraw_s)
         return false;
-    double short_for = (double)(sw_hub_wall_ms() - s->seen.short_since_ms) / 1000.0;
-    snprintf(why, len,
-             "%s %s: mirror %s's pods waited %.0f s for NodePool %s, short of capacity for %.0f s "
-             "(no NodeClaim of it launched since), past karpenter.shortageWithdrawSeconds (%.0f s)",
-             SW_QUEUE_WITHDRAWN, r->target_cluster, r->mirror, waited, s->name, short_for,
-             h->cfg.shortage_withdraw_s);
+    double for_s = (double)(now - since) / 1000.0;
+    if (is_short)
+        snprintf(why, len,
+                 "%s %s: mirror %s's pods waited %.0f s for NodePool %s, short of capacity for "
+                 "%.0f s (no NodeClaim of it launched since), past "
+                 "karpenter.shortageWithdrawSeconds (%.0f s)",
+                 SW_QUEUE_WITHDRAWN, r->target_cluster, r->mirror, waited, s->name, for_s,
+                 h->cfg.shortage_withdraw_s);
+    else
+        snprintf(why, len,
+                 "%s %s: mirror %s's pods waited %.0f s for NodePool %s, at its GPU limit (%lld) "
+                 "with pods waiting beyond it for %.0f s, past karpenter.shortageWithdrawSeconds "
+                 "(%.0f s)",
+                 SW_QUEUE_WITHDRAWN, r->target_cluster, r->mirror, waited, s->name,
+                 (long long)s->cap.limit, for_s, h->cfg.shortage_withdraw_s);
     return true;
 }
 
@@ -879,6 +902,7 @@ static void on_learned(struct sw_redis *r, redisReply *reply, const char *errs, 
             s->loaded_mark_ms = ld ? ld->last_ready_ms : 0;
             s->dirty = false;
             s->stuck_since_ms = 0;
+            s->full_since_ms = 0;
         }
         memset(m->counted, 0, sizeof(m->counted));
         m->counted_at = 0;

@@ -108,6 +108,8 @@ struct sw_nodepool_state {
      * begin another), mirrors withdrawn while it was short. */
     int64_t stuck_since_ms;
     int64_t short_ended_ms;
+    /* Since when pods have waited for it beyond its GPU limit (0: not). */
+    int64_t full_since_ms;
     uint64_t withdrawals;
 };
 
@@ -500,18 +502,20 @@ void sw_capacity_flush(struct sw_hub *h);
  * Each tick of the leader: a bound NodePool whose pods have waited
  * SW_SHORTAGE_GRACE_S with room under its limit and no NodeClaim made for
  * them is short of capacity from when they began to wait (what Karpenter
- * shows when no offering of the NodePool is available: no claim at all).
+ * shows when no offering of the NodePool is available: no claim at all);
+ * one at its limit with pods waiting beyond it is noted full from then.
  */
 void sw_capacity_shortage_tick(struct sw_hub *h);
 /**
  * Whether the record's mirror (dispatched, a pod not bound to a node) waits
- * on a pool whose NodePool has been short of capacity, while the mirror
- * existed, for karpenter.shortageWithdrawSeconds or longer. Fills `why`
- * (beginning with SW_QUEUE_WITHDRAWN: where, which NodePool, how long)
- * when it does.
+ * on a pool whose NodePool cannot grow for it: short of capacity, or else
+ * at its GPU limit with pods waiting beyond it (sw_nodepool_full), while
+ * the mirror existed, for karpenter.shortageWithdrawSeconds or longer.
+ * Fills `why` (beginning with SW_QUEUE_WITHDRAWN: where, which NodePool,
+ * why and how long) when it does.
  */
 bool sw_capacity_mirror_short(struct sw_hub *h, const struct sw_job_rec *r, char *why, size_t len);
-/** A mirror was withdrawn from a short pool: counted for its NodePool. */
+/** A mirror was withdrawn from a pool that could not grow: counted for its NodePool. */
 void sw_capacity_withdrawn(struct sw_hub *h, const struct sw_job_rec *r);
 
 /* ---- observe.c ------------------------------------------------------------ */

@@ -241,6 +241,7 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.room, 64);
     assert_int_equal(c.free, 64);
     assert_false(sw_nodepool_stalled(&c)); /* nothing waits */
+    assert_false(sw_nodepool_full(&c));
 
     /* A mirror's pod waits (4 GPUs, selecting spot): it takes from the
      * room until a claim covers it. A pod of another pool does not. */
@@ -253,6 +254,7 @@ static void test_capacity_figures(void **state)
     /* No claim for it yet, room under the limit: stalled (for as long as
      * that lasts; the hub's grace tells Karpenter's batching apart). */
     assert_true(sw_nodepool_stalled(&c));
+    assert_false(sw_nodepool_full(&c));
 
     /* Karpenter launches an 8-GPU claim for it: counted once, as
      * provisioned and launching; the pod is covered, not counted again. */
@@ -319,6 +321,7 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.room, 0);
     assert_int_equal(c.free, 0);
     assert_false(sw_nodepool_stalled(&c)); /* at its limit: full, not short */
+    assert_true(sw_nodepool_full(&c));
     world_free(&w);
     cJSON_Delete(npj);
 }
