@@ -569,7 +569,9 @@ const struct sw_cli_spec sw_cli_status_specs[] = {
              "egress), wait, completion and, when excluded, the reason; then, per pool,\n"
              "the provisioning delay and interruption rate the engine was given and what\n"
              "they rest on: learned from a NodePool's NodeClaims and interruptions (how\n"
-             "many), or the prior.\n",
+             "many), or the prior; and for a NodePool short of capacity when decided, how\n"
+             "long it had been short and the wait for capacity the engine was given,\n"
+             "learned from the shortages seen end (how many), or the prior.\n",
      .examples = "  spillctl explain onprem/research/train-llama\n"
                  "  spillctl explain onprem/research/train-llama -o json\n",
      .min_pos = 1,

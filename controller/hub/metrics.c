@@ -227,7 +227,8 @@ static void render_nodepools(struct sw_hub *h, struct sw_buf *b)
         "NodeClaim launched again), the waits are learned from.\n"
         "# TYPE spillway_nodepool_shortages_observed_total counter\n",
         "# HELP spillway_nodepool_shortage_withdrawals_total Mirrors withdrawn because their pods "
-        "waited on the NodePool while short past karpenter.shortageWithdrawSeconds.\n"
+        "waited on the NodePool past karpenter.shortageWithdrawSeconds while it could not grow "
+        "(short of capacity, or at its limit).\n"
         "# TYPE spillway_nodepool_shortage_withdrawals_total counter\n",
     };
     int64_t now = sw_hub_wall_ms();
