@@ -139,7 +139,22 @@ int sw_nodeclaim_facts_from_json(const cJSON *nc, struct sw_nodeclaim_facts *out
         out->gpus = alloc;
     if (g == NULL && a == NULL)
         out->gpus = out->requested;
+    /* Launched: the cloud provider made the instance. A claim deleted
+     * before it (Karpenter deletes one whose launch failed for lack of
+     * capacity) never launched. */
+    if ((rc = cond_true_ms(nc, "Launched", what, &out->launched_ms, err)) != 0)
+        return rc;
     return cond_true_ms(nc, "Initialized", what, &out->ready_ms, err);
+}
+
+bool sw_nodepool_stalled(const struct sw_nodepool_capacity *c)
+{
+    return c->waiting > 0 && c->limit > c->provisioned;
+}
+
+bool sw_nodepool_full(const struct sw_nodepool_capacity *c)
+{
+    return c->waiting > 0 && c->limit >= 0 && c->provisioned >= c->limit;
 }
 
 bool sw_nodepool_serves(const struct sw_nodepool_facts *np, const char *capacity_type,

@@ -59,6 +59,7 @@ struct sw_nodeclaim_facts {
     int64_t gpus;          /* max(status.capacity, status.allocatable), else requests */
     int64_t requested;     /* spec.resources.requests: what the pods it was made for ask; 0 none */
     int64_t created_ms;    /* metadata.creationTimestamp */
+    int64_t launched_ms;   /* condition Launched=True: its transition time; 0 not yet */
     int64_t ready_ms;      /* condition Initialized=True: its transition time; 0 not yet */
     bool deleting;         /* metadata.deletionTimestamp set */
     int64_t deleted_ms;    /* metadata.deletionTimestamp; 0 when not set */
@@ -102,6 +103,23 @@ void sw_nodepool_capacity(const struct sw_nodepool_facts *np,
                           const struct sw_node_facts *nodes, size_t nnodes,
                           const struct sw_pod_facts *pods, size_t npods,
                           struct sw_nodepool_capacity *out);
+
+/**
+ * Whether pods wait for the NodePool that it ought to be adding a node for:
+ * GPUs waiting that neither idle GPUs nor launching claims cover, with room
+ * under its limit (limit > provisioned). While that lasts, Karpenter makes
+ * no NodeClaim for them: none of its offerings is available (a spot
+ * shortage, as Karpenter shows one), or it cannot launch for another
+ * reason. A NodePool at its limit is full, not stalled.
+ */
+bool sw_nodepool_stalled(const struct sw_nodepool_capacity *c);
+
+/**
+ * Whether pods wait for the NodePool past what it may provision: GPUs
+ * waiting (as above) while it is at its limit (provisioned >= limit). They
+ * get a node only when others' pods end; it cannot grow for them.
+ */
+bool sw_nodepool_full(const struct sw_nodepool_capacity *c);
 
 /**
  * Whether a NodePool serves a registered pool of this capacity type and GPU

@@ -321,12 +321,24 @@ static void print_basis(const cJSON *o)
                np[0] ? "no NodeClaim of its NodePool seen yet" : "fixed nodes");
     printf("; interruptions ");
     if (strcmp(ifrom, "none") == 0)
-        printf("none\n");
+        printf("none");
     else if (strcmp(ifrom, "learned") == 0)
-        printf("%.3f/h, learned (%.0f in %.2f h of running, weighed with the prior)\n",
+        printf("%.3f/h, learned (%.0f in %.2f h of running, weighed with the prior)",
                num(b, "interruptPerHour"), num(b, "interruptionsSeen"), num(b, "runHoursSeen"));
     else
-        printf("%.3f/h, the prior\n", num(b, "interruptPerHour"));
+        printf("%.3f/h, the prior", num(b, "interruptPerHour"));
+    /* Its NodePool short of capacity when decided: the wait it was given. */
+    const char *cfrom = text(b, "capacityWaitFrom");
+    if (strcmp(cfrom, "learned") == 0)
+        printf("; capacity short for %.0f s, back in %.0f s expected, learned from %.0f "
+               "shortage%s seen end",
+               num(b, "shortForSeconds"), num(b, "capacityWaitSeconds"), num(b, "shortagesSeen"),
+               num(b, "shortagesSeen") == 1 ? "" : "s");
+    else if (strcmp(cfrom, "prior") == 0)
+        printf("; capacity short for %.0f s, back in %.0f s expected, the prior (no shortage of "
+               "its NodePool seen end yet)",
+               num(b, "shortForSeconds"), num(b, "capacityWaitSeconds"));
+    printf("\n");
 }
 
 static int explain_run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
@@ -577,9 +589,12 @@ const struct sw_cli_spec sw_cli_status_specs[] = {
              "egress), wait, completion and, when excluded, the reason; then, per pool,\n"
              "the provisioning delay and interruption rate the engine was given and what\n"
              "they rest on: learned from a NodePool's NodeClaims and interruptions (how\n"
-             "many), or the prior. For a Job taken from a Kueue queue, a Queue line:\n"
-             "its ClusterQueue and LocalQueue, the GPUs reserved of the nominal quota\n"
-             "and the Workloads ahead of it when it was decided.\n",
+             "many), or the prior; for a NodePool short of capacity when decided, how\n"
+             "long it had been short and the wait for capacity the engine was given,\n"
+             "learned from the shortages seen end (how many), or the prior. For a Job\n"
+             "taken from a Kueue queue, a Queue line: its ClusterQueue and LocalQueue,\n"
+             "the GPUs reserved of the nominal quota and the Workloads ahead of it when\n"
+             "it was decided.\n",
      .examples = "  spillctl explain onprem/research/train-llama\n"
                  "  spillctl explain onprem/research/train-llama -o json\n",
      .min_pos = 1,

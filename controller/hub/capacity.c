@@ -20,6 +20,13 @@
  *             rate is learned from the mirrors lost there per hour its
  *             mirrors ran, weighed with the prior (sw_capacity_interrupt_rate).
  *             A NodePool's GPUs are whole: its MIG partitioning is not read.
+ *             While the NodePool is short of capacity (a NodeClaim deleted
+ *             before it launched, as Karpenter deletes one whose launch
+ *             failed for lack of capacity; or pods waiting for it with room
+ *             under its limit and no claim made for them, which is what
+ *             Karpenter shows when none of its offerings is available) the
+ *             engine is told how much longer it is expected to last
+ *             (sw_learn_capacity_wait), until a claim of it launches.
  *
  * decide.c asks the source of each pool and never looks at which one it is.
  */
@@ -196,6 +203,8 @@ static int nodepool_figures(struct sw_hub *h, struct sw_member *m, const struct 
         out->interrupt_per_h = sw_capacity_interrupt_rate(s);
     out->nodepool = s->name;
     out->seen = &s->seen;
+    out->capacity_wait_s = sw_learn_capacity_wait(
+        &s->seen, sw_hub_wall_ms(), out->capacity_wait_points, &out->n_capacity_wait_points);
     return 0;
 }
 
@@ -403,6 +412,170 @@ static void count_claim(struct sw_hub *h, struct sw_member *m, const struct sw_n
            sw_capacity_provision_s(s), (unsigned long long)s->seen.provisions);
 }
 
+/* ---- spot capacity shortages ----------------------------------------------- */
+
+/* The registered pool bound to NodePool `np` of member m, or NULL. */
+static const struct sw_pool_spec *bound_pool(const struct sw_member *m, const char *np)
+{
+    for (size_t i = 0; i < m->rec.spec.npools; i++)
+        if (strcmp(m->rec.spec.pools[i].nodepool, np) == 0)
+            return &m->rec.spec.pools[i];
+    return NULL;
+}
+
+static void shortage_begins(struct sw_member *m, struct sw_nodepool_state *s, int64_t at_ms,
+                            const char *why)
+{
+    if (at_ms <= s->short_ended_ms || !sw_learn_shortage_begin(&s->seen, at_ms))
+        return;
+    s->dirty = true;
+    SW_LOG(SW_LOG_WARN, "NodePool short of capacity", "cluster=%s nodepool=%s why=%s wait=%.0f",
+           sw_log_q(m->rec.name), sw_log_q(s->name), sw_log_q(why),
+           sw_learn_capacity_wait(&s->seen, sw_hub_wall_ms(), NULL, &(int){0}));
+}
+
+/* A claim of a bound NodePool: deleted before it launched, a launch that
+ * failed (Karpenter deletes a claim whose launch failed for lack of
+ * capacity at once, with an InsufficientCapacityError Event); launched,
+ * made since a shortage began, the shortage's end. */
+static void shortage_claim(struct sw_hub *h, struct sw_member *m,
+                           const struct sw_nodeclaim_facts *f)
+{
+    if (f->nodepool == NULL || bound_pool(m, f->nodepool) == NULL)
+        return;
+    struct sw_nodepool_state *s = sw_capacity_nodepool_state(h, m, f->nodepool);
+    if (s == NULL)
+        return;
+    if (f->deleting && f->launched_ms == 0) {
+        char why[160];
+        snprintf(why, sizeof(why), "NodeClaim %.100s deleted before it launched", f->name);
+        shortage_begins(m, s, f->deleted_ms > 0 ? f->deleted_ms : sw_hub_wall_ms(), why);
+        return;
+    }
+    int64_t since = s->seen.short_since_ms;
+    if (f->launched_ms == 0 || since <= 0 || f->created_ms < since - 1000)
+        return;
+    int64_t at = f->launched_ms > since ? f->launched_ms : since;
+    double d = sw_learn_shortage_end(&s->seen, at);
+    if (d < 0)
+        return;
+    s->short_ended_ms = at;
+    s->stuck_since_ms = 0;
+    s->dirty = true;
+    SW_LOG(SW_LOG_INFO, "NodePool capacity back",
+           "cluster=%s nodepool=%s nodeclaim=%s seconds=%.1f n=%llu", sw_log_q(m->rec.name),
+           sw_log_q(s->name), sw_log_q(f->name), d, (unsigned long long)s->seen.shortages);
+}
+
+void sw_capacity_shortage_tick(struct sw_hub *h)
+{
+    int64_t now = sw_hub_wall_ms();
+    for (size_t i = 0; i < h->nmembers; i++) {
+        struct sw_member *m = h->members[i];
+        /* Once a second is enough: the grace is 30 s, and each look
+         * scans the member's pods. */
+        if (m->cache == NULL || !sw_cluster_cache_karpenter(m->cache) ||
+            now - m->shortage_checked_ms < 1000)
+            continue;
+        m->shortage_checked_ms = now;
+        for (size_t p = 0; p < m->rec.spec.npools; p++) {
+            const struct sw_pool_spec *ps = &m->rec.spec.pools[p];
+            if (!ps->nodepool[0])
+                continue;
+            struct sw_nodepool_state *s = sw_capacity_nodepool_state(h, m, ps->nodepool);
+            struct sw_nodepool_capacity c;
+            if (s == NULL || sw_cluster_cache_nodepool(m->cache, ps->nodepool, &c, NULL) != 0)
+                continue;
+            s->cap = c;
+            s->have_cap = true;
+            /* At its limit with pods waiting beyond it: full (it cannot
+             * grow for them either; mirrors there are withdrawn past the
+             * bound too, but nothing is learned). */
+            if (!sw_nodepool_full(&c))
+                s->full_since_ms = 0;
+            else if (s->full_since_ms == 0)
+                s->full_since_ms = now;
+            /* Pods no idle GPU or launching claim covers, and room for
+             * them under the limit: Karpenter would have made a claim. */
+            if (!sw_nodepool_stalled(&c)) {
+                s->stuck_since_ms = 0;
+                continue;
+            }
+            if (s->stuck_since_ms == 0) {
+                s->stuck_since_ms = now;
+                continue;
+            }
+            if (s->seen.short_since_ms == 0 &&
+                (double)(now - s->stuck_since_ms) / 1000.0 >= SW_SHORTAGE_GRACE_S) {
+                char why[160];
+                snprintf(why, sizeof(why),
+                         "%lld GPUs of pods waited %.0f s with room under its limit and no "
+                         "NodeClaim made for them",
+                         (long long)c.waiting, (double)(now - s->stuck_since_ms) / 1000.0);
+                shortage_begins(m, s, s->stuck_since_ms, why);
+            }
+        }
+    }
+}
+
+bool sw_capacity_mirror_short(struct sw_hub *h, const struct sw_job_rec *r, char *why, size_t len)
+{
+    struct sw_member *m = sw_member_find(h, r->target_cluster);
+    const struct sw_pool_spec *ps = NULL;
+    for (size_t i = 0; m != NULL && i < m->rec.spec.npools && ps == NULL; i++)
+        if (strcmp(m->rec.spec.pools[i].name, r->target_pool) == 0)
+            ps = &m->rec.spec.pools[i];
+    if (ps == NULL || !ps->nodepool[0] || r->state != SW_JS_DISPATCHED || r->dispatched_ms <= 0)
+        return false;
+    struct sw_nodepool_state *s = sw_capacity_nodepool_state(h, m, ps->nodepool);
+    if (s == NULL)
+        return false;
+    /* Short of capacity, or else at its limit: since when it cannot grow. */
+    bool is_short = s->seen.short_since_ms > 0;
+    int64_t since = is_short ? s->seen.short_since_ms : s->full_since_ms;
+    if (since <= 0)
+        return false;
+    int bound = 0;
+    int pods = sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, &bound);
+    if (pods <= bound)
+        return false; /* no pod waits for a node */
+    int64_t now = sw_hub_wall_ms();
+    int64_t from = r->dispatched_ms > since ? r->dispatched_ms : since;
+    double waited = (double)(now - from) / 1000.0;
+    if (waited < h->cfg.shortage_withdraw_s)
+        return false;
+    double for_s = (double)(now - since) / 1000.0;
+    if (is_short)
+        snprintf(why, len,
+                 "%s %s: mirror %s's pods waited %.0f s for NodePool %s, short of capacity for "
+                 "%.0f s (no NodeClaim of it launched since), past "
+                 "karpenter.shortageWithdrawSeconds (%.0f s)",
+                 SW_QUEUE_WITHDRAWN, r->target_cluster, r->mirror, waited, s->name, for_s,
+                 h->cfg.shortage_withdraw_s);
+    else
+        snprintf(why, len,
+                 "%s %s: mirror %s's pods waited %.0f s for NodePool %s, at its GPU limit (%lld) "
+                 "with pods waiting beyond it for %.0f s, past karpenter.shortageWithdrawSeconds "
+                 "(%.0f s)",
+                 SW_QUEUE_WITHDRAWN, r->target_cluster, r->mirror, waited, s->name,
+                 (long long)s->cap.limit, for_s, h->cfg.shortage_withdraw_s);
+    return true;
+}
+
+void sw_capacity_withdrawn(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    struct sw_member *m = sw_member_find(h, r->target_cluster);
+    for (size_t i = 0; m != NULL && i < m->rec.spec.npools; i++) {
+        const struct sw_pool_spec *ps = &m->rec.spec.pools[i];
+        if (strcmp(ps->name, r->target_pool) != 0 || !ps->nodepool[0])
+            continue;
+        struct sw_nodepool_state *s = sw_capacity_nodepool_state(h, m, ps->nodepool);
+        if (s != NULL)
+            s->withdrawals++;
+        return;
+    }
+}
+
 /* ---- node-hours: the lives of bound NodePools' claims ---------------------- */
 
 /* A hash field set under the writer's epoch, checked inside Redis as the
@@ -494,6 +667,7 @@ void sw_capacity_claim_changed(struct sw_hub *h, struct sw_member *m, const char
     else if (obj != NULL && sw_nodeclaim_facts_from_json(obj, &f, NULL) == 0) {
         count_claim(h, m, &f);
         life_seen(m, &f);
+        shortage_claim(h, m, &f);
     }
     lives_trim(h, m);
 }
@@ -664,6 +838,7 @@ static void recount(const struct sw_nodeclaim_facts *claim, void *ctx)
 {
     void **hm = ctx;
     count_claim(hm[0], hm[1], claim);
+    shortage_claim(hm[0], hm[1], claim);
 }
 
 struct load_ctx {
@@ -726,6 +901,8 @@ static void on_learned(struct sw_redis *r, redisReply *reply, const char *errs, 
             s->seen = ld ? *ld : (struct sw_learned){0};
             s->loaded_mark_ms = ld ? ld->last_ready_ms : 0;
             s->dirty = false;
+            s->stuck_since_ms = 0;
+            s->full_since_ms = 0;
         }
         memset(m->counted, 0, sizeof(m->counted));
         m->counted_at = 0;

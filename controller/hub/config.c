@@ -54,6 +54,7 @@ void sw_hub_config_default(struct sw_hub_config *c)
     c->mirror_admission_s = 300;
     c->retire_after_s = 86400;
     c->archive_days = 400;
+    c->shortage_withdraw_s = 120;
 }
 
 /* ---- the schema --------------------------------------------------------- */
@@ -95,6 +96,8 @@ enum field_id {
     F_RECORDS,
     F_RETIRE_AFTER,
     F_ARCHIVE_DAYS,
+    F_KARPENTER,
+    F_SHORTAGE_WITHDRAW,
     F__COUNT
 };
 
@@ -159,6 +162,9 @@ static const struct field records_fields[] = {
     {"retireAfterSeconds", F_RETIRE_AFTER, NUM_SECONDS, NULL, 0, 1, 31536000},
     {"archiveDays", F_ARCHIVE_DAYS, "a whole number of days", NULL, 0, 1, 3650},
 };
+static const struct field karpenter_fields[] = {
+    {"shortageWithdrawSeconds", F_SHORTAGE_WITHDRAW, NUM_SECONDS, NULL, 0, 1, 86400},
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
     {"redis", F_REDIS, "a mapping", redis_fields, N(redis_fields), 0, 0},
@@ -175,6 +181,7 @@ static const struct field top_fields[] = {
     {"logLevel", F_LOG_LEVEL, "debug, info, warn or error", NULL, 0, 0, 0},
     {"kueue", F_KUEUE, "a mapping", kueue_fields, N(kueue_fields), 0, 0},
     {"records", F_RECORDS, "a mapping", records_fields, N(records_fields), 0, 0},
+    {"karpenter", F_KARPENTER, "a mapping", karpenter_fields, N(karpenter_fields), 0, 0},
 };
 
 /* ---- YAML helpers ------------------------------------------------------- */
@@ -447,6 +454,8 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return number_field(cd, line, name, f, v, 0, &c->repl_rpo_objective_s);
     case F_MIRROR_ADMISSION:
         return number_field(cd, line, name, f, v, 0, &c->mirror_admission_s);
+    case F_SHORTAGE_WITHDRAW:
+        return number_field(cd, line, name, f, v, 0, &c->shortage_withdraw_s);
     case F_MAX_ATTEMPTS:
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;

@@ -44,6 +44,9 @@
  *     retireAfterSeconds: 86400           # a finished Job's record this long after its end
  *                                         # leaves the live set for the archive
  *     archiveDays: 400                    # ended records kept this long (chargeback)
+ *   karpenter:
+ *     shortageWithdrawSeconds: 120        # a mirror whose pods wait this long on a NodePool
+ *                                         # short of capacity is withdrawn, decided again
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
  * repeated key at any level, a value of the wrong shape or null, a number
@@ -99,6 +102,9 @@ struct sw_hub_config {
     double repl_model_s;         /* model-registry rules every N s; default 5 */
     double repl_rpo_objective_s; /* a rule's RPO objective when it names none; default 300 */
     double mirror_admission_s; /* a queued mirror unadmitted this long is withdrawn; default 300 */
+    /* A mirror whose pods wait this long on a NodePool short of capacity is
+     * withdrawn; default 120. */
+    double shortage_withdraw_s;
     struct sw_bucket_map bucket_maps[SW_HUB_MAX_BUCKET_MAPS]; /* buckets: none by default */
     size_t nbucket_maps;
     int mk_dispatcher;     /* kueue.multiKueueDispatcher: MultiKueue's external dispatcher; 0 */

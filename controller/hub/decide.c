@@ -196,6 +196,14 @@ static void add_pools(struct round *rd)
             o->free_gpus = (int)fig.free;
             o->max_gpus = (int)fig.ceiling;
             o->provision_s = fig.provision_s;
+            /* Its NodePool short of capacity: when it can add GPUs again,
+             * and that wait's distribution (capacity.c). */
+            o->capacity_wait_s = fig.capacity_wait_s;
+            o->n_capacity_wait_points = fig.n_capacity_wait_points < SW_WAIT_POINTS
+                                            ? fig.n_capacity_wait_points
+                                            : SW_WAIT_POINTS;
+            for (int k = 0; k < o->n_capacity_wait_points; k++)
+                o->capacity_wait_points[k] = fig.capacity_wait_points[k];
             o->price_gpu_h = ps->price_per_gpu_hour;
             o->interrupt_per_h = fig.interrupt_per_h;
             /* Shared and partitioned GPUs its nodes advertise. */
@@ -533,7 +541,8 @@ static bool add_basis(const struct round *rd, const struct sw_snapshot *snap, cJ
             continue;
         const struct sw_pool_figures *f = &rd->figs[p];
         cJSON *b = sw_learn_basis_json(f->nodepool, f->seen, snap->pools[p].provision_s,
-                                       snap->pools[p].interrupt_per_h);
+                                       snap->pools[p].interrupt_per_h,
+                                       snap->pools[p].capacity_wait_s, (int64_t)(snap->now * 1000));
         return b != NULL && cJSON_AddItemToObject(o, "basis", b);
     }
     return true;
@@ -590,7 +599,22 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
     bool move = d->verdict == SW_VERDICT_BURST ||
                 (d->verdict == SW_VERDICT_STAY &&
                  (r->form == SW_FORM_DELEGATED || rd->requeued[d->workload]));
-    if (d->verdict == SW_VERDICT_REJECT) {
+    /* The best option waits for spot capacity to return to a pool that
+     * cannot add GPUs now: the Job waits here, decided again each round,
+     * rather than as a pod pending against a NodePool that cannot grow. */
+    bool short_wait = d->verdict != SW_VERDICT_REJECT && snap->pools[d->pool].capacity_wait_s > 0 &&
+                      !d->chosen.stay && sw_workload_gpus(w) > snap->pools[d->pool].free_gpus;
+    if (short_wait)
+        move = false;
+    if (short_wait) {
+        const struct sw_pool *p = &snap->pools[d->pool];
+        char cw[32];
+        fmt_wait(d->chosen.wait_s > 0 ? d->chosen.wait_s : p->capacity_wait_s, cw, sizeof(cw));
+        snprintf(summary, sizeof(summary),
+                 "wait for %s capacity in %s: $%.2f expected after about %s (its NodePool is "
+                 "short); %s wait at home",
+                 sw_capacity_name(p->capacity), p->cluster, d->chosen.cost.total, cw, wait);
+    } else if (d->verdict == SW_VERDICT_REJECT) {
         snprintf(summary, sizeof(summary), "no placement: %s",
                  sw_exclusion_text(d->main_exclusion));
     } else {

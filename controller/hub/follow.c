@@ -15,7 +15,11 @@
  * is deleted and the Job goes back to be decided again, its preemptions
  * counted, up to the configured number of attempts. A mirror its target's
  * Kueue leaves unadmitted past kueue.mirrorAdmissionSeconds is withdrawn
- * (deleted only while it never started) and decided again the same way.
+ * (deleted only while it never started) and decided again the same way;
+ * so is one whose pods wait on a NodePool short of capacity past
+ * karpenter.shortageWithdrawSeconds (deleted only while it is the version
+ * seen), so that no pod waits against a NodePool that cannot grow without
+ * a decision.
  */
 #include <string.h>
 #include <time.h>
@@ -558,9 +562,8 @@ static void node_waited(struct sw_hub *h, struct sw_job_rec *r)
  * a patch that changes it, so one of the two fails), then the Job goes
  * back to be decided, the target's pools set aside for the same bound.
  */
-static void on_withdrawn(struct sw_kube_result *res, void *ctx)
+static void withdrawn(struct sw_kube_result *res, struct sw_job *j, bool short_pool)
 {
-    struct sw_job *j = ctx;
     struct sw_hub *h = j->hub;
     struct sw_job_rec *r = &j->rec;
     if (res->rc != 0) {
@@ -573,10 +576,19 @@ static void on_withdrawn(struct sw_kube_result *res, void *ctx)
         return;
     }
     struct sw_member *tm = sw_member_find(h, r->target_cluster);
-    if (tm != NULL)
-        tm->queue_aside_until_ms = sw_hub_wall_ms() + (int64_t)(h->cfg.mirror_admission_s * 1000);
-    SW_LOG(SW_LOG_WARN, "mirror withdrawn unadmitted; deciding again", "job=%s reason=%s",
-           sw_log_q(r->key), sw_log_q(r->reason));
+    if (short_pool) {
+        /* The pool stays short until a NodeClaim of it launches: the
+         * engine is given the wait for it (capacity.c), nothing else. */
+        sw_capacity_withdrawn(h, r);
+        SW_LOG(SW_LOG_WARN, "mirror withdrawn from a NodePool short of capacity; deciding again",
+               "job=%s reason=%s", sw_log_q(r->key), sw_log_q(r->reason));
+    } else {
+        if (tm != NULL)
+            tm->queue_aside_until_ms =
+                sw_hub_wall_ms() + (int64_t)(h->cfg.mirror_admission_s * 1000);
+        SW_LOG(SW_LOG_WARN, "mirror withdrawn unadmitted; deciding again", "job=%s reason=%s",
+               sw_log_q(r->key), sw_log_q(r->reason));
+    }
     sw_follow_event(h, r, "Warning", "MirrorWithdrawn", r->reason);
     r->state = SW_JS_REQUEUED;
     r->withdrawals++;
@@ -584,7 +596,18 @@ static void on_withdrawn(struct sw_kube_result *res, void *ctx)
     sw_rec_step(h, j, NULL);
 }
 
-static void withdraw(struct sw_hub *h, struct sw_job *j, struct sw_member *tm, const cJSON *mirror)
+static void on_withdrawn(struct sw_kube_result *res, void *ctx)
+{
+    withdrawn(res, ctx, false);
+}
+
+static void on_withdrawn_short(struct sw_kube_result *res, void *ctx)
+{
+    withdrawn(res, ctx, true);
+}
+
+static void withdraw(struct sw_hub *h, struct sw_job *j, struct sw_member *tm, const cJSON *mirror,
+                     bool short_pool)
 {
     struct sw_job_rec *r = &j->rec;
     const char *rv = sw_json_str(sw_json_child((cJSON *)mirror, "metadata"), "resourceVersion");
@@ -594,8 +617,8 @@ static void withdraw(struct sw_hub *h, struct sw_job *j, struct sw_member *tm, c
                                     .propagation = "Background",
                                     .grace_period_s = -1};
     j->busy = true;
-    if (rv == NULL ||
-        sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d, on_withdrawn, j) != 0) {
+    if (rv == NULL || sw_kube_delete(tm->client, SW_KIND_JOB, r->ns, r->mirror, &d,
+                                     short_pool ? on_withdrawn_short : on_withdrawn, j) != 0) {
         r->reason[0] = '\0';
         sw_hub_step_done(h, j, SW_EUNAVAIL);
     }
@@ -792,7 +815,13 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
     /* Left unadmitted in the target's Kueue queue too long: withdrawn (a
      * mirror still there, not the last state of one deleted). */
     if (live != NULL && sw_queue_mirror_unadmitted(h, j, live, r->reason, sizeof(r->reason))) {
-        withdraw(h, j, tm, live);
+        withdraw(h, j, tm, live, false);
+        return;
+    }
+    /* Its pods left waiting on a NodePool short of capacity too long:
+     * withdrawn the same way, so that no pod waits there undecided. */
+    if (live != NULL && sw_capacity_mirror_short(h, r, r->reason, sizeof(r->reason))) {
+        withdraw(h, j, tm, live, true);
         return;
     }
     /* Running, or about to: a block shown earlier is over. */

@@ -239,6 +239,7 @@ static void tick(uv_timer_t *t)
     h->dispatch_backlog = 0;
     sw_hub_jobs_foreach(h, count_backlog, NULL);
     sw_members_tick(h);
+    sw_capacity_shortage_tick(h);
     sw_capacity_flush(h);
     sw_rules_tick(h);
     if (h->dispatch_backlog == 0)

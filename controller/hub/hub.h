@@ -102,6 +102,15 @@ struct sw_nodepool_state {
     struct sw_nodepool_capacity cap; /* the last figures */
     bool have_cap;
     char problem[200]; /* why it gave none (no such NodePool, no GPU limit); "" */
+    /* Spot capacity (capacity.c): since when pods have waited for it with
+     * room under its limit and no NodeClaim made for them (0: not), when
+     * the last shortage ended (a failure seen from before then does not
+     * begin another), mirrors withdrawn while it was short. */
+    int64_t stuck_since_ms;
+    int64_t short_ended_ms;
+    /* Since when pods have waited for it beyond its GPU limit (0: not). */
+    int64_t full_since_ms;
+    uint64_t withdrawals;
 };
 
 #define SW_HUB_COUNTED_CLAIMS 128
@@ -135,6 +144,8 @@ struct sw_member {
     /* Its Kueue left a mirror unadmitted past kueue.mirrorAdmissionSeconds
      * (queue.c): its pools count no room until then (wall ms; 0 none). */
     int64_t queue_aside_until_ms;
+    /* When its NodePools were last looked at for a shortage (wall ms). */
+    int64_t shortage_checked_ms;
     /* NodePools of its pools (capacity.c), and the NodeClaims whose
      * provisioning delay was counted already (a ring of names). */
     struct sw_nodepool_state nodepools[SW_MAX_POOLS];
@@ -418,6 +429,12 @@ struct sw_pool_figures {
      * priors). Borrowed from the member for the round. */
     const char *nodepool;
     const struct sw_learned *seen;
+    /* Its NodePool is short of capacity: the wait until it can add GPUs
+     * again, and that wait's distribution (sw_learn_capacity_wait); 0 when
+     * it is not short. */
+    double capacity_wait_s;
+    double capacity_wait_points[SW_LEARN_WAIT_POINTS];
+    int n_capacity_wait_points;
 };
 
 /** A mirror waiting for a node its pool is provisioning (sw_capacity_node_wait). */
@@ -492,6 +509,25 @@ void sw_capacity_claim_changed(struct sw_hub *h, struct sw_member *m, const char
 int sw_capacity_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc));
 /** Each tick of the leader: writes changed learned figures, under the epoch. */
 void sw_capacity_flush(struct sw_hub *h);
+/**
+ * Each tick of the leader: a bound NodePool whose pods have waited
+ * SW_SHORTAGE_GRACE_S with room under its limit and no NodeClaim made for
+ * them is short of capacity from when they began to wait (what Karpenter
+ * shows when no offering of the NodePool is available: no claim at all);
+ * one at its limit with pods waiting beyond it is noted full from then.
+ */
+void sw_capacity_shortage_tick(struct sw_hub *h);
+/**
+ * Whether the record's mirror (dispatched, a pod not bound to a node) waits
+ * on a pool whose NodePool cannot grow for it: short of capacity, or else
+ * at its GPU limit with pods waiting beyond it (sw_nodepool_full), while
+ * the mirror existed, for karpenter.shortageWithdrawSeconds or longer.
+ * Fills `why` (beginning with SW_QUEUE_WITHDRAWN: where, which NodePool,
+ * why and how long) when it does.
+ */
+bool sw_capacity_mirror_short(struct sw_hub *h, const struct sw_job_rec *r, char *why, size_t len);
+/** A mirror was withdrawn from a pool that could not grow: counted for its NodePool. */
+void sw_capacity_withdrawn(struct sw_hub *h, const struct sw_job_rec *r);
 
 /* ---- observe.c ------------------------------------------------------------ */
 

@@ -6,6 +6,8 @@
 #include "placement/estimate.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 double sw_learn_provision_s(uint64_t n, double sum_s)
 {
@@ -20,6 +22,71 @@ double sw_learn_interrupt_rate(uint64_t interruptions, double hours)
            (hours + SW_PRIOR_INTERRUPT_HOURS);
 }
 
+bool sw_learn_shortage_begin(struct sw_learned *l, int64_t at_ms)
+{
+    if (l->short_since_ms > 0 || at_ms <= 0)
+        return false;
+    l->short_since_ms = at_ms;
+    return true;
+}
+
+double sw_learn_shortage_end(struct sw_learned *l, int64_t at_ms)
+{
+    if (l->short_since_ms <= 0 || at_ms < l->short_since_ms)
+        return -1;
+    double d = (double)(at_ms - l->short_since_ms) / 1000.0;
+    if (l->nshortage_s == SW_LEARN_SHORTAGES) {
+        memmove(l->shortage_s, l->shortage_s + 1, (SW_LEARN_SHORTAGES - 1) * sizeof(double));
+        l->nshortage_s--;
+    }
+    l->shortage_s[l->nshortage_s++] = d;
+    l->shortages++;
+    l->shortage_sum_s += d;
+    l->short_since_ms = 0;
+    return d;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double sw_learn_capacity_wait(const struct sw_learned *l, int64_t now_ms, double *points,
+                              int *npoints)
+{
+    *npoints = 0;
+    if (l->short_since_ms <= 0)
+        return 0;
+    double e = now_ms > l->short_since_ms ? (double)(now_ms - l->short_since_ms) / 1000.0 : 0;
+    double r[SW_LEARN_SHORTAGES], sum = 0, w;
+    int k = 0;
+    for (int i = 0; i < l->nshortage_s; i++)
+        if (l->shortage_s[i] > e) {
+            r[k] = l->shortage_s[i] - e;
+            sum += r[k++];
+        }
+    if (k > 0) {
+        w = sum / k;
+        qsort(r, (size_t)k, sizeof(double), cmp_double);
+        int n = k < SW_LEARN_WAIT_POINTS ? k : SW_LEARN_WAIT_POINTS;
+        for (int q = 0; q < n; q++) {
+            /* Equally likely points: each residual when they are few, the
+             * middle of each of n equal slices otherwise (as sim.c). */
+            int at = k < SW_LEARN_WAIT_POINTS ? q : (int)(((double)q + 0.5) * k / n);
+            double v = r[at] < SW_SHORTAGE_MIN_WAIT_S ? SW_SHORTAGE_MIN_WAIT_S : r[at];
+            if (points != NULL)
+                points[q] = v;
+        }
+        *npoints = points != NULL ? n : 0;
+    } else if (l->nshortage_s == 0) {
+        w = e > SW_PRIOR_SHORTAGE_S ? e : SW_PRIOR_SHORTAGE_S;
+    } else {
+        w = e;
+    }
+    return w < SW_SHORTAGE_MIN_WAIT_S ? SW_SHORTAGE_MIN_WAIT_S : w;
+}
+
 cJSON *sw_learned_to_json(const struct sw_learned *l)
 {
     cJSON *o = cJSON_CreateObject();
@@ -30,7 +97,22 @@ cJSON *sw_learned_to_json(const struct sw_learned *l)
         !cJSON_AddNumberToObject(o, "provisionLastSeconds", l->provision_last_s) ||
         !cJSON_AddNumberToObject(o, "lastReadyMs", (double)l->last_ready_ms) ||
         !cJSON_AddNumberToObject(o, "interruptions", (double)l->interruptions) ||
-        !cJSON_AddNumberToObject(o, "runHours", l->run_hours)) {
+        !cJSON_AddNumberToObject(o, "runHours", l->run_hours) ||
+        !cJSON_AddNumberToObject(o, "shortages", (double)l->shortages) ||
+        !cJSON_AddNumberToObject(o, "shortageSumSeconds", l->shortage_sum_s) ||
+        !cJSON_AddNumberToObject(o, "shortSinceMs", (double)l->short_since_ms)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    cJSON *a = cJSON_AddArrayToObject(o, "shortageSeconds");
+    for (int i = 0; a != NULL && i < l->nshortage_s; i++) {
+        cJSON *v = cJSON_CreateNumber(l->shortage_s[i]);
+        if (v == NULL || !cJSON_AddItemToArray(a, v)) {
+            cJSON_Delete(v);
+            a = NULL;
+        }
+    }
+    if (a == NULL) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -67,6 +149,39 @@ int sw_learned_from_json(const cJSON *o, const char *what, struct sw_learned *ou
         if (rc != 0)
             return rc;
     }
+    /* Shortages: entries written before they were learned have none. */
+    double sv[3] = {0, 0, 0};
+    static const char *const snames[] = {"shortages", "shortageSumSeconds", "shortSinceMs"};
+    for (size_t i = 0; i < 3; i++) {
+        int rc = cJSON_GetObjectItemCaseSensitive(o, snames[i]) == NULL
+                     ? 0
+                     : field(o, what, snames[i], &sv[i], err);
+        if (rc != 0)
+            return rc;
+    }
+    double d[SW_LEARN_SHORTAGES];
+    int nd = 0;
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "shortageSeconds");
+    if (arr != NULL && !cJSON_IsArray(arr))
+        return sw_error_set(err, SW_EPARSE,
+                            "learned figures %s: field \"shortageSeconds\": expected an array of "
+                            "seconds",
+                            what);
+    const cJSON *x;
+    cJSON_ArrayForEach(x, arr)
+    {
+        if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0) || x->valuedouble > 9.0e15)
+            return sw_error_set(err, SW_EPARSE,
+                                "learned figures %s: field \"shortageSeconds\": item %d: "
+                                "expected a number of seconds from 0 to 9e15",
+                                what, nd + 1);
+        /* The latest are kept when a longer list was written. */
+        if (nd == SW_LEARN_SHORTAGES) {
+            memmove(d, d + 1, (SW_LEARN_SHORTAGES - 1) * sizeof(double));
+            nd--;
+        }
+        d[nd++] = x->valuedouble;
+    }
     *out = (struct sw_learned){
         .provisions = (uint64_t)v[0],
         .provision_sum_s = v[1],
@@ -74,12 +189,17 @@ int sw_learned_from_json(const cJSON *o, const char *what, struct sw_learned *ou
         .last_ready_ms = (int64_t)v[3],
         .interruptions = (uint64_t)v[4],
         .run_hours = v[5],
+        .shortages = (uint64_t)sv[0],
+        .shortage_sum_s = sv[1],
+        .short_since_ms = (int64_t)sv[2],
+        .nshortage_s = nd,
     };
+    memcpy(out->shortage_s, d, (size_t)nd * sizeof(double));
     return 0;
 }
 
 cJSON *sw_learn_basis_json(const char *nodepool, const struct sw_learned *seen, double provision_s,
-                           double interrupt_per_h)
+                           double interrupt_per_h, double capacity_wait_s, int64_t now_ms)
 {
     cJSON *o = cJSON_CreateObject();
     if (o == NULL)
@@ -92,6 +212,12 @@ cJSON *sw_learn_basis_json(const char *nodepool, const struct sw_learned *seen, 
                         : seen != NULL && (seen->interruptions > 0 || seen->run_hours > 0)
                             ? "learned"
                             : "prior";
+    const char *cfrom = capacity_wait_s <= 0                    ? "none"
+                        : seen != NULL && seen->nshortage_s > 0 ? "learned"
+                                                                : "prior";
+    double short_for = seen != NULL && seen->short_since_ms > 0 && now_ms > seen->short_since_ms
+                           ? (double)(now_ms - seen->short_since_ms) / 1000.0
+                           : 0;
     bool ok =
         cJSON_AddStringToObject(o, "source", np ? "nodepool" : "nodes") &&
         (!np || cJSON_AddStringToObject(o, "nodePool", nodepool)) &&
@@ -101,7 +227,11 @@ cJSON *sw_learn_basis_json(const char *nodepool, const struct sw_learned *seen, 
         cJSON_AddNumberToObject(o, "interruptPerHour", round(interrupt_per_h * 1e6) / 1e6) &&
         cJSON_AddStringToObject(o, "interruptFrom", ifrom) &&
         cJSON_AddNumberToObject(o, "interruptionsSeen", seen ? (double)seen->interruptions : 0) &&
-        cJSON_AddNumberToObject(o, "runHoursSeen", seen ? round(seen->run_hours * 1e4) / 1e4 : 0);
+        cJSON_AddNumberToObject(o, "runHoursSeen", seen ? round(seen->run_hours * 1e4) / 1e4 : 0) &&
+        cJSON_AddNumberToObject(o, "capacityWaitSeconds", round(capacity_wait_s * 1000) / 1000) &&
+        cJSON_AddStringToObject(o, "capacityWaitFrom", cfrom) &&
+        cJSON_AddNumberToObject(o, "shortForSeconds", round(short_for * 1000) / 1000) &&
+        cJSON_AddNumberToObject(o, "shortagesSeen", seen ? (double)seen->shortages : 0);
     if (!ok) {
         cJSON_Delete(o);
         return NULL;

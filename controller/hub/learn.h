@@ -32,6 +32,16 @@
  * or no start) SW_PRIOR_HOME_REMAINING.
  */
 double sw_learn_home_remaining(double declared_s, int64_t start_ms, int64_t now_ms);
+#define SW_PRIOR_SHORTAGE_S 1800.0 /* a spot shortage's length until one was seen end */
+/* Pods waiting for a NodePool with room under its limit and no NodeClaim
+ * made for them this long: Karpenter cannot launch there (short). */
+#define SW_SHORTAGE_GRACE_S 30.0
+/* The least capacity wait given while a pool is short (> 0 means short). */
+#define SW_SHORTAGE_MIN_WAIT_S 5.0
+/* Shortage durations kept per NodePool (the latest), and the points of the
+ * wait's distribution given to the engine (placement's SW_WAIT_POINTS). */
+#define SW_LEARN_SHORTAGES   32
+#define SW_LEARN_WAIT_POINTS 8
 
 /**
  * The provisioning delay to give the engine: the mean of the `n` delays seen
@@ -58,7 +68,48 @@ struct sw_learned {
     int64_t last_ready_ms;   /* the latest Initialized time counted (wall ms; 0 none) */
     uint64_t interruptions;  /* mirrors lost here (a NodeClaim or node gone under them) */
     double run_hours;        /* hours mirrors ran here, to the end of each */
+    /* Spot capacity shortages: from the first launch that failed for lack of
+     * capacity (or pods left waiting with no NodeClaim made for them) to the
+     * first NodeClaim launched after it. */
+    uint64_t shortages;                    /* shortages seen end */
+    double shortage_sum_s;                 /* their durations added up */
+    double shortage_s[SW_LEARN_SHORTAGES]; /* the latest durations, oldest first */
+    int nshortage_s;
+    int64_t short_since_ms; /* the shortage going on began then (wall ms); 0 none */
 };
+
+/**
+ * A shortage begins at `at_ms` (wall ms): kept if one is going on already
+ * (its start stays the first failure). Returns whether it began now.
+ */
+bool sw_learn_shortage_begin(struct sw_learned *l, int64_t at_ms);
+
+/**
+ * The shortage going on ends at `at_ms` (a NodeClaim launched): its
+ * duration is counted and kept (the oldest of SW_LEARN_SHORTAGES dropped).
+ * Returns the duration in seconds, or -1 when none was going on or it
+ * began after `at_ms` (nothing changes then).
+ */
+double sw_learn_shortage_end(struct sw_learned *l, int64_t at_ms);
+
+/**
+ * The capacity wait to give the engine at `now_ms` (seconds; 0 when no
+ * shortage is going on): how much longer the shortage is expected to last
+ * given that it has lasted e = now - short_since seconds, as the simulator
+ * weighs an availability trace's outages (placement/sim.c):
+ *
+ *   - the kept durations longer than e: the mean of what they lasted past
+ *     e; `points` gets up to SW_LEARN_WAIT_POINTS of those residuals,
+ *     ascending, equally likely (quantiles when there are more), *npoints
+ *     their number;
+ *   - none kept at all: the prior, SW_PRIOR_SHORTAGE_S, or e when it has
+ *     lasted longer (as long again); no points;
+ *   - durations kept, none as long as e: e (as long again); no points.
+ *
+ * Never below SW_SHORTAGE_MIN_WAIT_S while short. `points` may be NULL.
+ */
+double sw_learn_capacity_wait(const struct sw_learned *l, int64_t now_ms, double *points,
+                              int *npoints);
 
 /** The learned figures as JSON (new; the caller deletes it), NULL on ENOMEM. */
 cJSON *sw_learned_to_json(const struct sw_learned *l);
@@ -66,7 +117,9 @@ cJSON *sw_learned_to_json(const struct sw_learned *l);
 /**
  * Reads learned figures (borrowed) into *out. `what` names them in errors
  * (the Redis hash field); every field is required, counts and hours are
- * non-negative. *out is untouched on error.
+ * non-negative, except the shortage fields (shortages, shortageSumSeconds,
+ * shortageSeconds, shortSinceMs), which entries written before them lack:
+ * absent, they read as none seen. *out is untouched on error.
  */
 int sw_learned_from_json(const cJSON *o, const char *what, struct sw_learned *out,
                          struct sw_error *err);
@@ -79,15 +132,20 @@ int sw_learned_from_json(const cJSON *o, const char *what, struct sw_learned *ou
  *    "provisionSeconds": S, "provisionFrom": "learned"|"prior"|"none",
  *    "provisionsSeen": N,
  *    "interruptPerHour": R, "interruptFrom": "learned"|"prior"|"none",
- *    "interruptionsSeen": K, "runHoursSeen": H}
+ *    "interruptionsSeen": K, "runHoursSeen": H,
+ *    "capacityWaitSeconds": W, "capacityWaitFrom": "learned"|"prior"|"none",
+ *    "shortForSeconds": E, "shortagesSeen": S}
  *
  * `seen` is NULL for a pool on fixed nodes (its figures are the priors);
  * "none" is a figure that does not apply (an owned pool adds no node, an
  * on-demand pool is not interrupted). An interruption rate is "learned"
  * once anything ran or was interrupted there: it is then what was seen
- * weighed with the prior (sw_learn_interrupt_rate).
+ * weighed with the prior (sw_learn_interrupt_rate). The capacity wait W
+ * is what the engine was given (0 and "none" while the pool is not short;
+ * "learned" when shortages were seen end there, else "prior"), E how long
+ * the shortage going on had lasted at `now_ms`.
  */
 cJSON *sw_learn_basis_json(const char *nodepool, const struct sw_learned *seen, double provision_s,
-                           double interrupt_per_h);
+                           double interrupt_per_h, double capacity_wait_s, int64_t now_ms);
 
 #endif

@@ -237,7 +237,22 @@ static void render_nodepools(struct sw_hub *h, struct sw_buf *b)
         "# HELP spillway_nodepool_interrupt_rate_per_hour Interruption rate the engine is given "
         "for a spot NodePool: learned, weighed with the prior.\n"
         "# TYPE spillway_nodepool_interrupt_rate_per_hour gauge\n",
+        "# HELP spillway_nodepool_short_seconds How long the NodePool has been short of capacity "
+        "(0: it is not).\n"
+        "# TYPE spillway_nodepool_short_seconds gauge\n",
+        "# HELP spillway_nodepool_capacity_wait_seconds The wait for capacity the engine is given "
+        "while the NodePool is short (0: not short): learned from the shortages seen end, or the "
+        "prior.\n"
+        "# TYPE spillway_nodepool_capacity_wait_seconds gauge\n",
+        "# HELP spillway_nodepool_shortages_observed_total Shortages of capacity seen end (a "
+        "NodeClaim launched again), the waits are learned from.\n"
+        "# TYPE spillway_nodepool_shortages_observed_total counter\n",
+        "# HELP spillway_nodepool_shortage_withdrawals_total Mirrors withdrawn because their pods "
+        "waited on the NodePool past karpenter.shortageWithdrawSeconds while it could not grow "
+        "(short of capacity, or at its limit).\n"
+        "# TYPE spillway_nodepool_shortage_withdrawals_total counter\n",
     };
+    int64_t now = sw_hub_wall_ms();
     for (size_t f = 0; f < sizeof(help) / sizeof(help[0]); f++) {
         sw_buf_adds(b, help[f]);
         for (size_t i = 0; i < h->nmembers; i++) {
@@ -249,13 +264,24 @@ static void render_nodepools(struct sw_hub *h, struct sw_buf *b)
                                                     "spillway_nodepool_limit_gpus",
                                                     "spillway_nodepool_room_gpus",
                                                     "spillway_nodepool_interruptions_total",
-                                                    "spillway_nodepool_interrupt_rate_per_hour"};
+                                                    "spillway_nodepool_interrupt_rate_per_hour",
+                                                    "spillway_nodepool_short_seconds",
+                                                    "spillway_nodepool_capacity_wait_seconds",
+                                                    "spillway_nodepool_shortages_observed_total",
+                                                    "spillway_nodepool_shortage_withdrawals_total"};
+                int npts = 0;
                 double v = f == 0   ? sw_capacity_provision_s(s)
                            : f == 1 ? (double)s->seen.provisions
                            : f == 2 ? (s->have_cap ? (double)s->cap.limit : -1)
                            : f == 3 ? (double)s->cap.room
                            : f == 4 ? (double)s->seen.interruptions
-                                    : sw_capacity_interrupt_rate(s);
+                           : f == 5 ? sw_capacity_interrupt_rate(s)
+                           : f == 6 ? (s->seen.short_since_ms > 0 && now > s->seen.short_since_ms
+                                           ? (double)(now - s->seen.short_since_ms) / 1000.0
+                                           : 0)
+                           : f == 7 ? sw_learn_capacity_wait(&s->seen, now, NULL, &npts)
+                           : f == 8 ? (double)s->seen.shortages
+                                    : (double)s->withdrawals;
                 sw_buf_addf(b, "%s{cluster=\"%s\",nodepool=\"%s\"} %g\n", names[f], m->rec.name,
                             s->name, v);
             }

@@ -130,6 +130,7 @@ static void test_nodeclaim_facts(void **state)
     assert_int_equal(f.gpus, 8);
     assert_int_equal(f.requested, 4);
     assert_int_equal(f.ready_ms - f.created_ms, 47000);
+    assert_int_equal(f.launched_ms - f.created_ms, 2000);
     assert_false(f.deleting);
     cJSON_Delete(j);
     /* Just created: no capacity yet (the request counts), not initialized. */
@@ -139,6 +140,16 @@ static void test_nodeclaim_facts(void **state)
     assert_int_equal(f.gpus, 4);
     assert_int_equal(f.requested, 4);
     assert_int_equal(f.ready_ms, 0);
+    cJSON_Delete(j);
+    /* Not launched yet (no conditions): neither time. */
+    j = parse("{\"metadata\":{\"name\":\"gpu-spot-ice\",\"labels\":{\"karpenter.sh/nodepool\":"
+              "\"gpu-spot\"},\"creationTimestamp\":\"2026-11-25T12:00:00Z\","
+              "\"deletionTimestamp\":\"2026-11-25T12:00:01Z\"}}");
+    assert_int_equal(sw_nodeclaim_facts_from_json(j, &f, &err), 0);
+    assert_int_equal(f.launched_ms, 0);
+    assert_int_equal(f.ready_ms, 0);
+    assert_true(f.deleting);
+    assert_int_equal(f.deleted_ms - f.created_ms, 1000);
     cJSON_Delete(j);
     /* A bad creation time names the claim and the field. */
     j = parse("{\"metadata\":{\"name\":\"x\",\"creationTimestamp\":\"2026-13-01T00:00:00Z\"}}");
@@ -229,6 +240,8 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.nodes, 0);
     assert_int_equal(c.room, 64);
     assert_int_equal(c.free, 64);
+    assert_false(sw_nodepool_stalled(&c)); /* nothing waits */
+    assert_false(sw_nodepool_full(&c));
 
     /* A mirror's pod waits (4 GPUs, selecting spot): it takes from the
      * room until a claim covers it. A pod of another pool does not. */
@@ -238,6 +251,10 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.pending, 4);
     assert_int_equal(c.waiting, 4);
     assert_int_equal(c.room, 60);
+    /* No claim for it yet, room under the limit: stalled (for as long as
+     * that lasts; the hub's grace tells Karpenter's batching apart). */
+    assert_true(sw_nodepool_stalled(&c));
+    assert_false(sw_nodepool_full(&c));
 
     /* Karpenter launches an 8-GPU claim for it: counted once, as
      * provisioned and launching; the pod is covered, not counted again. */
@@ -251,6 +268,7 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.idle, 0);
     assert_int_equal(c.room, 56);
     assert_int_equal(c.free, 56);
+    assert_false(sw_nodepool_stalled(&c)); /* a claim launching covers it */
     world_free(&w);
 
     /* Its node is Ready and the pod runs there: 4 GPUs idle on it, 56 room. */
@@ -286,6 +304,7 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.waiting, 2);
     assert_int_equal(c.room, 54);
     assert_int_equal(c.free, 54);
+    assert_true(sw_nodepool_stalled(&c)); /* 2 GPUs with no claim, room left */
     world_free(&w);
 
     /* At the limit: no room; a waiting pod beyond it leaves room at 0. */
@@ -301,6 +320,8 @@ static void test_capacity_figures(void **state)
     assert_int_equal(c.waiting, 16);
     assert_int_equal(c.room, 0);
     assert_int_equal(c.free, 0);
+    assert_false(sw_nodepool_stalled(&c)); /* at its limit: full, not short */
+    assert_true(sw_nodepool_full(&c));
     world_free(&w);
     cJSON_Delete(npj);
 }

@@ -99,7 +99,9 @@ static void test_docs_example(void **state)
                     "  mirrorAdmissionSeconds: 600\n"
                     "records:\n"
                     "  retireAfterSeconds: 3600\n"
-                    "  archiveDays: 30\n";
+                    "  archiveDays: 30\n"
+                    "karpenter:\n"
+                    "  shortageWithdrawSeconds: 45\n";
     struct sw_hub_config c;
     struct sw_error err;
     sw_error_clear(&err);
@@ -114,6 +116,7 @@ static void test_docs_example(void **state)
     assert_true(c.mirror_admission_s == 600);
     assert_true(c.retire_after_s == 3600);
     assert_int_equal(c.archive_days, 30);
+    assert_true(c.shortage_withdraw_s == 45);
     assert_int_equal(c.nbucket_maps, 2);
     assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-west-2"), "acme-datasets-usw2");
 }
@@ -149,6 +152,7 @@ static void test_defaults(void **state)
     /* A finished Job's record ends a day after, archived 400 days. */
     assert_true(c.retire_after_s == 86400);
     assert_int_equal(c.archive_days, 400);
+    assert_true(c.shortage_withdraw_s == 120);
     assert_true(c.repl_interval_s == 60 && c.repl_model_s == 5 && c.repl_rpo_objective_s == 300);
     assert_string_equal(c.hub_id, "");
     assert_string_equal(c.log_level, "info");
@@ -309,7 +313,8 @@ static void test_errors_exact(void **state)
         /* unknown keys, top-level and nested */
         {BASE "lisen: 1.2.3.4:80\n", SW_EINVAL,
          "hub.yaml:4: field \"lisen\": unknown (expected redis, secretKeyFile, listen, placement, "
-         "leader, outputs, maxAttempts, members, replication, buckets, logLevel, kueue, records)"},
+         "leader, outputs, maxAttempts, members, replication, buckets, logLevel, kueue, records, "
+         "karpenter)"},
         {BASE "records:\n  retireAfterSeconds: 0\n", SW_EINVAL,
          "hub.yaml:5: field \"records.retireAfterSeconds\": expected a number of seconds >= 1, "
          "got \"0\""},
@@ -319,6 +324,12 @@ static void test_errors_exact(void **state)
         {BASE "records:\n  retainDays: 3\n", SW_EINVAL,
          "hub.yaml:5: field \"records.retainDays\": unknown (expected retireAfterSeconds, "
          "archiveDays)"},
+        {BASE "karpenter:\n  shortageWithdrawSeconds: 0\n", SW_EINVAL,
+         "hub.yaml:5: field \"karpenter.shortageWithdrawSeconds\": expected a number of seconds "
+         ">= 1, got \"0\""},
+        {BASE "karpenter:\n  withdrawSeconds: 5\n", SW_EINVAL,
+         "hub.yaml:5: field \"karpenter.withdrawSeconds\": unknown (expected "
+         "shortageWithdrawSeconds)"},
         {BASE "kueue:\n  mirrorAdmissionSeconds: 0\n", SW_EINVAL,
          "hub.yaml:5: field \"kueue.mirrorAdmissionSeconds\": expected a number of seconds >= 1, "
          "got \"0\""},

@@ -3,7 +3,10 @@
  * mean of what was seen, and an interruption rate that moves from the prior
  * towards the observed rate as hours of running add up; the learned
  * figures' JSON form (kept in Redis) read back exactly, bad entries refused
- * naming the field; what explain is told a pool's figures rest on.
+ * naming the field; what explain is told a pool's figures rest on; spot
+ * capacity shortages: begun once, their durations kept, the wait the engine
+ * is given while one lasts (the prior, then the residuals of those seen),
+ * and entries written before shortages were learned still read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -104,7 +107,7 @@ static void test_basis(void **state)
     (void)state;
     /* A NodePool with three claims seen and nothing run yet. */
     struct sw_learned l = {.provisions = 3, .provision_sum_s = 60};
-    cJSON *b = sw_learn_basis_json("gpu-spot", &l, 20, SW_PRIOR_SPOT_INTERRUPT);
+    cJSON *b = sw_learn_basis_json("gpu-spot", &l, 20, SW_PRIOR_SPOT_INTERRUPT, 0, 0);
     assert_non_null(b);
     assert_string_equal(sw_json_str(b, "source"), "nodepool");
     assert_string_equal(sw_json_str(b, "nodePool"), "gpu-spot");
@@ -115,18 +118,18 @@ static void test_basis(void **state)
     cJSON_Delete(b);
     /* Once something ran there, the rate is learned. */
     l.run_hours = 0.5;
-    b = sw_learn_basis_json("gpu-spot", &l, 20, sw_learn_interrupt_rate(0, 0.5));
+    b = sw_learn_basis_json("gpu-spot", &l, 20, sw_learn_interrupt_rate(0, 0.5), 0, 0);
     assert_string_equal(sw_json_str(b, "interruptFrom"), "learned");
     assert_float_equal(cJSON_GetObjectItem(b, "runHoursSeen")->valuedouble, 0.5, 0);
     cJSON_Delete(b);
     /* A NodePool with nothing seen: the prior. */
     struct sw_learned none = {0};
-    b = sw_learn_basis_json("gpu-on-demand", &none, SW_PRIOR_PROVISION_S, 0);
+    b = sw_learn_basis_json("gpu-on-demand", &none, SW_PRIOR_PROVISION_S, 0, 0, 0);
     assert_string_equal(sw_json_str(b, "provisionFrom"), "prior");
     assert_string_equal(sw_json_str(b, "interruptFrom"), "none");
     cJSON_Delete(b);
     /* Fixed nodes: no NodePool; an owned pool adds no node. */
-    b = sw_learn_basis_json("", NULL, 0, 0);
+    b = sw_learn_basis_json("", NULL, 0, 0, 0, 0);
     assert_string_equal(sw_json_str(b, "source"), "nodes");
     assert_null(cJSON_GetObjectItem(b, "nodePool"));
     assert_string_equal(sw_json_str(b, "provisionFrom"), "none");
@@ -154,9 +157,170 @@ static void test_home_remaining(void **state)
     assert_true(sw_learn_home_remaining(3600, 0, start) == SW_PRIOR_HOME_REMAINING);
 }
 
+static void test_shortage_begin_end(void **state)
+{
+    (void)state;
+    struct sw_learned l = {0};
+    /* Nothing going on: no end, nothing counted. */
+    assert_float_equal(sw_learn_shortage_end(&l, 5000), -1, 0);
+    assert_true(sw_learn_shortage_begin(&l, 10000));
+    /* A second failure during it keeps the first one's time. */
+    assert_false(sw_learn_shortage_begin(&l, 12000));
+    assert_int_equal(l.short_since_ms, 10000);
+    /* An end before it began (a claim launched earlier) changes nothing. */
+    assert_float_equal(sw_learn_shortage_end(&l, 9000), -1, 0);
+    assert_int_equal(l.short_since_ms, 10000);
+    assert_float_equal(sw_learn_shortage_end(&l, 100500), 90.5, 1e-9);
+    assert_int_equal(l.short_since_ms, 0);
+    assert_int_equal(l.shortages, 1);
+    assert_int_equal(l.nshortage_s, 1);
+    assert_float_equal(l.shortage_s[0], 90.5, 1e-9);
+    assert_float_equal(l.shortage_sum_s, 90.5, 1e-9);
+    /* The latest SW_LEARN_SHORTAGES are kept, the oldest dropped; all counted. */
+    for (int i = 0; i < SW_LEARN_SHORTAGES + 3; i++) {
+        assert_true(sw_learn_shortage_begin(&l, 1000000 + i * 100000));
+        assert_float_equal(sw_learn_shortage_end(&l, 1000000 + i * 100000 + (i + 1) * 1000), i + 1,
+                           1e-9);
+    }
+    assert_int_equal(l.shortages, SW_LEARN_SHORTAGES + 4);
+    assert_int_equal(l.nshortage_s, SW_LEARN_SHORTAGES);
+    assert_float_equal(l.shortage_s[0], 4, 1e-9);
+    assert_float_equal(l.shortage_s[SW_LEARN_SHORTAGES - 1], SW_LEARN_SHORTAGES + 3, 1e-9);
+}
+
+static void test_capacity_wait(void **state)
+{
+    (void)state;
+    struct sw_learned l = {0};
+    double pts[SW_LEARN_WAIT_POINTS];
+    int n = -1;
+    /* Not short: no wait. */
+    assert_float_equal(sw_learn_capacity_wait(&l, 5000, pts, &n), 0, 0);
+    assert_int_equal(n, 0);
+    /* Short, nothing seen: the prior, then as long again once past it. */
+    l.short_since_ms = 1000000;
+    assert_float_equal(sw_learn_capacity_wait(&l, 1000000 + 60000, pts, &n), SW_PRIOR_SHORTAGE_S,
+                       1e-9);
+    assert_int_equal(n, 0);
+    assert_float_equal(sw_learn_capacity_wait(&l, 1000000 + 4000000, pts, &n), 4000, 1e-9);
+    /* Seen: 60, 120, 300 s. 50 s in: the residuals 10, 70, 250, mean 110. */
+    l.shortage_s[0] = 120;
+    l.shortage_s[1] = 60;
+    l.shortage_s[2] = 300;
+    l.nshortage_s = 3;
+    assert_float_equal(sw_learn_capacity_wait(&l, 1000000 + 50000, pts, &n), 110, 1e-9);
+    assert_int_equal(n, 3);
+    assert_float_equal(pts[0], 10, 1e-9);
+    assert_float_equal(pts[1], 70, 1e-9);
+    assert_float_equal(pts[2], 250, 1e-9);
+    /* 100 s in: 120 and 300 lasted longer, residuals 20 and 200. */
+    assert_float_equal(sw_learn_capacity_wait(&l, 1000000 + 100000, pts, &n), 110, 1e-9);
+    assert_int_equal(n, 2);
+    assert_float_equal(pts[0], 20, 1e-9);
+    /* 299 s in: 1 s left, given at least the floor. */
+    assert_float_equal(sw_learn_capacity_wait(&l, 1000000 + 299000, pts, &n),
+                       SW_SHORTAGE_MIN_WAIT_S, 1e-9);
+    assert_float_equal(pts[0], SW_SHORTAGE_MIN_WAIT_S, 1e-9);
+    /* Longer than any seen: as long again, no points. */
+    assert_float_equal(sw_learn_capacity_wait(&l, 1000000 + 400000, pts, &n), 400, 1e-9);
+    assert_int_equal(n, 0);
+    /* Many seen: SW_LEARN_WAIT_POINTS quantiles, ascending; the mean of all. */
+    l.nshortage_s = 16;
+    for (int i = 0; i < 16; i++)
+        l.shortage_s[i] = 10.0 * (16 - i); /* 160, 150, ..., 10 */
+    assert_float_equal(sw_learn_capacity_wait(&l, 1000000, pts, &n), 85, 1e-9);
+    assert_int_equal(n, SW_LEARN_WAIT_POINTS);
+    for (int q = 0; q < n; q++)
+        assert_float_equal(pts[q], 10.0 * (2 * q + 2), 1e-9); /* residual (q + 0.5) x 2 */
+    /* The points are optional. */
+    assert_float_equal(sw_learn_capacity_wait(&l, 1000000, NULL, &n), 85, 1e-9);
+    assert_int_equal(n, 0);
+}
+
+static void test_shortage_round_trip(void **state)
+{
+    (void)state;
+    struct sw_learned l = {.provisions = 2, .provision_sum_s = 4};
+    assert_true(sw_learn_shortage_begin(&l, 1795000000000));
+    sw_learn_shortage_end(&l, 1795000062500);
+    assert_true(sw_learn_shortage_begin(&l, 1795000100000));
+    cJSON *o = sw_learned_to_json(&l);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    assert_non_null(strstr(text, "\"shortageSeconds\":[62.5]"));
+    struct sw_error err = {0};
+    assert_int_equal(sw_json_parse(text, strlen(text), "t", &o, &err), 0);
+    cJSON_free(text);
+    struct sw_learned back;
+    assert_int_equal(sw_learned_from_json(o, "cloud-spot/gpu-spot", &back, &err), 0);
+    cJSON_Delete(o);
+    assert_int_equal(back.shortages, 1);
+    assert_float_equal(back.shortage_sum_s, 62.5, 0);
+    assert_int_equal(back.nshortage_s, 1);
+    assert_float_equal(back.shortage_s[0], 62.5, 0);
+    assert_int_equal(back.short_since_ms, 1795000100000);
+    assert_int_equal(back.provisions, 2);
+    /* An entry written before shortages were learned: none seen. */
+    const char *old = "{\"provisions\":3,\"provisionSumSeconds\":6,\"provisionLastSeconds\":2,"
+                      "\"lastReadyMs\":1795000000000,\"interruptions\":1,\"runHours\":0.5}";
+    o = cJSON_Parse(old);
+    memset(&back, 0xff, sizeof(back));
+    assert_int_equal(sw_learned_from_json(o, "cloud-spot/gpu-spot", &back, &err), 0);
+    cJSON_Delete(o);
+    assert_int_equal(back.provisions, 3);
+    assert_int_equal(back.shortages, 0);
+    assert_int_equal(back.nshortage_s, 0);
+    assert_int_equal(back.short_since_ms, 0);
+    assert_float_equal(back.shortage_sum_s, 0, 0);
+    /* Bad shortage fields are refused, naming them. */
+    expect_refused("{\"provisions\":1,\"provisionSumSeconds\":1,\"provisionLastSeconds\":1,"
+                   "\"lastReadyMs\":1,\"interruptions\":0,\"runHours\":0,\"shortageSeconds\":5}",
+                   "field \"shortageSeconds\": expected an array");
+    expect_refused("{\"provisions\":1,\"provisionSumSeconds\":1,\"provisionLastSeconds\":1,"
+                   "\"lastReadyMs\":1,\"interruptions\":0,\"runHours\":0,"
+                   "\"shortageSeconds\":[3,-1]}",
+                   "field \"shortageSeconds\": item 2");
+    expect_refused("{\"provisions\":1,\"provisionSumSeconds\":1,\"provisionLastSeconds\":1,"
+                   "\"lastReadyMs\":1,\"interruptions\":0,\"runHours\":0,\"shortSinceMs\":\"x\"}",
+                   "field \"shortSinceMs\": expected a number");
+}
+
+static void test_basis_capacity_wait(void **state)
+{
+    (void)state;
+    struct sw_learned l = {.short_since_ms = 1000000};
+    /* Short, nothing seen end: the prior, and how long it has lasted. */
+    cJSON *b = sw_learn_basis_json("gpu-spot", &l, 2, 0.1, SW_PRIOR_SHORTAGE_S, 1000000 + 42000);
+    assert_string_equal(sw_json_str(b, "capacityWaitFrom"), "prior");
+    assert_float_equal(cJSON_GetObjectItem(b, "capacityWaitSeconds")->valuedouble,
+                       SW_PRIOR_SHORTAGE_S, 0);
+    assert_float_equal(cJSON_GetObjectItem(b, "shortForSeconds")->valuedouble, 42, 0);
+    assert_float_equal(cJSON_GetObjectItem(b, "shortagesSeen")->valuedouble, 0, 0);
+    cJSON_Delete(b);
+    /* One seen end: learned. */
+    l.shortage_s[0] = 90;
+    l.nshortage_s = 1;
+    l.shortages = 1;
+    b = sw_learn_basis_json("gpu-spot", &l, 2, 0.1, 48, 1000000 + 42000);
+    assert_string_equal(sw_json_str(b, "capacityWaitFrom"), "learned");
+    assert_float_equal(cJSON_GetObjectItem(b, "capacityWaitSeconds")->valuedouble, 48, 0);
+    assert_float_equal(cJSON_GetObjectItem(b, "shortagesSeen")->valuedouble, 1, 0);
+    cJSON_Delete(b);
+    /* Not short: none. */
+    l.short_since_ms = 0;
+    b = sw_learn_basis_json("gpu-spot", &l, 2, 0.1, 0, 1000000 + 42000);
+    assert_string_equal(sw_json_str(b, "capacityWaitFrom"), "none");
+    assert_float_equal(cJSON_GetObjectItem(b, "shortForSeconds")->valuedouble, 0, 0);
+    cJSON_Delete(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shortage_begin_end),
+        cmocka_unit_test(test_capacity_wait),
+        cmocka_unit_test(test_shortage_round_trip),
+        cmocka_unit_test(test_basis_capacity_wait),
         cmocka_unit_test(test_learned_round_trip),
         cmocka_unit_test(test_learned_refused),
         cmocka_unit_test(test_basis),

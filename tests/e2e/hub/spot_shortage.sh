@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# spot_shortage.sh - a spot capacity shortage on a pool bound to a Karpenter
+# NodePool, on the lab in Karpenter mode (testbed karpenter up), caused on
+# purpose (testbed karpenter outage on cloud-spot: its Karpenter restarted
+# with no spot offering, so gpu-spot gets no NodeClaim), under the outside
+# watcher (watch_invariants.py) throughout:
+#   - a burst to spot during a shortage the hub does not know of yet: the
+#     mirror's pod waits with no NodeClaim made for it; the hub sees the
+#     shortage (/metrics), withdraws the mirror after
+#     karpenter.shortageWithdrawSeconds (a MirrorWithdrawn Event on the
+#     origin naming gpu-spot, the withdrawal counted in the record and on
+#     /metrics, the mirror gone) and decides again: the Job goes elsewhere or
+#     waits, never to cloud-spot while it is short, and the decision says the
+#     engine was given the prior's wait for cloud-spot (spillctl explain)
+#   - the outage ends (outage off) and a pod asks gpu-spot for a node: the
+#     NodeClaim launches, the shortage ends, its duration is learned
+#     (/metrics, spillway:learned), matching what the test reads from the
+#     claim and the record
+#   - a new shortage: a decision during it is given the learned wait (the
+#     first shortage's duration less how long this one has lasted), shown by
+#     spillctl explain, and the Job is not sent to cloud-spot
+# The lab is put back as it was (testbed karpenter down) when it ends.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+TB="$SW_SOURCE_DIR/tests/testbed/testbed"
+KLOG=$(mktemp)
+karpenter_off() {
+    "$TB" karpenter down >"$KLOG" 2>&1 || { echo "testbed karpenter down failed:" >&2; tail -20 "$KLOG" >&2; }
+    rm -f "$KLOG"
+}
+hub_lock
+trap karpenter_off EXIT
+"$TB" karpenter up >"$KLOG" 2>&1 || fail "testbed karpenter up: $(tail -20 "$KLOG")"
+hub_setup short
+trap 'hub_cleanup; karpenter_off' EXIT
+# Withdrawn 20 s after the pods began to wait on a short NodePool.
+printf 'karpenter:\n  shortageWithdrawSeconds: 20\n' >>"$HUB_TMP/hub.yaml"
+watcher_start
+
+NPL='cluster="cloud-spot",nodepool="gpu-spot"'
+metric() { # metric NAME LABELS: a value on the hub's /metrics
+    curl -sf http://127.0.0.1:19464/metrics | awk -v k="$1{$2}" '$1 == k {print $2}'
+}
+# basis KEY POOL FIELD: what the stored decision for KEY says POOL's figures rest on.
+basis() {
+    "$SPILLCTL" explain "$1" -o json | python3 -c "
+import json, sys
+d = json.load(sys.stdin)['decision']
+print([o for o in d['options'] if o['pool'] == '$2'][0]['basis']['$3'])"
+}
+outage() {
+    "$TB" karpenter outage "$1" cloud-spot >"$KLOG" 2>&1 || hub_fail "testbed karpenter outage $1: $(tail -5 "$KLOG")"
+}
+# probe NAME: a plain pod (no hub) asking gpu-spot for a node, 1 GPU (the
+# lab's kwok completes Jobs' pods only: it runs until deleted).
+probe() {
+    cat <<YAML | kc cloud-spot apply -n "$NS" -f - >/dev/null
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+spec:
+  restartPolicy: Never
+  nodeSelector: {karpenter.sh/nodepool: gpu-spot}
+  tolerations:
+  - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
+  - {key: spillway.io/spot, operator: Exists, effect: NoSchedule}
+  containers:
+  - name: probe
+    image: registry.example/probe:1
+    resources: {limits: {nvidia.com/gpu: "1"}}
+YAML
+}
+spot_claims() { kc cloud-spot get nodeclaims -l karpenter.sh/nodepool=gpu-spot -o name 2>/dev/null | wc -l; }
+# wait_metric NAME TEST SECONDS: until the metric's value passes the awk test (on v).
+wait_metric() {
+    local i v
+    for i in $(seq 1 $(($3 * 2))); do
+        v=$(metric "$1" "$NPL")
+        [ -n "$v" ] && awk -v v="$v" "BEGIN { exit !($2) }" && return 0
+        sleep 0.5
+    done
+    hub_fail "$1 is \"$(metric "$1" "$NPL")\", not $2, after $3 s"
+}
+
+# ---- a burst to spot during a shortage the hub does not know of yet -----------
+saturate
+outage on
+t_on=$(date +%s)
+hub_start
+burst_job a 8 60s | kc onprem apply -n "$NS" -f - >/dev/null
+A="onprem/$NS/a"
+wait_record "$A" state dispatched 120
+[ "$(record_field "$A" targetCluster)" = cloud-spot ] ||
+    hub_fail "a was sent to \"$(record_field "$A" targetCluster)\", not cloud-spot (the shortage was not known yet): $(record_field "$A" summary)"
+amirror=$(record_field "$A" mirror)
+adispatched=$(record_field "$A" dispatchedMs)
+# The hub sees the shortage: no NodeClaim comes for the mirror's pod.
+wait_metric spillway_nodepool_short_seconds "v > 0" 90
+[ "$(spot_claims)" = 0 ] || hub_fail "gpu-spot got a NodeClaim during the outage: $(kc cloud-spot get nodeclaims)"
+cw=$(metric spillway_nodepool_capacity_wait_seconds "$NPL")
+[ "$cw" = 1800 ] || hub_fail "the capacity wait for gpu-spot is \"$cw\", not the 1800 s prior"
+# Withdrawn after the bound, and decided again.
+wait_record "$A" withdrawals 1 60
+t_wd=$(date +%s)
+ev=""
+for _ in $(seq 1 60); do
+    ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=a,reason=MirrorWithdrawn -o jsonpath='{.items[0].message}' 2>/dev/null || true)
+    [ -n "$ev" ] && break
+    sleep 0.5
+done
+echo "$ev" | grep -qE "^withdrawn from cloud-spot: mirror $amirror's pods waited [0-9]+ s for NodePool gpu-spot, short of capacity for [0-9]+ s .*karpenter.shortageWithdrawSeconds \(20 s\)" ||
+    hub_fail "no MirrorWithdrawn Event on a naming gpu-spot and the bound: \"$ev\""
+for _ in $(seq 1 60); do
+    [ -z "$(kc cloud-spot get job "$amirror" -n "$NS" -o name 2>/dev/null)" ] && break
+    sleep 0.5
+done
+[ -z "$(kc cloud-spot get job "$amirror" -n "$NS" -o name 2>/dev/null)" ] || hub_fail "the withdrawn mirror $amirror is still on cloud-spot"
+wait_metric spillway_nodepool_shortage_withdrawals_total "v == 1" 10
+# Decided again: elsewhere, or waiting, never to cloud-spot while short.
+adecided=""
+for _ in $(seq 1 120); do
+    d=$(record_field "$A" decidedMs)
+    if [ "$(record_field "$A" withdrawals)" = 1 ] && [ -n "$d" ] && [ "$d" -gt $((t_wd * 1000 - 2000)) ] &&
+        [ "$(record_field "$A" state)" != requeued ]; then
+        adecided=$d
+        break
+    fi
+    sleep 0.5
+done
+asum=$(record_field "$A" summary)
+[ -n "$adecided" ] || hub_fail "a was not decided again after its withdrawal (state $(record_field "$A" state)): $asum"
+sleep 3
+atarget=$(record_field "$A" targetCluster)
+astate=$(record_field "$A" state)
+if [ "$atarget" = cloud-spot ] && [ "$(record_field "$A" attempt)" -gt 1 ] && [ "$astate" != observed ]; then
+    hub_fail "a was sent to cloud-spot again while it was short: $asum"
+fi
+[ "$(kc cloud-spot get jobs -n "$NS" -l "spillway.io/origin-uid=$(kc onprem get job a -n "$NS" -o jsonpath='{.metadata.uid}')" -o name | wc -l)" = 0 ] ||
+    hub_fail "a has a mirror on cloud-spot after its withdrawal"
+[ "$(basis "$A" cloud-spot capacityWaitFrom)" = prior ] ||
+    hub_fail "a's second decision: cloud-spot's capacity wait from \"$(basis "$A" cloud-spot capacityWaitFrom)\", not the prior"
+"$SPILLCTL" explain "$A" >"$HUB_TMP/explain"
+grep -qE "^  cloud-spot +provisioning .*; capacity short for [0-9]+ s, back in 1800 s expected, the prior \(no shortage of its NodePool seen end yet\)" "$HUB_TMP/explain" ||
+    hub_fail "explain does not show a's capacity wait for cloud-spot: $(cat "$HUB_TMP/explain")"
+pass "burst during a shortage: a's mirror $amirror waited on gpu-spot with no NodeClaim; the hub saw the shortage (wait given: the ${cw} s prior); withdrawn $((t_wd - adispatched / 1000)) s after dispatch: \"$ev\"; decided again: \"$asum\" (state $astate, target \"$atarget\"); explain: $(grep -E '^  cloud-spot ' "$HUB_TMP/explain" | sed 's/  */ /g')"
+# a is not needed any more.
+kc onprem delete job a -n "$NS" --wait=false >/dev/null
+
+# ---- the outage ends: the shortage's duration learned -------------------------
+# Long enough to tell the learned wait from the prior's and from the
+# second shortage's elapsed time.
+wait_metric spillway_nodepool_short_seconds "v >= 100" 120
+outage off
+t_off=$(date +%s)
+probe p1
+wait_metric spillway_nodepool_shortages_observed_total "v == 1" 120
+[ "$(metric spillway_nodepool_short_seconds "$NPL")" = 0 ] || hub_fail "gpu-spot still short after a NodeClaim launched"
+[ "$(metric spillway_nodepool_capacity_wait_seconds "$NPL")" = 0 ] || hub_fail "a capacity wait given for gpu-spot after the shortage ended"
+learned=""
+for _ in $(seq 1 40); do
+    learned=$(rcli HGET spillway:learned cloud-spot/gpu-spot)
+    echo "$learned" | grep -q '"shortages":1,' && break
+    sleep 0.25
+done
+d1=$(echo "$learned" | python3 -c 'import json,sys; l=json.load(sys.stdin); assert l["shortages"] == 1 and l["shortSinceMs"] == 0, l; print(l["shortageSeconds"][0])') ||
+    hub_fail "spillway:learned does not hold gpu-spot's shortage: \"$learned\""
+# The test's own account: from the mirror's dispatch (its pod waited from
+# then) to the Launched time of the claim that ended it.
+claim=$(kc cloud-spot get nodeclaims -l karpenter.sh/nodepool=gpu-spot -o jsonpath='{.items[0].metadata.name}')
+launched=$(kc cloud-spot get nodeclaim "$claim" -o json | python3 -c '
+import json, sys, datetime
+c = json.load(sys.stdin)
+t = lambda s: datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+print([int(t(x["lastTransitionTime"])) for x in c["status"]["conditions"] if x["type"] == "Launched" and x["status"] == "True"][0])')
+seen=$(awk -v l="$launched" -v d="$adispatched" 'BEGIN { printf "%.1f", l - d / 1000 }')
+# The hub dates it from when it first saw the pod waiting (after the
+# dispatch, within its 1 s look), to the launch (whole seconds on the API).
+awk -v h="$d1" -v s="$seen" 'BEGIN { exit !(h <= s + 1.5 && h >= s - 5) }' ||
+    hub_fail "the learned shortage is ${d1} s; from a's dispatch to NodeClaim $claim's launch is ${seen} s"
+kc cloud-spot delete pod p1 -n "$NS" --wait=false >/dev/null
+pass "outage over (on $((t_off - t_on)) s): NodeClaim $claim launched for a pod, the shortage ended; learned ${d1} s (the test: ${seen} s from the mirror's dispatch to the claim's launch), in spillway:learned: $learned"
+
+# ---- a new shortage: the decision is given the learned wait ---------------------
+# gpu-spot back at zero nodes first (consolidated 30 s after empty), so that
+# no idle GPU there serves the next pods.
+for _ in $(seq 1 120); do
+    [ "$(spot_claims)" = 0 ] && break
+    sleep 1
+done
+[ "$(spot_claims)" = 0 ] || hub_fail "gpu-spot's node was not consolidated: $(kc cloud-spot get nodeclaims)"
+outage on
+probe p2
+wait_metric spillway_nodepool_short_seconds "v > 0" 90
+burst_job b 8 60s | kc onprem apply -n "$NS" -f - >/dev/null
+B="onprem/$NS/b"
+for _ in $(seq 1 120); do
+    [ -n "$(record_field "$B" summary)" ] && break
+    sleep 0.5
+done
+bsum=$(record_field "$B" summary)
+[ -n "$bsum" ] || hub_fail "no decision for b within 60 s"
+bwait=$(basis "$B" cloud-spot capacityWaitSeconds)
+bfor=$(basis "$B" cloud-spot shortForSeconds)
+[ "$(basis "$B" cloud-spot capacityWaitFrom)" = learned ] && [ "$(basis "$B" cloud-spot shortagesSeen)" = 1 ] ||
+    hub_fail "b's decision: cloud-spot's capacity wait from \"$(basis "$B" cloud-spot capacityWaitFrom)\" ($(basis "$B" cloud-spot shortagesSeen) seen), not learned from 1"
+# The first shortage's length less how long this one had lasted (5 s at least).
+# (The two figures are taken a few milliseconds apart in the round.)
+awk -v w="$bwait" -v d="$d1" -v e="$bfor" 'BEGIN { x = d - e; if (x < 5) x = 5; exit !(w - x <= 0.5 && x - w <= 0.5) }' ||
+    hub_fail "b was given ${bwait} s for cloud-spot; learned ${d1} s less ${bfor} s elapsed is not that"
+"$SPILLCTL" explain "$B" >"$HUB_TMP/explain"
+grep -qE "^  cloud-spot +provisioning .*; capacity short for [0-9]+ s, back in [0-9]+ s expected, learned from 1 shortage seen end" "$HUB_TMP/explain" ||
+    hub_fail "explain does not show b's learned capacity wait: $(cat "$HUB_TMP/explain")"
+sleep 5
+[ "$(kc cloud-spot get jobs -n "$NS" -l "spillway.io/origin-uid=$(kc onprem get job b -n "$NS" -o jsonpath='{.metadata.uid}')" -o name | wc -l)" = 0 ] ||
+    hub_fail "b was sent to cloud-spot while it was short: $bsum"
+pass "a new shortage ($bfor s in when decided): b was given ${bwait} s for cloud-spot (learned ${d1} s less ${bfor} s); \"$bsum\"; explain: $(grep -E '^  cloud-spot ' "$HUB_TMP/explain" | sed 's/  */ /g')"
+outage off
+watcher_check
