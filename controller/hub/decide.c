@@ -630,7 +630,7 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
                      sw_capacity_name(p->capacity), d->chosen.cost.total, wait);
         else
             snprintf(summary, sizeof(summary), "stay at home (%s): $%.2f expected, %s wait; %s",
-                     p->cluster, d->chosen.cost.total, sw_why_text(d->why), wait);
+                     p->cluster, d->chosen.cost.total, wait, sw_why_text(d->why));
     }
     bool changed = strcmp(summary, r->summary) != 0;
     if (!move && !changed && r->state == SW_JS_OBSERVED)
