@@ -80,7 +80,10 @@ m=[x for x in d['members'] if x['name']=='cloud-spot'][0]
 assert m['lost'] and m['lostSinceMs']>0, m
 " || hub_fail "the health key does not say cloud-spot is lost"
 "$SPILLCTL" cluster list | grep cloud-spot | grep -qi lost || hub_fail "spillctl cluster list does not show cloud-spot lost: $("$SPILLCTL" cluster list)"
-curl -sf http://127.0.0.1:19464/metrics | grep -q 'spillway_member_lost{cluster="cloud-spot",fenced="false"} 1' ||
+# (Read whole first: grep -q closing the pipe early would fail curl, and the
+# pipeline under pipefail, once /metrics is larger than a pipe's buffer.)
+metrics=$(curl -sf http://127.0.0.1:19464/metrics)
+grep -q 'spillway_member_lost{cluster="cloud-spot",fenced="false"} 1' <<<"$metrics" ||
     hub_fail "/metrics has no spillway_member_lost 1 for cloud-spot"
 ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=req,reason=ClusterLost -o jsonpath='{.items[0].message}')
 echo "$ev" | grep -q "cluster cloud-spot lost" || hub_fail "no ClusterLost Event on the origin: $ev"
