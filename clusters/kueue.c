@@ -246,6 +246,8 @@ int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_fa
             any_lend_unlimited = any_lend_unlimited || (found && !l);
         }
     }
+    const char *stop = str(spec, "stopPolicy");
+    out->held = stop != NULL && (strcmp(stop, "Hold") == 0 || strcmp(stop, "HoldAndDrain") == 0);
     out->borrow_gpus = any_borrow_unlimited ? -1 : borrow;
     out->lend_gpus = any_lend_unlimited ? -1 : lend;
     cJSON_ArrayForEach(f, child(status, "flavorsReservation"))
@@ -270,6 +272,8 @@ int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_fa
 int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,
                                   const struct sw_cluster_queue_facts *peers, size_t npeers)
 {
+    if (cq->held)
+        return 0;
     int64_t own = cq->nominal_gpus - cq->reserved_gpus;
     if (own < 0)
         own = 0;

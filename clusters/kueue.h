@@ -77,6 +77,7 @@ struct sw_cluster_queue_facts {
     int64_t pending;       /* status.pendingWorkloads */
     int64_t reserving;     /* status.reservingWorkloads */
     int64_t admitted;      /* status.admittedWorkloads */
+    bool held;             /* spec.stopPolicy Hold or HoldAndDrain: admits nothing new */
 };
 
 /**
@@ -90,7 +91,8 @@ int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_fa
 /**
  * GPUs a Workload queued in `cq` could still reserve: its own unused quota
  * plus what the cohort's other ClusterQueues (`peers`, borrowed) lend
- * unused, within `cq`'s borrowing limit. Never negative.
+ * unused, within `cq`'s borrowing limit. Never negative; 0 for a held
+ * ClusterQueue (a stopPolicy set), which admits nothing new.
  */
 int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,
                                   const struct sw_cluster_queue_facts *peers, size_t npeers);

@@ -239,6 +239,24 @@ static void add_pools(struct round *rd)
                 o->free_gpus = 0;
                 o->max_gpus = o->total_gpus;
             }
+            if (kueue && o->capacity != SW_CAP_OWNED) {
+                /* A cloud member that queues mirrors in Kueue: what its
+                 * ClusterQueues may still reserve bounds the pool, free
+                 * GPUs and the room to grow alike, less the GPUs already
+                 * promised there (a mirror whose Workload has reserved
+                 * is then counted twice for a moment: never too many). */
+                int64_t room = (o->time_sliced ? qh.headroom * fig.milli_per_unit : qh.headroom) -
+                               res;
+                if (room < 0)
+                    room = 0;
+                int used = o->total_gpus - o->free_gpus;
+                if (o->free_gpus > room)
+                    o->free_gpus = (int)room;
+                if ((int64_t)o->max_gpus > used + room)
+                    o->max_gpus = used + (int)room;
+                if (o->total_gpus > o->max_gpus)
+                    o->total_gpus = o->max_gpus;
+            }
             if (kueue && o->capacity == SW_CAP_OWNED) {
                 /* Kueue counts units of nvidia.com/gpu (replicas when
                  * time-sliced). */

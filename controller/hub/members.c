@@ -163,6 +163,10 @@ static int member_connect(struct sw_hub *h, struct sw_member *m)
     /* Burstable Jobs keep their spec in the cache: dispatch builds the
      * mirror from it, with no GET on the origin's cluster. */
     sw_cluster_cache_keep_specs(m->cache, SW_ANN_BURST);
+    /* A member that queues mirrors in a LocalQueue: its ClusterQueues'
+     * headroom bounds its pools (decide.c). */
+    if (m->rec.spec.local_queue[0] != '\0' && sw_cluster_cache_start_kueue(m->cache) != 0)
+        return SW_ENOMEM;
     if (sw_capacity_wants_karpenter(&m->rec.spec) &&
         sw_cluster_cache_watch_karpenter(m->cache) != 0)
         return SW_ENOMEM;

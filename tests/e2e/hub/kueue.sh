@@ -25,8 +25,12 @@
 #      they are sent, as the hub decides: each Job completes once, in one
 #      place, whichever of Kueue or the hub takes it, and one run in the
 #      cloud was never started at home;
-#   5. cloud-spot queues mirrors in a LocalQueue whose ClusterQueue has no
-#      GPU quota: the mirror is withdrawn after kueue.mirrorAdmissionSeconds
+#   4b. cloud-spot's only ClusterQueue held (stopPolicy Hold): its headroom
+#      is 0, the hub counts no room there, and a burstable Job goes elsewhere
+#      or waits, no mirror ever made in cloud-spot;
+#   5. cloud-spot queues mirrors in a LocalQueue whose ClusterQueue has GPU
+#      quota but a flavour whose node taint the mirror does not tolerate, so
+#      Kueue never admits it: the mirror is withdrawn after kueue.mirrorAdmissionSeconds
 #      (KUEUE_ADMISSION_S, 15 s here), never having started, with an Event
 #      naming the cluster, queue and wait; the Job is decided again and runs
 #      once elsewhere, its new mirror in the LocalQueue of the origin's own
@@ -49,7 +53,10 @@ fi
 # Section 5's ClusterQueue is cluster-scoped: deleted here (Kueue, still
 # running, releases it), before Kueue goes down if the test started it.
 HELD_CQ="held-$NS"
-trap 'kc cloud-spot delete clusterqueue "$HELD_CQ" --ignore-not-found --wait=false >/dev/null 2>&1
+CQ_HELD=""
+trap '[ -n "$CQ_HELD" ] && kc cloud-spot patch clusterqueue gpu --type=merge -p "{\"spec\":{\"stopPolicy\":\"None\"}}" >/dev/null 2>&1
+kc cloud-spot delete clusterqueue "$HELD_CQ" --ignore-not-found --wait=false >/dev/null 2>&1
+kc cloud-spot delete resourceflavor "$HELD_CQ" --ignore-not-found --wait=false >/dev/null 2>&1
 [ -n "$STARTED_KUEUE" ] && "$TESTBED" kueue down >/dev/null 2>&1; hub_cleanup' EXIT
 # A mirror unadmitted this long in the target's queue is withdrawn (section 5).
 printf 'kueue:\n  mirrorAdmissionSeconds: %s\n' "${KUEUE_ADMISSION_S:-15}" >>"$HUB_TMP/hub.yaml"
@@ -288,9 +295,44 @@ done
 abandoned=$(grep -c "burst abandoned" "$HUB_TMP/hub.log" || true)
 pass "race: $((ROUNDS * PER_ROUND)) Jobs in $ROUNDS rounds in $((SECONDS - t0)) s, $home ran at home (admitted by Kueue; $abandoned bursts abandoned just before the take), $away in the cloud (taken from Kueue; Kueue reserved quota for $reserved of them, none started); each succeeded once"
 
+# ---- 4b. the cloud's queue admits nothing new: no room counted there -------
+# cloud-spot queues mirrors in LocalQueue gpu; its only ClusterQueue, gpu,
+# is held (stopPolicy Hold: Kueue admits nothing new there): its headroom
+# is 0, so its pool counts no free GPUs and no room to grow, and the Job
+# goes elsewhere or waits, never into a queue that cannot admit it. (Before
+# the hub read the target's headroom it went to cloud-spot, the cheapest,
+# and was withdrawn only after kueue.mirrorAdmissionSeconds.)
+kc cloud-spot patch clusterqueue gpu --type=merge -p '{"spec":{"stopPolicy":"Hold"}}' >/dev/null
+CQ_HELD=1
+kueue_job fill-room 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-room -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "fill-room did not start"
+kueue_job roomless 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
+K="onprem/$NS/roomless"
+dec=""
+for _ in $(seq 1 120); do
+    dec=$(record_field "$K" summary)
+    [ -n "$dec" ] && break
+    sleep 0.25
+done
+[ -n "$dec" ] || hub_fail "no decision on roomless in 30 s"
+sleep 5 # a mirror sent to cloud-spot would be there by now
+rtgt=$(record_field "$K" targetCluster)
+[ "$rtgt" != cloud-spot ] || hub_fail "roomless was sent to cloud-spot, whose only ClusterQueue is held (\"$dec\")"
+[ -z "$(kc cloud-spot get jobs -n "$NS" -l "spillway.io/origin-uid=$(kc onprem get job roomless -n "$NS" -o jsonpath='{.metadata.uid}')" -o name)" ] ||
+    hub_fail "a mirror of roomless was made in cloud-spot"
+kc cloud-spot patch clusterqueue gpu --type=merge -p '{"spec":{"stopPolicy":"None"}}' >/dev/null
+CQ_HELD=""
+kc onprem delete job fill-room -n "$NS" --wait=false >/dev/null
+wait_record "$K" state succeeded 150
+[ "$(record_field "$K" withdrawals)" = 0 ] || [ "$(record_field "$K" withdrawals)" = "" ] ||
+    hub_fail "roomless was withdrawn from a queue: $(record_field "$K" withdrawals)"
+pass "held queue: cloud-spot's only ClusterQueue held, roomless decided without it (\"${dec:0:160}\"), first target ${rtgt:-none}; succeeded once as $(record_field "$K" targetCluster)"
+
 # ---- 5. a mirror left unadmitted in the cloud's queue is decided again -------
-# cloud-spot now queues mirrors in LocalQueue held, on a ClusterQueue with no
-# GPU quota: its Kueue never admits them. cloud-ondemand is registered
+# cloud-spot now queues mirrors in LocalQueue held, on a ClusterQueue with
+# GPU quota (the hub counts its headroom) whose only flavour has a node
+# taint the mirrors do not tolerate: its Kueue never admits them. cloud-ondemand is registered
 # without --local-queue but has a LocalQueue gpu in the namespace: a mirror
 # sent there goes into it (the origin's own LocalQueue name), as one sent
 # back home does into onprem's.
@@ -302,6 +344,13 @@ spec: {clusterQueue: gpu}
 YAML
 cat <<YAML | kc cloud-spot apply -f - >/dev/null
 apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: $HELD_CQ}
+spec:
+  nodeTaints:
+  - {key: spillway.io/held, value: "true", effect: NoSchedule}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: $HELD_CQ}
 spec:
@@ -309,11 +358,11 @@ spec:
   resourceGroups:
   - coveredResources: [cpu, memory, nvidia.com/gpu]
     flavors:
-    - name: spot
+    - name: $HELD_CQ
       resources:
       - {name: cpu, nominalQuota: "100000"}
       - {name: memory, nominalQuota: 100000Gi}
-      - {name: nvidia.com/gpu, nominalQuota: 0}
+      - {name: nvidia.com/gpu, nominalQuota: 64}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue

@@ -197,7 +197,25 @@ static void cluster_queue_facts(void **state)
     assert_int_equal(f.reserving, 2);
     assert_int_equal(f.admitted, 2);
     assert_int_equal(sw_cluster_queue_headroom(&f, NULL, 0), 0);
+    assert_false(f.held);
     cJSON_Delete(o);
+
+    /* A held ClusterQueue (stopPolicy) admits nothing new: no headroom,
+     * whatever its quota. */
+    const char *stops[] = {"Hold", "HoldAndDrain", "None"};
+    for (int i = 0; i < 3; i++) {
+        char buf[512];
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"name\":\"h\"},\"spec\":{\"stopPolicy\":\"%s\","
+                 "\"resourceGroups\":[{\"flavors\":[{\"resources\":[{\"name\":"
+                 "\"nvidia.com/gpu\",\"nominalQuota\":16}]}]}]}}",
+                 stops[i]);
+        o = cJSON_Parse(buf);
+        assert_int_equal(sw_cluster_queue_facts_from_json(o, &f, &err), 0);
+        assert_int_equal(f.held, i < 2);
+        assert_int_equal(sw_cluster_queue_headroom(&f, NULL, 0), i < 2 ? 0 : 16);
+        cJSON_Delete(o);
+    }
 
     o = cJSON_Parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
     assert_int_equal(sw_cluster_queue_facts_from_json(o, &f, &err), SW_EPARSE);
