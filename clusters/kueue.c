@@ -84,6 +84,8 @@ const char *sw_workload_state_name(enum sw_workload_state s)
         return "pending-quota";
     case SW_WL_PENDING_OTHER:
         return "pending";
+    case SW_WL_NEW:
+        return "new";
     case SW_WL_RESERVED:
         return "reserved";
     case SW_WL_ADMITTED:
@@ -171,6 +173,8 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
     else if (strcmp(out->reason, "Pending") == 0 &&
              (strstr(out->message, "insufficient unused quota") != NULL || out->preempted))
         out->state = SW_WL_PENDING_QUOTA;
+    else if (qr == NULL && !out->evicted)
+        out->state = SW_WL_NEW;
     else
         out->state = SW_WL_PENDING_OTHER;
     return 0;

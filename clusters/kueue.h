@@ -31,6 +31,8 @@ enum sw_workload_state {
     SW_WL_PENDING_QUOTA = 0, /* QuotaReserved=False, reason Pending: no quota now (the
                                 scheduler found none, or a preemption evicted it) */
     SW_WL_PENDING_OTHER,     /* waiting for something else (inadmissible, no queue, ...) */
+    SW_WL_NEW,               /* no QuotaReserved condition yet: Kueue's scheduler has not
+                                reached it (the hub weighs its quota itself: queue.c) */
     SW_WL_RESERVED,          /* quota reserved, admission checks pending */
     SW_WL_ADMITTED,          /* Admitted=True: the Job may start */
     SW_WL_INACTIVE,          /* spec.active=false */
@@ -63,7 +65,7 @@ struct sw_workload_facts {
 int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
                                 struct sw_error *err);
 
-/** "pending-quota", "pending", "reserved", "admitted", "inactive", "finished". */
+/** "pending-quota", "pending", "new", "reserved", "admitted", "inactive", "finished". */
 const char *sw_workload_state_name(enum sw_workload_state s);
 
 /** What the hub reads of one ClusterQueue: GPUs only. */

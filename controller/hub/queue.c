@@ -184,6 +184,47 @@ static bool kueue_label(const cJSON *origin)
     return sw_json_str(labels, SW_KUEUE_QUEUE_LABEL) != NULL;
 }
 
+struct headroom_sum {
+    int64_t gpus;
+    struct sw_cluster_queue_facts cq[SW_QUEUE_MAX_CQ];
+    size_t n;
+};
+
+static void add_cq_facts(const char *key, const void *obj, void *ctx)
+{
+    (void)key;
+    struct headroom_sum *hs = ctx;
+    if (hs->n < SW_QUEUE_MAX_CQ && sw_cluster_queue_facts_from_json(obj, &hs->cq[hs->n], NULL) == 0)
+        hs->n++;
+}
+
+/* What a member's ClusterQueues may still reserve, summed; -1 when the hub
+ * does not read its Kueue yet. Kept until a Workload or ClusterQueue
+ * changes (one member at a time: a round decides per cluster). */
+static int64_t home_headroom(struct sw_hub *h, const char *cluster)
+{
+    static char cached_cluster[SW_CLUSTER_NAME_MAX];
+    static uint64_t cached_gen = (uint64_t)-1;
+    static int64_t cached = -1;
+    if (cached_gen == wl_generation && strcmp(cached_cluster, cluster) == 0)
+        return cached;
+    struct sw_member *m = sw_member_find(h, cluster);
+    if (m == NULL || m->cache == NULL || !sw_cluster_cache_kueue_synced(m->cache))
+        return -1;
+    struct headroom_sum *hs = sw_calloc(1, sizeof(*hs));
+    if (hs == NULL)
+        return -1;
+    sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_CLUSTERQUEUE), add_cq_facts,
+                        hs);
+    for (size_t i = 0; i < hs->n; i++)
+        hs->gpus += sw_cluster_queue_headroom(&hs->cq[i], hs->cq, hs->n);
+    cached = hs->n ? hs->gpus : -1;
+    sw_free(hs);
+    cached_gen = wl_generation;
+    snprintf(cached_cluster, sizeof(cached_cluster), "%s", cluster);
+    return cached;
+}
+
 static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
 {
     (void)origin;
@@ -203,7 +244,22 @@ static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
     }
     int bound = 0;
     sw_observe_pods(h, j->rec.cluster, j->rec.ns, j->rec.name, &bound);
-    return e->f.state == SW_WL_PENDING_QUOTA && bound == 0;
+    if (bound != 0)
+        return false;
+    if (e->f.state == SW_WL_PENDING_QUOTA)
+        return true;
+    /* Kueue's scheduler reaches a Workload in its own time (one head per
+     * ClusterQueue a cycle): with a thousand queued at once, the last is
+     * marked pending for quota minutes after it was made. One it has not
+     * reached that asks for more GPUs than the cluster's ClusterQueues may
+     * still reserve will wait for quota all the same; the hub decides it
+     * now. Should Kueue reserve quota for it meanwhile, the take's
+     * conditional patch and the Workload's deactivation settle who has it
+     * (docs/kueue.md, "Taking a Job from Kueue, never twice"). */
+    if (e->f.state != SW_WL_NEW)
+        return false;
+    int64_t room = home_headroom(h, j->rec.cluster);
+    return room >= 0 && e->f.gpus > room;
 }
 
 static const struct sw_queue kueue = {"kueue", kueue_waits, kueue_label};

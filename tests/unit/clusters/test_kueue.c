@@ -72,10 +72,11 @@ static void workload_other_states(void **state)
     assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
     assert_int_equal(f.state, SW_WL_PENDING_OTHER);
     cJSON_Delete(o);
-    /* No status yet: pending, not for quota. */
+    /* No status yet: new, Kueue's scheduler has not reached it. */
     o = wl("", "");
     assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
-    assert_int_equal(f.state, SW_WL_PENDING_OTHER);
+    assert_int_equal(f.state, SW_WL_NEW);
+    assert_string_equal(sw_workload_state_name(f.state), "new");
     cJSON_Delete(o);
     o = wl("", "\"admission\":{\"clusterQueue\":\"gpu\",\"podSetAssignments\":[]},"
                "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"True\",\"reason\":"
