@@ -7,7 +7,9 @@
 # (their ClusterQueue gpu). Every Job is created unsuspended in that queue:
 #   1. no hub running: the manager reserves quota and then waits; no worker
 #      is nominated and no worker gets a copy (Kueue waits for its dispatcher);
-#   2. a hub with kueue.multiKueueDispatcher: true: the Workload is
+#   2. a hub with kueue.multiKueueDispatcher: true, onprem registered with a
+#      ServiceAccount holding only the member role and the MultiKueue one
+#      (deploy/rbac): the Workload is
 #      nominated to cloud-spot alone (the engine's cheapest), handed over
 #      (clusterName cloud-spot), runs and completes there once, its status
 #      comes back to the manager, the hub's fields are released and the
@@ -23,8 +25,11 @@ TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
 STARTED_KUEUE="" STARTED_MK=""
 hub_setup mk
 MK_WATCH=()
+MK_BINDINGS=""
 mk_cleanup() {
     local p
+    # shellcheck disable=SC2086
+    [ -n "$MK_BINDINGS" ] && kc onprem delete clusterrolebinding $MK_BINDINGS --ignore-not-found >/dev/null 2>&1
     for p in "${MK_WATCH[@]}"; do kill "$p" 2>/dev/null || true; done
     [ -n "$STARTED_MK" ] && "$TESTBED" multikueue down >/dev/null 2>&1
     [ -n "$STARTED_KUEUE" ] && "$TESTBED" kueue down >/dev/null 2>&1
@@ -157,7 +162,37 @@ for c in cloud-spot cloud-ondemand; do
     mk_watch "$c" jobs
 done
 
-# 2. the hub dispatches to the cheapest worker.
+# 2. the hub dispatches to the cheapest worker, holding on the manager
+# nothing but the member role and the MultiKueue one (deploy/rbac): onprem
+# is registered again with a ServiceAccount token bound to both; a refused
+# request would leave the Workload un-nominated.
+kc onprem apply -f "$SW_SOURCE_DIR/deploy/rbac/member-clusterrole.yaml" \
+    -f "$SW_SOURCE_DIR/deploy/rbac/member-multikueue-clusterrole.yaml" >/dev/null
+kc onprem create serviceaccount spillway -n "$NS" >/dev/null
+for r in spillway-member spillway-member-multikueue; do
+    kc onprem create clusterrolebinding "$r-$NS" --clusterrole="$r" --serviceaccount="$NS:spillway" >/dev/null
+done
+MK_BINDINGS="spillway-member-$NS spillway-member-multikueue-$NS"
+cat >"$HUB_TMP/onprem-sa.kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+clusters:
+- name: onprem
+  cluster:
+    server: $(kc onprem config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+    certificate-authority-data: $(base64 -w0 "$SW_LAB_DIR/onprem/pki/ca.crt")
+users:
+- name: spillway
+  user:
+    token: $(kc onprem create token spillway -n "$NS" --duration=1h)
+contexts:
+- name: onprem
+  context: {cluster: onprem, user: spillway}
+current-context: onprem
+YAML
+"$SPILLCTL" cluster add onprem --replace --kubeconfig "$HUB_TMP/onprem-sa.kubeconfig" --role onprem \
+    --region onprem --pool name=a100,capacity=owned,product=NVIDIA-A100-SXM4-80GB,memory=81920,price=1.00 >/dev/null ||
+    mk_fail "onprem not registered with the member and MultiKueue roles"
 cat >>"$HUB_TMP/hub.yaml" <<YAML
 kueue:
   multiKueueDispatcher: true
@@ -218,4 +253,29 @@ echo "$why" | grep -q "nominated cloud-ondemand (on-demand) \$[0-9.]* expected; 
 wait_until 60 "mk-b complete on the manager (status copied back)" complete onprem mk-b
 wait_until 30 "$WB released by the hub (no nominatedClusterNames) with check multikueue Ready" released "$WB"
 echo "3. spot full: $WB went to cloud-ondemand; the hub said: $why"
+# The hub's identity on the manager was refused nothing, and it did write
+# the nominations with it (the audit log, tests/testbed/audit-policy.yaml).
+audit=$(python3 - "$SW_LAB_DIR/onprem/audit.log" "system:serviceaccount:$NS:spillway" <<'PY'
+import json, sys
+refused, nominated, lists = [], 0, set()
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("stage") != "ResponseComplete" or e["user"].get("username") != sys.argv[2]:
+        continue
+    o = e.get("objectRef") or {}
+    code = (e.get("responseStatus") or {}).get("code", 0)
+    if code == 403:
+        refused.append(f'{e["verb"]} {o.get("resource")}/{o.get("subresource", "")}')
+    if o.get("resource") == "workloads" and o.get("subresource") == "status" and e["verb"] == "patch" and code < 300:
+        nominated += 1
+    if e["verb"] == "list" and o.get("resource") in ("admissionchecks", "multikueueconfigs") and code < 300:
+        lists.add(o["resource"])
+print(len(refused), nominated, len(lists), " ".join(sorted(set(refused))))
+PY
+)
+read -r n_refused n_status n_lists refused_what <<<"$audit"
+[ "$n_refused" = 0 ] || mk_fail "the hub was refused on the manager with the member and MultiKueue roles: $refused_what"
+[ "$n_status" -gt 0 ] && [ "$n_lists" = 2 ] ||
+    mk_fail "the audit log does not show the hub's Workload status patches ($n_status) and both lists ($n_lists of 2) under its ServiceAccount"
+echo "   the hub's ServiceAccount on the manager (member + MultiKueue roles): 0 refused, $n_status Workload status patches, AdmissionChecks and MultiKueueConfigs listed"
 echo "PASS"
