@@ -25,7 +25,7 @@
 #include "common/json.h"
 
 struct load {
-    int done, ok, failed, total;
+    int done, ok, failed, total, retried;
     int64_t *t_ms;
     uv_loop_t loop;
     int all_done;
@@ -34,6 +34,11 @@ struct load {
 struct one {
     struct load *l;
     int i;
+    int tries;
+    struct sw_kube_client *c;
+    const char *ns;
+    cJSON *job; /* kept to send again after a transport failure */
+    int retried;
 };
 
 static int64_t now_ms(void)
@@ -47,7 +52,17 @@ static void on_created(struct sw_kube_result *res, void *ctx)
 {
     struct one *o = ctx;
     struct load *l = o->l;
-    if (res->rc == 0) {
+    /* A create that never reached the server (no HTTP status: a TLS
+     * handshake timed out on a busy API server) is sent again, as a user's
+     * client would, up to 3 times; one that reached it after all answers
+     * AlreadyExists then, and counts as created. */
+    if (res->rc != 0 && res->status == 0 && o->tries < 3) {
+        o->tries++;
+        l->retried++;
+        if (sw_kube_create(o->c, SW_KIND_JOB, o->ns, o->job, on_created, o) == 0)
+            return;
+    }
+    if (res->rc == 0 || (o->tries > 0 && res->status == 409)) {
         l->ok++;
         l->t_ms[o->i] = now_ms();
     } else {
@@ -55,6 +70,7 @@ static void on_created(struct sw_kube_result *res, void *ctx)
         if (l->failed < 5)
             fprintf(stderr, "hub_load: %s\n", res->err.msg);
     }
+    cJSON_Delete(o->job);
     free(o);
     if (++l->done == l->total)
         l->all_done = 1;
@@ -138,15 +154,18 @@ int main(int argc, char **argv)
             cJSON_AddStringToObject(ann, "spillway.io/burst", "auto");
             cJSON_AddStringToObject(ann, "spillway.io/expected-runtime", "1h");
         }
-        struct one *one = malloc(sizeof(*one));
+        struct one *one = calloc(1, sizeof(*one));
         one->l = &l;
         one->i = i;
+        one->c = c;
+        one->ns = ns;
+        one->job = job;
         if (sw_kube_create(c, SW_KIND_JOB, ns, job, on_created, one) != 0) {
             free(one);
+            cJSON_Delete(job);
             l.failed++;
             l.done++;
         }
-        cJSON_Delete(job);
     }
     if (l.done < n)
         sw_kube_run_until(&l.loop, &l.all_done);
@@ -154,8 +173,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         if (l.t_ms[i])
             printf("job-%05d %lld\n", i, (long long)l.t_ms[i]);
-    fprintf(stderr, "created %d of %d Jobs in %.3f s: %.1f Jobs/s (%d failed)\n", l.ok, n, secs,
-            l.ok / secs, l.failed);
+    fprintf(stderr, "created %d of %d Jobs in %.3f s: %.1f Jobs/s (%d failed, %d sent again)\n", l.ok,
+            n, secs, l.ok / secs, l.failed, l.retried);
     sw_kube_client_free(c);
     sw_http_free(http);
     uv_run(&l.loop, UV_RUN_DEFAULT);

@@ -116,7 +116,7 @@ restore_lab() {
             tb multikueue up || echo "bench_kueue: restoring the lab: testbed multikueue up failed: $(tail -5 "$MLOG")" >&2
         fi
     fi
-    echo "bench_kueue: the lab's modes put back: Kueue ${WAS_KUEUE:+on}${WAS_KUEUE:-off}, MultiKueue ${WAS_MK:+on}${WAS_MK:-off}" >&2
+    echo "bench_kueue: the lab's modes put back: Kueue $([ -n "$WAS_KUEUE" ] && echo on || echo off), MultiKueue $([ -n "$WAS_MK" ] && echo on || echo off)" >&2
     rm -f "$MLOG"
 }
 trap restore_lab EXIT
