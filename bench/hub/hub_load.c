@@ -173,8 +173,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         if (l.t_ms[i])
             printf("job-%05d %lld\n", i, (long long)l.t_ms[i]);
-    fprintf(stderr, "created %d of %d Jobs in %.3f s: %.1f Jobs/s (%d failed, %d sent again)\n", l.ok,
-            n, secs, l.ok / secs, l.failed, l.retried);
+    fprintf(stderr, "created %d of %d Jobs in %.3f s: %.1f Jobs/s (%d failed, %d sent again)\n",
+            l.ok, n, secs, l.ok / secs, l.failed, l.retried);
     sw_kube_client_free(c);
     sw_http_free(http);
     uv_run(&l.loop, UV_RUN_DEFAULT);

@@ -245,8 +245,8 @@ static void add_pools(struct round *rd)
                  * GPUs and the room to grow alike, less the GPUs already
                  * promised there (a mirror whose Workload has reserved
                  * is then counted twice for a moment: never too many). */
-                int64_t room = (o->time_sliced ? qh.headroom * fig.milli_per_unit : qh.headroom) -
-                               res;
+                int64_t room =
+                    (o->time_sliced ? qh.headroom * fig.milli_per_unit : qh.headroom) - res;
                 if (room < 0)
                     room = 0;
                 int used = o->total_gpus - o->free_gpus;

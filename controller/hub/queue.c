@@ -184,8 +184,69 @@ static bool kueue_label(const cJSON *origin)
     return sw_json_str(labels, SW_KUEUE_QUEUE_LABEL) != NULL;
 }
 
-struct headroom_sum {
-    int64_t gpus;
+/* ---- a LocalQueue's ClusterQueue ------------------------------------------
+ * A pending Workload names its LocalQueue only. The ClusterQueue behind it
+ * is read once per member, namespace and LocalQueue (a GET: the member role
+ * has `get` on LocalQueues, no list) and kept; a LocalQueue is not moved
+ * to another ClusterQueue in practice, and one the GET cannot find is
+ * asked again after a minute. */
+
+#define LQ_BUCKETS 256
+
+struct lq_entry {
+    char key[200]; /* cluster/namespace/localqueue */
+    char cq[64];   /* its spec.clusterQueue; "" while unknown */
+    bool asking;
+    int64_t asked_ms;
+    struct lq_entry *next;
+};
+
+static struct lq_entry *lqs[LQ_BUCKETS];
+
+static void on_lq(struct sw_kube_result *res, void *ctx)
+{
+    struct lq_entry *e = ctx;
+    e->asking = false;
+    const char *cq =
+        res->rc == 0 ? sw_json_str(sw_json_child(res->body, "spec"), "clusterQueue") : NULL;
+    if (cq != NULL && strlen(cq) < sizeof(e->cq)) {
+        snprintf(e->cq, sizeof(e->cq), "%s", cq);
+        sw_queue_changed();
+    } else {
+        SW_LOG(SW_LOG_DEBUG, "LocalQueue not read", "key=%s err=%s", sw_log_q(e->key),
+               sw_log_q(res->rc ? res->err.msg : "no spec.clusterQueue"));
+    }
+}
+
+/* The ClusterQueue of LocalQueue `lq` in `ns` of member `m`, or NULL while
+ * unknown (asked for then). */
+static const char *lq_cluster_queue(struct sw_member *m, const char *ns, const char *lq)
+{
+    char key[200];
+    snprintf(key, sizeof(key), "%s/%s/%s", m->rec.name, ns, lq);
+    struct lq_entry *e = lqs[wl_hash(key) % LQ_BUCKETS];
+    while (e != NULL && strcmp(e->key, key) != 0)
+        e = e->next;
+    if (e == NULL) {
+        e = sw_calloc(1, sizeof(*e));
+        if (e == NULL)
+            return NULL;
+        snprintf(e->key, sizeof(e->key), "%s", key);
+        unsigned b = wl_hash(key) % LQ_BUCKETS;
+        e->next = lqs[b];
+        lqs[b] = e;
+    }
+    if (e->cq[0] != '\0')
+        return e->cq;
+    int64_t now = sw_hub_mono_ms();
+    if (!e->asking && (e->asked_ms == 0 || now - e->asked_ms >= 60000) && m->client != NULL) {
+        e->asked_ms = now;
+        e->asking = sw_kube_get(m->client, SW_KIND_LOCALQUEUE, ns, lq, on_lq, e) == 0;
+    }
+    return NULL;
+}
+
+struct cq_all {
     struct sw_cluster_queue_facts cq[SW_QUEUE_MAX_CQ];
     size_t n;
 };
@@ -193,36 +254,35 @@ struct headroom_sum {
 static void add_cq_facts(const char *key, const void *obj, void *ctx)
 {
     (void)key;
-    struct headroom_sum *hs = ctx;
-    if (hs->n < SW_QUEUE_MAX_CQ && sw_cluster_queue_facts_from_json(obj, &hs->cq[hs->n], NULL) == 0)
-        hs->n++;
+    struct cq_all *a = ctx;
+    if (a->n < SW_QUEUE_MAX_CQ && sw_cluster_queue_facts_from_json(obj, &a->cq[a->n], NULL) == 0)
+        a->n++;
 }
 
-/* What a member's ClusterQueues may still reserve, summed; -1 when the hub
- * does not read its Kueue yet. Kept until a Workload or ClusterQueue
- * changes (one member at a time: a round decides per cluster). */
-static int64_t home_headroom(struct sw_hub *h, const char *cluster)
+/* What ClusterQueue `cq` of `m` may still reserve, its cohort's lending
+ * included; -1 when the hub does not read it (yet). The member's
+ * ClusterQueues are read again only after a Workload or ClusterQueue
+ * changed. */
+static int64_t cq_headroom(struct sw_member *m, const char *cq)
 {
+    static struct cq_all *all;
     static char cached_cluster[SW_CLUSTER_NAME_MAX];
     static uint64_t cached_gen = (uint64_t)-1;
-    static int64_t cached = -1;
-    if (cached_gen == wl_generation && strcmp(cached_cluster, cluster) == 0)
-        return cached;
-    struct sw_member *m = sw_member_find(h, cluster);
-    if (m == NULL || m->cache == NULL || !sw_cluster_cache_kueue_synced(m->cache))
+    if (m->cache == NULL || !sw_cluster_cache_kueue_synced(m->cache))
         return -1;
-    struct headroom_sum *hs = sw_calloc(1, sizeof(*hs));
-    if (hs == NULL)
+    if (all == NULL && (all = sw_calloc(1, sizeof(*all))) == NULL)
         return -1;
-    sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_CLUSTERQUEUE), add_cq_facts,
-                        hs);
-    for (size_t i = 0; i < hs->n; i++)
-        hs->gpus += sw_cluster_queue_headroom(&hs->cq[i], hs->cq, hs->n);
-    cached = hs->n ? hs->gpus : -1;
-    sw_free(hs);
-    cached_gen = wl_generation;
-    snprintf(cached_cluster, sizeof(cached_cluster), "%s", cluster);
-    return cached;
+    if (cached_gen != wl_generation || strcmp(cached_cluster, m->rec.name) != 0) {
+        all->n = 0;
+        sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_CLUSTERQUEUE), add_cq_facts,
+                            all);
+        cached_gen = wl_generation;
+        snprintf(cached_cluster, sizeof(cached_cluster), "%s", m->rec.name);
+    }
+    for (size_t i = 0; i < all->n; i++)
+        if (strcmp(all->cq[i].name, cq) == 0)
+            return sw_cluster_queue_headroom(&all->cq[i], all->cq, all->n);
+    return -1;
 }
 
 static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
@@ -251,14 +311,16 @@ static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
     /* Kueue's scheduler reaches a Workload in its own time (one head per
      * ClusterQueue a cycle): with a thousand queued at once, the last is
      * marked pending for quota minutes after it was made. One it has not
-     * reached that asks for more GPUs than the cluster's ClusterQueues may
-     * still reserve will wait for quota all the same; the hub decides it
-     * now. Should Kueue reserve quota for it meanwhile, the take's
-     * conditional patch and the Workload's deactivation settle who has it
+     * reached that asks for more GPUs than its LocalQueue's ClusterQueue
+     * may still reserve (with what the cohort lends) will wait for quota
+     * all the same; the hub decides it now. Should Kueue reserve quota for
+     * it meanwhile, the take's conditional patch and the Workload's deactivation settle who has it
      * (docs/kueue.md, "Taking a Job from Kueue, never twice"). */
     if (e->f.state != SW_WL_NEW)
         return false;
-    int64_t room = home_headroom(h, j->rec.cluster);
+    struct sw_member *m = sw_member_find(h, j->rec.cluster);
+    const char *cq = m ? lq_cluster_queue(m, e->f.ns, e->f.queue) : NULL;
+    int64_t room = cq ? cq_headroom(m, cq) : -1;
     return room >= 0 && e->f.gpus > room;
 }
 
