@@ -341,6 +341,14 @@ bool sw_cluster_cache_kueue_synced(const struct sw_cluster_cache *cc)
            sw_informer_synced(cc->cqueues);
 }
 
+long sw_cluster_cache_kueue_list_failed(const struct sw_cluster_cache *cc)
+{
+    if (cc->workloads == NULL)
+        return 0;
+    long s = sw_informer_list_failed(cc->workloads);
+    return s != 0 ? s : sw_informer_list_failed(cc->cqueues);
+}
+
 struct collect {
     struct sw_node_facts *nodes;
     struct sw_pod_facts *pods;

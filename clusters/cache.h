@@ -90,6 +90,13 @@ int sw_cluster_cache_start_kueue(struct sw_cluster_cache *cc);
 bool sw_cluster_cache_kueue_synced(const struct sw_cluster_cache *cc);
 
 /**
+ * The HTTP status with which a Kueue informer's last list failed (the
+ * Workloads', else the ClusterQueues'; -1: no answer), 0 when neither
+ * failed or they are not started (sw_informer_list_failed).
+ */
+long sw_cluster_cache_kueue_list_failed(const struct sw_cluster_cache *cc);
+
+/**
  * Also watches Karpenter's NodePools and NodeClaims (idempotent): for a
  * cluster with a pool bound to a NodePool. From then on the cache is synced
  * only once they are listed too (a cluster without Karpenter's CRDs never

@@ -47,6 +47,7 @@ struct sw_informer {
     uv_timer_t retry;
     int retry_open;
     int failures; /* consecutive, for backoff */
+    long list_failed; /* the last list's HTTP status when it failed (-1: no answer), else 0 */
     struct sw_informer_stats st;
 };
 
@@ -268,6 +269,11 @@ bool sw_informer_synced(const struct sw_informer *inf)
     return inf->synced;
 }
 
+long sw_informer_list_failed(const struct sw_informer *inf)
+{
+    return inf->list_failed;
+}
+
 const char *sw_informer_resource_version(const struct sw_informer *inf)
 {
     return inf->rv;
@@ -343,6 +349,7 @@ static void on_list(struct sw_kube_result *res, void *ctx)
     }
     if (res->rc != 0) {
         inf->st.errors++;
+        inf->list_failed = res->status > 0 ? res->status : -1;
         SW_LOG(SW_LOG_WARN, "list failed", "informer=%s error=%s", sw_log_q(inf->what),
                sw_log_q(res->err.msg));
         retry_later(inf);
@@ -387,6 +394,7 @@ static void on_list(struct sw_kube_result *res, void *ctx)
     snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
     inf->synced = true;
     inf->failures = 0;
+    inf->list_failed = 0;
     SW_LOG(SW_LOG_INFO, "listed", "informer=%s objects=%zu resource_version=%s",
            sw_log_q(inf->what), inf->count, sw_log_q(inf->rv));
     start_watch(inf);

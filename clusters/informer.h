@@ -77,6 +77,14 @@ void sw_informer_free(struct sw_informer *inf);
 /** Whether the first list has completed. */
 bool sw_informer_synced(const struct sw_informer *inf);
 
+/**
+ * The HTTP status of the informer's last list if it failed (404 when the
+ * API server does not serve the kind, 403 when the credentials may not list
+ * it), -1 when it got no answer; 0 when the last list succeeded or none
+ * has ended yet.
+ */
+long sw_informer_list_failed(const struct sw_informer *inf);
+
 /** The resourceVersion the informer is at ("" before the first list). */
 const char *sw_informer_resource_version(const struct sw_informer *inf);
 

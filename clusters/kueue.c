@@ -303,3 +303,61 @@ int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,
     }
     return own + lent;
 }
+
+bool sw_api_group_serves(const cJSON *group, const char *version, char *served, size_t len)
+{
+    bool found = false;
+    size_t used = 0;
+    if (len > 0)
+        served[0] = '\0';
+    const cJSON *vs = cJSON_GetObjectItemCaseSensitive(group, "versions"), *v;
+    cJSON_ArrayForEach(v, vs)
+    {
+        const char *name = sw_json_str(v, "version");
+        if (name == NULL)
+            continue;
+        if (strcmp(name, version) == 0)
+            found = true;
+        if (len > used) {
+            int n = snprintf(served + used, len - used, "%s%s", used ? ", " : "", name);
+            used += n > 0 ? (size_t)n : 0;
+            if (used >= len)
+                used = len - 1;
+        }
+    }
+    return found;
+}
+
+int sw_kueue_api_verdict(const char *cluster, long status, const cJSON *group, long list_status,
+                         char *msg, size_t len)
+{
+    if (status == 404) {
+        snprintf(msg, len,
+                 "cluster %s serves no %s API group: Kueue is not installed there "
+                 "(spillway reads %s, served by Kueue v0.15 and later)",
+                 cluster, SW_KUEUE_GROUP, SW_KUEUE_API);
+        return SW_EUNSUPPORTED;
+    }
+    if (status == 200 && cJSON_IsObject(group)) {
+        char served[160];
+        if (!sw_api_group_serves(group, SW_KUEUE_VERSION, served, sizeof(served))) {
+            snprintf(msg, len,
+                     "cluster %s serves %s %s only, not %s: its Kueue is older than v0.15 "
+                     "(spillway reads %s)",
+                     cluster, SW_KUEUE_GROUP, served[0] ? served : "(no version)",
+                     SW_KUEUE_VERSION, SW_KUEUE_API);
+            return SW_EUNSUPPORTED;
+        }
+    }
+    if (list_status == 403) {
+        snprintf(msg, len,
+                 "cluster %s refuses the hub's list of Kueue Workloads or ClusterQueues (403): "
+                 "its credentials need the member role's Kueue rules "
+                 "(deploy/rbac/member-clusterrole.yaml)",
+                 cluster);
+        return SW_EUNSUPPORTED;
+    }
+    if (len > 0)
+        msg[0] = '\0';
+    return 0;
+}

@@ -25,6 +25,8 @@
 #define SW_KUEUE_JOB_UID_LABEL "kueue.x-k8s.io/job-uid"
 /** The API group and version the hub reads. */
 #define SW_KUEUE_API "kueue.x-k8s.io/v1beta2"
+#define SW_KUEUE_GROUP "kueue.x-k8s.io"
+#define SW_KUEUE_VERSION "v1beta2"
 
 /** A Workload's state, as far as bursting goes. */
 enum sw_workload_state {
@@ -98,5 +100,24 @@ int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_fa
  */
 int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,
                                   const struct sw_cluster_queue_facts *peers, size_t npeers);
+
+/**
+ * Whether discovery's APIGroup `group` (the body of GET /apis/NAME) lists
+ * `version` among the versions it serves. Writes those versions to
+ * `served` ("v1beta1, v1beta2"; "" when it lists none).
+ */
+bool sw_api_group_serves(const cJSON *group, const char *version, char *served, size_t len);
+
+/**
+ * Why the hub cannot read the Kueue of cluster `cluster`, once a Kueue
+ * informer's list failed with HTTP status `list_status`, from the answer
+ * to GET /apis/kueue.x-k8s.io (`status`, and the body `group` or NULL).
+ * Returns SW_EUNSUPPORTED with the reason in `msg` when it is one the hub
+ * cannot get past by retrying: no such API group (Kueue not installed), a
+ * group without v1beta2 (a Kueue before v0.15), the list refused (403).
+ * Returns 0 for any other failure (a transient one, retried).
+ */
+int sw_kueue_api_verdict(const char *cluster, long status, const cJSON *group, long list_status,
+                         char *msg, size_t len);
 
 #endif

@@ -159,6 +159,17 @@ static void add_pools(struct round *rd)
          * quota does not allow is not free (queue.c). */
         struct sw_queue_home qh;
         bool kueue = sw_queue_home(h, m, &qh) == 0;
+        /* A member that queues mirrors in its Kueue (--local-queue) whose
+         * Kueue the hub does not read (yet, or ever: queue.c says why):
+         * a mirror would wait in a queue the hub cannot see, so there is
+         * no room there until it can. */
+        bool blind = !kueue && m->rec.spec.local_queue[0] != '\0';
+        if (blind) {
+            const char *why = sw_queue_kueue_unreadable(m);
+            if (why[0] != '\0')
+                SW_LOG(SW_LOG_DEBUG, "no room on a member whose Kueue the hub cannot read",
+                       "cluster=%s why=%s", sw_log_q(m->rec.name), sw_log_q(why));
+        }
         for (size_t p = 0; p < m->rec.spec.npools; p++) {
             const struct sw_pool_spec *ps = &m->rec.spec.pools[p];
             if (grow((void **)&rd->pools, &rd->cap_pools, rd->npools + 1, sizeof(*rd->pools)) !=
@@ -236,6 +247,10 @@ static void add_pools(struct round *rd)
             /* Its Kueue left a mirror unadmitted past the bound (follow.c):
              * no room there for as long again. */
             if (m->queue_aside_until_ms > sw_hub_wall_ms()) {
+                o->free_gpus = 0;
+                o->max_gpus = o->total_gpus;
+            }
+            if (blind && o->capacity != SW_CAP_OWNED) {
                 o->free_gpus = 0;
                 o->max_gpus = o->total_gpus;
             }

@@ -593,6 +593,14 @@ void sw_queue_scan(struct sw_hub *h);
  * Kueue queue, the member's Kueue informers are started (once).
  */
 void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec);
+/**
+ * Why member m's Kueue cannot be read, when its Kueue informers' list
+ * failed in a way retrying will not mend (sw_kueue_api_verdict: Kueue not
+ * installed, a Kueue without v1beta2, the list refused); "" otherwise, and
+ * until discovery has answered (asked then, at most once a minute).
+ * Borrowed, valid until the next call for the same member.
+ */
+const char *sw_queue_kueue_unreadable(struct sw_member *m);
 /** A member's Workloads or ClusterQueues changed (the index is made again). */
 void sw_queue_changed(void);
 /**

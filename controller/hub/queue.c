@@ -184,6 +184,72 @@ static bool kueue_label(const cJSON *origin)
     return sw_json_str(labels, SW_KUEUE_QUEUE_LABEL) != NULL;
 }
 
+/* ---- a member's Kueue API ------------------------------------------------
+ * When a member's Kueue informers cannot list, discovery (GET
+ * /apis/kueue.x-k8s.io, which every authenticated client may read) says
+ * whether that will pass: Kueue not installed, a Kueue without v1beta2, or
+ * the list refused, is said once per change and then the Jobs there are
+ * left alone; anything else is retried by the informers. Asked again at
+ * most once a minute, kept by member name. */
+
+struct api_entry {
+    char cluster[SW_CLUSTER_NAME_MAX];
+    char why[400]; /* "" while readable as far as is known */
+    long list_status;
+    bool asking;
+    int64_t asked_ms;
+    struct api_entry *next;
+};
+
+static struct api_entry *apis;
+
+static void on_api_group(struct sw_kube_result *res, void *ctx)
+{
+    struct api_entry *e = ctx;
+    e->asking = false;
+    if (res->rc == SW_ECANCELED)
+        return;
+    char why[sizeof(e->why)];
+    if (sw_kueue_api_verdict(e->cluster, res->status, res->body, e->list_status, why,
+                             sizeof(why)) != 0) {
+        if (strcmp(why, e->why) != 0)
+            SW_LOG(SW_LOG_ERROR, "cannot read Kueue on a member; its Kueue Jobs are left alone",
+                   "cluster=%s why=%s", sw_log_q(e->cluster), sw_log_q(why));
+        snprintf(e->why, sizeof(e->why), "%s", why);
+    } else {
+        e->why[0] = '\0';
+    }
+}
+
+const char *sw_queue_kueue_unreadable(struct sw_member *m)
+{
+    if (m->cache == NULL)
+        return "";
+    struct api_entry *e = apis;
+    while (e != NULL && strcmp(e->cluster, m->rec.name) != 0)
+        e = e->next;
+    if (e == NULL) {
+        if ((e = sw_calloc(1, sizeof(*e))) == NULL)
+            return "";
+        snprintf(e->cluster, sizeof(e->cluster), "%s", m->rec.name);
+        e->next = apis;
+        apis = e;
+    }
+    long failed = sw_cluster_cache_kueue_list_failed(m->cache);
+    if (failed == 0 || sw_cluster_cache_kueue_synced(m->cache)) {
+        e->why[0] = '\0';
+        return e->why;
+    }
+    int64_t now = sw_hub_mono_ms();
+    if (!e->asking && (e->asked_ms == 0 || now - e->asked_ms >= 60000) && m->client != NULL) {
+        struct sw_kube_req rq = {.path = "/apis/" SW_KUEUE_GROUP};
+        e->asked_ms = now;
+        e->list_status = failed;
+        e->asking = sw_kube_send(m->client, &rq, on_api_group, e, NULL) == 0;
+    }
+    return e->why;
+}
+
 /* ---- a LocalQueue's ClusterQueue ------------------------------------------
  * A pending Workload names its LocalQueue only. The ClusterQueue behind it
  * is read once per member, namespace and LocalQueue (a GET: the member role
@@ -289,8 +355,20 @@ static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
 {
     (void)origin;
     const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
-    if (e == NULL)
-        return false; /* no Workload yet, or Kueue not read yet */
+    if (e == NULL) {
+        /* No Workload yet, or Kueue not read yet; or never readable. */
+        struct sw_member *m = sw_member_find(h, j->rec.cluster);
+        const char *why = m != NULL ? sw_queue_kueue_unreadable(m) : "";
+        if (why[0] != '\0' && !j->queue_warned) {
+            char msg[480];
+            j->queue_warned = true;
+            snprintf(msg, sizeof(msg), "not burst, left in its Kueue queue: %s", why);
+            SW_LOG(SW_LOG_WARN, "a Job in a Kueue queue the hub cannot read; leaving it alone",
+                   "job=%s why=%s", sw_log_q(j->rec.key), sw_log_q(why));
+            sw_follow_event(h, &j->rec, "Warning", "KueueUnreadable", msg);
+        }
+        return false;
+    }
     if (e->err[0] != '\0') {
         if (!j->queue_warned) {
             char msg[400];

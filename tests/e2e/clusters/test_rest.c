@@ -2,7 +2,8 @@
  * End-to-end: the REST client's verbs and limits on a real API server.
  * Create, get, paged list, JSON merge patch, server-side apply, delete with
  * preconditions and propagation; errors mapped to SW_E* with the server's
- * message; the client-side rate limit; the body size cap.
+ * message; the client-side rate limit; the body size cap; the discovery
+ * answers the hub reads Kueue's API version from (clusters/kueue.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 #include <unistd.h>
 
+#include "clusters/kueue.h"
 #include "common/clock.h"
 #include "common/json.h"
 #include "lab.h"
@@ -282,6 +284,48 @@ static void test_rate_limit_and_body_cap(void **state)
     lab_close(&l2);
 }
 
+static int discover(const char *path, struct lab_wait *w)
+{
+    memset(w, 0, sizeof(*w));
+    struct sw_kube_req rq = {.path = path};
+    assert_int_equal(sw_kube_send(c, &rq, lab_on_result, w, NULL), 0);
+    return lab_wait(&l, w);
+}
+
+/* What the lab's API server answers for the Kueue group (its v0.17 CRDs),
+ * for a group without v1beta2 (batch), and for a group nobody installed,
+ * read as the hub reads them when a Kueue informer's list fails. */
+static void test_kueue_discovery(void **state)
+{
+    (void)state;
+    char msg[400], served[128];
+    struct lab_wait w;
+    assert_int_equal(discover("/apis/" SW_KUEUE_GROUP, &w), 0);
+    assert_int_equal(w.status, 200);
+    assert_true(sw_api_group_serves(w.body, SW_KUEUE_VERSION, served, sizeof(served)));
+    printf("  %s serves %s\n", SW_KUEUE_GROUP, served);
+    /* v1beta2 served: a failed list (here a 500) is not a verdict. */
+    assert_int_equal(sw_kueue_api_verdict("cloud-spot", w.status, w.body, 500, msg, sizeof(msg)),
+                     0);
+    cJSON_Delete(w.body);
+    /* A group served without v1beta2: the versions it serves are named. */
+    assert_int_equal(discover("/apis/batch", &w), 0);
+    assert_false(sw_api_group_serves(w.body, SW_KUEUE_VERSION, served, sizeof(served)));
+    assert_string_equal(served, "v1");
+    assert_int_equal(sw_kueue_api_verdict("cloud-spot", w.status, w.body, 404, msg, sizeof(msg)),
+                     SW_EUNSUPPORTED);
+    assert_non_null(strstr(msg, " v1 only, not v1beta2"));
+    cJSON_Delete(w.body);
+    /* No such group: the API server's 404. */
+    assert_int_not_equal(discover("/apis/nosuch.spillway.test", &w), 0);
+    assert_int_equal(w.status, 404);
+    assert_int_equal(sw_kueue_api_verdict("cloud-spot", w.status, w.body, 404, msg, sizeof(msg)),
+                     SW_EUNSUPPORTED);
+    assert_non_null(strstr(msg, "Kueue is not installed"));
+    printf("  %s\n", msg);
+    cJSON_Delete(w.body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_patch_apply_delete),
         cmocka_unit_test(test_paging_and_event),
         cmocka_unit_test(test_rate_limit_and_body_cap),
+        cmocka_unit_test(test_kueue_discovery),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -271,6 +271,70 @@ static void headroom_with_cohort(void **state)
     assert_int_equal(sw_cluster_queue_headroom(&q[0], q, 3), 3);
 }
 
+/* GET /apis/kueue.x-k8s.io as kube-apiserver v1.34 answers it with Kueue
+ * v0.17's CRDs (the lab), and as a Kueue v0.14's would. */
+static const char GROUP_V017[] =
+    "{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",\"name\":\"kueue.x-k8s.io\",\"versions\":["
+    "{\"groupVersion\":\"kueue.x-k8s.io/v1beta2\",\"version\":\"v1beta2\"},"
+    "{\"groupVersion\":\"kueue.x-k8s.io/v1beta1\",\"version\":\"v1beta1\"},"
+    "{\"groupVersion\":\"kueue.x-k8s.io/v1alpha1\",\"version\":\"v1alpha1\"}],"
+    "\"preferredVersion\":{\"groupVersion\":\"kueue.x-k8s.io/v1beta2\",\"version\":\"v1beta2\"}}";
+static const char GROUP_V014[] =
+    "{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",\"name\":\"kueue.x-k8s.io\",\"versions\":["
+    "{\"groupVersion\":\"kueue.x-k8s.io/v1beta1\",\"version\":\"v1beta1\"},"
+    "{\"groupVersion\":\"kueue.x-k8s.io/v1alpha1\",\"version\":\"v1alpha1\"}],"
+    "\"preferredVersion\":{\"groupVersion\":\"kueue.x-k8s.io/v1beta1\",\"version\":\"v1beta1\"}}";
+
+static void api_group_versions(void **state)
+{
+    (void)state;
+    char served[64];
+    cJSON *g = cJSON_Parse(GROUP_V017);
+    assert_true(sw_api_group_serves(g, "v1beta2", served, sizeof(served)));
+    assert_string_equal(served, "v1beta2, v1beta1, v1alpha1");
+    assert_false(sw_api_group_serves(g, "v1", served, sizeof(served)));
+    /* Cut to fit, still terminated. */
+    char small[10];
+    assert_true(sw_api_group_serves(g, "v1alpha1", small, sizeof(small)));
+    assert_int_equal(strlen(small), sizeof(small) - 1);
+    cJSON_Delete(g);
+    /* Not a group: nothing served. */
+    g = cJSON_Parse("{\"kind\":\"Status\"}");
+    assert_false(sw_api_group_serves(g, "v1beta2", served, sizeof(served)));
+    assert_string_equal(served, "");
+    cJSON_Delete(g);
+}
+
+static void kueue_api_verdicts(void **state)
+{
+    (void)state;
+    char msg[400];
+    cJSON *g17 = cJSON_Parse(GROUP_V017), *g14 = cJSON_Parse(GROUP_V014);
+    /* No such group: Kueue not installed. */
+    assert_int_equal(sw_kueue_api_verdict("onprem", 404, NULL, 404, msg, sizeof(msg)),
+                     SW_EUNSUPPORTED);
+    assert_non_null(strstr(msg, "cluster onprem serves no kueue.x-k8s.io API group"));
+    assert_non_null(strstr(msg, "Kueue v0.15 and later"));
+    /* A Kueue before v1beta2: the versions it serves are named. */
+    assert_int_equal(sw_kueue_api_verdict("onprem", 200, g14, 404, msg, sizeof(msg)),
+                     SW_EUNSUPPORTED);
+    assert_non_null(strstr(msg, "serves kueue.x-k8s.io v1beta1, v1alpha1 only, not v1beta2"));
+    /* v1beta2 served but the list refused: the role is named. */
+    assert_int_equal(sw_kueue_api_verdict("cloud-spot", 200, g17, 403, msg, sizeof(msg)),
+                     SW_EUNSUPPORTED);
+    assert_non_null(strstr(msg, "cluster cloud-spot refuses"));
+    assert_non_null(strstr(msg, "member-clusterrole.yaml"));
+    /* v1beta2 served and the list failed otherwise (a timeout, a 500):
+     * transient, retried, no verdict. */
+    assert_int_equal(sw_kueue_api_verdict("onprem", 200, g17, 500, msg, sizeof(msg)), 0);
+    assert_string_equal(msg, "");
+    assert_int_equal(sw_kueue_api_verdict("onprem", 200, g17, -1, msg, sizeof(msg)), 0);
+    /* Discovery itself failing says nothing either. */
+    assert_int_equal(sw_kueue_api_verdict("onprem", 503, NULL, 404, msg, sizeof(msg)), 0);
+    cJSON_Delete(g17);
+    cJSON_Delete(g14);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +344,8 @@ int main(void)
         cmocka_unit_test(workload_errors_name_the_field),
         cmocka_unit_test(cluster_queue_facts),
         cmocka_unit_test(headroom_with_cohort),
+        cmocka_unit_test(api_group_versions),
+        cmocka_unit_test(kueue_api_verdicts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
