@@ -690,8 +690,18 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     bool need_suspend = r->form == SW_FORM_ANNOTATION && !suspended;
     const struct sw_queue *q = sw_queue_of(origin);
     bool take = q->holds(origin);
-    /* Home lost: the origin is fenced on return instead (sw_loss_step). */
-    if ((!fin || need_suspend || take) && !home_lost) {
+    /* The take built before a hold (sw_hub_hold_point "take"), sent now
+     * as it was: the origin may have changed meanwhile. */
+    cJSON *patch = j->held_patch;
+    j->held_patch = NULL;
+    if (patch != NULL && (j->held_attempt != r->attempt || home_lost)) {
+        cJSON_Delete(patch);
+        patch = NULL;
+    }
+    if (patch != NULL) {
+        SW_LOG(SW_LOG_WARN, "test hold point: the held take sent", "job=%s", sw_log_q(r->key));
+    } else if ((!fin || need_suspend || take) && !home_lost) {
+        /* Home lost: the origin is fenced on return instead (sw_loss_step). */
         int bound = 0;
         sw_observe_pods(h, r->cluster, r->ns, r->name, &bound);
         if ((need_suspend || (take && r->form == SW_FORM_ANNOTATION)) &&
@@ -712,9 +722,21 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             return;
         }
         /* Where it is going is known now: one patch says it all. */
-        cJSON *patch = sw_dispatch_origin_patch(origin, r, true, need_suspend);
+        patch = sw_dispatch_origin_patch(origin, r, true, need_suspend);
         if (take)
-            sw_queue_take(patch, origin);
+            sw_queue_take(patch, origin, r->form == SW_FORM_DELEGATED);
+        int64_t hold = take ? sw_hub_hold_point("take") : 0;
+        if (hold > 0) {
+            SW_LOG(SW_LOG_WARN, "test hold point: the take held", "job=%s ms=%lld",
+                   sw_log_q(r->key), (long long)hold);
+            j->held_patch = patch;
+            j->held_attempt = r->attempt;
+            j->busy = false;
+            j->next_ms = sw_hub_mono_ms() + hold;
+            return;
+        }
+    }
+    if (patch != NULL) {
         int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, patch, NULL,
                                      on_origin_patched, j);
         cJSON_Delete(patch);

@@ -860,7 +860,16 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         }
         bool osusp = cJSON_IsTrue(sw_json_child(sw_json_child(origin, "spec"), "suspend"));
         bool msusp = cJSON_IsTrue(sw_json_child(sw_json_child(mirror, "spec"), "suspend"));
+        /* A mirror in the target's Kueue queue: its suspend is Kueue's;
+         * the owner's pause goes through its Workload (queue.c). */
+        if (sw_json_str(sw_json_child(sw_json_child(mirror, "metadata"), "labels"),
+                        SW_KUEUE_QUEUE_LABEL) != NULL) {
+            sw_queue_mirror_pause(h, j, mirror, osusp);
+            return;
+        }
         if (osusp != msusp) {
+            SW_LOG(SW_LOG_INFO, "delegated origin's suspend copied to its mirror",
+                   "job=%s suspend=%s", sw_log_q(r->key), osusp ? "true" : "false");
             cJSON *p = cJSON_CreateObject();
             cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "suspend", osusp);
             j->busy = true;

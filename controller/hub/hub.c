@@ -55,6 +55,16 @@ void sw_hub_crash_point(const char *name)
     raise(SIGKILL);
 }
 
+int64_t sw_hub_hold_point(const char *name)
+{
+    const char *at = getenv("SPILLWAY_TEST_HOLD");
+    size_t n = strlen(name);
+    if (at == NULL || strncmp(at, name, n) != 0 || at[n] != ':')
+        return 0;
+    long long ms = atoll(at + n + 1);
+    return ms > 0 ? (int64_t)ms : 0;
+}
+
 /* ---- the job table ------------------------------------------------------- */
 
 static unsigned hash_key(const char *s)
@@ -100,6 +110,7 @@ void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j)
     h->njobs--;
     sw_free(j->explain);
     cJSON_Delete(j->kept);
+    cJSON_Delete(j->held_patch);
     sw_free(j);
 }
 

@@ -88,6 +88,12 @@ struct sw_job {
      * the Job is unfinished, so that it can still be placed when its home is
      * lost (loss.c). One per managed Job, not per cached Job. */
     cJSON *kept;
+    /* A hold point's pending work (sw_hub_hold_point): the take's patch
+     * built before the hold, for attempt held_attempt; and when the hold
+     * at "release" ends. */
+    cJSON *held_patch;
+    int held_attempt;
+    int64_t release_held_until;
 };
 
 /** What the hub found and learned of one of a member's NodePools (capacity.c). */
@@ -314,6 +320,14 @@ void sw_hub_want_decide(struct sw_hub *h);
  * itself with SIGKILL here, so tests can stop the hub between any two steps.
  */
 void sw_hub_crash_point(const char *name);
+/**
+ * A named hold point, for the race tests: when SPILLWAY_TEST_HOLD is
+ * "NAME:MS", the milliseconds the step holds there (as over a slow link),
+ * else 0. Points: "take" (the take's patch, built from the origin as just
+ * checked, sent that much later) and "release" (the origin's Workload
+ * deactivated that much after the take landed) (dispatch.c, queue.c).
+ */
+int64_t sw_hub_hold_point(const char *name);
 /** Finds a job by key, or NULL. */
 struct sw_job *sw_hub_job_find(struct sw_hub *h, const char *key);
 /** Finds or adds a job for key (a new one starts as observed). */
@@ -606,9 +620,11 @@ void sw_queue_changed(void);
 /**
  * Adds to dispatch's origin patch (borrowed) what takes the Job (origin,
  * borrowed) from its queue: the queue-name label removed, its value kept
- * in the annotation SW_ANN_KUEUE_QUEUE, spec.suspend=true.
+ * in the annotation SW_ANN_KUEUE_QUEUE, spec.suspend=true; for a
+ * `delegated` origin spec.suspend=false (it never runs itself; its suspend
+ * is its owner's pause of the mirror, and Kueue's hold goes with the take).
  */
-void sw_queue_take(cJSON *patch, const cJSON *origin);
+void sw_queue_take(cJSON *patch, const cJSON *origin, bool delegated);
 /**
  * After the origin is taken: deactivates its Workload (spec.active=false)
  * when one is active. Returns 1 when it started that (j busy), or when the
@@ -626,6 +642,15 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j);
  * label, else the annotation the take left; NULL for neither. Borrows.
  */
 const char *sw_queue_origin_queue(const cJSON *origin);
+/**
+ * A delegated origin's pause (`paused`: its spec.suspend) for its mirror
+ * (borrowed) queued in the target's Kueue: the mirror's Workload
+ * deactivated, or activated again on resume (Kueue's own pause: it evicts
+ * and suspends the Job, and queues it again), never the mirror's suspend,
+ * which is Kueue's there. Returns 1 when it started a patch (j busy), else
+ * 0 (nothing to change, or the Workload not known yet).
+ */
+int sw_queue_mirror_pause(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, bool paused);
 /** How the reason of a mirror withdrawn from a target's queue begins. */
 #define SW_QUEUE_WITHDRAWN "withdrawn from"
 /**

@@ -409,7 +409,7 @@ const struct sw_queue *sw_queue_of(const cJSON *origin)
     return kueue_label(origin) ? &kueue : &plain;
 }
 
-void sw_queue_take(cJSON *patch, const cJSON *origin)
+void sw_queue_take(cJSON *patch, const cJSON *origin, bool delegated)
 {
     cJSON *md = sw_json_child(patch, "metadata");
     cJSON *labels = sw_json_child(md, "labels");
@@ -431,8 +431,12 @@ void sw_queue_take(cJSON *patch, const cJSON *origin)
     cJSON *spec = sw_json_child(patch, "spec");
     if (spec == NULL)
         spec = cJSON_AddObjectToObject(patch, "spec");
-    if (sw_json_child(spec, "suspend") == NULL)
-        cJSON_AddBoolToObject(spec, "suspend", 1);
+    /* A delegated origin never runs (its managedBy keeps the Job
+     * controller off it); its spec.suspend is its owner's pause of the
+     * mirror. Kueue's webhook suspended it as it suspends every Job in a
+     * queue: that hold is Kueue's, not the owner's, and goes with the take. */
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "suspend");
+    cJSON_AddBoolToObject(spec, "suspend", delegated ? 0 : 1);
 }
 
 static void on_deactivated(struct sw_kube_result *res, void *ctx)
@@ -466,6 +470,24 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j)
         j->busy = false;
         j->next_ms = sw_hub_mono_ms() + 500;
         return 1;
+    }
+    /* The race tests' hold point: the deactivation held after the take
+     * landed, so that Kueue may reserve quota for the Workload meanwhile. */
+    int64_t hold = o != NULL && sw_job_record_annotation(o, SW_ANN_KUEUE_QUEUE) != NULL
+                       ? sw_hub_hold_point("release")
+                       : 0;
+    if (hold > 0) {
+        int64_t now = sw_hub_mono_ms();
+        if (j->release_held_until == 0) {
+            j->release_held_until = now + hold;
+            SW_LOG(SW_LOG_WARN, "test hold point: the release held", "job=%s ms=%lld",
+                   sw_log_q(j->rec.key), (long long)hold);
+        }
+        if (now < j->release_held_until) {
+            j->busy = false;
+            j->next_ms = j->release_held_until;
+            return 1;
+        }
     }
     const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
     if (e == NULL || !e->f.active || e->f.state == SW_WL_FINISHED)
@@ -505,6 +527,43 @@ static void fmt_span(double s, char *buf, size_t len)
         snprintf(buf, len, "%.0f min", s / 60);
 }
 
+static void on_mirror_paused(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    if (res->rc != 0)
+        SW_LOG(SW_LOG_WARN, "cannot pause or resume the mirror's Workload", "job=%s err=%s",
+               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
+    sw_hub_step_done(j->hub, j, res->rc == SW_ENOENT ? 0 : res->rc);
+}
+
+int sw_queue_mirror_pause(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, bool paused)
+{
+    const struct sw_job_rec *r = &j->rec;
+    const char *uid = sw_json_str(sw_json_child((cJSON *)mirror, "metadata"), "uid");
+    struct sw_member *tm = sw_member_find(h, r->target_cluster);
+    if (uid == NULL || tm == NULL || tm->cache == NULL || !sw_member_reachable(tm))
+        return 0;
+    sw_cluster_cache_start_kueue(tm->cache);
+    const struct sw_queue_wl *e = wl_find(r->target_cluster, uid);
+    if (e == NULL || e->err[0] != '\0' || e->f.state == SW_WL_FINISHED || e->f.active != paused)
+        return 0;
+    SW_LOG(SW_LOG_INFO,
+           paused ? "delegated origin paused: its mirror's Workload deactivated"
+                  : "delegated origin resumed: its mirror's Workload active again",
+           "job=%s workload=%s/%s/%s", sw_log_q(r->key), sw_log_q(r->target_cluster),
+           sw_log_q(e->f.ns), sw_log_q(e->f.name));
+    cJSON *patch = cJSON_CreateObject();
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "active", paused ? 0 : 1);
+    j->hub = h;
+    j->busy = true;
+    int rc = sw_kube_merge_patch(tm->client, SW_KIND_WORKLOAD, e->f.ns, e->f.name, patch, NULL,
+                                 on_mirror_paused, j);
+    cJSON_Delete(patch);
+    if (rc != 0)
+        sw_hub_step_done(h, j, rc);
+    return 1;
+}
+
 bool sw_queue_mirror_unadmitted(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, char *why,
                                 size_t len)
 {
@@ -528,11 +587,12 @@ bool sw_queue_mirror_unadmitted(struct sw_hub *h, struct sw_job *j, const cJSON 
         count_of(st, "failed") != 0 || count_of(st, "terminating") != 0 ||
         sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, NULL) != 0)
         return false;
-    /* Its Workload: quota reserved or admitted is Kueue's to start now. */
+    /* Its Workload: quota reserved or admitted is Kueue's to start now;
+     * deactivated, its delegated origin's owner paused it (follow.c). */
     const struct sw_queue_wl *e = wl_find(r->target_cluster, uid);
     if (e != NULL && e->err[0] == '\0' &&
         (e->f.state == SW_WL_RESERVED || e->f.state == SW_WL_ADMITTED ||
-         e->f.state == SW_WL_FINISHED))
+         e->f.state == SW_WL_FINISHED || !e->f.active))
         return false;
     double waited = (double)(sw_hub_wall_ms() - r->dispatched_ms) / 1000.0;
     if (r->dispatched_ms <= 0 || waited < h->cfg.mirror_admission_s)

@@ -38,7 +38,12 @@
 #      or home), admitted by that cluster's ClusterQueue;
 #   6. a hub killed at the crash point after-suspend, just after the take:
 #      a hub started then deactivates the Job's Workload (found from the
-#      take's annotation) before the mirror, and the Job runs once.
+#      take's annotation) before the mirror, and the Job runs once;
+#   7. the race's contested paths forced with the hub's hold points
+#      (SPILLWAY_TEST_HOLD) while the quota frees: a take sent after Kueue
+#      started the Job is refused (409) and the burst abandoned, the Job run
+#      once at home; a Workload Kueue reserved quota for after the take is
+#      deactivated, the Job never started at home, run once in the cloud.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ROUNDS=${KUEUE_ROUNDS:-10}
@@ -446,4 +451,72 @@ one_mirror_each crash
 [ "$(kc onprem get job crash -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] || hub_fail "crash started at home"
 kc onprem delete job fill-crash -n "$NS" --wait=false >/dev/null
 pass "a hub killed just after the take: the next one found the Job Kueue's by its annotation, deactivated Workload $cwl, and crash ran once in $(record_field "$C" targetCluster)"
+
+# ---- 7. the contested paths, forced by the hub's hold points -----------------
+# The race above has the hub faster than Kueue's release of the quota
+# almost always. Here a hub holds a step (SPILLWAY_TEST_HOLD, as over a slow
+# link) while the quota is freed, so that Kueue acts in between.
+# 7a. hold "take": the take's patch, built from the Job as the hub checked
+#     it, is sent HOLD_MS later; Kueue admits and unsuspends the Job
+#     meanwhile, so the patch's resourceVersion is stale: refused (409),
+#     the check runs again and the burst is abandoned; the Job runs once, at
+#     home.
+# 7b. hold "release": the take lands (label gone, suspended), and the
+#     Workload's deactivation waits HOLD_MS; Kueue reserves quota for the
+#     still-active Workload meanwhile, and must not start the Job (its label
+#     is gone); then the Workload is deactivated, the quota goes back, and
+#     the Job runs once, in the cloud.
+HOLD_MS=${KUEUE_HOLD_MS:-8000}
+contest_hub() { # contest_hub POINT: a hub holding there
+    kill "$HUB_PID"
+    wait "$HUB_PID" 2>/dev/null || true
+    : >"$HUB_TMP/hub.log"
+    hub_start "$HUB_TMP/hub.yaml" SPILLWAY_TEST_HOLD="$1:$HOLD_MS"
+}
+wait_log() { # wait_log PATTERN SECONDS WHAT
+    local i
+    for i in $(seq 1 $(($2 * 4))); do
+        grep -Eq "$1" "$HUB_TMP/hub.log" && return 0
+        sleep 0.25
+    done
+    hub_fail "$3"
+}
+contest_hub take
+kueue_job fill-take 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-take -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "fill-take did not start"
+kueue_job held-take 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
+wait_log 'the take held.*held-take' 60 "the hub did not hold held-take's take"
+kc onprem delete job fill-take -n "$NS" --wait=false >/dev/null
+kc onprem wait --for=jsonpath='{.spec.suspend}'=false job/held-take -n "$NS" --timeout="$((HOLD_MS / 1000 - 1))s" >/dev/null ||
+    hub_fail "Kueue did not unsuspend held-take while the take was held: the test proves nothing"
+wait_log 'cannot prepare the origin Job.*held-take.*(modified|onflict)' 30 "the held take of held-take was not refused with a conflict"
+wait_log 'burst abandoned.*held-take' 30 "held-take's burst was not abandoned after the refused take"
+wait_complete held-take onprem 60
+[ "$(mirrors_of held-take)" = 0 ] || hub_fail "held-take ran at home and has a mirror"
+[ "$(kc onprem get job held-take -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
+    hub_fail "held-take lost its queue-name label though the take was refused"
+pass "take held ${HOLD_MS} ms while the quota freed: Kueue started held-take, the stale take was refused (409), the burst abandoned, the Job ran once at home"
+
+contest_hub release
+kueue_job fill-rel 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-rel -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "fill-rel did not start"
+kueue_job held-rel 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
+wait_log 'the release held.*held-rel' 60 "the hub did not hold held-rel's release"
+[ "$(kc onprem get job held-rel -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
+    hub_fail "held-rel was not taken before the release was held"
+rwl=$(workload_of held-rel)
+kc onprem delete job fill-rel -n "$NS" --wait=false >/dev/null
+kc onprem wait --for=jsonpath='{.status.conditions[?(@.type=="QuotaReserved")].status}'=True \
+    "workload/$rwl" -n "$NS" --timeout="$((HOLD_MS / 1000 - 1))s" >/dev/null ||
+    hub_fail "Kueue did not reserve quota for held-rel's Workload while the release was held: the test proves nothing"
+R="onprem/$NS/held-rel"
+wait_record "$R" state succeeded 120
+[ "$(kc onprem get workload "$rwl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
+    hub_fail "held-rel's Workload $rwl was not deactivated"
+one_mirror_each held-rel
+[ "$(kc onprem get job held-rel -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
+    hub_fail "held-rel started at home after Kueue reserved quota for its Workload"
+pass "release held ${HOLD_MS} ms after the take: Kueue reserved quota for Workload $rwl meanwhile and did not start held-rel (its label gone); deactivated, it ran once in $(record_field "$R" targetCluster)"
 watcher_check

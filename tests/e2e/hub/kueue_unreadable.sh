@@ -74,9 +74,11 @@ done
 "$SPILLCTL" cluster add onprem --replace --kubeconfig "$HUB_TMP/onprem-sa.kubeconfig" --role onprem \
     --region onprem --pool name=a100,capacity=owned,product=NVIDIA-A100-SXM4-80GB,memory=81920,price=1.00 >/dev/null ||
     hub_fail "onprem not registered with the member role"
+# Priced below home's GPU-hour, so that with its queue read every Job here
+# bursts there at once: its staying home in part 2 is the missing room's.
 "$SPILLCTL" cluster add cloud-ondemand --replace --kubeconfig "$HUB_TMP/cloud-ondemand-sa.kubeconfig" --role cloud \
     --region us-west-2 --local-queue gpu \
-    --pool name=od-h100,capacity=on-demand,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=6.98 >/dev/null ||
+    --pool name=od-h100,capacity=on-demand,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=0.90 >/dev/null ||
     hub_fail "cloud-ondemand not registered with the member role"
 # Registered; now the operator takes the Kueue rules away.
 for c in onprem cloud-ondemand; do

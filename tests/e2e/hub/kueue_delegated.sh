@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# kueue_delegated.sh - the delegated form (spec.managedBy: spillway.io/hub)
+# in a Kueue queue. Kueue's webhook suspends such a Job and makes it a
+# Workload like any other; the Job controller never runs it (managedBy).
+# The test's namespace has LocalQueue gpu on onprem (ClusterQueue gpu, 8
+# GPUs) and on cloud-spot, registered to queue mirrors there. Under the
+# outside watcher:
+#   1. onprem's quota full: a delegated Job in the queue is taken from
+#      Kueue (label gone, its Workload inactive, spec.suspend false: Kueue's
+#      hold is not the user's pause), its mirror admitted by cloud-spot's
+#      Kueue and never suspended again by the hub, and the origin gets the
+#      mirror's outcome (Complete), once;
+#   2. the quota free: a delegated Job decided for home runs as a mirror in
+#      onprem's own queue, admitted by Kueue there while the origin's own
+#      Workload is inactive (its quota not held twice), and completes once;
+#   3. the user pauses a delegated Job whose mirror is queued in Kueue
+#      (spec.suspend true on the origin): the mirror's Workload is
+#      deactivated (Kueue's own pause: it evicts the mirror), and reactivated
+#      when the origin is resumed; the Job completes once.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+hub_setup kueue-deleg
+[ -f "$SW_LAB_DIR/kueue/on" ] || fail "the lab's Kueue is off (testbed kueue up)"
+for c in onprem cloud-spot; do
+    cat <<YAML | kc "$c" apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpu, namespace: $NS}
+spec: {clusterQueue: gpu}
+YAML
+done
+"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
+    --role cloud --region us-east-1 --local-queue gpu --replace \
+    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+
+# djob NAME GPUS DELAY [managed]: a Job in LocalQueue gpu, created
+# unsuspended; delegated unless the fourth argument is "plain".
+djob() {
+    local managed="  managedBy: spillway.io/hub" ann="    spillway.io/burst: auto
+    spillway.io/expected-runtime: 1h"
+    if [ "${4:-}" = plain ]; then managed="" ann="    kueue-lab: \"1\""; fi
+    cat <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $1
+  labels: {kueue.x-k8s.io/queue-name: gpu}
+  annotations:
+$ann
+spec:
+$managed
+  parallelism: ${5:-1}
+  completions: ${5:-1}
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "$3"}
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: train
+        image: registry.example/train:1
+        resources: {limits: {nvidia.com/gpu: "$2"}}
+YAML
+}
+# workload_on CLUSTER JOB: the name of the Job's Workload there ("" while none).
+workload_on() {
+    local uid
+    uid=$(kc "$1" get job "$2" -n "$NS" -o jsonpath='{.metadata.uid}')
+    kc "$1" get workloads -n "$NS" -l "kueue.x-k8s.io/job-uid=$uid" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null
+}
+# origin_done JOB SECONDS: the delegated origin has the Complete condition.
+origin_done() {
+    kc onprem wait --for=condition=complete "job/$1" -n "$NS" --timeout="$2s" >/dev/null ||
+        hub_fail "the delegated origin $1 did not get the Complete condition within $2 s"
+}
+
+watcher_start
+hub_start
+
+# ---- 1. quota full: the delegated Job bursts into cloud-spot's queue --------
+djob filler 4 3600s plain 2 | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "the filler did not start"
+djob away 4 10s | kc onprem apply -n "$NS" -f - >/dev/null
+A="onprem/$NS/away"
+wait_record "$A" state succeeded 150
+[ "$(record_field "$A" targetCluster)" = cloud-spot ] || hub_fail "away ran in $(record_field "$A" targetCluster)"
+origin_done away 60
+one_mirror_each away
+[ "$(kc onprem get job away -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
+    hub_fail "away was not taken from onprem's queue"
+awl=$(workload_on onprem away)
+[ -z "$awl" ] || [ "$(kc onprem get workload "$awl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
+    hub_fail "away's Workload $awl at home is still active"
+[ "$(kc onprem get job away -n "$NS" -o jsonpath='{.spec.suspend}')" = false ] ||
+    hub_fail "away's origin is still suspended (Kueue's hold kept as if the user's pause)"
+n=$(grep -c 'suspend copied to its mirror' "$HUB_TMP/hub.log" || true)
+[ "$n" = 0 ] || hub_fail "the hub suspended or resumed away's mirror $n times"
+pass "quota full: delegated away taken from onprem's queue (Workload ${awl:-none} inactive), its mirror admitted by cloud-spot's Kueue and completed once; the origin Complete"
+
+# ---- 2. quota free: a delegated Job decided for home runs in onprem's queue ----
+kc onprem delete job filler -n "$NS" --wait=false >/dev/null
+kc onprem wait --for=delete job/filler -n "$NS" --timeout=60s >/dev/null || true
+djob home 4 10s | kc onprem apply -n "$NS" -f - >/dev/null
+H="onprem/$NS/home"
+wait_record "$H" state succeeded 150
+[ "$(record_field "$H" targetCluster)" = onprem ] || hub_fail "home ran in $(record_field "$H" targetCluster), not onprem"
+origin_done home 60
+one_mirror_each home
+hm=$(record_field "$H" mirror)
+mwl=$(workload_on onprem "$hm")
+[ -n "$mwl" ] || hub_fail "home's mirror $hm has no Workload: it did not go through onprem's queue"
+owl=$(workload_on onprem home)
+[ -z "$owl" ] || [ "$(kc onprem get workload "$owl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
+    hub_fail "home's own Workload $owl is still active: its quota would be held twice"
+pass "quota free: delegated home ran as mirror $hm in onprem's queue (Workload $mwl), its own Workload ${owl:-none} inactive; completed once"
+
+# ---- 3. the user pauses a delegated Job whose mirror is in Kueue -------------
+djob paused 4 20s | kc onprem apply -n "$NS" -f - >/dev/null
+P="onprem/$NS/paused"
+wait_record "$P" state running 90
+pt=$(record_field "$P" targetCluster)
+pm=$(record_field "$P" mirror)
+kc onprem patch job paused -n "$NS" --type=merge -p '{"spec":{"suspend":true}}' >/dev/null
+pwl=""
+for _ in $(seq 1 60); do
+    pwl=$(workload_on "$pt" "$pm")
+    [ -n "$pwl" ] && [ "$(kc "$pt" get workload "$pwl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] && break
+    sleep 0.5
+done
+[ "$(kc "$pt" get workload "$pwl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
+    hub_fail "the origin paused, but its mirror's Workload $pwl in $pt is still active"
+kc "$pt" wait --for=jsonpath='{.spec.suspend}'=true "job/$pm" -n "$NS" --timeout=30s >/dev/null ||
+    hub_fail "Kueue did not suspend the mirror $pm whose Workload was deactivated"
+kc onprem patch job paused -n "$NS" --type=merge -p '{"spec":{"suspend":false}}' >/dev/null
+wait_record "$P" state succeeded 150
+origin_done paused 60
+one_mirror_each paused
+pass "paused: the origin suspended deactivated mirror $pm's Workload $pwl in $pt (Kueue suspended it); resumed, it completed once"
+watcher_check
