@@ -116,6 +116,7 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
     copy(out->ns, sizeof(out->ns), ns);
     copy(out->job_uid, sizeof(out->job_uid), str(child(md, "labels"), SW_KUEUE_JOB_UID_LABEL));
     copy(out->created, sizeof(out->created), str(md, "creationTimestamp"));
+    out->owned = cJSON_GetArraySize(child(md, "ownerReferences")) > 0;
     const char *q = str(spec, "queueName");
     if (q == NULL || q[0] == '\0')
         return sw_error_set(err, SW_EPARSE, "%s: field \"spec.queueName\": expected a string",

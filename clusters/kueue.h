@@ -50,6 +50,7 @@ struct sw_workload_facts {
     char cluster_queue[64]; /* status.admission.clusterQueue, "" when not reserved */
     enum sw_workload_state state;
     bool active;       /* spec.active, true when absent (Kueue's default) */
+    bool owned;        /* metadata.ownerReferences not empty (its Job's, Kueue reconciles it) */
     bool evicted;      /* Evicted=True (preempted, deactivated, ...) */
     bool preempted;    /* Evicted=True with reason Preempted: requeued by a preemption */
     char reason[64];   /* the QuotaReserved condition's reason */

@@ -467,6 +467,17 @@ static void on_origin_patched(struct sw_kube_result *res, void *ctx)
         sw_hub_crash_point("after-suspend");
 }
 
+static void on_hold_cleared(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    if (res->rc == 0)
+        j->kueue_hold_cleared = true;
+    else
+        SW_LOG(SW_LOG_WARN, "cannot clear Kueue's suspend of the delegated origin", "job=%s err=%s",
+               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
+    sw_hub_step_done(j->hub, j, res->rc);
+}
+
 static void on_mirror_created(struct sw_kube_result *res, void *ctx)
 {
     struct sw_job *j = ctx;
@@ -721,10 +732,13 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             sw_rec_step(h, j, NULL);
             return;
         }
+        /* A delegated origin Kueue has started: stopped by Kueue first. */
+        if (take && r->form == SW_FORM_DELEGATED && sw_queue_stop_delegated(h, j, origin))
+            return;
         /* Where it is going is known now: one patch says it all. */
         patch = sw_dispatch_origin_patch(origin, r, true, need_suspend);
         if (take)
-            sw_queue_take(patch, origin, r->form == SW_FORM_DELEGATED);
+            sw_queue_take(patch, origin);
         int64_t hold = take ? sw_hub_hold_point("take") : 0;
         if (hold > 0) {
             SW_LOG(SW_LOG_WARN, "test hold point: the take held", "job=%s ms=%lld",
@@ -760,6 +774,24 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             j->next_ms = sw_hub_mono_ms() + 300;
             return;
         }
+    }
+    /* A delegated origin taken from Kueue: Kueue's webhook suspended it as
+     * it suspends every queued Job, and the take kept that (the label goes
+     * only from a suspended Job). A delegated origin never runs itself; its
+     * suspend is its owner's pause of the mirror, so Kueue's hold is
+     * cleared once the label is gone, before the first mirror exists. */
+    if (r->form == SW_FORM_DELEGATED && !home_lost && r->attempt == 1 &&
+        !j->kueue_hold_cleared && suspended && sw_queue_taken(origin)) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "suspend", 0);
+        SW_LOG(SW_LOG_INFO, "delegated origin taken from Kueue: Kueue's suspend cleared", "job=%s",
+               sw_log_q(r->key));
+        int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, p, NULL,
+                                     on_hold_cleared, j);
+        cJSON_Delete(p);
+        if (rc != 0)
+            sw_hub_step_done(h, j, rc);
+        return;
     }
     /* What the queue still holds for the origin (a Kueue Workload) released. */
     if (!home_lost && sw_queue_release(h, j))

@@ -94,6 +94,7 @@ struct sw_job {
     cJSON *held_patch;
     int held_attempt;
     int64_t release_held_until;
+    bool kueue_hold_cleared; /* a delegated origin's suspend from Kueue cleared (dispatch.c) */
 };
 
 /** What the hub found and learned of one of a member's NodePools (capacity.c). */
@@ -620,11 +621,23 @@ void sw_queue_changed(void);
 /**
  * Adds to dispatch's origin patch (borrowed) what takes the Job (origin,
  * borrowed) from its queue: the queue-name label removed, its value kept
- * in the annotation SW_ANN_KUEUE_QUEUE, spec.suspend=true; for a
- * `delegated` origin spec.suspend=false (it never runs itself; its suspend
- * is its owner's pause of the mirror, and Kueue's hold goes with the take).
+ * in the annotation SW_ANN_KUEUE_QUEUE, spec.suspend=true (Kueue's webhook
+ * lets the label go only from a suspended Job).
  */
-void sw_queue_take(cJSON *patch, const cJSON *origin, bool delegated);
+void sw_queue_take(cJSON *patch, const cJSON *origin);
+/**
+ * Before a delegated origin (borrowed) is taken from Kueue: if Kueue
+ * reserved quota for it or started it (unsuspended, its pod template given
+ * the flavour's node labels and Kueue's own annotations, which a mirror
+ * must not carry), its Workload is deactivated first and the take waits
+ * until Kueue has stopped the Job, restoring its template. Nothing runs
+ * meanwhile: the Job controller leaves a delegated Job alone. Returns 1
+ * while that is under way (j busy, or looked at again shortly), 0 when the
+ * take may go.
+ */
+int sw_queue_stop_delegated(struct sw_hub *h, struct sw_job *j, const cJSON *origin);
+/** Whether origin (borrowed) was taken from a Kueue queue (the take's annotation, no label). */
+bool sw_queue_taken(const cJSON *origin);
 /**
  * After the origin is taken: deactivates its Workload (spec.active=false)
  * when one is active. Returns 1 when it started that (j busy), or when the

@@ -42,6 +42,8 @@ struct sw_queue_wl {
     char rv[32];
     char err[256]; /* a Workload the hub cannot read: why (cut to fit) */
     bool managed;  /* its Job is one of the hub's (sw_queue_home) */
+    bool own;      /* and a delegated one, not dispatched yet, holding quota Kueue
+                      reserved for it: the hub releases it before its mirror */
     struct sw_queue_wl *next;
 };
 
@@ -409,7 +411,7 @@ const struct sw_queue *sw_queue_of(const cJSON *origin)
     return kueue_label(origin) ? &kueue : &plain;
 }
 
-void sw_queue_take(cJSON *patch, const cJSON *origin, bool delegated)
+void sw_queue_take(cJSON *patch, const cJSON *origin)
 {
     cJSON *md = sw_json_child(patch, "metadata");
     cJSON *labels = sw_json_child(md, "labels");
@@ -431,12 +433,17 @@ void sw_queue_take(cJSON *patch, const cJSON *origin, bool delegated)
     cJSON *spec = sw_json_child(patch, "spec");
     if (spec == NULL)
         spec = cJSON_AddObjectToObject(patch, "spec");
-    /* A delegated origin never runs (its managedBy keeps the Job
-     * controller off it); its spec.suspend is its owner's pause of the
-     * mirror. Kueue's webhook suspended it as it suspends every Job in a
-     * queue: that hold is Kueue's, not the owner's, and goes with the take. */
-    cJSON_DeleteItemFromObjectCaseSensitive(spec, "suspend");
-    cJSON_AddBoolToObject(spec, "suspend", delegated ? 0 : 1);
+    /* Kueue's webhook lets the label go only from a suspended Job (a
+     * delegated origin's hold is cleared after the take: dispatch.c). */
+    if (sw_json_child(spec, "suspend") == NULL)
+        cJSON_AddBoolToObject(spec, "suspend", 1);
+}
+
+bool sw_queue_taken(const cJSON *origin)
+{
+    const cJSON *md = sw_json_child((cJSON *)origin, "metadata");
+    return sw_json_str(sw_json_child((cJSON *)md, "annotations"), SW_ANN_KUEUE_QUEUE) != NULL &&
+           !kueue_label(origin);
 }
 
 static void on_deactivated(struct sw_kube_result *res, void *ctx)
@@ -490,7 +497,9 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j)
         }
     }
     const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
-    if (e == NULL || !e->f.active || e->f.state == SW_WL_FINISHED)
+    /* Inactive already and no owner (a delegated origin's, deactivated
+     * before its take, keeps its owner until now: sw_queue_stop_delegated). */
+    if (e == NULL || (!e->f.active && !e->f.owned) || e->f.state == SW_WL_FINISHED)
         return 0;
     if (om == NULL || !sw_member_reachable(om))
         return 0;
@@ -505,6 +514,57 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j)
     j->busy = true;
     int rc = sw_kube_merge_patch(om->client, SW_KIND_WORKLOAD, e->f.ns, e->f.name, patch, NULL,
                                  on_deactivated, j);
+    cJSON_Delete(patch);
+    if (rc != 0)
+        sw_hub_step_done(h, j, rc);
+    return 1;
+}
+
+static void on_stop_deactivated(struct sw_kube_result *res, void *ctx)
+{
+    struct sw_job *j = ctx;
+    if (res->rc != 0)
+        SW_LOG(SW_LOG_WARN, "cannot deactivate the delegated origin's Workload", "job=%s err=%s",
+               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
+    sw_hub_step_done(j->hub, j, res->rc);
+}
+
+int sw_queue_stop_delegated(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    if (om == NULL || om->cache == NULL || !sw_member_reachable(om))
+        return 0;
+    if (!sw_cluster_cache_kueue_synced(om->cache)) {
+        sw_cluster_cache_start_kueue(om->cache);
+        j->busy = false;
+        j->next_ms = sw_hub_mono_ms() + 500;
+        return 1;
+    }
+    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
+    if (e == NULL || e->err[0] != '\0' || e->f.state == SW_WL_FINISHED)
+        return 0;
+    bool suspended =
+        cJSON_IsTrue(sw_json_child(sw_json_child((cJSON *)origin, "spec"), "suspend"));
+    if (!e->f.active) {
+        /* Deactivated: Kueue evicts it and stops the Job, its template
+         * restored in the same update that suspends it. */
+        if (suspended && e->f.state != SW_WL_ADMITTED && e->f.state != SW_WL_RESERVED)
+            return 0;
+        j->busy = false;
+        j->next_ms = sw_hub_mono_ms() + 300;
+        return 1;
+    }
+    if (suspended && e->f.state != SW_WL_ADMITTED && e->f.state != SW_WL_RESERVED)
+        return 0; /* not started, nothing reserved: the take may go now */
+    SW_LOG(SW_LOG_INFO, "delegated origin admitted by Kueue: its Workload deactivated before the take",
+           "job=%s workload=%s/%s state=%s", sw_log_q(j->rec.key), sw_log_q(e->f.ns),
+           sw_log_q(e->f.name), sw_log_q(sw_workload_state_name(e->f.state)));
+    cJSON *patch = cJSON_CreateObject();
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "active", 0);
+    j->hub = h;
+    j->busy = true;
+    int rc = sw_kube_merge_patch(om->client, SW_KIND_WORKLOAD, e->f.ns, e->f.name, patch, NULL,
+                                 on_stop_deactivated, j);
     cJSON_Delete(patch);
     if (rc != 0)
         sw_hub_step_done(h, j, rc);
@@ -621,8 +681,13 @@ static void mark_managed(struct sw_hub *h, struct sw_job *j, void *ctx)
     (void)h;
     (void)ctx;
     struct sw_queue_wl *e = (struct sw_queue_wl *)wl_find(j->rec.cluster, j->rec.uid);
-    if (e != NULL)
-        e->managed = true;
+    if (e == NULL)
+        return;
+    e->managed = true;
+    enum sw_job_state s = j->rec.state;
+    e->own = j->rec.form == SW_FORM_DELEGATED && e->err[0] == '\0' && e->f.active &&
+             (e->f.state == SW_WL_RESERVED || e->f.state == SW_WL_ADMITTED) &&
+             (s == SW_JS_OBSERVED || s == SW_JS_BLOCKED);
 }
 
 static void add_cq(const char *key, const void *obj, void *ctx)
@@ -665,9 +730,16 @@ int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *o
      * of every burstable Job, in Kueue's order (priority, then age). */
     for (size_t b = 0; b < WL_BUCKETS; b++)
         for (struct sw_queue_wl *e = wls[b]; e; e = e->next)
-            e->managed = false;
+            e->managed = e->own = false;
     sw_hub_jobs_foreach(h, mark_managed, NULL);
     size_t prefix = strlen(m->rec.name);
+    /* Quota Kueue reserved for delegated Jobs the hub is about to place is
+     * theirs wherever they go (released before the mirror: dispatch.c):
+     * free for them at home, not held twice. */
+    for (size_t b = 0; b < WL_BUCKETS; b++)
+        for (struct sw_queue_wl *e = wls[b]; e; e = e->next)
+            if (e->own && strncmp(e->key, m->rec.name, prefix) == 0 && e->key[prefix] == '/')
+                out->headroom += e->f.gpus;
     for (size_t b = 0; b < WL_BUCKETS; b++)
         for (struct sw_queue_wl *e = wls[b]; e; e = e->next) {
             if (strncmp(e->key, m->rec.name, prefix) != 0 || e->key[prefix] != '/' ||

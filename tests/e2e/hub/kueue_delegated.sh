@@ -10,9 +10,13 @@
 #      hold is not the user's pause), its mirror admitted by cloud-spot's
 #      Kueue and never suspended again by the hub, and the origin gets the
 #      mirror's outcome (Complete), once;
-#   2. the quota free: a delegated Job decided for home runs as a mirror in
-#      onprem's own queue, admitted by Kueue there while the origin's own
-#      Workload is inactive (its quota not held twice), and completes once;
+#   2. the quota free, no hub running: Kueue admits and starts a delegated
+#      Job (its template given Kueue's annotations and node labels); a hub
+#      started then deactivates its Workload first, so that Kueue stops it
+#      and restores the template, takes it, and decides it for home (the
+#      quota Kueue reserved for it counted as its own): its mirror runs in
+#      onprem's own queue while the origin's Workload is inactive (its quota
+#      not held twice), and completes once;
 #   3. the user pauses a delegated Job whose mirror is queued in Kueue
 #      (spec.suspend true on the origin): the mirror's Workload is
 #      deactivated (Kueue's own pause: it evicts the mirror), and reactivated
@@ -101,9 +105,29 @@ n=$(grep -c 'suspend copied to its mirror' "$HUB_TMP/hub.log" || true)
 pass "quota full: delegated away taken from onprem's queue (Workload ${awl:-none} inactive), its mirror admitted by cloud-spot's Kueue and completed once; the origin Complete"
 
 # ---- 2. quota free: a delegated Job decided for home runs in onprem's queue ----
+fwl=$(workload_on onprem filler)
 kc onprem delete job filler -n "$NS" --wait=false >/dev/null
+# Its quota back in the queue: the Job and its Workload gone.
 kc onprem wait --for=delete job/filler -n "$NS" --timeout=60s >/dev/null || true
+[ -z "$fwl" ] || kc onprem wait --for=delete "workload/$fwl" -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "the filler's Workload $fwl was not deleted"
+# Created with the hub stopped, so that Kueue admits it first (quota free)
+# and starts it: unsuspended, its template given Kueue's annotations and the
+# flavour's node labels, which no mirror may carry.
+kill "$HUB_PID"
+wait "$HUB_PID" 2>/dev/null || true
 djob home 4 10s | kc onprem apply -n "$NS" -f - >/dev/null
+hwl=""
+for _ in $(seq 1 60); do
+    hwl=$(workload_on onprem home)
+    [ -n "$hwl" ] && break
+    sleep 0.5
+done
+kc onprem wait --for=condition=Admitted "workload/$hwl" -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "Kueue did not admit home's Workload with the quota free"
+kc onprem wait --for=jsonpath='{.spec.suspend}'=false job/home -n "$NS" --timeout=30s >/dev/null ||
+    hub_fail "Kueue did not start the delegated home"
+hub_start
 H="onprem/$NS/home"
 wait_record "$H" state succeeded 150
 [ "$(record_field "$H" targetCluster)" = onprem ] || hub_fail "home ran in $(record_field "$H" targetCluster), not onprem"
@@ -115,7 +139,9 @@ mwl=$(workload_on onprem "$hm")
 owl=$(workload_on onprem home)
 [ -z "$owl" ] || [ "$(kc onprem get workload "$owl" -n "$NS" -o jsonpath='{.spec.active}')" = false ] ||
     hub_fail "home's own Workload $owl is still active: its quota would be held twice"
-pass "quota free: delegated home ran as mirror $hm in onprem's queue (Workload $mwl), its own Workload ${owl:-none} inactive; completed once"
+grep -q 'delegated origin admitted by Kueue: its Workload deactivated before the take.*home' "$HUB_TMP/hub.log" ||
+    hub_fail "the hub took home without having Kueue stop it first"
+pass "quota free: delegated home, started by Kueue before the hub saw it, stopped by its Workload's deactivation, then taken; its mirror $hm ran in onprem's queue (Workload $mwl), its own Workload ${owl:-none} inactive; completed once"
 
 # ---- 3. the user pauses a delegated Job whose mirror is in Kueue -------------
 djob paused 4 20s | kc onprem apply -n "$NS" -f - >/dev/null

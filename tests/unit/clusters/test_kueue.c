@@ -58,6 +58,7 @@ static void workload_pending_for_quota(void **state)
     assert_int_equal(f.priority, 5);
     assert_int_equal(f.gpus, 8);
     assert_string_equal(f.created, "2026-11-25T12:00:00Z");
+    assert_false(f.owned); /* no ownerReferences in WL_HEAD */
     cJSON_Delete(o);
 }
 
@@ -335,6 +336,25 @@ static void kueue_api_verdicts(void **state)
     cJSON_Delete(g14);
 }
 
+static void workload_owned(void **state)
+{
+    (void)state;
+    cJSON *o = wl("", PENDING_QUOTA);
+    cJSON *refs = cJSON_AddArrayToObject(cJSON_GetObjectItem(o, "metadata"), "ownerReferences");
+    cJSON *ref = cJSON_CreateObject();
+    cJSON_AddStringToObject(ref, "kind", "Job");
+    cJSON_AddStringToObject(ref, "name", "train");
+    cJSON_AddItemToArray(refs, ref);
+    struct sw_workload_facts f;
+    assert_int_equal(sw_workload_facts_from_json(o, &f, NULL), 0);
+    assert_true(f.owned);
+    /* The release's patch drops them ("ownerReferences": null, then absent). */
+    cJSON_DeleteItemFromArray(refs, 0);
+    assert_int_equal(sw_workload_facts_from_json(o, &f, NULL), 0);
+    assert_false(f.owned);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +364,7 @@ int main(void)
         cmocka_unit_test(workload_errors_name_the_field),
         cmocka_unit_test(cluster_queue_facts),
         cmocka_unit_test(headroom_with_cohort),
+        cmocka_unit_test(workload_owned),
         cmocka_unit_test(api_group_versions),
         cmocka_unit_test(kueue_api_verdicts),
     };
