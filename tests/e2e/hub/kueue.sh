@@ -485,14 +485,14 @@ contest_hub take
 kueue_job fill-take 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
 kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-take -n "$NS" --timeout=60s >/dev/null ||
     hub_fail "fill-take did not start"
-kueue_job held-take 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
+kueue_job held-take 4 1 40s yes | kc onprem apply -n "$NS" -f - >/dev/null
 wait_log 'the take held.*held-take' 60 "the hub did not hold held-take's take"
 kc onprem delete job fill-take -n "$NS" --wait=false >/dev/null
 kc onprem wait --for=jsonpath='{.spec.suspend}'=false job/held-take -n "$NS" --timeout="$((HOLD_MS / 1000 - 1))s" >/dev/null ||
     hub_fail "Kueue did not unsuspend held-take while the take was held: the test proves nothing"
 wait_log 'cannot prepare the origin Job.*held-take.*(modified|onflict)' 30 "the held take of held-take was not refused with a conflict"
 wait_log 'burst abandoned.*held-take' 30 "held-take's burst was not abandoned after the refused take"
-wait_complete held-take onprem 60
+wait_complete held-take onprem 120
 [ "$(mirrors_of held-take)" = 0 ] || hub_fail "held-take ran at home and has a mirror"
 [ "$(kc onprem get job held-take -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
     hub_fail "held-take lost its queue-name label though the take was refused"
