@@ -65,45 +65,8 @@ kc cloud-spot delete resourceflavor "$HELD_CQ" --ignore-not-found --wait=false >
 [ -n "$STARTED_KUEUE" ] && "$TESTBED" kueue down >/dev/null 2>&1; hub_cleanup' EXIT
 # A mirror unadmitted this long in the target's queue is withdrawn (section 5).
 printf 'kueue:\n  mirrorAdmissionSeconds: %s\n' "${KUEUE_ADMISSION_S:-15}" >>"$HUB_TMP/hub.yaml"
-cat <<YAML | kc onprem apply -f - >/dev/null
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: gpu, namespace: $NS}
-spec: {clusterQueue: gpu}
-YAML
+local_queue onprem
 
-# kueue_job NAME GPUS_PER_POD PODS DELAY BURSTABLE [PRIORITY_CLASS]: a Job in
-# the LocalQueue, created unsuspended, with a WorkloadPriorityClass if named.
-kueue_job() {
-    local ann="" prio=""
-    [ "$5" = yes ] && ann="    spillway.io/burst: auto
-    spillway.io/expected-runtime: 1h"
-    [ -n "${6:-}" ] && prio=", kueue.x-k8s.io/priority-class: $6"
-    cat <<YAML
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: $1
-  labels: {kueue.x-k8s.io/queue-name: gpu$prio}
-  annotations:
-    kueue-lab: "1"
-$ann
-spec:
-  parallelism: $3
-  completions: $3
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "$4"}
-    spec:
-      restartPolicy: Never
-      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
-      containers:
-      - name: train
-        image: registry.example/train:1
-        resources: {limits: {nvidia.com/gpu: "$2"}}
-YAML
-}
 
 # workload_of JOB: the name of the Job's Workload ("" while none).
 workload_of() {

@@ -25,49 +25,13 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 hub_setup kueue-deleg
 [ -f "$SW_LAB_DIR/kueue/on" ] || fail "the lab's Kueue is off (testbed kueue up)"
-for c in onprem cloud-spot; do
-    cat <<YAML | kc "$c" apply -f - >/dev/null
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: gpu, namespace: $NS}
-spec: {clusterQueue: gpu}
-YAML
-done
+for c in onprem cloud-spot; do local_queue "$c"; done
 "$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
     --role cloud --region us-east-1 --local-queue gpu --replace \
     --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
 
-# djob NAME GPUS DELAY [managed]: a Job in LocalQueue gpu, created
-# unsuspended; delegated unless the fourth argument is "plain".
-djob() {
-    local managed="  managedBy: spillway.io/hub" ann="    spillway.io/burst: auto
-    spillway.io/expected-runtime: 1h"
-    if [ "${4:-}" = plain ]; then managed="" ann="    kueue-lab: \"1\""; fi
-    cat <<YAML
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: $1
-  labels: {kueue.x-k8s.io/queue-name: gpu}
-  annotations:
-$ann
-spec:
-$managed
-  parallelism: ${5:-1}
-  completions: ${5:-1}
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "$3"}
-    spec:
-      restartPolicy: Never
-      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
-      containers:
-      - name: train
-        image: registry.example/train:1
-        resources: {limits: {nvidia.com/gpu: "$2"}}
-YAML
-}
+# djob NAME GPUS DELAY: a delegated burstable Job in LocalQueue gpu.
+djob() { kueue_job "$1" "$2" 1 "$3" yes "" delegated; }
 # workload_on CLUSTER JOB: the name of the Job's Workload there ("" while none).
 workload_on() {
     local uid
@@ -84,7 +48,7 @@ watcher_start
 hub_start
 
 # ---- 1. quota full: the delegated Job bursts into cloud-spot's queue --------
-djob filler 4 3600s plain 2 | kc onprem apply -n "$NS" -f - >/dev/null
+kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
 kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
     hub_fail "the filler did not start"
 djob away 4 10s | kc onprem apply -n "$NS" -f - >/dev/null

@@ -45,31 +45,9 @@ PY
 
 for c in onprem cloud-ondemand; do
     role_json | kc "$c" apply -f - >/dev/null
-    kc "$c" create serviceaccount spillway -n "$NS" >/dev/null
+    sa_kubeconfig "$c" "$HUB_TMP/$c-sa.kubeconfig"
     kc "$c" create clusterrolebinding "$ROLE" --clusterrole="$ROLE" --serviceaccount="$NS:spillway" >/dev/null
-    cat >"$HUB_TMP/$c-sa.kubeconfig" <<YAML
-apiVersion: v1
-kind: Config
-clusters:
-- name: $c
-  cluster:
-    server: $(kc "$c" config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-    certificate-authority-data: $(base64 -w0 "$SW_LAB_DIR/$c/pki/ca.crt")
-users:
-- name: spillway
-  user:
-    token: $(kc "$c" create token spillway -n "$NS" --duration=1h)
-contexts:
-- name: $c
-  context: {cluster: $c, user: spillway}
-current-context: $c
-YAML
-    cat <<YAML | kc "$c" apply -f - >/dev/null
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: gpu, namespace: $NS}
-spec: {clusterQueue: gpu}
-YAML
+    local_queue "$c"
 done
 "$SPILLCTL" cluster add onprem --replace --kubeconfig "$HUB_TMP/onprem-sa.kubeconfig" --role onprem \
     --region onprem --pool name=a100,capacity=owned,product=NVIDIA-A100-SXM4-80GB,memory=81920,price=1.00 >/dev/null ||
@@ -89,51 +67,13 @@ done
 
 watcher_start
 # onprem full, in Kueue (8 of 8 GPUs reserved) and on its nodes.
-cat <<YAML | kc onprem apply -n "$NS" -f - >/dev/null
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: filler
-  labels: {kueue.x-k8s.io/queue-name: gpu}
-spec:
-  parallelism: 2
-  completions: 2
-  template:
-    metadata:
-      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "3600s"}
-    spec:
-      restartPolicy: Never
-      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
-      containers:
-      - name: hold
-        image: registry.example/hold:1
-        resources: {limits: {nvidia.com/gpu: "4"}}
-YAML
+kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
 kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
     hub_fail "the filler did not start"
 hub_start
 
 # ---- 1. a Job in the unreadable Kueue queue: left alone, told why ----------
-cat <<YAML | kc onprem apply -n "$NS" -f - >/dev/null
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: queued
-  labels: {kueue.x-k8s.io/queue-name: gpu}
-  annotations: {spillway.io/burst: auto, spillway.io/expected-runtime: 1h}
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "10s"}
-    spec:
-      restartPolicy: Never
-      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
-      containers:
-      - name: train
-        image: registry.example/train:1
-        resources: {limits: {nvidia.com/gpu: "4"}}
-YAML
+kueue_job queued 4 1 10s yes | kc onprem apply -n "$NS" -f - >/dev/null
 ev=""
 for _ in $(seq 1 120); do
     ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=queued,reason=KueueUnreadable \

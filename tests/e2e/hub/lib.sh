@@ -332,6 +332,78 @@ $managed
 YAML
 }
 
+# ---- Kueue -------------------------------------------------------------------
+
+# kueue_job NAME GPUS_PER_POD PODS DELAY BURSTABLE [PRIORITY_CLASS] [delegated]:
+# a Job in LocalQueue gpu, created unsuspended, with a WorkloadPriorityClass
+# if named, and spec.managedBy spillway.io/hub when the seventh argument
+# says "delegated".
+kueue_job() {
+    local ann="" prio="" managed=""
+    [ "$5" = yes ] && ann="    spillway.io/burst: auto
+    spillway.io/expected-runtime: 1h"
+    [ -n "${6:-}" ] && prio=", kueue.x-k8s.io/priority-class: $6"
+    [ "${7:-}" = delegated ] && managed="  managedBy: spillway.io/hub"
+    cat <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $1
+  labels: {kueue.x-k8s.io/queue-name: gpu$prio}
+  annotations:
+    kueue-lab: "1"
+$ann
+spec:
+$managed
+  parallelism: $3
+  completions: $3
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "$4"}
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: train
+        image: registry.example/train:1
+        resources: {limits: {nvidia.com/gpu: "$2"}}
+YAML
+}
+
+# local_queue CLUSTER: LocalQueue gpu in $NS there, on ClusterQueue gpu.
+local_queue() {
+    cat <<YAML | kc "$1" apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: gpu, namespace: $NS}
+spec: {clusterQueue: gpu}
+YAML
+}
+
+# sa_kubeconfig CLUSTER FILE: a kubeconfig for ServiceAccount spillway in
+# $NS there (created first), with a token valid for an hour.
+sa_kubeconfig() {
+    kc "$1" create serviceaccount spillway -n "$NS" >/dev/null
+    cat >"$2" <<YAML
+apiVersion: v1
+kind: Config
+clusters:
+- name: $1
+  cluster:
+    server: $(kc "$1" config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+    certificate-authority-data: $(base64 -w0 "$SW_LAB_DIR/$1/pki/ca.crt")
+users:
+- name: spillway
+  user:
+    token: $(kc "$1" create token spillway -n "$NS" --duration=1h)
+contexts:
+- name: $1
+  context: {cluster: $1, user: spillway}
+current-context: $1
+YAML
+}
+
 # ---- the fault proxy (faultproxy.py), for the chaos suite ---------------------
 
 FAULT_CTL=127.0.0.1:19480
