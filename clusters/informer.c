@@ -46,7 +46,7 @@ struct sw_informer {
     size_t raw_len;
     uv_timer_t retry;
     int retry_open;
-    int failures; /* consecutive, for backoff */
+    int failures;     /* consecutive, for backoff */
     long list_failed; /* the last list's HTTP status when it failed (-1: no answer), else 0 */
     struct sw_informer_stats st;
 };

@@ -345,8 +345,8 @@ int sw_kueue_api_verdict(const char *cluster, long status, const cJSON *group, l
             snprintf(msg, len,
                      "cluster %s serves %s %s only, not %s: its Kueue is older than v0.15 "
                      "(spillway reads %s)",
-                     cluster, SW_KUEUE_GROUP, served[0] ? served : "(no version)",
-                     SW_KUEUE_VERSION, SW_KUEUE_API);
+                     cluster, SW_KUEUE_GROUP, served[0] ? served : "(no version)", SW_KUEUE_VERSION,
+                     SW_KUEUE_API);
             return SW_EUNSUPPORTED;
         }
     }

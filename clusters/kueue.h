@@ -24,8 +24,8 @@
 /** The label a Workload carries with its Job's UID. */
 #define SW_KUEUE_JOB_UID_LABEL "kueue.x-k8s.io/job-uid"
 /** The API group and version the hub reads. */
-#define SW_KUEUE_API "kueue.x-k8s.io/v1beta2"
-#define SW_KUEUE_GROUP "kueue.x-k8s.io"
+#define SW_KUEUE_API     "kueue.x-k8s.io/v1beta2"
+#define SW_KUEUE_GROUP   "kueue.x-k8s.io"
 #define SW_KUEUE_VERSION "v1beta2"
 
 /** A Workload's state, as far as bursting goes. */

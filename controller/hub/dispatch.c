@@ -780,8 +780,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
      * only from a suspended Job). A delegated origin never runs itself; its
      * suspend is its owner's pause of the mirror, so Kueue's hold is
      * cleared once the label is gone, before the first mirror exists. */
-    if (r->form == SW_FORM_DELEGATED && !home_lost && r->attempt == 1 &&
-        !j->kueue_hold_cleared && suspended && sw_queue_taken(origin)) {
+    if (r->form == SW_FORM_DELEGATED && !home_lost && r->attempt == 1 && !j->kueue_hold_cleared &&
+        suspended && sw_queue_taken(origin)) {
         cJSON *p = cJSON_CreateObject();
         cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "suspend", 0);
         SW_LOG(SW_LOG_INFO, "delegated origin taken from Kueue: Kueue's suspend cleared", "job=%s",

@@ -543,8 +543,7 @@ int sw_queue_stop_delegated(struct sw_hub *h, struct sw_job *j, const cJSON *ori
     const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
     if (e == NULL || e->err[0] != '\0' || e->f.state == SW_WL_FINISHED)
         return 0;
-    bool suspended =
-        cJSON_IsTrue(sw_json_child(sw_json_child((cJSON *)origin, "spec"), "suspend"));
+    bool suspended = cJSON_IsTrue(sw_json_child(sw_json_child((cJSON *)origin, "spec"), "suspend"));
     if (!e->f.active) {
         /* Deactivated: Kueue evicts it and stops the Job, its template
          * restored in the same update that suspends it. */
@@ -556,7 +555,8 @@ int sw_queue_stop_delegated(struct sw_hub *h, struct sw_job *j, const cJSON *ori
     }
     if (suspended && e->f.state != SW_WL_ADMITTED && e->f.state != SW_WL_RESERVED)
         return 0; /* not started, nothing reserved: the take may go now */
-    SW_LOG(SW_LOG_INFO, "delegated origin admitted by Kueue: its Workload deactivated before the take",
+    SW_LOG(SW_LOG_INFO,
+           "delegated origin admitted by Kueue: its Workload deactivated before the take",
            "job=%s workload=%s/%s state=%s", sw_log_q(j->rec.key), sw_log_q(e->f.ns),
            sw_log_q(e->f.name), sw_log_q(sw_workload_state_name(e->f.state)));
     cJSON *patch = cJSON_CreateObject();

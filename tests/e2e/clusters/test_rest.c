@@ -329,10 +329,8 @@ static void test_kueue_discovery(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_get_conflict),
-        cmocka_unit_test(test_patch_apply_delete),
-        cmocka_unit_test(test_paging_and_event),
-        cmocka_unit_test(test_rate_limit_and_body_cap),
+        cmocka_unit_test(test_create_get_conflict), cmocka_unit_test(test_patch_apply_delete),
+        cmocka_unit_test(test_paging_and_event),    cmocka_unit_test(test_rate_limit_and_body_cap),
         cmocka_unit_test(test_kueue_discovery),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
