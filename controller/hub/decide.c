@@ -246,11 +246,9 @@ static void add_pools(struct round *rd)
                 o->total_gpus = o->max_gpus;
             /* Its Kueue left a mirror unadmitted past the bound (follow.c):
              * no room there for as long again. */
-            if (m->queue_aside_until_ms > sw_hub_wall_ms()) {
-                o->free_gpus = 0;
-                o->max_gpus = o->total_gpus;
-            }
-            if (blind && o->capacity != SW_CAP_OWNED) {
+            /* Or its Kueue is not read (blind, above). */
+            if (m->queue_aside_until_ms > sw_hub_wall_ms() ||
+                (blind && o->capacity != SW_CAP_OWNED)) {
                 o->free_gpus = 0;
                 o->max_gpus = o->total_gpus;
             }

@@ -467,17 +467,6 @@ static void on_origin_patched(struct sw_kube_result *res, void *ctx)
         sw_hub_crash_point("after-suspend");
 }
 
-static void on_hold_cleared(struct sw_kube_result *res, void *ctx)
-{
-    struct sw_job *j = ctx;
-    if (res->rc == 0)
-        j->kueue_hold_cleared = true;
-    else
-        SW_LOG(SW_LOG_WARN, "cannot clear Kueue's suspend of the delegated origin", "job=%s err=%s",
-               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
-    sw_hub_step_done(j->hub, j, res->rc);
-}
-
 static void on_mirror_created(struct sw_kube_result *res, void *ctx)
 {
     struct sw_job *j = ctx;
@@ -775,26 +764,9 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             return;
         }
     }
-    /* A delegated origin taken from Kueue: Kueue's webhook suspended it as
-     * it suspends every queued Job, and the take kept that (the label goes
-     * only from a suspended Job). A delegated origin never runs itself; its
-     * suspend is its owner's pause of the mirror, so Kueue's hold is
-     * cleared once the label is gone, before the first mirror exists. */
-    if (r->form == SW_FORM_DELEGATED && !home_lost && r->attempt == 1 && !j->kueue_hold_cleared &&
-        suspended && sw_queue_taken(origin)) {
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "suspend", 0);
-        SW_LOG(SW_LOG_INFO, "delegated origin taken from Kueue: Kueue's suspend cleared", "job=%s",
-               sw_log_q(r->key));
-        int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, p, NULL,
-                                     on_hold_cleared, j);
-        cJSON_Delete(p);
-        if (rc != 0)
-            sw_hub_step_done(h, j, rc);
-        return;
-    }
-    /* What the queue still holds for the origin (a Kueue Workload) released. */
-    if (!home_lost && sw_queue_release(h, j))
+    /* What the queue still holds for the origin (a Kueue Workload, and a
+     * delegated origin's suspend) released. */
+    if (!home_lost && sw_queue_release(h, j, origin))
         return;
     /* 4. the mirror */
     const cJSON *full = full_origin(h, j, om);

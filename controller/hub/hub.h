@@ -639,12 +639,16 @@ int sw_queue_stop_delegated(struct sw_hub *h, struct sw_job *j, const cJSON *ori
 /** Whether origin (borrowed) was taken from a Kueue queue (the take's annotation, no label). */
 bool sw_queue_taken(const cJSON *origin);
 /**
- * After the origin is taken: deactivates its Workload (spec.active=false)
- * when one is active. Returns 1 when it started that (j busy), or when the
- * origin was taken from Kueue and its member's Kueue informers have not
- * listed yet (j not busy, looked at again in 0.5 s); else 0.
+ * After the origin (borrowed) is taken: for a delegated origin taken from
+ * Kueue, clears the suspend Kueue's webhook set (once, attempt 1: its
+ * suspend is its owner's pause of the mirror); then deactivates its
+ * Workload (spec.active=false) when one is active, or drops the owner
+ * reference of one already inactive. Returns 1 when it started either (j
+ * busy), or when the origin was taken from Kueue and its member's Kueue
+ * informers have not listed yet (j not busy, looked at again in 0.5 s);
+ * else 0.
  */
-int sw_queue_release(struct sw_hub *h, struct sw_job *j);
+int sw_queue_release(struct sw_hub *h, struct sw_job *j, const cJSON *origin);
 /**
  * The annotation the take writes on an origin Job with the LocalQueue it
  * took it from (its queue-name label, removed by the same patch).

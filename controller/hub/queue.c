@@ -461,11 +461,43 @@ static void on_deactivated(struct sw_kube_result *res, void *ctx)
     sw_hub_step_done(h, j, res->status == 404 ? 0 : res->rc);
 }
 
-int sw_queue_release(struct sw_hub *h, struct sw_job *j)
+static void on_hold_cleared(struct sw_kube_result *res, void *ctx)
 {
+    struct sw_job *j = ctx;
+    if (res->rc == 0)
+        j->kueue_hold_cleared = true;
+    else
+        SW_LOG(SW_LOG_WARN, "cannot clear Kueue's suspend of the delegated origin", "job=%s err=%s",
+               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
+    sw_hub_step_done(j->hub, j, res->rc);
+}
+
+int sw_queue_release(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
+{
+    struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    /* A delegated origin taken from Kueue: Kueue's webhook suspended it as
+     * it suspends every queued Job, and the take kept that (the label goes
+     * only from a suspended Job). A delegated origin never runs itself; its
+     * suspend is its owner's pause of the mirror, so Kueue's hold is
+     * cleared once the label is gone, before the first mirror exists. */
+    if (j->rec.form == SW_FORM_DELEGATED && j->rec.attempt == 1 && !j->kueue_hold_cleared &&
+        om != NULL && sw_queue_taken(origin) &&
+        cJSON_IsTrue(sw_json_child(sw_json_child((cJSON *)origin, "spec"), "suspend"))) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddBoolToObject(cJSON_AddObjectToObject(p, "spec"), "suspend", 0);
+        SW_LOG(SW_LOG_INFO, "delegated origin taken from Kueue: Kueue's suspend cleared", "job=%s",
+               sw_log_q(j->rec.key));
+        j->hub = h;
+        j->busy = true;
+        int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, j->rec.ns, j->rec.name, p, NULL,
+                                     on_hold_cleared, j);
+        cJSON_Delete(p);
+        if (rc != 0)
+            sw_hub_step_done(h, j, rc);
+        return 1;
+    }
     if (j->queue_released)
         return 0;
-    struct sw_member *om = sw_member_find(h, j->rec.cluster);
     /* A Job taken from Kueue (its annotation) on a member whose Kueue
      * informers have not listed yet (a hub started after the take): its
      * Workload is not known yet, so not known to be released either. The
@@ -733,17 +765,16 @@ int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *o
             e->managed = e->own = false;
     sw_hub_jobs_foreach(h, mark_managed, NULL);
     size_t prefix = strlen(m->rec.name);
-    /* Quota Kueue reserved for delegated Jobs the hub is about to place is
-     * theirs wherever they go (released before the mirror: dispatch.c):
-     * free for them at home, not held twice. */
-    for (size_t b = 0; b < WL_BUCKETS; b++)
-        for (struct sw_queue_wl *e = wls[b]; e; e = e->next)
-            if (e->own && strncmp(e->key, m->rec.name, prefix) == 0 && e->key[prefix] == '/')
-                out->headroom += e->f.gpus;
     for (size_t b = 0; b < WL_BUCKETS; b++)
         for (struct sw_queue_wl *e = wls[b]; e; e = e->next) {
-            if (strncmp(e->key, m->rec.name, prefix) != 0 || e->key[prefix] != '/' ||
-                e->err[0] != '\0' || e->managed || e->f.state != SW_WL_PENDING_QUOTA)
+            if (strncmp(e->key, m->rec.name, prefix) != 0 || e->key[prefix] != '/')
+                continue;
+            /* Quota Kueue reserved for a delegated Job the hub is about to
+             * place is the Job's wherever it goes (released before its
+             * mirror): free for it at home, not held twice. */
+            if (e->own)
+                out->headroom += e->f.gpus;
+            if (e->err[0] != '\0' || e->managed || e->f.state != SW_WL_PENDING_QUOTA)
                 continue;
             if (out->nahead == out->cap_ahead) {
                 size_t n = out->cap_ahead ? out->cap_ahead * 2 : 16;
