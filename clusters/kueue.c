@@ -282,7 +282,7 @@ int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,
     int64_t own = cq->nominal_gpus - cq->reserved_gpus;
     if (own < 0)
         own = 0;
-    int64_t lent = 0;
+    int64_t lent = 0, cohort_free = cq->nominal_gpus - cq->reserved_gpus;
     if (cq->cohort[0] != '\0') {
         for (size_t i = 0; i < npeers; i++) {
             const struct sw_cluster_queue_facts *p = &peers[i];
@@ -295,14 +295,48 @@ int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,
             if (p->lend_gpus >= 0 && unused > p->lend_gpus)
                 unused = p->lend_gpus;
             lent += unused;
+            cohort_free += p->nominal_gpus - p->reserved_gpus;
         }
         /* What cq already borrows counts against its limit. */
         int64_t borrowed =
             cq->reserved_gpus > cq->nominal_gpus ? cq->reserved_gpus - cq->nominal_gpus : 0;
         if (cq->borrow_gpus >= 0 && lent > cq->borrow_gpus - borrowed)
             lent = cq->borrow_gpus - borrowed > 0 ? cq->borrow_gpus - borrowed : 0;
+        /* Never more than the cohort has unused: what one queue borrows
+         * (even from cq's own nominal quota) is used. */
+        if (own + lent > cohort_free)
+            return cohort_free > 0 ? cohort_free : 0;
     }
     return own + lent;
+}
+
+int64_t sw_cluster_queues_free(const struct sw_cluster_queue_facts *cq, size_t n)
+{
+    int64_t free = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_cluster_queue_facts *c = &cq[i];
+        if (c->cohort[0] == '\0') {
+            free += sw_cluster_queue_headroom(c, cq, n);
+            continue;
+        }
+        /* Each cohort once, at its first queue. */
+        bool first = true;
+        for (size_t k = 0; k < i && first; k++)
+            first = strcmp(cq[k].cohort, c->cohort) != 0;
+        if (!first)
+            continue;
+        int64_t unused = 0, sum_h = 0;
+        for (size_t k = i; k < n; k++) {
+            if (strcmp(cq[k].cohort, c->cohort) != 0)
+                continue;
+            unused += cq[k].nominal_gpus - cq[k].reserved_gpus;
+            sum_h += sw_cluster_queue_headroom(&cq[k], cq, n);
+        }
+        if (unused > sum_h)
+            unused = sum_h;
+        free += unused > 0 ? unused : 0;
+    }
+    return free;
 }
 
 bool sw_api_group_serves(const cJSON *group, const char *version, char *served, size_t len)

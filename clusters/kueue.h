@@ -96,11 +96,22 @@ int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_fa
 /**
  * GPUs a Workload queued in `cq` could still reserve: its own unused quota
  * plus what the cohort's other ClusterQueues (`peers`, borrowed) lend
- * unused, within `cq`'s borrowing limit. Never negative; 0 for a held
+ * unused, within `cq`'s borrowing limit and never more than the cohort
+ * has unused (what its queues borrow is used). Never negative; 0 for a held
  * ClusterQueue (a stopPolicy set), which admits nothing new.
  */
 int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,
                                   const struct sw_cluster_queue_facts *peers, size_t npeers);
+
+/**
+ * GPUs the `n` ClusterQueues `cq` (borrowed) may still reserve between
+ * them: a queue in no cohort, its own headroom; a cohort, once, its
+ * nominal quota less what all its queues reserved (what one borrows is
+ * used), never more than its queues' headrooms add up to (lending limits,
+ * held queues). Unlike the sum of every queue's headroom, a cohort's unused
+ * quota, which each of its queues may borrow, is counted once.
+ */
+int64_t sw_cluster_queues_free(const struct sw_cluster_queue_facts *cq, size_t n);
 
 /**
  * Whether discovery's APIGroup `group` (the body of GET /apis/NAME) lists

@@ -744,7 +744,10 @@ void sw_mk_dispatch_round(struct sw_hub *h);
 struct sw_queue_home {
     struct sw_cluster_queue_facts cq[SW_QUEUE_MAX_CQ];
     size_t ncq;
-    int64_t headroom; /* GPUs its ClusterQueues may still reserve, cohort lending included */
+    struct sw_member *m; /* whose queue it is */
+    /* GPUs its ClusterQueues may still reserve between them, a cohort's
+     * unused quota counted once (sw_cluster_queues_free) */
+    int64_t headroom;
     int64_t reserved, nominal;
     /* Workloads pending for quota that spillway does not manage, in Kueue's
      * order (queue.c's index entries, borrowed until the next scan). */
@@ -763,7 +766,8 @@ int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i);
 /**
  * What the decision of a Job in a Kueue queue at home says of that queue
  * (jobrec.h): its ClusterQueue (its cluster's only one, else the one its
- * Workload was admitted by, if any; "" and the totals of `qh` otherwise),
+ * Workload was admitted by, else its LocalQueue's once read; "" and the
+ * totals of `qh` while unknown),
  * that queue's reserved and nominal GPUs, and the Workloads the engine
  * queued ahead of it. `qh` is the Job's home cluster's (sw_queue_home),
  * borrowed. SW_ENOENT when no Kueue queue holds `origin` (borrowed).

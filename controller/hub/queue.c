@@ -745,16 +745,33 @@ static int ahead_cmp(const void *a, const void *b)
     return strcmp(x->f.created, y->f.created);
 }
 
+/* Quota Kueue reserved for a delegated Job the hub is about to place is the
+ * Job's wherever it goes: given back to the ClusterQueue that reserved it
+ * (so its cohort's figures stay right), or added as is when that queue is
+ * not among those read. */
+static void own_gpus(struct sw_queue_home *out, const struct sw_queue_wl *e, int64_t *extra)
+{
+    for (size_t i = 0; i < out->ncq; i++)
+        if (strcmp(out->cq[i].name, e->f.cluster_queue) == 0) {
+            out->cq[i].reserved_gpus -= e->f.gpus;
+            if (out->cq[i].reserved_gpus < 0)
+                out->cq[i].reserved_gpus = 0;
+            return;
+        }
+    *extra += e->f.gpus;
+}
+
 int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *out)
 {
+    int64_t extra = 0;
     memset(out, 0, sizeof(*out));
+    out->m = m;
     if (m->cache == NULL || !sw_cluster_cache_kueue_synced(m->cache))
         return SW_ENOENT;
     sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_CLUSTERQUEUE), add_cq, out);
     if (out->ncq == 0)
         return SW_ENOENT;
     for (size_t i = 0; i < out->ncq; i++) {
-        out->headroom += sw_cluster_queue_headroom(&out->cq[i], out->cq, out->ncq);
         out->reserved += out->cq[i].reserved_gpus;
         out->nominal += out->cq[i].nominal_gpus;
     }
@@ -773,7 +790,7 @@ int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *o
              * place is the Job's wherever it goes (released before its
              * mirror): free for it at home, not held twice. */
             if (e->own)
-                out->headroom += e->f.gpus;
+                own_gpus(out, e, &extra);
             if (e->err[0] != '\0' || e->managed || e->f.state != SW_WL_PENDING_QUOTA)
                 continue;
             if (out->nahead == out->cap_ahead) {
@@ -788,6 +805,9 @@ int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *o
         }
     if (out->nahead > 1)
         qsort(out->ahead_e, out->nahead, sizeof(*out->ahead_e), ahead_cmp);
+    /* What they may still reserve between them, a cohort's unused quota
+     * counted once. */
+    out->headroom = sw_cluster_queues_free(out->cq, out->ncq) + extra;
     return 0;
 }
 
@@ -807,12 +827,15 @@ int sw_queue_job_kueue(const struct sw_job *j, const cJSON *origin, const struct
     snprintf(out->local_queue, sizeof(out->local_queue), "%.*s", (int)sizeof(out->local_queue) - 1,
              lq ? lq : "");
     /* A pending Workload does not name its ClusterQueue (only an admission
-     * does), and the hub does not list LocalQueues: with one ClusterQueue
-     * it is that one. */
+     * does): with one ClusterQueue it is that one, else its LocalQueue's
+     * (read once, lq_cluster_queue). */
     const struct sw_cluster_queue_facts *cq = qh->ncq == 1 ? &qh->cq[0] : NULL;
     const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
-    for (size_t i = 0; cq == NULL && e != NULL && e->f.cluster_queue[0] && i < qh->ncq; i++)
-        if (strcmp(qh->cq[i].name, e->f.cluster_queue) == 0)
+    const char *name = e != NULL && e->f.cluster_queue[0] ? e->f.cluster_queue : NULL;
+    if (cq == NULL && name == NULL && qh->m != NULL && lq != NULL)
+        name = lq_cluster_queue(qh->m, j->rec.ns, lq);
+    for (size_t i = 0; cq == NULL && name != NULL && i < qh->ncq; i++)
+        if (strcmp(qh->cq[i].name, name) == 0)
             cq = &qh->cq[i];
     if (cq != NULL) {
         snprintf(out->cluster_queue, sizeof(out->cluster_queue), "%s", cq->name);

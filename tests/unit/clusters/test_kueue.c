@@ -266,10 +266,64 @@ static void headroom_with_cohort(void **state)
     /* Already borrowing 2 over its nominal: 1 more may be borrowed. */
     q[0].reserved_gpus = 10;
     assert_int_equal(sw_cluster_queue_headroom(&q[0], q, 3), 1);
+    /* What a peer borrows is the cohort's no longer, even out of cv's own
+     * unused quota: nlp holds 10 of its 8, cv 6 of its 8, the cohort's 16
+     * are all reserved. */
+    q[0].borrow_gpus = -1;
+    q[0].reserved_gpus = 6;
+    q[1].reserved_gpus = 10;
+    assert_int_equal(sw_cluster_queue_headroom(&q[0], q, 3), 0);
+    q[1].reserved_gpus = 9;
+    assert_int_equal(sw_cluster_queue_headroom(&q[0], q, 3), 1);
+    q[1].reserved_gpus = 2;
     /* Without a cohort: its own unused quota only. */
     q[0].cohort[0] = '\0';
     q[0].reserved_gpus = 5;
     assert_int_equal(sw_cluster_queue_headroom(&q[0], q, 3), 3);
+}
+
+static void free_between_queues(void **state)
+{
+    (void)state;
+    struct sw_cluster_queue_facts q[4] = {
+        {.name = "cv",
+         .cohort = "onprem",
+         .nominal_gpus = 8,
+         .reserved_gpus = 8,
+         .borrow_gpus = -1,
+         .lend_gpus = -1},
+        {.name = "nlp",
+         .cohort = "onprem",
+         .nominal_gpus = 4,
+         .reserved_gpus = 0,
+         .borrow_gpus = -1,
+         .lend_gpus = -1},
+        {.name = "alone",
+         .nominal_gpus = 2,
+         .reserved_gpus = 1,
+         .borrow_gpus = -1,
+         .lend_gpus = -1},
+        {.name = "held",
+         .nominal_gpus = 8,
+         .reserved_gpus = 0,
+         .borrow_gpus = -1,
+         .lend_gpus = -1,
+         .held = true},
+    };
+    /* cv may borrow nlp's 4 and nlp has them: 4 once, not 8; alone 1; a
+     * held queue admits nothing. */
+    assert_int_equal(sw_cluster_queues_free(q, 4), 5);
+    /* cv borrows 2 of them already. */
+    q[0].reserved_gpus = 10;
+    assert_int_equal(sw_cluster_queues_free(q, 4), 3);
+    /* A lending limit of 1 on nlp: cv may take 1 of its 4, nlp the rest:
+     * still 4 between them. */
+    q[0].reserved_gpus = 8;
+    q[1].lend_gpus = 1;
+    assert_int_equal(sw_cluster_queues_free(q, 4), 5);
+    /* nlp held: only what cv may borrow of it (1). */
+    q[1].held = true;
+    assert_int_equal(sw_cluster_queues_free(q, 4), 2);
 }
 
 /* GET /apis/kueue.x-k8s.io as kube-apiserver v1.34 answers it with Kueue
@@ -364,6 +418,7 @@ int main(void)
         cmocka_unit_test(workload_errors_name_the_field),
         cmocka_unit_test(cluster_queue_facts),
         cmocka_unit_test(headroom_with_cohort),
+        cmocka_unit_test(free_between_queues),
         cmocka_unit_test(workload_owned),
         cmocka_unit_test(api_group_versions),
         cmocka_unit_test(kueue_api_verdicts),
