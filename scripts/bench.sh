@@ -13,7 +13,8 @@
 #                client-go's shared informers on 10,000 Jobs and 10,000 Pods,
 #                BENCH_INFORMER_ROUNDS alternating rounds (default 3); on the lab
 #   hub          bench/hub/bench_hub.sh: 1,000 Jobs, BENCH_HUB_ROUNDS
-#                alternating rounds (default 3) against its ceiling; on the lab
+#                alternating rounds (default 5), each side started once the
+#                lab is idle, against its ceiling; on the lab
 #   provision    bench/hub/bench_provision.sh: 100 Jobs burst at once to an
 #                empty cloud in Karpenter mode (turned on and off inside the
 #                hub lock); decided-to-running split into data, provisioning
@@ -147,7 +148,7 @@ if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]
     fi
     if [ -n "${want[hub]:-}" ]; then
         printf '\n==== hub dispatch (bench/hub/bench_hub.sh) ====\n'
-        SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" BENCH_HUB_ROUNDS=${BENCH_HUB_ROUNDS:-3} \
+        SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" BENCH_HUB_ROUNDS=${BENCH_HUB_ROUNDS:-5} \
             bench/hub/bench_hub.sh || fail "the hub benchmark failed"
     fi
     if [ -n "${want[provision]:-}" ]; then

@@ -13,8 +13,12 @@
 # and, in the same run on the same API server, the ceiling: one client of
 # spillway's REST layer with the hub's rate limits creating the same N Jobs
 # (suspended, so no pods) directly on cloud-spot. Rounds alternate (ceiling,
-# hub) BENCH_HUB_ROUNDS times (default 1; each hub round is N Jobs). The
-# cloud-spot nodes are put back at the end.
+# hub) BENCH_HUB_ROUNDS times (default 1; each hub round is N Jobs). Each
+# side of a round starts once the lab is idle: no namespace of an earlier
+# round or run still being deleted on onprem or cloud-spot, and the 1-minute
+# load average under BENCH_IDLE_LOAD (default 1.5), waited for up to
+# BENCH_IDLE_WAIT seconds (default 300; then the round runs and says so).
+# The cloud-spot nodes are put back at the end.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 export SW_SOURCE_DIR=${SW_SOURCE_DIR:-$(cd "$HERE/../.." && pwd)}
@@ -47,17 +51,42 @@ for node in $(kc cloud-spot get nodes -l type=kwok -o name); do
         -p "{\"status\":{\"allocatable\":$res,\"capacity\":$res}}" >/dev/null
 done
 
+IDLE_LOAD=${BENCH_IDLE_LOAD:-1.5}
+IDLE_WAIT=${BENCH_IDLE_WAIT:-300}
+# Waits for the lab to be idle (above); prints what it found.
+quiesce() {
+    local what=$1 t0=$SECONDS term load
+    while :; do
+        term=0
+        for c in onprem cloud-spot; do
+            term=$((term + $(kc "$c" get namespaces --no-headers 2>/dev/null | awk '$2=="Terminating"' | wc -l)))
+        done
+        load=$(cut -d' ' -f1 /proc/loadavg)
+        if [ "$term" = 0 ] && python3 -c "import sys; sys.exit(0 if $load < $IDLE_LOAD else 1)"; then
+            echo "$what: lab idle after $((SECONDS - t0)) s (load $load)"
+            return
+        fi
+        if [ $((SECONDS - t0)) -ge "$IDLE_WAIT" ]; then
+            echo "$what: lab still busy after $IDLE_WAIT s (load $load, $term namespaces being deleted); running anyway"
+            return
+        fi
+        sleep 5
+    done
+}
+
 declare -a CEIL RATE P50 P99 REQ_O REQ_C RSS
 for round in $(seq 1 "$ROUNDS"); do
     # ---- the ceiling: our REST client, the hub's limits, straight to cloud-spot
     cns="ceil-$$-$round"
     HUB_EXTRA_NS+=("$cns" "hub-$$-$round")
+    quiesce "ceiling round $round"
     out=$("$LOAD" "$KCD/cloud-spot-cert.kubeconfig" "$cns" "$N" plain 50 100 2>&1 >/dev/null | tail -1)
     echo "ceiling round $round: $out"
     CEIL+=("$(echo "$out" | sed -E 's/.*: ([0-9.]+) Jobs\/s.*/\1/')")
     kc cloud-spot delete namespace "$cns" --wait=false >/dev/null
 
     # ---- the hub
+    quiesce "hub round $round"
     : >"$HUB_TMP/hub.log"
     hub_start
     for _ in $(seq 1 80); do

@@ -327,19 +327,17 @@ static void add_cq_facts(const char *key, const void *obj, void *ctx)
         a->n++;
 }
 
-/* What ClusterQueue `cq` of `m` may still reserve, its cohort's lending
- * included; -1 when the hub does not read it (yet). The member's
- * ClusterQueues are read again only after a Workload or ClusterQueue
- * changed. */
-static int64_t cq_headroom(struct sw_member *m, const char *cq)
+/* The ClusterQueues of `m`, or NULL while the hub does not read them
+ * (yet). Read again only after a Workload or ClusterQueue changed. */
+static const struct cq_all *cq_read(struct sw_member *m)
 {
     static struct cq_all *all;
     static char cached_cluster[SW_CLUSTER_NAME_MAX];
     static uint64_t cached_gen = (uint64_t)-1;
-    if (m->cache == NULL || !sw_cluster_cache_kueue_synced(m->cache))
-        return -1;
+    if (m == NULL || m->cache == NULL || !sw_cluster_cache_kueue_synced(m->cache))
+        return NULL;
     if (all == NULL && (all = sw_calloc(1, sizeof(*all))) == NULL)
-        return -1;
+        return NULL;
     if (cached_gen != wl_generation || strcmp(cached_cluster, m->rec.name) != 0) {
         all->n = 0;
         sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_CLUSTERQUEUE), add_cq_facts,
@@ -347,7 +345,15 @@ static int64_t cq_headroom(struct sw_member *m, const char *cq)
         cached_gen = wl_generation;
         snprintf(cached_cluster, sizeof(cached_cluster), "%s", m->rec.name);
     }
-    for (size_t i = 0; i < all->n; i++)
+    return all;
+}
+
+/* What ClusterQueue `cq` of `m` may still reserve, its cohort's lending
+ * included; -1 when the hub does not read it (yet). */
+static int64_t cq_headroom(struct sw_member *m, const char *cq)
+{
+    const struct cq_all *all = cq_read(m);
+    for (size_t i = 0; all != NULL && i < all->n; i++)
         if (strcmp(all->cq[i].name, cq) == 0)
             return sw_cluster_queue_headroom(&all->cq[i], all->cq, all->n);
     return -1;
@@ -386,8 +392,14 @@ static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
     sw_observe_pods(h, j->rec.cluster, j->rec.ns, j->rec.name, &bound);
     if (bound != 0)
         return false;
-    if (e->f.state == SW_WL_PENDING_QUOTA)
-        return true;
+    struct sw_member *m = sw_member_find(h, j->rec.cluster);
+    if (e->f.state == SW_WL_PENDING_QUOTA) {
+        /* On a member with several ClusterQueues a pending Workload does
+         * not say which is its: decided once its LocalQueue's is read (one
+         * GET, kept), so that the decision names it. */
+        const struct cq_all *all = cq_read(m);
+        return all == NULL || all->n <= 1 || lq_cluster_queue(m, e->f.ns, e->f.queue) != NULL;
+    }
     /* Kueue's scheduler reaches a Workload in its own time (one head per
      * ClusterQueue a cycle): with a thousand queued at once, the last is
      * marked pending for quota minutes after it was made. One it has not
@@ -398,7 +410,6 @@ static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
      * (docs/kueue.md, "Taking a Job from Kueue, never twice"). */
     if (e->f.state != SW_WL_NEW)
         return false;
-    struct sw_member *m = sw_member_find(h, j->rec.cluster);
     const char *cq = m ? lq_cluster_queue(m, e->f.ns, e->f.queue) : NULL;
     int64_t room = cq ? cq_headroom(m, cq) : -1;
     return room >= 0 && e->f.gpus > room;

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# kueue_cohort.sh - a member with two ClusterQueues in one cohort: their
+# unused quota is counted once (docs/kueue.md, "The home option's wait").
+# For the test onprem's GPU nodes get 8 GPUs each (16 in all; put back by
+# testbed reseed after) and a second ClusterQueue, side-$NS, joins cohort
+# onprem with 4 GPUs of nominal quota and nothing reserved. The filler
+# holds the 8 of onprem's ClusterQueue gpu, so gpu may still borrow the 4
+# side has unused, and no more, while 8 GPUs are idle on the nodes.
+# Under the outside watcher:
+#   1. a burstable Job of 2 x 3 GPUs in LocalQueue gpu can never be given
+#      quota now (4 at most): home has no room for it, it bursts to
+#      cloud-spot and completes once, never started at home. (Each queue's
+#      headroom summed, gpu's 4 borrowed and side's own 4, counts the same 4
+#      twice: 8 GPUs of room, the Job would stay waiting for quota at home.)
+#   2. its decision names its ClusterQueue, gpu, with onprem having two: a
+#      pending Workload does not name its queue, the LocalQueue does.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
+hub_setup kueue-cohort
+[ -f "$SW_LAB_DIR/kueue/on" ] || fail "the lab's Kueue is off (testbed kueue up)"
+SIDE="side-$NS"
+trap 'kc onprem delete clusterqueue "$SIDE" --ignore-not-found --wait=false >/dev/null 2>&1
+"$TESTBED" reseed onprem >/dev/null 2>&1 || true; hub_cleanup' EXIT
+
+cohort=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.cohortName}')
+[ -n "$cohort" ] || hub_fail "onprem's ClusterQueue gpu is in no cohort"
+flavor=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.resourceGroups[0].flavors[0].name}')
+res='{"cpu":"96","memory":"1000Gi","pods":"110","nvidia.com/gpu":"8"}'
+nodes=0
+for node in $(kc onprem get nodes -l type=kwok -o name); do
+    kc onprem patch "$node" --subresource=status --type=merge \
+        -p "{\"status\":{\"allocatable\":$res,\"capacity\":$res}}" >/dev/null
+    nodes=$((nodes + 1))
+done
+[ "$nodes" = 2 ] || hub_fail "onprem has $nodes kwok GPU nodes, not 2"
+cat <<YAML | kc onprem apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: $SIDE}
+spec:
+  cohortName: $cohort
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: none-$NS}}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: $flavor
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 4}
+YAML
+local_queue onprem
+
+watcher_start
+kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
+    hub_fail "the filler did not start"
+for _ in $(seq 1 60); do
+    [ "$(kc onprem get clusterqueue "$SIDE" -o jsonpath='{.status.conditions[?(@.type=="Active")].status}')" = True ] && break
+    sleep 0.5
+done
+[ "$(kc onprem get clusterqueue "$SIDE" -o jsonpath='{.status.conditions[?(@.type=="Active")].status}')" = True ] ||
+    hub_fail "ClusterQueue $SIDE is not active"
+hub_start
+
+# ---- 1. 6 GPUs asked, 4 of quota left in the cohort, 8 idle on the nodes --
+kueue_job wide 3 2 10s yes | kc onprem apply -n "$NS" -f - >/dev/null
+W="onprem/$NS/wide"
+wait_record "$W" state succeeded 240
+[ "$(record_field "$W" targetCluster)" = cloud-spot ] ||
+    hub_fail "wide ran in $(record_field "$W" targetCluster), not cloud-spot"
+[ "$(kc onprem get job wide -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] || hub_fail "wide started at home"
+one_mirror_each wide
+pass "6 GPUs asked in ClusterQueue gpu (8/8 reserved, 4 to borrow in cohort $cohort, 8 idle on the nodes): burst to cloud-spot, succeeded once"
+
+# ---- 2. its decision names its ClusterQueue ---------------------------------
+dec=$(kc onprem get job wide -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/decision}')
+[[ "$dec" =~ ^queued\ in\ ClusterQueue\ gpu:\ 8/8\ GPUs\ reserved,\ [0-9]+\ Workloads?\ ahead\;\ burst\ to\ cloud-spot\ \(spot\):\  ]] ||
+    hub_fail "wide's decision does not name ClusterQueue gpu: \"$dec\""
+kq=$(rcli GET "spillway:job:$W" | python3 -c 'import json,sys; k=json.load(sys.stdin)["kueue"]; print(k["clusterQueue"], k["localQueue"], k["reservedGpus"], k["nominalGpus"])')
+[ "$kq" = "gpu gpu 8 8" ] || hub_fail "the record's kueue is \"$kq\", not \"gpu gpu 8 8\""
+pass "onprem has two ClusterQueues; the decision names wide's own: \"$dec\""
+kc onprem delete job filler -n "$NS" --wait=false >/dev/null
+
+watcher_check
