@@ -45,11 +45,7 @@ trap 'exit 143' TERM
 saturate
 
 # Room for N one-GPU pods on cloud-spot.
-res='{"cpu":"96","memory":"1000Gi","pods":"256","nvidia.com/gpu":"128"}'
-for node in $(kc cloud-spot get nodes -l type=kwok -o name); do
-    kc cloud-spot patch "$node" --subresource=status --type=merge \
-        -p "{\"status\":{\"allocatable\":$res,\"capacity\":$res}}" >/dev/null
-done
+node_resources cloud-spot '{"cpu":"96","memory":"1000Gi","pods":"256","nvidia.com/gpu":"128"}' >/dev/null
 
 IDLE_LOAD=${BENCH_IDLE_LOAD:-1.5}
 IDLE_WAIT=${BENCH_IDLE_WAIT:-300}
@@ -62,7 +58,7 @@ quiesce() {
             term=$((term + $(kc "$c" get namespaces --no-headers 2>/dev/null | awk '$2=="Terminating"' | wc -l)))
         done
         load=$(cut -d' ' -f1 /proc/loadavg)
-        if [ "$term" = 0 ] && python3 -c "import sys; sys.exit(0 if $load < $IDLE_LOAD else 1)"; then
+        if [ "$term" = 0 ] && awk -v l="$load" -v m="$IDLE_LOAD" 'BEGIN { exit !(l < m) }'; then
             echo "$what: lab idle after $((SECONDS - t0)) s (load $load)"
             return
         fi

@@ -155,11 +155,7 @@ kueue_mode() {
 
 # Room for every Job on cloud-spot: 8 nodes x 128 GPUs.
 widen_cloud_spot() {
-    local res='{"cpu":"96","memory":"1000Gi","pods":"256","nvidia.com/gpu":"128"}' node
-    for node in $(kc cloud-spot get nodes -l type=kwok -o name); do
-        kc cloud-spot patch "$node" --subresource=status --type=merge \
-            -p "{\"status\":{\"allocatable\":$res,\"capacity\":$res}}" >/dev/null
-    done
+    node_resources cloud-spot '{"cpu":"96","memory":"1000Gi","pods":"256","nvidia.com/gpu":"128"}' >/dev/null
 }
 
 # ---- counters ------------------------------------------------------------------

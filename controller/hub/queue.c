@@ -797,9 +797,7 @@ int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *o
         for (struct sw_queue_wl *e = wls[b]; e; e = e->next) {
             if (strncmp(e->key, m->rec.name, prefix) != 0 || e->key[prefix] != '/')
                 continue;
-            /* Quota Kueue reserved for a delegated Job the hub is about to
-             * place is the Job's wherever it goes (released before its
-             * mirror): free for it at home, not held twice. */
+            /* Released before its mirror (own_gpus). */
             if (e->own)
                 own_gpus(out, e, &extra);
             if (e->err[0] != '\0' || e->managed || e->f.state != SW_WL_PENDING_QUOTA)

@@ -26,13 +26,7 @@ trap 'kc onprem delete clusterqueue "$SIDE" --ignore-not-found --wait=false >/de
 cohort=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.cohortName}')
 [ -n "$cohort" ] || hub_fail "onprem's ClusterQueue gpu is in no cohort"
 flavor=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.resourceGroups[0].flavors[0].name}')
-res='{"cpu":"96","memory":"1000Gi","pods":"110","nvidia.com/gpu":"8"}'
-nodes=0
-for node in $(kc onprem get nodes -l type=kwok -o name); do
-    kc onprem patch "$node" --subresource=status --type=merge \
-        -p "{\"status\":{\"allocatable\":$res,\"capacity\":$res}}" >/dev/null
-    nodes=$((nodes + 1))
-done
+nodes=$(node_resources onprem '{"cpu":"96","memory":"1000Gi","pods":"110","nvidia.com/gpu":"8"}')
 [ "$nodes" = 2 ] || hub_fail "onprem has $nodes kwok GPU nodes, not 2"
 cat <<YAML | kc onprem apply -f - >/dev/null
 apiVersion: kueue.x-k8s.io/v1beta2

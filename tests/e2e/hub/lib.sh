@@ -371,6 +371,19 @@ $managed
 YAML
 }
 
+# node_resources CLUSTER RESOURCES_JSON: the allocatable and capacity of
+# CLUSTER's kwok GPU nodes (label type=kwok) set to RESOURCES_JSON (put back
+# by testbed reseed CLUSTER); prints how many nodes.
+node_resources() {
+    local node n=0
+    for node in $(kc "$1" get nodes -l type=kwok -o name); do
+        kc "$1" patch "$node" --subresource=status --type=merge \
+            -p "{\"status\":{\"allocatable\":$2,\"capacity\":$2}}" >/dev/null
+        n=$((n + 1))
+    done
+    echo "$n"
+}
+
 # local_queue CLUSTER: LocalQueue gpu in $NS there, on ClusterQueue gpu.
 local_queue() {
     cat <<YAML | kc "$1" apply -f - >/dev/null
