@@ -453,15 +453,21 @@ static void on_origin_patched(struct sw_kube_result *res, void *ctx)
     struct sw_job *j = ctx;
     struct sw_hub *h = j->hub;
     const char *uid = sw_json_str(sw_json_child(res->body, "metadata"), "uid");
-    if (res->rc != 0)
+    if (res->rc != 0) {
         SW_LOG(SW_LOG_WARN, "cannot prepare the origin Job", "job=%s err=%s", sw_log_q(j->rec.key),
                sw_log_q(res->err.msg));
-    else if (uid && strcmp(uid, j->rec.uid) == 0) {
+        j->patched_from_rv[0] = '\0';
+    } else if (uid && strcmp(uid, j->rec.uid) == 0) {
         /* The answer is the origin whole, at its new generation: step 4
          * builds the mirror from it without reading it again. */
+        const char *nrv = sw_json_str(sw_json_child(res->body, "metadata"), "resourceVersion");
+        if (nrv == NULL || strcmp(nrv, j->patched_from_rv) == 0)
+            j->patched_from_rv[0] = '\0'; /* nothing changed: nothing to wait for */
         keep(j, res->body);
         res->body = NULL;
-    }
+        j->patched_ms = sw_hub_mono_ms();
+    } else
+        j->patched_from_rv[0] = '\0';
     sw_hub_step_done(h, j, res->rc);
     if (res->rc == 0)
         sw_hub_crash_point("after-suspend");
@@ -548,6 +554,28 @@ static const cJSON *full_origin(struct sw_hub *h, struct sw_job *j, struct sw_me
     return NULL;
 }
 
+/* How long the cache may lag behind dispatch's own patch before the step
+ * goes on without it (a watch that broke is listed again meanwhile). */
+#define CACHE_LAG_WAIT_MS 60000
+
+/*
+ * Whether the cache's origin is still the one dispatch's patch was made
+ * against: its resourceVersion is the one the patch carried, and the patch
+ * was answered less than CACHE_LAG_WAIT_MS ago. Past that, or once the
+ * cache shows another resourceVersion, the mark is forgotten.
+ */
+static bool cache_behind(struct sw_job *j, const cJSON *origin)
+{
+    if (j->patched_from_rv[0] == '\0')
+        return false;
+    const char *rv = sw_json_str(sw_json_child((cJSON *)origin, "metadata"), "resourceVersion");
+    if (rv != NULL && strcmp(rv, j->patched_from_rv) == 0 &&
+        sw_hub_mono_ms() - j->patched_ms < CACHE_LAG_WAIT_MS)
+        return true;
+    j->patched_from_rv[0] = '\0';
+    return false;
+}
+
 bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j)
 {
     struct sw_job_rec *r = &j->rec;
@@ -564,7 +592,7 @@ bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j)
     const cJSON *whole = sw_observe_origin_whole(h, r);
     const char *rv = sw_json_str(sw_json_child(whole, "metadata"), "resourceVersion");
     const char *krv = sw_json_str(sw_json_child(j->kept, "metadata"), "resourceVersion");
-    if (whole != NULL && !(rv && krv && strcmp(rv, krv) == 0)) {
+    if (whole != NULL && !(rv && krv && strcmp(rv, krv) == 0) && !cache_behind(j, whole)) {
         cJSON *copy = cJSON_Duplicate(whole, 1);
         if (copy != NULL)
             keep(j, copy);
@@ -642,6 +670,13 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     struct sw_member *tm = sw_member_find(h, r->target_cluster);
     if (om == NULL || tm == NULL || tm->cache == NULL || !sw_cluster_cache_synced(tm->cache))
         return;
+    /* The cache has not yet seen the patch step 2 made: what it holds would
+     * ask for the same patch again, refused as a conflict (a request spent
+     * from the origin cluster's budget). Looked at again shortly. */
+    if (cache_behind(j, origin)) {
+        j->next_ms = sw_hub_mono_ms() + 20;
+        return;
+    }
     j->busy = true;
     /* Created already (a retry after a crash finds its own work). */
     const cJSON *mirror = sw_observe_mirror(h, r);
@@ -740,11 +775,16 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         }
     }
     if (patch != NULL) {
+        const char *prv = sw_json_str(sw_json_child(patch, "metadata"), "resourceVersion");
+        snprintf(j->patched_from_rv, sizeof(j->patched_from_rv), "%s",
+                 prv != NULL && strlen(prv) < sizeof(j->patched_from_rv) ? prv : "");
         int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, patch, NULL,
                                      on_origin_patched, j);
         cJSON_Delete(patch);
-        if (rc != 0)
+        if (rc != 0) {
+            j->patched_from_rv[0] = '\0';
             sw_hub_step_done(h, j, rc);
+        }
         return;
     }
     /* 3. the origin's pods gone (on a lost home: stopped on return) */

@@ -95,6 +95,11 @@ struct sw_job {
     int held_attempt;
     int64_t release_held_until;
     bool kueue_hold_cleared; /* a delegated origin's suspend from Kueue cleared (dispatch.c) */
+    /* The origin's resourceVersion dispatch's patch was made against, and
+     * when it was answered: until the cache shows a newer one, the cache
+     * still holds the origin from before the patch (dispatch.c). "" none. */
+    char patched_from_rv[32];
+    int64_t patched_ms;
 };
 
 /** What the hub found and learned of one of a member's NodePools (capacity.c). */
