@@ -1,7 +1,7 @@
 /*
  * adopt_hub.c - the hub's side of re-deriving records from mirrors
- * (adopt.h): an index of every member's mirrors by origin UID, rebuilt at
- * each scan, and two hooks. A Job seen without a record gets it from its
+ * (adopt.h): an index of every member's mirrors by origin UID, brought up
+ * to date at each scan, and two hooks. A Job seen without a record gets it from its
  * mirror when there is one (observe.c), and a record that says less than
  * its mirrors prove is rewritten from them (hub.c's tick, before the
  * decisions), so a record lost in a Redis failover never leads to a
@@ -17,13 +17,27 @@
 
 #define INDEX_BUCKETS 4096
 
+/*
+ * What one cached mirror record says (sw_adopt_mirror_read), kept across
+ * scans while the record is as it was: the same record, resourceVersion
+ * and UID. Each scan re-reads only the mirrors that changed, drops the ones
+ * it did not see, and links the rest by origin UID.
+ */
 struct entry {
+    const struct sw_job_record *rec;
+    char rv[32];
+    char uid[64];
+    unsigned scan;  /* the scan that last saw it */
+    bool is_mirror; /* the read found a mirror */
     struct sw_adopt_mirror m;
-    struct entry *next;
+    struct entry *next_rec; /* by record */
+    struct entry *next_uid; /* by origin UID, this scan's mirrors */
 };
 
-/* One scan's mirrors (the hub has one loop: no lock). */
-static struct entry *index_[INDEX_BUCKETS];
+/* The hub has one loop: no lock. */
+static struct entry *by_rec[INDEX_BUCKETS];
+static struct entry *by_uid[INDEX_BUCKETS];
+static unsigned scan_no;
 
 static unsigned uid_hash(const char *s)
 {
@@ -33,50 +47,84 @@ static unsigned uid_hash(const char *s)
     return h % INDEX_BUCKETS;
 }
 
-static void index_clear(void)
+static unsigned rec_hash(const struct sw_job_record *rec)
 {
-    for (size_t b = 0; b < INDEX_BUCKETS; b++) {
-        struct entry *e = index_[b];
-        while (e) {
-            struct entry *n = e->next;
-            sw_free(e);
-            e = n;
-        }
-        index_[b] = NULL;
-    }
+    return (unsigned)(((uintptr_t)rec >> 4) % INDEX_BUCKETS);
 }
+
+static bool entry_current(const struct entry *e, const struct sw_job_record *rec)
+{
+    return e->rec == rec && rec->rv && rec->uid && strcmp(e->rv, rec->rv) == 0 &&
+           strcmp(e->uid, rec->uid) == 0;
+}
+
+struct index_scan {
+    struct sw_hub *h;
+    const struct sw_member *m;
+};
 
 static void index_job(const char *key, const void *obj, void *ctx)
 {
     (void)key;
-    const struct sw_member *m = ctx;
+    const struct index_scan *is = ctx;
     const struct sw_job_record *rec = obj;
     /* Only mirrors: most Jobs are not, and need no JSON view. */
     if (sw_job_record_label(rec, SW_LBL_ORIGIN_UID) == NULL)
         return;
-    cJSON *job = sw_job_record_json(rec);
-    struct sw_adopt_mirror am;
-    int rc = job ? sw_adopt_mirror_read(job, m->rec.name, &am) : SW_ENOMEM;
-    cJSON_Delete(job);
-    if (rc != 0)
+    unsigned b = rec_hash(rec);
+    struct entry *e = by_rec[b];
+    while (e && e->rec != rec)
+        e = e->next_rec;
+    if (e && entry_current(e, rec)) {
+        e->scan = scan_no;
         return;
-    struct entry *e = sw_calloc(1, sizeof(*e));
-    if (e == NULL)
-        return;
-    e->m = am;
-    unsigned b = uid_hash(am.origin_uid);
-    e->next = index_[b];
-    index_[b] = e;
+    }
+    if (e == NULL) {
+        if ((e = sw_calloc(1, sizeof(*e))) == NULL)
+            return;
+        e->rec = rec;
+        e->next_rec = by_rec[b];
+        by_rec[b] = e;
+    }
+    e->scan = scan_no;
+    /* Kept for the next scan only when its version fits. */
+    bool keepable =
+        rec->rv && rec->uid && strlen(rec->rv) < sizeof(e->rv) && strlen(rec->uid) < sizeof(e->uid);
+    snprintf(e->rv, sizeof(e->rv), "%s", keepable ? rec->rv : "");
+    snprintf(e->uid, sizeof(e->uid), "%s", keepable ? rec->uid : "");
+    const cJSON *job = sw_observe_view(is->h, rec);
+    e->is_mirror = job && sw_adopt_mirror_read(job, is->m->rec.name, &e->m) == 0;
 }
 
 void sw_adopt_index(struct sw_hub *h)
 {
-    index_clear();
+    scan_no++;
     for (size_t i = 0; i < h->nmembers; i++) {
         struct sw_member *m = h->members[i];
         if (m->cache == NULL || !sw_cluster_cache_synced(m->cache))
             continue;
-        sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_JOB), index_job, m);
+        struct index_scan is = {h, m};
+        sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_JOB), index_job, &is);
+    }
+    /* Mirrors not seen in this scan are gone (or in a member not synced:
+     * read again once it is); the rest linked by origin UID. */
+    memset(by_uid, 0, sizeof(by_uid));
+    for (size_t b = 0; b < INDEX_BUCKETS; b++) {
+        struct entry **pp = &by_rec[b];
+        while (*pp) {
+            struct entry *e = *pp;
+            if (e->scan != scan_no) {
+                *pp = e->next_rec;
+                sw_free(e);
+                continue;
+            }
+            if (e->is_mirror) {
+                unsigned u = uid_hash(e->m.origin_uid);
+                e->next_uid = by_uid[u];
+                by_uid[u] = e;
+            }
+            pp = &e->next_rec;
+        }
     }
 }
 
@@ -84,7 +132,7 @@ void sw_adopt_index(struct sw_hub *h)
 static size_t mirrors_of(const char *uid, struct sw_adopt_mirror *out, size_t cap)
 {
     size_t n = 0;
-    for (struct entry *e = index_[uid_hash(uid)]; e && n < cap; e = e->next)
+    for (struct entry *e = by_uid[uid_hash(uid)]; e && n < cap; e = e->next_uid)
         if (strcmp(e->m.origin_uid, uid) == 0)
             out[n++] = e->m;
     return n;

@@ -558,6 +558,12 @@ const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r);
 /** The mirror Job of a record from the target's cache (borrowed), or NULL. */
 const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r);
 /**
+ * A JSON view of a cached Job record, made once and kept while the record
+ * stays as it is (its resourceVersion and UID) and it is used (observe.c);
+ * NULL on no memory. Borrowed: valid until the end of this loop turn.
+ */
+const cJSON *sw_observe_view(struct sw_hub *h, const struct sw_job_record *rec);
+/**
  * The origin's compact record in the cache (no JSON view is made), or NULL
  * when it is gone or another Job now has its name. Borrowed.
  */

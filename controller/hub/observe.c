@@ -201,52 +201,95 @@ bool sw_observe_starved(struct sw_hub *h, const struct sw_job_rec *r, bool *any_
 
 /* ---- views of records ----------------------------------------------------- */
 
-#define VIEW_BUCKETS 1024
+#define VIEW_BUCKETS 4096
+/* A view unused for a whole sweep period is freed at the next sweep. */
+#define VIEW_SWEEP_MS 5000
+
 struct view {
     const struct sw_job_record *rec;
     cJSON *json;
+    const char *rv, *uid; /* in json */
+    unsigned period;      /* the sweep period it was last used in */
     struct view *next;
 };
 
-/* This loop turn's views, by record (the hub has one loop: no lock). */
+/*
+ * JSON views of cached records, kept across loop turns while their record
+ * stays as it was (the same record, resourceVersion and UID): a tick steps
+ * every managed Job and indexes every mirror, and building each view anew
+ * each turn was most of the hub's CPU under load. The hub has one loop: no
+ * lock. A view replaced because its record changed is freed at the end of
+ * the loop turn, so that a view handed out stays valid until then.
+ */
 static struct view *views[VIEW_BUCKETS];
-static size_t nviews;
+static struct view *views_retired;
+static unsigned view_period;
+static int64_t views_swept_ms;
 static uv_check_t views_check;
 static bool views_check_open;
 
-static void views_clear(uv_check_t *c)
+static void views_sweep(uv_check_t *c)
 {
-    for (size_t b = 0; b < VIEW_BUCKETS && nviews > 0; b++) {
-        struct view *v = views[b];
-        while (v) {
-            struct view *n = v->next;
-            cJSON_Delete(v->json);
-            sw_free(v);
-            nviews--;
-            v = n;
-        }
-        views[b] = NULL;
+    (void)c;
+    while (views_retired) {
+        struct view *n = views_retired->next;
+        cJSON_Delete(views_retired->json);
+        sw_free(views_retired);
+        views_retired = n;
     }
-    if (c != NULL)
-        uv_check_stop(c);
+    int64_t now = sw_hub_mono_ms();
+    if (now - views_swept_ms < VIEW_SWEEP_MS)
+        return;
+    views_swept_ms = now;
+    for (size_t b = 0; b < VIEW_BUCKETS; b++) {
+        struct view **pp = &views[b];
+        while (*pp) {
+            struct view *v = *pp;
+            if (v->period != view_period) {
+                *pp = v->next;
+                cJSON_Delete(v->json);
+                sw_free(v);
+            } else
+                pp = &v->next;
+        }
+    }
+    view_period++;
 }
 
-/* A JSON view of a record, valid until the end of this loop turn. */
-static const cJSON *view_of(struct sw_hub *h, const struct sw_job_record *rec)
+/* Whether a view shows the record as it is now. */
+static bool view_current(const struct view *v, const struct sw_job_record *rec)
+{
+    return v->rv && rec->rv && strcmp(v->rv, rec->rv) == 0 &&
+           ((v->uid == NULL && rec->uid == NULL) ||
+            (v->uid && rec->uid && strcmp(v->uid, rec->uid) == 0));
+}
+
+const cJSON *sw_observe_view(struct sw_hub *h, const struct sw_job_record *rec)
 {
     if (rec == NULL)
         return NULL;
     size_t b = ((uintptr_t)rec >> 4) % VIEW_BUCKETS;
-    for (struct view *v = views[b]; v; v = v->next) {
-        /* The same record (a freed one's address may be reused: check its version). */
-        const char *rv = sw_json_str(sw_json_child(v->json, "metadata"), "resourceVersion");
-        if (v->rec == rec && rv && strcmp(rv, rec->rv) == 0)
+    struct view **pp = &views[b];
+    for (; *pp; pp = &(*pp)->next) {
+        struct view *v = *pp;
+        if (v->rec != rec)
+            continue;
+        if (view_current(v, rec)) {
+            v->period = view_period;
             return v->json;
+        }
+        /* The record changed (or its memory went to another): retired. */
+        *pp = v->next;
+        v->next = views_retired;
+        views_retired = v;
+        break;
     }
     if (!views_check_open && h->loop != NULL) {
         uv_check_init(h->loop, &views_check);
         uv_unref((uv_handle_t *)&views_check);
+        uv_check_start(&views_check, views_sweep);
         views_check_open = true;
+        views_swept_ms = sw_hub_mono_ms();
     }
     struct view *v = sw_calloc(1, sizeof(*v));
     if (v == NULL || (v->json = sw_job_record_json(rec)) == NULL) {
@@ -254,12 +297,18 @@ static const cJSON *view_of(struct sw_hub *h, const struct sw_job_record *rec)
         return NULL;
     }
     v->rec = rec;
+    const cJSON *md = sw_json_child(v->json, "metadata");
+    v->rv = sw_json_str(md, "resourceVersion");
+    v->uid = sw_json_str(md, "uid");
+    v->period = view_period;
     v->next = views[b];
     views[b] = v;
-    nviews++;
-    if (views_check_open)
-        uv_check_start(&views_check, views_clear);
     return v->json;
+}
+
+static const cJSON *view_of(struct sw_hub *h, const struct sw_job_record *rec)
+{
+    return sw_observe_view(h, rec);
 }
 
 /* ---- lookups -------------------------------------------------------------- */
