@@ -70,6 +70,38 @@ quiesce() {
     done
 }
 
+# CPU time in clock ticks: of a process (utime + stime), or "all" the
+# machine's busy time (every CPU's, idle and iowait left out).
+cpu_ticks() {
+    if [ "$1" = all ]; then
+        awk '$1=="cpu"{print $2+$3+$4+$7+$8+$9}' /proc/stat
+    else
+        awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0
+    fi
+}
+# onprem's API server's own count of requests by verb, resource and code
+# (every client's: the load's creates, the hub's patches and Events, ...).
+apiserver_requests() {
+    kc onprem get --raw /metrics 2>/dev/null | awk '/^apiserver_request_total\{/'
+}
+# What onprem's API server answered between two counts, largest first.
+apiserver_breakdown() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import re, sys
+def load(f):
+    d = {}
+    for line in open(f):
+        k, v = line.rsplit(" ", 1)
+        m = dict(re.findall(r'(\w+)="([^"]*)"', k))
+        key = (m.get("verb"), (m.get("resource") + "/" + m.get("subresource")).strip("/"), m.get("code"))
+        d[key] = d.get(key, 0) + float(v)
+    return d
+a, b, n = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
+rows = sorted(((v - a.get(k, 0), k) for k, v in b.items()), reverse=True)
+print("  ".join(f"{verb} {res} {code}: {d / n:.2f}" for d, (verb, res, code) in rows if d / n >= 0.01))
+PY
+}
+
 declare -a CEIL RATE P50 P99 REQ_O REQ_C RSS
 for round in $(seq 1 "$ROUNDS"); do
     # ---- the ceiling: our REST client, the hub's limits, straight to cloud-spot
@@ -92,6 +124,8 @@ for round in $(seq 1 "$ROUNDS"); do
     done
     req() { curl -sf http://127.0.0.1:19464/metrics | awk -v c="$1" '$1=="spillway_api_requests_total{cluster=\""c"\"}"{print $2}'; }
     o0=$(req onprem) c0=$(req cloud-spot)
+    apiserver_requests >"$HUB_TMP/api0"
+    cpu0=$(cpu_ticks "$HUB_PID") load0=$(cpu_ticks all)
     hns="hub-$$-$round"
     kc cloud-spot create namespace "$hns" >/dev/null 2>&1 || true
     peak=0
@@ -119,6 +153,8 @@ for round in $(seq 1 "$ROUNDS"); do
     done
     [ -n "$made" ] || hub_fail "the load generator did not finish in 600 s: $(cat "$HUB_TMP/load.err")"
     o1=$(req onprem) c1=$(req cloud-spot)
+    apiserver_requests >"$HUB_TMP/api1"
+    cpu1=$(cpu_ticks "$HUB_PID") load1=$(cpu_ticks all)
     for k in $(rcli --scan --pattern "spillway:job:onprem/$hns/*"); do rcli GET "$k"; done >"$HUB_TMP/records"
     stats=$(python3 - "$HUB_TMP/created" "$HUB_TMP/records" "$made" <<'PY'
 import json, sys
@@ -139,16 +175,21 @@ if len(lat) < n:
     sys.exit(0)
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
 rate = n / ((max(disp) - min(created.values())) / 1000.0)
-print(f"{q(0.5):.3f} {q(0.99):.3f} {lat[-1]:.3f} {rate:.1f}")
+span = (max(created.values()) - min(created.values())) / 1000.0
+print(f"{q(0.5):.3f} {q(0.99):.3f} {lat[-1]:.3f} {rate:.1f} {span:.1f}")
 PY
 )
     case "$stats" in ERROR*) hub_fail "$stats" ;; esac
-    read -r p50 p99 pmax rate <<<"$stats"
+    read -r p50 p99 pmax rate span <<<"$stats"
     RATE+=("$rate") P50+=("$p50") P99+=("$p99") RSS+=("$((peak / 1024))")
     REQ_O+=("$(python3 -c "print(f'{($o1 - $o0) / $made:.2f}')")")
     REQ_C+=("$(python3 -c "print(f'{($c1 - $c0) / $made:.2f}')")")
     echo "hub round $round: $made Jobs dispatched at $rate Jobs/s; latency p50 ${p50}s p99 ${p99}s max ${pmax}s;" \
-        "API requests per Job: onprem ${REQ_O[-1]}, cloud-spot ${REQ_C[-1]}; peak RSS ${RSS[-1]} MiB"
+        "API requests per Job: onprem ${REQ_O[-1]}, cloud-spot ${REQ_C[-1]}; peak RSS ${RSS[-1]} MiB;" \
+        "the load's creates spanned ${span} s;" \
+        "CPU meanwhile: the hub $(python3 -c "print(f'{($cpu1 - $cpu0) / $(getconf CLK_TCK):.1f}')") s," \
+        "the machine $(python3 -c "print(f'{($load1 - $load0) / $(getconf CLK_TCK):.1f}')") s of $(nproc) cores"
+    echo "hub round $round: onprem's API server meanwhile, per Job (every client): $(apiserver_breakdown "$HUB_TMP/api0" "$HUB_TMP/api1" "$made")"
     # Deleting the origins makes the hub delete the mirrors and let go.
     kc onprem delete namespace "$hns" --wait=false >/dev/null
     for _ in $(seq 1 600); do
