@@ -141,7 +141,8 @@ void sw_kube_client_ratelimit_wait(const struct sw_kube_client *c, uint64_t *wai
 
 bool sw_kube_client_spare(const struct sw_kube_client *c)
 {
-    return sw_ratelimit_tokens(&c->rl, sw_mono_ms(clock_of(c))) >= c->rl.burst / 2;
+    double t = sw_ratelimit_tokens(&c->rl, sw_mono_ms(clock_of(c)));
+    return t >= 1 && t >= c->rl.burst - c->rl.burst / 10;
 }
 
 /* Counts a response by status; the last slot takes every status once the

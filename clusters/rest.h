@@ -161,10 +161,12 @@ void sw_kube_client_ratelimit_wait(const struct sw_kube_client *c, uint64_t *wai
                                    uint64_t *delayed);
 
 /**
- * Whether at least half of the client's rate-limit burst is unspent now.
- * Requests that can wait (Events, a status that only informs) are sent
- * only then, so that they never take the budget of a request that cannot
- * (client-go has one queue; this is the hub's second, lower lane).
+ * Whether the client's rate-limit bucket is nearly full now: at most a
+ * tenth of its burst spent (at least one token left). Requests that can
+ * wait (Events, a status that only informs) are sent only then, so that
+ * they spend budget that would otherwise go unused, never the budget of a
+ * request that cannot (client-go has one queue; this is the hub's second,
+ * lower lane).
  */
 bool sw_kube_client_spare(const struct sw_kube_client *c);
 

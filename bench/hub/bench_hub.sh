@@ -7,7 +7,9 @@
 # are given 128 GPUs each for the run. Reported:
 #   - origin created (the create call's answer) to mirror created (the
 #     record's dispatchedMs), p50, p99 and max
-#   - the sustained dispatch rate: N / (last mirror created - first origin)
+#   - the sustained dispatch rate: N / (last mirror created - the first
+#     origin's create sent), as the ceiling's rate is N / (its last create
+#     answered - its first sent)
 #   - Kubernetes API requests per Job per cluster (the hub's own counters)
 #   - the hub's peak RSS
 # and, in the same run on the same API server, the ceiling: one client of
@@ -156,7 +158,8 @@ for round in $(seq 1 "$ROUNDS"); do
     apiserver_requests >"$HUB_TMP/api1"
     cpu1=$(cpu_ticks "$HUB_PID") load1=$(cpu_ticks all)
     for k in $(rcli --scan --pattern "spillway:job:onprem/$hns/*"); do rcli GET "$k"; done >"$HUB_TMP/records"
-    stats=$(python3 - "$HUB_TMP/created" "$HUB_TMP/records" "$made" <<'PY'
+    sent=$(awk '$1=="sending" && $2=="from" {print $3; exit}' "$HUB_TMP/load.err")
+    stats=$(python3 - "$HUB_TMP/created" "$HUB_TMP/records" "$made" "$sent" <<'PY'
 import json, sys
 created = {}
 for line in open(sys.argv[1]):
@@ -174,7 +177,9 @@ if len(lat) < n:
     print(f"ERROR only {len(lat)} of {n} dispatched")
     sys.exit(0)
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
-rate = n / ((max(disp) - min(created.values())) / 1000.0)
+# From when the first create was sent, as the ceiling's own rate is.
+start = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else min(created.values())
+rate = n / ((max(disp) - start) / 1000.0)
 span = (max(created.values()) - min(created.values())) / 1000.0
 print(f"{q(0.5):.3f} {q(0.99):.3f} {lat[-1]:.3f} {rate:.1f} {span:.1f}")
 PY

@@ -11,7 +11,8 @@
  * plain Jobs are created suspended, so that the ceiling measures the API's create path and leaves
  * no pods behind. QPS 0 means no client-side limit (the users submitting). Prints one line per Job,
  * "NAME CREATED_UNIX_MS", then on stderr the count, the seconds and the rate. Every Job's pod holds
- * its GPU for an hour in the lab. With QUEUE (the Kueue benchmark, bench/kueue/bench_kueue.sh)
+ * its GPU for an hour in the lab. The first line on stderr is "sending from UNIX_MS", when the first
+ * create is sent. With QUEUE (the Kueue benchmark, bench/kueue/bench_kueue.sh)
  * every Job carries the label kueue.x-k8s.io/queue-name: QUEUE and is created unsuspended, plain
  * ones too: Kueue's webhook suspends it, as it does a user's.
  */
@@ -134,6 +135,10 @@ int main(int argc, char **argv)
         "\"effect\":\"NoSchedule\"}],\"containers\":[{\"name\":\"train\",\"image\":"
         "\"registry.example/train:1\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}}}";
     int64_t t0 = now_ms();
+    /* When the first create is sent: a rate measured from the first
+     * answer would leave out the server's first answer time, which the
+     * ceiling's own rate (from t0) counts. */
+    fprintf(stderr, "sending from %lld\n", (long long)t0);
     for (int i = 0; i < n; i++) {
         cJSON *job = cJSON_Parse(tpl);
         char name[32];

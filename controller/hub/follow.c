@@ -80,10 +80,11 @@ static void send_event(struct sw_hub *h, const char *cluster, const char *ns, co
 
 /*
  * Whether a request that can wait (an Event, a running Job's status) may go
- * to `cluster` now: no Job waits for its mirror, and at least half of the
- * member's rate-limit budget is unspent. Between two rounds of decisions the
- * backlog may be empty while the budget is still spent on dispatch; these
- * requests then wait too, so they never delay the next round's patches.
+ * to `cluster` now: no Job waits for its mirror, and the member's rate-limit
+ * bucket is nearly full (sw_kube_client_spare). Between two rounds of
+ * decisions the backlog may be empty while the budget is still spent on
+ * dispatch; these requests then wait too, and spend only what would
+ * otherwise go unused, so they never delay the next round's patches.
  */
 static bool may_send_later_work(struct sw_hub *h, const char *cluster)
 {
