@@ -12,6 +12,8 @@
 #     answered - its first sent)
 #   - Kubernetes API requests per Job per cluster (the hub's own counters)
 #   - the hub's peak RSS
+#   - the bound given when the origins appeared: the fastest any dispatcher
+#     with the same budget could finish, from the origins' creationTimestamps
 # and, in the same run on the same API server, the ceiling: one client of
 # spillway's REST layer with the hub's rate limits creating the same N Jobs
 # (suspended, so no pods) directly on cloud-spot. Rounds alternate (ceiling,
@@ -104,7 +106,7 @@ print("  ".join(f"{verb} {res} {code}: {d / n:.2f}" for d, (verb, res, code) in 
 PY
 }
 
-declare -a CEIL RATE P50 P99 REQ_O REQ_C RSS
+declare -a BOUND CEIL RATE P50 P99 REQ_O REQ_C RSS
 for round in $(seq 1 "$ROUNDS"); do
     # ---- the ceiling: our REST client, the hub's limits, straight to cloud-spot
     cns="ceil-$$-$round"
@@ -159,8 +161,10 @@ for round in $(seq 1 "$ROUNDS"); do
     cpu1=$(cpu_ticks "$HUB_PID") load1=$(cpu_ticks all)
     for k in $(rcli --scan --pattern "spillway:job:onprem/$hns/*"); do rcli GET "$k"; done >"$HUB_TMP/records"
     sent=$(awk '$1=="sending" && $2=="from" {print $3; exit}' "$HUB_TMP/load.err")
-    stats=$(python3 - "$HUB_TMP/created" "$HUB_TMP/records" "$made" "$sent" <<'PY'
-import json, sys
+    kc onprem get jobs -n "$hns" \
+        -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.creationTimestamp}{"\n"}{end}' >"$HUB_TMP/appeared"
+    stats=$(python3 - "$HUB_TMP/created" "$HUB_TMP/records" "$made" "$sent" "$HUB_TMP/appeared" <<'PY'
+import calendar, json, sys, time
 created = {}
 for line in open(sys.argv[1]):
     name, ms = line.split()
@@ -180,18 +184,38 @@ q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
 # From when the first create was sent, as the ceiling's own rate is.
 start = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else min(created.values())
 rate = n / ((max(disp) - start) / 1000.0)
-span = (max(created.values()) - min(created.values())) / 1000.0
-print(f"{q(0.5):.3f} {q(0.99):.3f} {lat[-1]:.3f} {rate:.1f} {span:.1f}")
+# When each origin came to exist (its creationTimestamp, whole seconds,
+# taken at the second's start): the fastest any dispatcher with the same
+# budget (a bucket of 100 filled at 50 a second, one request per Job on
+# each cluster) could have finished, given when the Jobs appeared.
+appeared = sorted(
+    max(start, calendar.timegm(time.strptime(ts, "%Y-%m-%dT%H:%M:%SZ")) * 1000)
+    for name, ts in (line.split() for line in open(sys.argv[5]) if line.strip())
+    if name in created)
+tokens, t = 100.0, start
+for a in appeared:
+    now = max(t, a)
+    tokens = min(100.0, tokens + (now - t) * 50 / 1000.0)
+    t = now
+    if tokens < 1:
+        t += (1 - tokens) * 1000.0 / 50
+        tokens = 1.0
+    tokens -= 1
+bound = n / ((t - start) / 1000.0)
+span = (appeared[-1] - start) / 1000.0
+print(f"{q(0.5):.3f} {q(0.99):.3f} {lat[-1]:.3f} {rate:.1f} {span:.1f} {bound:.1f}")
 PY
 )
     case "$stats" in ERROR*) hub_fail "$stats" ;; esac
-    read -r p50 p99 pmax rate span <<<"$stats"
+    read -r p50 p99 pmax rate span bound <<<"$stats"
+    BOUND+=("$(python3 -c "print(f'{$rate / $bound:.2f}')")")
     RATE+=("$rate") P50+=("$p50") P99+=("$p99") RSS+=("$((peak / 1024))")
     REQ_O+=("$(python3 -c "print(f'{($o1 - $o0) / $made:.2f}')")")
     REQ_C+=("$(python3 -c "print(f'{($c1 - $c0) / $made:.2f}')")")
     echo "hub round $round: $made Jobs dispatched at $rate Jobs/s; latency p50 ${p50}s p99 ${p99}s max ${pmax}s;" \
         "API requests per Job: onprem ${REQ_O[-1]}, cloud-spot ${REQ_C[-1]}; peak RSS ${RSS[-1]} MiB;" \
-        "the load's creates spanned ${span} s;" \
+        "the last origin existed ${span} s after the first create was sent, which bounds any dispatcher" \
+        "with the same budget to $bound Jobs/s (the hub: ${BOUND[-1]}x that);" \
         "CPU meanwhile: the hub $(python3 -c "print(f'{($cpu1 - $cpu0) / $(getconf CLK_TCK):.1f}')") s," \
         "the machine $(python3 -c "print(f'{($load1 - $load0) / $(getconf CLK_TCK):.1f}')") s of $(nproc) cores"
     echo "hub round $round: onprem's API server meanwhile, per Job (every client): $(apiserver_breakdown "$HUB_TMP/api0" "$HUB_TMP/api1" "$made")"
@@ -220,6 +244,7 @@ echo "hub dispatch, $N one-GPU $FORM Jobs at once, onprem -> cloud-spot, QPS 50 
 printf '  %-44s %s\n' "dispatch rate (Jobs/s)" "$r" \
     "ceiling: our REST client creating directly (Jobs/s)" "$c" \
     "ratio to the ceiling" "$(python3 -c "print(f'{$r / $c:.2f}x')")" \
+    "ratio to the bound given when the origins appeared" "$(median "${BOUND[@]}")x" \
     "origin created -> mirror created p50 (s)" "$(median "${P50[@]}")" \
     "origin created -> mirror created p99 (s)" "$(median "${P99[@]}")" \
     "API requests per Job, onprem" "$(median "${REQ_O[@]}")" \
