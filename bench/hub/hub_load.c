@@ -11,10 +11,10 @@
  * plain Jobs are created suspended, so that the ceiling measures the API's create path and leaves
  * no pods behind. QPS 0 means no client-side limit (the users submitting). Prints one line per Job,
  * "NAME CREATED_UNIX_MS", then on stderr the count, the seconds and the rate. Every Job's pod holds
- * its GPU for an hour in the lab. The first line on stderr is "sending from UNIX_MS", when the first
- * create is sent. With QUEUE (the Kueue benchmark, bench/kueue/bench_kueue.sh)
- * every Job carries the label kueue.x-k8s.io/queue-name: QUEUE and is created unsuspended, plain
- * ones too: Kueue's webhook suspends it, as it does a user's.
+ * its GPU for an hour in the lab. The first line on stderr is "sending from UNIX_MS", when the
+ * first create is sent. With QUEUE (the Kueue benchmark, bench/kueue/bench_kueue.sh) every Job
+ * carries the label kueue.x-k8s.io/queue-name: QUEUE and is created unsuspended, plain ones too:
+ * Kueue's webhook suspends it, as it does a user's.
  */
 #include <stdio.h>
 #include <stdlib.h>
