@@ -114,9 +114,7 @@ pass "no hub: Kueue admitted and ran all three Jobs at home (pending for quota s
     --role cloud --region us-east-1 --local-queue gpu --replace \
     --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
 hub_start
-kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
-kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
-    hub_fail "the filler did not start"
+kueue_filler
 sleep 11 # the hub reads the registry every 10 s
 kueue_job spill 4 1 10s yes | kc onprem apply -n "$NS" -f - >/dev/null
 S="onprem/$NS/spill"

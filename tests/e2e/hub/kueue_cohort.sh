@@ -45,9 +45,7 @@ YAML
 local_queue onprem
 
 watcher_start
-kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
-kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
-    hub_fail "the filler did not start"
+kueue_filler
 for _ in $(seq 1 60); do
     [ "$(kc onprem get clusterqueue "$SIDE" -o jsonpath='{.status.conditions[?(@.type=="Active")].status}')" = True ] && break
     sleep 0.5

@@ -48,9 +48,7 @@ watcher_start
 hub_start
 
 # ---- 1. quota full: the delegated Job bursts into cloud-spot's queue --------
-kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
-kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
-    hub_fail "the filler did not start"
+kueue_filler
 djob away 4 10s | kc onprem apply -n "$NS" -f - >/dev/null
 A="onprem/$NS/away"
 wait_record "$A" state succeeded 150

@@ -67,9 +67,7 @@ done
 
 watcher_start
 # onprem full, in Kueue (8 of 8 GPUs reserved) and on its nodes.
-kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
-kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=60s >/dev/null ||
-    hub_fail "the filler did not start"
+kueue_filler
 hub_start
 
 # ---- 1. a Job in the unreadable Kueue queue: left alone, told why ----------

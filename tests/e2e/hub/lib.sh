@@ -384,6 +384,35 @@ node_resources() {
     echo "$n"
 }
 
+# kueue_filler: Job filler in $NS on onprem, 2 pods x 4 GPUs for an hour,
+# holding the 8 GPUs of ClusterQueue gpu's nominal quota; returns once both
+# pods run. The tests before delete their namespaces without waiting: their
+# Workloads may still hold or wait for the queue's quota, and Kueue was seen
+# (CI, stop 26) to leave a filler created then pending for 60 s after the
+# quota it lacked was freed. So it waits first (up to 180 s) for the queue
+# to reserve nothing and have nothing pending, naming what is there if not.
+kueue_filler() {
+    local q="" i idle=""
+    for i in $(seq 1 180); do
+        q=$(kc onprem get clusterqueue gpu -o jsonpath='{.status.reservingWorkloads}/{.status.pendingWorkloads}' || true)
+        case "$q" in /|0/0|/0|0/) idle=1 && break ;; esac
+        sleep 1
+    done
+    if [ -z "$idle" ]; then
+        kc onprem get workloads -A -o custom-columns='NAMESPACE:.metadata.namespace,WORKLOAD:.metadata.name,ADMITTED BY:.status.admission.clusterQueue' >&2 || true
+        hub_fail "ClusterQueue gpu on onprem still has $q Workloads reserving/pending after 180 s (listed above)"
+    fi
+    [ "$i" = 1 ] || echo "kueue_filler: waited $((i - 1)) s for ClusterQueue gpu on onprem to reserve nothing and have nothing pending" >&2
+    kueue_job filler 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
+    if ! kc onprem wait --for=jsonpath='{.status.active}'=2 job/filler -n "$NS" --timeout=120s >/dev/null; then
+        echo "---- filler's Workload, pods and ClusterQueue gpu" >&2
+        kc onprem get workloads -n "$NS" -o jsonpath='{range .items[*]}{.metadata.name}: {range .status.conditions[*]}{.type}={.status} ({.message}); {end}{"\n"}{end}' >&2 || true
+        kc onprem get pods -n "$NS" -o wide >&2 || true
+        kc onprem get clusterqueue gpu -o jsonpath='{.status}{"\n"}' >&2 || true
+        hub_fail "the filler (2 pods x 4 GPUs in LocalQueue gpu) did not run within 120 s"
+    fi
+}
+
 # local_queue CLUSTER: LocalQueue gpu in $NS there, on ClusterQueue gpu.
 local_queue() {
     cat <<YAML | kc "$1" apply -f - >/dev/null
