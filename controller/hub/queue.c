@@ -509,13 +509,15 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
     }
     if (j->queue_released)
         return 0;
-    /* A Job taken from Kueue (its annotation) on a member whose Kueue
+    /* A Job taken from Kueue (its annotation, on the origin as dispatch
+     * has it: the cache's or its take's answer) on a member whose Kueue
      * informers have not listed yet (a hub started after the take): its
      * Workload is not known yet, so not known to be released either. The
      * mirror waits for the list. */
-    const struct sw_job_record *o = om ? sw_observe_origin_record(h, &j->rec) : NULL;
-    if (o != NULL && sw_job_record_annotation(o, SW_ANN_KUEUE_QUEUE) != NULL && om->cache != NULL &&
-        sw_member_reachable(om) && !sw_cluster_cache_kueue_synced(om->cache)) {
+    const cJSON *ann = sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "annotations");
+    bool marked = om != NULL && sw_json_str(ann, SW_ANN_KUEUE_QUEUE) != NULL;
+    if (marked && om->cache != NULL && sw_member_reachable(om) &&
+        !sw_cluster_cache_kueue_synced(om->cache)) {
         sw_cluster_cache_start_kueue(om->cache);
         j->busy = false;
         j->next_ms = sw_hub_mono_ms() + 500;
@@ -523,9 +525,7 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
     }
     /* The race tests' hold point: the deactivation held after the take
      * landed, so that Kueue may reserve quota for the Workload meanwhile. */
-    int64_t hold = o != NULL && sw_job_record_annotation(o, SW_ANN_KUEUE_QUEUE) != NULL
-                       ? sw_hub_hold_point("release")
-                       : 0;
+    int64_t hold = marked ? sw_hub_hold_point("release") : 0;
     if (hold > 0) {
         int64_t now = sw_hub_mono_ms();
         if (j->release_held_until == 0) {
