@@ -675,8 +675,9 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
      * from the origin cluster's budget). The patch's answer, kept, is the
      * origin as of that patch: the steps go on from it rather than wait for
      * the watch, which on an API server busy with creates was seen 3 to 5 s
-     * behind (the mirrors' budget idle meanwhile). What only the cache
-     * knows, the status (step 3), still waits for it. */
+     * behind (the mirrors' budget idle meanwhile). The status, which the
+     * answer kept lacks, is the cache's (step 3). */
+    const cJSON *cached = origin;
     bool from_answer = false;
     if (cache_behind(j, origin)) {
         if (j->kept == NULL) {
@@ -798,13 +799,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     }
     /* 3. the origin's pods gone (on a lost home: stopped on return) */
     if (r->form == SW_FORM_ANNOTATION && !home_lost) {
-        if (from_answer) { /* no status in the answer kept: the cache's */
-            j->busy = false;
-            j->next_ms = sw_hub_mono_ms() + 20;
-            return;
-        }
         int pods = sw_observe_pods(h, r->cluster, r->ns, r->name, NULL);
-        const cJSON *st = sw_json_child((cJSON *)origin, "status");
+        const cJSON *st = sw_json_child((cJSON *)cached, "status");
         int busy_pods = 0;
         static const char *counts[] = {"active", "ready", "terminating"};
         for (size_t i = 0; i < 3; i++) {
