@@ -96,5 +96,20 @@ const uint64_t *sw__workload_candidates(struct sw_engine *e, const struct wctx *
     if (w->prio == SW_PRIO_PRODUCTION || w->no_spot)
         for (size_t k = 0; k < W; k++)
             cand[k] &= ~e->set_spot[k];
+    /* A home_only pool is an option only for the workloads naming it; a
+     * workload naming one has no other pool of its origin. */
+    uint64_t home_bit = 0;
+    size_t home_word = 0;
+    if (c->home >= 0) {
+        size_t bit = e->pool_rank[c->home];
+        home_word = bit / 64;
+        home_bit = cand[home_word] & ((uint64_t)1 << (bit % 64));
+        const uint64_t *origin = e->set_cluster + (size_t)c->origin * W;
+        for (size_t k = 0; k < W; k++)
+            cand[k] &= ~origin[k];
+    }
+    for (size_t k = 0; k < W; k++)
+        cand[k] &= ~e->set_home_only[k];
+    cand[home_word] |= home_bit;
     return cand;
 }

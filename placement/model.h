@@ -91,6 +91,11 @@ struct sw_workload {
      * it (the hub leaves out a lost cluster), the workload has no home
      * option: it can only go elsewhere, and never if burst is NEVER. */
     char origin[SW_NAME_MAX];
+    /* Its one home option, when set: the pool of its origin cluster that
+     * stands for the queue it waits in (the hub gives each of a member's
+     * Kueue ClusterQueues a pool of its own, home_only); the origin's other
+     * pools are then not options. Empty: any pool of its origin. */
+    char home_pool[SW_NAME_MAX];
     enum sw_priority_class prio;
     int pods;
     int gpus_per_pod;
@@ -191,6 +196,9 @@ struct sw_pool {
      * each GPU it provisions out of max_gpus - total_gpus. */
     int n_mig;
     struct sw_mig_offer mig[SW_MAX_MIG];
+    /* An option only for the workloads naming it as their home_pool (one
+     * ClusterQueue's view of an owned pool), never for any other. */
+    bool home_only;
 };
 
 /** Egress between two regions (directional). */

@@ -85,6 +85,10 @@ static inline enum sw_exclusion fixed_exclusion(const struct sw_engine *e, const
 {
     const struct pool_rt *p = &e->pools[pi];
     const struct sw_workload *w = c->w;
+    /* One queue's share of a home is an option only for its own workloads,
+     * and such a workload has no other pool at home. */
+    if (p->home_only ? (int)pi != c->home : c->home >= 0 && p->cluster == c->origin)
+        return SW_EX_OTHER_QUEUE;
     if (c->product_unknown || (c->product_mask && !(c->product_mask >> p->product & 1u)))
         return SW_EX_PRODUCT;
     if (p->mem < w->min_gpu_mem_gb)

@@ -127,11 +127,12 @@ static const char *const ex_text[SW_EX__COUNT] = {
     "not considered by the policy",
     "preempted too often; spot no longer considered",
     "does not offer the workload's MIG profile (renting whole GPUs cannot take a slice)",
+    "another queue's share of its home (it waits in its own)",
 };
 static const char *const ex_token[SW_EX__COUNT] = {
     "none",      "product",    "gpu-memory",  "interconnect", "burst-never", "production-spot",
     "max-price", "never-fits", "capacity",    "quota",        "budget",      "no-route",
-    "policy",    "preempted",  "mig-profile",
+    "policy",    "preempted",  "mig-profile", "other-queue",
 };
 static const char *const why_text[SW_WHY__COUNT] = {
     "lowest expected cost including the value of delay",

@@ -45,6 +45,13 @@
 #define LINK_GBPS        10.0
 #define BLOCKED_RETRY_MS 30000
 
+/* One ClusterQueue's share of an owned pool: its name and the GPUs it has
+ * reserved (those its admitted Jobs give back as they end). */
+struct pool_queue {
+    char cq[64];
+    int64_t reserved;
+};
+
 /* A pending workload's Kueue queue at home, when one holds it. */
 struct pending_queue {
     bool set;
@@ -75,6 +82,10 @@ struct round {
     struct sw_queued **aheads;
     size_t *naheads;
     size_t cap_aheads, cap_naheads;
+    /* per pool: the ClusterQueue whose share of an owned pool it is (a
+     * home_only pool of a member with several), "" for any other pool */
+    struct pool_queue *pool_cq;
+    size_t cap_pool_cq;
     /* per member whose Kueue is read: its home queue (owned here), for
      * what a decision says of a Kueue Job's queue */
     struct sw_queue_home *homes;
@@ -143,6 +154,79 @@ static int reserved_gpus(struct sw_hub *h, const char *cluster, const char *capa
     return rv.gpus;
 }
 
+/* Room in every per-pool array for one more pool; its queue fields cleared. */
+static int room_for_pool(struct round *rd)
+{
+    size_t n = rd->npools + 1;
+    if (grow((void **)&rd->pools, &rd->cap_pools, n, sizeof(*rd->pools)) != 0 ||
+        grow((void **)&rd->specs, &rd->cap_specs, n, sizeof(*rd->specs)) != 0 ||
+        grow((void **)&rd->aheads, &rd->cap_aheads, n, sizeof(*rd->aheads)) != 0 ||
+        grow((void **)&rd->naheads, &rd->cap_naheads, n, sizeof(*rd->naheads)) != 0 ||
+        grow((void **)&rd->figs, &rd->cap_figs, n, sizeof(*rd->figs)) != 0 ||
+        grow((void **)&rd->pool_cq, &rd->cap_pool_cq, n, sizeof(*rd->pool_cq)) != 0)
+        return SW_ENOMEM;
+    rd->aheads[rd->npools] = NULL;
+    rd->naheads[rd->npools] = 0;
+    memset(&rd->pool_cq[rd->npools], 0, sizeof(rd->pool_cq[rd->npools]));
+    return 0;
+}
+
+/* Names cut to fit may collide; the engine wants them unique. */
+static void unique_name(struct round *rd, struct sw_pool *o, const char *member)
+{
+    for (size_t k = 0; k < rd->npools; k++)
+        if (strcmp(rd->pools[k].name, o->name) == 0) {
+            snprintf(o->name, sizeof(o->name), "%.30s#%u", member, (unsigned)(rd->npools % 100000));
+            return;
+        }
+}
+
+/*
+ * A member with several ClusterQueues: each gets its own view of the owned
+ * pool `base` (just added), a home_only pool only the Jobs queued in it may
+ * use, so that a Job is told what its own ClusterQueue may still reserve
+ * (its cohort's lending included) and which Workloads wait ahead in it, not
+ * what all of them may between them (docs/kueue.md, "The home option's
+ * wait"). `node_free` is what the nodes have idle for it.
+ */
+static void add_queue_pools(struct round *rd, const struct sw_member *m,
+                            const struct sw_queue_home *qh, size_t base, int node_free,
+                            int64_t milli_per_unit)
+{
+    char base_name[SW_NAME_MAX];
+    memcpy(base_name, rd->pools[base].name, sizeof(base_name));
+    for (size_t i = 0; i < qh->ncq; i++) {
+        if (room_for_pool(rd) != 0)
+            return;
+        size_t n = rd->npools;
+        rd->pools[n] = rd->pools[base];
+        struct sw_pool *o = &rd->pools[n];
+        const char *cq = qh->cq[i].name;
+        int64_t unit = o->time_sliced ? milli_per_unit : 1;
+        o->home_only = true;
+        snprintf(o->name, sizeof(o->name), "%.31s/%.31s", base_name, cq);
+        unique_name(rd, o, m->rec.name);
+        int64_t room = sw_queue_home_cq_headroom(qh, i) * unit;
+        o->free_gpus = room < node_free ? (int)room : node_free;
+        size_t na = 0;
+        struct sw_queued *a = qh->nahead ? sw_calloc(qh->nahead, sizeof(*a)) : NULL;
+        for (size_t k = 0; a != NULL && k < qh->nahead; k++) {
+            /* One whose queue is not known yet waits ahead in each. */
+            const char *of = sw_queue_home_ahead_cq(qh, k);
+            if (of == NULL || strcmp(of, cq) == 0)
+                a[na++] = (struct sw_queued){.gpus = (int)sw_queue_home_ahead_gpus(qh, k),
+                                             .runtime_s = PRIOR_RUNTIME_S};
+        }
+        rd->aheads[n] = a;
+        rd->naheads[n] = na;
+        snprintf(rd->pool_cq[n].cq, sizeof(rd->pool_cq[n].cq), "%s", cq);
+        rd->pool_cq[n].reserved = qh->cq[i].reserved_gpus * unit;
+        rd->specs[n] = rd->specs[base];
+        rd->figs[n] = rd->figs[base];
+        rd->npools++;
+    }
+}
+
 static void add_pools(struct round *rd)
 {
     struct sw_hub *h = rd->h;
@@ -172,18 +256,8 @@ static void add_pools(struct round *rd)
         }
         for (size_t p = 0; p < m->rec.spec.npools; p++) {
             const struct sw_pool_spec *ps = &m->rec.spec.pools[p];
-            if (grow((void **)&rd->pools, &rd->cap_pools, rd->npools + 1, sizeof(*rd->pools)) !=
-                    0 ||
-                grow((void **)&rd->specs, &rd->cap_specs, rd->npools + 1, sizeof(*rd->specs)) !=
-                    0 ||
-                grow((void **)&rd->aheads, &rd->cap_aheads, rd->npools + 1, sizeof(*rd->aheads)) !=
-                    0 ||
-                grow((void **)&rd->naheads, &rd->cap_naheads, rd->npools + 1,
-                     sizeof(*rd->naheads)) != 0 ||
-                grow((void **)&rd->figs, &rd->cap_figs, rd->npools + 1, sizeof(*rd->figs)) != 0)
+            if (room_for_pool(rd) != 0)
                 break;
-            rd->aheads[rd->npools] = NULL;
-            rd->naheads[rd->npools] = 0;
             struct sw_pool *o = &rd->pools[rd->npools];
             memset(o, 0, sizeof(*o));
             if (m->rec.spec.npools == 1)
@@ -227,13 +301,7 @@ static void add_pools(struct round *rd)
                 mo->total = (int)fig.mig[k].total;
                 mo->free = (int)fig.mig[k].free;
             }
-            /* Names cut to fit may collide; the engine wants them unique. */
-            for (size_t k = 0; k < rd->npools; k++)
-                if (strcmp(rd->pools[k].name, o->name) == 0) {
-                    snprintf(o->name, sizeof(o->name), "%.30s#%u", m->rec.name,
-                             (unsigned)(rd->npools % 100000));
-                    break;
-                }
+            unique_name(rd, o, m->rec.name);
             /* GPUs promised to Jobs on their way there are not free: idle
              * ones first, then room to provision (a NodePool's). */
             int res = reserved_gpus(h, m->rec.name, ps->capacity_type);
@@ -270,6 +338,7 @@ static void add_pools(struct round *rd)
                 if (o->total_gpus > o->max_gpus)
                     o->total_gpus = o->max_gpus;
             }
+            int node_free = o->free_gpus;
             if (kueue && o->capacity == SW_CAP_OWNED) {
                 /* Kueue counts units of nvidia.com/gpu (replicas when
                  * time-sliced). */
@@ -286,6 +355,10 @@ static void add_pools(struct round *rd)
             rd->specs[rd->npools] = ps;
             rd->figs[rd->npools] = fig;
             rd->npools++;
+            /* Jobs outside Kueue and those whose ClusterQueue is not known
+             * yet use the pool above; a Kueue Job, its queue's own view. */
+            if (kueue && rd->pools[rd->npools - 1].capacity == SW_CAP_OWNED && qh.ncq > 1)
+                add_queue_pools(rd, m, &qh, rd->npools - 1, node_free, fig.milli_per_unit);
         }
         sw_capacity_free(&cap);
         /* Kept for the round: a Kueue Job's decision names its queue. */
@@ -335,6 +408,7 @@ struct home_scan {
     struct round *rd;
     struct sw_member *m;
     const struct sw_pool_spec *ps;
+    const char *cq; /* a ClusterQueue's share: only its admitted Jobs' pods */
     int64_t now_ms;
     int left; /* GPUs in use not yet given a remaining time */
 };
@@ -367,6 +441,11 @@ static void home_pod(const char *key, const void *obj, void *ctx)
     snprintf(jk, sizeof(jk), "%s/%s", p->ns, p->owner);
     const struct sw_job_record *j =
         sw_informer_get(sw_cluster_cache_informer(hs->m->cache, SW_KIND_JOB), jk);
+    if (hs->cq != NULL) {
+        const char *by = j != NULL ? sw_queue_admitted_by(hs->m->rec.name, j->uid) : NULL;
+        if (by == NULL || strcmp(by, hs->cq) != 0)
+            return; /* another queue's, or no queue's */
+    }
     const char *declared = j ? sw_job_record_annotation(j, SW_ANN_RUNTIME) : NULL;
     double declared_s = 0;
     int64_t start_ms = 0;
@@ -393,11 +472,16 @@ static void add_queues(struct round *rd)
         if (rd->pools[p].capacity != SW_CAP_OWNED)
             continue;
         int used = rd->pools[p].total_gpus - rd->pools[p].free_gpus;
+        /* A ClusterQueue's share: what it reserved comes back to it as its
+         * Jobs end; the rest of the pool's GPUs in use never do. */
+        const char *cq = rd->pools[p].home_only ? rd->pool_cq[p].cq : NULL;
+        if (cq != NULL && rd->pool_cq[p].reserved < used)
+            used = rd->pool_cq[p].reserved < 0 ? 0 : (int)rd->pool_cq[p].reserved;
         size_t first = rd->nrunning;
         /* Whole GPUs only: a time-sliced pool counts thousandths, and its
          * pods' shares are not worth a forecast each. */
         struct sw_member *m = sw_member_find(h, rd->pools[p].cluster);
-        struct home_scan hs = {rd, m, rd->specs[p], sw_hub_wall_ms(), used};
+        struct home_scan hs = {rd, m, rd->specs[p], cq, sw_hub_wall_ms(), used};
         if (used > 0 && m && m->cache && !rd->pools[p].time_sliced)
             sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_POD), home_pod, &hs);
         if (hs.left > 0) {
@@ -503,6 +587,14 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     snprintf(w->team, sizeof(w->team), "%.*s", (int)sizeof(w->team) - 1, team);
     snprintf(j->rec.team, sizeof(j->rec.team), "%s", team);
     snprintf(w->origin, sizeof(w->origin), "%.*s", (int)sizeof(w->origin) - 1, j->rec.cluster);
+    /* In a Kueue queue of a member with several: its ClusterQueue's own view
+     * of home (add_queue_pools). */
+    for (size_t p = 0; pq->set && pq->k.cluster_queue[0] != '\0' && p < rd->npools; p++)
+        if (rd->pools[p].home_only && strcmp(rd->pools[p].cluster, j->rec.cluster) == 0 &&
+            strcmp(rd->pool_cq[p].cq, pq->k.cluster_queue) == 0) {
+            memcpy(w->home_pool, rd->pools[p].name, sizeof(w->home_pool));
+            break;
+        }
     w->prio = spec.prio;
     w->pods = pods;
     w->gpus_per_pod = gpp;
@@ -612,7 +704,8 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
     for (size_t k = 0; k < d->n_options; k++) {
         const struct sw_option *o = &d->options[k];
         const struct sw_pool *p = &snap->pools[o->pool];
-        if (o->stay && (home_wait < 0 || o->wait_s < home_wait))
+        /* Another queue's share of home is not its home (home_only). */
+        if (o->stay && o->excluded != SW_EX_OTHER_QUEUE && (home_wait < 0 || o->wait_s < home_wait))
             home_wait = o->wait_s;
         if (p->capacity == SW_CAP_ON_DEMAND && o->excluded != SW_EX_NEVER_FITS &&
             (burst_now == 0 || o->cost.total < burst_now))
@@ -732,6 +825,7 @@ static void round_free(struct round *rd)
         sw_free(rd->aheads[p]);
     sw_free(rd->aheads);
     sw_free(rd->naheads);
+    sw_free(rd->pool_cq);
     for (size_t i = 0; i < rd->nhomes; i++)
         sw_queue_home_free(&rd->homes[i]);
     sw_free(rd->homes);

@@ -775,6 +775,20 @@ int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *o
 /** The GPUs of the i-th Workload ahead. */
 int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i);
 /**
+ * The ClusterQueue the i-th Workload ahead waits in: the member's only one,
+ * else its LocalQueue's (read once, asked for meanwhile); NULL while not
+ * known.
+ */
+const char *sw_queue_home_ahead_cq(const struct sw_queue_home *qh, size_t i);
+/** What the i-th ClusterQueue of `qh` may still reserve, its cohort's lending included. */
+int64_t sw_queue_home_cq_headroom(const struct sw_queue_home *qh, size_t i);
+/**
+ * The ClusterQueue that reserved quota for the Job `uid` of `cluster`
+ * (its Workload reserved or admitted), or NULL. Borrowed until the next
+ * Workload scan.
+ */
+const char *sw_queue_admitted_by(const char *cluster, const char *uid);
+/**
  * What the decision of a Job in a Kueue queue at home says of that queue
  * (jobrec.h): its ClusterQueue (its cluster's only one, else the one its
  * Workload was admitted by, else its LocalQueue's once read; "" and the

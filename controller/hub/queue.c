@@ -826,6 +826,30 @@ int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i)
     return e->f.gpus;
 }
 
+const char *sw_queue_home_ahead_cq(const struct sw_queue_home *qh, size_t i)
+{
+    const struct sw_queue_wl *e = qh->ahead_e[i];
+    if (qh->ncq == 1)
+        return qh->cq[0].name;
+    if (e->f.cluster_queue[0] != '\0')
+        return e->f.cluster_queue; /* evicted, its admission's queue kept */
+    return qh->m != NULL ? lq_cluster_queue(qh->m, e->f.ns, e->f.queue) : NULL;
+}
+
+int64_t sw_queue_home_cq_headroom(const struct sw_queue_home *qh, size_t i)
+{
+    return sw_cluster_queue_headroom(&qh->cq[i], qh->cq, qh->ncq);
+}
+
+const char *sw_queue_admitted_by(const char *cluster, const char *uid)
+{
+    const struct sw_queue_wl *e = uid != NULL ? wl_find(cluster, uid) : NULL;
+    if (e == NULL || e->err[0] != '\0' || e->f.cluster_queue[0] == '\0' ||
+        (e->f.state != SW_WL_RESERVED && e->f.state != SW_WL_ADMITTED))
+        return NULL;
+    return e->f.cluster_queue;
+}
+
 int sw_queue_job_kueue(const struct sw_job *j, const cJSON *origin, const struct sw_queue_home *qh,
                        struct sw_job_kueue *out)
 {
@@ -854,9 +878,14 @@ int sw_queue_job_kueue(const struct sw_job *j, const cJSON *origin, const struct
         out->reserved_gpus = qh->reserved;
         out->nominal_gpus = qh->nominal;
     }
-    /* The engine queues every Workload pending for quota that spillway does
-     * not manage ahead of every burstable Job of the cluster (decide.c). */
-    out->ahead = (int64_t)qh->nahead;
+    /* The engine queues the Workloads pending for quota that spillway does
+     * not manage ahead of every burstable Job of their ClusterQueue (each
+     * of the cluster's when its queue is not known: decide.c). */
+    out->ahead = 0;
+    for (size_t i = 0; i < qh->nahead; i++) {
+        const char *of = cq != NULL ? sw_queue_home_ahead_cq(qh, i) : NULL;
+        out->ahead += cq == NULL || of == NULL || strcmp(of, cq->name) == 0;
+    }
     return 0;
 }
 

@@ -14,13 +14,19 @@
 #      twice: 8 GPUs of room, the Job would stay waiting for quota at home.)
 #   2. its decision names its ClusterQueue, gpu, with onprem having two: a
 #      pending Workload does not name its queue, the LocalQueue does.
+#   3. a third ClusterQueue, solo-$NS, in no cohort, with 8 GPUs of nominal
+#      quota unused: a second Job of 2 x 3 GPUs in LocalQueue gpu still
+#      bursts. Each ClusterQueue is a home of its own (docs/kueue.md, "The
+#      home option's wait"): gpu may reserve 4, whatever solo has unused.
+#      (All of onprem's ClusterQueues together may reserve 12, 8 of them
+#      idle on the nodes: counted so, the Job would stay waiting for quota.)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
 hub_setup kueue-cohort
 [ -f "$SW_LAB_DIR/kueue/on" ] || fail "the lab's Kueue is off (testbed kueue up)"
-SIDE="side-$NS"
-trap 'kc onprem delete clusterqueue "$SIDE" --ignore-not-found --wait=false >/dev/null 2>&1
+SIDE="side-$NS" SOLO="solo-$NS"
+trap 'kc onprem delete clusterqueue "$SIDE" "$SOLO" --ignore-not-found --wait=false >/dev/null 2>&1
 "$TESTBED" reseed onprem >/dev/null 2>&1 || true; hub_cleanup' EXIT
 
 cohort=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.cohortName}')
@@ -71,6 +77,46 @@ dec=$(kc onprem get job wide -n "$NS" -o jsonpath='{.metadata.annotations.spillw
 kq=$(rcli GET "spillway:job:$W" | python3 -c 'import json,sys; k=json.load(sys.stdin)["kueue"]; print(k["clusterQueue"], k["localQueue"], k["reservedGpus"], k["nominalGpus"])')
 [ "$kq" = "gpu gpu 8 8" ] || hub_fail "the record's kueue is \"$kq\", not \"gpu gpu 8 8\""
 pass "onprem has two ClusterQueues; the decision names wide's own: \"$dec\""
+
+# ---- 3. a ClusterQueue outside the cohort with room: not wide's home ------
+cat <<YAML | kc onprem apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: $SOLO}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: none-$NS}}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: $flavor
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 8}
+YAML
+kc onprem wait --for=condition=Active "clusterqueue/$SOLO" --timeout=30s >/dev/null ||
+    hub_fail "ClusterQueue $SOLO is not active"
+kueue_job wider 3 2 10s yes | kc onprem apply -n "$NS" -f - >/dev/null
+W2="onprem/$NS/wider"
+wait_record "$W2" state succeeded 240
+[ "$(record_field "$W2" targetCluster)" = cloud-spot ] ||
+    hub_fail "wider ran in $(record_field "$W2" targetCluster), not cloud-spot"
+[ "$(kc onprem get job wider -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] || hub_fail "wider started at home"
+one_mirror_each wider
+dec=$(kc onprem get job wider -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/decision}')
+[[ "$dec" =~ ^queued\ in\ ClusterQueue\ gpu:\ 8/8\ GPUs\ reserved,\ [0-9]+\ Workloads?\ ahead\;\ burst\ to\ cloud-spot\ \(spot\):\  ]] ||
+    hub_fail "wider's decision does not name ClusterQueue gpu: \"$dec\""
+# The explanation: the member's view summed over its queues is not wider's
+# home; its own queue's is, with no GPU it may reserve now.
+expl=$("$SPILLCTL" explain "$W2" -o json) || hub_fail "spillctl explain $W2 failed"
+echo "$expl" | python3 -c '
+import json, sys
+opts = {o["pool"]: o for o in json.load(sys.stdin)["decision"]["options"]}
+own = opts["onprem/gpu"]
+assert own["excluded"] == "none" and own["stay"], own
+others = [o for p, o in opts.items() if o["stay"] and p != "onprem/gpu"]
+assert len(others) == 3 and "onprem" in opts, others  # the summed view, side, solo
+assert all(o["excluded"] == "other-queue" for o in others), others
+' || hub_fail "wider's explanation does not show its own ClusterQueue as its only home: $expl"
+pass "ClusterQueue $SOLO (no cohort) with 8 unused: 6 GPUs asked in gpu (4 it may reserve) burst to cloud-spot, succeeded once; its home was ClusterQueue gpu's own view"
 kc onprem delete job filler -n "$NS" --wait=false >/dev/null
 
 watcher_check
