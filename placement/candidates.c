@@ -96,20 +96,21 @@ const uint64_t *sw__workload_candidates(struct sw_engine *e, const struct wctx *
     if (w->prio == SW_PRIO_PRODUCTION || w->no_spot)
         for (size_t k = 0; k < W; k++)
             cand[k] &= ~e->set_spot[k];
-    /* A home_only pool is an option only for the workloads naming it; a
-     * workload naming one has no other pool of its origin. */
-    uint64_t home_bit = 0;
-    size_t home_word = 0;
-    if (c->home >= 0) {
-        size_t bit = e->pool_rank[c->home];
-        home_word = bit / 64;
-        home_bit = cand[home_word] & ((uint64_t)1 << (bit % 64));
-        const uint64_t *origin = e->set_cluster + (size_t)c->origin * W;
+    /* A queue_only pool is an option only for the workloads naming it; a
+     * workload naming some has no other pool in their clusters. */
+    uint64_t named[SW_MAX_QUEUE_POOLS];
+    for (int q = 0; q < c->nqp; q++) {
+        size_t bit = e->pool_rank[c->qp[q]];
+        named[q] = cand[bit / 64] & ((uint64_t)1 << (bit % 64));
+    }
+    for (int q = 0; q < c->nqp; q++) {
+        const uint64_t *cl = e->set_cluster + (size_t)e->pools[c->qp[q]].cluster * W;
         for (size_t k = 0; k < W; k++)
-            cand[k] &= ~origin[k];
+            cand[k] &= ~cl[k];
     }
     for (size_t k = 0; k < W; k++)
-        cand[k] &= ~e->set_home_only[k];
-    cand[home_word] |= home_bit;
+        cand[k] &= ~e->set_queue_only[k];
+    for (int q = 0; q < c->nqp; q++)
+        cand[e->pool_rank[c->qp[q]] / 64] |= named[q];
     return cand;
 }

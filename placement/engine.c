@@ -176,7 +176,8 @@ static bool workload_context(struct sw_engine *e, const struct sw_snapshot *s, s
     c->out_region = w->output_region[0] ? sw__intern_find(&e->regions, w->output_region) : -1;
     d->runtime_s = c->runtime_s;
     c->origin = e->idx.work_origin[wi];
-    c->home = e->idx.work_home[wi];
+    c->qp = e->idx.work_queues + wi * SW_MAX_QUEUE_POOLS;
+    c->nqp = w->n_queue_pools;
     c->team = e->idx.work_team[wi];
     for (int k = 0; k < w->n_products; k++) {
         int id = sw__intern_find(&e->products, w->products[k]);

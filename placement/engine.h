@@ -91,7 +91,7 @@ enum sw_exclusion {
     SW_EX_POLICY,          /* the policy does not consider this option */
     SW_EX_PREEMPTED,       /* preempted its allowed number of times: no more spot */
     SW_EX_MIG_PROFILE,     /* the pool does not offer the workload's MIG profile */
-    SW_EX_OTHER_QUEUE,     /* another queue's share of its home (struct sw_pool, home_only) */
+    SW_EX_OTHER_QUEUE,     /* another queue's view of the cluster (struct sw_pool, queue_only) */
     SW_EX__COUNT
 };
 

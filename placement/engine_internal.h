@@ -100,7 +100,7 @@ struct pool_rt {
     unsigned ic;
     enum sw_capacity cap;
     bool milli;      /* time-sliced: counts in milli-GPUs (struct sw_pool) */
-    bool home_only;  /* only for the workloads naming it their home_pool */
+    bool queue_only; /* only for the workloads naming it in their queue_pools */
     int mig0, n_mig; /* its MIG offers: e->migs[mig0 .. mig0 + n_mig) */
 };
 
@@ -175,7 +175,7 @@ struct sw_engine {
     uint64_t *set_all, *set_spot, *set_cap, *set_prod, *set_cluster, *set_team;
     uint64_t *set_mem, *set_ic, *set_price, *set_cand;
     uint64_t *set_mig;       /* per MIG profile id: the pools offering it */
-    uint64_t *set_home_only; /* the pools only their own workloads may use (home_only) */
+    uint64_t *set_queue_only; /* the pools only their own workloads may use (queue_only) */
     struct set_cache mem_cache, ic_cache, price_cache;
 };
 
@@ -192,7 +192,8 @@ struct wctx {
     double runtime_med_s; /* its median: the weaker promise when no option keeps that one */
     int out_region;       /* where outputs return (-1: none or unknown) */
     int origin;
-    int home; /* its home_pool's index, -1 any pool of its origin */
+    const int *qp; /* its queue_pools' indexes, nqp of them */
+    int nqp;
     int team;
     uint64_t product_mask; /* 0: any product */
     bool product_unknown;  /* asked only for products no pool has */

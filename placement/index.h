@@ -33,8 +33,9 @@ struct sw__index {
     size_t pair_cap;
     int *work_origin; /* per pending workload: its origin's cluster id (-1: no pool there) */
     int *work_team;   /* per pending workload: its team's id, -1 none */
-    int *work_home;   /* per pending workload: its home_pool's index, -1 none */
-    size_t work_origin_cap, work_team_cap, work_home_cap;
+    /* per pending workload: its queue_pools' indexes, SW_MAX_QUEUE_POOLS each */
+    int *work_queues;
+    size_t work_origin_cap, work_team_cap, work_queues_cap;
 };
 
 /** The quota flavour of a pool: its flavour, or its name when it has none. */

@@ -358,20 +358,22 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
     /* An origin with no pool in the snapshot (its cluster is lost, say):
      * -1, no home option. */
     idx->work_origin[i] = sw__intern_find(&idx->clusters, w->origin);
-    idx->work_home[i] = -1;
-    if (w->home_pool[0] != '\0') {
-        int hp = sw__intern_find(&idx->pools, w->home_pool);
-        if (hp < 0)
+    if (w->n_queue_pools < 0 || w->n_queue_pools > SW_MAX_QUEUE_POOLS)
+        return sw_error_set(err, SW_EINVAL,
+                            "workload \"%s\": field \"queue_pools\": expected 0 to %d, got %d",
+                            w->name, SW_MAX_QUEUE_POOLS, w->n_queue_pools);
+    for (int k = 0; k < w->n_queue_pools; k++) {
+        int qp = sw__intern_find(&idx->pools, w->queue_pools[k]);
+        if (qp < 0)
             return sw_error_set(err, SW_EINVAL,
-                                "workload \"%s\": field \"home_pool\": no pool named \"%.*s\"",
-                                w->name, SW_NAME_MAX, w->home_pool);
-        if (strcmp(s->pools[hp].cluster, w->origin) != 0)
+                                "workload \"%s\": field \"queue_pools[%d]\": no pool named \"%.*s\"",
+                                w->name, k, SW_NAME_MAX, w->queue_pools[k]);
+        if (!s->pools[qp].queue_only)
             return sw_error_set(err, SW_EINVAL,
-                                "workload \"%s\": field \"home_pool\": pool \"%s\" is in cluster "
-                                "\"%s\", not in its origin \"%.*s\"",
-                                w->name, s->pools[hp].name, s->pools[hp].cluster, SW_NAME_MAX,
-                                w->origin);
-        idx->work_home[i] = hp;
+                                "workload \"%s\": field \"queue_pools[%d]\": pool \"%s\" is not "
+                                "a queue's (queue_only)",
+                                w->name, k, s->pools[qp].name);
+        idx->work_queues[i * SW_MAX_QUEUE_POOLS + (size_t)k] = qp;
     }
     return 0;
 }
@@ -421,7 +423,8 @@ static int index_reset(const struct sw_snapshot *s, struct sw__index *idx)
         grow(&idx->queue_pool, &idx->queue_cap, s->n_queues + 1, sizeof(size_t)) != 0 ||
         grow(&idx->work_origin, &idx->work_origin_cap, s->n_pending + 1, sizeof(int)) != 0 ||
         grow(&idx->work_team, &idx->work_team_cap, s->n_pending + 1, sizeof(int)) != 0 ||
-        grow(&idx->work_home, &idx->work_home_cap, s->n_pending + 1, sizeof(int)) != 0)
+        grow(&idx->work_queues, &idx->work_queues_cap,
+             (s->n_pending + 1) * SW_MAX_QUEUE_POOLS, sizeof(int)) != 0)
         return SW_ENOMEM;
     size_t cap = 16;
     while (cap < s->n_quotas * 2 + 1)
@@ -449,7 +452,7 @@ void sw__index_free(struct sw__index *idx)
     sw_free(idx->queue_pool);
     sw_free(idx->pairs);
     sw_free(idx->work_origin);
-    sw_free(idx->work_home);
+    sw_free(idx->work_queues);
     sw_free(idx->work_team);
     memset(idx, 0, sizeof(*idx));
 }

@@ -28,6 +28,8 @@
 /* The most slices of one profile a GPU is partitioned into (A100, H100). */
 #define SW_MIG_MAX_PER_GPU   7
 #define SW_MAX_INPUTS        4
+/* Queue pools one workload may name (struct sw_workload). */
+#define SW_MAX_QUEUE_POOLS 8
 #define SW_MAX_INPUT_REGIONS 4
 
 /*
@@ -91,11 +93,6 @@ struct sw_workload {
      * it (the hub leaves out a lost cluster), the workload has no home
      * option: it can only go elsewhere, and never if burst is NEVER. */
     char origin[SW_NAME_MAX];
-    /* Its one home option, when set: the pool of its origin cluster that
-     * stands for the queue it waits in (the hub gives each of a member's
-     * Kueue ClusterQueues a pool of its own, home_only); the origin's other
-     * pools are then not options. Empty: any pool of its origin. */
-    char home_pool[SW_NAME_MAX];
     enum sw_priority_class prio;
     int pods;
     int gpus_per_pod;
@@ -138,6 +135,14 @@ struct sw_workload {
     /* Set once the Job has been preempted its allowed number of times:
      * spot is no longer an option for it (the fallback is on-demand or home). */
     bool no_spot;
+    /* The pools that stand for the queues it would be admitted through
+     * (the hub gives each of a member's Kueue ClusterQueues a view of the
+     * member's pools of its own, queue_only): in a cluster where it names
+     * any, those are its only options there; at home, the queue it waits
+     * in; elsewhere, the queue its mirror would go into. None: any pool
+     * that is not queue_only. */
+    int n_queue_pools;
+    char queue_pools[SW_MAX_QUEUE_POOLS][SW_NAME_MAX];
 };
 
 struct sw_running;
@@ -196,9 +201,9 @@ struct sw_pool {
      * each GPU it provisions out of max_gpus - total_gpus. */
     int n_mig;
     struct sw_mig_offer mig[SW_MAX_MIG];
-    /* An option only for the workloads naming it as their home_pool (one
-     * ClusterQueue's view of an owned pool), never for any other. */
-    bool home_only;
+    /* An option only for the workloads naming it in their queue_pools (one
+     * Kueue ClusterQueue's view of a member's pool), never for any other. */
+    bool queue_only;
 };
 
 /** Egress between two regions (directional). */

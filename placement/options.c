@@ -85,10 +85,17 @@ static inline enum sw_exclusion fixed_exclusion(const struct sw_engine *e, const
 {
     const struct pool_rt *p = &e->pools[pi];
     const struct sw_workload *w = c->w;
-    /* One queue's share of a home is an option only for its own workloads,
-     * and such a workload has no other pool at home. */
-    if (p->home_only ? (int)pi != c->home : c->home >= 0 && p->cluster == c->origin)
-        return SW_EX_OTHER_QUEUE;
+    /* One queue's view of a cluster is an option only for the workloads
+     * naming it, and those have no other pool in that cluster. */
+    if (p->queue_only || c->nqp > 0) {
+        bool named = false, cluster_named = false;
+        for (int k = 0; k < c->nqp && !named; k++) {
+            named = c->qp[k] == (int)pi;
+            cluster_named = cluster_named || e->pools[c->qp[k]].cluster == p->cluster;
+        }
+        if (!named && (p->queue_only || cluster_named))
+            return SW_EX_OTHER_QUEUE;
+    }
     if (c->product_unknown || (c->product_mask && !(c->product_mask >> p->product & 1u)))
         return SW_EX_PRODUCT;
     if (p->mem < w->min_gpu_mem_gb)

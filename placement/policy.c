@@ -127,7 +127,7 @@ static const char *const ex_text[SW_EX__COUNT] = {
     "not considered by the policy",
     "preempted too often; spot no longer considered",
     "does not offer the workload's MIG profile (renting whole GPUs cannot take a slice)",
-    "another queue's share of its home (it waits in its own)",
+    "another Kueue queue's view of the cluster (the Job's queue there has its own)",
 };
 static const char *const ex_token[SW_EX__COUNT] = {
     "none",      "product",    "gpu-memory",  "interconnect", "burst-never", "production-spot",

@@ -93,7 +93,7 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         r->ic = p->interconnect;
         r->cap = p->capacity;
         r->milli = p->time_sliced;
-        r->home_only = p->home_only;
+        r->queue_only = p->queue_only;
         r->mig0 = (int)m0;
         r->n_mig = p->n_mig;
         for (int k = 0; k < p->n_mig; k++) {
@@ -258,7 +258,7 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
     e->set_cluster = next, next += C * W;
     e->set_team = next, next += T * W;
     e->set_mig = next, next += M * W;
-    e->set_home_only = next, next += W;
+    e->set_queue_only = next, next += W;
     e->set_cand = next, next += 4 * W;
     e->set_mem = next, next += SET_CACHE * W;
     e->set_ic = next, next += SET_CACHE * W;
@@ -285,8 +285,8 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
             set_bit(e->set_cap + (size_t)b * W, bit);
         set_bit(e->set_prod + (size_t)r->product * W, bit);
         set_bit(e->set_cluster + (size_t)r->cluster * W, bit);
-        if (r->home_only)
-            set_bit(e->set_home_only, bit);
+        if (r->queue_only)
+            set_bit(e->set_queue_only, bit);
         for (int k = 0; k < r->n_mig; k++)
             set_bit(e->set_mig + (size_t)e->migs[r->mig0 + k].profile * W, bit);
         for (size_t t = 0; t < T; t++)

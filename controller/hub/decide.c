@@ -15,7 +15,10 @@
  *             after the running-Job prior; on a member whose Kueue is read,
  *             its ClusterQueues' headroom (cohort lending included) caps
  *             what is free, and the Workloads pending for quota that
- *             spillway does not manage queue ahead (queue.c)
+ *             spillway does not manage queue ahead (queue.c); a member
+ *             with several ClusterQueues also has a view of each pool per
+ *             ClusterQueue, which only the Jobs admitted through that
+ *             queue may use (add_queue_pools)
  *   pending   every managed Job that waits for a decision: a delegated Job
  *             not yet dispatched, an annotation-only Job whose pods are
  *             Unschedulable for lack of GPUs with none running, and a Job
@@ -82,8 +85,8 @@ struct round {
     struct sw_queued **aheads;
     size_t *naheads;
     size_t cap_aheads, cap_naheads;
-    /* per pool: the ClusterQueue whose share of an owned pool it is (a
-     * home_only pool of a member with several), "" for any other pool */
+    /* per pool: the ClusterQueue whose view of a member's pool it is (a
+     * queue_only pool of a member with several), "" for any other pool */
     struct pool_queue *pool_cq;
     size_t cap_pool_cq;
     /* per member whose Kueue is read: its home queue (owned here), for
@@ -181,33 +184,59 @@ static void unique_name(struct round *rd, struct sw_pool *o, const char *member)
         }
 }
 
+/* A cloud pool whose Kueue may still reserve `room` GPUs: free GPUs and
+ * the room to grow alike are bounded by it. */
+static void cap_by_room(struct sw_pool *o, int64_t room)
+{
+    if (room < 0)
+        room = 0;
+    int used = o->total_gpus - o->free_gpus;
+    if (o->free_gpus > room)
+        o->free_gpus = (int)room;
+    if ((int64_t)o->max_gpus > used + room)
+        o->max_gpus = used + (int)room;
+    if (o->total_gpus > o->max_gpus)
+        o->total_gpus = o->max_gpus;
+}
+
 /*
- * A member with several ClusterQueues: each gets its own view of the owned
- * pool `base` (just added), a home_only pool only the Jobs queued in it may
- * use, so that a Job is told what its own ClusterQueue may still reserve
- * (its cohort's lending included) and which Workloads wait ahead in it, not
- * what all of them may between them (docs/kueue.md, "The home option's
- * wait"). `node_free` is what the nodes have idle for it.
+ * A member with several ClusterQueues: each gets its own view of the pool
+ * just added (`pre`: as it was before Kueue's caps; `res`: the GPUs
+ * promised there), a queue_only pool only the Jobs that would be admitted
+ * through that queue may use, so that a Job is told what its own
+ * ClusterQueue may still reserve (its cohort's lending included), not what
+ * all of them may between them (docs/kueue.md, "The home option's wait"
+ * and "Into the cloud's queue"). At home, the Workloads waiting ahead in
+ * that queue and the GPUs it reserved, which its Jobs give back.
  */
 static void add_queue_pools(struct round *rd, const struct sw_member *m,
-                            const struct sw_queue_home *qh, size_t base, int node_free,
+                            const struct sw_queue_home *qh, const struct sw_pool *pre, int res,
                             int64_t milli_per_unit)
 {
-    char base_name[SW_NAME_MAX];
-    memcpy(base_name, rd->pools[base].name, sizeof(base_name));
+    size_t base = rd->npools - 1;
     for (size_t i = 0; i < qh->ncq; i++) {
         if (room_for_pool(rd) != 0)
             return;
         size_t n = rd->npools;
-        rd->pools[n] = rd->pools[base];
+        rd->pools[n] = *pre;
         struct sw_pool *o = &rd->pools[n];
         const char *cq = qh->cq[i].name;
         int64_t unit = o->time_sliced ? milli_per_unit : 1;
-        o->home_only = true;
-        snprintf(o->name, sizeof(o->name), "%.31s/%.31s", base_name, cq);
+        o->queue_only = true;
+        snprintf(o->name, sizeof(o->name), "%.31s/%.31s", pre->name, cq);
         unique_name(rd, o, m->rec.name);
         int64_t room = sw_queue_home_cq_headroom(qh, i) * unit;
-        o->free_gpus = room < node_free ? (int)room : node_free;
+        snprintf(rd->pool_cq[n].cq, sizeof(rd->pool_cq[n].cq), "%s", cq);
+        rd->pool_cq[n].reserved = qh->cq[i].reserved_gpus * unit;
+        rd->specs[n] = rd->specs[base];
+        rd->figs[n] = rd->figs[base];
+        rd->npools++;
+        if (o->capacity != SW_CAP_OWNED) {
+            cap_by_room(o, room - res);
+            continue;
+        }
+        if (o->free_gpus > room)
+            o->free_gpus = (int)room;
         size_t na = 0;
         struct sw_queued *a = qh->nahead ? sw_calloc(qh->nahead, sizeof(*a)) : NULL;
         for (size_t k = 0; a != NULL && k < qh->nahead; k++) {
@@ -219,11 +248,6 @@ static void add_queue_pools(struct round *rd, const struct sw_member *m,
         }
         rd->aheads[n] = a;
         rd->naheads[n] = na;
-        snprintf(rd->pool_cq[n].cq, sizeof(rd->pool_cq[n].cq), "%s", cq);
-        rd->pool_cq[n].reserved = qh->cq[i].reserved_gpus * unit;
-        rd->specs[n] = rd->specs[base];
-        rd->figs[n] = rd->figs[base];
-        rd->npools++;
     }
 }
 
@@ -320,25 +344,15 @@ static void add_pools(struct round *rd)
                 o->free_gpus = 0;
                 o->max_gpus = o->total_gpus;
             }
-            if (kueue && o->capacity != SW_CAP_OWNED) {
+            struct sw_pool pre = *o;
+            if (kueue && o->capacity != SW_CAP_OWNED)
                 /* A cloud member that queues mirrors in Kueue: what its
-                 * ClusterQueues may still reserve bounds the pool, free
-                 * GPUs and the room to grow alike, less the GPUs already
-                 * promised there (a mirror whose Workload has reserved
-                 * is then counted twice for a moment: never too many). */
-                int64_t room =
-                    (o->time_sliced ? qh.headroom * fig.milli_per_unit : qh.headroom) - res;
-                if (room < 0)
-                    room = 0;
-                int used = o->total_gpus - o->free_gpus;
-                if (o->free_gpus > room)
-                    o->free_gpus = (int)room;
-                if ((int64_t)o->max_gpus > used + room)
-                    o->max_gpus = used + (int)room;
-                if (o->total_gpus > o->max_gpus)
-                    o->total_gpus = o->max_gpus;
-            }
-            int node_free = o->free_gpus;
+                 * ClusterQueues may still reserve bounds the pool, less
+                 * the GPUs already promised there (a mirror whose Workload
+                 * has reserved is then counted twice for a moment: never
+                 * too many). */
+                cap_by_room(o, (o->time_sliced ? qh.headroom * fig.milli_per_unit : qh.headroom) -
+                                   res);
             if (kueue && o->capacity == SW_CAP_OWNED) {
                 /* Kueue counts units of nvidia.com/gpu (replicas when
                  * time-sliced). */
@@ -355,10 +369,12 @@ static void add_pools(struct round *rd)
             rd->specs[rd->npools] = ps;
             rd->figs[rd->npools] = fig;
             rd->npools++;
-            /* Jobs outside Kueue and those whose ClusterQueue is not known
-             * yet use the pool above; a Kueue Job, its queue's own view. */
-            if (kueue && rd->pools[rd->npools - 1].capacity == SW_CAP_OWNED && qh.ncq > 1)
-                add_queue_pools(rd, m, &qh, rd->npools - 1, node_free, fig.milli_per_unit);
+            /* Jobs outside Kueue, and those whose ClusterQueue there is not
+             * known yet, use the pool above; a Kueue Job at home, its
+             * queue's own view; a mirror into the member's LocalQueue, the
+             * view of that LocalQueue's ClusterQueue. */
+            if (kueue && qh.ncq > 1)
+                add_queue_pools(rd, m, &qh, &pre, res, fig.milli_per_unit);
         }
         sw_capacity_free(&cap);
         /* Kept for the round: a Kueue Job's decision names its queue. */
@@ -474,7 +490,7 @@ static void add_queues(struct round *rd)
         int used = rd->pools[p].total_gpus - rd->pools[p].free_gpus;
         /* A ClusterQueue's share: what it reserved comes back to it as its
          * Jobs end; the rest of the pool's GPUs in use never do. */
-        const char *cq = rd->pools[p].home_only ? rd->pool_cq[p].cq : NULL;
+        const char *cq = rd->pools[p].queue_only ? rd->pool_cq[p].cq : NULL;
         if (cq != NULL && rd->pool_cq[p].reserved < used)
             used = rd->pool_cq[p].reserved < 0 ? 0 : (int)rd->pool_cq[p].reserved;
         size_t first = rd->nrunning;
@@ -540,6 +556,43 @@ static bool wants_decision(struct sw_hub *h, struct sw_job *j, const cJSON *orig
     return sw_queue_of(origin)->waits(h, j, origin);
 }
 
+/*
+ * The views of ClusterQueues (add_queue_pools) a Job would be admitted
+ * through: at home, the one it waits in; elsewhere, the ClusterQueue of the
+ * LocalQueue its mirror would go into there (dispatch.c: the member's
+ * registered one, else the origin's own LocalQueue name) in the Job's
+ * namespace. Where the queue is not known, none: the member's summed
+ * view. False while a LocalQueue is being read: the Job is decided once it
+ * is (a round later).
+ */
+static bool name_queue_pools(struct round *rd, const struct sw_job *j,
+                             const struct pending_queue *pq, struct sw_workload *w)
+{
+    for (size_t p = 0; p < rd->npools && w->n_queue_pools < SW_MAX_QUEUE_POOLS; p++) {
+        if (!rd->pools[p].queue_only)
+            continue;
+        struct sw_member *m = sw_member_find(rd->h, rd->pools[p].cluster);
+        const char *cq = NULL, *lq = NULL;
+        bool home = strcmp(rd->pools[p].cluster, j->rec.cluster) == 0, asking = false;
+        if (home && pq->set && pq->k.cluster_queue[0] != '\0')
+            cq = pq->k.cluster_queue;
+        else if (home)
+            lq = pq->set ? pq->k.local_queue : NULL;
+        else if (m != NULL)
+            lq = m->rec.spec.local_queue[0] != '\0' ? m->rec.spec.local_queue
+                 : pq->set                          ? pq->k.local_queue
+                                                    : NULL;
+        if (lq != NULL)
+            cq = sw_queue_local_queue_cq(m, j->rec.ns, lq, &asking);
+        if (asking)
+            return false;
+        if (cq != NULL && strcmp(rd->pool_cq[p].cq, cq) == 0)
+            memcpy(w->queue_pools[w->n_queue_pools++], rd->pools[p].name,
+                   sizeof(w->queue_pools[0]));
+    }
+    return true;
+}
+
 static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
 {
     struct round *rd = ctx;
@@ -587,14 +640,8 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     snprintf(w->team, sizeof(w->team), "%.*s", (int)sizeof(w->team) - 1, team);
     snprintf(j->rec.team, sizeof(j->rec.team), "%s", team);
     snprintf(w->origin, sizeof(w->origin), "%.*s", (int)sizeof(w->origin) - 1, j->rec.cluster);
-    /* In a Kueue queue of a member with several: its ClusterQueue's own view
-     * of home (add_queue_pools). */
-    for (size_t p = 0; pq->set && pq->k.cluster_queue[0] != '\0' && p < rd->npools; p++)
-        if (rd->pools[p].home_only && strcmp(rd->pools[p].cluster, j->rec.cluster) == 0 &&
-            strcmp(rd->pool_cq[p].cq, pq->k.cluster_queue) == 0) {
-            memcpy(w->home_pool, rd->pools[p].name, sizeof(w->home_pool));
-            break;
-        }
+    if (!name_queue_pools(rd, j, pq, w))
+        return;
     w->prio = spec.prio;
     w->pods = pods;
     w->gpus_per_pod = gpp;
@@ -704,7 +751,7 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
     for (size_t k = 0; k < d->n_options; k++) {
         const struct sw_option *o = &d->options[k];
         const struct sw_pool *p = &snap->pools[o->pool];
-        /* Another queue's share of home is not its home (home_only). */
+        /* Another queue's view of home is not its home (queue_only). */
         if (o->stay && o->excluded != SW_EX_OTHER_QUEUE && (home_wait < 0 || o->wait_s < home_wait))
             home_wait = o->wait_s;
         if (p->capacity == SW_CAP_ON_DEMAND && o->excluded != SW_EX_NEVER_FITS &&

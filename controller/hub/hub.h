@@ -780,6 +780,14 @@ int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i);
  * known.
  */
 const char *sw_queue_home_ahead_cq(const struct sw_queue_home *qh, size_t i);
+/**
+ * The ClusterQueue of LocalQueue `lq` in namespace `ns` of member `m`, or
+ * NULL while not known (read once, with a GET, and kept; asked for again a
+ * minute after a failed read) or when `lq` is empty. `*asking`: NULL
+ * because the read is under way (not because it failed).
+ */
+const char *sw_queue_local_queue_cq(struct sw_member *m, const char *ns, const char *lq,
+                                    bool *asking);
 /** What the i-th ClusterQueue of `qh` may still reserve, its cohort's lending included. */
 int64_t sw_queue_home_cq_headroom(const struct sw_queue_home *qh, size_t i);
 /**

@@ -314,6 +314,24 @@ static const char *lq_cluster_queue(struct sw_member *m, const char *ns, const c
     return NULL;
 }
 
+const char *sw_queue_local_queue_cq(struct sw_member *m, const char *ns, const char *lq,
+                                    bool *asking)
+{
+    *asking = false;
+    if (m == NULL || lq == NULL || lq[0] == '\0')
+        return NULL;
+    const char *cq = lq_cluster_queue(m, ns, lq);
+    if (cq == NULL) {
+        char key[200];
+        snprintf(key, sizeof(key), "%s/%s/%s", m->rec.name, ns, lq);
+        const struct lq_entry *e = lqs[wl_hash(key) % LQ_BUCKETS];
+        while (e != NULL && strcmp(e->key, key) != 0)
+            e = e->next;
+        *asking = e != NULL && e->asking;
+    }
+    return cq;
+}
+
 struct cq_all {
     struct sw_cluster_queue_facts cq[SW_QUEUE_MAX_CQ];
     size_t n;

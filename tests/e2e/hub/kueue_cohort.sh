@@ -20,13 +20,23 @@
 #      home option's wait"): gpu may reserve 4, whatever solo has unused.
 #      (All of onprem's ClusterQueues together may reserve 12, 8 of them
 #      idle on the nodes: counted so, the Job would stay waiting for quota.)
+#   4. the same on the cloud side: cloud-spot, re-registered to queue mirrors
+#      in LocalQueue tight, gets a second ClusterQueue, tight-$NS, with 4
+#      GPUs of nominal quota, behind that LocalQueue in the test's
+#      namespace, while its ClusterQueue gpu has 64. A third Job of 2 x 3
+#      GPUs, cloud-first, goes straight to cloud-ondemand: the mirror's own
+#      queue in cloud-spot may reserve 4, whatever gpu has. (Summed,
+#      cloud-spot had 68 and room: the mirror would wait unadmitted in
+#      tight until withdrawn after kueue.mirrorAdmissionSeconds, then go
+#      elsewhere.)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
 hub_setup kueue-cohort
 [ -f "$SW_LAB_DIR/kueue/on" ] || fail "the lab's Kueue is off (testbed kueue up)"
-SIDE="side-$NS" SOLO="solo-$NS"
+SIDE="side-$NS" SOLO="solo-$NS" TIGHT="tight-$NS"
 trap 'kc onprem delete clusterqueue "$SIDE" "$SOLO" --ignore-not-found --wait=false >/dev/null 2>&1
+kc cloud-spot delete clusterqueue "$TIGHT" --ignore-not-found --wait=false >/dev/null 2>&1
 "$TESTBED" reseed onprem >/dev/null 2>&1 || true; hub_cleanup' EXIT
 
 cohort=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.cohortName}')
@@ -117,6 +127,55 @@ assert len(others) == 3 and "onprem" in opts, others  # the summed view, side, s
 assert all(o["excluded"] == "other-queue" for o in others), others
 ' || hub_fail "wider's explanation does not show its own ClusterQueue as its only home: $expl"
 pass "ClusterQueue $SOLO (no cohort) with 8 unused: 6 GPUs asked in gpu (4 it may reserve) burst to cloud-spot, succeeded once; its home was ClusterQueue gpu's own view"
+
+# ---- 4. cloud-spot's mirror queue has no room for it, its other queue has --
+spot_flavor=$(kc cloud-spot get clusterqueue gpu -o jsonpath='{.spec.resourceGroups[0].flavors[0].name}')
+[ -n "$spot_flavor" ] || hub_fail "cloud-spot's ClusterQueue gpu names no flavour"
+cat <<YAML | kc cloud-spot apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: $TIGHT}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: $spot_flavor
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 4}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: tight, namespace: $NS}
+spec: {clusterQueue: $TIGHT}
+YAML
+kc cloud-spot wait --for=condition=Active "clusterqueue/$TIGHT" --timeout=30s >/dev/null ||
+    hub_fail "ClusterQueue $TIGHT on cloud-spot is not active"
+"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
+    --role cloud --region us-east-1 --local-queue tight --replace \
+    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+sleep 11 # the hub reads the registry every 10 s
+# cloud-first: the cheapest cloud option, rather than weigh the wait at home.
+kueue_job narrow 3 2 10s yes | sed 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|' |
+    kc onprem apply -n "$NS" -f - >/dev/null
+W3="onprem/$NS/narrow"
+wait_record "$W3" state succeeded 240
+[ "$(record_field "$W3" targetCluster)" = cloud-ondemand ] ||
+    hub_fail "narrow ran in $(record_field "$W3" targetCluster), not cloud-ondemand"
+[ "$(record_field "$W3" withdrawals)" = 0 ] ||
+    hub_fail "narrow's mirror was withdrawn $(record_field "$W3" withdrawals) times: it was sent to a queue without room"
+[ "$(kc onprem get job narrow -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] || hub_fail "narrow started at home"
+one_mirror_each narrow
+expl=$("$SPILLCTL" explain "$W3" -o json) || hub_fail "spillctl explain $W3 failed"
+echo "$expl" | python3 -c '
+import json, sys
+opts = {o["pool"]: o for o in json.load(sys.stdin)["decision"]["options"]}
+assert opts["cloud-spot"]["excluded"] == "other-queue", opts["cloud-spot"]
+assert opts["cloud-spot/gpu"]["excluded"] == "other-queue", opts["cloud-spot/gpu"]
+tight = [o for p, o in opts.items() if p.startswith("cloud-spot/tight")]
+assert len(tight) == 1 and tight[0]["excluded"] in ("never-fits", "capacity"), tight
+' || hub_fail "narrow's explanation does not show cloud-spot's queue tight as its only option there: $expl"
+pass "cloud-spot's LocalQueue tight on ClusterQueue $TIGHT (4 GPUs) beside gpu (64): 6 GPUs asked went straight to cloud-ondemand, no mirror withdrawn, succeeded once"
 kc onprem delete job filler -n "$NS" --wait=false >/dev/null
 
 watcher_check

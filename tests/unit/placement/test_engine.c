@@ -759,57 +759,82 @@ static void test_origin_without_pools(void **state)
 /* Names at the limit every module shares (common/limits.h: 63 characters):
  * the snapshot carries a member, pool, region, team and origin of that
  * length whole, so the decision names the cluster the registry has. */
-/* A Kueue member's owned pool seen per ClusterQueue (home_only pools): a
- * workload naming its queue's pool has no other home, and no other
- * workload may use that pool. Queue a is full for 4 hours while the
- * member's GPUs, summed over its queues, have 8 idle: a Job of queue a
- * bursts, a Job naming no queue stays. */
-static void test_home_pool_per_queue(void **state)
+/* A Kueue member's pools seen per ClusterQueue (queue_only pools): a
+ * workload naming its queues' pools has no other pool in their clusters,
+ * and no other workload may use them. At home queue a is full for 4 hours
+ * while the member's GPUs, summed over its queues, have 8 idle: a Job of
+ * queue a bursts, a Job naming no queue stays. A Job whose mirror would go
+ * into the cloud's queue "tight" (no room) has no cloud option left. */
+static void test_queue_pools(void **state)
 {
     (void)state;
     struct lab l;
     lab_init(&l);
-    lab_pool(&l.pools[0], "onprem", "onprem", "onprem", SW_CAP_OWNED, 40, 8, 8, 8, 0, 1.00, 0);
-    lab_pool(&l.pools[3], "onprem/a", "onprem", "onprem", SW_CAP_OWNED, 40, 8, 0, 8, 0, 1.00, 0);
-    l.pools[3].home_only = true;
-    l.snap.n_pools = 4;
+    struct sw_pool pools[5];
+    memcpy(pools, l.pools, 3 * sizeof(pools[0]));
+    lab_pool(&pools[0], "onprem", "onprem", "onprem", SW_CAP_OWNED, 40, 8, 8, 8, 0, 1.00, 0);
+    lab_pool(&pools[3], "onprem/a", "onprem", "onprem", SW_CAP_OWNED, 40, 8, 0, 8, 0, 1.00, 0);
+    pools[3].queue_only = true;
+    pools[4] = pools[1];
+    strcpy(pools[4].name, "cloud-spot/tight");
+    pools[4].max_gpus = 0;
+    pools[4].queue_only = true;
+    l.snap.pools = pools;
+    l.snap.n_pools = 5;
     strcpy(l.queues[0].pool, "onprem/a"); /* 8 GPUs of queue a free in 4 h */
     lab_workload(&l.pending[0], "in-a", "ml", SW_PRIO_TRAINING, 1, 4, 7200);
-    strcpy(l.pending[0].home_pool, "onprem/a");
+    l.pending[0].n_queue_pools = 1;
+    strcpy(l.pending[0].queue_pools[0], "onprem/a");
     lab_workload(&l.pending[1], "plain", "ml", SW_PRIO_TRAINING, 1, 4, 7200);
-    l.snap.n_pending = 2;
+    lab_workload(&l.pending[2], "tight", "ml", SW_PRIO_TRAINING, 1, 4, 7200);
+    l.pending[2].n_queue_pools = 2;
+    strcpy(l.pending[2].queue_pools[0], "onprem/a");
+    strcpy(l.pending[2].queue_pools[1], "cloud-spot/tight");
+    l.snap.n_pending = 3;
     for (int explain = 0; explain < 2; explain++) {
-        struct sw_decision d[2];
+        struct sw_decision d[3];
         assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, explain ? SW_DECIDE_EXPLAIN : 0, d), 0);
         assert_int_equal(d[0].verdict, SW_VERDICT_BURST);
         assert_int_equal(d[0].pool, 1);
         assert_int_equal(d[1].verdict, SW_VERDICT_STAY);
         assert_int_equal(d[1].pool, 0);
         assert_int_equal((int)d[1].chosen.wait_s, 0);
+        /* tight: its cloud queue has no room and cluster cloud's other
+         * pools are not its: it waits in queue a. */
+        assert_int_equal(d[2].verdict, SW_VERDICT_STAY);
+        assert_int_equal(d[2].pool, 3);
         if (!explain)
             continue;
         /* in-a: the member's summed view is not its home; its own queue is,
-         * with the 4-hour wait. plain: queue a's pool is not an option. */
+         * with the 4-hour wait. plain: no queue's view is an option. */
         assert_int_equal(d[0].options[0].excluded, SW_EX_OTHER_QUEUE);
         assert_int_equal(d[0].options[3].excluded, SW_EX_NONE);
         assert_true(d[0].options[3].stay);
         assert_int_equal((int)d[0].options[3].wait_s, 4 * 3600);
+        assert_int_equal(d[0].options[4].excluded, SW_EX_OTHER_QUEUE);
         assert_int_equal(d[1].options[3].excluded, SW_EX_OTHER_QUEUE);
+        assert_int_equal(d[1].options[4].excluded, SW_EX_OTHER_QUEUE);
+        assert_int_equal(d[2].options[1].excluded, SW_EX_OTHER_QUEUE);
+        assert_int_equal(d[2].options[2].excluded, SW_EX_OTHER_QUEUE);
+        assert_int_equal(d[2].options[4].excluded, SW_EX_NEVER_FITS);
         assert_string_equal(sw_exclusion_token(SW_EX_OTHER_QUEUE), "other-queue");
     }
     /* Bad input names the workload and the field. */
-    struct sw_decision d[2];
+    struct sw_decision d[3];
     struct sw_policy pol;
     sw_policy_default(SW_POLICY_COST_AWARE, &pol);
     struct sw_error err = {0};
-    strcpy(l.pending[0].home_pool, "onprem/b");
+    strcpy(l.pending[0].queue_pools[0], "onprem/b");
     assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
-    assert_string_equal(err.msg,
-                        "workload \"in-a\": field \"home_pool\": no pool named \"onprem/b\"");
-    strcpy(l.pending[0].home_pool, "cloud-spot");
+    assert_string_equal(
+        err.msg, "workload \"in-a\": field \"queue_pools[0]\": no pool named \"onprem/b\"");
+    strcpy(l.pending[0].queue_pools[0], "cloud-spot");
     assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
-    assert_string_equal(err.msg, "workload \"in-a\": field \"home_pool\": pool \"cloud-spot\" is "
-                                 "in cluster \"cloud\", not in its origin \"onprem\"");
+    assert_string_equal(err.msg, "workload \"in-a\": field \"queue_pools[0]\": pool \"cloud-spot\" "
+                                 "is not a queue's (queue_only)");
+    l.pending[0].n_queue_pools = SW_MAX_QUEUE_POOLS + 1;
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
+    assert_string_equal(err.msg, "workload \"in-a\": field \"queue_pools\": expected 0 to 8, got 9");
 }
 
 static void test_names_at_the_limit(void **state)
@@ -1004,11 +1029,17 @@ static void test_explain_does_not_change_decisions(void **state)
         rsnap_init(&rs, seed < 5 ? seed : 1);
         if (seed == 7) {
             /* A Kueue member seen per ClusterQueue: onprem's queued pool-01
-             * is one queue's share of it, home to every third onprem Job. */
-            rs.pools[1].home_only = true;
-            for (size_t i = 0; i < RS_WORKLOADS; i += 3)
-                if (strcmp(rs.work[i].origin, "onprem") == 0)
-                    snprintf(rs.work[i].home_pool, SW_NAME_MAX, "pool-01");
+             * is one queue's view of it, home to every third onprem Job,
+             * and pool-05 one of cloud-0's queues, named by every fourth. */
+            rs.pools[1].queue_only = true;
+            rs.pools[5].queue_only = true;
+            for (size_t i = 0; i < RS_WORKLOADS; i++) {
+                struct sw_workload *w = &rs.work[i];
+                if (i % 3 == 0 && strcmp(w->origin, "onprem") == 0)
+                    snprintf(w->queue_pools[w->n_queue_pools++], SW_NAME_MAX, "pool-01");
+                if (i % 4 == 0)
+                    snprintf(w->queue_pools[w->n_queue_pools++], SW_NAME_MAX, "pool-05");
+            }
         }
         if (seed == 6) {
             /* MIG: two profiles on a queued owned pool (with Jobs running
@@ -1285,7 +1316,7 @@ int main(void)
         cmocka_unit_test(test_gpu_shares),
         cmocka_unit_test(test_mig_profiles),
         cmocka_unit_test(test_capacity_wait_distribution),
-        cmocka_unit_test(test_home_pool_per_queue),
+        cmocka_unit_test(test_queue_pools),
         cmocka_unit_test(test_names_at_the_limit),
         cmocka_unit_test(test_learned_runtime),
         cmocka_unit_test(test_bad_input_through_engine),
