@@ -39,35 +39,37 @@ trap 'kc onprem delete clusterqueue "$SIDE" "$SOLO" --ignore-not-found --wait=fa
 kc cloud-spot delete clusterqueue "$TIGHT" --ignore-not-found --wait=false >/dev/null 2>&1
 "$TESTBED" reseed onprem >/dev/null 2>&1 || true; hub_cleanup' EXIT
 
+# gpu_queue CLUSTER NAME FLAVOUR GPUS COHORT SELECTOR: a ClusterQueue of
+# nvidia.com/gpu only (COHORT "" for none; SELECTOR its namespaceSelector).
+gpu_queue() {
+    cat <<YAML | kc "$1" apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: $2}
+spec:
+  ${5:+cohortName: $5}
+  namespaceSelector: $6
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: $3
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: $4}
+YAML
+    kc "$1" wait --for=condition=Active "clusterqueue/$2" --timeout=30s >/dev/null ||
+        hub_fail "ClusterQueue $2 on $1 is not active"
+}
+
 cohort=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.cohortName}')
 [ -n "$cohort" ] || hub_fail "onprem's ClusterQueue gpu is in no cohort"
 flavor=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.resourceGroups[0].flavors[0].name}')
 nodes=$(node_resources onprem '{"cpu":"96","memory":"1000Gi","pods":"110","nvidia.com/gpu":"8"}')
 [ "$nodes" = 2 ] || hub_fail "onprem has $nodes kwok GPU nodes, not 2"
-cat <<YAML | kc onprem apply -f - >/dev/null
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: $SIDE}
-spec:
-  cohortName: $cohort
-  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: none-$NS}}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: $flavor
-      resources:
-      - {name: nvidia.com/gpu, nominalQuota: 4}
-YAML
+gpu_queue onprem "$SIDE" "$flavor" 4 "$cohort" "{matchLabels: {kubernetes.io/metadata.name: none-$NS}}"
 local_queue onprem
 
 watcher_start
 kueue_filler
-for _ in $(seq 1 60); do
-    [ "$(kc onprem get clusterqueue "$SIDE" -o jsonpath='{.status.conditions[?(@.type=="Active")].status}')" = True ] && break
-    sleep 0.5
-done
-[ "$(kc onprem get clusterqueue "$SIDE" -o jsonpath='{.status.conditions[?(@.type=="Active")].status}')" = True ] ||
-    hub_fail "ClusterQueue $SIDE is not active"
 hub_start
 
 # ---- 1. 6 GPUs asked, 4 of quota left in the cohort, 8 idle on the nodes --
@@ -89,21 +91,7 @@ kq=$(rcli GET "spillway:job:$W" | python3 -c 'import json,sys; k=json.load(sys.s
 pass "onprem has two ClusterQueues; the decision names wide's own: \"$dec\""
 
 # ---- 3. a ClusterQueue outside the cohort with room: not wide's home ------
-cat <<YAML | kc onprem apply -f - >/dev/null
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: $SOLO}
-spec:
-  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: none-$NS}}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: $flavor
-      resources:
-      - {name: nvidia.com/gpu, nominalQuota: 8}
-YAML
-kc onprem wait --for=condition=Active "clusterqueue/$SOLO" --timeout=30s >/dev/null ||
-    hub_fail "ClusterQueue $SOLO is not active"
+gpu_queue onprem "$SOLO" "$flavor" 8 "" "{matchLabels: {kubernetes.io/metadata.name: none-$NS}}"
 kueue_job wider 3 2 10s yes | kc onprem apply -n "$NS" -f - >/dev/null
 W2="onprem/$NS/wider"
 wait_record "$W2" state succeeded 240
@@ -131,26 +119,13 @@ pass "ClusterQueue $SOLO (no cohort) with 8 unused: 6 GPUs asked in gpu (4 it ma
 # ---- 4. cloud-spot's mirror queue has no room for it, its other queue has --
 spot_flavor=$(kc cloud-spot get clusterqueue gpu -o jsonpath='{.spec.resourceGroups[0].flavors[0].name}')
 [ -n "$spot_flavor" ] || hub_fail "cloud-spot's ClusterQueue gpu names no flavour"
+gpu_queue cloud-spot "$TIGHT" "$spot_flavor" 4 "" "{}"
 cat <<YAML | kc cloud-spot apply -f - >/dev/null
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: $TIGHT}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: $spot_flavor
-      resources:
-      - {name: nvidia.com/gpu, nominalQuota: 4}
----
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: tight, namespace: $NS}
 spec: {clusterQueue: $TIGHT}
 YAML
-kc cloud-spot wait --for=condition=Active "clusterqueue/$TIGHT" --timeout=30s >/dev/null ||
-    hub_fail "ClusterQueue $TIGHT on cloud-spot is not active"
 "$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
     --role cloud --region us-east-1 --local-queue tight --replace \
     --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
