@@ -352,10 +352,14 @@ enum sw_exclusion sw__main_exclusion(const struct sw_option *opts, size_t n)
     int count[SW_EX__COUNT] = {0};
     for (size_t i = 0; i < n; i++)
         count[opts[i].excluded]++;
+    /* Other queues' views of a cluster say nothing of why the workload's
+     * own options failed: named only when nothing else is. */
     int best = SW_EX_NONE;
     for (int k = 1; k < SW_EX__COUNT; k++)
-        if (count[k] > count[best] || best == SW_EX_NONE)
+        if (k != SW_EX_OTHER_QUEUE && (count[k] > count[best] || best == SW_EX_NONE))
             if (count[k] > 0)
                 best = k;
+    if (best == SW_EX_NONE && count[SW_EX_OTHER_QUEUE] > 0)
+        best = SW_EX_OTHER_QUEUE;
     return (enum sw_exclusion)best;
 }

@@ -566,10 +566,20 @@ static bool wants_decision(struct sw_hub *h, struct sw_job *j, const cJSON *orig
  * is (a round later).
  */
 static bool name_queue_pools(struct round *rd, const struct sw_job *j,
-                             const struct pending_queue *pq, struct sw_workload *w)
+                             const struct pending_queue *pq, const cJSON *origin,
+                             struct sw_workload *w)
 {
-    for (size_t p = 0; p < rd->npools && w->n_queue_pools < SW_MAX_QUEUE_POOLS; p++) {
-        if (!rd->pools[p].queue_only)
+    /* The origin's LocalQueue: its label, or the take's annotation once
+     * taken (as dispatch reads it). */
+    const char *oq = sw_queue_origin_queue(origin);
+    int first = 0; /* where the current cluster's names begin */
+    bool full = false;
+    for (size_t p = 0; p < rd->npools; p++) {
+        if (p > 0 && strcmp(rd->pools[p].cluster, rd->pools[p - 1].cluster) != 0) {
+            first = w->n_queue_pools;
+            full = false;
+        }
+        if (!rd->pools[p].queue_only || full)
             continue;
         struct sw_member *m = sw_member_find(rd->h, rd->pools[p].cluster);
         const char *cq = NULL, *lq = NULL;
@@ -577,18 +587,23 @@ static bool name_queue_pools(struct round *rd, const struct sw_job *j,
         if (home && pq->set && pq->k.cluster_queue[0] != '\0')
             cq = pq->k.cluster_queue;
         else if (home)
-            lq = pq->set ? pq->k.local_queue : NULL;
+            lq = oq;
         else if (m != NULL)
-            lq = m->rec.spec.local_queue[0] != '\0' ? m->rec.spec.local_queue
-                 : pq->set                          ? pq->k.local_queue
-                                                    : NULL;
+            lq = m->rec.spec.local_queue[0] != '\0' ? m->rec.spec.local_queue : oq;
         if (lq != NULL)
             cq = sw_queue_local_queue_cq(m, j->rec.ns, lq, &asking);
         if (asking)
             return false;
-        if (cq != NULL && strcmp(rd->pool_cq[p].cq, cq) == 0)
-            memcpy(w->queue_pools[w->n_queue_pools++], rd->pools[p].name,
-                   sizeof(w->queue_pools[0]));
+        if (cq == NULL || strcmp(rd->pool_cq[p].cq, cq) != 0)
+            continue;
+        if (w->n_queue_pools == SW_MAX_QUEUE_POOLS) {
+            /* No room to name every view of this cluster: none, its
+             * summed view instead (a member's pools are added together). */
+            w->n_queue_pools = first;
+            full = true;
+            continue;
+        }
+        memcpy(w->queue_pools[w->n_queue_pools++], rd->pools[p].name, sizeof(w->queue_pools[0]));
     }
     return true;
 }
@@ -640,7 +655,7 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     snprintf(w->team, sizeof(w->team), "%.*s", (int)sizeof(w->team) - 1, team);
     snprintf(j->rec.team, sizeof(j->rec.team), "%s", team);
     snprintf(w->origin, sizeof(w->origin), "%.*s", (int)sizeof(w->origin) - 1, j->rec.cluster);
-    if (!name_queue_pools(rd, j, pq, w))
+    if (!name_queue_pools(rd, j, pq, origin, w))
         return;
     w->prio = spec.prio;
     w->pods = pods;
@@ -755,7 +770,7 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         if (o->stay && o->excluded != SW_EX_OTHER_QUEUE && (home_wait < 0 || o->wait_s < home_wait))
             home_wait = o->wait_s;
         if (p->capacity == SW_CAP_ON_DEMAND && o->excluded != SW_EX_NEVER_FITS &&
-            (burst_now == 0 || o->cost.total < burst_now))
+            o->excluded != SW_EX_OTHER_QUEUE && (burst_now == 0 || o->cost.total < burst_now))
             burst_now = o->cost.total;
     }
     char summary[SW_REC_SUMMARY_MAX], wait[32], queued[256] = "";

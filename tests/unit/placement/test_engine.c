@@ -756,9 +756,6 @@ static void test_origin_without_pools(void **state)
     assert_int_equal(d.verdict, SW_VERDICT_REJECT);
 }
 
-/* Names at the limit every module shares (common/limits.h: 63 characters):
- * the snapshot carries a member, pool, region, team and origin of that
- * length whole, so the decision names the cluster the registry has. */
 /* A Kueue member's pools seen per ClusterQueue (queue_only pools): a
  * workload naming its queues' pools has no other pool in their clusters,
  * and no other workload may use them. At home queue a is full for 4 hours
@@ -826,17 +823,32 @@ static void test_queue_pools(void **state)
     struct sw_error err = {0};
     strcpy(l.pending[0].queue_pools[0], "onprem/b");
     assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
-    assert_string_equal(
-        err.msg, "workload \"in-a\": field \"queue_pools[0]\": no pool named \"onprem/b\"");
+    assert_string_equal(err.msg,
+                        "workload \"in-a\": field \"queue_pools[0]\": no pool named \"onprem/b\"");
     strcpy(l.pending[0].queue_pools[0], "cloud-spot");
     assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
     assert_string_equal(err.msg, "workload \"in-a\": field \"queue_pools[0]\": pool \"cloud-spot\" "
                                  "is not a queue's (queue_only)");
+    /* A rejection names the workload's own options' reason, not the three
+     * other views of its clusters: its two queues never fit 100 GPUs. */
+    strcpy(l.pending[0].queue_pools[0], "onprem/a");
+    strcpy(l.pending[0].queue_pools[1], "cloud-spot/tight");
+    l.pending[0].n_queue_pools = 2;
+    l.pending[0].pods = 100;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    assert_int_equal(d[0].verdict, SW_VERDICT_REJECT);
+    assert_int_equal(d[0].main_exclusion, SW_EX_NEVER_FITS);
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, d), 0);
+    assert_int_equal(d[0].main_exclusion, SW_EX_NEVER_FITS);
     l.pending[0].n_queue_pools = SW_MAX_QUEUE_POOLS + 1;
     assert_int_equal(sw_engine_decide(engine, &l.snap, &pol, 0, d, &err), SW_EINVAL);
-    assert_string_equal(err.msg, "workload \"in-a\": field \"queue_pools\": expected 0 to 8, got 9");
+    assert_string_equal(err.msg,
+                        "workload \"in-a\": field \"queue_pools\": expected 0 to 8, got 9");
 }
 
+/* Names at the limit every module shares (common/limits.h: 63 characters):
+ * the snapshot carries a member, pool, region, team and origin of that
+ * length whole, so the decision names the cluster the registry has. */
 static void test_names_at_the_limit(void **state)
 {
     (void)state;
