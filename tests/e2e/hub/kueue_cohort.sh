@@ -60,6 +60,17 @@ YAML
         hub_fail "ClusterQueue $2 on $1 is not active"
 }
 
+# ran_once JOB TARGET: JOB's record succeeded (within 240 s) in TARGET, the
+# origin never started at home, one mirror.
+ran_once() {
+    local key="onprem/$NS/$1"
+    wait_record "$key" state succeeded 240
+    [ "$(record_field "$key" targetCluster)" = "$2" ] ||
+        hub_fail "$1 ran in $(record_field "$key" targetCluster), not $2"
+    [ "$(kc onprem get job "$1" -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] || hub_fail "$1 started at home"
+    one_mirror_each "$1"
+}
+
 cohort=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.cohortName}')
 [ -n "$cohort" ] || hub_fail "onprem's ClusterQueue gpu is in no cohort"
 flavor=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.resourceGroups[0].flavors[0].name}')
@@ -75,11 +86,7 @@ hub_start
 # ---- 1. 6 GPUs asked, 4 of quota left in the cohort, 8 idle on the nodes --
 kueue_job wide 3 2 10s yes | kc onprem apply -n "$NS" -f - >/dev/null
 W="onprem/$NS/wide"
-wait_record "$W" state succeeded 240
-[ "$(record_field "$W" targetCluster)" = cloud-spot ] ||
-    hub_fail "wide ran in $(record_field "$W" targetCluster), not cloud-spot"
-[ "$(kc onprem get job wide -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] || hub_fail "wide started at home"
-one_mirror_each wide
+ran_once wide cloud-spot
 pass "6 GPUs asked in ClusterQueue gpu (8/8 reserved, 4 to borrow in cohort $cohort, 8 idle on the nodes): burst to cloud-spot, succeeded once"
 
 # ---- 2. its decision names its ClusterQueue ---------------------------------
@@ -94,11 +101,7 @@ pass "onprem has two ClusterQueues; the decision names wide's own: \"$dec\""
 gpu_queue onprem "$SOLO" "$flavor" 8 "" "{matchLabels: {kubernetes.io/metadata.name: none-$NS}}"
 kueue_job wider 3 2 10s yes | kc onprem apply -n "$NS" -f - >/dev/null
 W2="onprem/$NS/wider"
-wait_record "$W2" state succeeded 240
-[ "$(record_field "$W2" targetCluster)" = cloud-spot ] ||
-    hub_fail "wider ran in $(record_field "$W2" targetCluster), not cloud-spot"
-[ "$(kc onprem get job wider -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] || hub_fail "wider started at home"
-one_mirror_each wider
+ran_once wider cloud-spot
 dec=$(kc onprem get job wider -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/decision}')
 [[ "$dec" =~ ^queued\ in\ ClusterQueue\ gpu:\ 8/8\ GPUs\ reserved,\ [0-9]+\ Workloads?\ ahead\;\ burst\ to\ cloud-spot\ \(spot\):\  ]] ||
     hub_fail "wider's decision does not name ClusterQueue gpu: \"$dec\""
@@ -134,13 +137,9 @@ sleep 11 # the hub reads the registry every 10 s
 kueue_job narrow 3 2 10s yes | sed 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|' |
     kc onprem apply -n "$NS" -f - >/dev/null
 W3="onprem/$NS/narrow"
-wait_record "$W3" state succeeded 240
-[ "$(record_field "$W3" targetCluster)" = cloud-ondemand ] ||
-    hub_fail "narrow ran in $(record_field "$W3" targetCluster), not cloud-ondemand"
+ran_once narrow cloud-ondemand
 [ "$(record_field "$W3" withdrawals)" = 0 ] ||
     hub_fail "narrow's mirror was withdrawn $(record_field "$W3" withdrawals) times: it was sent to a queue without room"
-[ "$(kc onprem get job narrow -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] || hub_fail "narrow started at home"
-one_mirror_each narrow
 expl=$("$SPILLCTL" explain "$W3" -o json) || hub_fail "spillctl explain $W3 failed"
 echo "$expl" | python3 -c '
 import json, sys
