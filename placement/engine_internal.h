@@ -174,7 +174,7 @@ struct sw_engine {
     size_t sets_cap;
     uint64_t *set_all, *set_spot, *set_cap, *set_prod, *set_cluster, *set_team;
     uint64_t *set_mem, *set_ic, *set_price, *set_cand;
-    uint64_t *set_mig;       /* per MIG profile id: the pools offering it */
+    uint64_t *set_mig;        /* per MIG profile id: the pools offering it */
     uint64_t *set_queue_only; /* the pools only their own workloads may use (queue_only) */
     struct set_cache mem_cache, ic_cache, price_cache;
 };

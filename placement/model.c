@@ -365,9 +365,10 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
     for (int k = 0; k < w->n_queue_pools; k++) {
         int qp = sw__intern_find(&idx->pools, w->queue_pools[k]);
         if (qp < 0)
-            return sw_error_set(err, SW_EINVAL,
-                                "workload \"%s\": field \"queue_pools[%d]\": no pool named \"%.*s\"",
-                                w->name, k, SW_NAME_MAX, w->queue_pools[k]);
+            return sw_error_set(
+                err, SW_EINVAL,
+                "workload \"%s\": field \"queue_pools[%d]\": no pool named \"%.*s\"", w->name, k,
+                SW_NAME_MAX, w->queue_pools[k]);
         if (!s->pools[qp].queue_only)
             return sw_error_set(err, SW_EINVAL,
                                 "workload \"%s\": field \"queue_pools[%d]\": pool \"%s\" is not "
@@ -423,8 +424,8 @@ static int index_reset(const struct sw_snapshot *s, struct sw__index *idx)
         grow(&idx->queue_pool, &idx->queue_cap, s->n_queues + 1, sizeof(size_t)) != 0 ||
         grow(&idx->work_origin, &idx->work_origin_cap, s->n_pending + 1, sizeof(int)) != 0 ||
         grow(&idx->work_team, &idx->work_team_cap, s->n_pending + 1, sizeof(int)) != 0 ||
-        grow(&idx->work_queues, &idx->work_queues_cap,
-             (s->n_pending + 1) * SW_MAX_QUEUE_POOLS, sizeof(int)) != 0)
+        grow(&idx->work_queues, &idx->work_queues_cap, (s->n_pending + 1) * SW_MAX_QUEUE_POOLS,
+             sizeof(int)) != 0)
         return SW_ENOMEM;
     size_t cap = 16;
     while (cap < s->n_quotas * 2 + 1)

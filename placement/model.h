@@ -26,10 +26,10 @@
 #define SW_MIG_PROFILE_MAX 24
 #define SW_MAX_MIG         4
 /* The most slices of one profile a GPU is partitioned into (A100, H100). */
-#define SW_MIG_MAX_PER_GPU   7
-#define SW_MAX_INPUTS        4
+#define SW_MIG_MAX_PER_GPU 7
+#define SW_MAX_INPUTS      4
 /* Queue pools one workload may name (struct sw_workload). */
-#define SW_MAX_QUEUE_POOLS 8
+#define SW_MAX_QUEUE_POOLS   8
 #define SW_MAX_INPUT_REGIONS 4
 
 /*
