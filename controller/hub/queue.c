@@ -287,8 +287,9 @@ static void on_lq(struct sw_kube_result *res, void *ctx)
 }
 
 /* The ClusterQueue of LocalQueue `lq` in `ns` of member `m`, or NULL while
- * unknown (asked for then). */
-static const char *lq_cluster_queue(struct sw_member *m, const char *ns, const char *lq)
+ * unknown (asked for then; `*asking`, when given: the read is under way). */
+static const char *lq_cluster_queue_of(struct sw_member *m, const char *ns, const char *lq,
+                                       bool *asking)
 {
     char key[200];
     snprintf(key, sizeof(key), "%s/%s/%s", m->rec.name, ns, lq);
@@ -311,7 +312,14 @@ static const char *lq_cluster_queue(struct sw_member *m, const char *ns, const c
         e->asked_ms = now;
         e->asking = sw_kube_get(m->client, SW_KIND_LOCALQUEUE, ns, lq, on_lq, e) == 0;
     }
+    if (asking != NULL)
+        *asking = e->asking;
     return NULL;
+}
+
+static const char *lq_cluster_queue(struct sw_member *m, const char *ns, const char *lq)
+{
+    return lq_cluster_queue_of(m, ns, lq, NULL);
 }
 
 const char *sw_queue_local_queue_cq(struct sw_member *m, const char *ns, const char *lq,
@@ -320,16 +328,7 @@ const char *sw_queue_local_queue_cq(struct sw_member *m, const char *ns, const c
     *asking = false;
     if (m == NULL || lq == NULL || lq[0] == '\0')
         return NULL;
-    const char *cq = lq_cluster_queue(m, ns, lq);
-    if (cq == NULL) {
-        char key[200];
-        snprintf(key, sizeof(key), "%s/%s/%s", m->rec.name, ns, lq);
-        const struct lq_entry *e = lqs[wl_hash(key) % LQ_BUCKETS];
-        while (e != NULL && strcmp(e->key, key) != 0)
-            e = e->next;
-        *asking = e != NULL && e->asking;
-    }
-    return cq;
+    return lq_cluster_queue_of(m, ns, lq, asking);
 }
 
 struct cq_all {
