@@ -129,7 +129,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 
 struct reserve {
     const char *cluster, *capacity;
-    int gpus;
+    int gpus;   /* promised, not on a node yet */
+    int queued; /* of those, not yet reserved by the target's Kueue */
 };
 
 static void reserve_one(struct sw_hub *h, struct sw_job *j, void *ctx)
@@ -142,18 +143,27 @@ static void reserve_one(struct sw_hub *h, struct sw_job *j, void *ctx)
     /* A mirror just created has no pod yet (the target's Job controller
      * makes them, at its own pace): its GPUs are neither used on a node
      * nor pending there, so they are still promised here. */
-    if (s == SW_JS_DECIDED || s == SW_JS_DATA_READY || s == SW_JS_DISPATCHING ||
-        (s == SW_JS_DISPATCHED &&
-         sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, NULL) == 0))
-        rv->gpus += r->gpus;
+    bool mirror = s == SW_JS_DISPATCHED;
+    if (!(s == SW_JS_DECIDED || s == SW_JS_DATA_READY || s == SW_JS_DISPATCHING ||
+          (mirror && sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, NULL) == 0)))
+        return;
+    rv->gpus += r->gpus;
+    /* Once the target's Kueue has reserved quota for the mirror's Workload,
+     * its ClusterQueue counts those GPUs among its own reserved ones: not
+     * promised against its headroom as well. */
+    const struct sw_job_record *mr = mirror ? sw_observe_mirror_record(h, r) : NULL;
+    if (mr == NULL || sw_queue_admitted_by(r->target_cluster, mr->uid) == NULL)
+        rv->queued += r->gpus;
 }
 
 /* GPUs of Jobs decided for a pool whose mirrors do not exist yet, or have
- * no pod yet. */
-static int reserved_gpus(struct sw_hub *h, const char *cluster, const char *capacity)
+ * no pod yet; `*queued`: those of them the target's Kueue has not reserved
+ * quota for. */
+static int reserved_gpus(struct sw_hub *h, const char *cluster, const char *capacity, int *queued)
 {
-    struct reserve rv = {cluster, capacity, 0};
+    struct reserve rv = {cluster, capacity, 0, 0};
     sw_hub_jobs_foreach(h, reserve_one, &rv);
+    *queued = rv.queued;
     return rv.gpus;
 }
 
@@ -202,12 +212,13 @@ static void cap_by_room(struct sw_pool *o, int64_t room)
 /*
  * A member with several ClusterQueues: each gets its own view of the pool
  * just added (`pre`: as it was before Kueue's caps; `res`: the GPUs
- * promised there), a queue_only pool only the Jobs that would be admitted
- * through that queue may use, so that a Job is told what its own
- * ClusterQueue may still reserve (its cohort's lending included), not what
- * all of them may between them (docs/kueue.md, "The home option's wait"
- * and "Into the cloud's queue"). At home, the Workloads waiting ahead in
- * that queue and the GPUs it reserved, which its Jobs give back.
+ * promised there that its Kueue has not reserved), a queue_only pool only
+ * the Jobs that would be admitted through that queue may use, so that a
+ * Job is told what its own ClusterQueue may still reserve (its cohort's
+ * lending included), not what all of them may between them (docs/kueue.md,
+ * "The home option's wait" and "Into the cloud's queue"). At home, the
+ * Workloads waiting ahead in that queue and the GPUs it reserved, which its
+ * Jobs give back.
  */
 static void add_queue_pools(struct round *rd, const struct sw_member *m,
                             const struct sw_queue_home *qh, const struct sw_pool *pre, int res,
@@ -328,9 +339,12 @@ static void add_pools(struct round *rd)
             unique_name(rd, o, m->rec.name);
             /* GPUs promised to Jobs on their way there are not free: idle
              * ones first, then room to provision (a NodePool's). */
-            int res = reserved_gpus(h, m->rec.name, ps->capacity_type);
-            if (o->time_sliced)
+            int res_q = 0;
+            int res = reserved_gpus(h, m->rec.name, ps->capacity_type, &res_q);
+            if (o->time_sliced) {
                 res *= 1000; /* a GPU promised, in thousandths */
+                res_q *= 1000;
+            }
             int take = res < o->free_gpus ? res : o->free_gpus;
             o->free_gpus -= take;
             o->total_gpus += res - take;
@@ -348,11 +362,10 @@ static void add_pools(struct round *rd)
             if (kueue && o->capacity != SW_CAP_OWNED)
                 /* A cloud member that queues mirrors in Kueue: what its
                  * ClusterQueues may still reserve bounds the pool, less
-                 * the GPUs already promised there (a mirror whose Workload
-                 * has reserved is then counted twice for a moment: never
-                 * too many). */
+                 * the GPUs promised there that Kueue has not reserved
+                 * yet (those it has are in its figures already). */
                 cap_by_room(o, (o->time_sliced ? qh.headroom * fig.milli_per_unit : qh.headroom) -
-                                   res);
+                                   res_q);
             if (kueue && o->capacity == SW_CAP_OWNED) {
                 /* Kueue counts units of nvidia.com/gpu (replicas when
                  * time-sliced). */
@@ -374,7 +387,7 @@ static void add_pools(struct round *rd)
              * queue's own view; a mirror into the member's LocalQueue, the
              * view of that LocalQueue's ClusterQueue. */
             if (kueue && qh.ncq > 1)
-                add_queue_pools(rd, m, &qh, &pre, res, fig.milli_per_unit);
+                add_queue_pools(rd, m, &qh, &pre, res_q, fig.milli_per_unit);
         }
         sw_capacity_free(&cap);
         /* Kept for the round: a Kueue Job's decision names its queue. */

@@ -568,6 +568,8 @@ const cJSON *sw_observe_view(struct sw_hub *h, const struct sw_job_record *rec);
  * when it is gone or another Job now has its name. Borrowed.
  */
 const struct sw_job_record *sw_observe_origin_record(struct sw_hub *h, const struct sw_job_rec *r);
+/** The current attempt's mirror's compact record in the target's cache, or NULL. Borrowed. */
+const struct sw_job_record *sw_observe_mirror_record(struct sw_hub *h, const struct sw_job_rec *r);
 /**
  * The origin with its whole spec, pod template included, as the cache keeps
  * it for burstable Jobs (clusters/cache.h, sw_cluster_cache_keep_specs); NULL

@@ -346,9 +346,14 @@ const cJSON *sw_observe_origin(struct sw_hub *h, const struct sw_job_rec *r)
     return view_of(h, o);
 }
 
+const struct sw_job_record *sw_observe_mirror_record(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    return job_in(h, r->target_cluster, r->ns, r->mirror);
+}
+
 const cJSON *sw_observe_mirror(struct sw_hub *h, const struct sw_job_rec *r)
 {
-    return view_of(h, job_in(h, r->target_cluster, r->ns, r->mirror));
+    return view_of(h, sw_observe_mirror_record(h, r));
 }
 
 const cJSON *sw_observe_mirror_final(struct sw_hub *h, const struct sw_job_rec *r)

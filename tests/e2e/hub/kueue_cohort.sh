@@ -29,6 +29,14 @@
 #      cloud-spot had 68 and room: the mirror would wait unadmitted in
 #      tight until withdrawn after kueue.mirrorAdmissionSeconds, then go
 #      elsewhere.)
+#   5. a mirror tight's Kueue admitted but whose pods are not made yet (a
+#      ResourceQuota of no pods in the test's namespace on cloud-spot holds
+#      them back) is counted once. With side gone (gpu may borrow nothing
+#      now), a Job of 1 x 2 GPUs, cloud-first, goes to tight, whose 4 GPUs
+#      hold its 2 reserved, and a second one after it goes there too, into
+#      the 2 left. (Counted as promised to cloud-spot
+#      as well as reserved in tight, tight had no room left: the second
+#      went to cloud-ondemand.) With the quota gone, both succeed once.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
@@ -150,6 +158,44 @@ tight = [o for p, o in opts.items() if p.startswith("cloud-spot/tight")]
 assert len(tight) == 1 and tight[0]["excluded"] in ("never-fits", "capacity"), tight
 ' || hub_fail "narrow's explanation does not show cloud-spot's queue tight as its only option there: $expl"
 pass "cloud-spot's LocalQueue tight on ClusterQueue $TIGHT (4 GPUs) beside gpu (64): 6 GPUs asked went straight to cloud-ondemand, no mirror withdrawn, succeeded once"
+
+# ---- 5. a mirror Kueue admitted, its pods not made yet: counted once -----
+kc onprem delete clusterqueue "$SIDE" --wait=true --timeout=30s >/dev/null
+cat <<YAML | kc cloud-spot apply -f - >/dev/null
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: no-pods, namespace: $NS}
+spec: {hard: {pods: "0"}}
+YAML
+cloud_first() {
+    kueue_job "$1" 1 2 10s yes | sed 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|' |
+        kc onprem apply -n "$NS" -f - >/dev/null
+}
+cloud_first first
+wait_record "onprem/$NS/first" state dispatched 60
+[ "$(record_field "onprem/$NS/first" targetCluster)" = cloud-spot ] ||
+    hub_fail "first went to $(record_field "onprem/$NS/first" targetCluster), not cloud-spot"
+reserved=""
+for _ in $(seq 1 120); do
+    reserved=$(kc cloud-spot get clusterqueue "$TIGHT" -o jsonpath='{.status.flavorsReservation[0].resources[0].total}')
+    [ "$reserved" = 2 ] && break
+    sleep 0.5
+done
+[ "$reserved" = 2 ] || hub_fail "ClusterQueue $TIGHT on cloud-spot reserved \"$reserved\" GPUs for first's mirror, not 2"
+mirror=$(record_field "onprem/$NS/first" mirror)
+pods=$(kc cloud-spot get pods -n "$NS" -l "batch.kubernetes.io/job-name=$mirror" -o name | wc -l)
+[ "$pods" = 0 ] || hub_fail "first's mirror has $pods pods in cloud-spot: the ResourceQuota did not hold them back"
+sleep 2 # the hub's Workload informer on cloud-spot
+cloud_first second
+wait_record "onprem/$NS/second" state dispatched 60
+[ "$(record_field "onprem/$NS/second" targetCluster)" = cloud-spot ] ||
+    hub_fail "second went to $(record_field "onprem/$NS/second" targetCluster), not cloud-spot: first's 2 GPUs, reserved in $TIGHT, were counted twice"
+pass "first's mirror reserved 2 of $TIGHT's 4 GPUs, no pod made yet: second (2 GPUs) went to cloud-spot too, into the 2 left"
+kc cloud-spot delete resourcequota no-pods -n "$NS" >/dev/null
+ran_once first cloud-spot
+ran_once second cloud-spot
+pass "with the ResourceQuota gone, first and second succeeded once in cloud-spot"
+
 kc onprem delete job filler -n "$NS" --wait=false >/dev/null
 
 watcher_check
