@@ -621,6 +621,42 @@ static bool name_queue_pools(struct round *rd, const struct sw_job *j,
     return true;
 }
 
+/*
+ * A Job queued in Kueue at home gets its mirror in the origin's LocalQueue
+ * name on a cloud member that has one (dispatch.c). Such a member's Kueue
+ * is read before a mirror is sent there, so that what its ClusterQueue may
+ * still reserve bounds the pool from the first decision, not from the first
+ * mirror on (docs/kueue.md, "Into the cloud's queue"). False while that is
+ * under way (the LocalQueue's GET, then the Kueue informers' first list):
+ * the Job is decided a round later. A member registered with a LocalQueue
+ * reads its Kueue from the start (no room until then, add_pools); one whose
+ * Kueue cannot be listed is not waited for.
+ */
+static bool target_queues_read(struct round *rd, const struct sw_job *j, const cJSON *origin)
+{
+    const char *oq = sw_queue_origin_queue(origin);
+    if (oq == NULL)
+        return true;
+    for (size_t p = 0; p < rd->npools; p++) {
+        const struct sw_pool *o = &rd->pools[p];
+        if (o->capacity == SW_CAP_OWNED || o->queue_only || strcmp(o->cluster, j->rec.cluster) == 0)
+            continue;
+        struct sw_member *m = sw_member_find(rd->h, o->cluster);
+        if (m == NULL || m->cache == NULL || m->rec.spec.local_queue[0] != '\0' ||
+            sw_cluster_cache_kueue_synced(m->cache) || sw_cluster_cache_kueue_list_failed(m->cache))
+            continue;
+        bool asking = false;
+        const char *cq = sw_queue_local_queue_cq(m, j->rec.ns, oq, &asking);
+        if (asking)
+            return false;
+        if (cq == NULL)
+            continue; /* no such LocalQueue there: the mirror is not queued */
+        sw_cluster_cache_start_kueue(m->cache);
+        return false;
+    }
+    return true;
+}
+
 static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
 {
     struct round *rd = ctx;
@@ -668,7 +704,7 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     snprintf(w->team, sizeof(w->team), "%.*s", (int)sizeof(w->team) - 1, team);
     snprintf(j->rec.team, sizeof(j->rec.team), "%s", team);
     snprintf(w->origin, sizeof(w->origin), "%.*s", (int)sizeof(w->origin) - 1, j->rec.cluster);
-    if (!name_queue_pools(rd, j, pq, origin, w))
+    if (!target_queues_read(rd, j, origin) || !name_queue_pools(rd, j, pq, origin, w))
         return;
     w->prio = spec.prio;
     w->pods = pods;

@@ -37,14 +37,23 @@
 #      the 2 left. (Counted as promised to cloud-spot
 #      as well as reserved in tight, tight had no room left: the second
 #      went to cloud-ondemand.) With the quota gone, both succeed once.
+#   6. a cloud member registered without a LocalQueue has its Kueue read
+#      before the first mirror is sent there: cloud-ondemand gets
+#      LocalQueue other on ClusterQueue small-$NS (2 GPUs), and a Job of
+#      2 x 3 GPUs, cloud-first, in LocalQueue other at home has no cloud
+#      option (tight 4, small 2): it stays at home, no mirror anywhere, and
+#      runs at home once the filler is gone. (Read only once a mirror is
+#      queued there, cloud-ondemand counted its nodes' room: the mirror
+#      went into other and waited unadmitted.)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
 hub_setup kueue-cohort
 [ -f "$SW_LAB_DIR/kueue/on" ] || fail "the lab's Kueue is off (testbed kueue up)"
-SIDE="side-$NS" SOLO="solo-$NS" TIGHT="tight-$NS"
+SIDE="side-$NS" SOLO="solo-$NS" TIGHT="tight-$NS" SMALL="small-$NS"
 trap 'kc onprem delete clusterqueue "$SIDE" "$SOLO" --ignore-not-found --wait=false >/dev/null 2>&1
 kc cloud-spot delete clusterqueue "$TIGHT" --ignore-not-found --wait=false >/dev/null 2>&1
+kc cloud-ondemand delete clusterqueue "$SMALL" --ignore-not-found --wait=false >/dev/null 2>&1
 "$TESTBED" reseed onprem >/dev/null 2>&1 || true; hub_cleanup' EXIT
 
 # gpu_queue CLUSTER NAME FLAVOUR GPUS COHORT SELECTOR: a ClusterQueue of
@@ -196,6 +205,41 @@ ran_once first cloud-spot
 ran_once second cloud-spot
 pass "with the ResourceQuota gone, first and second succeeded once in cloud-spot"
 
+# ---- 6. a cloud member's Kueue read before its first mirror --------------
+od_flavor=$(kc cloud-ondemand get clusterqueue gpu -o jsonpath='{.spec.resourceGroups[0].flavors[0].name}')
+[ -n "$od_flavor" ] || hub_fail "cloud-ondemand's ClusterQueue gpu names no flavour"
+! grep -q 'informer="Workloads on cloud-ondemand"' "$HUB_TMP/hub.log" ||
+    hub_fail "the hub read cloud-ondemand's Kueue before the case that tests when it does"
+gpu_queue cloud-ondemand "$SMALL" "$od_flavor" 2 "" "{}"
+for c in onprem:gpu cloud-ondemand:$SMALL; do
+    cat <<YAML | kc "${c%%:*}" apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: other, namespace: $NS}
+spec: {clusterQueue: ${c#*:}}
+YAML
+done
+kueue_job big 3 2 10s yes | sed -e 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|' \
+    -e 's|queue-name: gpu|queue-name: other|' | kc onprem apply -n "$NS" -f - >/dev/null
+W6="onprem/$NS/big"
+summary=""
+for _ in $(seq 1 120); do
+    summary=$(record_field "$W6" summary)
+    [ -n "$summary" ] && break
+    sleep 0.5
+done
+[[ "$summary" == "stay at home (onprem"* ]] ||
+    hub_fail "big (6 GPUs; cloud-ondemand's LocalQueue other has 2) was not kept at home: \"$summary\", state $(record_field "$W6" state), target $(record_field "$W6" targetCluster)"
+grep -q 'informer="Workloads on cloud-ondemand"' "$HUB_TMP/hub.log" ||
+    hub_fail "the hub decided big without reading cloud-ondemand's Kueue"
+sleep 5
+n=$(mirrors_of big)
+[ "$n" = 0 ] || hub_fail "big has $n mirrors"
+pass "cloud-ondemand's Kueue read before its first mirror: big (6 GPUs, LocalQueue other, 2 GPUs behind it there) kept at home: \"$summary\""
 kc onprem delete job filler -n "$NS" --wait=false >/dev/null
+wait_record "$W6" state succeeded 120
+[ "$(record_field "$W6" targetCluster)" = onprem ] || hub_fail "big ran in $(record_field "$W6" targetCluster), not at home"
+[ "$(mirrors_of big)" = 0 ] || hub_fail "big has a mirror"
+pass "with the filler gone, big ran at home once"
 
 watcher_check
