@@ -117,6 +117,16 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
     copy(out->job_uid, sizeof(out->job_uid), str(child(md, "labels"), SW_KUEUE_JOB_UID_LABEL));
     copy(out->created, sizeof(out->created), str(md, "creationTimestamp"));
     out->owned = cJSON_GetArraySize(child(md, "ownerReferences")) > 0;
+    const cJSON *ref;
+    cJSON_ArrayForEach(ref, child(md, "ownerReferences"))
+    {
+        const char *kind = str(ref, "kind"), *owner = str(ref, "name");
+        if (kind != NULL && strcmp(kind, "Job") == 0 && owner != NULL &&
+            strlen(owner) < sizeof(out->owner_job)) {
+            copy(out->owner_job, sizeof(out->owner_job), owner);
+            break;
+        }
+    }
     const char *q = str(spec, "queueName");
     if (q == NULL || q[0] == '\0')
         return sw_error_set(err, SW_EPARSE, "%s: field \"spec.queueName\": expected a string",
@@ -124,6 +134,12 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
     copy(out->queue, sizeof(out->queue), q);
     const cJSON *prio = child(spec, "priority");
     out->priority = cJSON_IsNumber(prio) ? (int64_t)prio->valuedouble : 0;
+    const cJSON *mx = child(spec, "maximumExecutionTimeSeconds");
+    if (mx != NULL) {
+        int rc = whole(mx, what, "spec.maximumExecutionTimeSeconds", &out->max_exec_s, err);
+        if (rc != 0)
+            return rc;
+    }
     const cJSON *active = child(spec, "active");
     out->active = !cJSON_IsBool(active) || cJSON_IsTrue(active);
 

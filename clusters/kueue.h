@@ -58,6 +58,10 @@ struct sw_workload_facts {
     int64_t priority;  /* spec.priority, 0 when absent */
     char created[40];  /* metadata.creationTimestamp (Kueue's queue order) */
     int64_t gpus;      /* nvidia.com/gpu over its pod sets (requests x count) */
+    /* spec.maximumExecutionTimeSeconds (Kueue deactivates it after running
+     * that long), 0 when absent */
+    int64_t max_exec_s;
+    char owner_job[254]; /* the name of its owner of kind Job, "" when none */
 };
 
 /**

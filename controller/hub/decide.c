@@ -254,8 +254,9 @@ static void add_queue_pools(struct round *rd, const struct sw_member *m,
             /* One whose queue is not known yet waits ahead in each. */
             const char *of = sw_queue_home_ahead_cq(qh, k);
             if (of == NULL || strcmp(of, cq) == 0)
-                a[na++] = (struct sw_queued){.gpus = (int)sw_queue_home_ahead_gpus(qh, k),
-                                             .runtime_s = PRIOR_RUNTIME_S};
+                a[na++] = (struct sw_queued){
+                    .gpus = (int)sw_queue_home_ahead_gpus(qh, k),
+                    .runtime_s = sw_queue_home_ahead_runtime(qh, k, PRIOR_RUNTIME_S)};
         }
         rd->aheads[n] = a;
         rd->naheads[n] = na;
@@ -374,8 +375,9 @@ static void add_pools(struct round *rd)
                     o->free_gpus = (int)room;
                 struct sw_queued *a = qh.nahead ? sw_calloc(qh.nahead, sizeof(*a)) : NULL;
                 for (size_t k = 0; a != NULL && k < qh.nahead; k++)
-                    a[k] = (struct sw_queued){.gpus = (int)sw_queue_home_ahead_gpus(&qh, k),
-                                              .runtime_s = PRIOR_RUNTIME_S};
+                    a[k] = (struct sw_queued){
+                        .gpus = (int)sw_queue_home_ahead_gpus(&qh, k),
+                        .runtime_s = sw_queue_home_ahead_runtime(&qh, k, PRIOR_RUNTIME_S)};
                 rd->aheads[rd->npools] = a;
                 rd->naheads[rd->npools] = a ? qh.nahead : 0;
             }
@@ -429,9 +431,10 @@ static void add_pools(struct round *rd)
  * The GPU pods running at home in one owned pool, each freeing its GPUs
  * when its Job is expected to end: from the runtime the Job declares
  * (spillway.io/expected-runtime) and its start, as the engine reckons a
- * running Job's remaining time (learn.h). GPUs of pods whose Job declares
- * none, and GPUs in use that no running pod accounts for (pods still
- * binding, Jobs on their way home), keep the prior.
+ * running Job's remaining time (learn.h), never past its Workload's
+ * maximum execution time, when Kueue's admission has one. GPUs of pods
+ * whose Job declares neither, and GPUs in use that no running pod accounts
+ * for (pods still binding, Jobs on their way home), keep the prior.
  */
 struct home_scan {
     struct round *rd;
@@ -476,18 +479,24 @@ static void home_pod(const char *key, const void *obj, void *ctx)
             return; /* another queue's, or no queue's */
     }
     const char *declared = j ? sw_job_record_annotation(j, SW_ANN_RUNTIME) : NULL;
+    int64_t max_s = j ? sw_queue_max_exec_s(hs->m->rec.name, j->uid) : 0;
     double declared_s = 0;
     int64_t start_ms = 0;
     const char *why = NULL;
-    if (declared == NULL || sw_duration_parse(declared, &declared_s) != 0 ||
-        j->start_time == NULL || sw_parse_rfc3339(j->start_time, &start_ms, &why) != 0)
+    if (declared != NULL && sw_duration_parse(declared, &declared_s) != 0)
+        declared_s = 0;
+    if ((declared_s <= 0 && max_s <= 0) || j->start_time == NULL ||
+        sw_parse_rfc3339(j->start_time, &start_ms, &why) != 0)
         return; /* the prior, with the rest */
     struct round *rd = hs->rd;
     if (grow((void **)&rd->running, &rd->cap_running, rd->nrunning + 1, sizeof(*rd->running)) != 0)
         return;
     int gpus = p->gpu_request < hs->left ? (int)p->gpu_request : hs->left;
-    rd->running[rd->nrunning++] = (struct sw_running){
-        .gpus = gpus, .remaining_s = sw_learn_home_remaining(declared_s, start_ms, hs->now_ms)};
+    /* Declared or not, Kueue stops it at its maximum execution time. */
+    double remaining =
+        sw_learn_capped_remaining(sw_learn_home_remaining(declared_s, start_ms, hs->now_ms),
+                                  (double)max_s, start_ms, hs->now_ms);
+    rd->running[rd->nrunning++] = (struct sw_running){.gpus = gpus, .remaining_s = remaining};
     hs->left -= gpus;
 }
 

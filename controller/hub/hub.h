@@ -777,6 +777,12 @@ int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *o
 /** The GPUs of the i-th Workload ahead. */
 int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i);
 /**
+ * The runtime to expect of the i-th Workload ahead: its Job's
+ * spillway.io/expected-runtime, else `prior_s`, never more than its
+ * Workload's maximumExecutionTimeSeconds (learn.h).
+ */
+double sw_queue_home_ahead_runtime(const struct sw_queue_home *qh, size_t i, double prior_s);
+/**
  * The ClusterQueue the i-th Workload ahead waits in: the member's only one,
  * else its LocalQueue's (read once, asked for meanwhile); NULL while not
  * known.
@@ -798,6 +804,13 @@ int64_t sw_queue_home_cq_headroom(const struct sw_queue_home *qh, size_t i);
  * Workload scan.
  */
 const char *sw_queue_admitted_by(const char *cluster, const char *uid);
+/**
+ * The most the Job `uid` of `cluster` may run once admitted, in seconds:
+ * its Workload's maximumExecutionTimeSeconds (from the Job's label
+ * kueue.x-k8s.io/max-exec-time-seconds), after which Kueue deactivates it;
+ * 0 when none or not known.
+ */
+int64_t sw_queue_max_exec_s(const char *cluster, const char *uid);
 /**
  * What the decision of a Job in a Kueue queue at home says of that queue
  * (jobrec.h): its ClusterQueue (its cluster's only one, else the one its

@@ -248,3 +248,18 @@ double sw_learn_home_remaining(double declared_s, int64_t start_ms, int64_t now_
     double ran = now_ms > start_ms ? (double)(now_ms - start_ms) / 1000.0 : 0;
     return sw_estimate_remaining(&est, ran);
 }
+
+double sw_learn_capped_remaining(double remaining_s, double max_s, int64_t start_ms, int64_t now_ms)
+{
+    if (!(max_s > 0) || start_ms <= 0)
+        return remaining_s;
+    double ran = now_ms > start_ms ? (double)(now_ms - start_ms) / 1000.0 : 0;
+    double left = max_s > ran ? max_s - ran : 0;
+    return left < remaining_s ? left : remaining_s;
+}
+
+double sw_learn_queued_runtime(double declared_s, double max_s, double prior_s)
+{
+    double r = declared_s > 0 ? declared_s : prior_s;
+    return max_s > 0 && max_s < r ? max_s : r;
+}

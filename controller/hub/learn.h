@@ -32,6 +32,20 @@
  * or no start) SW_PRIOR_HOME_REMAINING.
  */
 double sw_learn_home_remaining(double declared_s, int64_t start_ms, int64_t now_ms);
+/**
+ * `remaining_s` of a Job running since `start_ms` that can run at most
+ * `max_s` in all (Kueue's maximumExecutionTimeSeconds: its Workload is
+ * deactivated then, its pods stopped): never more than what is left of
+ * `max_s` at `now_ms` (0 once past it). `max_s` <= 0 or no start: as is.
+ */
+double sw_learn_capped_remaining(double remaining_s, double max_s, int64_t start_ms,
+                                 int64_t now_ms);
+/**
+ * The runtime to expect of a Job waiting in a queue: the runtime it
+ * declares (`declared_s` > 0), else `prior_s`; never more than the most
+ * its Workload may run (`max_s` > 0).
+ */
+double sw_learn_queued_runtime(double declared_s, double max_s, double prior_s);
 #define SW_PRIOR_SHORTAGE_S 1800.0 /* a spot shortage's length until one was seen end */
 /* Pods waiting for a NodePool with room under its limit and no NodeClaim
  * made for them this long: Karpenter cannot launch there (short). */

@@ -31,7 +31,9 @@
 #include "common/alloc.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "controller/hub/annotations.h"
 #include "controller/hub/hub.h"
+#include "controller/hub/learn.h"
 
 /* ---- the Workload index --------------------------------------------------- */
 
@@ -843,6 +845,25 @@ int64_t sw_queue_home_ahead_gpus(const struct sw_queue_home *qh, size_t i)
     return e->f.gpus;
 }
 
+double sw_queue_home_ahead_runtime(const struct sw_queue_home *qh, size_t i, double prior_s)
+{
+    const struct sw_queue_wl *e = qh->ahead_e[i];
+    double declared = 0;
+    const struct sw_member *m = qh->m;
+    if (e->f.owner_job[0] != '\0' && m != NULL && m->cache != NULL) {
+        char k[330];
+        snprintf(k, sizeof(k), "%s/%s", e->f.ns, e->f.owner_job);
+        const struct sw_job_record *j =
+            sw_informer_get(sw_cluster_cache_informer(m->cache, SW_KIND_JOB), k);
+        const char *ann = j != NULL && strcmp(j->uid, e->f.job_uid) == 0
+                              ? sw_job_record_annotation(j, SW_ANN_RUNTIME)
+                              : NULL;
+        if (ann != NULL && sw_duration_parse(ann, &declared) != 0)
+            declared = 0;
+    }
+    return sw_learn_queued_runtime(declared, (double)e->f.max_exec_s, prior_s);
+}
+
 const char *sw_queue_home_ahead_cq(const struct sw_queue_home *qh, size_t i)
 {
     const struct sw_queue_wl *e = qh->ahead_e[i];
@@ -865,6 +886,12 @@ const char *sw_queue_admitted_by(const char *cluster, const char *uid)
         (e->f.state != SW_WL_RESERVED && e->f.state != SW_WL_ADMITTED))
         return NULL;
     return e->f.cluster_queue;
+}
+
+int64_t sw_queue_max_exec_s(const char *cluster, const char *uid)
+{
+    const struct sw_queue_wl *e = uid != NULL ? wl_find(cluster, uid) : NULL;
+    return e != NULL && e->err[0] == '\0' ? e->f.max_exec_s : 0;
 }
 
 int sw_queue_job_kueue(const struct sw_job *j, const cJSON *origin, const struct sw_queue_home *qh,

@@ -275,13 +275,7 @@ kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-room -n "$NS" --time
     hub_fail "fill-room did not start"
 kueue_job roomless 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
 K="onprem/$NS/roomless"
-dec=""
-for _ in $(seq 1 120); do
-    dec=$(record_field "$K" summary)
-    [ -n "$dec" ] && break
-    sleep 0.25
-done
-[ -n "$dec" ] || hub_fail "no decision on roomless in 30 s"
+dec=$(decided_summary "$K" 30)
 sleep 5 # a mirror sent to cloud-spot would be there by now
 rtgt=$(record_field "$K" targetCluster)
 [ "$rtgt" != cloud-spot ] || hub_fail "roomless was sent to cloud-spot, whose only ClusterQueue is held (\"$dec\")"

@@ -45,6 +45,11 @@
 #      runs at home once the filler is gone. (Read only once a mirror is
 #      queued there, cloud-ondemand counted its nodes' room: the mirror
 #      went into other and waited unadmitted.)
+#   7. a Workload ahead counts for the time Kueue lets it run: a Job of 8
+#      GPUs, not burstable, created after big in LocalQueue gpu with
+#      kueue.x-k8s.io/max-exec-time-seconds 600, waits ahead of big; big's
+#      home wait grows from 30 min (the filler's pods) by at most the 10 min
+#      that Job may run, not by the 1 h a Workload without a runtime counts.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
@@ -222,12 +227,7 @@ done
 kueue_job big 3 2 10s yes | sed -e 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|' \
     -e 's|queue-name: gpu|queue-name: other|' | kc onprem apply -n "$NS" -f - >/dev/null
 W6="onprem/$NS/big"
-summary=""
-for _ in $(seq 1 120); do
-    summary=$(record_field "$W6" summary)
-    [ -n "$summary" ] && break
-    sleep 0.5
-done
+summary=$(decided_summary "$W6" 60)
 [[ "$summary" == "stay at home (onprem"* ]] ||
     hub_fail "big (6 GPUs; cloud-ondemand's LocalQueue other has 2) was not kept at home: \"$summary\", state $(record_field "$W6" state), target $(record_field "$W6" targetCluster)"
 grep -q 'informer="Workloads on cloud-ondemand"' "$HUB_TMP/hub.log" ||
@@ -236,6 +236,27 @@ sleep 5
 n=$(mirrors_of big)
 [ "$n" = 0 ] || hub_fail "big has $n mirrors"
 pass "cloud-ondemand's Kueue read before its first mirror: big (6 GPUs, LocalQueue other, 2 GPUs behind it there) kept at home: \"$summary\""
+
+# ---- 7. a Workload ahead, its maximum execution time -----------------------
+# minutes NAME: the minutes of home wait in the summary of NAME's record.
+minutes() {
+    record_field "onprem/$NS/$1" summary | sed -n 's/.*, \([0-9][0-9]*\) min wait.*/\1/p'
+}
+before=$(minutes big)
+[ "$before" = 30 ] || hub_fail "big's home wait is \"$before\" min, not 30 (the filler's pods): $(record_field "$W6" summary)"
+kueue_job ahead 8 1 10s no | sed 's|queue-name: gpu}|queue-name: gpu, kueue.x-k8s.io/max-exec-time-seconds: "600"}|' |
+    kc onprem apply -n "$NS" -f - >/dev/null
+[ "$(kc onprem get job ahead -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/max-exec-time-seconds}')" = 600 ] ||
+    hub_fail "ahead has no max-exec-time-seconds label"
+after=""
+for _ in $(seq 1 120); do
+    after=$(minutes big)
+    [ -n "$after" ] && [ "$after" != 30 ] && break
+    sleep 0.5
+done
+[ -n "$after" ] && [ "$after" -gt 30 ] && [ "$after" -le 40 ] ||
+    hub_fail "with ahead (8 GPUs, 600 s at most) waiting in gpu, big's home wait is \"$after\" min, not 31-40: $(record_field "$W6" summary)"
+pass "a Workload ahead that Kueue lets run 600 s at most: big's home wait from $before to $after min (an hour's prior would add 60)"
 kc onprem delete job filler -n "$NS" --wait=false >/dev/null
 wait_record "$W6" state succeeded 120
 [ "$(record_field "$W6" targetCluster)" = onprem ] || hub_fail "big ran in $(record_field "$W6" targetCluster), not at home"

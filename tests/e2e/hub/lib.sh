@@ -250,6 +250,19 @@ wait_record() {
     hub_fail "record $1: $2 is \"$(record_field "$1" "$2")\", not \"$3\", after $4 s"
 }
 
+# decided_summary KEY SECONDS: the summary of KEY's record once it has one
+# (its first decision), waiting up to SECONDS.
+decided_summary() {
+    local i sum=""
+    for i in $(seq 1 $(($2 * 4))); do
+        sum=$(record_field "$1" summary)
+        [ -n "$sum" ] && break
+        sleep 0.25
+    done
+    [ -n "$sum" ] || hub_fail "no decision on $1 in $2 s"
+    echo "$sum"
+}
+
 # watcher_start [--lossy CLUSTER]: the independent oracle (watch_invariants.py)
 # on the three clusters for the test's namespace, for the whole test.
 watcher_start() {

@@ -59,6 +59,18 @@ static void workload_pending_for_quota(void **state)
     assert_int_equal(f.gpus, 8);
     assert_string_equal(f.created, "2026-11-25T12:00:00Z");
     assert_false(f.owned); /* no ownerReferences in WL_HEAD */
+    assert_string_equal(f.owner_job, "");
+    assert_int_equal(f.max_exec_s, 0);
+    cJSON_Delete(o);
+    /* Kueue's bound on how long it may run once admitted. */
+    o = wl("\"maximumExecutionTimeSeconds\":600,", PENDING_QUOTA);
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.max_exec_s, 600);
+    cJSON_Delete(o);
+    o = wl("\"maximumExecutionTimeSeconds\":\"soon\",", PENDING_QUOTA);
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "Workload team-cv/job-train-1a2b3"));
+    assert_non_null(strstr(err.msg, "spec.maximumExecutionTimeSeconds"));
     cJSON_Delete(o);
 }
 
@@ -402,6 +414,7 @@ static void workload_owned(void **state)
     struct sw_workload_facts f;
     assert_int_equal(sw_workload_facts_from_json(o, &f, NULL), 0);
     assert_true(f.owned);
+    assert_string_equal(f.owner_job, "train");
     /* The release's patch drops them ("ownerReferences": null, then absent). */
     cJSON_DeleteItemFromArray(refs, 0);
     assert_int_equal(sw_workload_facts_from_json(o, &f, NULL), 0);

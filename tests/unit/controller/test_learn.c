@@ -157,6 +157,32 @@ static void test_home_remaining(void **state)
     assert_true(sw_learn_home_remaining(3600, 0, start) == SW_PRIOR_HOME_REMAINING);
 }
 
+/* Kueue's maximumExecutionTimeSeconds bounds what a Job can still take
+ * and what one waiting can take in all. */
+static void test_max_exec_bounds(void **state)
+{
+    (void)state;
+    int64_t start = 1000000;
+    /* 600 s at most, 100 s run: 500 left, below the 1,800 expected. */
+    assert_float_equal(sw_learn_capped_remaining(1800, 600, start, start + 100000), 500, 1e-9);
+    /* Expected sooner than the bound: as expected. */
+    assert_float_equal(sw_learn_capped_remaining(300, 600, start, start + 100000), 300, 1e-9);
+    /* Past the bound: nothing left (Kueue stops it). */
+    assert_float_equal(sw_learn_capped_remaining(1800, 600, start, start + 700000), 0, 1e-9);
+    /* No bound, or no start: as is. */
+    assert_float_equal(sw_learn_capped_remaining(1800, 0, start, start + 100000), 1800, 1e-9);
+    assert_float_equal(sw_learn_capped_remaining(1800, 600, 0, start), 1800, 1e-9);
+    /* A start after now (clocks apart): the whole bound left. */
+    assert_float_equal(sw_learn_capped_remaining(1800, 600, start, start - 5000), 600, 1e-9);
+
+    /* Waiting: declared, else the prior; capped by the bound. */
+    assert_float_equal(sw_learn_queued_runtime(1200, 0, 3600), 1200, 1e-9);
+    assert_float_equal(sw_learn_queued_runtime(0, 0, 3600), 3600, 1e-9);
+    assert_float_equal(sw_learn_queued_runtime(0, 900, 3600), 900, 1e-9);
+    assert_float_equal(sw_learn_queued_runtime(1200, 900, 3600), 900, 1e-9);
+    assert_float_equal(sw_learn_queued_runtime(1200, 7200, 3600), 1200, 1e-9);
+}
+
 static void test_shortage_begin_end(void **state)
 {
     (void)state;
@@ -327,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_provision),
         cmocka_unit_test(test_interrupt_rate),
         cmocka_unit_test(test_home_remaining),
+        cmocka_unit_test(test_max_exec_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
