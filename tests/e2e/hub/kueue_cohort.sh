@@ -93,6 +93,12 @@ ran_once() {
     one_mirror_each "$1"
 }
 
+# cloud_first NAME GPUS PODS: a burstable Job of PODS x GPUS in LocalQueue
+# gpu that takes the cheapest cloud option rather than weigh the wait at home.
+cloud_first() {
+    kueue_job "$1" "$2" "$3" 10s yes | sed 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|'
+}
+
 cohort=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.cohortName}')
 [ -n "$cohort" ] || hub_fail "onprem's ClusterQueue gpu is in no cohort"
 flavor=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.resourceGroups[0].flavors[0].name}')
@@ -155,9 +161,7 @@ YAML
     --role cloud --region us-east-1 --local-queue tight --replace \
     --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
 sleep 11 # the hub reads the registry every 10 s
-# cloud-first: the cheapest cloud option, rather than weigh the wait at home.
-kueue_job narrow 3 2 10s yes | sed 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|' |
-    kc onprem apply -n "$NS" -f - >/dev/null
+cloud_first narrow 3 2 | kc onprem apply -n "$NS" -f - >/dev/null
 W3="onprem/$NS/narrow"
 ran_once narrow cloud-ondemand
 [ "$(record_field "$W3" withdrawals)" = 0 ] ||
@@ -181,11 +185,7 @@ kind: ResourceQuota
 metadata: {name: no-pods, namespace: $NS}
 spec: {hard: {pods: "0"}}
 YAML
-cloud_first() {
-    kueue_job "$1" 1 2 10s yes | sed 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|' |
-        kc onprem apply -n "$NS" -f - >/dev/null
-}
-cloud_first first
+cloud_first first 1 2 | kc onprem apply -n "$NS" -f - >/dev/null
 wait_record "onprem/$NS/first" state dispatched 60
 [ "$(record_field "onprem/$NS/first" targetCluster)" = cloud-spot ] ||
     hub_fail "first went to $(record_field "onprem/$NS/first" targetCluster), not cloud-spot"
@@ -200,7 +200,7 @@ mirror=$(record_field "onprem/$NS/first" mirror)
 pods=$(kc cloud-spot get pods -n "$NS" -l "batch.kubernetes.io/job-name=$mirror" -o name | wc -l)
 [ "$pods" = 0 ] || hub_fail "first's mirror has $pods pods in cloud-spot: the ResourceQuota did not hold them back"
 sleep 2 # the hub's Workload informer on cloud-spot
-cloud_first second
+cloud_first second 1 2 | kc onprem apply -n "$NS" -f - >/dev/null
 wait_record "onprem/$NS/second" state dispatched 60
 [ "$(record_field "onprem/$NS/second" targetCluster)" = cloud-spot ] ||
     hub_fail "second went to $(record_field "onprem/$NS/second" targetCluster), not cloud-spot: first's 2 GPUs, reserved in $TIGHT, were counted twice"
@@ -224,8 +224,7 @@ metadata: {name: other, namespace: $NS}
 spec: {clusterQueue: ${c#*:}}
 YAML
 done
-kueue_job big 3 2 10s yes | sed -e 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|' \
-    -e 's|queue-name: gpu|queue-name: other|' | kc onprem apply -n "$NS" -f - >/dev/null
+cloud_first big 3 2 | sed 's|queue-name: gpu|queue-name: other|' | kc onprem apply -n "$NS" -f - >/dev/null
 W6="onprem/$NS/big"
 summary=$(decided_summary "$W6" 60)
 [[ "$summary" == "stay at home (onprem"* ]] ||
