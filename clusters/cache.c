@@ -30,7 +30,8 @@ struct sw_cluster_cache {
     char *gone_nodes[GONE_NODES]; /* a ring: the oldest is replaced */
     size_t next_gone;
     struct sw_informer *jobs, *pods, *nodes;
-    struct sw_informer *workloads, *cqueues;    /* NULL until sw_cluster_cache_start_kueue */
+    /* NULL until sw_cluster_cache_start_kueue */
+    struct sw_informer *workloads, *cqueues, *rflavors;
     struct sw_informer *nodepools, *nodeclaims; /* NULL until watched */
     struct sw_kube_client *client;
     struct sw_intern *strings; /* shared by the three informers' records */
@@ -113,6 +114,7 @@ static void on_event(struct sw_informer *inf, enum sw_watch_type type, const cha
                           : inf == cc->pods       ? SW_KIND_POD
                           : inf == cc->workloads  ? SW_KIND_WORKLOAD
                           : inf == cc->cqueues    ? SW_KIND_CLUSTERQUEUE
+                          : inf == cc->rflavors   ? SW_KIND_RESOURCEFLAVOR
                           : inf == cc->nodepools  ? SW_KIND_NODEPOOL
                           : inf == cc->nodeclaims ? SW_KIND_NODECLAIM
                                                   : SW_KIND_NODE;
@@ -237,6 +239,7 @@ void sw_cluster_cache_free(struct sw_cluster_cache *cc)
     sw_informer_free(cc->nodes);
     sw_informer_free(cc->workloads);
     sw_informer_free(cc->cqueues);
+    sw_informer_free(cc->rflavors);
     sw_informer_free(cc->nodepools);
     sw_informer_free(cc->nodeclaims);
     if (cc->strings != NULL)
@@ -306,14 +309,15 @@ bool sw_cluster_cache_karpenter(const struct sw_cluster_cache *cc)
 
 struct sw_informer *sw_cluster_cache_informer(struct sw_cluster_cache *cc, enum sw_kube_kind k)
 {
-    return k == SW_KIND_JOB            ? cc->jobs
-           : k == SW_KIND_POD          ? cc->pods
-           : k == SW_KIND_NODE         ? cc->nodes
-           : k == SW_KIND_WORKLOAD     ? cc->workloads
-           : k == SW_KIND_CLUSTERQUEUE ? cc->cqueues
-           : k == SW_KIND_NODEPOOL     ? cc->nodepools
-           : k == SW_KIND_NODECLAIM    ? cc->nodeclaims
-                                       : NULL;
+    return k == SW_KIND_JOB              ? cc->jobs
+           : k == SW_KIND_POD            ? cc->pods
+           : k == SW_KIND_NODE           ? cc->nodes
+           : k == SW_KIND_WORKLOAD       ? cc->workloads
+           : k == SW_KIND_CLUSTERQUEUE   ? cc->cqueues
+           : k == SW_KIND_RESOURCEFLAVOR ? cc->rflavors
+           : k == SW_KIND_NODEPOOL       ? cc->nodepools
+           : k == SW_KIND_NODECLAIM      ? cc->nodeclaims
+                                         : NULL;
 }
 
 int sw_cluster_cache_start_kueue(struct sw_cluster_cache *cc)
@@ -325,20 +329,25 @@ int sw_cluster_cache_start_kueue(struct sw_cluster_cache *cc)
     o.kind = SW_KIND_CLUSTERQUEUE;
     if (rc == 0)
         rc = sw_informer_new(cc->client, &o, &cc->cqueues);
+    o.kind = SW_KIND_RESOURCEFLAVOR;
+    if (rc == 0)
+        rc = sw_informer_new(cc->client, &o, &cc->rflavors);
     if (rc != 0) {
         sw_informer_free(cc->workloads);
-        cc->workloads = NULL;
+        sw_informer_free(cc->cqueues);
+        cc->workloads = cc->cqueues = NULL;
         return rc;
     }
     sw_informer_start(cc->workloads);
     sw_informer_start(cc->cqueues);
+    sw_informer_start(cc->rflavors);
     return 0;
 }
 
 bool sw_cluster_cache_kueue_synced(const struct sw_cluster_cache *cc)
 {
     return cc->workloads != NULL && sw_informer_synced(cc->workloads) &&
-           sw_informer_synced(cc->cqueues);
+           sw_informer_synced(cc->cqueues) && sw_informer_synced(cc->rflavors);
 }
 
 long sw_cluster_cache_kueue_list_failed(const struct sw_cluster_cache *cc)
@@ -346,7 +355,9 @@ long sw_cluster_cache_kueue_list_failed(const struct sw_cluster_cache *cc)
     if (cc->workloads == NULL)
         return 0;
     long s = sw_informer_list_failed(cc->workloads);
-    return s != 0 ? s : sw_informer_list_failed(cc->cqueues);
+    if (s == 0)
+        s = sw_informer_list_failed(cc->cqueues);
+    return s != 0 ? s : sw_informer_list_failed(cc->rflavors);
 }
 
 struct collect {

@@ -78,7 +78,7 @@ int sw_cluster_cache_capacity_label(struct sw_cluster_cache *cc, const char *typ
                                     const char **label, const char **value);
 
 /**
- * Starts informers of Kueue's Workloads and ClusterQueues
+ * Starts informers of Kueue's Workloads, ClusterQueues and ResourceFlavors
  * (kueue.x-k8s.io/v1beta2, whole objects cached), once; later calls do
  * nothing. The hub calls it for a member where it sees a Job in a Kueue
  * queue. They are not part of sw_cluster_cache_synced: a member whose Kueue
@@ -91,7 +91,8 @@ bool sw_cluster_cache_kueue_synced(const struct sw_cluster_cache *cc);
 
 /**
  * The HTTP status with which a Kueue informer's last list failed (the
- * Workloads', else the ClusterQueues'; -1: no answer), 0 when neither
+ * Workloads', else the ClusterQueues', else the ResourceFlavors'; -1: no
+ * answer), 0 when neither
  * failed or they are not started (sw_informer_list_failed).
  */
 long sw_cluster_cache_kueue_list_failed(const struct sw_cluster_cache *cc);

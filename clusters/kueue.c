@@ -250,21 +250,33 @@ int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_fa
         cJSON_ArrayForEach(f, child(g, "flavors"))
         {
             bool found = false, b = false, l = false;
+            int64_t nom = 0, fb = 0, fl = 0;
             int rc = gpu_entry(child(f, "resources"), "nominalQuota", what,
-                               "spec.resourceGroups[].flavors[].resources[nvidia.com/gpu]",
-                               &out->nominal_gpus, &found, err);
+                               "spec.resourceGroups[].flavors[].resources[nvidia.com/gpu]", &nom,
+                               &found, err);
             if (rc == 0)
                 rc = gpu_entry(child(f, "resources"), "borrowingLimit", what,
-                               "spec.resourceGroups[].flavors[].resources[nvidia.com/gpu]", &borrow,
-                               &b, err);
+                               "spec.resourceGroups[].flavors[].resources[nvidia.com/gpu]", &fb, &b,
+                               err);
             if (rc == 0)
                 rc = gpu_entry(child(f, "resources"), "lendingLimit", what,
-                               "spec.resourceGroups[].flavors[].resources[nvidia.com/gpu]", &lend,
-                               &l, err);
+                               "spec.resourceGroups[].flavors[].resources[nvidia.com/gpu]", &fl, &l,
+                               err);
             if (rc != 0)
                 return rc;
+            out->nominal_gpus += nom;
+            borrow += fb;
+            lend += fl;
             any_borrow_unlimited = any_borrow_unlimited || (found && !b);
             any_lend_unlimited = any_lend_unlimited || (found && !l);
+            const char *fname = str(f, "name");
+            if (found && fname != NULL && out->nflavors < SW_CQ_MAX_FLAVORS) {
+                struct sw_cq_flavor *cf = &out->flavors[out->nflavors++];
+                copy(cf->name, sizeof(cf->name), fname);
+                cf->nominal = nom;
+                cf->borrow = b ? fb : -1;
+                cf->lend = l ? fl : -1;
+            }
         }
     }
     const char *stop = str(spec, "stopPolicy");
@@ -274,11 +286,17 @@ int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_fa
     cJSON_ArrayForEach(f, child(status, "flavorsReservation"))
     {
         bool found = false;
-        int rc = gpu_entry(child(f, "resources"), "total", what,
-                           "status.flavorsReservation[].resources[nvidia.com/gpu]",
-                           &out->reserved_gpus, &found, err);
+        int64_t r = 0;
+        int rc =
+            gpu_entry(child(f, "resources"), "total", what,
+                      "status.flavorsReservation[].resources[nvidia.com/gpu]", &r, &found, err);
         if (rc != 0)
             return rc;
+        out->reserved_gpus += r;
+        const char *fname = str(f, "name");
+        for (size_t k = 0; fname != NULL && k < out->nflavors; k++)
+            if (strcmp(out->flavors[k].name, fname) == 0)
+                out->flavors[k].reserved += r;
     }
     const cJSON *v;
     if (cJSON_IsNumber(v = child(status, "pendingWorkloads")))
@@ -288,6 +306,94 @@ int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_fa
     if (cJSON_IsNumber(v = child(status, "admittedWorkloads")))
         out->admitted = (int64_t)v->valuedouble;
     return 0;
+}
+
+static const char *json_label_of(const void *ctx, const char *key)
+{
+    return str((const cJSON *)ctx, key);
+}
+
+int sw_resource_flavor_facts_from_json(const cJSON *rf, struct sw_resource_flavor_facts *out,
+                                       struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const char *name = str(child(rf, "metadata"), "name");
+    if (name == NULL)
+        return sw_error_set(err, SW_EPARSE,
+                            "ResourceFlavor: field \"metadata.name\": expected a string");
+    if (strlen(name) >= sizeof(out->name))
+        return sw_error_set(err, SW_EPARSE, "ResourceFlavor %.63s: name too long", name);
+    copy(out->name, sizeof(out->name), name);
+    const cJSON *labels = child(child(rf, "spec"), "nodeLabels"), *l;
+    if (labels == NULL)
+        return 0;
+    if (!cJSON_IsObject(labels))
+        return sw_error_set(err, SW_EPARSE,
+                            "ResourceFlavor %s: field \"spec.nodeLabels\": expected an object",
+                            name);
+    cJSON_ArrayForEach(l, labels)
+    {
+        if (!cJSON_IsString(l))
+            return sw_error_set(
+                err, SW_EPARSE,
+                "ResourceFlavor %s: field \"spec.nodeLabels.%.100s\": expected a string", name,
+                l->string);
+    }
+    const char *label = NULL;
+    const char *type = sw_capacity_type_label(json_label_of, labels, &label, NULL);
+    if (label != NULL)
+        copy(out->capacity_type, sizeof(out->capacity_type), type);
+    return 0;
+}
+
+/* Whether a Workload selecting nodes of `capacity_type` may be admitted to
+ * flavour `name`: its ResourceFlavor names no capacity type, or that one,
+ * or is not known. */
+static bool flavor_takes(const char *name, const char *capacity_type,
+                         const struct sw_resource_flavor_facts *rf, size_t nrf)
+{
+    for (size_t i = 0; i < nrf; i++)
+        if (strcmp(rf[i].name, name) == 0)
+            return rf[i].capacity_type[0] == '\0' ||
+                   strcmp(rf[i].capacity_type, capacity_type) == 0;
+    return true;
+}
+
+bool sw_cluster_queue_for_capacity(const struct sw_cluster_queue_facts *in,
+                                   const char *capacity_type,
+                                   const struct sw_resource_flavor_facts *rf, size_t nrf,
+                                   struct sw_cluster_queue_facts *out)
+{
+    *out = *in;
+    bool left_out = false;
+    int64_t all_reserved = 0;
+    for (size_t i = 0; i < in->nflavors; i++) {
+        all_reserved += in->flavors[i].reserved;
+        left_out = left_out || !flavor_takes(in->flavors[i].name, capacity_type, rf, nrf);
+    }
+    if (!left_out)
+        return false;
+    out->nflavors = 0;
+    out->nominal_gpus = out->reserved_gpus = 0;
+    out->borrow_gpus = out->lend_gpus = 0;
+    for (size_t i = 0; i < in->nflavors; i++) {
+        const struct sw_cq_flavor *f = &in->flavors[i];
+        if (!flavor_takes(f->name, capacity_type, rf, nrf))
+            continue;
+        out->flavors[out->nflavors++] = *f;
+        out->nominal_gpus += f->nominal;
+        out->reserved_gpus += f->reserved;
+        if (out->borrow_gpus >= 0)
+            out->borrow_gpus = f->borrow < 0 ? -1 : out->borrow_gpus + f->borrow;
+        if (out->lend_gpus >= 0)
+            out->lend_gpus = f->lend < 0 ? -1 : out->lend_gpus + f->lend;
+    }
+    /* Reserved GPUs the hub gave back to the queue (a delegated Job's own
+     * reservation, queue.c) come off the flavours kept too. */
+    int64_t given_back = all_reserved - in->reserved_gpus;
+    if (given_back > 0)
+        out->reserved_gpus = out->reserved_gpus > given_back ? out->reserved_gpus - given_back : 0;
+    return true;
 }
 
 int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,

@@ -75,6 +75,18 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
 /** "pending-quota", "pending", "new", "reserved", "admitted", "inactive", "finished". */
 const char *sw_workload_state_name(enum sw_workload_state s);
 
+/** The GPU quota of one of a ClusterQueue's flavours. */
+struct sw_cq_flavor {
+    char name[64];    /* the ResourceFlavor's name */
+    int64_t nominal;  /* nvidia.com/gpu nominalQuota */
+    int64_t borrow;   /* borrowingLimit; -1 no limit */
+    int64_t lend;     /* lendingLimit; -1 all */
+    int64_t reserved; /* status.flavorsReservation for this flavour */
+};
+
+/** The flavours of a ClusterQueue the hub keeps (with nvidia.com/gpu). */
+#define SW_CQ_MAX_FLAVORS 8
+
 /** What the hub reads of one ClusterQueue: GPUs only. */
 struct sw_cluster_queue_facts {
     char name[64];
@@ -87,6 +99,10 @@ struct sw_cluster_queue_facts {
     int64_t reserving;     /* status.reservingWorkloads */
     int64_t admitted;      /* status.admittedWorkloads */
     bool held;             /* spec.stopPolicy Hold or HoldAndDrain: admits nothing new */
+    /* The same per flavour that quotes nvidia.com/gpu, in the queue's
+     * order (the first SW_CQ_MAX_FLAVORS; the totals above count all). */
+    struct sw_cq_flavor flavors[SW_CQ_MAX_FLAVORS];
+    size_t nflavors;
 };
 
 /**
@@ -106,6 +122,40 @@ int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_fa
  */
 int64_t sw_cluster_queue_headroom(const struct sw_cluster_queue_facts *cq,
                                   const struct sw_cluster_queue_facts *peers, size_t npeers);
+
+/** What the hub reads of one ResourceFlavor: the capacity type its nodes have. */
+struct sw_resource_flavor_facts {
+    char name[64];
+    /* "spot", "on-demand", ... from spec.nodeLabels (Karpenter's
+     * karpenter.sh/capacity-type or a provider's label, read as
+     * sw_capacity_type_label reads a node's); "" when its nodeLabels name
+     * none: a Workload of any capacity type may be admitted to it. */
+    char capacity_type[16];
+};
+
+/**
+ * Reads a ResourceFlavor. Fails (SW_EPARSE), naming the flavour and the
+ * field, when metadata.name is missing or spec.nodeLabels is not an object
+ * of strings.
+ */
+int sw_resource_flavor_facts_from_json(const cJSON *rf, struct sw_resource_flavor_facts *out,
+                                       struct sw_error *err);
+
+/**
+ * `in` as seen by a Workload whose pods select nodes of capacity type
+ * `capacity_type` ("spot", "on-demand"): Kueue admits such a Workload
+ * only to a flavour whose nodeLabels do not contradict its node selector
+ * (pkg/scheduler/flavorassigner), so only the flavours whose
+ * ResourceFlavor (among the `nrf` of `rf`) has no capacity type or that
+ * one count; nominal, limits and reserved GPUs become theirs. A flavour
+ * whose ResourceFlavor is not among `rf` counts (as before flavours were
+ * read). Returns whether any flavour was left out (`out` equals `in`
+ * otherwise).
+ */
+bool sw_cluster_queue_for_capacity(const struct sw_cluster_queue_facts *in,
+                                   const char *capacity_type,
+                                   const struct sw_resource_flavor_facts *rf, size_t nrf,
+                                   struct sw_cluster_queue_facts *out);
 
 /**
  * GPUs the `n` ClusterQueues `cq` (borrowed) may still reserve between

@@ -989,6 +989,8 @@ static const struct {
                                 "/apis/kueue.x-k8s.io/v1beta2", "admissionchecks", 0},
     [SW_KIND_MULTIKUEUECONFIG] = {"MultiKueueConfig", "kueue.x-k8s.io/v1beta2",
                                   "/apis/kueue.x-k8s.io/v1beta2", "multikueueconfigs", 0},
+    [SW_KIND_RESOURCEFLAVOR] = {"ResourceFlavor", "kueue.x-k8s.io/v1beta2",
+                                "/apis/kueue.x-k8s.io/v1beta2", "resourceflavors", 0},
 };
 
 const char *sw_kube_kind_name(enum sw_kube_kind k)

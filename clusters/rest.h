@@ -196,6 +196,7 @@ enum sw_kube_kind {
     SW_KIND_NODECLAIM,        /* karpenter.sh/v1, cluster-scoped */
     SW_KIND_ADMISSIONCHECK,   /* kueue.x-k8s.io/v1beta2, cluster-scoped */
     SW_KIND_MULTIKUEUECONFIG, /* kueue.x-k8s.io/v1beta2, cluster-scoped */
+    SW_KIND_RESOURCEFLAVOR,   /* kueue.x-k8s.io/v1beta2, cluster-scoped */
     SW_KIND_COUNT
 };
 

@@ -236,7 +236,13 @@ static void add_queue_pools(struct round *rd, const struct sw_member *m,
         o->queue_only = true;
         snprintf(o->name, sizeof(o->name), "%.31s/%.31s", pre->name, cq);
         unique_name(rd, o, m->rec.name);
-        int64_t room = sw_queue_home_cq_headroom(qh, i) * unit;
+        /* A cloud pool's mirror is admitted only to the flavours that
+         * take its capacity type (queue.c). */
+        int64_t room =
+            (o->capacity != SW_CAP_OWNED
+                 ? sw_queue_home_pool_headroom(qh, rd->specs[base]->capacity_type, (long)i)
+                 : sw_queue_home_cq_headroom(qh, i)) *
+            unit;
         snprintf(rd->pool_cq[n].cq, sizeof(rd->pool_cq[n].cq), "%s", cq);
         rd->pool_cq[n].reserved = qh->cq[i].reserved_gpus * unit;
         rd->specs[n] = rd->specs[base];
@@ -360,13 +366,15 @@ static void add_pools(struct round *rd)
                 o->max_gpus = o->total_gpus;
             }
             struct sw_pool pre = *o;
-            if (kueue && o->capacity != SW_CAP_OWNED)
+            if (kueue && o->capacity != SW_CAP_OWNED) {
                 /* A cloud member that queues mirrors in Kueue: what its
-                 * ClusterQueues may still reserve bounds the pool, less
-                 * the GPUs promised there that Kueue has not reserved
-                 * yet (those it has are in its figures already). */
-                cap_by_room(o, (o->time_sliced ? qh.headroom * fig.milli_per_unit : qh.headroom) -
-                                   res_q);
+                 * ClusterQueues may still reserve in the flavours that
+                 * take the pool's capacity type bounds the pool, less the
+                 * GPUs promised there that Kueue has not reserved yet
+                 * (those it has are in its figures already). */
+                int64_t room = sw_queue_home_pool_headroom(&qh, ps->capacity_type, -1);
+                cap_by_room(o, (o->time_sliced ? room * fig.milli_per_unit : room) - res_q);
+            }
             if (kueue && o->capacity == SW_CAP_OWNED) {
                 /* Kueue counts units of nvidia.com/gpu (replicas when
                  * time-sliced). */

@@ -761,7 +761,11 @@ struct sw_queue_home {
     /* GPUs its ClusterQueues may still reserve between them, a cohort's
      * unused quota counted once (sw_cluster_queues_free) */
     int64_t headroom;
+    int64_t own_extra; /* of it, a delegated Job's own reservation in a queue not read */
     int64_t reserved, nominal;
+    /* Its ResourceFlavors: which capacity type each flavour's nodes have. */
+    struct sw_resource_flavor_facts rf[SW_QUEUE_MAX_CQ];
+    size_t nrf;
     /* Workloads pending for quota that spillway does not manage, in Kueue's
      * order (queue.c's index entries, borrowed until the next scan). */
     struct sw_queue_wl **ahead_e;
@@ -798,6 +802,16 @@ const char *sw_queue_local_queue_cq(struct sw_member *m, const char *ns, const c
                                     bool *asking);
 /** What the i-th ClusterQueue of `qh` may still reserve, its cohort's lending included. */
 int64_t sw_queue_home_cq_headroom(const struct sw_queue_home *qh, size_t i);
+/**
+ * What a mirror whose pods select nodes of capacity type `capacity_type`
+ * could still be admitted to: as qh->headroom (`cq` < 0) or as the
+ * cq-th ClusterQueue's headroom, counting only the flavours whose
+ * ResourceFlavor's nodeLabels name no capacity type or that one
+ * (sw_cluster_queue_for_capacity); the same figures when every flavour
+ * does.
+ */
+int64_t sw_queue_home_pool_headroom(const struct sw_queue_home *qh, const char *capacity_type,
+                                    long cq);
 /**
  * The ClusterQueue that reserved quota for the Job `uid` of `cluster`
  * (its Workload reserved or admitted), or NULL. Borrowed until the next

@@ -119,7 +119,7 @@ static void on_cache_change(struct sw_cluster_cache *cc, enum sw_kube_kind kind,
     /* A pod turning Unschedulable, a node going away, a Job added, a
      * Workload's admission or a NodePool's room changing may change a
      * decision; everything else only needs the next step. */
-    if (kind == SW_KIND_WORKLOAD || kind == SW_KIND_CLUSTERQUEUE)
+    if (kind == SW_KIND_WORKLOAD || kind == SW_KIND_CLUSTERQUEUE || kind == SW_KIND_RESOURCEFLAVOR)
         sw_queue_changed();
     if (kind == SW_KIND_POD || kind == SW_KIND_NODE || kind == SW_KIND_JOB ||
         kind == SW_KIND_WORKLOAD || kind == SW_KIND_NODEPOOL || kind == SW_KIND_NODECLAIM)

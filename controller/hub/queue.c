@@ -766,6 +766,21 @@ static void add_cq(const char *key, const void *obj, void *ctx)
                sw_log_q(err.msg));
 }
 
+static void add_rf(const char *key, const void *obj, void *ctx)
+{
+    (void)key;
+    struct sw_queue_home *qh = ctx;
+    if (qh->nrf >= sizeof(qh->rf) / sizeof(qh->rf[0]))
+        return;
+    struct sw_error err = {0};
+    if (sw_resource_flavor_facts_from_json(obj, &qh->rf[qh->nrf], &err) == 0)
+        qh->nrf++;
+    else
+        SW_LOG(SW_LOG_WARN,
+               "a ResourceFlavor the hub cannot read; its flavour counts for every pool", "err=%s",
+               sw_log_q(err.msg));
+}
+
 static int ahead_cmp(const void *a, const void *b)
 {
     const struct sw_queue_wl *x = *(const struct sw_queue_wl *const *)a,
@@ -801,6 +816,7 @@ int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *o
     sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_CLUSTERQUEUE), add_cq, out);
     if (out->ncq == 0)
         return SW_ENOENT;
+    sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_RESOURCEFLAVOR), add_rf, out);
     for (size_t i = 0; i < out->ncq; i++) {
         out->reserved += out->cq[i].reserved_gpus;
         out->nominal += out->cq[i].nominal_gpus;
@@ -835,6 +851,7 @@ int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *o
         qsort(out->ahead_e, out->nahead, sizeof(*out->ahead_e), ahead_cmp);
     /* What they may still reserve between them, a cohort's unused quota
      * counted once. */
+    out->own_extra = extra;
     out->headroom = sw_cluster_queues_free(out->cq, out->ncq) + extra;
     return 0;
 }
@@ -877,6 +894,25 @@ const char *sw_queue_home_ahead_cq(const struct sw_queue_home *qh, size_t i)
 int64_t sw_queue_home_cq_headroom(const struct sw_queue_home *qh, size_t i)
 {
     return sw_cluster_queue_headroom(&qh->cq[i], qh->cq, qh->ncq);
+}
+
+int64_t sw_queue_home_pool_headroom(const struct sw_queue_home *qh, const char *capacity_type,
+                                    long cq)
+{
+    bool narrowed = false;
+    struct sw_cluster_queue_facts one;
+    for (size_t i = 0; i < qh->ncq && !narrowed; i++)
+        narrowed = sw_cluster_queue_for_capacity(&qh->cq[i], capacity_type, qh->rf, qh->nrf, &one);
+    /* Every flavour takes it (or no memory to tell): all of them count. */
+    struct sw_cluster_queue_facts *p = narrowed ? sw_calloc(qh->ncq, sizeof(*p)) : NULL;
+    if (p == NULL)
+        return cq < 0 ? qh->headroom : sw_queue_home_cq_headroom(qh, (size_t)cq);
+    for (size_t i = 0; i < qh->ncq; i++)
+        sw_cluster_queue_for_capacity(&qh->cq[i], capacity_type, qh->rf, qh->nrf, &p[i]);
+    int64_t room = cq < 0 ? sw_cluster_queues_free(p, qh->ncq) + qh->own_extra
+                          : sw_cluster_queue_headroom(&p[cq], p, qh->ncq);
+    sw_free(p);
+    return room;
 }
 
 const char *sw_queue_admitted_by(const char *cluster, const char *uid)

@@ -50,14 +50,25 @@
 #      kueue.x-k8s.io/max-exec-time-seconds 600, waits ahead of big; big's
 #      home wait grows from 30 min (the filler's pods) by at most the 10 min
 #      that Job may run, not by the 1 h a Workload without a runtime counts.
+#   8. a cloud pool counts only the flavours its mirrors can be admitted to:
+#      cloud-spot, re-registered to queue mirrors in LocalQueue mixed, gets
+#      ClusterQueue mixed-$NS of two flavours, od-$NS first (a ResourceFlavor
+#      of karpenter.sh/capacity-type on-demand, 60 GPUs), then the spot one
+#      (2 GPUs). A cloud-first Job of 2 x 2 GPUs goes to cloud-ondemand: a
+#      spot mirror (its node selector names spot) may be admitted only to
+#      the spot flavour. (Counted over both flavours, mixed had 62 and room:
+#      the mirror went to cloud-spot and waited unadmitted.) A Job of 1 x 2
+#      then goes to cloud-spot, admitted to the spot flavour, od-$NS passed
+#      over by Kueue itself.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
 hub_setup kueue-cohort
 [ -f "$SW_LAB_DIR/kueue/on" ] || fail "the lab's Kueue is off (testbed kueue up)"
-SIDE="side-$NS" SOLO="solo-$NS" TIGHT="tight-$NS" SMALL="small-$NS"
+SIDE="side-$NS" SOLO="solo-$NS" TIGHT="tight-$NS" SMALL="small-$NS" MIXED="mixed-$NS" OD="od-$NS"
 trap 'kc onprem delete clusterqueue "$SIDE" "$SOLO" --ignore-not-found --wait=false >/dev/null 2>&1
-kc cloud-spot delete clusterqueue "$TIGHT" --ignore-not-found --wait=false >/dev/null 2>&1
+kc cloud-spot delete clusterqueue "$TIGHT" "$MIXED" --ignore-not-found --wait=true --timeout=20s >/dev/null 2>&1
+kc cloud-spot delete resourceflavor "$OD" --ignore-not-found --wait=false >/dev/null 2>&1
 kc cloud-ondemand delete clusterqueue "$SMALL" --ignore-not-found --wait=false >/dev/null 2>&1
 "$TESTBED" reseed onprem >/dev/null 2>&1 || true; hub_cleanup' EXIT
 
@@ -256,6 +267,74 @@ done
 [ -n "$after" ] && [ "$after" -gt 30 ] && [ "$after" -le 40 ] ||
     hub_fail "with ahead (8 GPUs, 600 s at most) waiting in gpu, big's home wait is \"$after\" min, not 31-40: $(record_field "$W6" summary)"
 pass "a Workload ahead that Kueue lets run 600 s at most: big's home wait from $before to $after min (an hour's prior would add 60)"
+
+# ---- 8. a spot pool counts only the flavours a spot mirror can have -------
+cat <<YAML | kc cloud-spot apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: $OD}
+spec: {nodeLabels: {karpenter.sh/capacity-type: on-demand}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: $MIXED}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: $OD
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 60}
+    - name: $spot_flavor
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 2}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: mixed, namespace: $NS}
+spec: {clusterQueue: $MIXED}
+YAML
+kc cloud-spot wait --for=condition=Active "clusterqueue/$MIXED" --timeout=30s >/dev/null ||
+    hub_fail "ClusterQueue $MIXED on cloud-spot is not active"
+"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
+    --role cloud --region us-east-1 --local-queue mixed --replace \
+    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+sleep 11 # the hub reads the registry every 10 s
+cloud_first pair 2 2 | kc onprem apply -n "$NS" -f - >/dev/null
+W8="onprem/$NS/pair"
+decided_summary "$W8" 60 >/dev/null
+[ "$(record_field "$W8" targetCluster)" = cloud-ondemand ] ||
+    hub_fail "pair (4 GPUs) went to $(record_field "$W8" targetCluster), not cloud-ondemand: $MIXED's on-demand flavour counted for a spot mirror"
+expl=$("$SPILLCTL" explain "$W8" -o json) || hub_fail "spillctl explain $W8 failed"
+echo "$expl" | python3 -c '
+import json, sys
+opts = {o["pool"]: o for o in json.load(sys.stdin)["decision"]["options"]}
+mixed = [o for p, o in opts.items() if p.startswith("cloud-spot/mixed")]
+assert len(mixed) == 1 and mixed[0]["excluded"] in ("never-fits", "capacity"), mixed
+' || hub_fail "pair's explanation does not show cloud-spot's queue mixed as too small: $expl"
+ran_once pair cloud-ondemand
+pass "ClusterQueue $MIXED on cloud-spot, flavours $OD (on-demand, 60 GPUs) then $spot_flavor (2): 4 GPUs asked went to cloud-ondemand, succeeded once"
+cloud_first one 2 1 | kc onprem apply -n "$NS" -f - >/dev/null
+fl=""
+for _ in $(seq 1 120); do
+    mirror=$(record_field "onprem/$NS/one" mirror)
+    fl=$(kc cloud-spot get workloads -n "$NS" -o json | python3 -c '
+import json, sys
+for w in json.load(sys.stdin)["items"]:
+    if any(r.get("name") == sys.argv[1] for r in w["metadata"].get("ownerReferences", [])):
+        a = w.get("status", {}).get("admission")
+        if a:
+            print(a["podSetAssignments"][0]["flavors"]["nvidia.com/gpu"])
+' "$mirror")
+    [ -n "$fl" ] && break
+    sleep 0.5
+done
+[ "$fl" = "$spot_flavor" ] || hub_fail "one's mirror was admitted to flavour \"$fl\", not $spot_flavor"
+ran_once one cloud-spot
+pass "2 GPUs asked went to cloud-spot's $MIXED, admitted to flavour $spot_flavor ($OD, first, passed over), succeeded once"
+
+# ---- big, kept at home in case 6, runs there once the filler is gone ------
 kc onprem delete job filler -n "$NS" --wait=false >/dev/null
 wait_record "$W6" state succeeded 120
 [ "$(record_field "$W6" targetCluster)" = onprem ] || hub_fail "big ran in $(record_field "$W6" targetCluster), not at home"

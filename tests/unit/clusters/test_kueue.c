@@ -246,6 +246,108 @@ static void cluster_queue_facts(void **state)
     cJSON_Delete(o);
 }
 
+/* A ClusterQueue of two flavours: on-demand first (60 GPUs, borrowing
+ * limited to 4), spot second (2 GPUs, both reserved), in a cohort. */
+static const char CQ2[] =
+    "{\"metadata\":{\"name\":\"mixed\"},\"spec\":{\"cohortName\":\"c\",\"resourceGroups\":[{"
+    "\"coveredResources\":[\"nvidia.com/gpu\"],\"flavors\":["
+    "{\"name\":\"od\",\"resources\":[{\"name\":\"nvidia.com/gpu\",\"nominalQuota\":60,"
+    "\"borrowingLimit\":4}]},"
+    "{\"name\":\"spot\",\"resources\":[{\"name\":\"nvidia.com/gpu\",\"nominalQuota\":\"2\"}]}]}]},"
+    "\"status\":{\"flavorsReservation\":[{\"name\":\"spot\",\"resources\":[{\"name\":"
+    "\"nvidia.com/gpu\",\"total\":\"2\"}]},{\"name\":\"od\",\"resources\":[{\"name\":"
+    "\"nvidia.com/gpu\",\"total\":\"0\"}]}]}}";
+
+static void flavours_by_capacity_type(void **state)
+{
+    (void)state;
+    struct sw_error err = {0};
+    cJSON *o = cJSON_Parse(CQ2);
+    struct sw_cluster_queue_facts f, v;
+    assert_int_equal(sw_cluster_queue_facts_from_json(o, &f, &err), 0);
+    cJSON_Delete(o);
+    assert_int_equal(f.nominal_gpus, 62);
+    assert_int_equal(f.reserved_gpus, 2);
+    assert_int_equal(f.borrow_gpus, -1); /* spot's is unlimited */
+    assert_int_equal(f.nflavors, 2);
+    assert_string_equal(f.flavors[0].name, "od");
+    assert_int_equal(f.flavors[0].nominal, 60);
+    assert_int_equal(f.flavors[0].borrow, 4);
+    assert_int_equal(f.flavors[0].lend, -1);
+    assert_int_equal(f.flavors[0].reserved, 0);
+    assert_string_equal(f.flavors[1].name, "spot");
+    assert_int_equal(f.flavors[1].nominal, 2);
+    assert_int_equal(f.flavors[1].reserved, 2);
+
+    /* The ResourceFlavors: spot by Karpenter's label, on-demand by EKS'
+     * own, and one with no capacity type. */
+    const char *rfs[] = {
+        "{\"metadata\":{\"name\":\"spot\"},\"spec\":{\"nodeLabels\":{"
+        "\"karpenter.sh/capacity-type\":\"spot\",\"nvidia.com/gpu.product\":\"H100\"}}}",
+        "{\"metadata\":{\"name\":\"od\"},\"spec\":{\"nodeLabels\":{"
+        "\"eks.amazonaws.com/capacityType\":\"ON_DEMAND\"}}}",
+        "{\"metadata\":{\"name\":\"any\"},\"spec\":{}}",
+    };
+    struct sw_resource_flavor_facts rf[3];
+    for (int i = 0; i < 3; i++) {
+        o = cJSON_Parse(rfs[i]);
+        assert_int_equal(sw_resource_flavor_facts_from_json(o, &rf[i], &err), 0);
+        cJSON_Delete(o);
+    }
+    assert_string_equal(rf[0].capacity_type, "spot");
+    assert_string_equal(rf[1].capacity_type, "on-demand");
+    assert_string_equal(rf[2].capacity_type, "");
+
+    /* A spot mirror may be admitted only to flavour spot: 2 GPUs, both
+     * reserved, nothing left; it borrows without limit there. */
+    assert_true(sw_cluster_queue_for_capacity(&f, "spot", rf, 3, &v));
+    assert_int_equal(v.nominal_gpus, 2);
+    assert_int_equal(v.reserved_gpus, 2);
+    assert_int_equal(v.borrow_gpus, -1);
+    assert_int_equal(v.nflavors, 1);
+    assert_int_equal(sw_cluster_queue_headroom(&v, &v, 1), 0);
+    /* An on-demand one only to od: 60 free, borrowing limited to 4. */
+    assert_true(sw_cluster_queue_for_capacity(&f, "on-demand", rf, 3, &v));
+    assert_int_equal(v.nominal_gpus, 60);
+    assert_int_equal(v.reserved_gpus, 0);
+    assert_int_equal(v.borrow_gpus, 4);
+    assert_int_equal(sw_cluster_queue_headroom(&v, &v, 1), 60);
+    /* Summed, as before flavours were read: 60 of 62 free. */
+    assert_int_equal(sw_cluster_queue_headroom(&f, &f, 1), 60);
+
+    /* A flavour of no capacity type takes every mirror; one whose
+     * ResourceFlavor is not known counts too: nothing left out. */
+    snprintf(rf[0].capacity_type, sizeof(rf[0].capacity_type), "%s", "");
+    assert_false(sw_cluster_queue_for_capacity(&f, "on-demand", rf, 3, &v));
+    assert_int_equal(v.nominal_gpus, 62);
+    assert_false(sw_cluster_queue_for_capacity(&f, "spot", rf + 1, 0, &v));
+    assert_int_equal(v.nominal_gpus, 62);
+    assert_int_equal(v.reserved_gpus, 2);
+
+    /* Reserved GPUs given back to the queue (a delegated Job's own) come
+     * off the flavours kept. */
+    snprintf(rf[0].capacity_type, sizeof(rf[0].capacity_type), "%s", "spot");
+    f.reserved_gpus = 1;
+    assert_true(sw_cluster_queue_for_capacity(&f, "spot", rf, 3, &v));
+    assert_int_equal(v.reserved_gpus, 1);
+
+    /* Bad input names the flavour and the field. */
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"nodeLabels\":{\"a\":1}}}");
+    assert_int_equal(sw_resource_flavor_facts_from_json(o, &rf[0], &err), SW_EPARSE);
+    assert_string_equal(err.msg,
+                        "ResourceFlavor bad: field \"spec.nodeLabels.a\": expected a string");
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"nodeLabels\":[]}}");
+    assert_int_equal(sw_resource_flavor_facts_from_json(o, &rf[0], &err), SW_EPARSE);
+    assert_string_equal(err.msg,
+                        "ResourceFlavor bad: field \"spec.nodeLabels\": expected an object");
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"spec\":{}}");
+    assert_int_equal(sw_resource_flavor_facts_from_json(o, &rf[0], &err), SW_EPARSE);
+    assert_string_equal(err.msg, "ResourceFlavor: field \"metadata.name\": expected a string");
+    cJSON_Delete(o);
+}
+
 static void headroom_with_cohort(void **state)
 {
     (void)state;
@@ -430,6 +532,7 @@ int main(void)
         cmocka_unit_test(workload_preempted_waits_for_quota),
         cmocka_unit_test(workload_errors_name_the_field),
         cmocka_unit_test(cluster_queue_facts),
+        cmocka_unit_test(flavours_by_capacity_type),
         cmocka_unit_test(headroom_with_cohort),
         cmocka_unit_test(free_between_queues),
         cmocka_unit_test(workload_owned),

@@ -56,6 +56,8 @@ static void test_member_role(void **state)
         {"kueue.x-k8s.io", "workloads", "", "patch"},
         {"kueue.x-k8s.io", "clusterqueues", "", "list"},
         {"kueue.x-k8s.io", "clusterqueues", "", "watch"},
+        {"kueue.x-k8s.io", "resourceflavors", "", "list"},
+        {"kueue.x-k8s.io", "resourceflavors", "", "watch"},
         {"kueue.x-k8s.io", "localqueues", "", "get"},
     };
     struct sw_rbac_perm *p = NULL;
