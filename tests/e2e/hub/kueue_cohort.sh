@@ -111,6 +111,15 @@ cloud_first() {
     kueue_job "$1" "$2" "$3" 10s yes | sed 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|'
 }
 
+# spot_queues_into LQ: cloud-spot registered again to queue mirrors in its
+# LocalQueue LQ, once the hub has read the registry (every 10 s).
+spot_queues_into() {
+    "$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
+        --role cloud --region us-east-1 --local-queue "$1" --replace \
+        --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
+    sleep 11
+}
+
 cohort=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.cohortName}')
 [ -n "$cohort" ] || hub_fail "onprem's ClusterQueue gpu is in no cohort"
 flavor=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.resourceGroups[0].flavors[0].name}')
@@ -169,10 +178,7 @@ kind: LocalQueue
 metadata: {name: tight, namespace: $NS}
 spec: {clusterQueue: $TIGHT}
 YAML
-"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
-    --role cloud --region us-east-1 --local-queue tight --replace \
-    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
-sleep 11 # the hub reads the registry every 10 s
+spot_queues_into tight
 cloud_first narrow 3 2 | kc onprem apply -n "$NS" -f - >/dev/null
 W3="onprem/$NS/narrow"
 ran_once narrow cloud-ondemand
@@ -298,10 +304,7 @@ spec: {clusterQueue: $MIXED}
 YAML
 kc cloud-spot wait --for=condition=Active "clusterqueue/$MIXED" --timeout=30s >/dev/null ||
     hub_fail "ClusterQueue $MIXED on cloud-spot is not active"
-"$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
-    --role cloud --region us-east-1 --local-queue mixed --replace \
-    --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
-sleep 11 # the hub reads the registry every 10 s
+spot_queues_into mixed
 cloud_first pair 2 2 | kc onprem apply -n "$NS" -f - >/dev/null
 W8="onprem/$NS/pair"
 decided_summary "$W8" 60 >/dev/null
