@@ -304,7 +304,7 @@ kc cloud-spot get job "$mirror" -n "$NS" >/dev/null 2>&1 && hub_fail "mirror $mi
 pass "origin deleted: mirror $mirror deleted"
 
 # ---- a Job queued in Kueue, taken and queued in cloud-spot's Kueue ----------
-# The role's Kueue permissions in use: Workloads and ClusterQueues listed
+# The role's Kueue permissions in use: Workloads, ClusterQueues and ResourceFlavors listed
 # and watched on onprem and cloud-spot, the origin's Workload patched, the
 # target's LocalQueue read. Kueue is started for this if it is not on.
 if ! [ -f "$SW_LAB_DIR/kueue/on" ]; then
