@@ -729,11 +729,7 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     /* A share of a time-sliced GPU, or slices of a MIG profile. */
     w->gpu_milli = ask.gpu_milli;
     memcpy(w->mig_profile, ask.mig_profile, sizeof(w->mig_profile));
-    /* Never longer than Kueue lets it run at home (its Workload's
-     * maximumExecutionTimeSeconds): the home option's runtime, and the
-     * cloud's, priced for as long as the Job asks to run at most. */
-    w->runtime_s = sw_learn_queued_runtime(
-        spec.runtime_s, (double)sw_queue_max_exec_s(j->rec.cluster, j->rec.uid), PRIOR_RUNTIME_S);
+    w->runtime_s = spec.runtime_s > 0 ? spec.runtime_s : PRIOR_RUNTIME_S;
     w->checkpoint_s = spec.checkpoint_s;
     w->deadline = spec.deadline;
     w->max_price = spec.max_price;
@@ -1004,7 +1000,7 @@ int sw_decide_workers(struct sw_hub *h, const struct sw_mk_ask *asks, size_t n,
         w->prio = SW_PRIO_TRAINING;
         w->pods = asks[i].pods;
         w->gpus_per_pod = asks[i].gpus_per_pod;
-        w->runtime_s = sw_learn_queued_runtime(0, asks[i].max_exec_s, PRIOR_RUNTIME_S);
+        w->runtime_s = PRIOR_RUNTIME_S;
         w->submit_time = asks[i].submit_time;
         w->burst = SW_BURST_AUTO;
     }

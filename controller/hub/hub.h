@@ -703,7 +703,6 @@ struct sw_mk_ask {
     const char *origin; /* the manager member */
     int pods, gpus_per_pod;
     double submit_time;
-    double max_exec_s; /* its maximumExecutionTimeSeconds (the runtime's bound), 0 none */
     const char (*workers)[SW_MK_NAME_MAX]; /* its MultiKueueConfig's clusters (borrowed) */
     size_t nworkers;
 };

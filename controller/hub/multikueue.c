@@ -559,7 +559,6 @@ void sw_mk_dispatch_round(struct sw_hub *h)
                                      .pods = it->w.pods > 0 ? it->w.pods : 1,
                                      .gpus_per_pod = (int)it->w.gpus_per_pod,
                                      .submit_time = created_s(it->w.f.created),
-                                     .max_exec_s = (double)it->w.f.max_exec_s,
                                      .workers = (const char(*)[SW_MK_NAME_MAX])it->cfg->clusters,
                                      .nworkers = it->cfg->nclusters};
     }

@@ -59,8 +59,7 @@
 #      the spot flavour. (Counted over both flavours, mixed had 62 and room:
 #      the mirror went to cloud-spot and waited unadmitted.) A Job of 1 x 2
 #      then goes to cloud-spot, admitted to the spot flavour, od-$NS passed
-#      over by Kueue itself; labelled kueue.x-k8s.io/max-exec-time-seconds
-#      600, it is priced for those 10 min, not its declared hour.
+#      over by Kueue itself.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
@@ -319,14 +318,7 @@ assert len(mixed) == 1 and mixed[0]["excluded"] in ("never-fits", "capacity"), m
 ' || hub_fail "pair's explanation does not show cloud-spot's queue mixed as too small: $expl"
 ran_once pair cloud-ondemand
 pass "ClusterQueue $MIXED on cloud-spot, flavours $OD (on-demand, 60 GPUs) then $spot_flavor (2): 4 GPUs asked went to cloud-ondemand, succeeded once"
-cloud_first one 2 1 | sed 's|queue-name: gpu}|queue-name: gpu, kueue.x-k8s.io/max-exec-time-seconds: "600"}|' |
-    kc onprem apply -n "$NS" -f - >/dev/null
-# Its own runtime, 1 h declared, is priced for the 600 s Kueue lets it run:
-# 2 GPUs at $2.10 an hour for 10 min, not for the hour ($4.20).
-summary=$(decided_summary "onprem/$NS/one" 60)
-cost=$(echo "$summary" | sed -n 's/.*: \$\([0-9.]*\) expected.*/\1/p')
-python3 -c 'import sys; c = float(sys.argv[1]); sys.exit(0 if 0.5 <= c <= 1.2 else 1)' "${cost:-0}" ||
-    hub_fail "one (2 GPUs, 1 h declared, Kueue's bound 600 s) is priced \$${cost:-?}, not about \$0.70: $summary"
+cloud_first one 2 1 | kc onprem apply -n "$NS" -f - >/dev/null
 fl=""
 for _ in $(seq 1 120); do
     mirror=$(record_field "onprem/$NS/one" mirror)
@@ -343,7 +335,7 @@ for w in json.load(sys.stdin)["items"]:
 done
 [ "$fl" = "$spot_flavor" ] || hub_fail "one's mirror was admitted to flavour \"$fl\", not $spot_flavor"
 ran_once one cloud-spot
-pass "2 GPUs asked went to cloud-spot's $MIXED, admitted to flavour $spot_flavor ($OD, first, passed over), succeeded once; priced for Kueue's 600 s bound: \"$summary\""
+pass "2 GPUs asked went to cloud-spot's $MIXED, admitted to flavour $spot_flavor ($OD, first, passed over), succeeded once"
 
 # ---- big, kept at home in case 6, runs there once the filler is gone ------
 kc onprem delete job filler -n "$NS" --wait=false >/dev/null
