@@ -346,8 +346,11 @@ int sw_cluster_cache_start_kueue(struct sw_cluster_cache *cc)
 
 bool sw_cluster_cache_kueue_synced(const struct sw_cluster_cache *cc)
 {
+    /* ResourceFlavors listed, or their list failed: without them every
+     * flavour counts for every pool (sw_cluster_cache_flavors_list_failed). */
     return cc->workloads != NULL && sw_informer_synced(cc->workloads) &&
-           sw_informer_synced(cc->cqueues) && sw_informer_synced(cc->rflavors);
+           sw_informer_synced(cc->cqueues) &&
+           (sw_informer_synced(cc->rflavors) || sw_informer_list_failed(cc->rflavors) != 0);
 }
 
 long sw_cluster_cache_kueue_list_failed(const struct sw_cluster_cache *cc)
@@ -355,9 +358,14 @@ long sw_cluster_cache_kueue_list_failed(const struct sw_cluster_cache *cc)
     if (cc->workloads == NULL)
         return 0;
     long s = sw_informer_list_failed(cc->workloads);
-    if (s == 0)
-        s = sw_informer_list_failed(cc->cqueues);
-    return s != 0 ? s : sw_informer_list_failed(cc->rflavors);
+    return s != 0 ? s : sw_informer_list_failed(cc->cqueues);
+}
+
+long sw_cluster_cache_flavors_list_failed(const struct sw_cluster_cache *cc)
+{
+    return cc->rflavors != NULL && !sw_informer_synced(cc->rflavors)
+               ? sw_informer_list_failed(cc->rflavors)
+               : 0;
 }
 
 struct collect {

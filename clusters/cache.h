@@ -43,7 +43,8 @@ bool sw_cluster_cache_synced(const struct sw_cluster_cache *cc);
 
 /**
  * The informer of a kind (SW_KIND_JOB, SW_KIND_POD, SW_KIND_NODE, and once
- * started SW_KIND_WORKLOAD and SW_KIND_CLUSTERQUEUE), borrowed, or NULL.
+ * started SW_KIND_WORKLOAD, SW_KIND_CLUSTERQUEUE and SW_KIND_RESOURCEFLAVOR),
+ * borrowed, or NULL.
  */
 struct sw_informer *sw_cluster_cache_informer(struct sw_cluster_cache *cc, enum sw_kube_kind k);
 
@@ -86,13 +87,23 @@ int sw_cluster_cache_capacity_label(struct sw_cluster_cache *cc, const char *typ
  */
 int sw_cluster_cache_start_kueue(struct sw_cluster_cache *cc);
 
-/** Whether the Kueue informers are started and have listed once. */
+/**
+ * Whether the Kueue informers are started and have listed once (the
+ * ResourceFlavors': or failed to, see sw_cluster_cache_flavors_list_failed).
+ */
 bool sw_cluster_cache_kueue_synced(const struct sw_cluster_cache *cc);
 
 /**
+ * The HTTP status with which the ResourceFlavor informer's list failed
+ * (-1: no answer) while it has never listed, else 0. Reading them is
+ * optional: a role without `resourceflavors` leaves the hub counting every
+ * flavour of a ClusterQueue for every pool, as before it read them.
+ */
+long sw_cluster_cache_flavors_list_failed(const struct sw_cluster_cache *cc);
+
+/**
  * The HTTP status with which a Kueue informer's last list failed (the
- * Workloads', else the ClusterQueues', else the ResourceFlavors'; -1: no
- * answer), 0 when neither
+ * Workloads', else the ClusterQueues'; -1: no answer), 0 when neither
  * failed or they are not started (sw_informer_list_failed).
  */
 long sw_cluster_cache_kueue_list_failed(const struct sw_cluster_cache *cc);

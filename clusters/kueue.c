@@ -270,6 +270,8 @@ int sw_cluster_queue_facts_from_json(const cJSON *cq, struct sw_cluster_queue_fa
             any_borrow_unlimited = any_borrow_unlimited || (found && !b);
             any_lend_unlimited = any_lend_unlimited || (found && !l);
             const char *fname = str(f, "name");
+            out->flavors_truncated =
+                out->flavors_truncated || (found && out->nflavors == SW_CQ_MAX_FLAVORS);
             if (found && fname != NULL && out->nflavors < SW_CQ_MAX_FLAVORS) {
                 struct sw_cq_flavor *cf = &out->flavors[out->nflavors++];
                 copy(cf->name, sizeof(cf->name), fname);
@@ -366,12 +368,14 @@ bool sw_cluster_queue_for_capacity(const struct sw_cluster_queue_facts *in,
 {
     *out = *in;
     bool left_out = false;
-    int64_t all_reserved = 0;
+    int64_t all_reserved = 0, out_reserved = 0;
     for (size_t i = 0; i < in->nflavors; i++) {
+        bool takes = flavor_takes(in->flavors[i].name, capacity_type, rf, nrf);
         all_reserved += in->flavors[i].reserved;
-        left_out = left_out || !flavor_takes(in->flavors[i].name, capacity_type, rf, nrf);
+        out_reserved += takes ? 0 : in->flavors[i].reserved;
+        left_out = left_out || !takes;
     }
-    if (!left_out)
+    if (!left_out || in->flavors_truncated)
         return false;
     out->nflavors = 0;
     out->nominal_gpus = out->reserved_gpus = 0;
@@ -389,8 +393,9 @@ bool sw_cluster_queue_for_capacity(const struct sw_cluster_queue_facts *in,
             out->lend_gpus = f->lend < 0 ? -1 : out->lend_gpus + f->lend;
     }
     /* Reserved GPUs the hub gave back to the queue (a delegated Job's own
-     * reservation, queue.c) come off the flavours kept too. */
-    int64_t given_back = all_reserved - in->reserved_gpus;
+     * reservation, queue.c), in flavours not known: taken to be the
+     * left-out ones' first. */
+    int64_t given_back = all_reserved - in->reserved_gpus - out_reserved;
     if (given_back > 0)
         out->reserved_gpus = out->reserved_gpus > given_back ? out->reserved_gpus - given_back : 0;
     return true;

@@ -103,6 +103,7 @@ struct sw_cluster_queue_facts {
      * order (the first SW_CQ_MAX_FLAVORS; the totals above count all). */
     struct sw_cq_flavor flavors[SW_CQ_MAX_FLAVORS];
     size_t nflavors;
+    bool flavors_truncated; /* more than SW_CQ_MAX_FLAVORS: not narrowed by capacity type */
 };
 
 /**
@@ -149,8 +150,11 @@ int sw_resource_flavor_facts_from_json(const cJSON *rf, struct sw_resource_flavo
  * ResourceFlavor (among the `nrf` of `rf`) has no capacity type or that
  * one count; nominal, limits and reserved GPUs become theirs. A flavour
  * whose ResourceFlavor is not among `rf` counts (as before flavours were
- * read). Returns whether any flavour was left out (`out` equals `in`
- * otherwise).
+ * read), and so does every flavour of a queue with more than
+ * SW_CQ_MAX_FLAVORS. Reserved GPUs given back to the queue (its
+ * reserved_gpus below the flavours' sum) come off the kept flavours only
+ * beyond what the left-out ones reserve: the room is never overstated.
+ * Returns whether any flavour was left out (`out` equals `in` otherwise).
  */
 bool sw_cluster_queue_for_capacity(const struct sw_cluster_queue_facts *in,
                                    const char *capacity_type,

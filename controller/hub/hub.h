@@ -156,6 +156,8 @@ struct sw_member {
     /* Its Kueue left a mirror unadmitted past kueue.mirrorAdmissionSeconds
      * (queue.c): its pools count no room until then (wall ms; 0 none). */
     int64_t queue_aside_until_ms;
+    /* Its ResourceFlavors could not be listed (said once: queue.c). */
+    bool flavors_warned;
     /* When its NodePools were last looked at for a shortage (wall ms). */
     int64_t shortage_checked_ms;
     /* NodePools of its pools (capacity.c), and the NodeClaims whose
@@ -629,7 +631,7 @@ void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec);
  * Borrowed, valid until the next call for the same member.
  */
 const char *sw_queue_kueue_unreadable(struct sw_member *m);
-/** A member's Workloads or ClusterQueues changed (the index is made again). */
+/** A member's Workloads, ClusterQueues or ResourceFlavors changed (the index is made again). */
 void sw_queue_changed(void);
 /**
  * Adds to dispatch's origin patch (borrowed) what takes the Job (origin,
@@ -754,6 +756,7 @@ void sw_mk_dispatch_round(struct sw_hub *h);
 
 /** A member's home queue as Kueue has it (sw_queue_home). */
 #define SW_QUEUE_MAX_CQ 32
+#define SW_QUEUE_MAX_RF 64
 struct sw_queue_home {
     struct sw_cluster_queue_facts cq[SW_QUEUE_MAX_CQ];
     size_t ncq;
@@ -763,8 +766,9 @@ struct sw_queue_home {
     int64_t headroom;
     int64_t own_extra; /* of it, a delegated Job's own reservation in a queue not read */
     int64_t reserved, nominal;
-    /* Its ResourceFlavors: which capacity type each flavour's nodes have. */
-    struct sw_resource_flavor_facts rf[SW_QUEUE_MAX_CQ];
+    /* Its ResourceFlavors that name a capacity type (one that names none,
+     * or is not here, takes every pool's mirrors). */
+    struct sw_resource_flavor_facts rf[SW_QUEUE_MAX_RF];
     size_t nrf;
     /* Workloads pending for quota that spillway does not manage, in Kueue's
      * order (queue.c's index entries, borrowed until the next scan). */

@@ -774,7 +774,7 @@ static void add_rf(const char *key, const void *obj, void *ctx)
         return;
     struct sw_error err = {0};
     if (sw_resource_flavor_facts_from_json(obj, &qh->rf[qh->nrf], &err) == 0)
-        qh->nrf++;
+        qh->nrf += qh->rf[qh->nrf].capacity_type[0] != '\0';
     else
         SW_LOG(SW_LOG_WARN,
                "a ResourceFlavor the hub cannot read; its flavour counts for every pool", "err=%s",
@@ -817,6 +817,14 @@ int sw_queue_home(struct sw_hub *h, struct sw_member *m, struct sw_queue_home *o
     if (out->ncq == 0)
         return SW_ENOENT;
     sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_RESOURCEFLAVOR), add_rf, out);
+    long rf_failed = sw_cluster_cache_flavors_list_failed(m->cache);
+    if (rf_failed != 0 && !m->flavors_warned) {
+        m->flavors_warned = true;
+        SW_LOG(SW_LOG_WARN,
+               "cannot list the member's Kueue ResourceFlavors; each ClusterQueue's flavours "
+               "count for every pool (the member role grants list and watch on resourceflavors)",
+               "cluster=%s status=%ld", sw_log_q(m->rec.name), rf_failed);
+    }
     for (size_t i = 0; i < out->ncq; i++) {
         out->reserved += out->cq[i].reserved_gpus;
         out->nominal += out->cq[i].nominal_gpus;

@@ -110,13 +110,31 @@ cloud_first() {
     kueue_job "$1" "$2" "$3" 10s yes | sed 's|spillway.io/burst: auto|spillway.io/burst: cloud-first|'
 }
 
+# listed KIND: how many times the hub has listed cloud-spot's KIND.
+listed() {
+    grep -c "msg=\"listed\" informer=\"$1 on cloud-spot\"" "$HUB_TMP/hub.log" || true
+}
+
 # spot_queues_into LQ: cloud-spot registered again to queue mirrors in its
-# LocalQueue LQ, once the hub has read the registry (every 10 s).
+# LocalQueue LQ, once the hub has read the registry (every 10 s), reconnected
+# it and listed its Kueue again (until then it has no room: a member that
+# queues mirrors in Kueue the hub does not read yet).
 spot_queues_into() {
+    local k i ok before=()
+    local kinds=(Workloads ClusterQueues ResourceFlavors)
+    for k in "${kinds[@]}"; do before+=("$(listed "$k")"); done
     "$SPILLCTL" cluster add cloud-spot --kubeconfig "$SW_LAB_KUBECONFIG_DIR/cloud-spot-cert.kubeconfig" \
         --role cloud --region us-east-1 --local-queue "$1" --replace \
         --pool name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10 >/dev/null
-    sleep 11
+    for i in $(seq 1 120); do
+        ok=1
+        for k in 0 1 2; do
+            [ "$(listed "${kinds[$k]}")" -gt "${before[$k]}" ] || ok=""
+        done
+        [ -n "$ok" ] && break
+        sleep 0.25
+    done
+    [ -n "$ok" ] || hub_fail "the hub did not list cloud-spot's Kueue again within 30 s of its registration with LocalQueue $1"
 }
 
 cohort=$(kc onprem get clusterqueue gpu -o jsonpath='{.spec.cohortName}')

@@ -12,8 +12,10 @@
 #      has no room while the hub cannot see that queue: a plain burstable
 #      Job stays at home, and the hub logs why (cluster cloud-ondemand
 #      refuses), where it would otherwise burst there;
-#   3. the rules given back: both Jobs burst to cloud-ondemand, their
-#      mirrors admitted by its Kueue, and complete once.
+#   3. the rules given back, all but the optional one on ResourceFlavors:
+#      both Jobs burst to cloud-ondemand, their mirrors admitted by its
+#      Kueue, and complete once; the hub warns that it cannot list the
+#      ResourceFlavors (every flavour counts for every pool).
 # The 404 answers (Kueue not installed, a Kueue without v1beta2) take the
 # same path from discovery's answer: tests/unit/clusters/test_kueue.c on
 # the API server's documents, tests/e2e/clusters/test_rest.c on the lab's
@@ -31,14 +33,18 @@ done; hub_cleanup' EXIT
 
 "$SPILLCTL" cluster remove cloud-spot >/dev/null || hub_fail "cloud-spot not removed"
 
-# role_json [without-kueue]: the member role, named $ROLE, as JSON.
+# role_json [without-kueue|without-flavours]: the member role, named $ROLE,
+# as JSON.
 role_json() {
     python3 - "$SW_SOURCE_DIR/deploy/rbac/member-clusterrole.yaml" "$ROLE" "${1:-}" <<'PY'
 import json, sys, yaml
 role = yaml.safe_load(open(sys.argv[1]))
 role["metadata"] = {"name": sys.argv[2]}
-if sys.argv[3]:
+if sys.argv[3] == "without-kueue":
     role["rules"] = [r for r in role["rules"] if "kueue.x-k8s.io" not in r.get("apiGroups", [])]
+elif sys.argv[3] == "without-flavours":
+    role["rules"] = [r for r in role["rules"] if r.get("resources") != ["resourceflavors"]]
+    assert len(role["rules"]) == len(yaml.safe_load(open(sys.argv[1]))["rules"]) - 1
 print(json.dumps(role))
 PY
 }
@@ -107,8 +113,10 @@ sleep 10 # five decision rounds
 [ "$(mirrors_of plain)" = 0 ] || hub_fail "plain has a mirror while cloud-ondemand's queue is unseen"
 pass "cloud-ondemand's Kueue unreadable: no room there, plain stayed home 10 s (hub: cannot read Kueue, cluster cloud-ondemand refuses)"
 
-# ---- 3. the rules given back: both burst, run once -------------------------
-for c in onprem cloud-ondemand; do role_json | kc "$c" apply -f - >/dev/null; done
+# ---- 3. the rules given back but ResourceFlavors': both burst, run once ----
+for c in onprem cloud-ondemand; do role_json without-flavours | kc "$c" apply -f - >/dev/null; done
+[ "$(kc onprem auth can-i list resourceflavors.kueue.x-k8s.io --as="system:serviceaccount:$NS:spillway" 2>/dev/null || true)" = no ] ||
+    hub_fail "the ServiceAccount may list ResourceFlavors"
 Q="onprem/$NS/queued"
 wait_record "$P" state succeeded 180
 wait_record "$Q" state succeeded 180
@@ -117,5 +125,9 @@ for k in "$P" "$Q"; do
 done
 [ "$(kc onprem get job queued -n "$NS" -o jsonpath='{.status.startTime}')" = "" ] ||
     hub_fail "queued started at home as well"
-pass "rules given back: plain and queued burst to cloud-ondemand's queue and completed once"
+grep 'cannot list the member.s Kueue ResourceFlavors' "$HUB_TMP/hub.log" | grep -q 'cluster="\?cloud-ondemand' ||
+    hub_fail "the hub did not warn that it cannot list cloud-ondemand's ResourceFlavors"
+n=$(grep -c 'cannot list the member.s Kueue ResourceFlavors' "$HUB_TMP/hub.log" || true)
+[ "$n" -le 2 ] || hub_fail "the ResourceFlavors warning was logged $n times, not once per member"
+pass "rules given back but ResourceFlavors': plain and queued burst to cloud-ondemand's queue and completed once; the hub warned once per member ($n) that it reads them without flavours"
 watcher_check

@@ -330,6 +330,44 @@ static void flavours_by_capacity_type(void **state)
     f.reserved_gpus = 1;
     assert_true(sw_cluster_queue_for_capacity(&f, "spot", rf, 3, &v));
     assert_int_equal(v.reserved_gpus, 1);
+    /* Which flavour they were in is not known: the left-out ones' first,
+     * so the room kept is never overstated. od holds 3, spot 2, 2 of the
+     * 5 given back: they may all be od's (spot keeps 2) or all spot's (od
+     * keeps 3). */
+    f.flavors[0].reserved = 3;
+    f.reserved_gpus = 3;
+    assert_true(sw_cluster_queue_for_capacity(&f, "spot", rf, 3, &v));
+    assert_int_equal(v.reserved_gpus, 2);
+    assert_true(sw_cluster_queue_for_capacity(&f, "on-demand", rf, 3, &v));
+    assert_int_equal(v.reserved_gpus, 3);
+    f.flavors[0].reserved = 0;
+    f.reserved_gpus = 2;
+
+    /* More GPU flavours than are kept: not narrowed (one not kept might
+     * take the mirror). */
+    char many[2048] = "{\"metadata\":{\"name\":\"many\"},\"spec\":{\"resourceGroups\":[{"
+                      "\"flavors\":[";
+    for (int i = 0; i <= SW_CQ_MAX_FLAVORS; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many),
+                 "%s{\"name\":\"f%d\",\"resources\":[{\"name\":\"nvidia.com/gpu\","
+                 "\"nominalQuota\":1}]}",
+                 i ? "," : "", i);
+    snprintf(many + strlen(many), sizeof(many) - strlen(many), "]}]}}");
+    o = cJSON_Parse(many);
+    assert_non_null(o);
+    assert_int_equal(sw_cluster_queue_facts_from_json(o, &f, &err), 0);
+    cJSON_Delete(o);
+    assert_int_equal(f.nominal_gpus, SW_CQ_MAX_FLAVORS + 1);
+    assert_int_equal(f.nflavors, SW_CQ_MAX_FLAVORS);
+    assert_true(f.flavors_truncated);
+    /* f0 is on-demand: left out for spot, were the list whole. */
+    snprintf(rf[1].name, sizeof(rf[1].name), "%s", "f0");
+    f.flavors_truncated = false;
+    assert_true(sw_cluster_queue_for_capacity(&f, "spot", rf, 3, &v));
+    assert_int_equal(v.nominal_gpus, SW_CQ_MAX_FLAVORS - 1);
+    f.flavors_truncated = true;
+    assert_false(sw_cluster_queue_for_capacity(&f, "spot", rf, 3, &v));
+    assert_int_equal(v.nominal_gpus, SW_CQ_MAX_FLAVORS + 1);
 
     /* Bad input names the flavour and the field. */
     o = cJSON_Parse("{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"nodeLabels\":{\"a\":1}}}");
