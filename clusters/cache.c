@@ -2,8 +2,9 @@
  * cache.c - three informers of compact records, and capacity from them,
  * and the last state of finished Jobs deleted from the cluster; on demand,
  * three more of Kueue's Workloads, ClusterQueues and ResourceFlavors, and
- * Karpenter's NodePools and NodeClaims on clusters with a pool bound to a NodePool
- * (whole objects: a cluster has few of them next to its Jobs and Pods).
+ * Karpenter's NodePools and NodeClaims on clusters with a pool bound to a
+ * NodePool (whole objects: a cluster has few of them next to its Jobs and
+ * Pods).
  */
 #include "clusters/cache.h"
 

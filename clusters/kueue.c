@@ -1,10 +1,11 @@
 /*
  * kueue.c - Kueue's Workloads, ClusterQueues and ResourceFlavors read into
- * the facts the hub uses (kueue.h). The conditions and their reasons are Kueue v0.17's
- * (pkg/workload, pkg/scheduler/flavorassigner): a Workload waiting for quota
- * has QuotaReserved=False with reason Pending and a message naming the
- * flavour and "insufficient unused quota", or, requeued after a preemption
- * evicted it, reason Pending with Evicted=True, reason Preempted.
+ * the facts the hub uses (kueue.h). The conditions and their reasons are
+ * Kueue v0.17's (pkg/workload, pkg/scheduler/flavorassigner): a Workload
+ * waiting for quota has QuotaReserved=False with reason Pending and a
+ * message naming the flavour and "insufficient unused quota", or, requeued
+ * after a preemption evicted it, reason Pending with Evicted=True, reason
+ * Preempted.
  */
 #include "clusters/kueue.h"
 
