@@ -108,6 +108,7 @@ struct sw_option {
     double start;            /* absolute time the GPUs start */
     double completion;       /* absolute expected completion time */
     double score;            /* what the policy minimised (cost-aware: $) */
+    double congestion;       /* of which the home queue's congestion ($; 0 unless it waits) */
     bool deadline_ok;        /* meets it at the runtime's SW_DEADLINE_QUANTILE */
     bool deadline_median_ok; /* meets it at the runtime's median (the fallback promise) */
     int borrowed;            /* GPUs borrowed from the cohort */

@@ -56,6 +56,10 @@ struct lq {
     int total;
     int idle;
     double head;
+    /* Dollars per billed GPU-hour added to the score of a Job that would
+     * wait here: what the Jobs it keeps from these GPUs pay elsewhere
+     * (prepare.c, queue_congestion). */
+    double congestion;
     /* Start times already answered since the last commit, per GPU count:
      * most workloads ask the same few sizes of an unchanged queue. */
     unsigned version;

@@ -28,6 +28,8 @@ static int option_text(const struct sw_snapshot *s, const struct sw_option *o, b
                      o->wait_s / 3600.0, o->provision_s / 3600.0, o->transfer_s / 3600.0,
                      (o->completion - s->now) / 3600.0, o->deadline_ok ? "" : ", misses deadline",
                      o->score);
+    if (rc == 0 && o->congestion > 0)
+        rc = sw_buf_addf(out, " (with %.2f for the home queue's congestion)", o->congestion);
     if (rc == 0 && o->borrowed > 0)
         rc = sw_buf_addf(out, "; borrows %d GPUs", o->borrowed);
     if (rc == 0 && o->excluded == SW_EX_POLICY)
@@ -116,6 +118,7 @@ static cJSON *option_json(const struct sw_snapshot *s, const struct sw_option *o
              cJSON_AddBoolToObject(j, "deadline_ok", o->deadline_ok) &&
              cJSON_AddBoolToObject(j, "deadline_median_ok", o->deadline_median_ok) &&
              cJSON_AddNumberToObject(j, "score", cents(o->score)) &&
+             cJSON_AddNumberToObject(j, "congestion", cents(o->congestion)) &&
              cJSON_AddNumberToObject(j, "borrowed_gpus", o->borrowed);
     }
     if (!ok) {

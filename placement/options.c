@@ -74,6 +74,7 @@ static inline void option_init(const struct sw_engine *e, const struct wctx *c, 
     o->provision_s = 0;
     o->transfer_s = 0;
     o->score = 0;
+    o->congestion = 0;
     o->excluded = SW_EX_NONE;
 }
 
@@ -265,7 +266,15 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
         }
     }
     double delay_h = (completion - now - runtime_s) / 3600.0;
-    o->score = cost.total + c->delay_per_h * delay_h;
+    /* Waiting in a saturated home queue, it holds GPUs the next arrivals
+     * would have started on: their cloud price, beyond home's, counts in
+     * its score (prepare.c, queue_congestion). Not in its cost: nobody
+     * pays it. */
+    double congestion = 0;
+    if (queue >= 0 && start > now + transfer)
+        congestion = e->lqs[queue].congestion * billed * c->rt_h;
+    o->congestion = congestion;
+    o->score = cost.total + c->delay_per_h * delay_h + congestion;
 }
 
 /* One option, with every exclusion in order (for explanations). */

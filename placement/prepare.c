@@ -29,6 +29,43 @@ static int grow(void *pp, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
+/*
+ * The congestion of a local queue, in dollars per billed GPU-hour. A Job
+ * that waits in a saturated queue takes GPUs as they free, ahead of the
+ * Jobs that would have started on them the moment they arrive; those go
+ * elsewhere, at the cheapest cloud price, for as many whole GPUs as they
+ * need there. A Job that fits a running Job's share of a time-sliced pool
+ * rents a whole GPU in the cloud, so each GPU-hour it would have held at
+ * home costs `r` GPU-hours there, with `r` the whole GPUs over the
+ * GPU-share of the Jobs running now (1 on a pool of whole GPUs or MIG
+ * slices, which the cloud bills alike). The queue's congestion is what
+ * those displaced GPU-hours cost beyond the home's own price:
+ *
+ *   congestion = max(0, r x cheapest cloud price - home price)
+ *
+ * docs/cost-model.md, "The home queue's congestion".
+ */
+static double queue_congestion(double cloud_price, double home_price, bool milli,
+                               const struct sw_running *running, size_t n_running)
+{
+    if (!isfinite(cloud_price))
+        return 0; /* no cloud to be displaced to */
+    double r = 1;
+    if (milli) {
+        double whole = 0, share = 0;
+        for (size_t j = 0; j < n_running; j++) {
+            if (running[j].gpus <= 0)
+                continue;
+            whole += ceil((double)running[j].gpus / 1000.0);
+            share += (double)running[j].gpus / 1000.0;
+        }
+        if (share > 0)
+            r = whole / share;
+    }
+    double c = r * cloud_price - home_price;
+    return c > 0 ? c : 0;
+}
+
 /* Sorts pool indices by list price, ties by index (insertion sort: pools
  * are few, and often listed nearly in price order). */
 static void sort_by_price(const struct pool_rt *pools, size_t *idx, size_t n)
@@ -182,6 +219,10 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         e->budget_left[t] = left > 0 ? left : 0;
     }
     /* Local queues: running Jobs become releases, Jobs ahead are queued. */
+    double cloud_price = INFINITY;
+    for (size_t pi = 0; pi < s->n_pools; pi++)
+        if (s->pools[pi].capacity != SW_CAP_OWNED && s->pools[pi].price_gpu_h < cloud_price)
+            cloud_price = s->pools[pi].price_gpu_h;
     size_t scratch_need = 1;
     e->n_lqs = s->n_queues;
     for (size_t i = 0; i < s->n_queues; i++) {
@@ -198,6 +239,8 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         q->idle = q->free;
         q->head = INFINITY;
         q->total = s->pools[pool].total_gpus;
+        q->congestion = queue_congestion(cloud_price, s->pools[pool].price_gpu_h,
+                                         s->pools[pool].time_sliced, lq->running, lq->n_running);
         e->pools[pool].queue = (int)i;
         for (size_t j = 0; j < lq->n_running; j++)
             sw__lq_push(q,
@@ -224,6 +267,7 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
             q->idle = q->free;
             q->head = INFINITY;
             q->total = o->total;
+            q->congestion = queue_congestion(cloud_price, sp->price_gpu_h, false, NULL, 0);
             e->migs[e->pools[pool].mig0 + k].lq = (int)li;
             for (size_t j = 0; j < o->n_running; j++)
                 sw__lq_push(

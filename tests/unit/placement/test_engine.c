@@ -10,6 +10,7 @@
 
 #include "common/alloc.h"
 #include "lab.h"
+#include "placement/explain.h"
 #include "placement/quota.h"
 #include "random_snapshot.h"
 
@@ -59,13 +60,15 @@ static void test_cost_aware_bursts_to_spot(void **state)
     assert_int_equal(d.pool, 1);
     assert_int_equal(d.n_options, 3);
     /* Staying: 4 h wait, 8 x $1.00 x 2 h, delay 4 h valued at the derived
-     * $4.10/GPU-h (the on-demand price): 16 + 8 x 4.10 x 4 = $147.20. */
+     * $4.10/GPU-h (the on-demand price): 16 + 8 x 4.10 x 4 = $147.20; and
+     * the queue's congestion, 8 x ($1.5625 - $1.00) x 2 h = $9.00. */
     const struct sw_option *stay = &d.options[0];
     assert_true(stay->stay);
     assert_int_equal(stay->excluded, SW_EX_NONE);
     assert_int_equal((int)stay->wait_s, 4 * 3600);
     assert_cents(stay->cost.total, 1600);
-    assert_cents(stay->score, 14720);
+    assert_cents(stay->congestion, 900);
+    assert_cents(stay->score, 15620);
     /* Spot: 8 x $1.5625 x (2 h + 5 min + 0.2 x (5 + 15 + 5 min)) = $27.08:
      * each interruption loses the restart, half a checkpoint interval and
      * the replacement's provisioning. */
@@ -499,6 +502,71 @@ static void test_deadline_kept_on_idle_share_behind_queue(void **state)
  * takes a whole one and pays for it, as a cloud pool renting whole GPUs
  * bills a share bursting alone. onprem: 8 time-sliced GPUs with 0.3 of one
  * idle for 4 more hours. */
+/* The home queue's congestion: a Job that would wait at home is charged,
+ * in its score only, what the Jobs it keeps from the GPUs it takes as they
+ * free pay in the cloud beyond home's price. */
+static void test_queue_congestion(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    /* Whole GPUs: onprem frees its 8 GPUs in 30 min; a 1-GPU Job of 4 h
+     * would wait for them. Without the congestion it stays: 4 x $1.00
+     * plus 0.5 h of delay at $4.10 is below spot's score. With it, each
+     * GPU-hour it holds costs spot's $1.5625 (the cheapest cloud price)
+     * less home's $1.00: $2.25 more, and spot wins. */
+    l.running[0].remaining_s = 1800;
+    lab_workload(&l.pending[0], "a", "ml", SW_PRIO_TRAINING, 1, 1, 4 * 3600);
+    l.snap.n_pending = 1;
+    struct sw_decision d[2];
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    const struct sw_option *stay = &d[0].options[0], *spot = &d[0].options[1];
+    assert_true(stay->stay && stay->wait_s == 1800);
+    assert_cents(stay->congestion, 225);
+    assert_cents(stay->score, 400 + 205 + 225);
+    assert_true(stay->score - stay->congestion < spot->score);
+    assert_true(stay->score > spot->score);
+    assert_int_equal(d[0].verdict, SW_VERDICT_BURST);
+    assert_int_equal(d[0].pool, 1);
+    assert_true(spot->congestion == 0);
+    /* The explanation names it. */
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 16);
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    assert_int_equal(sw_explain_text(&l.snap, &pol, &d[0], &b), 0);
+    assert_non_null(strstr(b.data, "score 8.30 (with 2.25 for the home queue's congestion)"));
+    sw_buf_free(&b);
+    /* A Job that starts at home now pays none: it takes GPUs no one waits
+     * for. */
+    l.pools[0].free_gpus = 1;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
+    assert_true(d[0].chosen.wait_s == 0 && d[0].chosen.congestion == 0);
+    /* Time-sliced: the running Jobs hold 250 and 750 milli-GPUs and 7
+     * whole GPUs, so a GPU-hour of home displaces (1 + 1 + 7) / 8.0 whole
+     * GPU-hours in the cloud: 9/8 x $1.5625 - $1.00 = $0.7578125 per
+     * GPU-hour, for a share of 500 over 4 h: $1.52. */
+    lab_init(&l);
+    l.pools[0].time_sliced = true;
+    l.pools[0].total_gpus = l.pools[0].max_gpus = 8000;
+    l.running[0] = (struct sw_running){250, 1800};
+    l.running[1] = (struct sw_running){750, 1800};
+    l.running[2] = (struct sw_running){7000, 4 * 3600.0};
+    l.queues[0].n_running = 3;
+    lab_workload(&l.pending[0], "s", "ml", SW_PRIO_TRAINING, 1, 1, 4 * 3600);
+    l.pending[0].gpu_milli = 500;
+    l.snap.n_pending = 1;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    assert_true(d[0].options[0].wait_s == 1800);
+    assert_cents(d[0].options[0].congestion, 152);
+    /* No cloud pool: nobody is displaced anywhere, and nothing is charged. */
+    l.snap.n_pools = 1;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    assert_true(d[0].options[0].congestion == 0);
+    assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
+}
+
 static void test_gpu_shares(void **state)
 {
     (void)state;
@@ -1198,22 +1266,25 @@ static void test_cost_aware_wait_is_bounded(void **state)
  * deadlines came to test spot's interruptions at their worst moment,
  * cost-aware's decisions changed; spot-only's and greedy's only in the
  * chosen option's deadline_ok flag, which the digest includes (with the
- * flag left out of it, their digests were the same before and after). */
+ * flag left out of it, their digests were the same before and after).
+ * When a Job waiting at home came to be charged the queue's congestion,
+ * cost-aware's decisions changed, and every other policy's digest with
+ * the scores of its options only: no other policy picks by score. */
 static void test_decisions_match_recorded(void **state)
 {
     (void)state;
     static const uint64_t recorded[SW_POLICY__COUNT] = {
-        0x7a61dc044cb0ec80ull, /* re-recorded: deadlines test interruptions at their worst */
-        0xdd1a058ac0050ffbull,
-        0x5e3c09eb18618075ull,
-        0x40af3e3d81da4932ull,
-        0x08370108d2e5b413ull,
-        0x11305e888483a4eeull, /* re-recorded: the chosen option's deadline_ok only */
-        0x38b3c42c2293e0dcull, /* re-recorded: the chosen option's deadline_ok only */
+        0x949bceebfee6f50eull, /* re-recorded: the home queue's congestion in the score */
+        0xd8315e38ca7dda62ull, /* re-recorded: the options' scores only */
+        0x0596f2183115e564ull, /* re-recorded: the options' scores only */
+        0x07609d83f44d5a7full, /* re-recorded: the options' scores only */
+        0x44ffa502ac82e6d3ull, /* re-recorded: the options' scores only */
+        0xb9522ae8dbc372f3ull, /* re-recorded: the options' scores only */
+        0x10e8e35df0cdf876ull, /* re-recorded: the options' scores only */
         /* uniform-progress, recorded when it was added; re-recorded */
-        0x9cd3f40a85d3de47ull,
+        0x8e5d14641ed66f56ull, /* re-recorded: the options' scores only */
     };
-    static const uint64_t recorded_derived = 0x66c79ee4c5c5c715ull; /* re-recorded */
+    static const uint64_t recorded_derived = 0x302e0f9627cf2a1eull; /* re-recorded: congestion */
     uint64_t got[SW_POLICY__COUNT];
     struct sw_engine *e;
     assert_int_equal(sw_engine_new(&e), 0);
@@ -1326,6 +1397,7 @@ int main(void)
         cmocka_unit_test(test_deadline_kept_whenever_burst_now_keeps_it),
         cmocka_unit_test(test_deadline_kept_on_idle_share_behind_queue),
         cmocka_unit_test(test_gpu_shares),
+        cmocka_unit_test(test_queue_congestion),
         cmocka_unit_test(test_mig_profiles),
         cmocka_unit_test(test_capacity_wait_distribution),
         cmocka_unit_test(test_queue_pools),
