@@ -22,7 +22,7 @@
 
 /** The policies the engine can follow; the baselines exist for comparison. */
 enum sw_policy_kind {
-    SW_POLICY_COST_AWARE = 0, /* lowest expected cost plus the value of delay */
+    SW_POLICY_COST_AWARE = 0, /* lowest expected cost, value of delay and home congestion */
     SW_POLICY_LOCAL_ONLY,     /* never burst */
     SW_POLICY_BURST_NOW,      /* burst to on-demand as soon as it does not fit */
     SW_POLICY_CONST_WAIT,     /* wait a constant time, then burst to on-demand */

@@ -188,6 +188,7 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
         return;
     }
     double start, wait_s = 0, provision_s = 0, provision_h = 0;
+    bool queued = false; /* it waits in the home queue for GPUs to free */
     if (queue >= 0) {
         /* Ahead of the queue on idle GPUs (backfill) only if it gives
          * them back by the queue's head at the runtime's deadline
@@ -201,6 +202,7 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
         }
         start = t > now + transfer ? t : now + transfer;
         wait_s = start - now;
+        queued = t > now;
     } else if (needs_provision) {
         provision_s = p->provision_s;
         provision_h = p->provision_h;
@@ -271,7 +273,7 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
      * its score (prepare.c, queue_congestion). Not in its cost: nobody
      * pays it. */
     double congestion = 0;
-    if (queue >= 0 && start > now + transfer)
+    if (queued)
         congestion = e->lqs[queue].congestion * billed * c->rt_h;
     o->congestion = congestion;
     o->score = cost.total + c->delay_per_h * delay_h + congestion;

@@ -38,8 +38,10 @@ static int grow(void *pp, size_t *cap, size_t need, size_t size)
  * rents a whole GPU in the cloud, so each GPU-hour it would have held at
  * home costs `r` GPU-hours there, with `r` the whole GPUs over the
  * GPU-share of the Jobs running now (1 on a pool of whole GPUs or MIG
- * slices, which the cloud bills alike). The queue's congestion is what
- * those displaced GPU-hours cost beyond the home's own price:
+ * slices, which the cloud bills alike; for MIG slices the cheapest cloud
+ * price is that of the pools offering the profile). The queue's
+ * congestion is what those displaced GPU-hours cost beyond the home's own
+ * price:
  *
  *   congestion = max(0, r x cheapest cloud price - home price)
  *
@@ -267,7 +269,15 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
             q->idle = q->free;
             q->head = INFINITY;
             q->total = o->total;
-            q->congestion = queue_congestion(cloud_price, sp->price_gpu_h, false, NULL, 0);
+            /* A MIG Job goes only to a cloud pool offering its profile. */
+            double mig_price = INFINITY;
+            for (size_t pi = 0; pi < s->n_pools; pi++)
+                for (int x = 0; x < s->pools[pi].n_mig; x++)
+                    if (s->pools[pi].capacity != SW_CAP_OWNED &&
+                        strcmp(s->pools[pi].mig[x].profile, o->profile) == 0 &&
+                        s->pools[pi].price_gpu_h < mig_price)
+                        mig_price = s->pools[pi].price_gpu_h;
+            q->congestion = queue_congestion(mig_price, sp->price_gpu_h, false, NULL, 0);
             e->migs[e->pools[pool].mig0 + k].lq = (int)li;
             for (size_t j = 0; j < o->n_running; j++)
                 sw__lq_push(

@@ -442,7 +442,10 @@ static void add_pools(struct round *rd)
  * running Job's remaining time (learn.h), never past its Workload's
  * maximum execution time, when Kueue's admission has one. GPUs of pods
  * whose Job declares neither, and GPUs in use that no running pod accounts
- * for (pods still binding, Jobs on their way home), keep the prior.
+ * for (pods still binding, Jobs on their way home), keep the prior. On a
+ * time-sliced pool each pod is an entry of its own, in thousandths, even
+ * at the prior: the engine reads the shares running there (how many whole
+ * GPUs the cloud would rent for them) for the home queue's congestion.
  */
 struct home_scan {
     struct round *rd;
@@ -450,7 +453,8 @@ struct home_scan {
     const struct sw_pool_spec *ps;
     const char *cq; /* a ClusterQueue's share: only its admitted Jobs' pods */
     int64_t now_ms;
-    int left; /* GPUs in use not yet given a remaining time */
+    int left;    /* GPUs in use not yet given a remaining time */
+    bool sliced; /* a time-sliced pool: counts in thousandths of a GPU */
 };
 
 static const char *node_label(const void *ctx, const char *key)
@@ -460,6 +464,20 @@ static const char *node_label(const void *ctx, const char *key)
         if (strcmp(n->labels[i].key, key) == 0)
             return n->labels[i].value;
     return NULL;
+}
+
+/* Thousandths of a GPU one unit of nvidia.com/gpu is on node `n`: 1000 /
+ * nvidia.com/gpu.replicas under time-slicing, as the capacity read counts
+ * it (clusters/capacity.c), else 1000. */
+static int node_milli_per_unit(const struct sw_node_record *n)
+{
+    const char *strategy = node_label(n, "nvidia.com/gpu.sharing-strategy");
+    const char *rp = node_label(n, "nvidia.com/gpu.replicas");
+    if (strategy == NULL || strcmp(strategy, "time-slicing") != 0 || rp == NULL)
+        return 1000;
+    char *end = NULL;
+    long long v = strtoll(rp, &end, 10);
+    return end != rp && *end == '\0' && v > 1 && v <= 1024 ? (int)(1000 / v) : 1000;
 }
 
 static void home_pod(const char *key, const void *obj, void *ctx)
@@ -493,17 +511,20 @@ static void home_pod(const char *key, const void *obj, void *ctx)
     const char *why = NULL;
     if (declared != NULL && sw_duration_parse(declared, &declared_s) != 0)
         declared_s = 0;
-    if ((declared_s <= 0 && max_s <= 0) || j->start_time == NULL ||
-        sw_parse_rfc3339(j->start_time, &start_ms, &why) != 0)
+    bool prior = (declared_s <= 0 && max_s <= 0) || j->start_time == NULL ||
+                 sw_parse_rfc3339(j->start_time, &start_ms, &why) != 0;
+    if (prior && !hs->sliced)
         return; /* the prior, with the rest */
     struct round *rd = hs->rd;
     if (grow((void **)&rd->running, &rd->cap_running, rd->nrunning + 1, sizeof(*rd->running)) != 0)
         return;
-    int gpus = p->gpu_request < hs->left ? (int)p->gpu_request : hs->left;
+    int64_t want = hs->sliced ? p->gpu_request * node_milli_per_unit(n) : p->gpu_request;
+    int gpus = want < hs->left ? (int)want : hs->left;
     /* Declared or not, Kueue stops it at its maximum execution time. */
     double remaining =
-        sw_learn_capped_remaining(sw_learn_home_remaining(declared_s, start_ms, hs->now_ms),
-                                  (double)max_s, start_ms, hs->now_ms);
+        prior ? SW_PRIOR_HOME_REMAINING
+              : sw_learn_capped_remaining(sw_learn_home_remaining(declared_s, start_ms, hs->now_ms),
+                                          (double)max_s, start_ms, hs->now_ms);
     rd->running[rd->nrunning++] = (struct sw_running){.gpus = gpus, .remaining_s = remaining};
     hs->left -= gpus;
 }
@@ -524,11 +545,11 @@ static void add_queues(struct round *rd)
         if (cq != NULL && rd->pool_cq[p].reserved < used)
             used = rd->pool_cq[p].reserved < 0 ? 0 : (int)rd->pool_cq[p].reserved;
         size_t first = rd->nrunning;
-        /* Whole GPUs only: a time-sliced pool counts thousandths, and its
-         * pods' shares are not worth a forecast each. */
+        /* On a time-sliced pool, in thousandths: each pod's share. */
         struct sw_member *m = sw_member_find(h, rd->pools[p].cluster);
-        struct home_scan hs = {rd, m, rd->specs[p], cq, sw_hub_wall_ms(), used};
-        if (used > 0 && m && m->cache && !rd->pools[p].time_sliced)
+        struct home_scan hs = {
+            rd, m, rd->specs[p], cq, sw_hub_wall_ms(), used, rd->pools[p].time_sliced};
+        if (used > 0 && m && m->cache)
             sw_informer_foreach(sw_cluster_cache_informer(m->cache, SW_KIND_POD), home_pod, &hs);
         if (hs.left > 0) {
             if (grow((void **)&rd->running, &rd->cap_running, rd->nrunning + 1,

@@ -497,11 +497,6 @@ static void test_deadline_kept_on_idle_share_behind_queue(void **state)
     assert_true(ca[1].options[0].wait_s >= 4 * 3600.0);
 }
 
-/* Shares of a GPU. On a time-sliced pool (counts in milli-GPUs) a share
- * packs with others and pays for its share; on a pool of whole GPUs it
- * takes a whole one and pays for it, as a cloud pool renting whole GPUs
- * bills a share bursting alone. onprem: 8 time-sliced GPUs with 0.3 of one
- * idle for 4 more hours. */
 /* The home queue's congestion: a Job that would wait at home is charged,
  * in its score only, what the Jobs it keeps from the GPUs it takes as they
  * free pay in the cloud beyond home's price. */
@@ -567,6 +562,11 @@ static void test_queue_congestion(void **state)
     assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
 }
 
+/* Shares of a GPU. On a time-sliced pool (counts in milli-GPUs) a share
+ * packs with others and pays for its share; on a pool of whole GPUs it
+ * takes a whole one and pays for it, as a cloud pool renting whole GPUs
+ * bills a share bursting alone. onprem: 8 time-sliced GPUs with 0.3 of one
+ * idle for 4 more hours. */
 static void test_gpu_shares(void **state)
 {
     (void)state;
@@ -669,6 +669,10 @@ static void test_mig_profiles(void **state)
     /* b waits at home for slices, not for the whole GPUs' 4 hours: a's 2
      * return in 1 hour, the 5 busy ones in 2, and b needs 3. */
     assert_int_equal((int)d[1].options[0].wait_s, 7200);
+    /* Waiting, it is charged the slice queue's congestion at the cheapest
+     * cloud price of the pools offering the profile: (1.5625 - 1.00) x
+     * 3/7 x 1 h = $0.24. */
+    assert_cents(d[1].options[0].congestion, 24);
     assert_int_equal(d[1].verdict, SW_VERDICT_BURST);
     assert_int_equal(d[1].pool, 1);
     assert_true(d[1].chosen.provision_s > 0);
@@ -686,6 +690,13 @@ static void test_mig_profiles(void **state)
         assert_int_equal(q[i].pool, d[i].pool);
     }
     assert_int_equal(q[3].main_exclusion, SW_EX_MIG_PROFILE);
+    /* With no cloud pool offering the profile, a MIG Job waiting at home
+     * keeps no Job from bursting: no congestion, and b stays. */
+    l.pools[1].n_mig = 0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
+    assert_true(d[1].options[0].wait_s > 0 && d[1].options[0].congestion == 0);
+    assert_int_equal(d[1].verdict, SW_VERDICT_STAY);
+    l.pools[1].n_mig = 1;
     /* Bad input names the workload or pool, the field and what was expected. */
     struct sw_policy pol;
     sw_policy_default(SW_POLICY_COST_AWARE, &pol);
