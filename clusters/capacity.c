@@ -78,6 +78,28 @@ static const char *json_label(const void *ctx, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* nvidia.com/gpu.replicas: 1 to 1024, or false. */
+static bool parse_replicas(const char *rp, long long *out)
+{
+    char *end = NULL;
+    long long v = strtoll(rp, &end, 10);
+    if (end == rp || *end != '\0' || v < 1 || v > 1024)
+        return false;
+    *out = v;
+    return true;
+}
+
+int64_t sw_gpu_replicas_of(const char *(*get)(const void *ctx, const char *key), const void *ctx)
+{
+    const char *strategy = get(ctx, "nvidia.com/gpu.sharing-strategy");
+    const char *rp = get(ctx, "nvidia.com/gpu.replicas");
+    long long v = 1;
+    if (strategy == NULL || strcmp(strategy, "time-slicing") != 0 || rp == NULL ||
+        !parse_replicas(rp, &v))
+        return 1;
+    return v;
+}
+
 /* Parses an integer quantity of an extended resource ("4"). */
 int sw_gpu_quantity(const cJSON *v, const char *what, const char *field, int64_t *out,
                     struct sw_error *err)
@@ -134,20 +156,15 @@ int sw_node_facts_from_json(const cJSON *node, struct sw_node_facts *out, struct
         return rc;
     /* Time-slicing and MIG slices, as the device plugin and GPU feature
      * discovery advertise them. */
-    out->gpu_replicas = 1;
     const char *strategy = label(labels, "nvidia.com/gpu.sharing-strategy", "none");
     const char *rp = label(labels, "nvidia.com/gpu.replicas", NULL);
-    if (rp != NULL) {
-        char *end = NULL;
-        long long v = strtoll(rp, &end, 10);
-        if (end == rp || *end != '\0' || v < 1 || v > 1024)
-            return sw_error_set(err, SW_EPARSE,
-                                "%s: label \"nvidia.com/gpu.replicas\": expected a whole number "
-                                "from 1 to 1024, got \"%.40s\"",
-                                what, rp);
-        if (strcmp(strategy, "time-slicing") == 0)
-            out->gpu_replicas = v;
-    }
+    long long v;
+    if (rp != NULL && !parse_replicas(rp, &v))
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: label \"nvidia.com/gpu.replicas\": expected a whole number "
+                            "from 1 to 1024, got \"%.40s\"",
+                            what, rp);
+    out->gpu_replicas = sw_gpu_replicas_of(json_label, labels);
     out->time_sliced = strcmp(strategy, "time-slicing") == 0;
     const cJSON *it, *allocs = cJSON_IsObject(alloc) ? alloc : NULL;
     cJSON_ArrayForEach(it, allocs)

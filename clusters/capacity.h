@@ -176,6 +176,16 @@ const char *sw_capacity_type_label(const char *(*get)(const void *ctx, const cha
                                    const void *ctx, const char **label, const char **value);
 
 /**
+ * The time-slicing replicas of a node's GPUs, from its labels through `get`
+ * (as for sw_capacity_type_of): nvidia.com/gpu.replicas, a whole number
+ * from 1 to 1024, when nvidia.com/gpu.sharing-strategy is "time-slicing";
+ * else 1 (a missing or malformed label included: sw_node_facts_from_json
+ * refuses the latter). One unit of nvidia.com/gpu there is 1000 / replicas
+ * thousandths of a GPU.
+ */
+int64_t sw_gpu_replicas_of(const char *(*get)(const void *ctx, const char *key), const void *ctx);
+
+/**
  * Reads node facts from a Node object (borrowed; the facts borrow from it).
  * Errors name the node and the field (e.g. a non-integer allocatable).
  */

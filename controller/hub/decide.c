@@ -466,20 +466,6 @@ static const char *node_label(const void *ctx, const char *key)
     return NULL;
 }
 
-/* Thousandths of a GPU one unit of nvidia.com/gpu is on node `n`: 1000 /
- * nvidia.com/gpu.replicas under time-slicing, as the capacity read counts
- * it (clusters/capacity.c), else 1000. */
-static int node_milli_per_unit(const struct sw_node_record *n)
-{
-    const char *strategy = node_label(n, "nvidia.com/gpu.sharing-strategy");
-    const char *rp = node_label(n, "nvidia.com/gpu.replicas");
-    if (strategy == NULL || strcmp(strategy, "time-slicing") != 0 || rp == NULL)
-        return 1000;
-    char *end = NULL;
-    long long v = strtoll(rp, &end, 10);
-    return end != rp && *end == '\0' && v > 1 && v <= 1024 ? (int)(1000 / v) : 1000;
-}
-
 static void home_pod(const char *key, const void *obj, void *ctx)
 {
     (void)key;
@@ -518,7 +504,8 @@ static void home_pod(const char *key, const void *obj, void *ctx)
     struct round *rd = hs->rd;
     if (grow((void **)&rd->running, &rd->cap_running, rd->nrunning + 1, sizeof(*rd->running)) != 0)
         return;
-    int64_t want = hs->sliced ? p->gpu_request * node_milli_per_unit(n) : p->gpu_request;
+    int64_t want =
+        hs->sliced ? p->gpu_request * (1000 / sw_gpu_replicas_of(node_label, n)) : p->gpu_request;
     int gpus = want < hs->left ? (int)want : hs->left;
     /* Declared or not, Kueue stops it at its maximum execution time. */
     double remaining =

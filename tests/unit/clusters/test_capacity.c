@@ -315,6 +315,38 @@ static const char *type_of(const char *k1, const char *v1, const char *k2, const
     return sw_capacity_type_of(pairs_get, kv);
 }
 
+/* Time-slicing replicas from a node's labels, as the hub reads a running
+ * pod's share: 1000 / replicas thousandths per unit of nvidia.com/gpu. */
+static void test_gpu_replicas_of(void **state)
+{
+    (void)state;
+    const char *ts[] = {"nvidia.com/gpu.sharing-strategy",
+                        "time-slicing",
+                        "nvidia.com/gpu.replicas",
+                        "4",
+                        NULL,
+                        NULL};
+    assert_int_equal(sw_gpu_replicas_of(pairs_get, ts), 4);
+    /* Replicas without time-slicing, or time-slicing without replicas. */
+    const char *mps[] = {
+        "nvidia.com/gpu.sharing-strategy", "mps", "nvidia.com/gpu.replicas", "4", NULL, NULL};
+    assert_int_equal(sw_gpu_replicas_of(pairs_get, mps), 1);
+    const char *bare[] = {"nvidia.com/gpu.sharing-strategy", "time-slicing", NULL, NULL};
+    assert_int_equal(sw_gpu_replicas_of(pairs_get, bare), 1);
+    /* Out of range or not a number: 1 (the node's facts refuse it). */
+    const char *bad[] = {"nvidia.com/gpu.sharing-strategy",
+                         "time-slicing",
+                         "nvidia.com/gpu.replicas",
+                         "1025",
+                         NULL,
+                         NULL};
+    assert_int_equal(sw_gpu_replicas_of(pairs_get, bad), 1);
+    bad[3] = "4x";
+    assert_int_equal(sw_gpu_replicas_of(pairs_get, bad), 1);
+    bad[3] = "1024";
+    assert_int_equal(sw_gpu_replicas_of(pairs_get, bad), 1024);
+}
+
 static void test_capacity_type_karpenter(void **state)
 {
     (void)state;
@@ -400,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_mig_and_time_slicing),
         cmocka_unit_test(test_mig_per_gpu),
+        cmocka_unit_test(test_gpu_replicas_of),
         cmocka_unit_test(test_capacity_type_karpenter),
         cmocka_unit_test(test_capacity_type_eks),
         cmocka_unit_test(test_capacity_type_gke),
