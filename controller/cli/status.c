@@ -442,10 +442,15 @@ static int explain_run(const struct sw_cli_globals *g, const struct sw_cli_args 
         snprintf(wait, sizeof(wait), "%.0fs", num(o, "wait_seconds"));
         const char *ex_reason = text(o, "excluded");
         bool chosen = strcmp(text(o, "pool"), text(eo, "pool")) == 0;
-        printf("%-16s %-10s %-10s %9.2f %9.2f %9.2f %9.2f %9.2f %9s %s\n", text(o, "pool"),
+        /* Waiting in a full home queue, its score carried the queue's
+         * congestion (docs/cost-model.md). */
+        char note[96] = "";
+        if (num(o, "congestion") > 0)
+            snprintf(note, sizeof(note), "congestion %.2f; ", num(o, "congestion"));
+        printf("%-16s %-10s %-10s %9.2f %9.2f %9.2f %9.2f %9.2f %9s %s%s\n", text(o, "pool"),
                text(o, "capacity"), text(o, "region"), num(o, "cost.run"),
                num(o, "cost.provisioning"), num(o, "cost.interruptions"), num(o, "cost.egress"),
-               num(o, "cost.total"), wait,
+               num(o, "cost.total"), wait, note,
                chosen                           ? "<- chosen"
                : strcmp(ex_reason, "none") != 0 ? ex_reason
                                                 : "");
@@ -586,7 +591,9 @@ const struct sw_cli_spec sw_cli_status_specs[] = {
              "\n"
              "The hub's stored decision for one Job: the verdict and why, then every\n"
              "pool it weighed with its expected cost (run, provisioning, interruptions,\n"
-             "egress), wait, completion and, when excluded, the reason; then, per pool,\n"
+             "egress), wait, completion and, when excluded, the reason (an option\n"
+             "waiting in a full home queue notes the queue's congestion its score\n"
+             "carried, in dollars); then, per pool,\n"
              "the provisioning delay and interruption rate the engine was given and what\n"
              "they rest on: learned from a NodePool's NodeClaims and interruptions (how\n"
              "many), or the prior; for a NodePool short of capacity when decided, how\n"

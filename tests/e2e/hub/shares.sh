@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# shares.sh - a time-sliced home pool and the home queue's congestion, on
+# the lab. The test adds two kwok nodes to onprem that advertise one GPU
+# each time-sliced in 4 replicas, as NVIDIA's device plugin and GPU feature
+# discovery do (nvidia.com/gpu.sharing-strategy=time-slicing,
+# nvidia.com/gpu.replicas=4, allocatable nvidia.com/gpu: 4), registers
+# them as onprem's pool `ts`, and deletes them at the end. With onprem's
+# whole GPUs saturated and `ts` full with 8 pods of one replica (a quarter
+# of a GPU each):
+#   - `spillctl cluster show` gives the 2 time-sliced GPUs full
+#   - a Job asking a quarter of a GPU (spillway.io/gpu-share: "0.25") is
+#     decided with `ts` waiting, charged the queue's congestion from the
+#     shares running there: 8 pods of 250 milli-GPUs would rent 8 whole GPUs
+#     in the cloud for their 2 GPUs at home (r = 4), so (4 x $2.10 - $1.00)
+#     x 0.25 x 1 h = $1.85; the whole-GPU pool a100 (r = 1) is charged
+#     ($2.10 - $1.00) x 1 GPU (a share there takes a whole one) x 1 h =
+#     $1.10. Read as one lump of 2000 milli-GPUs, as before, `ts` gave r =
+#     1 and $0.28.
+#   - it bursts and completes once.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+hub_setup shares
+TS_NODES=("ts-$NS-0" "ts-$NS-1")
+ts_cleanup() {
+    local n
+    for n in "${TS_NODES[@]}"; do
+        kc onprem delete node "$n" --wait=false >/dev/null 2>&1 || true
+    done
+    hub_cleanup
+}
+trap ts_cleanup EXIT
+watcher_start
+saturate
+
+# ---- the time-sliced nodes ----------------------------------------------------
+res='{"cpu":"96","memory":"1000Gi","pods":"110","nvidia.com/gpu":"4"}'
+for n in "${TS_NODES[@]}"; do
+    cat <<YAML | kc onprem apply -f - >/dev/null
+apiVersion: v1
+kind: Node
+metadata:
+  name: $n
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+  labels:
+    type: kwok-ts
+    kubernetes.io/hostname: $n
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    nvidia.com/gpu.present: "true"
+    nvidia.com/gpu.product: NVIDIA-A10G
+    nvidia.com/gpu.memory: "24576"
+    nvidia.com/gpu.count: "1"
+    nvidia.com/gpu.sharing-strategy: time-slicing
+    nvidia.com/gpu.replicas: "4"
+    topology.kubernetes.io/region: onprem
+spec:
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+status:
+  allocatable: $res
+  capacity: $res
+YAML
+done
+kc onprem wait --for=condition=Ready node -l type=kwok-ts --timeout=60s >/dev/null ||
+    hub_fail "the time-sliced nodes did not turn Ready"
+# kwok's node-initialize stage may write its defaults over the status sent
+# at creation (mig.sh): set it once Ready.
+for n in "${TS_NODES[@]}"; do
+    kc onprem patch node "$n" --subresource=status --type=merge \
+        -p "{\"status\":{\"allocatable\":$res,\"capacity\":$res}}" >/dev/null
+done
+got=""
+for i in $(seq 1 60); do
+    got=$(kc onprem get nodes -l type=kwok-ts -o jsonpath='{range .items[*]}{.status.allocatable.nvidia\.com/gpu}{"\n"}{end}' | grep -cx 4 || true)
+    [ "$got" = 2 ] && break
+    sleep 0.5
+done
+[ "$got" = 2 ] || hub_fail "the time-sliced nodes do not advertise 4 replicas each"
+"$SPILLCTL" cluster add onprem --kubeconfig "$SW_LAB_KUBECONFIG_DIR/onprem-cert.kubeconfig" --role onprem \
+    --region onprem --replace \
+    --pool name=a100,capacity=owned,product=NVIDIA-A100-SXM4-80GB,memory=81920,price=1.00 \
+    --pool name=ts,capacity=owned,product=NVIDIA-A10G,memory=24576,price=1.00 >/dev/null
+
+# ---- ts full: 8 pods of one replica ---------------------------------------------
+cat <<YAML | kc onprem apply -n "$NS" -f - >/dev/null
+apiVersion: batch/v1
+kind: Job
+metadata: {name: tsfill}
+spec:
+  parallelism: 8
+  completions: 8
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "3600s"}
+    spec:
+      restartPolicy: Never
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-A10G}
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: infer
+        image: registry.example/infer:1
+        resources: {limits: {nvidia.com/gpu: "1"}}
+YAML
+n=0
+for i in $(seq 1 60); do
+    n=$(kc onprem get pods -n "$NS" -l job-name=tsfill --field-selector=status.phase=Running -o name | wc -l)
+    [ "$n" = 8 ] && break
+    sleep 0.5
+done
+[ "$n" = 8 ] || hub_fail "ts did not fill: $n of 8 pods running"
+"$SPILLCTL" cluster show onprem >"$HUB_TMP/show"
+line=$(grep -m1 "time-slicing: 4 replicas per GPU" "$HUB_TMP/show" || true)
+[[ "$line" == *"0.000 of 2.000 GPUs free"* ]] ||
+    hub_fail "cluster show does not give the time-sliced GPUs full: $(cat "$HUB_TMP/show")"
+pass "ts: 2 GPUs time-sliced in 4 replicas each, full with 8 pods of a quarter GPU (cluster show:${line#*:})"
+
+# ---- a quarter of a GPU, decided ------------------------------------------------
+hub_start
+burst_job share 1 5s "" "    spillway.io/gpu-share: \"0.25\"" | kc onprem apply -n "$NS" -f - >/dev/null
+S="onprem/$NS/share"
+wait_record "$S" state succeeded 120
+"$SPILLCTL" explain "$S" >"$HUB_TMP/explain"
+ts_row=$(grep -E "^onprem/ts +owned " "$HUB_TMP/explain" || true)
+a100_row=$(grep -E "^onprem/a100 +owned " "$HUB_TMP/explain" || true)
+[ -n "$ts_row" ] || hub_fail "explain has no row for ts: $(cat "$HUB_TMP/explain")"
+[[ "$ts_row" == *"congestion 1.85;"* ]] ||
+    hub_fail "ts's row does not carry the congestion of 8 quarter-GPU pods (1.85): $ts_row"
+[[ "$a100_row" == *"congestion 1.10;"* ]] ||
+    hub_fail "a100's row does not carry a whole GPU's congestion (1.10): $a100_row"
+[ "$(record_field "$S" targetCluster)" != onprem ] || hub_fail "the share stayed at home"
+[ "$(mirrors_of share)" = 1 ] || hub_fail "share has $(mirrors_of share) mirrors"
+pass "a quarter-GPU Job: ts waiting is charged 1.85 (r = 4), a100 1.10; burst to $(record_field "$S" targetCluster), ran once"
+
+watcher_check
