@@ -384,6 +384,50 @@ $managed
 YAML
 }
 
+# kwok_gpu_nodes CLUSTER TYPE RESOURCES_JSON LABELS KEY VALUE NODE...: adds
+# kwok nodes NODE... to CLUSTER, labelled type=TYPE and with LABELS (YAML
+# lines indented 4 spaces), tainted nvidia.com/gpu, their allocatable and
+# capacity RESOURCES_JSON; returns once they are Ready and each shows VALUE
+# at KEY of its allocatable (a jsonpath key, dots escaped: kwok's
+# node-initialize stage may write its defaults over the status sent at
+# creation, so it is set again once they are Ready). The caller deletes them.
+kwok_gpu_nodes() {
+    local cluster=$1 type=$2 res=$3 labels=$4 key=$5 value=$6 n i got=""
+    shift 6
+    for n in "$@"; do
+        cat <<YAML | kc "$cluster" apply -f - >/dev/null
+apiVersion: v1
+kind: Node
+metadata:
+  name: $n
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+  labels:
+    type: $type
+    kubernetes.io/hostname: $n
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+$labels
+spec:
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+status:
+  allocatable: $res
+  capacity: $res
+YAML
+    done
+    kc "$cluster" wait --for=condition=Ready node -l "type=$type" --timeout=60s >/dev/null ||
+        hub_fail "the $type nodes on $cluster did not turn Ready"
+    for n in "$@"; do
+        kc "$cluster" patch node "$n" --subresource=status --type=merge \
+            -p "{\"status\":{\"allocatable\":$res,\"capacity\":$res}}" >/dev/null
+    done
+    for i in $(seq 1 60); do
+        got=$(kc "$cluster" get nodes -l "type=$type" -o jsonpath="{range .items[*]}{.status.allocatable.$key}{\"\\n\"}{end}" | grep -cx "$value" || true)
+        [ "$got" = $# ] && return 0
+        sleep 0.5
+    done
+    hub_fail "the $type nodes on $cluster do not show $key $value ($got of $#)"
+}
+
 # node_resources CLUSTER RESOURCES_JSON: the allocatable and capacity of
 # CLUSTER's kwok GPU nodes (label type=kwok) set to RESOURCES_JSON (put back
 # by testbed reseed CLUSTER); prints how many nodes.

@@ -30,19 +30,7 @@ saturate
 
 # ---- the MIG nodes ------------------------------------------------------------
 res='{"cpu":"96","memory":"1000Gi","pods":"110","nvidia.com/mig-1g.10gb":"7"}'
-for n in "${MIG_NODES[@]}"; do
-    cat <<YAML | kc cloud-ondemand apply -f - >/dev/null
-apiVersion: v1
-kind: Node
-metadata:
-  name: $n
-  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
-  labels:
-    type: kwok-mig
-    kubernetes.io/hostname: $n
-    kubernetes.io/os: linux
-    kubernetes.io/arch: amd64
-    karpenter.sh/capacity-type: on-demand
+kwok_gpu_nodes cloud-ondemand kwok-mig "$res" '    karpenter.sh/capacity-type: on-demand
     nvidia.com/gpu.present: "true"
     nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3
     nvidia.com/gpu.memory: "81920"
@@ -50,28 +38,7 @@ metadata:
     nvidia.com/mig.strategy: mixed
     nvidia.com/mig-1g.10gb.count: "7"
     topology.kubernetes.io/region: us-west-2
-    topology.kubernetes.io/zone: us-west-2a
-spec:
-  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
-status:
-  allocatable: $res
-  capacity: $res
-YAML
-done
-kc cloud-ondemand wait --for=condition=Ready node -l type=kwok-mig --timeout=60s >/dev/null ||
-    hub_fail "the MIG nodes did not turn Ready"
-# kwok's node-initialize stage may write its own defaults over the status
-# sent at creation (as the testbed's seeding notes): set it once Ready.
-for n in "${MIG_NODES[@]}"; do
-    kc cloud-ondemand patch node "$n" --subresource=status --type=merge \
-        -p "{\"status\":{\"allocatable\":$res,\"capacity\":$res}}" >/dev/null
-done
-for i in $(seq 1 60); do
-    got=$(kc cloud-ondemand get nodes -l type=kwok-mig -o jsonpath='{range .items[*]}{.status.allocatable.nvidia\.com/mig-1g\.10gb}{"\n"}{end}' | grep -cx 7 || true)
-    [ "$got" = 2 ] && break
-    sleep 0.5
-done
-[ "$got" = 2 ] || hub_fail "the MIG nodes do not advertise 7 slices each"
+    topology.kubernetes.io/zone: us-west-2a' 'nvidia\.com/mig-1g\.10gb' 7 "${MIG_NODES[@]}"
 
 "$SPILLCTL" cluster show cloud-ondemand >"$HUB_TMP/show"
 grep -E "^    MIG 1g\.10gb: free 14/14 slices \(7 per GPU\)$" "$HUB_TMP/show" >/dev/null ||

@@ -34,47 +34,13 @@ saturate
 
 # ---- the time-sliced nodes ----------------------------------------------------
 res='{"cpu":"96","memory":"1000Gi","pods":"110","nvidia.com/gpu":"4"}'
-for n in "${TS_NODES[@]}"; do
-    cat <<YAML | kc onprem apply -f - >/dev/null
-apiVersion: v1
-kind: Node
-metadata:
-  name: $n
-  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
-  labels:
-    type: kwok-ts
-    kubernetes.io/hostname: $n
-    kubernetes.io/os: linux
-    kubernetes.io/arch: amd64
-    nvidia.com/gpu.present: "true"
+kwok_gpu_nodes onprem kwok-ts "$res" '    nvidia.com/gpu.present: "true"
     nvidia.com/gpu.product: NVIDIA-A10G
     nvidia.com/gpu.memory: "24576"
     nvidia.com/gpu.count: "1"
     nvidia.com/gpu.sharing-strategy: time-slicing
     nvidia.com/gpu.replicas: "4"
-    topology.kubernetes.io/region: onprem
-spec:
-  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
-status:
-  allocatable: $res
-  capacity: $res
-YAML
-done
-kc onprem wait --for=condition=Ready node -l type=kwok-ts --timeout=60s >/dev/null ||
-    hub_fail "the time-sliced nodes did not turn Ready"
-# kwok's node-initialize stage may write its defaults over the status sent
-# at creation (mig.sh): set it once Ready.
-for n in "${TS_NODES[@]}"; do
-    kc onprem patch node "$n" --subresource=status --type=merge \
-        -p "{\"status\":{\"allocatable\":$res,\"capacity\":$res}}" >/dev/null
-done
-got=""
-for i in $(seq 1 60); do
-    got=$(kc onprem get nodes -l type=kwok-ts -o jsonpath='{range .items[*]}{.status.allocatable.nvidia\.com/gpu}{"\n"}{end}' | grep -cx 4 || true)
-    [ "$got" = 2 ] && break
-    sleep 0.5
-done
-[ "$got" = 2 ] || hub_fail "the time-sliced nodes do not advertise 4 replicas each"
+    topology.kubernetes.io/region: onprem' 'nvidia\.com/gpu' 4 "${TS_NODES[@]}"
 "$SPILLCTL" cluster add onprem --kubeconfig "$SW_LAB_KUBECONFIG_DIR/onprem-cert.kubeconfig" --role onprem \
     --region onprem --replace \
     --pool name=a100,capacity=owned,product=NVIDIA-A100-SXM4-80GB,memory=81920,price=1.00 \
