@@ -128,7 +128,11 @@ fi
 if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]:-}${want[provision]:-}${want[kueue]:-}" ]; then
     # A lab that is up is used as it is (up would seed its clusters again
     # under whoever else is using them).
-    if tests/testbed/testbed status 2>/dev/null | grep -qE ' (Down|NotReady) ' &&
+    # The status read whole first: piped into grep under pipefail, a status
+    # that ends non-zero (or is cut off by grep -q) failed the test, and a
+    # lab that was down was never brought up (seen 2026-11-28).
+    lab_status=$(tests/testbed/testbed status 2>/dev/null || true)
+    if grep -qE ' (Down|NotReady) ' <<<"$lab_status" &&
         ! tests/testbed/testbed up >/dev/null; then
         fail "the lab did not come up (tests/testbed/testbed up)"
         exit 1
