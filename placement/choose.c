@@ -352,6 +352,11 @@ enum sw_exclusion sw__main_exclusion(const struct sw_option *opts, size_t n)
     int count[SW_EX__COUNT] = {0};
     for (size_t i = 0; i < n; i++)
         count[opts[i].excluded]++;
+    return sw__main_exclusion_of(count);
+}
+
+enum sw_exclusion sw__main_exclusion_of(const int count[SW_EX__COUNT])
+{
     /* Other queues' views of a cluster say nothing of why the workload's
      * own options failed: named only when nothing else is. */
     int best = SW_EX_NONE;

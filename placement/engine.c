@@ -229,20 +229,23 @@ static void decide_one(struct sw_engine *e, const struct sw_snapshot *s,
     }
     int k = sw__choose(s, policy, &c, opts, n, d);
     if (k < 0) {
-        if (!explain) {
+        if (explain) {
+            d->main_exclusion = sw__main_exclusion(opts, n);
+        } else {
             /* A rejection names its commonest exclusion: weigh every
-             * pool as an explanation would (and as the policy would
-             * mark them), which changes nothing else. */
-            for (size_t pi = 0; pi < np; pi++)
-                sw__evaluate(e, s, &c, pi, &opts[pi]);
+             * pool as an explanation would (and let the policy mark the
+             * eligible ones it passes over), which changes nothing else. */
+            int count[SW_EX__COUNT] = {0};
+            size_t m = sw__evaluate_all_counted(e, s, &c, opts, count);
             struct sw_decision again = *d;
-            int k2 = sw__choose(s, policy, &c, opts, np, &again);
+            int k2 = sw__choose(s, policy, &c, opts, m, &again);
             sw_assert(k2 < 0);
-            n = np;
+            for (size_t i = 0; i < m; i++)
+                count[opts[i].excluded]++;
+            d->main_exclusion = sw__main_exclusion_of(count);
         }
         d->verdict = SW_VERDICT_REJECT;
         d->why = SW_WHY_NO_OPTION;
-        d->main_exclusion = sw__main_exclusion(opts, n);
         return;
     }
     d->chosen = opts[k];

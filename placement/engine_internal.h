@@ -323,6 +323,14 @@ double sw__lq_start(struct sw_engine *e, struct lq *q, int gpus, double now, boo
 /** The candidate pools of workload `c`, as a set of e->words words (candidates.c). */
 const uint64_t *sw__workload_candidates(struct sw_engine *e, const struct wctx *c);
 
+/**
+ * The pools that pass the exclusions fixed by the workload and the pool's
+ * attributes (options.c, fixed_exclusion), with how many pools each of
+ * those exclusions takes out added to `count` (candidates.c).
+ */
+const uint64_t *sw__fixed_pass_counted(struct sw_engine *e, const struct wctx *c,
+                                       int count[SW_EX__COUNT]);
+
 /** Prices pool `pi` for `c` into `o`, every exclusion in order (options.c). */
 void sw__evaluate(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c, size_t pi,
                   struct sw_option *o);
@@ -336,11 +344,22 @@ size_t sw__evaluate_candidates(struct sw_engine *e, const struct sw_snapshot *s,
                                const struct sw_policy *pol, const uint64_t *cand,
                                struct sw_option *opts);
 
+/**
+ * Prices every pool for a rejection's reason: packs the eligible options
+ * into `opts` and returns how many, and adds each other pool's exclusion to
+ * `count` (options.c).
+ */
+size_t sw__evaluate_all_counted(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,
+                                struct sw_option *opts, int count[SW_EX__COUNT]);
+
 /** The option policy `pol` picks among `n` (-1: none), with d->why set (choose.c). */
 int sw__choose(const struct sw_snapshot *s, const struct sw_policy *pol, const struct wctx *c,
                struct sw_option *opts, size_t n, struct sw_decision *d);
 
 /** The commonest exclusion among `n` options (choose.c). */
 enum sw_exclusion sw__main_exclusion(const struct sw_option *opts, size_t n);
+
+/** The commonest exclusion of `count`, options per exclusion (choose.c). */
+enum sw_exclusion sw__main_exclusion_of(const int count[SW_EX__COUNT]);
 
 #endif

@@ -289,6 +289,30 @@ void sw__evaluate(struct sw_engine *e, const struct sw_snapshot *s, struct wctx 
         evaluate_rest(e, s, c, pi, o);
 }
 
+/* Every pool for a rejection's reason, as an explanation would weigh it:
+ * the eligible options are packed into `opts` (returned: how many) and
+ * every other pool's exclusion is counted in `count`. The exclusions fixed
+ * by the pools' attributes are counted on pool sets, a word at a time;
+ * only the pools passing them are priced. */
+size_t sw__evaluate_all_counted(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,
+                                struct sw_option *opts, int count[SW_EX__COUNT])
+{
+    const uint64_t *pass = sw__fixed_pass_counted(e, c, count);
+    size_t n = 0;
+    for (size_t k = 0; k < e->words; k++)
+        for (uint64_t m = pass[k]; m; m &= m - 1) {
+            size_t pi = e->rank_pool[k * 64 + (size_t)__builtin_ctzll(m)];
+            struct sw_option *o = &opts[n];
+            option_init(e, c, pi, o);
+            evaluate_rest(e, s, c, pi, o);
+            if (o->excluded == SW_EX_NONE)
+                n++;
+            else
+                count[o->excluded]++;
+        }
+    return n;
+}
+
 /* When the rest of the candidates cannot matter. Candidates come cheapest
  * list price first, and no option costs less than its GPUs at list price
  * for the runtime (provisioning, interruptions, egress and the value of
