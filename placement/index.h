@@ -46,16 +46,16 @@ static inline const char *sw__pool_flavour(const struct sw_pool *p)
 
 /**
  * Asks the cache for the lines of `w` that validation and the engine read
- * (names, counts, constraints, the first input, the burst mode). A macro
- * in effect: GCC drops calls to a function that only prefetches.
+ * (its numbers, name, team, origin, output region, MIG profile and first
+ * input; model.h keeps them first). A macro in effect: GCC drops calls to
+ * a function that only prefetches.
  */
 #define sw__prefetch_workload(w)                                                                   \
     do {                                                                                           \
         const char *sw__pw = (const char *)(w);                                                    \
-        for (size_t sw__off = 0; sw__off < offsetof(struct sw_workload, inputs[1].regions);        \
+        for (size_t sw__off = 0; sw__off < offsetof(struct sw_workload, inputs[0].regions[1]);     \
              sw__off += 64)                                                                        \
             __builtin_prefetch(sw__pw + sw__off);                                                  \
-        __builtin_prefetch(sw__pw + offsetof(struct sw_workload, burst));                          \
     } while (0)
 
 /**

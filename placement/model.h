@@ -84,15 +84,11 @@ struct sw_input {
     char regions[SW_MAX_INPUT_REGIONS][SW_NAME_MAX];
 };
 
-/** A pending Job as the engine sees it. */
+/** A pending Job as the engine sees it. The fields every decision reads
+ * come first, numbers then names, so that a workload's first eight cache
+ * lines hold them (placement/index.h prefetches those); the rest is read
+ * only when it is set. */
 struct sw_workload {
-    char name[SW_NAME_MAX];
-    char team[SW_NAME_MAX];
-    char label[SW_NAME_MAX]; /* optional; groups runs for runtime learning */
-    /* The cluster it was submitted to. When no pool of the snapshot is in
-     * it (the hub leaves out a lost cluster), the workload has no home
-     * option: it can only go elsewhere, and never if burst is NEVER. */
-    char origin[SW_NAME_MAX];
     enum sw_priority_class prio;
     int pods;
     int gpus_per_pod;
@@ -101,17 +97,16 @@ struct sw_workload {
      * with gpus_per_pod 1. A time-sliced pool packs shares; any other pool
      * gives each pod a whole GPU and bills it (docs/cost-model.md). */
     int gpu_milli;
-    /* A MIG profile ("1g.10gb": the resource nvidia.com/mig-1g.10gb); empty:
-     * whole GPUs. When set, gpus_per_pod counts slices of that profile per
-     * pod, gpu_milli is 0, and only pools offering the profile can take it
-     * (docs/cost-model.md, "MIG slices"). */
-    char mig_profile[SW_MIG_PROFILE_MAX];
-    /* GPU constraints: any of `products` (none = any), memory, interconnect. */
-    int n_products;
-    char products[SW_MAX_PRODUCTS][SW_PRODUCT_MAX];
-    double min_gpu_mem_gb;
-    unsigned interconnect;
-    double runtime_s; /* runtime estimate (median); <= 0 means "learn it" */
+    int n_products;        /* how many of `products` are set (below) */
+    unsigned interconnect; /* GPU constraint: SW_IC_* flags, all needed */
+    enum sw_burst_mode burst;
+    /* Set once the Job has been preempted its allowed number of times:
+     * spot is no longer an option for it (the fallback is on-demand or home). */
+    bool no_spot;
+    int n_inputs;
+    int n_queue_pools;     /* how many of `queue_pools` are set (below) */
+    double min_gpu_mem_gb; /* GPU constraint: memory per GPU */
+    double runtime_s;      /* runtime estimate (median); <= 0 means "learn it" */
     /* The estimate's uncertainty: the standard deviation of log(runtime)
      * around log(runtime_s), a log-normal belief (0: known exactly). The
      * engine prices the expected runtime, runtime_s x exp(sigma^2 / 2), and
@@ -125,23 +120,31 @@ struct sw_workload {
     /* Pending since (after a preemption, since it was requeued); a time
      * before submit_time means since submit_time. Bounds the wait. */
     double pending_since;
-    int n_inputs;
-    struct sw_input inputs[SW_MAX_INPUTS];
     /* Outputs (results, final checkpoint) copied back to `output_region`
      * after the run; 0 GB or an empty region: none. */
     double output_gb;
+    char name[SW_NAME_MAX];
+    char team[SW_NAME_MAX];
+    /* The cluster it was submitted to. When no pool of the snapshot is in
+     * it (the hub leaves out a lost cluster), the workload has no home
+     * option: it can only go elsewhere, and never if burst is NEVER. */
+    char origin[SW_NAME_MAX];
     char output_region[SW_NAME_MAX];
-    enum sw_burst_mode burst;
-    /* Set once the Job has been preempted its allowed number of times:
-     * spot is no longer an option for it (the fallback is on-demand or home). */
-    bool no_spot;
+    /* A MIG profile ("1g.10gb": the resource nvidia.com/mig-1g.10gb); empty:
+     * whole GPUs. When set, gpus_per_pod counts slices of that profile per
+     * pod, gpu_milli is 0, and only pools offering the profile can take it
+     * (docs/cost-model.md, "MIG slices"). */
+    char mig_profile[SW_MIG_PROFILE_MAX];
+    struct sw_input inputs[SW_MAX_INPUTS];
+    char label[SW_NAME_MAX]; /* optional; groups runs for runtime learning */
+    /* GPU constraint: any of `products` (none = any). */
+    char products[SW_MAX_PRODUCTS][SW_PRODUCT_MAX];
     /* The pools that stand for the queues it would be admitted through
      * (the hub gives each of a member's Kueue ClusterQueues a view of the
      * member's pools of its own, queue_only): in a cluster where it names
      * any, those are its only options there; at home, the queue it waits
      * in; elsewhere, the queue its mirror would go into. None: any pool
      * that is not queue_only. */
-    int n_queue_pools;
     char queue_pools[SW_MAX_QUEUE_POOLS][SW_NAME_MAX];
 };
 
