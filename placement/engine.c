@@ -54,6 +54,8 @@ void sw_engine_free(struct sw_engine *e)
     sw_free(e->lqs);
     sw_free(e->scratch);
     sw_free(e->peek);
+    sw_free(e->preempt);
+    sw_free(e->pre_cand);
     sw__index_free(&e->idx);
     sw__intern_free(&e->regions);
     sw__intern_free(&e->products);
@@ -102,6 +104,19 @@ static void commit_mig(struct sw_engine *e, const struct sw_snapshot *s, const s
     cap_levels_update(e, pi, old);
 }
 
+/* Takes the chosen option's quota and budget. */
+static void charge(struct sw_engine *e, const struct wctx *c, const struct sw_option *o)
+{
+    const struct pool_rt *p = &e->pools[o->pool];
+    if (c->team >= 0) {
+        if (e->team_has_quota[c->team]) {
+            int qi = e->team_quota[(size_t)c->team * e->idx.flavours.n + (size_t)p->flavour];
+            sw_quota_charge(&e->qs[qi], e->qg, c->gpus);
+        }
+        e->budget_left[c->team] -= p->cap == SW_CAP_OWNED ? o->cost.egress_cost : o->cost.total;
+    }
+}
+
 /* Takes the chosen option's capacity, quota and budget. */
 static void commit(struct sw_engine *e, const struct sw_snapshot *s, const struct wctx *c,
                    const struct sw_option *o)
@@ -124,13 +139,7 @@ static void commit(struct sw_engine *e, const struct sw_snapshot *s, const struc
         }
         cap_levels_update(e, pi, old);
     }
-    if (c->team >= 0) {
-        if (e->team_has_quota[c->team]) {
-            int qi = e->team_quota[(size_t)c->team * e->idx.flavours.n + (size_t)p->flavour];
-            sw_quota_charge(&e->qs[qi], e->qg, c->gpus);
-        }
-        e->budget_left[c->team] -= p->cap == SW_CAP_OWNED ? o->cost.egress_cost : o->cost.total;
-    }
+    charge(e, c, o);
 }
 
 /* The queue is decided in priority order, which jumps around the pending
@@ -228,6 +237,12 @@ static void decide_one(struct sw_engine *e, const struct sw_snapshot *s,
         n = sw__evaluate_candidates(e, s, &c, policy, sw__workload_candidates(e, &c), opts);
     }
     int k = sw__choose(s, policy, &c, opts, n, d);
+    bool preempted = false;
+    if (k >= 0 && d->why == SW_WHY_DEADLINE_BEST && policy->kind == SW_POLICY_COST_AWARE) {
+        int home = sw__make_room(e, s, &c, opts, n, k, d);
+        preempted = home != k;
+        k = home;
+    }
     if (k < 0) {
         if (explain) {
             d->main_exclusion = sw__main_exclusion(opts, n);
@@ -251,7 +266,10 @@ static void decide_one(struct sw_engine *e, const struct sw_snapshot *s,
     d->chosen = opts[k];
     d->pool = opts[k].pool;
     d->verdict = opts[k].stay ? SW_VERDICT_STAY : SW_VERDICT_BURST;
-    commit(e, s, &c, &opts[k]);
+    if (preempted)
+        charge(e, &c, &opts[k]); /* its GPUs were taken making room */
+    else
+        commit(e, s, &c, &opts[k]);
 }
 
 int sw_engine_decide(struct sw_engine *e, const struct sw_snapshot *s,

@@ -133,6 +133,8 @@ enum sw_why {
     SW_WHY_NO_RUNTIME,       /* rejected: runtime unknown and nothing to learn from */
     SW_WHY_DEADLINE_MEDIAN,  /* no option meets the deadline at the quantile; lowest score at the
                                 median */
+    SW_WHY_DEADLINE_PREEMPT, /* no option meets the deadline: starting at home now, by stopping
+                                running Jobs without one, completes first */
     SW_WHY__COUNT
 };
 
@@ -152,6 +154,12 @@ struct sw_decision {
      * from the engine, valid until its next sw_engine_decide or free. */
     const struct sw_option *options;
     size_t n_options;
+    /* SW_WHY_DEADLINE_PREEMPT: the running Jobs it stops, as indexes into
+     * the `running` array of local queue `preempt_queue` (an index into the
+     * snapshot's queues). Borrowed like `options`; n_preempt 0 otherwise. */
+    const int *preempt;
+    size_t n_preempt;
+    int preempt_queue;
 };
 
 /** Flags for sw_engine_decide. */

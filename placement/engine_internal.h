@@ -39,6 +39,7 @@
 struct release {
     double t;
     int gpus;
+    int run; /* a running Job of the snapshot's queue (its index), -1 otherwise */
 };
 
 /* The FIFO queue of one pool: GPUs free at `cursor`, releases after it.
@@ -142,6 +143,13 @@ struct sw_engine {
     size_t scratch_cap;
     struct peek_node *peek; /* lq_peek's frontier */
     size_t peek_cap;
+    /* The running Jobs each decision stops (SW_WHY_DEADLINE_PREEMPT), one
+     * list after another: a Job is stopped once per call, so all of them
+     * fit; and the candidates one decision weighs. */
+    int *preempt;
+    size_t preempt_n, preempt_cap;
+    struct release *pre_cand;
+    size_t pre_cand_cap;
     struct sw__index idx; /* pools, clusters, flavours and teams as ids */
     struct sw__intern regions, products;
     struct sw__intern mig_names; /* MIG profiles offered */
@@ -355,6 +363,17 @@ size_t sw__evaluate_all_counted(struct sw_engine *e, const struct sw_snapshot *s
 /** The option policy `pol` picks among `n` (-1: none), with d->why set (choose.c). */
 int sw__choose(const struct sw_snapshot *s, const struct sw_policy *pol, const struct wctx *c,
                struct sw_option *opts, size_t n, struct sw_decision *d);
+
+/**
+ * Cost-aware's last resort for a deadline no option meets (d->why is
+ * SW_WHY_DEADLINE_BEST, option `k` chosen): when stopping preemptible
+ * running Jobs at home starts the workload there now and so completes it
+ * before option `k`, stops them (their GPUs taken from the home queue, the
+ * list in d->preempt) and returns that home option, rewritten to start
+ * now; else returns `k` (preempt.c).
+ */
+int sw__make_room(struct sw_engine *e, const struct sw_snapshot *s, const struct wctx *c,
+                  struct sw_option *opts, size_t n, int k, struct sw_decision *d);
 
 /** The commonest exclusion among `n` options (choose.c). */
 enum sw_exclusion sw__main_exclusion(const struct sw_option *opts, size_t n);

@@ -62,6 +62,15 @@ int sw_explain_text(const struct sw_snapshot *s, const struct sw_policy *policy,
                          sw_why_text(d->why));
     if (rc == 0 && d->verdict == SW_VERDICT_REJECT && d->main_exclusion != SW_EX_NONE)
         rc = sw_buf_addf(out, " (mostly: %s)", sw_exclusion_text(d->main_exclusion));
+    if (rc == 0 && d->n_preempt > 0) {
+        /* Which Jobs it stops, and the work they lose. */
+        const struct sw_local_queue *q = &s->queues[d->preempt_queue];
+        double lost = 0;
+        for (size_t i = 0; i < d->n_preempt; i++)
+            lost += q->running[d->preempt[i]].lost_s;
+        rc = sw_buf_addf(out, " (stops %zu running Job%s of queue \"%s\", losing %.2f h of work)",
+                         d->n_preempt, d->n_preempt == 1 ? "" : "s", q->pool, lost / 3600.0);
+    }
     if (rc == 0 && policy->kind == SW_POLICY_COST_AWARE)
         rc = sw_buf_addf(out, "; delay valued at $%.2f per GPU-hour",
                          sw_policy_delay_value(policy, s));
@@ -158,6 +167,17 @@ int sw_explain_json(const struct sw_snapshot *s, const struct sw_policy *policy,
     }
     if (ok && d->verdict == SW_VERDICT_REJECT)
         ok = cJSON_AddStringToObject(j, "main_exclusion", sw_exclusion_token(d->main_exclusion));
+    if (ok && d->n_preempt > 0) {
+        /* The running Jobs it stops: indexes into the queue's running list. */
+        cJSON *pre = cJSON_AddObjectToObject(j, "preempt");
+        cJSON *runs = pre ? cJSON_AddArrayToObject(pre, "running") : NULL;
+        ok = runs != NULL &&
+             cJSON_AddStringToObject(pre, "queue", s->queues[d->preempt_queue].pool) != NULL;
+        for (size_t i = 0; ok && i < d->n_preempt; i++) {
+            cJSON *n = cJSON_CreateNumber(d->preempt[i]);
+            ok = n != NULL && cJSON_AddItemToArray(runs, n);
+        }
+    }
     if (ok && policy->kind == SW_POLICY_COST_AWARE)
         ok = cJSON_AddNumberToObject(j, "delay_value_per_gpu_hour",
                                      sw_policy_delay_value(policy, s));

@@ -156,6 +156,6 @@ double sw__lq_start(struct sw_engine *e, struct lq *q, int gpus, double now, boo
         q->head = t;
     q->cursor = t;
     q->free = free - gpus;
-    sw__lq_push(q, (struct release){t + hold, gpus});
+    sw__lq_push(q, (struct release){t + hold, gpus, -1});
     return t;
 }

@@ -540,13 +540,20 @@ int sw__snapshot_validate_index(const struct sw_snapshot *s, struct sw__index *i
         idx->queue_pool[i] = (size_t)p;
         if ((q->n_running > 0 && q->running == NULL) || (q->n_ahead > 0 && q->ahead == NULL))
             return sw_error_set(err, SW_EINVAL, "local queue \"%s\": NULL array", q->pool);
-        for (size_t j = 0; j < q->n_running; j++)
+        for (size_t j = 0; j < q->n_running; j++) {
             if (q->running[j].gpus <= 0 || !isfinite(q->running[j].remaining_s) ||
                 q->running[j].remaining_s < 0 || q->running[j].remaining_s > SW_MAX_SECONDS)
                 return sw_error_set(err, SW_EINVAL,
                                     "local queue \"%s\": running[%zu]: expected positive gpus and "
                                     "a remaining_seconds from 0 to %g",
                                     q->pool, j, SW_MAX_SECONDS);
+            if (!isfinite(q->running[j].lost_s) || q->running[j].lost_s < 0 ||
+                q->running[j].lost_s > SW_MAX_SECONDS)
+                return sw_error_set(err, SW_EINVAL,
+                                    "local queue \"%s\": running[%zu]: field \"lost_s\": expected "
+                                    "a number of seconds from 0 to %g, got %g",
+                                    q->pool, j, SW_MAX_SECONDS, q->running[j].lost_s);
+        }
         for (size_t j = 0; j < q->n_ahead; j++)
             if (q->ahead[j].gpus <= 0 || !isfinite(q->ahead[j].runtime_s) ||
                 q->ahead[j].runtime_s < 0 || q->ahead[j].runtime_s > SW_MAX_SECONDS)

@@ -243,6 +243,12 @@ struct sw_budget {
 struct sw_running {
     int gpus;
     double remaining_s;
+    /* May be stopped to start a Job with a deadline at home now, when no
+     * option meets that deadline otherwise (docs/cost-model.md, "Making
+     * room at home"): a Job with no deadline of its own, not production.
+     * The simulator marks them with --preempt; the hub marks none. */
+    bool preemptible;
+    double lost_s; /* the work it loses if stopped now: since its last checkpoint */
 };
 
 /** A Job already queued on a pool ahead of every pending workload. */

@@ -148,13 +148,15 @@ static const char *const why_text[SW_WHY__COUNT] = {
     "no eligible option",
     "runtime unknown and no finished run to learn it from",
     "no option meets the deadline at the 90th percentile; lowest score at the median",
+    "no option meets the deadline; starting at home now, by stopping running Jobs without a "
+    "deadline, completes first",
 };
 static const char *const why_token[SW_WHY__COUNT] = {
-    "lowest-score",          "fits-now",    "within-wait-budget",
-    "wait-budget-exhausted", "cheapest",    "local-only",
-    "burst-never",           "cloud-first", "no-cloud-option",
-    "deadline-best-effort",  "no-option",   "no-runtime",
-    "deadline-median",
+    "lowest-score",          "fits-now",         "within-wait-budget",
+    "wait-budget-exhausted", "cheapest",         "local-only",
+    "burst-never",           "cloud-first",      "no-cloud-option",
+    "deadline-best-effort",  "no-option",        "no-runtime",
+    "deadline-median",       "deadline-preempt",
 };
 
 const char *sw_exclusion_text(enum sw_exclusion ex)

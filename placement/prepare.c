@@ -167,6 +167,7 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         goto nomem;
     e->eg_cap = ec;
     e->stamp = 0;
+    e->preempt_n = 0;
     memset(e->eg_stamp, 0, e->eg_cap * sizeof(unsigned));
     for (size_t i = 0; i < R * R; i++) {
         e->link_price[i] = INFINITY;
@@ -225,7 +226,7 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
     for (size_t pi = 0; pi < s->n_pools; pi++)
         if (s->pools[pi].capacity != SW_CAP_OWNED && s->pools[pi].price_gpu_h < cloud_price)
             cloud_price = s->pools[pi].price_gpu_h;
-    size_t scratch_need = 1;
+    size_t scratch_need = 1, preempt_need = 1;
     e->n_lqs = s->n_queues;
     for (size_t i = 0; i < s->n_queues; i++) {
         const struct sw_local_queue *lq = &s->queues[i];
@@ -245,8 +246,9 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
                                          s->pools[pool].time_sliced, lq->running, lq->n_running);
         e->pools[pool].queue = (int)i;
         for (size_t j = 0; j < lq->n_running; j++)
-            sw__lq_push(q,
-                        (struct release){s->now + lq->running[j].remaining_s, lq->running[j].gpus});
+            sw__lq_push(q, (struct release){s->now + lq->running[j].remaining_s,
+                                            lq->running[j].gpus, (int)j});
+        preempt_need += lq->n_running;
         if (need > scratch_need)
             scratch_need = need;
     }
@@ -280,14 +282,16 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
             q->congestion = queue_congestion(mig_price, sp->price_gpu_h, false, NULL, 0);
             e->migs[e->pools[pool].mig0 + k].lq = (int)li;
             for (size_t j = 0; j < o->n_running; j++)
-                sw__lq_push(
-                    q, (struct release){s->now + o->running[j].remaining_s, o->running[j].gpus});
+                sw__lq_push(q, (struct release){s->now + o->running[j].remaining_s,
+                                                o->running[j].gpus, -1});
             if (need > scratch_need)
                 scratch_need = need;
         }
     }
     if (grow(&e->scratch, &e->scratch_cap, scratch_need, sizeof(*e->scratch)) ||
         grow(&e->peek, &e->peek_cap, scratch_need + 2, sizeof(*e->peek)) ||
+        grow(&e->preempt, &e->preempt_cap, preempt_need, sizeof(*e->preempt)) ||
+        grow(&e->pre_cand, &e->pre_cand_cap, preempt_need, sizeof(*e->pre_cand)) ||
         grow(&e->hist, &e->hist_cap, s->n_history + 1, sizeof(double)))
         goto nomem;
     size_t rows = explain ? nw : 1;

@@ -75,6 +75,7 @@ struct sim {
     size_t **local; /* per pool: running local job indices */
     size_t *nlocal;
     struct sw_running *running;
+    size_t *running_job; /* the Job behind each entry of `running` */
     struct sw_local_queue *queues;
     struct sw_quota *quotas;
     struct sw_budget *budgets;
@@ -617,7 +618,53 @@ static double running_remaining(const struct sim *s, size_t j, double t)
     return before + sw_estimate_remaining(&jb->est, saved + ran);
 }
 
-static int build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
+/* The work running Job j loses if it stops at t: what it computed since its
+ * last checkpoint (all of it without checkpoints). */
+static double work_since_checkpoint(const struct sim *s, size_t j, double t)
+{
+    const struct job *jb = &s->jobs[j];
+    double done = t > jb->compute_start ? t - jb->compute_start : 0;
+    double ck = s->c->defaults.checkpoint_s;
+    return ck > 0 ? done - floor(done / ck) * ck : done;
+}
+
+/* Job j, stopped at t (billed and released), keeps its work up to its last
+ * checkpoint and loses the rest. Returns the seconds it had computed. */
+static double keep_checkpointed(struct sim *s, size_t j, double t)
+{
+    struct job *jb = &s->jobs[j];
+    double done = t > jb->compute_start ? t - jb->compute_start : 0;
+    double ck = s->c->defaults.checkpoint_s;
+    double saved = ck > 0 ? floor(done / ck) * ck : 0;
+    if (saved > jb->remaining)
+        saved = jb->remaining;
+    jb->remaining -= saved;
+    double lost = billed(s, j, jb->pool) * (done - saved) / 3600.0;
+    s->r->lost_gpu_h += lost;
+    jb->lost_gpu_h += lost;
+    return done;
+}
+
+/* Stops running home Job j at t to make room for a deadline (the engine's
+ * decision, params->make_room): it keeps its work to its last checkpoint
+ * and is queued again, decided at once. */
+static int stop_for_room(struct sim *s, size_t j, double t)
+{
+    struct job *jb = &s->jobs[j];
+    bill(s, j, t);
+    release(s, j);
+    keep_checkpointed(s, j, t);
+    s->r->home_stops++;
+    jb->restarted = true;
+    jb->epoch++;
+    pend_add(s, j, t);
+    return ev_push(s, t, j, jb->epoch, EV_RECHECK);
+}
+
+/* The snapshot of the hub's view at t. With `preempt` (the schedule's, not
+ * a reconsidered Job's), running home Jobs without a deadline, production
+ * aside, are marked as Jobs the engine may stop (params->make_room). */
+static int build_snapshot(struct sim *s, double t, struct sw_snapshot *snap, bool preempt)
 {
     const struct sw_clusters *c = s->c;
     size_t nrun = 0, nq = 0;
@@ -636,6 +683,11 @@ static int build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
                     continue; /* on a MIG offer's slices, below */
                 s->running[nrun].gpus = units(s, j, (int)i);
                 s->running[nrun].remaining_s = running_remaining(s, j, t);
+                s->running[nrun].preemptible = preempt && s->p->make_room &&
+                                               s->jobs[j].deadline <= 0 &&
+                                               s->tr->jobs[j].prio != SW_PRIO_PRODUCTION;
+                s->running[nrun].lost_s = work_since_checkpoint(s, j, t);
+                s->running_job[nrun] = j;
                 nrun++;
             }
             q->n_running = (size_t)(&s->running[nrun] - q->running);
@@ -649,6 +701,9 @@ static int build_snapshot(struct sim *s, double t, struct sw_snapshot *snap)
                         continue;
                     s->running[nrun].gpus = s->tr->jobs[j].gpus;
                     s->running[nrun].remaining_s = running_remaining(s, j, t);
+                    s->running[nrun].preemptible = false;
+                    s->running[nrun].lost_s = 0;
+                    s->running_job[nrun] = j;
                     nrun++;
                 }
                 o->n_running = (size_t)(&s->running[nrun] - o->running);
@@ -772,7 +827,7 @@ static int reconsider(struct sim *s, size_t j, double t, bool at_checkpoint, boo
      * that it takes no home GPU a Job queued before it would get. The Job
      * runs, so the pending arrays have room for it. */
     struct sw_snapshot snap;
-    if ((rc = build_snapshot(s, t, &snap)) != 0)
+    if ((rc = build_snapshot(s, t, &snap, false)) != 0)
         return rc;
     s->pend[s->npend] = w;
     snap.n_pending = s->npend + 1;
@@ -823,7 +878,7 @@ static int schedule(struct sim *s, double t, struct sw_error *err)
     if (rc != 0)
         return rc;
     struct sw_snapshot snap;
-    if ((rc = build_snapshot(s, t, &snap)) != 0)
+    if ((rc = build_snapshot(s, t, &snap, true)) != 0)
         return rc;
     rc = sw_engine_decide(s->engine, &snap, &s->p->policy, 0, s->dec, err);
     if (rc != 0)
@@ -845,6 +900,14 @@ static int schedule(struct sim *s, double t, struct sw_error *err)
             jb->state = J_REJECTED;
             s->r->rejected++;
             continue;
+        }
+        /* Making room at home: the Jobs the engine stops go first. */
+        if (d->n_preempt > 0) {
+            const struct sw_local_queue *q = &snap.queues[d->preempt_queue];
+            size_t base = (size_t)(q->running - s->running);
+            for (size_t i = 0; i < d->n_preempt; i++)
+                if ((rc = stop_for_room(s, s->running_job[base + (size_t)d->preempt[i]], t)) != 0)
+                    return rc;
         }
         /* A burst waiting for spot capacity to return is decided again
          * when it does (or when the wait the hub expected is over). */
@@ -969,6 +1032,7 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
     s.local = sw_calloc(np, sizeof(*s.local));
     s.nlocal = sw_calloc(np, sizeof(*s.nlocal));
     s.running = sw_calloc(n + 1, sizeof(*s.running));
+    s.running_job = sw_calloc(n + 1, sizeof(*s.running_job));
     s.queues = sw_calloc(np, sizeof(*s.queues));
     s.quotas = sw_calloc(c->n_quotas + 1, sizeof(*s.quotas));
     s.budgets = sw_calloc(c->n_budgets + 1, sizeof(*s.budgets));
@@ -976,7 +1040,7 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
     double *wait = sw_calloc(n + 1, sizeof(double));
     if (!s.jobs || !s.pend || !s.pend_job || !s.dec || !s.acts || !s.act_job || !s.pools ||
         !s.used || !s.mig_used || !s.spot_hours || !s.spot_preempts || !s.local || !s.nlocal ||
-        !s.running || !s.queues || !s.quotas || !s.budgets || !jct || !wait ||
+        !s.running || !s.running_job || !s.queues || !s.quotas || !s.budgets || !jct || !wait ||
         sw_engine_new(&s.engine) != 0)
         goto nomem;
     if ((rc = sw_estimator_new(&c->defaults.estimator, &s.est)) != 0) {
@@ -1084,14 +1148,7 @@ int sw_sim_run(const struct sw_sim_params *p, struct sw_sim_result *out, struct 
                 continue;
             }
             /* Preempted: keep the work up to the last checkpoint. */
-            double done = e.t > jb->compute_start ? e.t - jb->compute_start : 0;
-            double ck = c->defaults.checkpoint_s;
-            double saved = ck > 0 ? floor(done / ck) * ck : 0;
-            if (saved > jb->remaining)
-                saved = jb->remaining;
-            jb->remaining -= saved;
-            out->lost_gpu_h += billed(&s, e.job, jb->pool) * (done - saved) / 3600.0;
-            jb->lost_gpu_h += billed(&s, e.job, jb->pool) * (done - saved) / 3600.0;
+            double done = keep_checkpointed(&s, e.job, e.t);
             out->preemptions++;
             jb->preemptions++;
             jb->spot_h += done / 3600.0;
@@ -1168,6 +1225,7 @@ out:
     sw_free(s.local);
     sw_free(s.nlocal);
     sw_free(s.running);
+    sw_free(s.running_job);
     sw_free(s.queues);
     sw_free(s.quotas);
     sw_free(s.budgets);

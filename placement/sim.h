@@ -54,6 +54,13 @@ struct sw_sim_params {
      * with the pending queue, would start it there now for less than the
      * rest of its run costs where it is. */
     bool migrate;
+    /* When set, a running home Job without a deadline (not production)
+     * may be stopped for a Job with a deadline that no option meets
+     * otherwise, when starting that one at home now completes it first
+     * (the engine decides it: docs/cost-model.md, "Making room at home");
+     * the stopped Job keeps its work to its last checkpoint and is decided
+     * again with the queue. The hub does not stop running Jobs. */
+    bool make_room;
     /* Optional: GPUs in use sampled every `usage_step_s` seconds from time
      * 0 into `usage` (caller-owned, `usage_cap` entries); the result says
      * how many were written. */
@@ -104,6 +111,7 @@ struct sw_sim_result {
     size_t preemptions;
     size_t fallbacks;  /* Jobs that reached the preemption cap */
     size_t migrations; /* on-demand Jobs moved to spot or home at a checkpoint */
+    size_t home_stops; /* running home Jobs stopped to make room for a deadline (make_room) */
     double lost_gpu_h;
     size_t estimates[4];       /* first estimates by enum sw_estimate_source */
     double estimate_log_error; /* mean |log(estimated mean / true runtime)| */

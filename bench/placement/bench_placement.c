@@ -165,7 +165,7 @@ static void build(struct sw_snapshot *s)
     }
     for (int q = 0; q < 4; q++) {
         for (int k = 0; k < 64; k++)
-            running[q][k] = (struct sw_running){4, 600.0 + rnd() % 36000};
+            running[q][k] = (struct sw_running){.gpus = 4, .remaining_s = 600.0 + rnd() % 36000};
         snprintf(queues[q].pool, SW_NAME_MAX, "pool-%03d", q);
         queues[q].running = running[q];
         queues[q].n_running = 64;
@@ -252,7 +252,8 @@ static void add_mig(void)
             m->total = 16 * per_gpu[k];
             m->free = m->total / 2;
             for (int r = 0; r < 32; r++)
-                mig_running[q - 2][k][r] = (struct sw_running){1, 600.0 + rnd() % 36000};
+                mig_running[q - 2][k][r] =
+                    (struct sw_running){.gpus = 1, .remaining_s = 600.0 + rnd() % 36000};
             m->running = mig_running[q - 2][k];
             m->n_running = (size_t)(m->total - m->free);
         }

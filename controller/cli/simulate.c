@@ -32,7 +32,7 @@ static const char help[] =
     "                         [--seed N] [--format auto|csv|alibaba]\n"
     "                         [--runtime learned|oracle] [--runtime-noise SIGMA]\n"
     "                         [--availability-trace FILE] [--preemption-trace FILE]\n"
-    "                         [--migrate]\n"
+    "                         [--migrate] [--make-room]\n"
     "                         [--spot-price-factor F] [--ondemand-price-factor F]\n"
     "                         [--csv OUT] [--json OUT] [--jobs-csv OUT]\n"
     "                         [--plot OUT.svg] [--plot-usage OUT.svg [--usage-policy L]]\n"
@@ -68,6 +68,12 @@ static const char help[] =
     "                           move to spot or home when the policy, deciding them\n"
     "                           with the queue, would start them there now for less\n"
     "                           than the rest of the run costs\n"
+    "  --make-room              cost-aware may stop running home Jobs without a\n"
+    "                           deadline (production aside) for a Job with one that\n"
+    "                           no option meets otherwise, when starting it at home\n"
+    "                           now completes it first; they keep their work to\n"
+    "                           their last checkpoint and queue again (the hub does\n"
+    "                           not stop running Jobs)\n"
     "  --spot-price-factor F    multiply every spot price by F (robustness checks)\n"
     "  --ondemand-price-factor F  the same for on-demand prices\n"
     "  --csv OUT                also write the table as CSV to OUT\n"
@@ -154,6 +160,11 @@ static void print_table(FILE *out, const struct run *runs, size_t n, size_t feas
                 feasible, runs[i].v.lost_best, r->preemptions, r->fallbacks,
                 runs[i].v.frontier ? "*" : "");
     }
+    /* --make-room: what it stopped (lost GPU-hours count its losses too). */
+    for (size_t i = 0; i < n; i++)
+        if (runs[i].r.home_stops > 0)
+            fprintf(out, "%s: %zu running home Jobs stopped to make room for deadlines\n",
+                    runs[i].label, runs[i].r.home_stops);
 }
 
 static const char csv_header[] =
@@ -223,6 +234,7 @@ static cJSON *result_json(const struct run *run, size_t feasible, size_t infeasi
     cJSON_AddNumberToObject(o, "preemptions", (double)r->preemptions);
     cJSON_AddNumberToObject(o, "fallbacks", (double)r->fallbacks);
     cJSON_AddNumberToObject(o, "lost_gpu_hours", r->lost_gpu_h);
+    cJSON_AddNumberToObject(o, "home_stops", (double)r->home_stops);
     cJSON_AddBoolToObject(o, "frontier", run->v.frontier);
     cJSON_AddBoolToObject(o, "dominates_cost_aware", run->v.dominates_cost_aware);
     cJSON *e = cJSON_AddObjectToObject(o, "estimates");
@@ -346,7 +358,7 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
     const char *jobs_path = NULL, *format = "auto";
     const char *plot_path = NULL, *usage_path = NULL, *usage_policy = NULL;
     unsigned long long seed = 1;
-    bool sweep = false, migrate = false;
+    bool sweep = false, migrate = false, make_room = false;
     enum sw_runtime_knowledge knowledge = SW_RUNTIME_LEARNED;
     double noise = 0, spot_factor = 1, od_factor = 1;
     size_t it = 0;
@@ -368,6 +380,9 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
             break;
         case 'M':
             migrate = true;
+            break;
+        case 'R':
+            make_room = true;
             break;
         case 's': {
             char *end;
@@ -589,7 +604,8 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
                                   .runtime = knowledge,
                                   .runtime_noise = noise,
                                   .seed = seed,
-                                  .migrate = migrate};
+                                  .migrate = migrate,
+                                  .make_room = make_room};
         if ((int)i == usage_run) {
             p.usage = usage;
             p.usage_cap = USAGE_MAX;
@@ -756,6 +772,7 @@ static const struct sw_cli_opt opts[] = {
     {"policy", 0, SW_CLI_VALUE, 'p', "VALUE"},
     {"sweep", 0, SW_CLI_FLAG, 'S', NULL},
     {"migrate", 0, SW_CLI_FLAG, 'M', NULL},
+    {"make-room", 0, SW_CLI_FLAG, 'R', NULL},
     {"seed", 0, SW_CLI_VALUE, 's', "VALUE"},
     {"format", 0, SW_CLI_VALUE, 'f', "VALUE"},
     {"runtime", 0, SW_CLI_VALUE, 'r', "VALUE"},

@@ -76,7 +76,7 @@ static inline void lab_init(struct lab *l)
     strcpy(l->links[1].to, "us-west-2");
     l->links[1].price_per_gb = 0.02;
     l->links[1].bandwidth_gbps = 10;
-    l->running[0] = (struct sw_running){8, 4 * 3600.0};
+    l->running[0] = (struct sw_running){.gpus = 8, .remaining_s = 4 * 3600.0};
     strcpy(l->queues[0].pool, "onprem");
     l->queues[0].running = l->running;
     l->queues[0].n_running = 1;

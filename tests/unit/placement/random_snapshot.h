@@ -107,8 +107,8 @@ static inline void rsnap_init(struct rsnap *r, uint64_t seed)
     }
     for (int q = 0; q < 2; q++) {
         for (int k = 0; k < 24; k++)
-            r->running[q][k] =
-                (struct sw_running){1 + (int)(rs_rand(r) % 2), 60.0 + rs_rand(r) % 20000};
+            r->running[q][k] = (struct sw_running){.gpus = 1 + (int)(rs_rand(r) % 2),
+                                                   .remaining_s = 60.0 + rs_rand(r) % 20000};
         for (int k = 0; k < 6; k++)
             r->ahead[q][k] =
                 (struct sw_queued){1 + (int)(rs_rand(r) % 8), 600.0 + rs_rand(r) % 7200};

@@ -466,7 +466,7 @@ static void test_deadline_kept_on_idle_share_behind_queue(void **state)
     l.pools[0].time_sliced = true;
     l.pools[0].total_gpus = l.pools[0].max_gpus = 8000;
     l.pools[0].free_gpus = 300;
-    l.running[0] = (struct sw_running){7700, 4 * 3600.0};
+    l.running[0] = (struct sw_running){.gpus = 7700, .remaining_s = 4 * 3600.0};
     lab_workload(&l.pending[0], "long", "ml", SW_PRIO_PRODUCTION, 1, 1, 10 * 3600.0);
     lab_workload(&l.pending[1], "share", "ml", SW_PRIO_TRAINING, 1, 1, 600);
     l.pending[1].gpu_milli = 250;
@@ -545,9 +545,9 @@ static void test_queue_congestion(void **state)
     lab_init(&l);
     l.pools[0].time_sliced = true;
     l.pools[0].total_gpus = l.pools[0].max_gpus = 8000;
-    l.running[0] = (struct sw_running){250, 1800};
-    l.running[1] = (struct sw_running){750, 1800};
-    l.running[2] = (struct sw_running){7000, 4 * 3600.0};
+    l.running[0] = (struct sw_running){.gpus = 250, .remaining_s = 1800};
+    l.running[1] = (struct sw_running){.gpus = 750, .remaining_s = 1800};
+    l.running[2] = (struct sw_running){.gpus = 7000, .remaining_s = 4 * 3600.0};
     l.queues[0].n_running = 3;
     lab_workload(&l.pending[0], "s", "ml", SW_PRIO_TRAINING, 1, 1, 4 * 3600);
     l.pending[0].gpu_milli = 500;
@@ -560,6 +560,105 @@ static void test_queue_congestion(void **state)
     assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, d), 0);
     assert_true(d[0].options[0].congestion == 0);
     assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
+}
+
+/* Making room at home. onprem's 8 GPUs run three Jobs for 4 more hours:
+ * two may be stopped (4 GPUs with 20 min of work since their checkpoint,
+ * 2 GPUs with 5 min), one may not. A 2-GPU Job of 10 min due in 13 min
+ * meets it nowhere else (the cloud provisions for 5 min, and moves its
+ * input): cost-aware stops the Job that loses least and starts it at
+ * home now; the next such Job stops the other (its 2 spare GPUs stay free
+ * now), the third takes those, the fourth finds nothing left to stop. */
+static void test_make_room_for_deadline(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    l.running[0] = (struct sw_running){
+        .gpus = 4, .remaining_s = 4 * 3600.0, .preemptible = true, .lost_s = 1200};
+    l.running[1] = (struct sw_running){
+        .gpus = 2, .remaining_s = 4 * 3600.0, .preemptible = true, .lost_s = 300};
+    l.running[2] = (struct sw_running){.gpus = 2, .remaining_s = 4 * 3600.0};
+    l.queues[0].n_running = 3;
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "dl-%d", i);
+        lab_workload(&l.pending[i], name, "ml", SW_PRIO_TRAINING, 1, 2, 600);
+        l.pending[i].submit_time = i;
+        l.pending[i].deadline = l.snap.now + 780;
+    }
+    l.snap.n_pending = 4;
+    struct sw_decision d[4];
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, d), 0);
+    assert_int_equal(d[0].why, SW_WHY_DEADLINE_PREEMPT);
+    assert_int_equal(d[0].verdict, SW_VERDICT_STAY);
+    assert_int_equal(d[0].pool, 0);
+    assert_int_equal(d[0].preempt_queue, 0);
+    assert_int_equal(d[0].n_preempt, 1);
+    assert_int_equal(d[0].preempt[0], 1);
+    assert_true(d[0].chosen.start == l.snap.now && d[0].chosen.wait_s == 0);
+    assert_true(d[0].chosen.completion == l.snap.now + 600);
+    assert_true(d[0].chosen.deadline_ok);
+    assert_true(d[0].chosen.congestion == 0);
+    assert_int_equal(d[1].why, SW_WHY_DEADLINE_PREEMPT);
+    assert_int_equal(d[1].n_preempt, 1);
+    assert_int_equal(d[1].preempt[0], 0);
+    /* The 2 GPUs the 4-GPU Job left are free now: no one else stops. */
+    assert_int_equal(d[2].verdict, SW_VERDICT_STAY);
+    assert_int_equal(d[2].n_preempt, 0);
+    assert_true(d[2].chosen.wait_s == 0 && d[2].chosen.deadline_ok);
+    assert_int_equal(d[3].why, SW_WHY_DEADLINE_BEST);
+    assert_int_equal(d[3].verdict, SW_VERDICT_BURST);
+    assert_int_equal(d[3].n_preempt, 0);
+    /* The explanation names what it stops; explaining decides the same. */
+    struct sw_decision x[4];
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, x), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(x[i].why, d[i].why);
+        assert_int_equal(x[i].pool, d[i].pool);
+        assert_int_equal(x[i].n_preempt, d[i].n_preempt);
+    }
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 16);
+    assert_int_equal(sw_explain_text(&l.snap, &pol, &x[0], &b), 0);
+    assert_non_null(strstr(b.data, "stops 1 running Job of queue \"onprem\", losing 0.08 h"));
+    sw_buf_free(&b);
+    char *js = NULL;
+    assert_int_equal(sw_explain_json_string(&l.snap, &pol, &x[1], &js), 0);
+    assert_non_null(strstr(js, "\"reason\":\"deadline-preempt\""));
+    assert_non_null(strstr(js, "\"preempt\":{\"running\":[0],\"queue\":\"onprem\"}"));
+    sw_free(js);
+    /* Only a deadline no option meets stops anything, and only cost-aware:
+     * a looser deadline goes to the cloud, no deadline waits or bursts. */
+    l.snap.n_pending = 1;
+    l.pending[0].deadline = l.snap.now + 3600;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, d), 0);
+    assert_int_equal(d[0].n_preempt, 0);
+    assert_int_equal(d[0].verdict, SW_VERDICT_BURST);
+    l.pending[0].deadline = 0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, d), 0);
+    assert_int_equal(d[0].n_preempt, 0);
+    l.pending[0].deadline = l.snap.now + 780;
+    for (int k = 0; k < SW_POLICY__COUNT; k++) {
+        if (k == SW_POLICY_COST_AWARE)
+            continue;
+        assert_int_equal(decide(&l, (enum sw_policy_kind)k, 0, d), 0);
+        assert_int_equal(d[0].n_preempt, 0);
+    }
+    /* Nothing preemptible: the earliest completion, in the cloud. */
+    l.running[0].preemptible = l.running[1].preemptible = false;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, d), 0);
+    assert_int_equal(d[0].why, SW_WHY_DEADLINE_BEST);
+    assert_int_equal(d[0].n_preempt, 0);
+    /* A lost_s that is no number of seconds is refused, naming the field. */
+    l.running[0].lost_s = -1;
+    struct sw_policy p2;
+    sw_policy_default(SW_POLICY_COST_AWARE, &p2);
+    struct sw_error err = {0};
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &p2, 0, d, &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "running[0]: field \"lost_s\""));
 }
 
 /* Shares of a GPU. On a time-sliced pool (counts in milli-GPUs) a share
@@ -575,7 +674,7 @@ static void test_gpu_shares(void **state)
     l.pools[0].time_sliced = true;
     l.pools[0].total_gpus = l.pools[0].max_gpus = 8000;
     l.pools[0].free_gpus = 300;
-    l.running[0] = (struct sw_running){7700, 4 * 3600.0};
+    l.running[0] = (struct sw_running){.gpus = 7700, .remaining_s = 4 * 3600.0};
     lab_workload(&l.pending[0], "a", "ml", SW_PRIO_TRAINING, 1, 1, 3600);
     l.pending[0].gpu_milli = 250;
     lab_workload(&l.pending[1], "b", "ml", SW_PRIO_TRAINING, 1, 1, 3600);
@@ -639,7 +738,7 @@ static void test_mig_profiles(void **state)
     struct lab l;
     lab_init(&l);
     struct sw_mig_offer home = {"1g.10gb", 7, 7, 2, &l.running[1], 1};
-    l.running[1] = (struct sw_running){5, 2 * 3600.0};
+    l.running[1] = (struct sw_running){.gpus = 5, .remaining_s = 2 * 3600.0};
     l.pools[0].mig[0] = home;
     l.pools[0].n_mig = 1;
     l.pools[1].mig[0] = (struct sw_mig_offer){"1g.10gb", 7, 0, 0, NULL, 0};
@@ -1101,6 +1200,9 @@ static void assert_same_decision(const struct sw_decision *a, const struct sw_de
     assert_int_equal(a->runtime_learned, b->runtime_learned);
     assert_int_equal(a->main_exclusion, b->main_exclusion);
     assert_true(a->recheck_at == b->recheck_at);
+    assert_int_equal(a->n_preempt, b->n_preempt);
+    if (a->n_preempt > 0)
+        assert_int_equal(a->preempt_queue, b->preempt_queue);
 }
 
 static struct rsnap rs;
@@ -1113,8 +1215,10 @@ static void test_explain_does_not_change_decisions(void **state)
     (void)state;
     struct sw_engine *e;
     assert_int_equal(sw_engine_new(&e), 0);
-    size_t verdicts[3] = {0}, reasons[SW_EX__COUNT] = {0};
-    static struct sw_running mig_running[3] = {{3, 600}, {7, 5400}, {2, 9000}};
+    size_t verdicts[3] = {0}, reasons[SW_EX__COUNT] = {0}, preempting = 0;
+    static struct sw_running mig_running[3] = {{.gpus = 3, .remaining_s = 600},
+                                               {.gpus = 7, .remaining_s = 5400},
+                                               {.gpus = 2, .remaining_s = 9000}};
     size_t mig_placed[3] = {0};
     for (uint64_t seed = 1; seed <= 7; seed++) {
         rsnap_init(&rs, seed < 5 ? seed : 1);
@@ -1160,6 +1264,21 @@ static void test_explain_does_not_change_decisions(void **state)
             }
         }
         if (seed == 5) {
+            /* Running Jobs home may stop for a deadline no option meets:
+             * every eighth workload is due a minute after its runtime, and
+             * decided first (the queue's releases it could take are then
+             * not yet promised to Jobs queued in this round). */
+            for (int q = 0; q < 2; q++)
+                for (int k = 0; k < 24; k++) {
+                    rs.running[q][k].preemptible = k % 3 != 0;
+                    rs.running[q][k].lost_s = 60.0 * k;
+                }
+            for (size_t i = 1; i < RS_WORKLOADS; i += 8)
+                if (rs.work[i].runtime_s > 0) {
+                    rs.work[i].deadline = rs.snap.now + rs.work[i].runtime_s + 60;
+                    rs.work[i].prio = SW_PRIO_PRODUCTION;
+                    rs.work[i].submit_time = 0;
+                }
             /* The estimate's spread, outputs to return, and Jobs preempted
              * too often to go back to spot. */
             for (size_t i = 0; i < RS_WORKLOADS; i++) {
@@ -1183,6 +1302,7 @@ static void test_explain_does_not_change_decisions(void **state)
                 assert_same_decision(&rs_plain[i], &rs_explained[i]);
                 assert_null(rs_plain[i].options);
                 verdicts[rs_plain[i].verdict]++;
+                preempting += rs_plain[i].n_preempt > 0;
                 if (rs_explained[i].verdict != SW_VERDICT_REJECT) {
                     /* The chosen option is the explained row's option. */
                     assert_int_equal(rs_explained[i].n_options, RS_POOLS);
@@ -1200,6 +1320,8 @@ static void test_explain_does_not_change_decisions(void **state)
     /* MIG workloads did stay and burst. */
     assert_true(mig_placed[SW_VERDICT_STAY] > 0);
     assert_true(mig_placed[SW_VERDICT_BURST] > 0);
+    /* Some stopped running Jobs to make room at home. */
+    assert_true(preempting > 0);
     /* The snapshots did reach every verdict and every exclusion. */
     for (int v = 0; v < 3; v++)
         assert_true(verdicts[v] > 0);
@@ -1409,6 +1531,7 @@ int main(void)
         cmocka_unit_test(test_deadline_kept_on_idle_share_behind_queue),
         cmocka_unit_test(test_gpu_shares),
         cmocka_unit_test(test_queue_congestion),
+        cmocka_unit_test(test_make_room_for_deadline),
         cmocka_unit_test(test_mig_profiles),
         cmocka_unit_test(test_capacity_wait_distribution),
         cmocka_unit_test(test_queue_pools),

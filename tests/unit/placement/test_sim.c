@@ -385,6 +385,50 @@ static void test_migration(void **state)
     sw_clusters_free(&c);
 }
 
+/* Making room at home (--make-room). A (8 GPUs, 10 h, no deadline) holds
+ * onprem when B (8 GPUs, 10 min) arrives at 4,000 s due 700 s later: the
+ * cloud's 180 s provisioning makes it 780 s, so no option meets it.
+ * Without the flag B goes to on-demand and misses; with it cost-aware
+ * stops A, which keeps the work to its second checkpoint (3,600 s) and
+ * loses 400 s, B runs at home and is on time, and A runs to its end once. */
+static void test_make_room(void **state)
+{
+    (void)state;
+    static const char tr[] = "submit,gpus,duration,team,deadline\n"
+                             "0,8,36000,ml,\n"
+                             "4000,8,600,ml,4700\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(clusters_json, strlen(clusters_json), "c", &c, &err), 0);
+    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
+    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    assert_int_equal(sw_policy_parse("cost-aware", &p.policy, &err), 0);
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_true(jobs[1].end > 4700);
+    assert_int_equal(r.deadline_misses, 1);
+    assert_int_equal(r.home_stops, 0);
+    p.make_room = true;
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(r.home_stops, 1);
+    assert_int_equal(r.deadline_misses, 0);
+    assert_int_equal(jobs[1].capacity, SW_CAP_OWNED);
+    assert_float_equal(jobs[1].end, 4600, 1e-6);
+    assert_true(jobs[0].done && jobs[1].done);
+    assert_int_equal(r.completed, 2);
+    /* A loses 400 s since its checkpoint and its 300 s restart, 8 GPUs. */
+    assert_float_equal(jobs[0].lost_gpu_h, 8 * (400 + 300) / 3600.0, 1e-9);
+    /* Other policies never stop a running Job. */
+    assert_int_equal(sw_policy_parse("burst-now", &p.policy, &err), 0);
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(r.home_stops, 0);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
 /* A Job on on-demand that cost-aware would rather queue at home keeps its
  * place there: when the home GPUs free between its checkpoints, it is
  * decided again at once, ahead of a Job queued after it, and moves,
@@ -614,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_output_egress_once),
         cmocka_unit_test(test_migration_home_queue),
         cmocka_unit_test(test_migration),
+        cmocka_unit_test(test_make_room),
         cmocka_unit_test(test_migration_home),
         cmocka_unit_test(test_gpu_shares),
         cmocka_unit_test(test_mig_profiles),

@@ -1,0 +1,121 @@
+/*
+ * preempt.c - making room at home: when no option meets a Job's deadline,
+ * stopping running Jobs without one so that it starts at home now, if that
+ * completes before every other option.
+ */
+#include "placement/engine_internal.h"
+
+#include "common/assert.h"
+
+#include <stdlib.h>
+
+/* Candidates: t holds the work stopping them loses (GPU-seconds), run
+ * their place in the heap. Least lost first, then heap order. */
+static int by_loss(const void *a, const void *b)
+{
+    const struct release *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->run > y->run) - (x->run < y->run);
+}
+
+/* The preemptible Jobs of home queue `qi` to stop, least work lost first,
+ * for `need` GPUs beyond the `avail` free now: into e->pre_cand, *m of
+ * them. Returns whether they free enough. */
+static bool plan(struct sw_engine *e, const struct sw_snapshot *s, size_t qi, int need, int avail,
+                 size_t *m)
+{
+    const struct lq *q = &e->lqs[qi];
+    const struct sw_local_queue *sq = &s->queues[qi];
+    size_t n = 0;
+    for (size_t h = 0; h < q->n; h++) {
+        struct release r = q->h[h];
+        if (r.run < 0 || r.gpus <= 0 || r.t <= s->now || !sq->running[r.run].preemptible)
+            continue;
+        e->pre_cand[n++] =
+            (struct release){sq->running[r.run].lost_s * (double)r.gpus, r.gpus, (int)h};
+    }
+    qsort(e->pre_cand, n, sizeof(*e->pre_cand), by_loss);
+    long long got = avail;
+    size_t k = 0;
+    while (got < need && k < n)
+        got += e->pre_cand[k++].gpus;
+    *m = k;
+    return got >= need;
+}
+
+int sw__make_room(struct sw_engine *e, const struct sw_snapshot *s, const struct wctx *c,
+                  struct sw_option *opts, size_t n, int k, struct sw_decision *d)
+{
+    const double now = s->now;
+    if (c->mig >= 0 || c->w->deadline <= 0)
+        return k;
+    /* The home option that, started now, completes first, and before the
+     * option chosen. */
+    double best = opts[k].completion;
+    int pick = -1;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_option *o = &opts[i];
+        if (o->excluded != SW_EX_NONE || !o->stay || o->wait_s <= 0)
+            continue;
+        const struct pool_rt *p = &e->pools[o->pool];
+        if (p->queue < 0 || (size_t)p->queue >= s->n_queues)
+            continue;
+        double done = now + o->transfer_s + (o->completion - o->start);
+        if (!(done < best))
+            continue;
+        const struct lq *q = &e->lqs[p->queue];
+        if (!plan(e, s, (size_t)p->queue, demand(c, p), q->cursor <= now ? q->free : 0, &m))
+            continue;
+        best = done;
+        pick = (int)i;
+    }
+    if (pick < 0)
+        return k;
+    struct sw_option *o = &opts[pick];
+    const struct pool_rt *p = &e->pools[o->pool];
+    size_t qi = (size_t)p->queue;
+    struct lq *q = &e->lqs[qi];
+    int need = demand(c, p), avail = q->cursor <= now ? q->free : 0;
+    bool ok = plan(e, s, qi, need, avail, &m);
+    sw_assert(ok);
+    /* Stop them: their GPUs are free now, and their releases free none. */
+    d->preempt = e->preempt + e->preempt_n;
+    d->n_preempt = m;
+    d->preempt_queue = (int)qi;
+    int freed = 0;
+    for (size_t i = 0; i < m; i++) {
+        struct release *r = &q->h[e->pre_cand[i].run];
+        e->preempt[e->preempt_n++] = r->run;
+        freed += r->gpus;
+        r->gpus = 0;
+    }
+    /* The Job takes what is free now first, then what they free; the rest
+     * is free now too. */
+    int take = avail < need ? avail : need, surplus = take + freed - need;
+    q->free -= take;
+    q->idle -= take < q->idle ? take : q->idle;
+    if (surplus > 0) {
+        if (q->cursor <= now) {
+            q->free += surplus;
+            q->idle += surplus;
+        } else {
+            sw__lq_push(q, (struct release){now, surplus, -1});
+        }
+    }
+    double out_s = o->completion - o->start - c->runtime_s;
+    o->wait_s = 0;
+    o->start = now + o->transfer_s;
+    o->completion = best;
+    o->congestion = 0;
+    if (c->w->deadline > 0) {
+        o->deadline_ok = o->start + c->runtime_dl_s + out_s <= c->w->deadline;
+        o->deadline_median_ok = o->start + c->runtime_med_s + out_s <= c->w->deadline;
+    }
+    o->score = o->cost.total + c->delay_per_h * (best - now - c->runtime_s) / 3600.0;
+    sw__lq_push(q, (struct release){best, need, -1});
+    q->version++;
+    d->why = SW_WHY_DEADLINE_PREEMPT;
+    return pick;
+}
