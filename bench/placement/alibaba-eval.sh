@@ -4,14 +4,18 @@
 # oracle), spot capacity from a skypilot availability trace, inputs and
 # outputs with egress, and deadlines without allowance (those no run meets
 # reported apart). Jobs on on-demand may move back to spot at a checkpoint
-# (--migrate), under every policy. It runs every baseline across its
+# (--migrate), under every policy, and cost-aware may stop running home
+# Jobs without a deadline for a deadline no option meets otherwise
+# (--make-room; docs/cost-model.md). It runs every baseline across its
 # parameter (--sweep) and prints the tables the docs quote, in Markdown:
 #   1. every run of the four-condition sweep;
 #   2. the oracle's value: the same headline with the true runtime and
 #      with log-normal noise of sigma 0.5 and 1.0;
 #   3. robustness to prices: spot and on-demand prices halved and raised
 #      by half;
-#   4. what migration is worth: the headline without --migrate.
+#   4. what migration is worth: the headline without --migrate;
+#   5. what making room is worth: cost-aware and burst-now without
+#      --make-room, at every seed.
 # Every seed (1 to 5 unless --seed names some) runs the four-condition
 # sweep; the headline is the worst seed. For each seed it prints
 # cost-aware's margin over the best point of each baseline family
@@ -31,7 +35,7 @@
 # usage: bench/placement/alibaba-eval.sh [--seed N]... [--goals-only]
 #                                        [BUILD_DIR] [TRACE] [AVAILABILITY]
 # --seed N (repeatable) runs those seeds instead of 1 to 5; --goals-only
-# leaves out the oracle and migration tables (five runs fewer), for the
+# leaves out the oracle and migration tables (four runs fewer), for the
 # derived workloads (bench/placement/derive-workloads.py).
 # TRACE defaults to ../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv
 # and AVAILABILITY to ../shared/traces/spot-traces/availability/1-node/
@@ -84,11 +88,12 @@ run() { # NAME SEED [OPTIONS...]
     shift 2
     nice -n 10 "$build/controller/spillctl" simulate --trace "$trace" \
         --clusters "$root/docs/examples/alibaba-clusters.json" --sweep \
-        --availability-trace "$avail" --seed "$seed" --json "$out/$name.json" ${MIGRATE---migrate} "$@" >/dev/null
+        --availability-trace "$avail" --seed "$seed" --json "$out/$name.json" ${MIGRATE---migrate} ${MAKE_ROOM---make-room} "$@" >/dev/null
 }
 first=${seeds[0]}
 for s in "${seeds[@]}"; do
     run "learned-s$s" "$s"
+    MAKE_ROOM="" run "noroom-s$s" "$s" --policy cost-aware,burst-now
 done
 cp "$out/learned-s$first.json" "$out/learned.json"
 if ((!goals_only)); then
@@ -220,6 +225,24 @@ if not goals_only:
         print(f'| {what} | {cloud(c):,.0f} | {pct(cloud(c), cloud(b)):+.1f}% | '
               f'{pct(c["jct_seconds"]["mean"], b["jct_seconds"]["mean"]):+.2f}% | {c["deadline_misses"]} | '
               f'{cloud(u):,.0f} | {pct(u["jct_seconds"]["mean"], b["jct_seconds"]["mean"]):+.2f}% |')
+
+
+print("\n### What making room is worth\n")
+print("cost-aware with `--make-room` and without (each run beside burst-now, the rest as above): "
+      "misses count every Job with a deadline, whether or not a run meets it.\n")
+print("| seed | cloud $ with / without | vs burst-now | mean JCT vs burst-now | deadlines missed, "
+      "of all | missed that burst-now met | home Jobs stopped |")
+print("|---|---|---|---|---|---|---|")
+for sd in seeds:
+    w, wo = per_seed[sd], load(f"noroom-s{sd}")
+    c, b = by(w, "cost-aware"), by(w, "burst-now")
+    c0, b0 = by(wo, "cost-aware"), by(wo, "burst-now")
+    print(f'| {sd} | {cloud(c):,.0f} / {cloud(c0):,.0f} | {pct(cloud(c), cloud(b)):+.1f}% / '
+          f'{pct(cloud(c0), cloud(b0)):+.1f}% | {pct(c["jct_seconds"]["mean"], b["jct_seconds"]["mean"]):+.2f}% / '
+          f'{pct(c0["jct_seconds"]["mean"], b0["jct_seconds"]["mean"]):+.2f}% | '
+          f'{c["deadline_misses_all"]} / {c0["deadline_misses_all"]} of {c["deadlines"]} (burst-now '
+          f'{b["deadline_misses_all"]}) | {c["misses_met_by_burst_now"]} / {c0["misses_met_by_burst_now"]} | '
+          f'{c["home_stops"]} |')
 
 
 print("\n### Checks\n")

@@ -228,6 +228,7 @@ static cJSON *result_json(const struct run *run, size_t feasible, size_t infeasi
     cJSON_AddNumberToObject(o, "deadlines_feasible", (double)feasible);
     cJSON_AddNumberToObject(o, "deadlines_no_policy_met", (double)infeasible);
     cJSON_AddNumberToObject(o, "deadline_misses", (double)run->v.misses);
+    cJSON_AddNumberToObject(o, "deadline_misses_all", (double)r->deadline_misses);
     cJSON_AddNumberToObject(o, "lost_vs_best_baseline", (double)run->v.lost_best);
     if (has_bn)
         cJSON_AddNumberToObject(o, "misses_met_by_burst_now", (double)run->v.lost_burst);
