@@ -239,9 +239,9 @@ static void decide_one(struct sw_engine *e, const struct sw_snapshot *s,
     int k = sw__choose(s, policy, &c, opts, n, d);
     bool preempted = false;
     if (k >= 0 && d->why == SW_WHY_DEADLINE_BEST && policy->kind == SW_POLICY_COST_AWARE) {
-        int home = sw__make_room(e, s, &c, opts, n, k, d);
-        preempted = home != k;
-        k = home;
+        k = sw__make_room(e, s, &c, opts, n, k, d);
+        /* Its GPUs are taken already (the option may be the one chosen). */
+        preempted = d->why == SW_WHY_DEADLINE_PREEMPT;
     }
     if (k < 0) {
         if (explain) {

@@ -133,8 +133,9 @@ enum sw_why {
     SW_WHY_NO_RUNTIME,       /* rejected: runtime unknown and nothing to learn from */
     SW_WHY_DEADLINE_MEDIAN,  /* no option meets the deadline at the quantile; lowest score at the
                                 median */
-    SW_WHY_DEADLINE_PREEMPT, /* no option meets the deadline: starting at home now, by stopping
-                                running Jobs without one, completes first */
+    SW_WHY_DEADLINE_PREEMPT, /* no option meets the deadline: starting at home now, ahead of the
+                                queue, stopping running Jobs without one if need be, completes
+                                first */
     SW_WHY__COUNT
 };
 

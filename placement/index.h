@@ -56,6 +56,8 @@ static inline const char *sw__pool_flavour(const struct sw_pool *p)
         for (size_t sw__off = 0; sw__off < offsetof(struct sw_workload, inputs[0].regions[1]);     \
              sw__off += 64)                                                                        \
             __builtin_prefetch(sw__pw + sw__off);                                                  \
+        /* the last line too, when w is not 64-byte aligned */                                     \
+        __builtin_prefetch(sw__pw + offsetof(struct sw_workload, inputs[0].regions[1]) - 1);       \
     } while (0)
 
 /**

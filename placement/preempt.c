@@ -19,9 +19,11 @@ static int by_loss(const void *a, const void *b)
     return (x->run > y->run) - (x->run < y->run);
 }
 
-/* The preemptible Jobs of home queue `qi` to stop, least work lost first,
- * for `need` GPUs beyond the `avail` free now: into e->pre_cand, *m of
- * them. Returns whether they free enough. */
+/* The GPUs of home queue `qi` to take for `need` beyond the `avail` free
+ * now: first those released already (an earlier stop's spare GPUs, idle
+ * now though the queue's cursor is later), then the preemptible running
+ * Jobs', least work lost first. Into e->pre_cand (t: the work lost, run:
+ * the heap position), *m of them. Returns whether they are enough. */
 static bool plan(struct sw_engine *e, const struct sw_snapshot *s, size_t qi, int need, int avail,
                  size_t *m)
 {
@@ -30,10 +32,13 @@ static bool plan(struct sw_engine *e, const struct sw_snapshot *s, size_t qi, in
     size_t n = 0;
     for (size_t h = 0; h < q->n; h++) {
         struct release r = q->h[h];
-        if (r.run < 0 || r.gpus <= 0 || r.t <= s->now || !sq->running[r.run].preemptible)
+        if (r.gpus <= 0)
             continue;
-        e->pre_cand[n++] =
-            (struct release){sq->running[r.run].lost_s * (double)r.gpus, r.gpus, (int)h};
+        if (r.run < 0 && r.t <= s->now)
+            e->pre_cand[n++] = (struct release){0, r.gpus, (int)h};
+        else if (r.run >= 0 && r.t > s->now && sq->running[r.run].preemptible)
+            e->pre_cand[n++] =
+                (struct release){sq->running[r.run].lost_s * (double)r.gpus, r.gpus, (int)h};
     }
     qsort(e->pre_cand, n, sizeof(*e->pre_cand), by_loss);
     long long got = avail;
@@ -51,22 +56,26 @@ int sw__make_room(struct sw_engine *e, const struct sw_snapshot *s, const struct
     if (c->mig >= 0 || c->w->deadline <= 0)
         return k;
     /* The home option that, started now, completes first, and before the
-     * option chosen. */
+     * option chosen; ties to the lower pool index, as options come in
+     * pool order only when explained. An option that waits for nothing
+     * but its inputs has nothing to gain. */
     double best = opts[k].completion;
     int pick = -1;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         const struct sw_option *o = &opts[i];
-        if (o->excluded != SW_EX_NONE || !o->stay || o->wait_s <= 0)
+        if (o->excluded != SW_EX_NONE || !o->stay || !(o->start > now + o->transfer_s))
             continue;
         const struct pool_rt *p = &e->pools[o->pool];
         if (p->queue < 0 || (size_t)p->queue >= s->n_queues)
             continue;
-        double done = now + o->transfer_s + (o->completion - o->start);
-        if (!(done < best))
+        double done = o->completion - (o->start - (now + o->transfer_s));
+        if (!(done < opts[k].completion) ||
+            (pick >= 0 && !(done < best || (done == best && o->pool < opts[pick].pool))))
             continue;
         const struct lq *q = &e->lqs[p->queue];
-        if (!plan(e, s, (size_t)p->queue, demand(c, p), q->cursor <= now ? q->free : 0, &m))
+        if (!plan(e, s, (size_t)p->queue, demand(c, p), q->cursor <= now ? q->free : 0, &m) ||
+            m == 0)
             continue;
         best = done;
         pick = (int)i;
@@ -82,15 +91,19 @@ int sw__make_room(struct sw_engine *e, const struct sw_snapshot *s, const struct
     sw_assert(ok);
     /* Stop them: their GPUs are free now, and their releases free none. */
     d->preempt = e->preempt + e->preempt_n;
-    d->n_preempt = m;
     d->preempt_queue = (int)qi;
     int freed = 0;
+    size_t stopped = 0;
     for (size_t i = 0; i < m; i++) {
         struct release *r = &q->h[e->pre_cand[i].run];
-        e->preempt[e->preempt_n++] = r->run;
+        if (r->run >= 0) {
+            e->preempt[e->preempt_n++] = r->run;
+            stopped++;
+        }
         freed += r->gpus;
         r->gpus = 0;
     }
+    d->n_preempt = stopped;
     /* The Job takes what is free now first, then what they free; the rest
      * is free now too. */
     int take = avail < need ? avail : need, surplus = take + freed - need;

@@ -232,7 +232,9 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
         const struct sw_local_queue *lq = &s->queues[i];
         size_t pool = idx->queue_pool[i];
         struct lq *q = &e->lqs[i];
-        size_t need = lq->n_running + lq->n_ahead + nw + 1;
+        /* A release per running Job, per Job ahead, and up to two per
+         * decision (making room pushes the Job's and the spare GPUs'). */
+        size_t need = lq->n_running + lq->n_ahead + 2 * nw + 1;
         if (grow(&q->h, &q->cap, need, sizeof(*q->h)))
             goto nomem;
         q->n = 0;
