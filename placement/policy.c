@@ -148,8 +148,8 @@ static const char *const why_text[SW_WHY__COUNT] = {
     "no eligible option",
     "runtime unknown and no finished run to learn it from",
     "no option meets the deadline at the 90th percentile; lowest score at the median",
-    "no option meets the deadline; starting at home now, ahead of the queue (stopping running "
-    "Jobs without a deadline if need be), completes first",
+    ("no option meets the deadline; starting at home now, ahead of the queue (stopping running "
+     "Jobs without a deadline if need be), completes first"),
 };
 static const char *const why_token[SW_WHY__COUNT] = {
     "lowest-score",          "fits-now",         "within-wait-budget",
