@@ -141,7 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sw_workload w[N_JOBS];
     jobs(&c, w);
     /* The origin's first owned pool queues, with one Job running on it. */
-    struct sw_running running = {1, 1800};
+    struct sw_running running = {.gpus = 1, .remaining_s = 1800};
     struct sw_local_queue queue = {.running = &running, .n_running = 1};
     size_t n_queues = 0;
     for (size_t i = 0; i < c.n_pools && n_queues == 0; i++)
