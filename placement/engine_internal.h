@@ -145,7 +145,8 @@ struct sw_engine {
     size_t peek_cap;
     /* The running Jobs each decision stops (SW_WHY_DEADLINE_PREEMPT), one
      * list after another: a Job is stopped once per call, so all of them
-     * fit; and the candidates one decision weighs. */
+     * fit; and the candidates one decision weighs, at most a queue's heap
+     * (sized as the scratch). */
     int *preempt;
     size_t preempt_n, preempt_cap;
     struct release *pre_cand;

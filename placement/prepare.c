@@ -293,7 +293,7 @@ int sw__prepare(struct sw_engine *e, const struct sw_snapshot *s, bool explain,
     if (grow(&e->scratch, &e->scratch_cap, scratch_need, sizeof(*e->scratch)) ||
         grow(&e->peek, &e->peek_cap, scratch_need + 2, sizeof(*e->peek)) ||
         grow(&e->preempt, &e->preempt_cap, preempt_need, sizeof(*e->preempt)) ||
-        grow(&e->pre_cand, &e->pre_cand_cap, preempt_need, sizeof(*e->pre_cand)) ||
+        grow(&e->pre_cand, &e->pre_cand_cap, scratch_need, sizeof(*e->pre_cand)) ||
         grow(&e->hist, &e->hist_cap, s->n_history + 1, sizeof(double)))
         goto nomem;
     size_t rows = explain ? nw : 1;
