@@ -618,14 +618,21 @@ static double running_remaining(const struct sim *s, size_t j, double t)
     return before + sw_estimate_remaining(&jb->est, saved + ran);
 }
 
-/* The work running Job j loses if it stops at t: what it computed since its
- * last checkpoint (all of it without checkpoints). */
-static double work_since_checkpoint(const struct sim *s, size_t j, double t)
+/* What running Job j has computed by t (*done) and, of that, what its
+ * checkpoints keep (returned; nothing without checkpoints). */
+static double checkpointed(const struct sim *s, size_t j, double t, double *done)
 {
     const struct job *jb = &s->jobs[j];
-    double done = t > jb->compute_start ? t - jb->compute_start : 0;
+    *done = t > jb->compute_start ? t - jb->compute_start : 0;
     double ck = s->c->defaults.checkpoint_s;
-    return ck > 0 ? done - floor(done / ck) * ck : done;
+    return ck > 0 ? floor(*done / ck) * ck : 0;
+}
+
+/* The work running Job j loses if it stops at t: since its last checkpoint. */
+static double work_since_checkpoint(const struct sim *s, size_t j, double t)
+{
+    double done, saved = checkpointed(s, j, t, &done);
+    return done - saved;
 }
 
 /* Job j, stopped at t (billed and released), keeps its work up to its last
@@ -633,9 +640,7 @@ static double work_since_checkpoint(const struct sim *s, size_t j, double t)
 static double keep_checkpointed(struct sim *s, size_t j, double t)
 {
     struct job *jb = &s->jobs[j];
-    double done = t > jb->compute_start ? t - jb->compute_start : 0;
-    double ck = s->c->defaults.checkpoint_s;
-    double saved = ck > 0 ? floor(done / ck) * ck : 0;
+    double done, saved = checkpointed(s, j, t, &done);
     if (saved > jb->remaining)
         saved = jb->remaining;
     jb->remaining -= saved;

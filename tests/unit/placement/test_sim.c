@@ -31,6 +31,18 @@ static const char two_jobs[] = "submit,gpus,duration,team,deadline\n"
                                "0,8,3600,ml,\n"
                                "10,8,3600,ml,4000\n";
 
+/* The lab's clusters and a CSV trace, parsed into *c and *t, and params
+ * for `policy` on them (seed 7, true runtimes); free c and t after. */
+static void setup(const char *trace_csv, const char *policy, struct sw_clusters *c,
+                  struct sw_trace *t, struct sw_sim_params *p)
+{
+    struct sw_error err = {0};
+    assert_int_equal(sw_clusters_parse(clusters_json, strlen(clusters_json), "c", c, &err), 0);
+    assert_int_equal(sw_trace_parse(trace_csv, strlen(trace_csv), SW_TRACE_CSV, "t", t, &err), 0);
+    *p = (struct sw_sim_params){.clusters = c, .trace = t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
+    assert_int_equal(sw_policy_parse(policy, &p->policy, &err), 0);
+}
+
 static void run(const char *trace_csv, const char *policy, struct sw_sim_result *r, double *ends)
 {
     struct sw_clusters c = {0};
@@ -400,10 +412,8 @@ static void test_make_room(void **state)
     struct sw_clusters c = {0};
     struct sw_trace t = {0};
     struct sw_error err = {0};
-    assert_int_equal(sw_clusters_parse(clusters_json, strlen(clusters_json), "c", &c, &err), 0);
-    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
-    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
-    assert_int_equal(sw_policy_parse("cost-aware", &p.policy, &err), 0);
+    struct sw_sim_params p;
+    setup(tr, "cost-aware", &c, &t, &p);
     struct sw_sim_result r;
     struct sw_sim_job jobs[2];
     assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
@@ -448,11 +458,9 @@ static void test_migration_home_queue(void **state)
     struct sw_clusters c = {0};
     struct sw_trace t = {0};
     struct sw_error err = {0};
-    assert_int_equal(sw_clusters_parse(clusters_json, strlen(clusters_json), "c", &c, &err), 0);
-    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
-    struct sw_sim_params p = {
-        .clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE, .migrate = true};
-    assert_int_equal(sw_policy_parse("cost-aware", &p.policy, &err), 0);
+    struct sw_sim_params p;
+    setup(tr, "cost-aware", &c, &t, &p);
+    p.migrate = true;
     struct sw_sim_result r;
     struct sw_sim_job jobs[3];
     assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
@@ -479,10 +487,8 @@ static void test_migration_home(void **state)
     struct sw_clusters c = {0};
     struct sw_trace t = {0};
     struct sw_error err = {0};
-    assert_int_equal(sw_clusters_parse(clusters_json, strlen(clusters_json), "c", &c, &err), 0);
-    assert_int_equal(sw_trace_parse(tr, strlen(tr), SW_TRACE_CSV, "t", &t, &err), 0);
-    struct sw_sim_params p = {.clusters = &c, .trace = &t, .seed = 7, .runtime = SW_RUNTIME_ORACLE};
-    assert_int_equal(sw_policy_parse("burst-now", &p.policy, &err), 0);
+    struct sw_sim_params p;
+    setup(tr, "burst-now", &c, &t, &p);
     struct sw_sim_result r;
     struct sw_sim_job jobs[2];
     assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
