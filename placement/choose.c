@@ -346,6 +346,17 @@ int sw__choose(const struct sw_snapshot *s, const struct sw_policy *pol, const s
     }
 }
 
+int sw__burst_now_pick(const struct sw_snapshot *s, const struct sw_option *opts, size_t n)
+{
+    int k = pick(s, opts, n, F_STAY_NOW, KEY_COST);
+    return k >= 0 ? k : pick(s, opts, n, F_ON_DEMAND, KEY_COST);
+}
+
+int sw__earliest_pick(const struct sw_snapshot *s, const struct sw_option *opts, size_t n)
+{
+    return pick(s, opts, n, F_ANY, KEY_COMPLETION);
+}
+
 /* The commonest exclusion among `n` options (for a rejection's reason). */
 enum sw_exclusion sw__main_exclusion(const struct sw_option *opts, size_t n)
 {

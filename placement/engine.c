@@ -228,20 +228,27 @@ static void decide_one(struct sw_engine *e, const struct sw_snapshot *s,
     }
     e->stamp++;
     size_t n = np;
+    const uint64_t *cand = NULL;
     if (explain) {
         for (size_t pi = 0; pi < np; pi++)
             sw__evaluate(e, s, &c, pi, &opts[pi]);
     } else {
         /* Without explanations only eligible options matter: evaluate
          * the candidate pools and choose among those that pass. */
-        n = sw__evaluate_candidates(e, s, &c, policy, sw__workload_candidates(e, &c), opts);
+        cand = sw__workload_candidates(e, &c);
+        n = sw__evaluate_candidates(e, s, &c, policy, cand, opts);
     }
     int k = sw__choose(s, policy, &c, opts, n, d);
     bool preempted = false;
-    if (k >= 0 && d->why == SW_WHY_DEADLINE_BEST && policy->kind == SW_POLICY_COST_AWARE) {
-        k = sw__make_room(e, s, &c, opts, n, k, d);
-        /* Its GPUs are taken already (the option may be the one chosen). */
-        preempted = d->why == SW_WHY_DEADLINE_PREEMPT;
+    if (k >= 0 && policy->kind == SW_POLICY_COST_AWARE) {
+        /* A deadline bursting now would keep is not waited away; past
+         * the moment it is due, the earliest completion, room made. */
+        k = sw__keep_deadline(e, s, &c, cand, opts, &n, k, d);
+        if (d->why == SW_WHY_DEADLINE_BEST) {
+            k = sw__make_room(e, s, &c, opts, n, k, d);
+            /* Its GPUs are taken already (the option may be the one chosen). */
+            preempted = d->why == SW_WHY_DEADLINE_PREEMPT;
+        }
     }
     if (k < 0) {
         if (explain) {

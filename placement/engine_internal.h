@@ -376,6 +376,33 @@ int sw__choose(const struct sw_snapshot *s, const struct sw_policy *pol, const s
 int sw__make_room(struct sw_engine *e, const struct sw_snapshot *s, const struct wctx *c,
                   struct sw_option *opts, size_t n, int k, struct sw_decision *d);
 
+/**
+ * What burst-now would pick among `n` options: at home if it starts now,
+ * else the cheapest on-demand option (-1: neither) (choose.c).
+ */
+int sw__burst_now_pick(const struct sw_snapshot *s, const struct sw_option *opts, size_t n);
+
+/** The eligible option that completes first (-1: none) (choose.c). */
+int sw__earliest_pick(const struct sw_snapshot *s, const struct sw_option *opts, size_t n);
+
+/**
+ * Cost-aware's promise to a workload with a deadline: none lost that
+ * bursting at once would keep, to the runtime's SW_DEADLINE_QUANTILE.
+ * When option `k` does not start for sure (it waits at home, or for spot
+ * capacity), it is kept only while bursting stays in time, or while a home
+ * start is certain by the moment bursting would have started it (GPUs free
+ * now, or preemptible running Jobs to stop); else burst-now's option is
+ * taken now (SW_WHY_DEADLINE_GUARD). Past that moment, the earliest
+ * completion (SW_WHY_DEADLINE_BEST, for sw__make_room). `cand` (NULL when
+ * every pool is priced in `opts`) names the candidate pools, so that
+ * on-demand pools the cutoff passed over are priced, appended to `opts`
+ * (*n grows). Sets d->recheck_at to when the workload is decided again.
+ * Returns the option to take (preempt.c).
+ */
+int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,
+                      const uint64_t *cand, struct sw_option *opts, size_t *n, int k,
+                      struct sw_decision *d);
+
 /** The commonest exclusion among `n` options (choose.c). */
 enum sw_exclusion sw__main_exclusion(const struct sw_option *opts, size_t n);
 

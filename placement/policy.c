@@ -150,13 +150,15 @@ static const char *const why_text[SW_WHY__COUNT] = {
     "no option meets the deadline at the 90th percentile; lowest score at the median",
     ("no option meets the deadline; starting at home now, ahead of the queue (stopping running "
      "Jobs without a deadline if need be), completes first"),
+    ("waiting could lose a deadline that bursting now keeps (no home start is certain before "
+     "bursting would have started it); bursting now"),
 };
 static const char *const why_token[SW_WHY__COUNT] = {
     "lowest-score",          "fits-now",         "within-wait-budget",
     "wait-budget-exhausted", "cheapest",         "local-only",
     "burst-never",           "cloud-first",      "no-cloud-option",
     "deadline-best-effort",  "no-option",        "no-runtime",
-    "deadline-median",       "deadline-preempt",
+    "deadline-median",       "deadline-preempt", "deadline-guard",
 };
 
 const char *sw_exclusion_text(enum sw_exclusion ex)

@@ -1,12 +1,16 @@
 /*
- * preempt.c - making room at home: when no option meets a Job's deadline,
- * stopping running Jobs without one so that it starts at home now, if that
- * completes before every other option.
+ * preempt.c - a deadline's guard and making room at home. The guard keeps
+ * cost-aware from losing a deadline bursting at once would keep: a Job
+ * that does not start for sure waits only while bursting is still in time,
+ * or while its home start is certain. Making room: when no option meets a
+ * Job's deadline, stopping running Jobs without one so that it starts at
+ * home now, if that completes before every other option.
  */
 #include "placement/engine_internal.h"
 
 #include "common/assert.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* Candidates: t holds the work stopping them loses (GPU-seconds), run
@@ -131,4 +135,111 @@ int sw__make_room(struct sw_engine *e, const struct sw_snapshot *s, const struct
     q->version++;
     d->why = SW_WHY_DEADLINE_PREEMPT;
     return pick;
+}
+
+/* Whether option `o` starts when it says: at home on GPUs free now, or in
+ * the cloud after nothing but its lead (provisioning and inputs). Spot's
+ * interruptions are weighed by the deadline test (options.c). */
+static bool starts_for_sure(const struct sw_snapshot *s, const struct sw_option *o)
+{
+    return o->wait_s <= 0 && (!o->stay || !(o->start > s->now + o->transfer_s));
+}
+
+/* Whether making room could start `c` now at home on one of its options. */
+static bool home_start_sure(struct sw_engine *e, const struct sw_snapshot *s, const struct wctx *c,
+                            const struct sw_option *opts, size_t n)
+{
+    if (c->mig >= 0)
+        return false; /* MIG slices are not made room for */
+    size_t m;
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_option *o = &opts[i];
+        if (o->excluded != SW_EX_NONE || !o->stay)
+            continue;
+        const struct pool_rt *p = &e->pools[o->pool];
+        if (p->queue < 0 || (size_t)p->queue >= s->n_queues)
+            continue;
+        const struct lq *q = &e->lqs[p->queue];
+        if (plan(e, s, (size_t)p->queue, demand(c, p), q->cursor <= s->now ? q->free : 0, &m))
+            return true;
+    }
+    return false;
+}
+
+/* Prices the on-demand candidate pools of `cand` that `opts` lacks (the
+ * cutoff passes over pools that cannot beat the choice), appending the
+ * eligible ones. */
+static void price_on_demand(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,
+                            const uint64_t *cand, struct sw_option *opts, size_t *n)
+{
+    for (size_t wi = 0; wi < e->words; wi++)
+        for (uint64_t m = cand[wi]; m; m &= m - 1) {
+            size_t pi = e->rank_pool[wi * 64 + (size_t)__builtin_ctzll(m)];
+            const struct pool_rt *p = &e->pools[pi];
+            if (p->cap == SW_CAP_SPOT || p->cluster == c->origin)
+                continue;
+            bool have = false;
+            for (size_t i = 0; i < *n && !have; i++)
+                have = opts[i].pool == (int)pi;
+            if (have)
+                continue;
+            sw__evaluate(e, s, c, pi, &opts[*n]);
+            if (opts[*n].excluded == SW_EX_NONE)
+                (*n)++;
+        }
+}
+
+static void recheck_by(struct sw_decision *d, double t)
+{
+    if (!(d->recheck_at > 0) || t < d->recheck_at)
+        d->recheck_at = t;
+}
+
+/* Slack on "its start is due": a decision this close before the moment
+ * bursting would have started the Job acts as at that moment. */
+#define START_DUE_SLACK_S 1.0
+
+int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,
+                      const uint64_t *cand, struct sw_option *opts, size_t *n, int k,
+                      struct sw_decision *d)
+{
+    const struct sw_workload *w = c->w;
+    const double now = s->now;
+    if (w->deadline <= 0 || w->burst == SW_BURST_NEVER || starts_for_sure(s, &opts[k]))
+        return k;
+    const int chosen_pool = opts[k].pool;
+    if (cand != NULL) {
+        price_on_demand(e, s, c, cand, opts, n);
+        for (size_t i = 0; i < *n; i++)
+            if (opts[i].pool == chosen_pool)
+                k = (int)i;
+    }
+    int b = sw__burst_now_pick(s, opts, *n);
+    if (b < 0 || b == k)
+        return k; /* burst-now would wait at home too */
+    const struct sw_option *o = &opts[b];
+    /* Burst-now's option, taken at `t`, starts at t + lead and completes
+     * by the deadline at the quantile when t <= last. */
+    double lead = o->start - now;
+    double out_s = o->completion - o->start - c->runtime_s;
+    double last = w->deadline - c->runtime_dl_s - out_s - lead;
+    if (now < last) {
+        recheck_by(d, last); /* bursting is still in time: decided again then */
+        return k;
+    }
+    /* Bursting would have started it at `start_by`: waiting is kept only
+     * while a home start is certain by then. */
+    double start_by = fmax(pending_since(w), last) + lead;
+    if (now + START_DUE_SLACK_S < start_by) {
+        if (home_start_sure(e, s, c, opts, *n)) {
+            recheck_by(d, start_by);
+            return k;
+        }
+        d->why = SW_WHY_DEADLINE_GUARD;
+        return b;
+    }
+    /* Its start is due: the earliest completion, room made if need be. */
+    d->why = SW_WHY_DEADLINE_BEST;
+    int f = sw__earliest_pick(s, opts, *n);
+    return f >= 0 ? f : k;
 }

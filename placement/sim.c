@@ -920,7 +920,8 @@ static int schedule(struct sim *s, double t, struct sw_error *err)
                              ? d->chosen.wait_s <= 0
                              : d->chosen.wait_s <= 0 && fits_now(s, j, d->pool);
         double recheck = d->recheck_at;
-        if (d->verdict == SW_VERDICT_BURST && !start_now)
+        if (d->verdict == SW_VERDICT_BURST && !start_now &&
+            !(recheck > t && recheck < t + d->chosen.wait_s))
             recheck = t + d->chosen.wait_s;
         if (start_now) {
             if ((rc = dispatch(s, j, d, t)) != 0)

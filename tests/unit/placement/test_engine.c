@@ -661,6 +661,87 @@ static void test_make_room_for_deadline(void **state)
     assert_non_null(strstr(err.msg, "running[0]: field \"lost_s\""));
 }
 
+/* The deadline guard (preempt.c, sw__keep_deadline): no deadline lost
+ * that bursting at once would keep. onprem is full for 300 s more; a
+ * 2-GPU Job of 600 s is due 1,000 s after it arrives. (a) Waiting at home
+ * (a start in 300 s) meets it, and so does on-demand (300 s to provision)
+ * until 100 s on: it waits, decided again then. (b) Then, with no home
+ * start certain, it bursts to on-demand, as burst-now does, and still
+ * meets the deadline; before the guard it waited on (a start the snapshot
+ * only estimates). (c) With the running Job preemptible its home start is
+ * certain: it waits on, decided again when bursting would have started
+ * it. (d) Then, the running Job late, its start is due: room is made. */
+static void test_deadline_guard(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    const double t0 = l.snap.now, due = t0 + 1000;
+    l.running[0].remaining_s = 300;
+    lab_workload(&l.pending[0], "dl", "ml", SW_PRIO_TRAINING, 1, 2, 600);
+    l.pending[0].submit_time = t0;
+    l.pending[0].deadline = due;
+    l.snap.n_pending = 1;
+    struct sw_decision d, x, bn;
+    /* (a) */
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_int_equal(d.why, SW_WHY_LOWEST_SCORE);
+    assert_true(d.chosen.start == t0 + 300);
+    assert_true(d.recheck_at == t0 + 100);
+    /* (b) */
+    l.snap.now = t0 + 100;
+    l.running[0].remaining_s = 200;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_GUARD);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    assert_int_equal(d.pool, 2);
+    assert_true(d.chosen.completion <= due);
+    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, 0, &bn), 0);
+    assert_int_equal(bn.pool, d.pool);
+    /* Explained (every pool priced) it decides the same as plain (the
+     * on-demand pool priced after the cutoff passed over it). */
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &x), 0);
+    assert_int_equal(x.why, d.why);
+    assert_int_equal(x.pool, d.pool);
+    struct sw_policy pol;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pol);
+    char *js = NULL;
+    assert_int_equal(sw_explain_json_string(&l.snap, &pol, &x, &js), 0);
+    assert_non_null(strstr(js, "\"reason\":\"deadline-guard\""));
+    sw_free(js);
+    /* (c) */
+    l.running[0].preemptible = true;
+    l.running[0].lost_s = 60;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_int_equal(d.n_preempt, 0);
+    assert_true(d.recheck_at == t0 + 400);
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &x), 0);
+    assert_int_equal(x.why, d.why);
+    assert_true(x.recheck_at == d.recheck_at);
+    /* (d) */
+    l.snap.now = t0 + 400;
+    l.running[0].remaining_s = 100;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_PREEMPT);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_int_equal(d.n_preempt, 1);
+    assert_true(d.chosen.start == t0 + 400 && d.chosen.completion == due);
+    /* Not preemptible, the earliest completion: home, 100 s on. */
+    l.running[0].preemptible = false;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_BEST);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    /* No deadline: no guard, it waits with no early recheck. */
+    l.snap.now = t0 + 100;
+    l.running[0].remaining_s = 200;
+    l.pending[0].deadline = 0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_true(d.recheck_at == 0 || d.recheck_at >= t0 + 86400);
+}
+
 /* Making room, its bookkeeping. (a) With the cloud 5 h away the home
  * queue is itself the earliest completion: the Job that stops a 2-GPU Job
  * holds its GPUs once, and the next Job of 2 GPUs is forecast to start
@@ -1490,7 +1571,11 @@ static void test_cost_aware_wait_is_bounded(void **state)
  * flag left out of it, their digests were the same before and after).
  * When a Job waiting at home came to be charged the queue's congestion,
  * cost-aware's decisions changed, and every other policy's digest with
- * the scores of its options only: no other policy picks by score. */
+ * the scores of its options only: no other policy picks by score. When
+ * cost-aware came to guard deadlines (preempt.c, sw__keep_deadline), its
+ * record with the derived delay value changed: a Job with a deadline that
+ * waited at home with no start certain now bursts, or is decided again when
+ * bursting would have started it. */
 static void test_decisions_match_recorded(void **state)
 {
     (void)state;
@@ -1505,7 +1590,7 @@ static void test_decisions_match_recorded(void **state)
         /* uniform-progress, recorded when it was added; re-recorded */
         0x8e5d14641ed66f56ull, /* re-recorded: the options' scores only */
     };
-    static const uint64_t recorded_derived = 0x302e0f9627cf2a1eull; /* re-recorded: congestion */
+    static const uint64_t recorded_derived = 0x05770de1e2416629ull; /* re-recorded: the guard */
     uint64_t got[SW_POLICY__COUNT];
     struct sw_engine *e;
     assert_int_equal(sw_engine_new(&e), 0);
@@ -1621,6 +1706,7 @@ int main(void)
         cmocka_unit_test(test_queue_congestion),
         cmocka_unit_test(test_make_room_for_deadline),
         cmocka_unit_test(test_make_room_bookkeeping),
+        cmocka_unit_test(test_deadline_guard),
         cmocka_unit_test(test_mig_profiles),
         cmocka_unit_test(test_capacity_wait_distribution),
         cmocka_unit_test(test_queue_pools),
