@@ -243,7 +243,8 @@ static void decide_one(struct sw_engine *e, const struct sw_snapshot *s,
     if (k >= 0 && policy->kind == SW_POLICY_COST_AWARE) {
         /* A deadline bursting now would keep is not waited away; past
          * the moment it is due, the earliest completion, room made. */
-        k = sw__keep_deadline(e, s, &c, cand, opts, &n, k, d);
+        if (!policy->no_deadline_guard)
+            k = sw__keep_deadline(e, s, &c, cand, opts, &n, k, d);
         if (d->why == SW_WHY_DEADLINE_BEST) {
             k = sw__make_room(e, s, &c, opts, n, k, d);
             /* Its GPUs are taken already (the option may be the one chosen). */

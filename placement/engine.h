@@ -53,6 +53,9 @@ struct sw_policy {
      * completes first, whatever it costs (the platform's promise that no
      * Job starves; default 24 h). */
     double max_wait_s;
+    /* cost-aware: without the deadline guard (docs/cost-model.md, "The
+     * deadline guard"), to measure what it costs; default false. */
+    bool no_deadline_guard;
 };
 
 /**

@@ -36,6 +36,7 @@ void sw_policy_default(enum sw_policy_kind kind, struct sw_policy *p)
      * waits the value of delay gives, so it binds only where the runtime
      * belief is so long that waiting looks free. */
     p->max_wait_s = 86400.0;
+    p->no_deadline_guard = false;
 }
 
 double sw_policy_delay_value(const struct sw_policy *p, const struct sw_snapshot *s)

@@ -205,7 +205,13 @@ int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct w
 {
     const struct sw_workload *w = c->w;
     const double now = s->now;
-    if (w->deadline <= 0 || w->burst == SW_BURST_NEVER || starts_for_sure(s, &opts[k]))
+    if (w->deadline <= 0 || w->burst == SW_BURST_NEVER)
+        return k;
+    /* Kept as chosen: a start at home now, or a start for sure that keeps
+     * the deadline at the quantile (spot after its pessimistic
+     * interruptions). */
+    bool sure = starts_for_sure(s, &opts[k]);
+    if (sure && (opts[k].stay || opts[k].deadline_ok))
         return k;
     const int chosen_pool = opts[k].pool;
     if (cand != NULL) {
@@ -215,28 +221,40 @@ int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct w
                 k = (int)i;
     }
     int b = sw__burst_now_pick(s, opts, *n);
-    if (b < 0 || b == k)
+    if (b < 0)
         return k; /* burst-now would wait at home too */
     const struct sw_option *o = &opts[b];
     /* Burst-now's option, taken at `t`, starts at t + lead and completes
-     * by the deadline at the quantile when t <= last. */
+     * by the deadline at the quantile when t <= last; taken when the Job
+     * was queued, it would have started at `start_by`. */
     double lead = o->start - now;
     double out_s = o->completion - o->start - c->runtime_s;
     double last = w->deadline - c->runtime_dl_s - out_s - lead;
-    if (now < last) {
-        recheck_by(d, last); /* bursting is still in time: decided again then */
-        return k;
-    }
-    /* Bursting would have started it at `start_by`: waiting is kept only
-     * while a home start is certain by then. */
     double start_by = fmax(pending_since(w), last) + lead;
+    bool interruptible = s->pools[opts[k].pool].capacity == SW_CAP_SPOT;
+    if (sure && !interruptible && opts[k].start <= start_by + START_DUE_SLACK_S)
+        return k; /* on-demand, started no later than bursting would */
+    if (now < last) {
+        if (!sure) {
+            recheck_by(d, last); /* bursting is still in time: decided again then */
+            return k;
+        }
+        d->why = SW_WHY_DEADLINE_GUARD; /* spot short of the promise; on-demand keeps it */
+        return b;
+    }
     if (now + START_DUE_SLACK_S < start_by) {
-        if (home_start_sure(e, s, c, opts, *n)) {
+        /* Waiting at home is kept while a start there is certain by then
+         * (decided again at that moment); with none certain, burst-now's
+         * option now; another choice with one certain makes room now. */
+        bool home_sure = home_start_sure(e, s, c, opts, *n);
+        if (home_sure && opts[k].stay) {
             recheck_by(d, start_by);
             return k;
         }
-        d->why = SW_WHY_DEADLINE_GUARD;
-        return b;
+        if (!home_sure) {
+            d->why = SW_WHY_DEADLINE_GUARD;
+            return b;
+        }
     }
     /* Its start is due: the earliest completion, room made if need be. */
     d->why = SW_WHY_DEADLINE_BEST;

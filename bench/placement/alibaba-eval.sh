@@ -15,7 +15,10 @@
 #      by half;
 #   4. what migration is worth: the headline without --migrate;
 #   5. what making room is worth: cost-aware and burst-now without
-#      --make-room, at every seed.
+#      --make-room, at every seed;
+#   6. what the deadline guard costs: cost-aware and burst-now with
+#      --no-deadline-guard, with --make-room and without (as the hub),
+#      at every seed.
 # Every seed (1 to 5 unless --seed names some) runs the four-condition
 # sweep; the headline is the worst seed. For each seed it prints
 # cost-aware's margin over the best point of each baseline family
@@ -94,6 +97,8 @@ first=${seeds[0]}
 for s in "${seeds[@]}"; do
     run "learned-s$s" "$s"
     MAKE_ROOM="" run "noroom-s$s" "$s" --policy cost-aware,burst-now
+    run "noguard-s$s" "$s" --policy cost-aware,burst-now --no-deadline-guard
+    MAKE_ROOM="" run "noroom-noguard-s$s" "$s" --policy cost-aware,burst-now --no-deadline-guard
 done
 cp "$out/learned-s$first.json" "$out/learned.json"
 if ((!goals_only)); then
@@ -243,6 +248,27 @@ for sd in seeds:
           f'{c["deadline_misses_all"]} / {c0["deadline_misses_all"]} of {c["deadlines"]} (burst-now '
           f'{b["deadline_misses_all"]}) | {c["misses_met_by_burst_now"]} / {c0["misses_met_by_burst_now"]} | '
           f'{c["home_stops"]} |')
+
+
+print("\n### What the deadline guard costs\n")
+print("cost-aware with its deadline guard and without (`--no-deadline-guard`), each run beside "
+      "burst-now; with `--make-room`, and without it as the hub runs. Misses count every Job with a "
+      "deadline.\n")
+print("| seed | runs | cloud $ guard / none | vs burst-now | mean JCT vs burst-now | deadlines missed, "
+      "of all | missed that burst-now met |")
+print("|---|---|---|---|---|---|---|")
+for sd in seeds:
+    for what, gname, nname in (("--make-room", None, f"noguard-s{sd}"),
+                               ("as the hub", f"noroom-s{sd}", f"noroom-noguard-s{sd}")):
+        g = per_seed[sd] if gname is None else load(gname)
+        ng = load(nname)
+        c, b = by(g, "cost-aware"), by(g, "burst-now")
+        c0, b0 = by(ng, "cost-aware"), by(ng, "burst-now")
+        print(f'| {sd} | {what} | {cloud(c):,.0f} / {cloud(c0):,.0f} | {pct(cloud(c), cloud(b)):+.1f}% / '
+              f'{pct(cloud(c0), cloud(b0)):+.1f}% | {pct(c["jct_seconds"]["mean"], b["jct_seconds"]["mean"]):+.2f}% / '
+              f'{pct(c0["jct_seconds"]["mean"], b0["jct_seconds"]["mean"]):+.2f}% | '
+              f'{c["deadline_misses_all"]} / {c0["deadline_misses_all"]} | '
+              f'{c["misses_met_by_burst_now"]} / {c0["misses_met_by_burst_now"]} |')
 
 
 print("\n### Checks\n")

@@ -32,7 +32,7 @@ static const char help[] =
     "                         [--seed N] [--format auto|csv|alibaba]\n"
     "                         [--runtime learned|oracle] [--runtime-noise SIGMA]\n"
     "                         [--availability-trace FILE] [--preemption-trace FILE]\n"
-    "                         [--migrate] [--make-room]\n"
+    "                         [--migrate] [--make-room] [--no-deadline-guard]\n"
     "                         [--spot-price-factor F] [--ondemand-price-factor F]\n"
     "                         [--csv OUT] [--json OUT] [--jobs-csv OUT]\n"
     "                         [--plot OUT.svg] [--plot-usage OUT.svg [--usage-policy L]]\n"
@@ -74,6 +74,9 @@ static const char help[] =
     "                           now completes it first; they keep their work to\n"
     "                           their last checkpoint and queue again (the hub does\n"
     "                           not stop running Jobs)\n"
+    "  --no-deadline-guard      cost-aware without its deadline guard (a Job with a\n"
+    "                           deadline waits only while bursting stays in time or\n"
+    "                           its home start is certain), to measure its price\n"
     "  --spot-price-factor F    multiply every spot price by F (robustness checks)\n"
     "  --ondemand-price-factor F  the same for on-demand prices\n"
     "  --csv OUT                also write the table as CSV to OUT\n"
@@ -359,7 +362,7 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
     const char *jobs_path = NULL, *format = "auto";
     const char *plot_path = NULL, *usage_path = NULL, *usage_policy = NULL;
     unsigned long long seed = 1;
-    bool sweep = false, migrate = false, make_room = false;
+    bool sweep = false, migrate = false, make_room = false, no_guard = false;
     enum sw_runtime_knowledge knowledge = SW_RUNTIME_LEARNED;
     double noise = 0, spot_factor = 1, od_factor = 1;
     size_t it = 0;
@@ -384,6 +387,9 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
             break;
         case 'R':
             make_room = true;
+            break;
+        case 'g':
+            no_guard = true;
             break;
         case 's': {
             char *end;
@@ -607,6 +613,7 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
                                   .seed = seed,
                                   .migrate = migrate,
                                   .make_room = make_room};
+        p.policy.no_deadline_guard = no_guard;
         if ((int)i == usage_run) {
             p.usage = usage;
             p.usage_cap = USAGE_MAX;
@@ -774,6 +781,7 @@ static const struct sw_cli_opt opts[] = {
     {"sweep", 0, SW_CLI_FLAG, 'S', NULL},
     {"migrate", 0, SW_CLI_FLAG, 'M', NULL},
     {"make-room", 0, SW_CLI_FLAG, 'R', NULL},
+    {"no-deadline-guard", 0, SW_CLI_FLAG, 'g', NULL},
     {"seed", 0, SW_CLI_VALUE, 's', "VALUE"},
     {"format", 0, SW_CLI_VALUE, 'f', "VALUE"},
     {"runtime", 0, SW_CLI_VALUE, 'r', "VALUE"},

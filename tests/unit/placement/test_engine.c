@@ -340,9 +340,14 @@ static void test_deadline_median_fallback(void **state)
     l.pending[0].runtime_sigma = 1.0;
     l.snap.n_pending = 1;
     struct sw_decision d;
+    /* The median rule alone: the deadline guard (test_deadline_guard)
+     * keeps spot's median promise from standing (below). */
+    struct sw_policy ng;
+    sw_policy_default(SW_POLICY_COST_AWARE, &ng);
+    ng.no_deadline_guard = true;
     /* Only on-demand meets it at the median. */
     l.pending[0].deadline = 9000;
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &ng, SW_DECIDE_EXPLAIN, &d, NULL), 0);
     for (int i = 0; i < 3; i++)
         assert_false(d.options[i].deadline_ok);
     assert_false(d.options[0].deadline_median_ok);
@@ -353,7 +358,7 @@ static void test_deadline_median_fallback(void **state)
     /* Spot meets it at the median too, each interruption at its worst
      * (a whole checkpoint interval lost), and scores lower: spot. */
     l.pending[0].deadline = 15000;
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &ng, SW_DECIDE_EXPLAIN, &d, NULL), 0);
     assert_false(d.options[1].deadline_ok);
     assert_true(d.options[1].deadline_median_ok);
     assert_false(d.options[0].deadline_median_ok);
@@ -361,22 +366,30 @@ static void test_deadline_median_fallback(void **state)
     assert_int_equal(d.why, SW_WHY_DEADLINE_MEDIAN);
     assert_int_equal(d.pool, 1);
     /* The same without explanations. */
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &ng, 0, &d, NULL), 0);
     assert_int_equal(d.pool, 1);
+    /* With the guard, spot's promise at the median is not kept for a Job
+     * just queued that on-demand would start at once (nothing at home is
+     * certain): on-demand, as burst-now. */
+    l.pending[0].submit_time = l.snap.now;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_GUARD);
+    assert_int_equal(d.pool, 2);
+    l.pending[0].submit_time = 0;
     /* Spot's margin: start 1,300 s + the median 7,200 s + 2.478
      * interruptions (N = 0.330, N + 2 sqrt(N) + 1) x (a 1,800 s interval,
      * the 300 s restart, 300 s provisioning) = 14,447.7 s; 1 s less and it
      * no longer meets it at the median. */
     l.pending[0].deadline = 14448.0;
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &ng, SW_DECIDE_EXPLAIN, &d, NULL), 0);
     assert_true(d.options[1].deadline_median_ok);
     l.pending[0].deadline = 14447.0;
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &ng, SW_DECIDE_EXPLAIN, &d, NULL), 0);
     assert_false(d.options[1].deadline_median_ok);
     assert_int_equal(d.pool, 2);
     /* Nothing meets it even at the median: the earliest completion. */
     l.pending[0].deadline = 8000;
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &ng, 0, &d, NULL), 0);
     assert_int_equal(d.why, SW_WHY_DEADLINE_BEST);
     assert_int_equal(d.pool, 2);
     /* A baseline keeps its own rule: uniform-progress does not fall back. */
@@ -607,7 +620,9 @@ static void test_make_room_for_deadline(void **state)
     assert_int_equal(d[2].verdict, SW_VERDICT_STAY);
     assert_int_equal(d[2].n_preempt, 0);
     assert_true(d[2].chosen.wait_s == 0 && d[2].chosen.deadline_ok);
-    assert_int_equal(d[3].why, SW_WHY_DEADLINE_BEST);
+    /* Nothing left to stop, no home start certain: on-demand, as
+     * burst-now (the deadline guard). */
+    assert_int_equal(d[3].why, SW_WHY_DEADLINE_GUARD);
     assert_int_equal(d[3].verdict, SW_VERDICT_BURST);
     assert_int_equal(d[3].n_preempt, 0);
     /* The explanation names what it stops; explaining decides the same. */
@@ -647,10 +662,11 @@ static void test_make_room_for_deadline(void **state)
         assert_int_equal(decide(&l, (enum sw_policy_kind)k, 0, d), 0);
         assert_int_equal(d[0].n_preempt, 0);
     }
-    /* Nothing preemptible: the earliest completion, in the cloud. */
+    /* Nothing preemptible: on-demand, as burst-now (the deadline guard). */
     l.running[0].preemptible = l.running[1].preemptible = false;
     assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, d), 0);
-    assert_int_equal(d[0].why, SW_WHY_DEADLINE_BEST);
+    assert_int_equal(d[0].why, SW_WHY_DEADLINE_GUARD);
+    assert_int_equal(d[0].verdict, SW_VERDICT_BURST);
     assert_int_equal(d[0].n_preempt, 0);
     /* A lost_s that is no number of seconds is refused, naming the field. */
     l.running[0].lost_s = -1;

@@ -439,6 +439,49 @@ static void test_make_room(void **state)
     sw_clusters_free(&c);
 }
 
+/* The deadline guard, with what a hub believes: A (8 GPUs) is annotated
+ * 600 s but runs 5,000 s; B (8 GPUs, 600 s, annotated so) arrives at 200 s
+ * due at 1,300 s. Burst-now sends B to on-demand at once (done at 980 s).
+ * Believing A nearly done, cost-aware would queue B at home, the deadline
+ * met at the median: it meets no option at the 90th percentile; B would
+ * start when A ends, at 5,000 s. The guard sends B to on-demand at once,
+ * as burst-now does, since no home start is certain; with --make-room A is
+ * preemptible, so B waits until bursting would have started it (380 s),
+ * then A is stopped and B starts at home. */
+static void test_deadline_guard_keeps_burst_now_deadline(void **state)
+{
+    (void)state;
+    static const char tr[] = "submit,gpus,duration,team,deadline,name,priority,x,expected_runtime\n"
+                             "0,8,5000,ml,,a,,,600\n"
+                             "200,8,600,ml,1300,b,,,600\n";
+    struct sw_clusters c = {0};
+    struct sw_trace t = {0};
+    struct sw_error err = {0};
+    struct sw_sim_params p;
+    setup(tr, "burst-now", &c, &t, &p);
+    p.runtime = SW_RUNTIME_LEARNED;
+    struct sw_sim_result r;
+    struct sw_sim_job jobs[2];
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_float_equal(jobs[1].end, 980, 1e-6);
+    assert_int_equal(sw_policy_parse("cost-aware", &p.policy, &err), 0);
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(jobs[1].capacity, SW_CAP_ON_DEMAND);
+    assert_float_equal(jobs[1].end, 980, 1e-6);
+    assert_int_equal(r.deadline_misses, 0);
+    p.make_room = true;
+    assert_int_equal(sw_sim_run(&p, &r, jobs, &err), 0);
+    assert_int_equal(r.home_stops, 1);
+    assert_int_equal(jobs[1].capacity, SW_CAP_OWNED);
+    assert_float_equal(jobs[1].start, 380, 1e-6);
+    assert_float_equal(jobs[1].end, 980, 1e-6);
+    assert_int_equal(r.deadline_misses, 0);
+    assert_true(jobs[0].done && jobs[1].done);
+    sw_trace_free(&t);
+    sw_clusters_free(&c);
+}
+
 /* A Job on on-demand that cost-aware would rather queue at home keeps its
  * place there: when the home GPUs free between its checkpoints, it is
  * decided again at once, ahead of a Job queued after it, and moves,
@@ -665,6 +708,7 @@ int main(void)
         cmocka_unit_test(test_migration_home_queue),
         cmocka_unit_test(test_migration),
         cmocka_unit_test(test_make_room),
+        cmocka_unit_test(test_deadline_guard_keeps_burst_now_deadline),
         cmocka_unit_test(test_migration_home),
         cmocka_unit_test(test_gpu_shares),
         cmocka_unit_test(test_mig_profiles),
