@@ -139,8 +139,8 @@ enum sw_why {
     SW_WHY_DEADLINE_PREEMPT, /* no option meets the deadline: starting at home now, ahead of the
                                 queue, stopping running Jobs without one if need be, completes
                                 first */
-    SW_WHY_DEADLINE_GUARD,   /* its home start is not certain before bursting would have started
-                                it: bursting now, as burst-now would */
+    SW_WHY_DEADLINE_GUARD,   /* waiting could lose a deadline burst-now keeps: burst-now's
+                                option, now (docs/cost-model.md, "The deadline guard") */
     SW_WHY__COUNT
 };
 

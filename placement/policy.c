@@ -151,8 +151,8 @@ static const char *const why_text[SW_WHY__COUNT] = {
     "no option meets the deadline at the 90th percentile; lowest score at the median",
     ("no option meets the deadline; starting at home now, ahead of the queue (stopping running "
      "Jobs without a deadline if need be), completes first"),
-    ("waiting could lose a deadline that bursting now keeps (no home start is certain before "
-     "bursting would have started it); bursting now"),
+    ("waiting could lose a deadline that burst-now keeps (no home start is certain before "
+     "burst-now's option would have started it): burst-now's option, now"),
 };
 static const char *const why_token[SW_WHY__COUNT] = {
     "lowest-score",          "fits-now",         "within-wait-budget",

@@ -137,12 +137,13 @@ int sw__make_room(struct sw_engine *e, const struct sw_snapshot *s, const struct
     return pick;
 }
 
-/* Whether option `o` starts when it says: at home on GPUs free now, or in
- * the cloud after nothing but its lead (provisioning and inputs). Spot's
- * interruptions are weighed by the deadline test (options.c). */
+/* Whether option `o` starts when it says: at home on GPUs free now (its
+ * wait then holds only its inputs' transfer), or in the cloud after
+ * nothing but its lead (provisioning and inputs). Spot's interruptions
+ * are weighed by the deadline test (options.c). */
 static bool starts_for_sure(const struct sw_snapshot *s, const struct sw_option *o)
 {
-    return o->wait_s <= 0 && (!o->stay || !(o->start > s->now + o->transfer_s));
+    return o->stay ? !(o->start > s->now + o->transfer_s) : o->wait_s <= 0;
 }
 
 /* Whether making room could start `c` now at home on one of its options. */
@@ -166,17 +167,18 @@ static bool home_start_sure(struct sw_engine *e, const struct sw_snapshot *s, co
     return false;
 }
 
-/* Prices the on-demand candidate pools of `cand` that `opts` lacks (the
- * cutoff passes over pools that cannot beat the choice), appending the
- * eligible ones. */
-static void price_on_demand(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,
+/* Prices the candidate pools of `cand` that `opts` lacks, spot aside (the
+ * cutoff passes over pools that cannot beat the choice): the guard weighs
+ * burst-now's choice, a certain start at home and the earliest completion
+ * among them, as an explained decision, which prices every pool, does.
+ * Appends the eligible ones. */
+static void price_fallbacks(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,
                             const uint64_t *cand, struct sw_option *opts, size_t *n)
 {
     for (size_t wi = 0; wi < e->words; wi++)
         for (uint64_t m = cand[wi]; m; m &= m - 1) {
             size_t pi = e->rank_pool[wi * 64 + (size_t)__builtin_ctzll(m)];
-            const struct pool_rt *p = &e->pools[pi];
-            if (p->cap == SW_CAP_SPOT || p->cluster == c->origin)
+            if (e->pools[pi].cap == SW_CAP_SPOT)
                 continue;
             bool have = false;
             for (size_t i = 0; i < *n && !have; i++)
@@ -215,7 +217,7 @@ int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct w
         return k;
     const int chosen_pool = opts[k].pool;
     if (cand != NULL) {
-        price_on_demand(e, s, c, cand, opts, n);
+        price_fallbacks(e, s, c, cand, opts, n);
         for (size_t i = 0; i < *n; i++)
             if (opts[i].pool == chosen_pool)
                 k = (int)i;
@@ -239,7 +241,9 @@ int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct w
             recheck_by(d, last); /* bursting is still in time: decided again then */
             return k;
         }
-        d->why = SW_WHY_DEADLINE_GUARD; /* spot short of the promise; on-demand keeps it */
+        /* Spot short of the promise; burst-now's option keeps it. */
+        d->why = SW_WHY_DEADLINE_GUARD;
+        d->recheck_at = 0;
         return b;
     }
     if (now + START_DUE_SLACK_S < start_by) {
@@ -251,13 +255,20 @@ int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct w
             recheck_by(d, start_by);
             return k;
         }
+        /* Burst-now's option, when it is likely to keep the deadline
+         * (at the median); when it is not, burst-now would likely lose it
+         * too, and the policy's choice stands. */
         if (!home_sure) {
+            if (!o->deadline_median_ok)
+                return k;
             d->why = SW_WHY_DEADLINE_GUARD;
+            d->recheck_at = 0;
             return b;
         }
     }
     /* Its start is due: the earliest completion, room made if need be. */
     d->why = SW_WHY_DEADLINE_BEST;
+    d->recheck_at = 0;
     int f = sw__earliest_pick(s, opts, *n);
     return f >= 0 ? f : k;
 }
