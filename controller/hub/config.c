@@ -38,6 +38,7 @@ void sw_hub_config_default(struct sw_hub_config *c)
     snprintf(c->listen, sizeof(c->listen), "127.0.0.1:9464");
     snprintf(c->policy, sizeof(c->policy), "cost-aware");
     c->recheck_s = 5;
+    c->deadline_guard = 1;
     c->mk_workers = 1;
     c->lease_ttl_s = 10;
     snprintf(c->log_level, sizeof(c->log_level), "info");
@@ -71,6 +72,7 @@ enum field_id {
     F_PLACEMENT,
     F_POLICY,
     F_RECHECK,
+    F_DEADLINE_GUARD,
     F_LEADER,
     F_LEADER_ID,
     F_LEASE_TTL,
@@ -133,6 +135,7 @@ static const struct field redis_fields[] = {
 static const struct field placement_fields[] = {
     {"policy", F_POLICY, "a policy NAME or NAME:VALUE such as \"cost-aware\"", NULL, 0, 0, 0},
     {"recheckSeconds", F_RECHECK, NUM_SECONDS, NULL, 0, 0.1, 3600},
+    {"deadlineGuard", F_DEADLINE_GUARD, "true or false", NULL, 0, 0, 0},
 };
 static const struct field leader_fields[] = {
     {"id", F_LEADER_ID, "an id of 1-63 letters, digits, '.', '_' and '-'", NULL, 0, 0, 0},
@@ -460,6 +463,11 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;
         c->max_attempts = (int)d;
+        return 0;
+    case F_DEADLINE_GUARD:
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+            return bad_value(cd, line, name, f->expect, v);
+        c->deadline_guard = strcmp(v, "true") == 0;
         return 0;
     case F_MK_DISPATCHER:
         if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)

@@ -91,6 +91,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "spillwayd: %s: field \"placement.policy\": %s\n", config, err.msg);
         return 2;
     }
+    h->policy.no_deadline_guard = !h->cfg.deadline_guard;
     char password[512];
     if (sw_hub_config_redis_password(&h->cfg, password, sizeof(password), &err) != 0) {
         fprintf(stderr, "spillwayd: %s\n", err.msg);

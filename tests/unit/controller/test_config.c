@@ -136,6 +136,13 @@ static void test_defaults(void **state)
     assert_string_equal(c.policy, "cost-aware");
     assert_true(c.recheck_s == 5);
     assert_true(c.lease_ttl_s == 10);
+    /* The deadline guard is on unless turned off. */
+    assert_int_equal(c.deadline_guard, 1);
+    const char *ng = "redis: {url: \"redis://r\"}\nsecretKeyFile: key\n"
+                     "placement:\n  deadlineGuard: false\n";
+    assert_int_equal(sw_hub_config_parse(ng, strlen(ng), "hub.yaml", &c, &err), 0);
+    assert_int_equal(c.deadline_guard, 0);
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
     /* The MultiKueue dispatcher is off unless asked for. */
     assert_int_equal(c.mk_dispatcher, 0);
     assert_int_equal(c.mk_workers, 1);
@@ -454,6 +461,8 @@ static void test_errors_exact(void **state)
         {BASE "listen: \"host:70000\"\n", SW_EINVAL,
          "hub.yaml:4: field \"listen\": expected host:port, e.g. \"127.0.0.1:9464\", got "
          "\"host:70000\""},
+        {BASE "placement:\n  deadlineGuard: on\n", SW_EINVAL,
+         "hub.yaml:5: field \"placement.deadlineGuard\": expected true or false, got \"on\""},
         {BASE "kueue:\n  multiKueueDispatcher: yes\n", SW_EINVAL,
          "hub.yaml:5: field \"kueue.multiKueueDispatcher\": expected true or false, got \"yes\""},
         {BASE "kueue:\n  multiKueueWorkers: 21\n", SW_EINVAL,
