@@ -482,6 +482,10 @@ int sw__snapshot_validate_index(const struct sw_snapshot *s, struct sw__index *i
         (s->n_quotas > 0 && s->quotas == NULL) || (s->n_budgets > 0 && s->budgets == NULL) ||
         (s->n_queues > 0 && s->queues == NULL) || (s->n_history > 0 && s->history == NULL))
         return sw_error_set(err, SW_EINVAL, "snapshot: an array is NULL but its count is not 0");
+    if (!(s->decide_every_s >= 0 && s->decide_every_s <= SW_MAX_SECONDS))
+        return sw_error_set(err, SW_EINVAL,
+                            "snapshot: field \"decide_every_s\": expected seconds from 0 to %g",
+                            SW_MAX_SECONDS);
     if (!isfinite(s->now) || fabs(s->now) > SW_MAX_SECONDS)
         return sw_error_set(err, SW_EINVAL,
                             "snapshot: field \"now\": expected a finite time within %g s of 0",

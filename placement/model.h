@@ -279,6 +279,10 @@ struct sw_finished_run {
  */
 struct sw_snapshot {
     double now;
+    /* The longest the caller may take to decide again (the hub: its
+     * placement.recheckSeconds); 0: at each decision's recheck_at, as the
+     * simulator does. The deadline guard acts this much early. */
+    double decide_every_s;
     const struct sw_pool *pools;
     size_t n_pools;
     const struct sw_link *links;

@@ -209,6 +209,9 @@ int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct w
     const double now = s->now;
     if (w->deadline <= 0 || w->burst == SW_BURST_NEVER)
         return k;
+    /* The next decision may come this late: what must happen before a
+     * moment that comes sooner happens now. */
+    const double next = now + s->decide_every_s;
     /* Kept as chosen: a start at home now, or a start for sure that keeps
      * the deadline at the quantile (spot after its pessimistic
      * interruptions). */
@@ -236,7 +239,7 @@ int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct w
     bool interruptible = s->pools[opts[k].pool].capacity == SW_CAP_SPOT;
     if (sure && !interruptible && opts[k].start <= start_by + START_DUE_SLACK_S)
         return k; /* on-demand, started no later than bursting would */
-    if (now < last) {
+    if (next < last) {
         if (!sure) {
             recheck_by(d, last); /* bursting is still in time: decided again then */
             return k;
@@ -246,7 +249,7 @@ int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct w
         d->recheck_at = 0;
         return b;
     }
-    if (now + START_DUE_SLACK_S < start_by) {
+    if (next + START_DUE_SLACK_S < start_by) {
         /* Waiting at home is kept while a start there is certain by then
          * (decided again at that moment); with none certain, burst-now's
          * option now; another choice with one certain makes room now. */

@@ -934,6 +934,7 @@ static struct sw_snapshot snapshot_of(const struct round *rd)
 {
     return (struct sw_snapshot){
         .now = (double)sw_hub_wall_ms() / 1000.0,
+        .decide_every_s = rd->h->cfg.recheck_s,
         .pools = rd->pools,
         .n_pools = rd->npools,
         .links = rd->links,

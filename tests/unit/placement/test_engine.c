@@ -705,6 +705,19 @@ static void test_deadline_guard(void **state)
     assert_int_equal(d.why, SW_WHY_LOWEST_SCORE);
     assert_true(d.chosen.start == t0 + 300);
     assert_true(d.recheck_at == t0 + 100);
+    /* A caller that decides again only every 150 s (the hub's
+     * recheckSeconds) would come back past that moment: on-demand now. */
+    l.snap.decide_every_s = 150;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(d.why, SW_WHY_DEADLINE_GUARD);
+    assert_int_equal(d.pool, 2);
+    l.snap.decide_every_s = -1;
+    struct sw_policy pe;
+    sw_policy_default(SW_POLICY_COST_AWARE, &pe);
+    struct sw_error ee = {0};
+    assert_int_equal(sw_engine_decide(engine, &l.snap, &pe, 0, &d, &ee), SW_EINVAL);
+    assert_non_null(strstr(ee.msg, "decide_every_s"));
+    l.snap.decide_every_s = 0;
     /* (b) */
     l.snap.now = t0 + 100;
     l.running[0].remaining_s = 200;
