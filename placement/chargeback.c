@@ -48,6 +48,16 @@ static double job_cost(const struct sw_job_usage *r)
     return r->cost[0] + r->cost[1] + r->cost[2] + r->egress;
 }
 
+/* Whether `a` goes before `b` in a team's costliest: dearer, or as dear
+ * and first by name. */
+static bool dearer(const struct sw_job_usage *a, const struct sw_job_usage *b)
+{
+    double ca = job_cost(a), cb = job_cost(b);
+    if (ca != cb)
+        return ca > cb;
+    return strcmp(a->name, b->name) < 0;
+}
+
 int sw_chargeback_report(const struct sw_job_usage *recs, size_t n, double from, double to,
                          double ondemand_price, struct sw_team_report **out, size_t *n_out)
 {
@@ -86,10 +96,11 @@ int sw_chargeback_report(const struct sw_job_usage *recs, size_t n, double from,
         x->egress += r->egress;
         x->preemptions += r->preemptions;
         x->lost_gpu_h += r->lost_gpu_h;
-        /* Keep the costliest few, dearest first (ties: the earlier record). */
-        double c = job_cost(r);
+        /* Keep the costliest few, dearest first; ties by name, so that
+         * the same records give the same list in any order (the live
+         * records and the archive come in different orders). */
         size_t m = x->n_top < SW_CHARGEBACK_TOP ? x->n_top++ : SW_CHARGEBACK_TOP;
-        while (m > 0 && job_cost(&recs[x->top[m - 1]]) < c) {
+        while (m > 0 && dearer(r, &recs[x->top[m - 1]])) {
             if (m < SW_CHARGEBACK_TOP)
                 x->top[m] = x->top[m - 1];
             m--;

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 #include <math.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -109,6 +110,37 @@ static void test_team_report(void **state)
         sw_job_usage_parse_csv(jobs_csv, strlen(jobs_csv), "jobs.csv", NULL, &r, &n, &err),
         SW_EPARSE);
     assert_non_null(strstr(err.msg, "jobs.csv:6: field \"policy\""));
+}
+
+/* Jobs as dear as each other list by name, whatever order the records
+ * come in (the hub's live records and its archive come in different
+ * orders, and the bill must not change when records retire). */
+static void test_top_ties_by_name(void **state)
+{
+    (void)state;
+    struct sw_job_usage r[4] = {0};
+    static const char *const names[4] = {"d", "b", "a", "c"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(r[i].name, sizeof(r[i].name), "%s", names[i]);
+        snprintf(r[i].team, sizeof(r[i].team), "ml");
+        r[i].at = 10;
+        r[i].cost[SW_CAP_SPOT] = 0.01;
+    }
+    struct sw_job_usage rev[4];
+    for (int i = 0; i < 4; i++)
+        rev[i] = r[3 - i];
+    struct sw_team_report *t, *u;
+    size_t nt, nu;
+    assert_int_equal(sw_chargeback_report(r, 4, 0, 100, 4.10, &t, &nt), 0);
+    assert_int_equal(sw_chargeback_report(rev, 4, 0, 100, 4.10, &u, &nu), 0);
+    assert_int_equal(t[0].n_top, SW_CHARGEBACK_TOP);
+    static const char *const want[SW_CHARGEBACK_TOP] = {"a", "b", "c"};
+    for (size_t k = 0; k < SW_CHARGEBACK_TOP; k++) {
+        assert_string_equal(r[t[0].top[k]].name, want[k]);
+        assert_string_equal(rev[u[0].top[k]].name, want[k]);
+    }
+    sw_free(t);
+    sw_free(u);
 }
 
 static void test_job_usage_bad_input(void **state)
@@ -247,6 +279,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ml_research_report),  cmocka_unit_test(test_top_consumers),
         cmocka_unit_test(test_empty_report),        cmocka_unit_test(test_team_report),
+        cmocka_unit_test(test_top_ties_by_name),
         cmocka_unit_test(test_job_usage_bad_input), cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_nodepool_bill),
     };
