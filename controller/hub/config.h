@@ -89,7 +89,7 @@ struct sw_hub_config {
     char listen[128];                             /* metrics/health "host:port" */
     char policy[64];                              /* "NAME" or "NAME:VALUE" (sw_policy_parse) */
     double recheck_s;                             /* default 5 */
-    int deadline_guard; /* placement.deadlineGuard: cost-aware's deadline guard; default 1 */
+    int deadline_guard;                           /* placement.deadlineGuard; default 1 */
     double lease_ttl_s;                           /* default 10; >= 1 */
     char hub_id[64];                              /* "" = hostname-pid chosen at run time */
     char log_level[16];                           /* debug|info|warn|error; default info */

@@ -279,9 +279,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ml_research_report),  cmocka_unit_test(test_top_consumers),
         cmocka_unit_test(test_empty_report),        cmocka_unit_test(test_team_report),
-        cmocka_unit_test(test_top_ties_by_name),
-        cmocka_unit_test(test_job_usage_bad_input), cmocka_unit_test(test_allocation_failures),
-        cmocka_unit_test(test_nodepool_bill),
+        cmocka_unit_test(test_top_ties_by_name),    cmocka_unit_test(test_job_usage_bad_input),
+        cmocka_unit_test(test_allocation_failures), cmocka_unit_test(test_nodepool_bill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
