@@ -387,16 +387,20 @@ int sw__earliest_pick(const struct sw_snapshot *s, const struct sw_option *opts,
 
 /**
  * Cost-aware's promise to a workload with a deadline: none lost that
- * bursting at once would keep, to the runtime's SW_DEADLINE_QUANTILE.
- * When option `k` does not start for sure (it waits at home, or for spot
- * capacity), it is kept only while bursting stays in time, or while a home
- * start is certain by the moment bursting would have started it (GPUs free
- * now, or preemptible running Jobs to stop); else burst-now's option is
- * taken now (SW_WHY_DEADLINE_GUARD). Past that moment, the earliest
- * completion (SW_WHY_DEADLINE_BEST, for sw__make_room). `cand` (NULL when
- * every pool is priced in `opts`) names the candidate pools, so that
- * on-demand pools the cutoff passed over are priced, appended to `opts`
- * (*n grows). Sets d->recheck_at to when the workload is decided again.
+ * bursting at once would keep, to the runtime's SW_DEADLINE_QUANTILE
+ * (docs/cost-model.md, "The deadline guard"). Option `k` stands when it
+ * starts at home now, starts for sure and keeps the deadline at the
+ * quantile, or is on-demand started no later than burst-now's option
+ * would have. Else, while bursting stays in time, a waiting `k` stands
+ * (d->recheck_at: that moment) and spot short of the quantile gives way
+ * to burst-now's option (SW_WHY_DEADLINE_GUARD); after it, waiting at home
+ * stands while a start there is certain (GPUs free now, or preemptible
+ * running Jobs), else burst-now's option when it keeps the deadline at
+ * the median; once the start is due, the earliest completion
+ * (SW_WHY_DEADLINE_BEST, for sw__make_room). Moments are taken
+ * s->decide_every_s early. `cand` (NULL when every pool is priced in
+ * `opts`) names the candidate pools: those the cutoff passed over, spot
+ * aside, are priced and appended to `opts` (*n grows; opts[k] stays).
  * Returns the option to take (preempt.c).
  */
 int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct wctx *c,

@@ -218,13 +218,8 @@ int sw__keep_deadline(struct sw_engine *e, const struct sw_snapshot *s, struct w
     bool sure = starts_for_sure(s, &opts[k]);
     if (sure && (opts[k].stay || opts[k].deadline_ok))
         return k;
-    const int chosen_pool = opts[k].pool;
-    if (cand != NULL) {
-        price_fallbacks(e, s, c, cand, opts, n);
-        for (size_t i = 0; i < *n; i++)
-            if (opts[i].pool == chosen_pool)
-                k = (int)i;
-    }
+    if (cand != NULL)
+        price_fallbacks(e, s, c, cand, opts, n); /* appends: opts[k] stays */
     int b = sw__burst_now_pick(s, opts, *n);
     if (b < 0)
         return k; /* burst-now would wait at home too */

@@ -677,6 +677,48 @@ static void test_make_room_for_deadline(void **state)
     assert_non_null(strstr(err.msg, "running[0]: field \"lost_s\""));
 }
 
+/* The option fields a decision reports, compared one by one (padding aside). */
+static void assert_same_option(const struct sw_option *a, const struct sw_option *b)
+{
+    assert_int_equal(a->pool, b->pool);
+    assert_int_equal(a->stay, b->stay);
+    assert_int_equal(a->excluded, b->excluded);
+    assert_int_equal(a->detail, b->detail);
+    assert_memory_equal(&a->cost, &b->cost, sizeof(a->cost));
+    assert_true(a->wait_s == b->wait_s && a->provision_s == b->provision_s);
+    assert_true(a->transfer_s == b->transfer_s && a->start == b->start);
+    assert_true(a->completion == b->completion && a->score == b->score);
+    assert_int_equal(a->deadline_ok, b->deadline_ok);
+    assert_int_equal(a->borrowed, b->borrowed);
+}
+
+static void assert_same_decision(const struct sw_decision *a, const struct sw_decision *b)
+{
+    assert_int_equal(a->workload, b->workload);
+    assert_int_equal(a->rank, b->rank);
+    assert_int_equal(a->verdict, b->verdict);
+    assert_int_equal(a->why, b->why);
+    assert_int_equal(a->pool, b->pool);
+    if (a->verdict != SW_VERDICT_REJECT)
+        assert_same_option(&a->chosen, &b->chosen);
+    assert_true(a->runtime_s == b->runtime_s);
+    assert_int_equal(a->runtime_learned, b->runtime_learned);
+    assert_int_equal(a->main_exclusion, b->main_exclusion);
+    assert_true(a->recheck_at == b->recheck_at);
+    assert_int_equal(a->n_preempt, b->n_preempt);
+    if (a->n_preempt > 0)
+        assert_int_equal(a->preempt_queue, b->preempt_queue);
+}
+
+/* Cost-aware on `l`, plain into *d and explained into *x; they must be
+ * the same decision. */
+static void decide_cost_aware_both(struct lab *l, struct sw_decision *d, struct sw_decision *x)
+{
+    assert_int_equal(decide(l, SW_POLICY_COST_AWARE, 0, d), 0);
+    assert_int_equal(decide(l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, x), 0);
+    assert_same_decision(d, x);
+}
+
 /* The deadline guard (preempt.c, sw__keep_deadline): no deadline lost
  * that bursting at once would keep. onprem is full for 300 s more; a
  * 2-GPU Job of 600 s is due 1,000 s after it arrives. (a) Waiting at home
@@ -699,8 +741,9 @@ static void test_deadline_guard(void **state)
     l.pending[0].deadline = due;
     l.snap.n_pending = 1;
     struct sw_decision d, x, bn;
-    /* (a) */
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    /* (a); every decision below is the same explained (every pool priced)
+     * and plain (the pools the cutoff passed over priced by the guard). */
+    decide_cost_aware_both(&l, &d, &x);
     assert_int_equal(d.verdict, SW_VERDICT_STAY);
     assert_int_equal(d.why, SW_WHY_LOWEST_SCORE);
     assert_true(d.chosen.start == t0 + 300);
@@ -708,7 +751,7 @@ static void test_deadline_guard(void **state)
     /* A caller that decides again only every 150 s (the hub's
      * recheckSeconds) would come back past that moment: on-demand now. */
     l.snap.decide_every_s = 150;
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    decide_cost_aware_both(&l, &d, &x);
     assert_int_equal(d.why, SW_WHY_DEADLINE_GUARD);
     assert_int_equal(d.pool, 2);
     l.snap.decide_every_s = -1;
@@ -721,18 +764,13 @@ static void test_deadline_guard(void **state)
     /* (b) */
     l.snap.now = t0 + 100;
     l.running[0].remaining_s = 200;
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, 0, &bn), 0);
+    decide_cost_aware_both(&l, &d, &x);
     assert_int_equal(d.why, SW_WHY_DEADLINE_GUARD);
     assert_int_equal(d.verdict, SW_VERDICT_BURST);
     assert_int_equal(d.pool, 2);
     assert_true(d.chosen.completion <= due);
-    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, 0, &bn), 0);
     assert_int_equal(bn.pool, d.pool);
-    /* Explained (every pool priced) it decides the same as plain (the
-     * on-demand pool priced after the cutoff passed over it). */
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &x), 0);
-    assert_int_equal(x.why, d.why);
-    assert_int_equal(x.pool, d.pool);
     struct sw_policy pol;
     sw_policy_default(SW_POLICY_COST_AWARE, &pol);
     char *js = NULL;
@@ -742,17 +780,14 @@ static void test_deadline_guard(void **state)
     /* (c) */
     l.running[0].preemptible = true;
     l.running[0].lost_s = 60;
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    decide_cost_aware_both(&l, &d, &x);
     assert_int_equal(d.verdict, SW_VERDICT_STAY);
     assert_int_equal(d.n_preempt, 0);
     assert_true(d.recheck_at == t0 + 400);
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &x), 0);
-    assert_int_equal(x.why, d.why);
-    assert_true(x.recheck_at == d.recheck_at);
     /* (d) */
     l.snap.now = t0 + 400;
     l.running[0].remaining_s = 100;
-    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &d), 0);
+    decide_cost_aware_both(&l, &d, &x);
     assert_int_equal(d.why, SW_WHY_DEADLINE_PREEMPT);
     assert_int_equal(d.verdict, SW_VERDICT_STAY);
     assert_int_equal(d.n_preempt, 1);
@@ -1368,39 +1403,6 @@ static void test_survives_allocation_failures(void **state)
         sw_engine_free(e);
     }
     fail_msg("decide never completed within 200 allocations");
-}
-
-/* The option fields a decision reports, compared one by one (padding aside). */
-static void assert_same_option(const struct sw_option *a, const struct sw_option *b)
-{
-    assert_int_equal(a->pool, b->pool);
-    assert_int_equal(a->stay, b->stay);
-    assert_int_equal(a->excluded, b->excluded);
-    assert_int_equal(a->detail, b->detail);
-    assert_memory_equal(&a->cost, &b->cost, sizeof(a->cost));
-    assert_true(a->wait_s == b->wait_s && a->provision_s == b->provision_s);
-    assert_true(a->transfer_s == b->transfer_s && a->start == b->start);
-    assert_true(a->completion == b->completion && a->score == b->score);
-    assert_int_equal(a->deadline_ok, b->deadline_ok);
-    assert_int_equal(a->borrowed, b->borrowed);
-}
-
-static void assert_same_decision(const struct sw_decision *a, const struct sw_decision *b)
-{
-    assert_int_equal(a->workload, b->workload);
-    assert_int_equal(a->rank, b->rank);
-    assert_int_equal(a->verdict, b->verdict);
-    assert_int_equal(a->why, b->why);
-    assert_int_equal(a->pool, b->pool);
-    if (a->verdict != SW_VERDICT_REJECT)
-        assert_same_option(&a->chosen, &b->chosen);
-    assert_true(a->runtime_s == b->runtime_s);
-    assert_int_equal(a->runtime_learned, b->runtime_learned);
-    assert_int_equal(a->main_exclusion, b->main_exclusion);
-    assert_true(a->recheck_at == b->recheck_at);
-    assert_int_equal(a->n_preempt, b->n_preempt);
-    if (a->n_preempt > 0)
-        assert_int_equal(a->preempt_queue, b->preempt_queue);
 }
 
 static struct rsnap rs;
