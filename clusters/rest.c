@@ -1014,23 +1014,65 @@ static int name_ok(const char *s)
     return 1;
 }
 
+static int unreserved(unsigned char c)
+{
+    return isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~';
+}
+
+int sw_kube_path_segment(char *buf, size_t len, const char *seg)
+{
+    if (buf == NULL || len == 0)
+        return SW_ETOOBIG;
+    /* The API server decodes the path before it splits and routes it, so
+     * %2F would still be read as a separator and %2E%2E as "..": those
+     * are refused, not encoded. */
+    if (seg == NULL || seg[0] == '\0' || strcmp(seg, ".") == 0 || strcmp(seg, "..") == 0 ||
+        strchr(seg, '/') != NULL)
+        return SW_EINVAL;
+    static const char hex[] = "0123456789ABCDEF";
+    size_t start = strnlen(buf, len);
+    if (start >= len)
+        return SW_ETOOBIG;
+    size_t n = start;
+    if (n + 1 >= len)
+        return SW_ETOOBIG;
+    buf[n++] = '/';
+    for (const unsigned char *p = (const unsigned char *)seg; *p; p++) {
+        size_t need = unreserved(*p) ? 1 : 3;
+        if (n + need >= len) {
+            buf[start] = '\0';
+            return SW_ETOOBIG;
+        }
+        if (need == 1) {
+            buf[n++] = (char)*p;
+        } else {
+            buf[n++] = '%';
+            buf[n++] = hex[*p >> 4];
+            buf[n++] = hex[*p & 15];
+        }
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
 int sw_kube_path(enum sw_kube_kind k, const char *ns, const char *name, char *buf, size_t len)
 {
-    if (k >= SW_KIND_COUNT)
+    if (k >= SW_KIND_COUNT || buf == NULL || len == 0)
         return SW_EINVAL;
-    int n;
     int has_ns = kinds[k].namespaced && ns != NULL && ns[0] != '\0';
     if ((has_ns && !name_ok(ns)) || (name != NULL && !name_ok(name)))
         return SW_EINVAL;
     if (kinds[k].namespaced && name != NULL && !has_ns)
         return SW_EINVAL;
-    if (has_ns)
-        n = snprintf(buf, len, "%s/namespaces/%s/%s%s%s", kinds[k].prefix, ns, kinds[k].plural,
-                     name ? "/" : "", name ? name : "");
-    else
-        n = snprintf(buf, len, "%s/%s%s%s", kinds[k].prefix, kinds[k].plural, name ? "/" : "",
-                     name ? name : "");
-    return n < 0 || (size_t)n >= len ? SW_ETOOBIG : 0;
+    int n = snprintf(buf, len, "%s%s", kinds[k].prefix, has_ns ? "/namespaces" : "");
+    if (n < 0 || (size_t)n >= len)
+        return SW_ETOOBIG;
+    int rc = has_ns ? sw_kube_path_segment(buf, len, ns) : 0;
+    if (rc == 0)
+        rc = sw_kube_path_segment(buf, len, kinds[k].plural);
+    if (rc == 0 && name != NULL)
+        rc = sw_kube_path_segment(buf, len, name);
+    return rc;
 }
 
 int sw_kube_path_query(char *buf, size_t len, const char *key, const char *value)
@@ -1118,9 +1160,9 @@ int sw_kube_merge_patch(struct sw_kube_client *c, enum sw_kube_kind k, const cha
     if (subresource != NULL) {
         if (!name_ok(subresource))
             return SW_EINVAL;
-        size_t n = strlen(path);
-        if (snprintf(path + n, sizeof(path) - n, "/%s", subresource) >= (int)(sizeof(path) - n))
-            return SW_ETOOBIG;
+        rc = sw_kube_path_segment(path, sizeof(path), subresource);
+        if (rc != 0)
+            return rc;
     }
     return send_json(c, "PATCH", path, "application/merge-patch+json", patch, cb, ctx);
 }
@@ -1137,13 +1179,10 @@ int sw_kube_apply_sub(struct sw_kube_client *c, enum sw_kube_kind k, const char 
 {
     char path[PATH_MAX_LEN];
     int rc = sw_kube_path(k, ns, name, path, sizeof(path));
-    if (rc == 0 && subresource != NULL) {
-        size_t n = strlen(path);
-        if (name == NULL || !name_ok(subresource) || n + 1 + strlen(subresource) >= sizeof(path))
-            rc = SW_EINVAL;
-        else
-            snprintf(path + n, sizeof(path) - n, "/%s", subresource);
-    }
+    if (rc == 0 && subresource != NULL)
+        rc = name == NULL || !name_ok(subresource)
+                 ? SW_EINVAL
+                 : sw_kube_path_segment(path, sizeof(path), subresource);
     if (rc == 0)
         rc = sw_kube_path_query(path, sizeof(path), "fieldManager",
                                 field_manager ? field_manager : "spillway");

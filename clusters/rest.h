@@ -208,10 +208,24 @@ const char *sw_kube_kind_api_version(enum sw_kube_kind k);
 /**
  * Writes the path of a kind's collection (name NULL) or object into buf.
  * `ns` NULL or "" means all namespaces (collections) and is ignored for
- * cluster-scoped kinds. Names are checked to be DNS-safe. Returns 0,
- * SW_EINVAL or SW_ETOOBIG.
+ * cluster-scoped kinds. Names are checked to be DNS-safe (lowercase
+ * letters, digits, '-' and '.'; never "." or "..") and each goes in as one
+ * segment (sw_kube_path_segment). Returns 0, SW_EINVAL or SW_ETOOBIG.
  */
 int sw_kube_path(enum sw_kube_kind k, const char *ns, const char *name, char *buf, size_t len);
+
+/**
+ * Appends "/" and one path segment, percent-encoded, to the path in buf
+ * (a NUL-terminated string, len bytes in all): RFC 3986's unreserved
+ * characters are kept, every other byte becomes %XX, so that no proxy or
+ * client library reads more than one segment into it. A segment that the
+ * API server would still read as a step or as more than one segment
+ * (it routes on the decoded path) is refused with SW_EINVAL: NULL, "",
+ * ".", ".." and anything holding '/'. SW_ETOOBIG when it does not fit.
+ * On failure buf is left as it was. Every path built from a name goes
+ * through this (sw_kube_path does), callers of sw_kube_send too.
+ */
+int sw_kube_path_segment(char *buf, size_t len, const char *seg);
 
 /** Appends "?k=v" or "&k=v" (value percent-encoded) to a path in buf. */
 int sw_kube_path_query(char *buf, size_t len, const char *key, const char *value);

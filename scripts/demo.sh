@@ -126,6 +126,31 @@ leader:
   leaseTTLSeconds: 5
 outputs:
   syncSeconds: 2
+# The demo's buckets keep their names in every region, and each team's
+# namespace may read and write only its own part of them (docs/security.md).
+buckets:
+  datasets: {us-east-1: datasets, us-west-2: datasets}
+  checkpoints: {us-east-1: checkpoints, us-west-2: checkpoints}
+tenancy:
+  grants:
+  - cluster: onprem
+    namespace: team-cv
+    teams: [cv]
+    read: ["s3://datasets/demo/"]
+    write: ["s3://checkpoints/demo/"]
+    useExistingNamespace: true   # the lab's own, with its LocalQueue gpu
+  - cluster: onprem
+    namespace: team-nlp
+    teams: [nlp]
+    read: ["s3://datasets/demo/"]
+    write: ["s3://checkpoints/demo/"]
+    useExistingNamespace: true
+  - cluster: onprem
+    namespace: team-recsys
+    teams: [recsys]
+    read: ["s3://datasets/demo/"]
+    write: ["s3://checkpoints/demo/"]
+    useExistingNamespace: true
 YAML
     "$D" --config "$DEMO/hub-$h.yaml" >"$DEMO/hub-$h.log" 2>&1 &
     pids+=($!)

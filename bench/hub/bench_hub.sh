@@ -120,6 +120,8 @@ for round in $(seq 1 "$ROUNDS"); do
     # ---- the hub
     quiesce "hub round $round"
     : >"$HUB_TMP/hub.log"
+    # The round's namespaces granted (tests/e2e/hub/lib.sh, hub_tenancy).
+    hub_config "$HUB_TMP/hub.yaml" 19464
     hub_start
     for _ in $(seq 1 80); do
         curl -sf http://127.0.0.1:19464/readyz >/dev/null 2>&1 &&

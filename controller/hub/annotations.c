@@ -447,6 +447,7 @@ static int parse_one(enum ann a, const char *v, double created, struct sw_burst_
     case A_PRIORITY:
         if (sw_priority_parse(v, &out->prio) != 0)
             return ann_error(err, a, v, "best-effort, development, training or production", NULL);
+        out->prio_set = true;
         return 0;
     case A_ON_LOSS:
         if (strcmp(v, "requeue") == 0)

@@ -69,6 +69,7 @@ struct sw_burst_spec {
     double checkpoint_s;         /* 0 none */
     char team[64];               /* "" unknown: the caller uses the namespace's */
     enum sw_priority_class prio; /* default training */
+    bool prio_set;               /* spillway.io/priority was given */
     bool requeue_on_loss;        /* default true */
     /* spillway.io/gpu-share in thousandths of a GPU (1 to 1000); 0 when
      * absent. 1000 asks a whole GPU, as without the annotation. */

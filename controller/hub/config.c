@@ -100,6 +100,8 @@ enum field_id {
     F_ARCHIVE_DAYS,
     F_KARPENTER,
     F_SHORTAGE_WITHDRAW,
+    F_TENANCY,
+    F_GRANTS,
     F__COUNT
 };
 
@@ -168,6 +170,12 @@ static const struct field records_fields[] = {
 static const struct field karpenter_fields[] = {
     {"shortageWithdrawSeconds", F_SHORTAGE_WITHDRAW, NUM_SECONDS, NULL, 0, 1, 86400},
 };
+static const struct field tenancy_fields[] = {
+    {"grants", F_GRANTS,
+     "a list of grants (cluster, namespace, teams, priorities, read, write, "
+     "useExistingNamespace)",
+     NULL, 0, 0, 0},
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct field top_fields[] = {
     {"redis", F_REDIS, "a mapping", redis_fields, N(redis_fields), 0, 0},
@@ -185,6 +193,7 @@ static const struct field top_fields[] = {
     {"kueue", F_KUEUE, "a mapping", kueue_fields, N(kueue_fields), 0, 0},
     {"records", F_RECORDS, "a mapping", records_fields, N(records_fields), 0, 0},
     {"karpenter", F_KARPENTER, "a mapping", karpenter_fields, N(karpenter_fields), 0, 0},
+    {"tenancy", F_TENANCY, "a mapping", tenancy_fields, N(tenancy_fields), 0, 0},
 };
 
 /* ---- YAML helpers ------------------------------------------------------- */
@@ -601,13 +610,248 @@ static int buckets_field(struct cfg_doc *cd, yaml_node_t *k, yaml_node_t *v)
 }
 
 const char *sw_hub_config_bucket(const struct sw_hub_config *c, const char *bucket,
-                                 const char *region)
+                                 const char *region, const char *home)
 {
     for (size_t i = 0; c != NULL && region != NULL && i < c->nbucket_maps; i++)
         if (strcmp(c->bucket_maps[i].bucket, bucket) == 0 &&
             strcmp(c->bucket_maps[i].region, region) == 0)
             return c->bucket_maps[i].name;
-    return bucket;
+    return region != NULL && home != NULL && strcmp(region, home) == 0 ? bucket : NULL;
+}
+
+/* ---- tenancy.grants ------------------------------------------------------- */
+
+/* A DNS-1123 label: 1-63 of a-z, 0-9 and '-', a letter or digit at each end. */
+static bool dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
+            return false;
+    return true;
+}
+
+/* A sequence of text items at `v` for grant field `field`: each handed to
+ * `item` with its index; a scalar alone is refused (a list is expected). */
+typedef int (*seq_item_fn)(struct cfg_doc *cd, yaml_node_t *n, const char *field, size_t i,
+                           const char *v, struct sw_grant *g);
+
+static int grant_seq(struct cfg_doc *cd, yaml_node_t *k, yaml_node_t *v, const char *field,
+                     const char *expect, seq_item_fn item, struct sw_grant *g)
+{
+    if (v == NULL || v->type != YAML_SEQUENCE_NODE)
+        return sw_error_set(
+            cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected a list of %s, got %s", cd->path,
+            sw_yaml_line(k), field, expect, sw_yaml_is_null(v) ? "null" : sw_yaml_kind(v));
+    size_t i = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++, i++) {
+        yaml_node_t *n = yaml_document_get_node(cd->doc, *it);
+        char f[160];
+        snprintf(f, sizeof(f), "%s[%zu]", field, i);
+        if (!sw_yaml_is_text(n))
+            return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected %s, got %s",
+                                cd->path, sw_yaml_line(n), f, expect, sw_yaml_not_text(n));
+        int rc = item(cd, n, f, i, (const char *)n->data.scalar.value, g);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int team_item(struct cfg_doc *cd, yaml_node_t *n, const char *field, size_t i, const char *v,
+                     struct sw_grant *g)
+{
+    (void)i;
+    if (!dns_label(v))
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"%s\": expected a team name (a DNS-1123 label: 1-63 "
+                            "of a-z, 0-9 and '-'), got \"%.70s\"",
+                            cd->path, sw_yaml_line(n), field, v);
+    if (g->nteams == SW_GRANT_MAX_TEAMS)
+        return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": more than %d teams",
+                            cd->path, sw_yaml_line(n), field, SW_GRANT_MAX_TEAMS);
+    snprintf(g->teams[g->nteams++], sizeof(g->teams[0]), "%s", v);
+    return 0;
+}
+
+static int prio_item(struct cfg_doc *cd, yaml_node_t *n, const char *field, size_t i, const char *v,
+                     struct sw_grant *g)
+{
+    (void)i;
+    enum sw_priority_class p;
+    if (sw_priority_parse(v, &p) != 0)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"%s\": expected best-effort, development, training "
+                            "or production, got \"%.70s\"",
+                            cd->path, sw_yaml_line(n), field, v);
+    g->prio_mask |= 1u << p;
+    return 0;
+}
+
+static int prefix_item(struct cfg_doc *cd, yaml_node_t *n, const char *field, bool write,
+                       const char *v, struct sw_grant *g)
+{
+    struct sw_s3_uri *list = write ? g->write : g->read;
+    size_t *cnt = write ? &g->nwrite : &g->nread;
+    if (*cnt == SW_GRANT_MAX_PREFIXES)
+        return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": more than %d prefixes",
+                            cd->path, sw_yaml_line(n), field, SW_GRANT_MAX_PREFIXES);
+    const char *why = NULL;
+    if (sw_grant_prefix_parse(v, &list[*cnt], &why) != 0)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"%s\": expected an object-store prefix such as "
+                            "\"s3://datasets/team-a/\" (%s), got \"%.100s\"",
+                            cd->path, sw_yaml_line(n), field, why, v);
+    (*cnt)++;
+    return 0;
+}
+
+static int read_item(struct cfg_doc *cd, yaml_node_t *n, const char *field, size_t i, const char *v,
+                     struct sw_grant *g)
+{
+    (void)i;
+    return prefix_item(cd, n, field, false, v, g);
+}
+
+static int write_item(struct cfg_doc *cd, yaml_node_t *n, const char *field, size_t i,
+                      const char *v, struct sw_grant *g)
+{
+    (void)i;
+    return prefix_item(cd, n, field, true, v, g);
+}
+
+static const char *const grant_keys[] = {
+    "cluster", "namespace", "teams", "priorities", "read", "write", "useExistingNamespace"};
+
+static int one_grant(struct cfg_doc *cd, yaml_node_t *gn, const char *gf, struct sw_grant *g)
+{
+    if (gn == NULL || gn->type != YAML_MAPPING_NODE)
+        return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected a mapping, got %s",
+                            cd->path, sw_yaml_line(gn), gf,
+                            sw_yaml_is_null(gn) ? "null" : sw_yaml_kind(gn));
+    for (yaml_node_pair_t *p = gn->data.mapping.pairs.start; p < gn->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(cd->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(cd->doc, p->value);
+        if (!sw_yaml_is_text(k))
+            return sw_error_set(cd->err, SW_EINVAL,
+                                "%s:%zu: a key of \"%s\": expected a field name, got %s", cd->path,
+                                sw_yaml_line(k), gf, sw_yaml_not_text(k));
+        const char *key = (const char *)k->data.scalar.value;
+        size_t which = 0;
+        while (which < N(grant_keys) && strcmp(grant_keys[which], key) != 0)
+            which++;
+        if (which == N(grant_keys))
+            return sw_error_set(cd->err, SW_EINVAL,
+                                "%s:%zu: field \"%s.%.60s\": unknown (expected cluster, namespace, "
+                                "teams, priorities, read, write, useExistingNamespace)",
+                                cd->path, sw_yaml_line(k), gf, key);
+        for (yaml_node_pair_t *q = gn->data.mapping.pairs.start; q < p; q++)
+            if (sw_yaml_key_eq(yaml_document_get_node(cd->doc, q->key), key))
+                return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s.%s\": given twice",
+                                    cd->path, sw_yaml_line(k), gf, key);
+        char f[160];
+        snprintf(f, sizeof(f), "%s.%s", gf, key);
+        int rc = 0;
+        switch (which) {
+        case 0:
+        case 1: {
+            char *dst = which == 0 ? g->cluster : g->ns;
+            if (!sw_yaml_is_text(v) || !dns_label((const char *)v->data.scalar.value))
+                return sw_error_set(
+                    cd->err, SW_EINVAL,
+                    "%s:%zu: field \"%s\": expected a %s name (a DNS-1123 label), "
+                    "got %s%.70s%s",
+                    cd->path, sw_yaml_line(k), f, which == 0 ? "member cluster" : "namespace",
+                    sw_yaml_is_text(v) ? "\"" : "",
+                    sw_yaml_is_text(v) ? (const char *)v->data.scalar.value : sw_yaml_not_text(v),
+                    sw_yaml_is_text(v) ? "\"" : "");
+            snprintf(dst, 64, "%s", (const char *)v->data.scalar.value);
+            break;
+        }
+        case 2:
+            rc = grant_seq(cd, k, v, f, "team names", team_item, g);
+            break;
+        case 3:
+            rc = grant_seq(cd, k, v, f, "priorities", prio_item, g);
+            break;
+        case 4:
+            rc = grant_seq(cd, k, v, f, "object-store prefixes", read_item, g);
+            break;
+        case 5:
+            rc = grant_seq(cd, k, v, f, "object-store prefixes", write_item, g);
+            break;
+        default: {
+            const char *b = sw_yaml_is_text(v) ? (const char *)v->data.scalar.value : NULL;
+            if (b != NULL && strcmp(b, "true") == 0)
+                g->existing_ns = true;
+            else if (b != NULL && strcmp(b, "false") == 0)
+                g->existing_ns = false;
+            else
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: field \"%s\": expected true or false, got %s%.20s%s",
+                                    cd->path, sw_yaml_line(k), f, b ? "\"" : "",
+                                    b ? b : sw_yaml_not_text(v), b ? "\"" : "");
+        }
+        }
+        if (rc != 0)
+            return rc;
+    }
+    if (g->cluster[0] == '\0' || g->ns[0] == '\0')
+        return sw_error_set(
+            cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected both cluster and namespace, got %s",
+            cd->path, sw_yaml_line(gn), gf, g->cluster[0] ? "no namespace" : "no cluster");
+    return 0;
+}
+
+/* tenancy.grants: a list of grants, one per origin cluster and namespace. */
+static int grants_field(struct cfg_doc *cd, yaml_node_t *k, yaml_node_t *v)
+{
+    struct sw_tenancy *t = &cd->out->tenancy;
+    if (v == NULL || v->type != YAML_SEQUENCE_NODE)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"tenancy.grants\": expected a list of grants, got %s",
+                            cd->path, sw_yaml_line(k),
+                            sw_yaml_is_null(v) ? "null" : sw_yaml_kind(v));
+    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    if (n > SW_TENANCY_MAX_GRANTS)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"tenancy.grants\": %zu grants, expected at most %d",
+                            cd->path, sw_yaml_line(k), n, SW_TENANCY_MAX_GRANTS);
+    sw_tenancy_free(t);
+    if (n == 0)
+        return 0;
+    t->grants = sw_calloc(n, sizeof(*t->grants));
+    if (t->grants == NULL)
+        return sw_error_set(cd->err, SW_ENOMEM, "%s: out of memory", cd->path);
+    size_t i = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++, i++) {
+        yaml_node_t *gn = yaml_document_get_node(cd->doc, *it);
+        char gf[64];
+        snprintf(gf, sizeof(gf), "tenancy.grants[%zu]", i);
+        int rc = one_grant(cd, gn, gf, &t->grants[i]);
+        if (rc != 0)
+            return rc;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(t->grants[j].cluster, t->grants[i].cluster) == 0 &&
+                strcmp(t->grants[j].ns, t->grants[i].ns) == 0)
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: field \"%s\": a second grant for namespace %s of "
+                                    "cluster %s (first: tenancy.grants[%zu])",
+                                    cd->path, sw_yaml_line(gn), gf, t->grants[i].ns,
+                                    t->grants[i].cluster, j);
+        t->n = i + 1;
+    }
+    return 0;
+}
+
+void sw_hub_config_free(struct sw_hub_config *c)
+{
+    if (c != NULL)
+        sw_tenancy_free(&c->tenancy);
 }
 
 /*
@@ -662,6 +906,8 @@ static int walk(struct cfg_doc *cd, yaml_node_t *m, const char *in, const struct
         int rc;
         if (f->id == F_BUCKETS) {
             rc = buckets_field(cd, k, v);
+        } else if (f->id == F_GRANTS) {
+            rc = grants_field(cd, k, v);
         } else if (f->sub != NULL) {
             if (v == NULL || v->type != YAML_MAPPING_NODE)
                 return sw_error_set(
@@ -774,6 +1020,8 @@ int sw_hub_config_parse(const char *text, size_t len, const char *path, struct s
         }
     }
     yaml_parser_delete(&parser);
+    if (rc != 0)
+        sw_hub_config_free(out);
     return rc;
 }
 

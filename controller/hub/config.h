@@ -48,6 +48,16 @@
  *   karpenter:
  *     shortageWithdrawSeconds: 120        # a mirror whose pods wait this long on a NodePool
  *                                         # short of capacity is withdrawn, decided again
+ *   tenancy:
+ *     grants:                             # what each origin namespace may do (tenancy.h)
+ *     - cluster: onprem                   # the origin cluster and namespace, both required
+ *       namespace: team-cv
+ *       teams: [cv]                       # default: the namespace's name
+ *       priorities: [training, production]  # default: best-effort, development, training
+ *       read: ["s3://datasets/team-cv/"]  # prefixes its inputs may name; default none
+ *       write: ["s3://checkpoints/team-cv/"]  # its outputs; default none
+ *       useExistingNamespace: false       # mirrors into a same-named namespace spillway
+ *                                         # did not create; default false
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
  * repeated key at any level, a value of the wrong shape or null, a number
@@ -62,6 +72,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "controller/hub/tenancy.h"
 
 #define SW_HUB_PATH_MAX 1024
 /** The largest config file sw_hub_config_load reads. */
@@ -113,15 +124,24 @@ struct sw_hub_config {
     int mk_workers;        /* kueue.multiKueueWorkers: workers nominated per Workload; default 1 */
     double retire_after_s; /* records.retireAfterSeconds: a settled record ends; default 86400 */
     int archive_days;      /* records.archiveDays: ended records kept for reports; default 400 */
+    /* tenancy.grants: what each origin namespace may do (tenancy.h); none
+     * by default. Heap: sw_hub_config_free. */
+    struct sw_tenancy tenancy;
 };
 
+/** Frees what a parsed config holds on the heap (its grants). */
+void sw_hub_config_free(struct sw_hub_config *c);
+
 /**
- * The name of `bucket` (as a Job's annotation names it) in the store of
- * `region`: the config's `buckets` entry for that bucket and region, else
- * `bucket` itself. Borrows from `c` or returns `bucket`. `c` may be NULL.
+ * The name of `bucket` (as a Job's annotation names it, in the store of
+ * its origin's region `home`) in the store of `region`: the config's
+ * `buckets` entry for that bucket and region; else `bucket` itself in
+ * `home`; else NULL: a bucket no entry maps is never guessed in another
+ * region (bucket names are global on AWS: the same name there may be
+ * someone else's). Borrows from `c` or returns `bucket`. `c` may be NULL.
  */
 const char *sw_hub_config_bucket(const struct sw_hub_config *c, const char *bucket,
-                                 const char *region);
+                                 const char *region, const char *home);
 
 /** Fills `c` with the defaults; the required fields (redis.url, secretKeyFile) are "". */
 void sw_hub_config_default(struct sw_hub_config *c);

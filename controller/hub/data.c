@@ -21,8 +21,9 @@
  *     rounds stopped with no last round: nothing it writes after the
  *     give-up is copied (a round already under way ends first);
  *   - no round of another attempt starts before that stopped round has
- *     ended (j->output_stops), since a round aborts the uploads left open
- *     under the origin's prefix, and each attempt has its own journal;
+ *     ended (j->output_stops), since the next attempt's first round aborts
+ *     the uploads the earlier attempts' journals name (never an upload
+ *     found open under the prefix: that may be anyone's);
  *   - a final round that fails is tried again (OUTPUT_TRIES in all); when
  *     none succeeds the Job ends failed, its reason saying the outputs did
  *     not come back (follow.c), never plainly succeeded.
@@ -47,14 +48,41 @@
 /* Final output rounds tried before the Job is failed for its outputs. */
 #define OUTPUT_TRIES 3
 
-static int spec_of(struct sw_hub *h, struct sw_job *j, struct sw_burst_spec *spec)
+/* The Job's spec as its namespace may ask it (sw_observe_spec); err says
+ * why not. */
+static int spec_of(struct sw_hub *h, struct sw_job *j, struct sw_burst_spec *spec,
+                   struct sw_error *err)
 {
     const cJSON *origin = sw_observe_origin(h, &j->rec);
-    struct sw_error err = {0};
     if (origin == NULL)
-        return SW_ENOENT;
-    return sw_burst_spec_parse(sw_json_child(sw_json_child(origin, "metadata"), "annotations"),
-                               j->rec.created, spec, &err);
+        return sw_error_set(err, SW_ENOENT, "the origin Job is not in its cluster's cache");
+    return sw_observe_spec(h, &j->rec, origin, spec, err);
+}
+
+/*
+ * Why the buckets of j's inputs and outputs have no name in the store of
+ * `region` (a config `buckets` entry; the origin's region needs none), or
+ * NULL: a bucket never passes unmapped into another region's store.
+ */
+static const char *unmapped_bucket(struct sw_hub *h, struct sw_job *j,
+                                   const struct sw_burst_spec *spec, const char *home,
+                                   const char *region, char *why, size_t len)
+{
+    const char *b = NULL;
+    for (int i = 0; i < spec->n_inputs && b == NULL; i++)
+        if (sw_hub_config_bucket(&h->cfg, spec->inputs[i].bucket, region, home) == NULL)
+            b = spec->inputs[i].bucket;
+    if (b == NULL && spec->has_outputs &&
+        sw_hub_config_bucket(&h->cfg, spec->outputs.bucket, region, home) == NULL)
+        b = spec->outputs.bucket;
+    if (b == NULL)
+        return NULL;
+    (void)j;
+    snprintf(why, len,
+             "bucket %s has no name in region %s's store: the hub config's buckets.%s.%s is "
+             "not set (a bucket is never assumed to have the same name in another region)",
+             b, region, b, region);
+    return why;
 }
 
 struct gate_call {
@@ -87,16 +115,7 @@ static bool landed(struct sw_hub *h, struct sw_job *j, int attempt, const char *
 
 static void block(struct sw_hub *h, struct sw_job *j, const char *why)
 {
-    bool same = j->rec.state == SW_JS_BLOCKED &&
-                strncmp(j->rec.reason, why, sizeof(j->rec.reason) - 1) == 0;
-    snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
-    j->rec.state = SW_JS_BLOCKED;
-    j->rec.decided_ms = sw_hub_wall_ms();
-    if (same)
-        return; /* said already */
-    SW_LOG(SW_LOG_WARN, "burst blocked", "job=%s reason=%s", sw_log_q(j->rec.key), sw_log_q(why));
-    sw_follow_event(h, &j->rec, "Warning", "BurstBlocked", why);
-    sw_follow_show_blocked(h, &j->rec, true);
+    sw_follow_block(h, j, "BurstBlocked", why);
 }
 
 /* ---- estimate ---------------------------------------------------------------- */
@@ -143,11 +162,20 @@ static void gate_start(struct sw_hub *h, struct sw_job *j, const struct sw_burst
         sw_rec_step(h, j, NULL);
         return;
     }
+    char why[400];
+    if (unmapped_bucket(h, j, spec, om->rec.spec.region, region, why, sizeof(why)) != NULL) {
+        block(h, j, why);
+        sw_rec_step(h, j, NULL);
+        return;
+    }
     struct sw_gate_input in[SW_ANN_MAX_INPUTS];
     for (int i = 0; i < spec->n_inputs; i++)
         in[i] = (struct sw_gate_input){
-            st->name, sw_hub_config_bucket(&h->cfg, spec->inputs[i].bucket, om->rec.spec.region),
-            spec->inputs[i].prefix, sw_hub_config_bucket(&h->cfg, spec->inputs[i].bucket, region)};
+            st->name,
+            sw_hub_config_bucket(&h->cfg, spec->inputs[i].bucket, om->rec.spec.region,
+                                 om->rec.spec.region),
+            spec->inputs[i].prefix,
+            sw_hub_config_bucket(&h->cfg, spec->inputs[i].bucket, region, om->rec.spec.region)};
     struct sw_gate_store stores[SW_HUB_MAX_STORES];
     struct sw_gate_request req = {.job = j->rec.key,
                                   .region = region,
@@ -184,10 +212,14 @@ void sw_data_estimate(struct sw_hub *h, struct sw_job *j, const struct sw_burst_
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
     if (om == NULL || h->nstores == 0)
         return;
-    /* Any other region's store: what it would take to move the inputs. */
+    /* Any other region's store that knows the buckets: what it would take
+     * to move the inputs. */
     const char *region = om->rec.spec.region;
+    char why[400];
     for (size_t i = 0; i < h->nstores; i++)
-        if (strcmp(h->stores[i].region, om->rec.spec.region) != 0) {
+        if (strcmp(h->stores[i].region, om->rec.spec.region) != 0 &&
+            unmapped_bucket(h, j, spec, om->rec.spec.region, h->stores[i].region, why,
+                            sizeof(why)) == NULL) {
             region = h->stores[i].region;
             break;
         }
@@ -230,9 +262,25 @@ static void on_ensured(const struct sw_gate_result *res, void *ctx)
 void sw_data_step(struct sw_hub *h, struct sw_job *j)
 {
     struct sw_burst_spec spec;
-    if (spec_of(h, j, &spec) != 0)
+    struct sw_error err = {0};
+    int rc = spec_of(h, j, &spec, &err);
+    if (rc == SW_EFORBIDDEN) {
+        j->busy = true;
+        sw_follow_block(h, j, "BurstBlocked", err.msg);
+        sw_rec_step(h, j, NULL);
+        return;
+    }
+    if (rc != 0)
         return;
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
+    char why[400];
+    if (om != NULL && unmapped_bucket(h, j, &spec, om->rec.spec.region, j->rec.target_region, why,
+                                      sizeof(why)) != NULL) {
+        j->busy = true;
+        block(h, j, why);
+        sw_rec_step(h, j, NULL);
+        return;
+    }
     if (spec.n_inputs == 0 || om == NULL ||
         strcmp(om->rec.spec.region, j->rec.target_region) == 0) {
         j->busy = true;
@@ -314,7 +362,13 @@ static int output_stores(struct sw_hub *h, struct sw_job *j, struct sw_burst_spe
                          size_t len)
 {
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
-    if (spec_of(h, j, spec) != 0 || !spec->has_outputs || om == NULL)
+    struct sw_error err = {0};
+    int rc = spec_of(h, j, spec, &err);
+    if (rc == SW_EFORBIDDEN) {
+        snprintf(why, len, "outputs not copied back: %.400s", err.msg);
+        return SW_EFORBIDDEN;
+    }
+    if (rc != 0 || !spec->has_outputs || om == NULL)
         return SW_ENOENT;
     *os = sw_store_for_region(h, om->rec.spec.region);
     *ts = sw_store_for_region(h, j->rec.target_region);
@@ -342,11 +396,17 @@ static int rounds_open(struct sw_hub *h, struct sw_job *j, struct sw_error *err)
              pl && spec.outputs.prefix[pl - 1] != '/' ? "/" : "", j->rec.attempt);
     /* Each region's name for the bucket (the config's buckets). */
     struct sw_gate_input from = {
-        ts->name, sw_hub_config_bucket(&h->cfg, spec.outputs.bucket, j->rec.target_region),
+        ts->name,
+        sw_hub_config_bucket(&h->cfg, spec.outputs.bucket, j->rec.target_region, os->region),
         from_prefix, NULL};
-    struct sw_gate_input to = {os->name,
-                               sw_hub_config_bucket(&h->cfg, spec.outputs.bucket, os->region),
-                               spec.outputs.prefix, NULL};
+    struct sw_gate_input to = {
+        os->name, sw_hub_config_bucket(&h->cfg, spec.outputs.bucket, os->region, os->region),
+        spec.outputs.prefix, NULL};
+    if (from.bucket == NULL)
+        return sw_error_set(err, SW_EINFEASIBLE,
+                            "outputs not copied back: bucket %s has no name in region %s's store "
+                            "(the hub config's buckets)",
+                            spec.outputs.bucket, j->rec.target_region);
     struct sw_gate_store stores[SW_HUB_MAX_STORES];
     size_t ns = sw_gate_stores(h, stores, SW_HUB_MAX_STORES);
     struct out_call *oc = sw_calloc(1, sizeof(*oc));

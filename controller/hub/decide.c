@@ -689,11 +689,18 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     const cJSON *origin = sw_observe_origin(h, &j->rec);
     if (origin == NULL || !wants_decision(h, j, origin))
         return;
-    const cJSON *md = sw_json_child(origin, "metadata");
     struct sw_burst_spec spec;
     struct sw_error err = {0};
-    if (sw_burst_spec_parse(sw_json_child(md, "annotations"), j->rec.created, &spec, &err) != 0 ||
-        !spec.managed)
+    /* What its namespace may ask (tenancy.h), before anything is listed or
+     * decided: a refusal blocks it with the reason, on the origin too. */
+    int src = sw_observe_spec(h, &j->rec, origin, &spec, &err);
+    if (src == SW_EFORBIDDEN) {
+        j->busy = true;
+        sw_follow_block(h, j, "NotGranted", err.msg);
+        sw_rec_step(h, j, NULL);
+        return;
+    }
+    if (src != 0 || !spec.managed)
         return;
     struct sw_gpu_ask ask;
     if (sw_job_gpu_ask(origin, &spec, &ask, &err) != 0 || ask.pods * ask.gpus_per_pod <= 0)
@@ -725,9 +732,15 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     struct sw_workload *w = &rd->work[rd->nwork];
     memset(w, 0, sizeof(*w));
     snprintf(w->name, sizeof(w->name), "%.*s", (int)sizeof(w->name) - 1, j->rec.name);
-    const char *team = spec.team[0] ? spec.team : j->rec.ns;
+    /* The team its grant gives (sw_tenancy_apply), and the outputs fixed
+     * with the decision: the annotation cannot move them after it. */
+    const char *team = spec.team;
     snprintf(w->team, sizeof(w->team), "%.*s", (int)sizeof(w->team) - 1, team);
     snprintf(j->rec.team, sizeof(j->rec.team), "%s", team);
+    j->rec.outputs[0] = '\0';
+    if (spec.has_outputs &&
+        sw_s3_uri_format(&spec.outputs, j->rec.outputs, sizeof(j->rec.outputs)) != 0)
+        j->rec.outputs[0] = '\0';
     snprintf(w->origin, sizeof(w->origin), "%.*s", (int)sizeof(w->origin) - 1, j->rec.cluster);
     if (!target_queues_read(rd, j, origin) || !name_queue_pools(rd, j, pq, origin, w))
         return;

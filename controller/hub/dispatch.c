@@ -6,7 +6,9 @@
  * action below is idempotent, so a hub that crashes anywhere simply runs the
  * step again after a restart and finds its own work:
  *   1. the ConfigMaps and Secrets the pod template references are copied to
- *      the target namespace (created if missing); a missing one blocks the
+ *      the target namespace (created if missing, with home's Pod Security
+ *      labels; an existing one only if spillway made it for this origin or
+ *      the grant allows it: nsguard.c); a missing reference blocks the
  *      burst, with its name in the reason, before anything is changed
  *   2. the origin gets spillway's finalizer (deleting it deletes the
  *      mirror) and, for an annotation-only Job, spec.suspend=true; this is
@@ -17,7 +19,8 @@
  *   3. the hub waits until the origin has no pods left, then deactivates
  *      the origin's Workload if it has one
  *   4. the mirror is created under a name derived from the origin's UID and
- *      the attempt number; AlreadyExists is success (the name is ours)
+ *      the attempt number; AlreadyExists is success only when the Job of
+ *      that name carries this origin's UID, cluster and attempt (ours)
  *   5. the record says "dispatched"
  * When the origin's cluster is lost (a requeue Job, loss.c), steps 2 and 3
  * cannot be done there: the record names the origin as stale first, and
@@ -36,21 +39,17 @@
 #include "common/json.h"
 #include "clusters/record.h"
 #include "controller/hub/hub.h"
+#include "controller/hub/podrefs.h"
 
 /* ---- references: ConfigMaps and Secrets ----------------------------------- */
-
-#define MAX_REFS 32
-struct ref {
-    bool secret;
-    char name[254];
-    bool optional;
-};
 
 struct refs_chain {
     struct sw_hub *h;
     struct sw_job *j;
-    struct ref refs[MAX_REFS];
-    size_t n, at;
+    /* Every Secret and ConfigMap the pod template references, checked
+     * and bounded (podrefs.c); refs.refs[at] is the one in hand. */
+    struct sw_pod_refs refs;
+    size_t at;
     bool ns_done;
     bool check_only; /* the origin's cluster is lost: the target must have them already */
     bool lq_checked; /* the target's LocalQueue looked up (when mirrors are queued there) */
@@ -68,73 +67,27 @@ static void rc_free(struct refs_chain *rc)
     sw_free(rc);
 }
 
-static void add_ref(struct refs_chain *rc, bool secret, const char *name, const cJSON *optional)
+/* The reference in hand. */
+static const struct sw_pod_ref *cur_ref(const struct refs_chain *rc)
 {
-    if (name == NULL || rc->n >= MAX_REFS)
-        return;
-    for (size_t i = 0; i < rc->n; i++)
-        if (rc->refs[i].secret == secret && strcmp(rc->refs[i].name, name) == 0)
-            return;
-    struct ref *r = &rc->refs[rc->n++];
-    r->secret = secret;
-    snprintf(r->name, sizeof(r->name), "%s", name);
-    r->optional = cJSON_IsTrue(optional);
+    return &rc->refs.refs[rc->at];
 }
 
-static void refs_of_containers(struct refs_chain *rc, const cJSON *containers)
+/* The API path of the reference in hand in the Job's namespace: its
+ * collection, or (with_name) the object. Every segment goes through the
+ * REST client's escaping, after sw_pod_refs_collect checked the name. */
+static int ref_path(const struct refs_chain *rc, bool with_name, char *buf, size_t len)
 {
-    const cJSON *c, *e;
-    cJSON_ArrayForEach(c, containers)
-    {
-        cJSON_ArrayForEach(e, sw_json_child((cJSON *)c, "envFrom"))
-        {
-            const cJSON *cm = sw_json_child((cJSON *)e, "configMapRef"),
-                        *s = sw_json_child((cJSON *)e, "secretRef");
-            if (cm)
-                add_ref(rc, false, sw_json_str(cm, "name"), sw_json_child((cJSON *)cm, "optional"));
-            if (s)
-                add_ref(rc, true, sw_json_str(s, "name"), sw_json_child((cJSON *)s, "optional"));
-        }
-        cJSON_ArrayForEach(e, sw_json_child((cJSON *)c, "env"))
-        {
-            const cJSON *vf = sw_json_child((cJSON *)e, "valueFrom");
-            const cJSON *cm = sw_json_child((cJSON *)vf, "configMapKeyRef");
-            const cJSON *s = sw_json_child((cJSON *)vf, "secretKeyRef");
-            if (cm)
-                add_ref(rc, false, sw_json_str(cm, "name"), sw_json_child((cJSON *)cm, "optional"));
-            if (s)
-                add_ref(rc, true, sw_json_str(s, "name"), sw_json_child((cJSON *)s, "optional"));
-        }
-    }
-}
-
-static void collect_refs(struct refs_chain *rc, const cJSON *origin)
-{
-    const cJSON *ps =
-        sw_json_child(sw_json_child(sw_json_child((cJSON *)origin, "spec"), "template"), "spec");
-    const cJSON *v, *src;
-    cJSON_ArrayForEach(v, sw_json_child((cJSON *)ps, "volumes"))
-    {
-        const cJSON *cm = sw_json_child((cJSON *)v, "configMap"),
-                    *s = sw_json_child((cJSON *)v, "secret");
-        if (cm)
-            add_ref(rc, false, sw_json_str(cm, "name"), sw_json_child((cJSON *)cm, "optional"));
-        if (s)
-            add_ref(rc, true, sw_json_str(s, "secretName"), sw_json_child((cJSON *)s, "optional"));
-        cJSON_ArrayForEach(src, sw_json_child(sw_json_child((cJSON *)v, "projected"), "sources"))
-        {
-            const cJSON *pcm = sw_json_child((cJSON *)src, "configMap"),
-                        *psec = sw_json_child((cJSON *)src, "secret");
-            if (pcm)
-                add_ref(rc, false, sw_json_str(pcm, "name"),
-                        sw_json_child((cJSON *)pcm, "optional"));
-            if (psec)
-                add_ref(rc, true, sw_json_str(psec, "name"),
-                        sw_json_child((cJSON *)psec, "optional"));
-        }
-    }
-    refs_of_containers(rc, sw_json_child((cJSON *)ps, "containers"));
-    refs_of_containers(rc, sw_json_child((cJSON *)ps, "initContainers"));
+    const struct sw_pod_ref *r = cur_ref(rc);
+    int n = snprintf(buf, len, "/api/v1/namespaces");
+    if (n < 0 || (size_t)n >= len)
+        return SW_ETOOBIG;
+    int rcode = sw_kube_path_segment(buf, len, rc->j->rec.ns);
+    if (rcode == 0)
+        rcode = sw_kube_path_segment(buf, len, sw_pod_ref_resource(r->kind));
+    if (rcode == 0 && with_name)
+        rcode = sw_kube_path_segment(buf, len, r->name);
+    return rcode;
 }
 
 static void refs_next(struct refs_chain *rc);
@@ -173,7 +126,7 @@ static void ref_done(struct sw_kube_result *res, void *ctx);
 static bool ours_or_refuse(struct refs_chain *rc, const cJSON *md)
 {
     struct sw_job *j = rc->j;
-    const struct ref *r = &rc->refs[rc->at];
+    const struct sw_pod_ref *r = cur_ref(rc);
     const char *from = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_LBL_ORIGIN_CL);
     if (from != NULL && strcmp(from, j->rec.cluster) == 0)
         return true;
@@ -181,7 +134,7 @@ static bool ours_or_refuse(struct refs_chain *rc, const cJSON *md)
     snprintf(why, sizeof(why),
              "%s %s/%s already exists in cluster %s and is not spillway's copy from cluster "
              "%s; the mirror would use it instead of the origin's",
-             r->secret ? "Secret" : "ConfigMap", j->rec.ns, r->name, j->rec.target_cluster,
+             sw_pod_ref_kind_name(r->kind), j->rec.ns, r->name, j->rec.target_cluster,
              j->rec.cluster);
     refs_fail(rc, why);
     return false;
@@ -193,7 +146,6 @@ static void on_ref_existing(struct sw_kube_result *res, void *ctx)
 {
     struct refs_chain *rc = ctx;
     struct sw_job *j = rc->j;
-    struct ref *r = &rc->refs[rc->at];
     if (res->rc != 0) {
         struct sw_hub *h = rc->h;
         rc_free(rc);
@@ -211,11 +163,11 @@ static void on_ref_existing(struct sw_kube_result *res, void *ctx)
     cJSON_Delete(o);
     struct sw_member *tm = sw_member_find(rc->h, j->rec.target_cluster);
     char path[600];
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s/%s", j->rec.ns,
-             r->secret ? "secrets" : "configmaps", r->name);
+    int rcode = ref_path(rc, true, path, sizeof(path));
     struct sw_kube_req req = {
         .method = "PUT", .path = path, .body = body, .body_len = body ? strlen(body) : 0};
-    int rcode = body && tm ? sw_kube_send(tm->client, &req, ref_done, rc, NULL) : SW_ENOMEM;
+    if (rcode == 0)
+        rcode = body && tm ? sw_kube_send(tm->client, &req, ref_done, rc, NULL) : SW_ENOMEM;
     cJSON_free(body);
     if (rcode != 0) {
         struct sw_hub *h = rc->h;
@@ -230,10 +182,10 @@ static void on_ref_created(struct sw_kube_result *res, void *ctx)
     if (res->rc != 0 && strcmp(res->reason, "AlreadyExists") == 0) {
         struct sw_member *tm = sw_member_find(rc->h, rc->j->rec.target_cluster);
         char path[600];
-        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s/%s", rc->j->rec.ns,
-                 rc->refs[rc->at].secret ? "secrets" : "configmaps", rc->refs[rc->at].name);
+        int rcode = ref_path(rc, true, path, sizeof(path));
         struct sw_kube_req req = {.path = path};
-        int rcode = tm ? sw_kube_send(tm->client, &req, on_ref_existing, rc, NULL) : SW_ENOENT;
+        if (rcode == 0)
+            rcode = tm ? sw_kube_send(tm->client, &req, on_ref_existing, rc, NULL) : SW_ENOENT;
         if (rcode != 0) {
             struct sw_hub *h = rc->h;
             struct sw_job *j = rc->j;
@@ -266,7 +218,7 @@ static void ref_done(struct sw_kube_result *res, void *ctx)
 static void on_ref_got(struct sw_kube_result *res, void *ctx)
 {
     struct refs_chain *rc = ctx;
-    struct ref *r = &rc->refs[rc->at];
+    const struct sw_pod_ref *r = cur_ref(rc);
     struct sw_job *j = rc->j;
     if (res->rc != 0) {
         if (res->status == 404 && r->optional) {
@@ -278,7 +230,7 @@ static void on_ref_got(struct sw_kube_result *res, void *ctx)
             char why[512];
             snprintf(why, sizeof(why),
                      "the pod template references %s %s/%s, which does not exist in cluster %s",
-                     r->secret ? "Secret" : "ConfigMap", j->rec.ns, r->name, j->rec.cluster);
+                     sw_pod_ref_kind_name(r->kind), j->rec.ns, r->name, j->rec.cluster);
             refs_fail(rc, why);
             return;
         }
@@ -301,13 +253,13 @@ static void on_ref_got(struct sw_kube_result *res, void *ctx)
     char *body = cJSON_PrintUnformatted(o);
     struct sw_member *tm = sw_member_find(rc->h, j->rec.target_cluster);
     char path[512];
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s", j->rec.ns,
-             r->secret ? "secrets" : "configmaps");
+    int rcode = ref_path(rc, false, path, sizeof(path));
     struct sw_kube_req req = {
         .method = "POST", .path = path, .body = body, .body_len = body ? strlen(body) : 0};
     sw_free(rc->body);
     rc->body = body ? sw_strdup(body) : NULL;
-    int rcode = body && tm ? sw_kube_send(tm->client, &req, on_ref_created, rc, NULL) : SW_ENOMEM;
+    if (rcode == 0)
+        rcode = body && tm ? sw_kube_send(tm->client, &req, on_ref_created, rc, NULL) : SW_ENOMEM;
     cJSON_free(body);
     if (rcode != 0) {
         struct sw_hub *h = rc->h;
@@ -321,7 +273,7 @@ static void on_ref_got(struct sw_kube_result *res, void *ctx)
 static void on_ref_checked(struct sw_kube_result *res, void *ctx)
 {
     struct refs_chain *rc = ctx;
-    struct ref *r = &rc->refs[rc->at];
+    const struct sw_pod_ref *r = cur_ref(rc);
     struct sw_job *j = rc->j;
     if (res->rc == 0 && !ours_or_refuse(rc, sw_json_child(res->body, "metadata")))
         return;
@@ -335,7 +287,7 @@ static void on_ref_checked(struct sw_kube_result *res, void *ctx)
         snprintf(why, sizeof(why),
                  "the pod template references %s %s/%s, which is not in cluster %s, and cluster "
                  "%s, where it lives, is lost",
-                 r->secret ? "Secret" : "ConfigMap", j->rec.ns, r->name, j->rec.target_cluster,
+                 sw_pod_ref_kind_name(r->kind), j->rec.ns, r->name, j->rec.target_cluster,
                  j->rec.cluster);
         refs_fail(rc, why);
         return;
@@ -345,22 +297,20 @@ static void on_ref_checked(struct sw_kube_result *res, void *ctx)
     sw_hub_step_done(h, j, res->rc);
 }
 
-static void on_ns(struct sw_kube_result *res, void *ctx)
+/* The target namespace judged (nsguard.c). */
+static void on_ns(struct sw_hub *h, struct sw_job *j, int rcode, const char *why, void *ctx)
 {
     struct refs_chain *rc = ctx;
-    if (res->rc != 0 && strcmp(res->reason, "AlreadyExists") != 0) {
-        struct sw_hub *h = rc->h;
-        struct sw_job *j = rc->j;
-        SW_LOG(SW_LOG_WARN, "cannot create the target namespace", "job=%s err=%s",
-               sw_log_q(j->rec.key), sw_log_q(res->err.msg));
+    if (rcode == SW_EFORBIDDEN && why != NULL) {
+        refs_fail(rc, why);
+        return;
+    }
+    if (rcode != 0) {
         rc_free(rc);
-        sw_hub_step_done(h, j, res->rc);
+        sw_hub_step_done(h, j, rcode);
         return;
     }
     rc->ns_done = true;
-    struct sw_member *tm = sw_member_find(rc->h, rc->j->rec.target_cluster);
-    if (tm)
-        sw_member_add_namespace(tm, rc->j->rec.ns);
     refs_next(rc);
 }
 
@@ -409,25 +359,17 @@ static void refs_next(struct refs_chain *rc)
     int rcode = 0;
     if (om == NULL || tm == NULL) {
         rcode = SW_ENOENT;
-    } else if (!rc->ns_done && sw_member_has_namespace(tm, j->rec.ns)) {
-        rc->ns_done = true;
-        refs_next(rc);
-        return;
     } else if (!rc->ns_done) {
-        cJSON *ns = cJSON_CreateObject();
-        cJSON_AddStringToObject(ns, "apiVersion", "v1");
-        cJSON_AddStringToObject(ns, "kind", "Namespace");
-        cJSON *md = cJSON_AddObjectToObject(ns, "metadata");
-        cJSON_AddStringToObject(md, "name", j->rec.ns);
-        rcode = sw_kube_create(tm->client, SW_KIND_NAMESPACE, NULL, ns, on_ns, rc);
-        cJSON_Delete(ns);
-    } else if (rc->at < rc->n) {
+        /* The namespace, spillway's for this origin or granted, never
+         * weaker than home's Pod Security (nsguard.c); on_ns goes on. */
+        rcode = sw_nsguard_ensure(h, j, rc->check_only, on_ns, rc);
+    } else if (rc->at < rc->refs.n) {
         char path[512];
-        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/%s/%s", j->rec.ns,
-                 rc->refs[rc->at].secret ? "secrets" : "configmaps", rc->refs[rc->at].name);
+        rcode = ref_path(rc, true, path, sizeof(path));
         struct sw_kube_req req = {.path = path};
-        rcode = rc->check_only ? sw_kube_send(tm->client, &req, on_ref_checked, rc, NULL)
-                               : sw_kube_send(om->client, &req, on_ref_got, rc, NULL);
+        if (rcode == 0)
+            rcode = rc->check_only ? sw_kube_send(tm->client, &req, on_ref_checked, rc, NULL)
+                                   : sw_kube_send(om->client, &req, on_ref_got, rc, NULL);
     } else if (rc->lq[0] != '\0' && !rc->lq_checked) {
         /* The target's LocalQueue, before anything changes at home: a
          * mirror in a queue that does not exist would wait for ever. */
@@ -473,6 +415,40 @@ static void on_origin_patched(struct sw_kube_result *res, void *ctx)
         sw_hub_crash_point("after-suspend");
 }
 
+/* Whether the Job `m` (a mirror's name taken in the target) is this
+ * attempt's mirror: labelled with the origin's UID, cluster and the
+ * attempt. Anything else of that name is someone else's. */
+static bool mirror_ours(const cJSON *m, const struct sw_job_rec *r)
+{
+    const cJSON *l = sw_json_path(m, "metadata.labels");
+    const char *uid = sw_json_str(l, SW_LBL_ORIGIN_UID);
+    const char *cl = sw_json_str(l, SW_LBL_ORIGIN_CL);
+    const char *at = sw_json_str(l, SW_LBL_ATTEMPT);
+    char want[16];
+    snprintf(want, sizeof(want), "%d", r->attempt);
+    return uid && cl && at && strcmp(uid, r->uid) == 0 && strcmp(cl, r->cluster) == 0 &&
+           strcmp(at, want) == 0;
+}
+
+static void refuse_taken_name(struct sw_hub *h, struct sw_job *j)
+{
+    struct sw_job_rec *r = &j->rec;
+    char why[400];
+    snprintf(why, sizeof(why),
+             "a Job named %s already exists in namespace %s of cluster %s and is not this Job's "
+             "mirror (attempt %d); the burst is refused rather than follow it",
+             r->mirror, r->ns, r->target_cluster, r->attempt);
+    SW_LOG(SW_LOG_WARN, "mirror name taken by another Job", "job=%s mirror=%s/%s/%s",
+           sw_log_q(r->key), sw_log_q(r->target_cluster), sw_log_q(r->ns), sw_log_q(r->mirror));
+    /* Nothing of ours runs there: the record stays in dispatching, blocked
+     * in its reason, until the name is freed or the Job is deleted. */
+    if (strcmp(r->reason, why) != 0)
+        sw_follow_event(h, r, "Warning", "BurstRefused", why);
+    snprintf(r->reason, sizeof(r->reason), "%s", why);
+    j->busy = false;
+    j->next_ms = sw_hub_mono_ms() + 30000;
+}
+
 static void on_mirror_created(struct sw_kube_result *res, void *ctx)
 {
     struct sw_job *j = ctx;
@@ -481,6 +457,14 @@ static void on_mirror_created(struct sw_kube_result *res, void *ctx)
         SW_LOG(SW_LOG_WARN, "cannot create the mirror", "job=%s mirror=%s err=%s",
                sw_log_q(j->rec.key), sw_log_q(j->rec.mirror), sw_log_q(res->err.msg));
         sw_hub_step_done(h, j, res->rc);
+        return;
+    }
+    if (res->rc != 0) {
+        /* AlreadyExists: ours only if the cache shows it labelled ours
+         * (the next step looks, once the watch has it). */
+        SW_LOG(SW_LOG_INFO, "mirror name exists; checking whose it is", "job=%s mirror=%s",
+               sw_log_q(j->rec.key), sw_log_q(j->rec.mirror));
+        sw_hub_step_done(h, j, SW_EUNAVAIL);
         return;
     }
     sw_hub_crash_point("after-mirror-create");
@@ -661,6 +645,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         sw_mirror_name(r->uid, r->attempt, r->mirror, sizeof(r->mirror));
         r->state = SW_JS_DISPATCHING;
         j->refs_ok = false;
+        j->admitted = false;
         j->mirror_queue[0] = '\0'; /* step 1 finds this attempt's */
         j->busy = true;
         sw_rec_step(h, j, "after-intent");
@@ -690,6 +675,10 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     j->busy = true;
     /* Created already (a retry after a crash finds its own work). */
     const cJSON *mirror = sw_observe_mirror(h, r);
+    if (mirror != NULL && !mirror_ours(mirror, r)) {
+        refuse_taken_name(h, j);
+        return;
+    }
     if (mirror != NULL) {
         struct sw_kube_result fake = {.rc = 0, .reason = ""};
         on_mirror_created(&fake, j);
@@ -699,6 +688,13 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     if (sw_loss_fence_origin(h, j))
         return;
     bool home_lost = sw_member_lost(om);
+    /* 0. home's admission judges the pods of a mirror that goes elsewhere
+     * (admission.c), before anything changes at home */
+    if (!j->admitted && strcmp(r->target_cluster, r->cluster) != 0) {
+        const cJSON *full = full_origin(h, j, om);
+        if (full == NULL || !sw_admission_check(h, j, om, full))
+            return;
+    }
     /* 1. references, before anything changes at home */
     if (!j->refs_ok && strcmp(r->target_cluster, r->cluster) != 0) {
         const cJSON *full = full_origin(h, j, om);
@@ -723,7 +719,22 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             snprintf(rc->lq, sizeof(rc->lq), "%s", oq);
             rc->lq_default = true;
         }
-        collect_refs(rc, full);
+        /* Every reference, bounded and checked, before any path is built
+         * from one: a pod template that names too many, or a name that is
+         * not a Kubernetes name, refuses the burst with the reason. */
+        struct sw_error cerr;
+        sw_error_clear(&cerr);
+        int crc = sw_pod_refs_collect(sw_json_path(full, "spec.template.spec"),
+                                      "spec.template.spec", &rc->refs, &cerr);
+        if (crc == SW_ENOMEM) {
+            rc_free(rc);
+            sw_hub_step_done(h, j, crc);
+            return;
+        }
+        if (crc != 0) {
+            refs_fail(rc, cerr.msg);
+            return;
+        }
         refs_next(rc);
         return;
     }

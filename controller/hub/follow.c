@@ -234,6 +234,20 @@ void sw_follow_show_blocked(struct sw_hub *h, const struct sw_job_rec *r, bool b
     cJSON_Delete(p);
 }
 
+void sw_follow_block(struct sw_hub *h, struct sw_job *j, const char *event, const char *why)
+{
+    bool same = j->rec.state == SW_JS_BLOCKED &&
+                strncmp(j->rec.reason, why, sizeof(j->rec.reason) - 1) == 0;
+    snprintf(j->rec.reason, sizeof(j->rec.reason), "%s", why);
+    j->rec.state = SW_JS_BLOCKED;
+    j->rec.decided_ms = sw_hub_wall_ms();
+    if (same)
+        return; /* said already */
+    SW_LOG(SW_LOG_WARN, "burst blocked", "job=%s reason=%s", sw_log_q(j->rec.key), sw_log_q(why));
+    sw_follow_event(h, &j->rec, "Warning", event, why);
+    sw_follow_show_blocked(h, &j->rec, true);
+}
+
 /* ---- the origin's status (delegated Jobs) --------------------------------- */
 
 static void on_status(struct sw_kube_result *res, void *ctx)

@@ -10,7 +10,9 @@
  *   queue.c     how a member queues Jobs (plain, Kueue): waiting, taking, releasing
  *   decide.c    the placement engine over the whole pending queue
  *   data.c      inputs made present and verified in the target region
+ *   admission.c home's admission judges a burst's pods (a dry-run Pod) before its mirror
  *   dispatch.c  the mirror Job, created exactly once
+ *   nsguard.c   the target namespace: spillway's for its origin, or granted; home's Pod Security
  *   follow.c    the mirror's progress and outcome on the origin Job
  *   loss.c      member clusters lost: Jobs placed again or held, stale mirrors deleted
  *   rules.c     every replication rule run by the leader, its RPO for /metrics
@@ -80,6 +82,7 @@ struct sw_job {
     bool queue_released;   /* its Workload was deactivated (queue.c) */
     char mirror_queue[64]; /* the target's LocalQueue its mirror goes into (dispatch.c); "" none */
     bool refs_ok;          /* this attempt's ConfigMaps and Secrets are copied */
+    bool admitted;         /* home's admission admitted this attempt's pods (admission.c) */
     bool status_synced;    /* delegated: the origin's status shows the outcome */
     int spend_counted;     /* the attempt whose cost this hub added to the spend counter */
     struct sw_hub *hub;    /* for Kubernetes callbacks, whose context is the job */
@@ -598,6 +601,17 @@ int sw_observe_lost(struct sw_hub *h, const char *cluster, const char *ns, const
 /** Number of the Job's pods (non-terminal) in the cluster's cache. */
 int sw_observe_pods(struct sw_hub *h, const char *cluster, const char *ns, const char *job_name,
                     int *bound);
+/**
+ * What a managed Job asks, as its namespace may ask it: its annotations
+ * parsed from `origin` (sw_burst_spec_parse), then its namespace's grant
+ * applied (sw_tenancy_apply: team, priority, every input and output
+ * prefix), then the outputs prefix fixed in its record, when it has one,
+ * in place of the annotation's. Every step that acts on a Job's data with
+ * the hub's credentials reads the spec through this. Returns 0, the
+ * parser's error, or SW_EFORBIDDEN (the grant refuses; err says why).
+ */
+int sw_observe_spec(struct sw_hub *h, const struct sw_job_rec *r, const cJSON *origin,
+                    struct sw_burst_spec *spec, struct sw_error *err);
 
 /* ---- queue.c -------------------------------------------------------------- */
 
@@ -858,6 +872,25 @@ void sw_data_outputs_stop(struct sw_hub *h, struct sw_job *j);
 /** Starts (or finishes, when the mirror ended) the outputs' flow back. */
 void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final);
 
+/* ---- admission.c ---------------------------------------------------------- */
+
+/**
+ * Home's admission judges j's pods before the first mirror of its attempt
+ * is created in another cluster: a Pod built from `origin`'s pod template
+ * (borrowed: the origin whole, as dispatch reads it), created in the origin
+ * namespace on the origin's cluster `om` as a server-side dry run, its
+ * verdict kept per (cluster, namespace, Pod) for ten minutes. Returns true
+ * when they are admitted now (a verdict kept; with home lost, evidence
+ * that home admitted them before) and dispatch goes on in the same step,
+ * with j->admitted set. Otherwise it has taken the step (j busy): the dry
+ * run is on the wire (j->admitted set once admitted, then stepped again),
+ * or the burst is refused with admission's message (blocked, the attempt
+ * given back), or it waits (backed off: no answer, or home lost with
+ * nothing known).
+ */
+bool sw_admission_check(struct sw_hub *h, struct sw_job *j, struct sw_member *om,
+                        const cJSON *origin);
+
 /* ---- dispatch.c ----------------------------------------------------------- */
 
 /** One dispatch step: intent, suspend, wait for pods, copy refs, create the mirror. */
@@ -878,6 +911,27 @@ bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j);
  */
 cJSON *sw_dispatch_origin_patch(const cJSON *origin, const struct sw_job_rec *r, bool dispatching,
                                 bool suspend);
+
+/* ---- nsguard.c ------------------------------------------------------------ */
+
+/**
+ * The end of sw_nsguard_ensure: rc 0 (the namespace is there and may be
+ * used), SW_EFORBIDDEN with `why` (the burst is refused: the namespace is
+ * not spillway's for this origin nor granted, or weaker than home's Pod
+ * Security), or another SW_E* (try again later).
+ */
+typedef void (*sw_nsguard_fn)(struct sw_hub *h, struct sw_job *j, int rc, const char *why,
+                              void *ctx);
+/**
+ * Makes sure j's mirror may go into namespace j->rec.ns of its target
+ * member (nsguard.c): created there with home's Pod Security labels and
+ * marked spillway.io/made-for, or an existing one that is spillway's for
+ * this origin or granted (useExistingNamespace), never weaker than home's
+ * Pod Security. `done` may run before this returns 0; on an error return
+ * it never runs.
+ */
+int sw_nsguard_ensure(struct sw_hub *h, struct sw_job *j, bool home_lost, sw_nsguard_fn done,
+                      void *ctx);
 
 /* ---- follow.c ------------------------------------------------------------- */
 
@@ -913,6 +967,13 @@ void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r);
  * that `kubectl get` and `kubectl wait` users see it. Best effort.
  */
 void sw_follow_show_blocked(struct sw_hub *h, const struct sw_job_rec *r, bool blocked);
+/**
+ * Blocks a Job that cannot burst now: state blocked with `why` as its
+ * reason, and, unless it was blocked for the same reason already, a
+ * Warning Event `event` and sw_follow_show_blocked. The caller writes the
+ * record (sw_rec_step).
+ */
+void sw_follow_block(struct sw_hub *h, struct sw_job *j, const char *event, const char *why);
 
 /* ---- loss.c --------------------------------------------------------------- */
 

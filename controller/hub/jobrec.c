@@ -54,6 +54,8 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
     cJSON_AddStringToObject(o, "capacity", r->capacity);
     cJSON_AddStringToObject(o, "mirror", r->mirror);
     cJSON_AddStringToObject(o, "team", r->team);
+    if (r->outputs[0] != '\0')
+        cJSON_AddStringToObject(o, "outputs", r->outputs);
     cJSON_AddNumberToObject(o, "gpus", r->gpus);
     cJSON_AddNumberToObject(o, "billedGpus", r->billed_gpus);
     cJSON_AddNumberToObject(o, "pricePerGpuHour", r->price_gpu_h);
@@ -217,6 +219,7 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     S("capacity", capacity);
     S("mirror", mirror);
     S("team", team);
+    S("outputs", outputs);
     N("gpus", gpus, int);
     N("billedGpus", billed_gpus, double);
     N("pricePerGpuHour", price_gpu_h, double);

@@ -118,6 +118,11 @@ struct sw_job_rec {
     char capacity[16]; /* owned, spot, on-demand */
     char mirror[64];   /* the current attempt's mirror Job */
     char team[64];
+    /* The outputs prefix, "s3://bucket/prefix", fixed when the Job is
+     * decided (checked against its namespace's grant, tenancy.h): what the
+     * outputs rounds write home, whatever the annotation says later; ""
+     * none (or a record written before: the annotation, checked again). */
+    char outputs[600];
     int gpus;
     /* GPUs the run is billed for at price_gpu_h: gpus, or less for MIG
      * slices (slices / per GPU) and shares packed on a time-sliced pool

@@ -72,12 +72,13 @@ static void add_env(cJSON *containers, const char *name, const char *value)
 
 /*
  * Appends the `n` bytes of URI `uri` ("s3://BUCKET/PREFIX", spaces around
- * it trimmed) to `out` with BUCKET as `region` calls it; a URI that does
- * not parse is appended as it is (the annotation was checked before any
- * decision, so it does not happen).
+ * it trimmed) to `out` with BUCKET as `region` calls it, when `grant`
+ * covers it (its read prefixes, or with `write` its write prefixes); a URI
+ * that does not parse, is not covered or has no name there is left out.
  */
 static void map_uri(const char *uri, size_t n, const struct sw_hub_config *cfg, const char *region,
-                    char *out, size_t cap)
+                    const char *home, const struct sw_grant *grant, bool write, char *out,
+                    size_t cap)
 {
     while (n > 0 && *uri == ' ')
         uri++, n--;
@@ -88,14 +89,21 @@ static void map_uri(const char *uri, size_t n, const struct sw_hub_config *cfg, 
     struct sw_s3_uri u;
     const char *why = NULL;
     size_t used = strlen(out);
-    if (sw_s3_uri_parse(one, &u, &why) != 0) {
-        snprintf(out + used, cap - used, "%s", one);
+    if (sw_s3_uri_parse(one, &u, &why) != 0)
         return;
-    }
+    /* Only what the origin namespace's grant covers (tenancy.h): the data
+     * step copied nothing else, and the mirror is told nothing else, even
+     * when the annotation changed since. */
+    if (grant == NULL || !sw_grant_covers(write ? grant->write : grant->read,
+                                          write ? grant->nwrite : grant->nread, &u))
+        return;
     /* "s3://" BUCKET REST: only the bucket changes. */
     const char *rest = one + 5 + strlen(u.bucket);
-    snprintf(out + used, cap - used, "s3://%s%s", sw_hub_config_bucket(cfg, u.bucket, region),
-             rest);
+    /* No name in that region: the data step refused the burst before any
+     * mirror (data.c); the URI is then left out rather than guessed. */
+    const char *name = sw_hub_config_bucket(cfg, u.bucket, region, home);
+    if (name != NULL)
+        snprintf(out + used, cap - used, "s3://%s%s", name, rest);
 }
 
 cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
@@ -179,30 +187,44 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
     const char *in =
         sw_json_str(sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "annotations"),
                     "spillway.io/inputs");
+    /* The origin's region, where a bucket keeps its own name: known here
+     * only for a mirror at home. */
+    const char *home = strcmp(r->target_cluster, r->cluster) == 0 ? r->target_region : NULL;
+    const struct sw_grant *grant =
+        buckets ? sw_tenancy_find(&buckets->tenancy, r->cluster, r->ns) : NULL;
     if (in) {
         char ins[4 * 720] = "";
         for (const char *p = in;;) {
             const char *comma = strchr(p, ',');
             size_t n = comma ? (size_t)(comma - p) : strlen(p);
-            map_uri(p, n, buckets, r->target_region, ins, sizeof(ins));
+            char one[720] = "";
+            map_uri(p, n, buckets, r->target_region, home, grant, false, one, sizeof(one));
+            size_t used = strlen(ins);
+            if (one[0] != '\0')
+                snprintf(ins + used, sizeof(ins) - used, "%s%s", used ? "," : "", one);
             if (comma == NULL)
                 break;
-            size_t used = strlen(ins);
-            snprintf(ins + used, sizeof(ins) - used, ",");
             p = comma + 1;
         }
-        add_env(sw_json_child(ps, "containers"), "SPILLWAY_INPUTS", ins);
+        if (ins[0] != '\0')
+            add_env(sw_json_child(ps, "containers"), "SPILLWAY_INPUTS", ins);
     }
+    /* The outputs fixed in the record at decision (tenancy.h), else (a
+     * record written before) the annotation's. */
     const char *out =
-        sw_json_str(sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "annotations"),
-                    "spillway.io/outputs");
+        r->outputs[0] != '\0'
+            ? r->outputs
+            : sw_json_str(sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "annotations"),
+                          "spillway.io/outputs");
     if (out) {
         char mapped[700] = "", o[760];
-        map_uri(out, strlen(out), buckets, r->target_region, mapped, sizeof(mapped));
+        map_uri(out, strlen(out), buckets, r->target_region, home, grant, true, mapped,
+                sizeof(mapped));
         size_t n = strlen(mapped);
         snprintf(o, sizeof(o), "%s%sattempt-%d/", mapped, n && mapped[n - 1] == '/' ? "" : "/",
                  r->attempt);
-        add_env(sw_json_child(ps, "containers"), "SPILLWAY_OUTPUTS", o);
+        if (n > 0)
+            add_env(sw_json_child(ps, "containers"), "SPILLWAY_OUTPUTS", o);
     }
 
     /* A pod lost with its node (spot reclaimed, node deleted) fails the

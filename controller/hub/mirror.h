@@ -28,6 +28,9 @@
 #define SW_ANN_DECISION    "spillway.io/decision"
 #define SW_ANN_COST        "spillway.io/cost"
 #define SW_ANN_REASON      "spillway.io/reason"
+/* On a namespace spillway created in a member: "CLUSTER/NAMESPACE", the
+ * origin namespace it was made for (nsguard.c). */
+#define SW_ANN_MADE_FOR "spillway.io/made-for"
 /* The delegated origin's condition while its burst is blocked. */
 #define SW_COND_BLOCKED "SpillwayBlocked"
 #define SW_SPOT_TAINT   "spillway.io/spot"

@@ -366,6 +366,35 @@ const cJSON *sw_observe_mirror_final(struct sw_hub *h, const struct sw_job_rec *
     return sw_cluster_cache_job_tombstone(m->cache, k);
 }
 
+int sw_observe_spec(struct sw_hub *h, const struct sw_job_rec *r, const cJSON *origin,
+                    struct sw_burst_spec *spec, struct sw_error *err)
+{
+    int rc = sw_burst_spec_parse(sw_json_child(sw_json_child(origin, "metadata"), "annotations"),
+                                 r->created, spec, err);
+    if (rc != 0)
+        return rc;
+    if ((rc = sw_tenancy_apply(&h->cfg.tenancy, r->cluster, r->ns, spec, err)) != 0)
+        return rc;
+    /* Fixed at decision (decide.c): the outputs go where they were decided
+     * to go, checked against the grant then and now. */
+    if (r->outputs[0] != '\0') {
+        struct sw_s3_uri u;
+        const char *why = NULL;
+        if (sw_s3_uri_parse(r->outputs, &u, &why) != 0)
+            return sw_error_set(err, SW_EINVAL, "record %s: field \"outputs\": %s", r->key,
+                                why ? why : "not an s3:// URI");
+        struct sw_burst_spec fixed = *spec;
+        fixed.has_outputs = true;
+        fixed.outputs = u;
+        fixed.n_inputs = 0;
+        if ((rc = sw_tenancy_apply(&h->cfg.tenancy, r->cluster, r->ns, &fixed, err)) != 0)
+            return rc;
+        spec->has_outputs = true;
+        spec->outputs = u;
+    }
+    return 0;
+}
+
 /* ---- the scan ------------------------------------------------------------- */
 
 struct job_scan {
@@ -465,6 +494,7 @@ static void scan_job(const char *key, const void *obj, void *ctx)
     j->outputs_done = 0;
     j->status_synced = false;
     j->refs_ok = false;
+    j->admitted = false;
     j->queue_warned = false;
     j->queue_released = false;
     j->backoff = 0;

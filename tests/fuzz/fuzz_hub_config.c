@@ -50,5 +50,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *colon = scheme ? strchr(scheme + 3, ':') : NULL;
         FUZZ_CHECK(colon == NULL || colon > at);
     }
+    /* Every grant names its origin; its prefixes are a bucket's whole or
+     * end in '/'. */
+    for (size_t i = 0; i < c.tenancy.n; i++) {
+        const struct sw_grant *g = &c.tenancy.grants[i];
+        FUZZ_CHECK(g->cluster[0] != '\0' && g->ns[0] != '\0');
+        FUZZ_CHECK(g->nread <= SW_GRANT_MAX_PREFIXES && g->nwrite <= SW_GRANT_MAX_PREFIXES);
+        for (size_t k = 0; k < g->nread; k++) {
+            size_t n = strlen(g->read[k].prefix);
+            FUZZ_CHECK(n == 0 || g->read[k].prefix[n - 1] == '/');
+        }
+        FUZZ_CHECK(sw_tenancy_find(&c.tenancy, g->cluster, g->ns) == g);
+    }
+    sw_hub_config_free(&c);
     return 0;
 }

@@ -22,8 +22,10 @@
 #     old token is revoked, and the audit log shows the new one in use;
 #   - the API servers' audit logs (tests/testbed/audit-policy.yaml) show that
 #     no request was refused, every resource request was allowed by
-#     spillway-member, and the permissions used equal the role's
-#     (audit_check.py);
+#     spillway-member, and the permissions used equal the role's, every pod
+#     create among them a dry run (audit_check.py): the bursts from onprem
+#     have home's admission judge their pods (controller/hub/admission.c),
+#     and read their namespaces' Pod Security labels (namespaces get);
 #   - for every permission of the role, a ServiceAccount bound to the role
 #     without it is refused exactly that (kubectl auth can-i): nothing else
 #     on the cluster grants it;

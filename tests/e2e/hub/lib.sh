@@ -196,8 +196,41 @@ hub_setup() {
     hub_config "$HUB_TMP/hub.yaml" 19464
 }
 
-# hub_config FILE PORT [LEASE_TTL]: writes a hub config.
+# hub_tenancy: the buckets and grants the lab's hub tests use (tenancy.h,
+# docs/security.md): the lab's buckets under their own names in every cloud
+# region (and HUB_EXTRA_BUCKETS), and for the test's namespace $NS (and
+# HUB_EXTRA_NS) on each cluster the whole lab buckets to read and write,
+# every priority, and the namespace the test made itself in the cloud
+# members (useExistingNamespace). A test of tenancy writes its own.
+hub_tenancy() {
+    local b r c n
+    echo "buckets:"
+    for b in datasets checkpoints models ${HUB_EXTRA_BUCKETS:-}; do
+        echo "  $b: {us-east-1: $b, us-west-2: $b}"
+    done
+    echo "tenancy:"
+    echo "  grants:"
+    for c in onprem cloud-spot cloud-ondemand; do
+        for n in ${NS:-} "${HUB_EXTRA_NS[@]}"; do
+            [ -n "$n" ] || continue
+            local w=""
+            for b in ${HUB_EXTRA_BUCKETS:-}; do w="$w, \"s3://$b/\""; done
+            cat <<YAML
+  - cluster: $c
+    namespace: $n
+    priorities: [best-effort, development, training, production]
+    read: ["s3://datasets/", "s3://checkpoints/", "s3://models/"$w]
+    write: ["s3://datasets/", "s3://checkpoints/", "s3://models/"$w]
+    useExistingNamespace: true
+YAML
+        done
+    done
+}
+
+# hub_config FILE PORT [LEASE_TTL]: writes a hub config (hub_tenancy's
+# grants included, unless HUB_NO_TENANCY=1).
 hub_config() {
+    [ "${HUB_NO_TENANCY:-0}" = 1 ] || hub_tenancy >"$1.tenancy"
     cat >"$1" <<YAML
 redis:
   url: $SPILLWAY_REDIS_URL
@@ -213,6 +246,10 @@ outputs:
   syncSeconds: 2
 logLevel: info
 YAML
+    if [ "${HUB_NO_TENANCY:-0}" != 1 ]; then
+        cat "$1.tenancy" >>"$1"
+    fi
+    rm -f "$1.tenancy"
 }
 
 # hub_start [CONFIG] [ENV=VALUE...]: starts spillwayd; its pid is $HUB_PID.

@@ -118,7 +118,8 @@ static void test_docs_example(void **state)
     assert_int_equal(c.archive_days, 30);
     assert_true(c.shortage_withdraw_s == 45);
     assert_int_equal(c.nbucket_maps, 2);
-    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-west-2"), "acme-datasets-usw2");
+    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-west-2", "onprem"),
+                        "acme-datasets-usw2");
 }
 
 static void test_defaults(void **state)
@@ -258,12 +259,16 @@ static void test_buckets(void **state)
     struct sw_error err;
     assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
     assert_int_equal(c.nbucket_maps, 3);
-    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-east-1"), "datasets-use1");
-    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-west-2"), "datasets-usw2");
-    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "onprem"), "datasets");
-    assert_string_equal(sw_hub_config_bucket(&c, "results", "onprem"), "results-home");
-    assert_string_equal(sw_hub_config_bucket(&c, "models", "us-east-1"), "models");
-    assert_string_equal(sw_hub_config_bucket(NULL, "models", "us-east-1"), "models");
+    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-east-1", "onprem"),
+                        "datasets-use1");
+    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-west-2", "onprem"),
+                        "datasets-usw2");
+    assert_string_equal(sw_hub_config_bucket(&c, "datasets", "onprem", "onprem"), "datasets");
+    assert_string_equal(sw_hub_config_bucket(&c, "results", "onprem", "onprem"), "results-home");
+    /* Unmapped in another region: no name, never the annotation's. */
+    assert_null(sw_hub_config_bucket(&c, "models", "us-east-1", "onprem"));
+    assert_null(sw_hub_config_bucket(NULL, "models", "us-east-1", "onprem"));
+    assert_string_equal(sw_hub_config_bucket(NULL, "models", "onprem", "onprem"), "models");
     static const struct {
         const char *yaml, *msg;
     } bad[] = {
@@ -321,7 +326,7 @@ static void test_errors_exact(void **state)
         {BASE "lisen: 1.2.3.4:80\n", SW_EINVAL,
          "hub.yaml:4: field \"lisen\": unknown (expected redis, secretKeyFile, listen, placement, "
          "leader, outputs, maxAttempts, members, replication, buckets, logLevel, kueue, records, "
-         "karpenter)"},
+         "karpenter, tenancy)"},
         {BASE "records:\n  retireAfterSeconds: 0\n", SW_EINVAL,
          "hub.yaml:5: field \"records.retireAfterSeconds\": expected a number of seconds >= 1, "
          "got \"0\""},

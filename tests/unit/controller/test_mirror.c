@@ -98,8 +98,10 @@ static void test_spot_mirror(void **state)
     assert_string_equal(cJSON_GetObjectItem(t, "key")->valuestring, "spillway.io/spot");
     /* The data, in the mirror's region; the user's own variable wins. */
     assert_string_equal(env(m, "SPILLWAY_S3_ENDPOINT"), "http://127.0.0.1:7071");
-    assert_string_equal(env(m, "SPILLWAY_INPUTS"), "s3://datasets/imagenet/");
-    assert_string_equal(env(m, "SPILLWAY_OUTPUTS"), "s3://checkpoints/train-7/attempt-3/");
+    /* No config: a bucket has no name in another region, and none is
+     * guessed (test_buckets_per_region has the named ones). */
+    assert_null(env(m, "SPILLWAY_INPUTS"));
+    assert_null(env(m, "SPILLWAY_OUTPUTS"));
     assert_string_equal(env(m, "SPILLWAY_ATTEMPT"), "3");
     assert_string_equal(env(m, "SPILLWAY_REGION"), "mine");
     /* A lost node fails the mirror at once, with a reason the hub knows. */
@@ -165,22 +167,39 @@ static void test_buckets_per_region(void **state)
     sw_hub_config_default(&cfg);
     const char *y = "redis: {url: \"redis://r\"}\nsecretKeyFile: k\nbuckets:\n"
                     "  datasets: {us-east-1: datasets-use1, us-west-2: datasets-usw2}\n"
-                    "  checkpoints: {us-east-1: ckpt-use1}\n";
+                    "  checkpoints: {us-east-1: ckpt-use1}\n"
+                    "tenancy:\n  grants:\n  - cluster: onprem\n    namespace: team-a\n"
+                    "    read: [\"s3://datasets/\", \"s3://models/\"]\n"
+                    "    write: [\"s3://checkpoints/\"]\n";
     struct sw_error err;
     assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &cfg, &err), 0);
     struct sw_job_rec r;
     rec(&r, "spot");
     cJSON *m = sw_mirror_build(o, &r, "sw-x-3", "http://127.0.0.1:7071", 9, true, NULL, NULL, &cfg);
     assert_non_null(m);
-    assert_string_equal(env(m, "SPILLWAY_INPUTS"), "s3://datasets-use1/imagenet/,s3://models");
+    assert_string_equal(env(m, "SPILLWAY_INPUTS"), "s3://datasets-use1/imagenet/");
     assert_string_equal(env(m, "SPILLWAY_OUTPUTS"), "s3://ckpt-use1/train-7/attempt-3/");
     cJSON_Delete(m);
-    /* Another region: its own name, or the annotation's where it has none. */
+    /* Another region: its own name; a bucket with none there is never
+     * passed on under the annotation's name (on AWS it may be another's). */
     snprintf(r.target_region, sizeof(r.target_region), "us-west-2");
     m = sw_mirror_build(o, &r, "sw-x-3", NULL, 9, false, NULL, NULL, &cfg);
-    assert_string_equal(env(m, "SPILLWAY_INPUTS"), "s3://datasets-usw2/imagenet/,s3://models");
-    assert_string_equal(env(m, "SPILLWAY_OUTPUTS"), "s3://checkpoints/train-7/attempt-3/");
+    assert_string_equal(env(m, "SPILLWAY_INPUTS"), "s3://datasets-usw2/imagenet/");
     cJSON_Delete(m);
+    /* The outputs fixed in the record win over the annotation's. */
+    snprintf(r.target_region, sizeof(r.target_region), "us-east-1");
+    snprintf(r.outputs, sizeof(r.outputs), "s3://checkpoints/fixed/");
+    m = sw_mirror_build(o, &r, "sw-x-3", NULL, 9, false, NULL, NULL, &cfg);
+    assert_string_equal(env(m, "SPILLWAY_OUTPUTS"), "s3://ckpt-use1/fixed/attempt-3/");
+    cJSON_Delete(m);
+    /* Nothing the grant does not cover, even when the annotation names it
+     * after the decision: another namespace's grant covers nothing here. */
+    snprintf(r.ns, sizeof(r.ns), "team-b");
+    m = sw_mirror_build(o, &r, "sw-x-3", NULL, 9, false, NULL, NULL, &cfg);
+    assert_null(env(m, "SPILLWAY_INPUTS"));
+    assert_null(env(m, "SPILLWAY_OUTPUTS"));
+    cJSON_Delete(m);
+    sw_hub_config_free(&cfg);
     cJSON_Delete(o);
 }
 
