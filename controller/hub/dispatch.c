@@ -833,6 +833,11 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     const cJSON *full = from_answer ? j->kept : full_origin(h, j, om);
     if (full == NULL)
         return;
+    /* The pods as the mirror will carry them judged again: a suspended
+     * Job's template may have changed since step 0 (a verdict kept for it
+     * costs no request; a new template is asked about first). */
+    if (strcmp(r->target_cluster, r->cluster) != 0 && !sw_admission_check(h, j, om, full))
+        return;
     const struct sw_hub_store *st = sw_store_for_region(h, r->target_region);
     /* The selector names the label the target's nodes of that capacity
      * carry; with none cached (a NodePool at zero), Karpenter's. */
