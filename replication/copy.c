@@ -785,8 +785,17 @@ static void on_create(struct sw_s3_response *r, void *ctx)
     }
     snprintf(c->res.upload_id, sizeof(c->res.upload_id), "%s", id);
     sw_free(id);
-    if (c->spec.on_upload)
-        c->spec.on_upload(c->res.upload_id, c->spec.ctx);
+    /* An upload nobody recorded could not be found again after a crash:
+     * one that cannot be recorded is aborted before any part is sent. */
+    int rc = c->spec.on_upload ? c->spec.on_upload(c->res.upload_id, c->spec.ctx) : 0;
+    if (rc != 0) {
+        set_error(c, rc,
+                  "store %s: s3://%s/%s: the multipart upload could not be journaled before its "
+                  "first part (%s); aborted, nothing sent",
+                  sw_s3_name(c->spec.dst), c->dst_bucket, c->dst_key, sw_strerror(rc));
+        maybe_abort_and_report(c);
+        return;
+    }
     pump(c);
 }
 

@@ -14,7 +14,8 @@
  * bytes sent; every other copy by a HEAD of the target (size, sw-sha256).
  * A multipart upload that fails is aborted; its id is reported through
  * on_upload before any part is sent, so a journal can abort it after a
- * crash.
+ * crash, and when on_upload cannot record it the copy fails and the upload
+ * is aborted at once, no part sent.
  */
 #ifndef SW_REPLICATION_COPY_H
 #define SW_REPLICATION_COPY_H
@@ -72,8 +73,12 @@ struct sw_copy_spec {
     int concurrency;              /* parts in flight; 0 = 4 */
     int allow_server_copy;        /* use CopyObject when src and dst share an endpoint */
     struct sw_throttle *throttle; /* optional, borrowed */
-    /** A multipart upload was created (record it before parts are sent). */
-    void (*on_upload)(const char *upload_id, void *ctx);
+    /**
+     * A multipart upload was created: record it before any part is sent.
+     * Returns 0 to go on; anything else (the record could not be made)
+     * fails the copy with that code, and the upload is aborted unused.
+     */
+    int (*on_upload)(const char *upload_id, void *ctx);
     /** Bytes written to the target so far grew by `n` (progress). */
     void (*on_bytes)(int64_t n, void *ctx);
     void *ctx;

@@ -47,6 +47,8 @@ struct work {
     struct owned_input inputs[MAX_INPUTS];
     size_t ninputs;
     struct owned_input out_to; /* MODE_OUTPUTS: where outputs go */
+    int attempt;               /* MODE_OUTPUTS: the attempt whose outputs these are */
+    size_t job_base_len;       /* rule_base without "-out-aN": the Job's own */
     double interval_s;
     /* result, written by the worker, read on the hub loop under mu */
     uv_mutex_t mu;
@@ -161,6 +163,45 @@ static void post(struct work *w, const struct sw_gate_result *res,
     uv_async_send(&w->async);
 }
 
+/* The earliest attempt whose outputs journal a new attempt looks into;
+ * the hub config allows at most 100 attempts. */
+#define MAX_EARLIER_ATTEMPTS 100
+
+/* Outputs: before attempt N's first round, the uploads that the rounds of
+ * attempts before it journaled and left open (a hub that crashed in a
+ * round of an attempt given up meanwhile: that attempt's rounds never run
+ * again to recover them) are aborted, by upload id from their journals.
+ * They went to the same place (the origin's store, bucket and prefix), and
+ * the hub runs no round of an earlier attempt once one of N may start
+ * (data.c). Nothing open there is aborted for being open: the prefix is
+ * not spillway's alone. Failures are logged; the next attempt tries again. */
+static void recover_earlier_attempts(struct work *w, struct clients *c)
+{
+    if (c->journal == NULL || w->attempt <= 1)
+        return;
+    const struct owned_store *ts = find_store(w, w->out_to.store);
+    struct sw_error e;
+    sw_error_clear(&e);
+    struct sw_s3 *dst = ts ? client(c, ts, &e) : NULL;
+    if (dst == NULL)
+        return; /* the round itself reports the store */
+    int first = w->attempt - MAX_EARLIER_ATTEMPTS;
+    for (int a = first > 1 ? first : 1; a < w->attempt; a++) {
+        char rule_name[340];
+        snprintf(rule_name, sizeof(rule_name), "%.*s-out-a%d-0", (int)w->job_base_len, w->rule_base,
+                 a);
+        struct sw_repl_rule r = {.name = rule_name, .ntargets = 1};
+        r.targets[0] = (struct sw_repl_target){ts->name, dst, w->out_to.bucket, w->out_to.prefix};
+        int64_t n = 0;
+        if (sw_repl_recover(&r, c->journal, &n, &e) != 0)
+            SW_LOG(SW_LOG_WARN, "cannot recover an earlier attempt's uploads",
+                   "job=%s attempt=%d error=%s", sw_log_q(w->job), a, sw_log_q(e.msg));
+        else if (n > 0)
+            SW_LOG(SW_LOG_INFO, "aborted an earlier attempt's journaled uploads",
+                   "job=%s attempt=%d uploads=%" PRId64, sw_log_q(w->job), a, n);
+    }
+}
+
 /* One pass over every (input -> target) pair: estimate, then copy unless
  * only an estimate was asked for. */
 static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *res,
@@ -273,6 +314,7 @@ static void worker(void *arg)
          * stopping is, no round starts: a round under way ends, and its
          * result is the last. */
         int first = 1;
+        recover_earlier_attempts(w, &c);
         for (;;) {
             int fin, stop;
             uv_mutex_lock(&w->mu);
@@ -460,6 +502,8 @@ int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, s
     }
     /* One journal per attempt: "gate-NS.NAME-out-aN". */
     size_t bl = strlen(w->rule_base);
+    w->job_base_len = bl;
+    w->attempt = attempt;
     snprintf(w->rule_base + bl, sizeof(w->rule_base) - bl, "-out-a%d", attempt);
     snprintf(w->inputs[0].store, sizeof(w->inputs[0].store), "%s", from->store);
     snprintf(w->inputs[0].bucket, sizeof(w->inputs[0].bucket), "%s", from->bucket);

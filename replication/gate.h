@@ -99,9 +99,11 @@ struct sw_gate_outputs;
  * until sw_gate_outputs_finish or sw_gate_outputs_stop. Each round's
  * outcome is reported through `on_round` (may be NULL) on `loop`. Each
  * `attempt` of a Job has a journal of its own (gate-NS.NAME-out-aN), so
- * one attempt's rounds never abort another's journaled uploads; the caller
- * still runs one attempt's rounds at a time, since a round also aborts the
- * uploads left open under its target prefix.
+ * one attempt's rounds never abort another's journaled uploads while they
+ * run; before its first round, attempt N aborts what the journals of
+ * attempts 1..N-1 still name (their rounds will not run again), so the
+ * caller runs one attempt's rounds at a time. No round aborts an upload
+ * the journals do not name, whatever is open under the target prefix.
  */
 int sw_gate_outputs_start(uv_loop_t *loop, const struct sw_gate_store *stores, size_t nstores,
                           const char *job, int attempt, const struct sw_gate_input *from,

@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,57 +186,58 @@ static void journal_cmd(redisContext *j, const char *fmt, ...)
         freeReplyObject(r);
 }
 
-/* Aborts the uploads a crashed run recorded, then every upload still open
- * under each target prefix. */
-static int recover(const struct sw_repl_rule *rule, redisContext *j, struct sw_repl_stats *st,
-                   struct sw_error *err)
+/* Aborts the multipart uploads a crashed run left open: those its journal
+ * names by upload id, and nothing else. A target prefix is not the rule's
+ * alone (other teams and tools write there too), so an upload is never
+ * aborted because it was found open under it: only an id this replicator
+ * recorded before sending the upload's first part (on_upload) is one it
+ * started. Without a journal nothing is aborted here at all: a failed copy
+ * aborts its own upload, and a crash leaves it to the bucket's lifecycle
+ * rule (AbortIncompleteMultipartUpload). */
+int sw_repl_recover(const struct sw_repl_rule *rule, redisContext *j, int64_t *aborted,
+                    struct sw_error *err)
 {
+    if (j == NULL) {
+        static atomic_flag said = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&said))
+            SW_LOG(SW_LOG_INFO,
+                   "replication runs without a journal: a multipart upload left open by a "
+                   "crash is not aborted by spillway (uploads are never aborted by listing)",
+                   "rule=%s", sw_log_q(rule->name));
+        return 0;
+    }
     char k[512];
     journal_key(k, sizeof(k), rule->name, "uploads", NULL);
-    if (j != NULL) {
-        redisReply *r = NULL;
-        int rc = sw_redis_sync_command(j, &r, err, "HGETALL %s", k);
-        if (rc != 0)
-            return rc;
-        for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
-            const char *field = r->element[i]->str;
-            const char *nl = strchr(field, '\n');
-            if (nl == NULL)
+    redisReply *r = NULL;
+    int rc = sw_redis_sync_command(j, &r, err, "HGETALL %s", k);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+        const char *field = r->element[i]->str;
+        const char *nl = field ? strchr(field, '\n') : NULL;
+        const char *id = r->element[i + 1]->str;
+        if (nl == NULL || id == NULL || id[0] == '\0')
+            continue;
+        for (size_t t = 0; t < rule->ntargets; t++) {
+            const struct sw_repl_target *tg = &rule->targets[t];
+            if (strlen(tg->name) != (size_t)(nl - field) ||
+                strncmp(tg->name, field, (size_t)(nl - field)) != 0)
                 continue;
-            for (size_t t = 0; t < rule->ntargets; t++) {
-                const struct sw_repl_target *tg = &rule->targets[t];
-                if (strlen(tg->name) != (size_t)(nl - field) ||
-                    strncmp(tg->name, field, (size_t)(nl - field)) != 0)
-                    continue;
-                struct sw_error e;
-                if (sw_copy_abort_sync(tg->s3, tg->bucket, nl + 1, r->element[i + 1]->str, &e) ==
-                    0) {
-                    st->aborted_uploads++;
-                    journal_cmd(j, "HDEL %s %s", k, field);
-                    SW_LOG(SW_LOG_INFO, "aborted a journaled upload", "rule=%s target=%s",
-                           sw_log_q(rule->name), sw_log_q(tg->name));
-                } else {
-                    SW_LOG(SW_LOG_WARN, "abort failed", "rule=%s target=%s", sw_log_q(rule->name),
-                           sw_log_q(tg->name));
-                }
+            struct sw_error e;
+            if (sw_copy_abort_sync(tg->s3, tg->bucket, nl + 1, id, &e) == 0) {
+                if (aborted != NULL)
+                    (*aborted)++;
+                journal_cmd(j, "HDEL %s %s", k, field);
+                SW_LOG(SW_LOG_INFO, "aborted a journaled upload", "rule=%s target=%s",
+                       sw_log_q(rule->name), sw_log_q(tg->name));
+            } else {
+                /* Kept in the journal: the next run tries again. */
+                SW_LOG(SW_LOG_WARN, "abort failed", "rule=%s target=%s error=%s",
+                       sw_log_q(rule->name), sw_log_q(tg->name), sw_log_q(e.msg));
             }
         }
-        freeReplyObject(r);
     }
-    for (size_t t = 0; t < rule->ntargets; t++) {
-        const struct sw_repl_target *tg = &rule->targets[t];
-        struct sw_s3_uploads ups;
-        int rc = sw_s3_list_uploads_sync(tg->s3, tg->bucket, tg->prefix, &ups, err);
-        if (rc != 0)
-            return rc;
-        for (size_t i = 0; i < ups.n; i++) {
-            struct sw_error e;
-            if (sw_copy_abort_sync(tg->s3, tg->bucket, ups.uploads[i].key, ups.uploads[i].upload_id,
-                                   &e) == 0)
-                st->aborted_uploads++;
-        }
-        sw_s3_uploads_free(&ups);
-    }
+    freeReplyObject(r);
     return 0;
 }
 
@@ -315,20 +317,28 @@ static void journal_pipelined(struct run *r, const char *fmt, ...)
         journal_drain(r);
 }
 
-/* A write whose reply is awaited (after the pipelined ones). */
-static void journal_now(struct run *r, const char *fmt, ...)
+/* A write whose reply is awaited (after the pipelined ones). Returns 0
+ * once Redis has taken it (or when there is no journal), else SW_EIO. */
+static int journal_now(struct run *r, const char *fmt, ...)
 {
     if (r->j == NULL)
-        return;
+        return 0;
     journal_drain(r);
     va_list ap;
     va_start(ap, fmt);
     redisReply *rep = redisvCommand(r->j, fmt, ap);
     va_end(ap);
-    if (rep == NULL)
+    if (rep == NULL) {
         SW_LOG(SW_LOG_WARN, "journal write failed", "error=%s", sw_log_q(r->j->errstr));
-    else
-        freeReplyObject(rep);
+        return SW_EIO;
+    }
+    int rc = 0;
+    if (rep->type == REDIS_REPLY_ERROR) {
+        SW_LOG(SW_LOG_WARN, "journal write refused", "error=%s", sw_log_q(rep->str));
+        rc = SW_EIO;
+    }
+    freeReplyObject(rep);
+    return rc;
 }
 
 /* Records a verified copy: done:TARGET KEY -> "SOURCE-ETAG SIZE SHA256"
@@ -353,15 +363,23 @@ static char *dst_key_for(const struct sw_repl_rule *rule, size_t t, const char *
     return d;
 }
 
-static void on_upload(const char *upload_id, void *ctx)
+/* The upload's id goes into the journal, and Redis has answered, before
+ * its first part is sent: recovery aborts only what the journal names, so
+ * an upload it could not name would be left open. When the write fails the
+ * copy fails and aborts the upload itself (copy.c). */
+static int on_upload(const char *upload_id, void *ctx)
 {
     struct job *jb = ctx;
     struct run *r = jb->run;
+    if (r->j == NULL)
+        return 0;
     char k[512];
     journal_key(k, sizeof(k), r->rule->name, "uploads", NULL);
-    journal_now(r, "HSET %s %s\n%s %s", k, r->rule->targets[jb->target].name, jb->dst_key,
-                upload_id);
-    jb->upload_journaled = 1;
+    int rc = journal_now(r, "HSET %s %s\n%s %s", k, r->rule->targets[jb->target].name, jb->dst_key,
+                         upload_id);
+    if (rc == 0)
+        jb->upload_journaled = 1;
+    return rc;
 }
 
 static void report_progress(struct run *r, int force)
@@ -529,7 +547,7 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
     for (size_t t = 0; t < rule->ntargets; t++)
         oldest[t] = INT64_MAX;
 
-    int rc = recover(rule, journal, st, err);
+    int rc = sw_repl_recover(rule, journal, &st->aborted_uploads, err);
     if (rc != 0)
         return sw_error_wrap(err, "rule %s: recovering the journal", rule->name);
     rc = list_all(rule->src, rule->bucket, rule->prefix, &r.src, err);

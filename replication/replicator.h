@@ -5,18 +5,22 @@
  * bandwidth, progress, and the RPO of every target.
  *
  * Journal (Redis, all keys under sw:repl:RULE:):
- *   uploads        hash "TARGET\nKEY" -> multipart upload id, written before
- *                  the first part is sent and removed once the upload is
- *                  completed or aborted; a run starts by aborting whatever
- *                  a crashed run left there, and by aborting every upload
- *                  still open under the target prefix (a rule owns its
- *                  target prefix), so no upload is ever left orphaned.
+ *   uploads        hash "TARGET\nKEY" -> multipart upload id, written (and
+ *                  answered) before the first part is sent, else the
+ *                  upload is aborted unused; removed once the upload is
+ *                  completed or aborted. A run starts by aborting what a
+ *                  crashed run left there, and only that: an upload open
+ *                  under the target prefix that the journal does not name
+ *                  is someone else's (the prefix is shared) and is left
+ *                  alone.
  *   done:TARGET    hash KEY -> "SOURCE-ETAG SIZE SHA256" of each verified
  *                  copy; a rerun skips objects whose source ETag and size
  *                  match and whose target is still there with that size.
  *   rpo:TARGET     "OLDEST-PENDING-MS LAST-RUN-MS" after each run.
  * Without Redis the same run works from HEAD requests alone (objects whose
- * sw-sha256 metadata match on both sides are skipped).
+ * sw-sha256 metadata match on both sides are skipped), and nothing is
+ * aborted at start: an upload a crash left open stays until the bucket's
+ * lifecycle rule (AbortIncompleteMultipartUpload) removes it.
  */
 #ifndef SW_REPLICATION_REPLICATOR_H
 #define SW_REPLICATION_REPLICATOR_H
@@ -72,13 +76,24 @@ struct sw_repl_stats {
     int64_t skipped;      /* already identical */
     int64_t failed;
     int64_t bytes_copied;
-    int64_t aborted_uploads; /* orphans aborted at start */
+    int64_t aborted_uploads; /* journaled uploads of a crashed run, aborted at start */
     int64_t elapsed_ms;
     int64_t rpo_ms[SW_REPL_MAX_TARGETS]; /* age of the oldest unreplicated object, 0 if none */
     struct sw_error first_error;
 };
 
 typedef void (*sw_repl_progress_cb)(const struct sw_repl_progress *p, void *ctx);
+
+/**
+ * Aborts the multipart uploads the journal of `rule` names (a crashed
+ * run's) on the rule's targets, removing each entry once its upload is
+ * gone, and counts them in *aborted (may be NULL). Never lists the
+ * targets: an upload the journal does not name is not aborted. An entry
+ * whose abort fails stays for the next call. `journal` NULL does nothing.
+ * Blocking. Returns 0, or the error of reading the journal.
+ */
+int sw_repl_recover(const struct sw_repl_rule *rule, redisContext *journal, int64_t *aborted,
+                    struct sw_error *err);
 
 /**
  * Runs a rule once to completion on the stores' loop (blocking: for the
