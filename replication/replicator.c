@@ -35,6 +35,21 @@ static void objs_free(struct objs *o)
     memset(o, 0, sizeof(*o));
 }
 
+const char *sw_repl_key_problem(const char *prefix, const char *key)
+{
+    size_t pl = strlen(prefix);
+    if (strncmp(key, prefix, pl) != 0)
+        return "outside the prefix listed (a malformed answer)";
+    for (const char *s = key;;) {
+        size_t n = strcspn(s, "/");
+        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return "a \".\" or \"..\" segment (never copied: it could land outside the prefix)";
+        if (s[n] == '\0')
+            return NULL;
+        s += n + 1;
+    }
+}
+
 static int list_all(struct sw_s3 *s3, const char *bucket, const char *prefix, struct objs *out,
                     struct sw_error *err)
 {
@@ -68,6 +83,16 @@ static int list_all(struct sw_s3 *s3, const char *bucket, const char *prefix, st
             }
             out->v = v;
             out->cap = cap;
+        }
+        for (size_t i = 0; i < page.n; i++) {
+            const char *why = sw_repl_key_problem(prefix, page.objects[i].key);
+            if (why != NULL) {
+                rc = sw_error_set(err, SW_EPARSE, "s3://%s/%s: listed key \"%.200s\": %s", bucket,
+                                  prefix, page.objects[i].key, why);
+                sw_s3_list_free(&page);
+                objs_free(out);
+                return rc;
+            }
         }
         if (page.n > 0)
             memcpy(out->v + out->n, page.objects, page.n * sizeof(*page.objects));

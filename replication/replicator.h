@@ -113,4 +113,15 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
 int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, double bytes_per_s,
                      int64_t *objects, int64_t *bytes, double *seconds, struct sw_error *err);
 
+/**
+ * Why a listed `key` cannot be copied under `prefix`, or NULL: it must start
+ * with the prefix asked for (anything else is a malformed answer: the rest
+ * of the key is taken after the prefix's length), and hold no "." or ".."
+ * segment: a key such as "out/attempt-1/../../team-b/x", which a Job's pod
+ * can write in the cloud, would otherwise be copied home outside its prefix
+ * by a store that keeps objects as files. Every listing a run copies from
+ * is checked (the run fails with SW_EPARSE naming the key). Static text.
+ */
+const char *sw_repl_key_problem(const char *prefix, const char *key);
+
 #endif

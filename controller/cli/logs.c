@@ -298,9 +298,17 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
         goto out;
     }
     const cJSON *pn = sw_json_path(pod, "metadata.name");
-    char path[512];
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/log", w.ns,
-             cJSON_IsString(pn) ? pn->valuestring : "");
+    /* Each segment escaped (clusters/rest.h): names from records and
+     * answers never shape the path. */
+    char ns_seg[256] = "", pod_seg[300] = "", path[600];
+    if (sw_kube_path_segment(ns_seg, sizeof(ns_seg), w.ns) != 0 ||
+        sw_kube_path_segment(pod_seg, sizeof(pod_seg), cJSON_IsString(pn) ? pn->valuestring : "") !=
+            0) {
+        fprintf(stderr, "spillctl logs: %s: namespace or pod name not usable in a path\n", key);
+        cJSON_Delete(list.body);
+        goto out;
+    }
+    snprintf(path, sizeof(path), "/api/v1/namespaces%s/pods%s/log", ns_seg, pod_seg);
     fprintf(stderr, "spillctl logs: %s attempt %d: pod %s/%s on cluster %s\n", key, w.attempt, w.ns,
             cJSON_IsString(pn) ? pn->valuestring : "", w.cluster);
     cJSON_Delete(list.body);

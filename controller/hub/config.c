@@ -773,9 +773,19 @@ static int one_grant(struct cfg_doc *cd, yaml_node_t *gn, const char *gf, struct
         }
         case 2:
             rc = grant_seq(cd, k, v, f, "team names", team_item, g);
+            if (rc == 0 && g->nteams == 0)
+                rc = sw_error_set(cd->err, SW_EINVAL,
+                                  "%s:%zu: field \"%s\": expected at least one team (leave the "
+                                  "field out for the namespace's own name)",
+                                  cd->path, sw_yaml_line(k), f);
             break;
         case 3:
             rc = grant_seq(cd, k, v, f, "priorities", prio_item, g);
+            if (rc == 0 && g->prio_mask == 0)
+                rc = sw_error_set(cd->err, SW_EINVAL,
+                                  "%s:%zu: field \"%s\": expected at least one priority (leave "
+                                  "the field out for best-effort, development and training)",
+                                  cd->path, sw_yaml_line(k), f);
             break;
         case 4:
             rc = grant_seq(cd, k, v, f, "object-store prefixes", read_item, g);

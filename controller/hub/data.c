@@ -399,9 +399,15 @@ static int rounds_open(struct sw_hub *h, struct sw_job *j, struct sw_error *err)
         ts->name,
         sw_hub_config_bucket(&h->cfg, spec.outputs.bucket, j->rec.target_region, os->region),
         from_prefix, NULL};
+    /* Home, under PREFIX/ as the mirror wrote under PREFIX/attempt-N/ (a
+     * prefix given without its '/' gets one: "run-7" and "run-7/attempt-1/f"
+     * make "run-7/f", never "run-7f"). */
+    char to_prefix[600];
+    snprintf(to_prefix, sizeof(to_prefix), "%s%s", spec.outputs.prefix,
+             pl && spec.outputs.prefix[pl - 1] != '/' ? "/" : "");
     struct sw_gate_input to = {
         os->name, sw_hub_config_bucket(&h->cfg, spec.outputs.bucket, os->region, os->region),
-        spec.outputs.prefix, NULL};
+        to_prefix, NULL};
     if (from.bucket == NULL)
         return sw_error_set(err, SW_EINFEASIBLE,
                             "outputs not copied back: bucket %s has no name in region %s's store "

@@ -553,8 +553,10 @@ void sw_mk_dispatch_round(struct sw_hub *h)
             if (!seen && nworkers < MK_MAX_WORKERS)
                 snprintf(workers[nworkers++], SW_MK_NAME_MAX, "%s", wn);
         }
+        /* The team its namespace's grant gives (tenancy.h), else the namespace. */
+        const struct sw_grant *g = sw_tenancy_find(&h->cfg.tenancy, it->m->rec.name, it->w.f.ns);
         asks[k] = (struct sw_mk_ask){.name = it->key,
-                                     .team = it->w.f.ns,
+                                     .team = g && g->nteams > 0 ? g->teams[0] : it->w.f.ns,
                                      .origin = it->m->rec.name,
                                      .pods = it->w.pods > 0 ? it->w.pods : 1,
                                      .gpus_per_pod = (int)it->w.gpus_per_pod,

@@ -200,6 +200,12 @@ static void test_config_errors(void **state)
         {"tenancy: {grants: [{cluster: c, namespace: a}, {cluster: c, namespace: a}]}\n",
          "hub.yaml:3: field \"tenancy.grants[1]\": a second grant for namespace a of cluster c "
          "(first: tenancy.grants[0])"},
+        {"tenancy: {grants: [{cluster: c, namespace: a, priorities: []}]}\n",
+         "hub.yaml:3: field \"tenancy.grants[0].priorities\": expected at least one priority "
+         "(leave the field out for best-effort, development and training)"},
+        {"tenancy: {grants: [{cluster: c, namespace: a, teams: []}]}\n",
+         "hub.yaml:3: field \"tenancy.grants[0].teams\": expected at least one team (leave the "
+         "field out for the namespace's own name)"},
         {"tenancy: {grants: [{cluster: c, namespace: a, useExistingNamespace: yes}]}\n",
          "hub.yaml:3: field \"tenancy.grants[0].useExistingNamespace\": expected true or false, "
          "got \"yes\""},
