@@ -14,9 +14,16 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/prom.h"
 #include "controller/hub/hub.h"
 #include "controller/version.h"
 #include "replication/rpo.h"
+
+/* Every label value printed goes through this (common/prom.h): a team, a
+ * pool, a ClusterQueue or a NodePool name comes from outside the hub, and
+ * unescaped would end its value early and forge labels or series. `buf`
+ * is a char array of SW_PROM_LABEL_MAX. */
+#define ESC(buf, v) sw_prom_label((v), (buf), sizeof(buf))
 
 static const double LAT_BOUNDS[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
 #define NLAT (sizeof(LAT_BOUNDS) / sizeof(LAT_BOUNDS[0]))
@@ -135,7 +142,8 @@ static void render_process(struct sw_hub *h, struct sw_buf *b)
 {
     sw_buf_adds(b, "# HELP spillway_build_info The hub's version; always 1.\n"
                    "# TYPE spillway_build_info gauge\n");
-    sw_buf_addf(b, "spillway_build_info{version=\"%s\"} 1\n", SW_VERSION);
+    char ver[SW_PROM_LABEL_MAX];
+    sw_buf_addf(b, "spillway_build_info{version=\"%s\"} 1\n", ESC(ver, SW_VERSION));
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
@@ -188,8 +196,9 @@ static void render_api(struct sw_hub *h, struct sw_buf *b)
                 snprintf(code, sizeof(code), "other");
             else
                 snprintf(code, sizeof(code), "%d", codes[k].code);
+            char cl[SW_PROM_LABEL_MAX], co[SW_PROM_LABEL_MAX];
             sw_buf_addf(b, "spillway_api_responses_total{cluster=\"%s\",code=\"%s\"} %llu\n",
-                        m->rec.name, code, (unsigned long long)codes[k].n);
+                        ESC(cl, m->rec.name), ESC(co, code), (unsigned long long)codes[k].n);
         }
     }
     sw_buf_adds(b, "# HELP spillway_api_ratelimit_wait_seconds_total Time requests to a member "
@@ -200,8 +209,9 @@ static void render_api(struct sw_hub *h, struct sw_buf *b)
         uint64_t ms = 0, delayed = 0;
         if (m->client)
             sw_kube_client_ratelimit_wait(m->client, &ms, &delayed);
+        char cl[SW_PROM_LABEL_MAX];
         sw_buf_addf(b, "spillway_api_ratelimit_wait_seconds_total{cluster=\"%s\"} %.3f\n",
-                    m->rec.name, (double)ms / 1000.0);
+                    ESC(cl, m->rec.name), (double)ms / 1000.0);
     }
     sw_buf_adds(b, "# HELP spillway_api_ratelimit_delayed_total Requests to a member that "
                    "waited for the client-side rate limit.\n"
@@ -211,8 +221,9 @@ static void render_api(struct sw_hub *h, struct sw_buf *b)
         uint64_t ms = 0, delayed = 0;
         if (m->client)
             sw_kube_client_ratelimit_wait(m->client, &ms, &delayed);
-        sw_buf_addf(b, "spillway_api_ratelimit_delayed_total{cluster=\"%s\"} %llu\n", m->rec.name,
-                    (unsigned long long)delayed);
+        char cl[SW_PROM_LABEL_MAX];
+        sw_buf_addf(b, "spillway_api_ratelimit_delayed_total{cluster=\"%s\"} %llu\n",
+                    ESC(cl, m->rec.name), (unsigned long long)delayed);
     }
 }
 
@@ -282,8 +293,9 @@ static void render_nodepools(struct sw_hub *h, struct sw_buf *b)
                            : f == 7 ? sw_learn_capacity_wait(&s->seen, now, NULL, &npts)
                            : f == 8 ? (double)s->seen.shortages
                                     : (double)s->withdrawals;
-                sw_buf_addf(b, "%s{cluster=\"%s\",nodepool=\"%s\"} %g\n", names[f], m->rec.name,
-                            s->name, v);
+                char cl[SW_PROM_LABEL_MAX], np[SW_PROM_LABEL_MAX];
+                sw_buf_addf(b, "%s{cluster=\"%s\",nodepool=\"%s\"} %g\n", names[f],
+                            ESC(cl, m->rec.name), ESC(np, s->name), v);
             }
         }
     }
@@ -304,9 +316,11 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     sw_buf_addf(b, "spillway_epoch %lld\n", (long long)h->epoch);
     sw_buf_adds(b, "# HELP spillway_jobs Managed Jobs by lifecycle state.\n"
                    "# TYPE spillway_jobs gauge\n");
+    char l1[SW_PROM_LABEL_MAX], l2[SW_PROM_LABEL_MAX], l3[SW_PROM_LABEL_MAX], l4[SW_PROM_LABEL_MAX];
     for (int s = 0; s < SW_JS__COUNT; s++)
         sw_buf_addf(b, "spillway_jobs{state=\"%s\"} %llu\n",
-                    sw_job_state_name((enum sw_job_state)s), (unsigned long long)rd->states[s]);
+                    ESC(l1, sw_job_state_name((enum sw_job_state)s)),
+                    (unsigned long long)rd->states[s]);
     sw_buf_adds(b,
                 "# HELP spillway_decisions_total Placement decisions by outcome and chosen pool.\n"
                 "# TYPE spillway_decisions_total counter\n");
@@ -314,7 +328,8 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
         for (int v = 0; v <= SW_VERDICT_REJECT; v++)
             if (h->m.by_pool[i].n[v])
                 sw_buf_addf(b, "spillway_decisions_total{outcome=\"%s\",pool=\"%s\"} %llu\n",
-                            sw_verdict_name((enum sw_verdict)v), h->m.by_pool[i].pool,
+                            ESC(l1, sw_verdict_name((enum sw_verdict)v)),
+                            ESC(l2, h->m.by_pool[i].pool),
                             (unsigned long long)h->m.by_pool[i].n[v]);
     sw_buf_adds(b, "# HELP spillway_dispatches_total Mirrors created.\n"
                    "# TYPE spillway_dispatches_total counter\n");
@@ -362,7 +377,8 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
         sw_buf_addf(b,
                     "spillway_cloud_spend_dollars_total{team=\"%s\",cluster=\"%s\",pool=\"%s\","
                     "capacity=\"%s\"} %.4f\n",
-                    sp->team, sp->cluster, sp->pool, sp->capacity, sp->dollars);
+                    ESC(l1, sp->team), ESC(l2, sp->cluster), ESC(l3, sp->pool),
+                    ESC(l4, sp->capacity), sp->dollars);
     }
     sw_buf_adds(b, "# HELP spillway_kueue_bursts_total Bursts of Jobs taken from a Kueue queue "
                    "(mirrors created in another cluster), by origin cluster and ClusterQueue.\n"
@@ -370,7 +386,7 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     for (size_t i = 0; i < h->m.nkueue_bursts; i++) {
         const struct sw_kueue_burst_series *kb = &h->m.kueue_bursts[i];
         sw_buf_addf(b, "spillway_kueue_bursts_total{cluster=\"%s\",cluster_queue=\"%s\"} %llu\n",
-                    kb->cluster, kb->cq, (unsigned long long)kb->n);
+                    ESC(l1, kb->cluster), ESC(l2, kb->cq), (unsigned long long)kb->n);
     }
     /* Replication rules the leader runs (rules.c): RPO per target, the age
      * of the last run, the objective, and runs by outcome. */
@@ -388,14 +404,14 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
                    "# TYPE spillway_replication_rpo_objective_seconds gauge\n");
     for (size_t i = 0; i < h->nrules; i++)
         sw_buf_addf(b, "spillway_replication_rpo_objective_seconds{rule=\"%s\"} %g\n",
-                    h->rules[i].name, h->rules[i].objective_s);
+                    ESC(l1, h->rules[i].name), h->rules[i].objective_s);
     sw_buf_adds(b, "# HELP spillway_replication_runs_total Runs of replication rules by the hub.\n"
                    "# TYPE spillway_replication_runs_total counter\n");
     for (size_t i = 0; i < h->nrules; i++) {
         sw_buf_addf(b, "spillway_replication_runs_total{rule=\"%s\",outcome=\"ok\"} %llu\n",
-                    h->rules[i].name, (unsigned long long)h->rules[i].runs_ok);
-        sw_buf_addf(b, "spillway_replication_runs_total{rule=\"%s\",outcome=\"failed\"} %llu\n",
-                    h->rules[i].name, (unsigned long long)h->rules[i].runs_failed);
+                    ESC(l1, h->rules[i].name), (unsigned long long)h->rules[i].runs_ok);
+        sw_buf_addf(b, "spillway_replication_runs_total{rule=\"%s\",outcome=\"failed\"} %llu\n", l1,
+                    (unsigned long long)h->rules[i].runs_failed);
     }
     sw_buf_adds(b, "# HELP spillway_replication_bytes_total Bytes copied for inputs and outputs.\n"
                    "# TYPE spillway_replication_bytes_total counter\n");
@@ -405,7 +421,7 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
                    "# TYPE spillway_api_requests_total counter\n");
     for (size_t i = 0; i < h->nmembers; i++) {
         struct sw_member *m = h->members[i];
-        sw_buf_addf(b, "spillway_api_requests_total{cluster=\"%s\"} %llu\n", m->rec.name,
+        sw_buf_addf(b, "spillway_api_requests_total{cluster=\"%s\"} %llu\n", ESC(l1, m->rec.name),
                     (unsigned long long)(m->client ? sw_kube_client_sent(m->client) : 0));
     }
     sw_buf_adds(b, "# HELP spillway_member_ready 1 when the member's API server is Ready.\n"
@@ -413,7 +429,7 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     for (size_t i = 0; i < h->nmembers; i++) {
         struct sw_member *m = h->members[i];
         const struct sw_health *hs = m->health ? sw_health_prober_health(m->health) : NULL;
-        sw_buf_addf(b, "spillway_member_ready{cluster=\"%s\"} %d\n", m->rec.name,
+        sw_buf_addf(b, "spillway_member_ready{cluster=\"%s\"} %d\n", ESC(l1, m->rec.name),
                     hs && hs->state == SW_HEALTH_READY ? 1 : 0);
     }
     sw_buf_adds(b, "# HELP spillway_member_lost 1 when the member has been lost (not answering, or "
@@ -421,8 +437,8 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
                    "# TYPE spillway_member_lost gauge\n");
     for (size_t i = 0; i < h->nmembers; i++) {
         struct sw_member *m = h->members[i];
-        sw_buf_addf(b, "spillway_member_lost{cluster=\"%s\",fenced=\"%s\"} %d\n", m->rec.name,
-                    m->fenced ? "true" : "false", sw_member_lost(m) ? 1 : 0);
+        sw_buf_addf(b, "spillway_member_lost{cluster=\"%s\",fenced=\"%s\"} %d\n",
+                    ESC(l1, m->rec.name), m->fenced ? "true" : "false", sw_member_lost(m) ? 1 : 0);
     }
     render_api(h, b);
     render_process(h, b);
