@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <stdlib.h>
@@ -61,6 +62,19 @@ void sw_seal_key_free(struct sw_seal_key *key)
 uint32_t sw_seal_key_id(const struct sw_seal_key *key)
 {
     return key->id;
+}
+
+int sw_seal_key_derive(const struct sw_seal_key *key, const char *label,
+                       unsigned char out[SW_SEAL_KEY_LEN])
+{
+    unsigned int n = 0;
+    if (HMAC(EVP_sha256(), key->bytes, SW_SEAL_KEY_LEN, (const unsigned char *)label, strlen(label),
+             out, &n) == NULL ||
+        n != SW_SEAL_KEY_LEN) {
+        OPENSSL_cleanse(out, SW_SEAL_KEY_LEN);
+        return SW_ECRYPTO;
+    }
+    return 0;
 }
 
 void sw_seal_wipe_free(void *p, size_t len)

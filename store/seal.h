@@ -72,6 +72,16 @@ void sw_seal_key_free(struct sw_seal_key *key);
 uint32_t sw_seal_key_id(const struct sw_seal_key *key);
 
 /**
+ * Derives a key for another purpose from the sealing key:
+ * HMAC-SHA256(sealing key, `label`), 32 bytes into `out`. The sealing key
+ * itself only ever seals; each other use of it (say the mirrors' proof,
+ * label "spillway mirror proof v1") has its own label, hence its own key.
+ * Returns 0 or SW_ECRYPTO.
+ */
+int sw_seal_key_derive(const struct sw_seal_key *key, const char *label,
+                       unsigned char out[SW_SEAL_KEY_LEN]);
+
+/**
  * Seals `len` bytes of `plain` under `key`, bound to `context` (a
  * NUL-terminated string, may be ""). Returns 0 and *out, a new
  * NUL-terminated envelope owned by the caller (free with sw_free).

@@ -36,7 +36,8 @@ static const char *container_env(const cJSON *job, const char *name)
     return NULL;
 }
 
-int sw_adopt_mirror_read(const cJSON *job, const char *cluster, struct sw_adopt_mirror *out)
+int sw_adopt_mirror_read(const cJSON *job, const char *cluster, const unsigned char *proof_key,
+                         struct sw_adopt_mirror *out)
 {
     memset(out, 0, sizeof(*out));
     const cJSON *md = sw_json_child(job, "metadata");
@@ -58,6 +59,7 @@ int sw_adopt_mirror_read(const cJSON *job, const char *cluster, struct sw_adopt_
     copy(out->origin_cluster, sizeof(out->origin_cluster), sw_json_str(labels, SW_LBL_ORIGIN_CL));
     copy(out->origin_ns, sizeof(out->origin_ns), sw_json_str(labels, SW_LBL_ORIGIN_NS));
     out->deleting = sw_json_child(md, "deletionTimestamp") != NULL;
+    out->proven = proof_key != NULL && sw_mirror_proof_ok(job, cluster, proof_key);
     const cJSON *ann = sw_json_child(md, "annotations");
     copy(out->summary, sizeof(out->summary), sw_json_str(ann, SW_ANN_DECISION));
     /* The placement, as the hub wrote it when it created the mirror. */
@@ -94,18 +96,21 @@ static bool before_mirror(enum sw_job_state s)
 }
 
 /*
- * Whether `m` is a mirror this hub would have made for `r`: the name that
- * sw_mirror_name gives the origin's UID and the mirror's attempt, in the
- * origin's namespace, labelled with the origin's cluster and namespace.
- * Labels alone prove nothing: anyone may copy them onto a Job, and a copy
- * with a higher attempt would otherwise take the record over, orphan the
- * real mirror and fail the origin.
+ * Whether `m` is a mirror this hub made for `r`: its proof verifies (the
+ * hub's MAC over its labels, name, namespace, placement and target
+ * cluster), and it has the name that sw_mirror_name gives the origin's UID
+ * and the mirror's attempt, in the origin's namespace, labelled with the
+ * origin's cluster and namespace. Labels and names alone prove nothing: a
+ * tenant may write them on a Job in any member the hub watches, and such a
+ * Job with a higher attempt would otherwise take the record over (its
+ * placement naming another team, GPUs and price), orphan the real mirror
+ * and fail the origin.
  */
 static bool genuine(const struct sw_job_rec *r, const struct sw_adopt_mirror *m)
 {
     char want[64];
     sw_mirror_name(r->uid, m->attempt, want, sizeof(want));
-    return strcmp(m->origin_uid, r->uid) == 0 && strcmp(m->name, want) == 0 &&
+    return m->proven && strcmp(m->origin_uid, r->uid) == 0 && strcmp(m->name, want) == 0 &&
            strcmp(m->ns, r->ns) == 0 && strcmp(m->origin_cluster, r->cluster) == 0 &&
            strcmp(m->origin_ns, r->ns) == 0;
 }

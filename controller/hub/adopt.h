@@ -5,8 +5,10 @@
  * Redis replication is asynchronous, so a failover can lose a record's
  * newest writes, or the whole record. The clusters still hold what was
  * done: every mirror carries labels naming its origin (cluster, namespace,
- * name, UID) and its attempt, and an annotation with its placement. The
- * hub indexes the mirrors it sees by origin UID; a Job whose record is
+ * name, UID) and its attempt, an annotation with its placement, and the
+ * hub's proof that it made the mirror (mirror.h, SW_ANN_PROOF): a Job
+ * without a valid proof is never adopted. The hub indexes the mirrors it
+ * sees by origin UID; a Job whose record is
  * missing, or says less than the mirror proves (an older attempt, a state
  * before dispatch, another target for the same attempt), gets its record
  * back from the mirror, in state "dispatched", and the follow step takes it
@@ -35,6 +37,7 @@ struct sw_adopt_mirror {
     char origin_ns[64];      /* its spillway.io/origin-namespace label */
     int attempt;             /* its spillway.io/attempt label */
     bool deleting;           /* it has a deletionTimestamp */
+    bool proven;             /* it carries this hub's proof for `cluster` (sw_mirror_proof_ok) */
     char pool[64];           /* from its placement annotation ("" when unknown) */
     char region[64];         /* the placement, else its SPILLWAY_REGION */
     char capacity[16];       /* the placement, else its capacity-type selector, else "owned" */
@@ -47,9 +50,12 @@ struct sw_adopt_mirror {
 /**
  * Reads a mirror Job (borrowed) found in `cluster`. Returns 0 and fills
  * *out, or SW_ENOENT when the Job is not a mirror (no origin UID label, or
- * no valid attempt label).
+ * no valid attempt label). out->proven says whether it carries a valid
+ * proof (mirror.h) under `proof_key` (borrowed) for `cluster`; only a
+ * proven mirror is ever adopted.
  */
-int sw_adopt_mirror_read(const cJSON *job, const char *cluster, struct sw_adopt_mirror *out);
+int sw_adopt_mirror_read(const cJSON *job, const char *cluster, const unsigned char *proof_key,
+                         struct sw_adopt_mirror *out);
 
 /** What to do with a record, given the mirrors of its origin. */
 enum sw_adopt_action {
@@ -62,10 +68,12 @@ enum sw_adopt_action {
 /**
  * Decides for the record `r` (its attempt and state; a record just created
  * for a Job seen without one is "observed", attempt 0) and the `n` mirrors
- * of its origin UID. Only a mirror this hub would have made counts: named
+ * of its origin UID. Only a mirror this hub made counts: proven (its
+ * spillway.io/proof verifies for the cluster it was found in), named
  * as sw_mirror_name names the origin UID's attempt, in the origin's
  * namespace, with the origin's cluster and namespace as labels; any other
- * Job carrying spillway's labels (a copy) is ignored. A mirror being deleted is never adopted (a
+ * Job carrying spillway's labels (a copy, a forgery, a mirror of a hub
+ * without proofs) is ignored. A mirror being deleted is never adopted (a
  * lost or finished attempt being cleaned up), but its attempt is a floor: a new dispatch must not
  * reuse its name. Among the others the highest attempt is adopted when the record is not terminal
  * and either names an older attempt, or the same attempt in a state before the mirror exists

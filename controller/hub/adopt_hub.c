@@ -52,6 +52,47 @@ static unsigned rec_hash(const struct sw_job_record *rec)
     return (unsigned)(((uintptr_t)rec >> 4) % INDEX_BUCKETS);
 }
 
+/*
+ * Mirrors without a valid proof already named in a WARN line: each is named
+ * once per process (a tenant who edits a forged Job again and again must not
+ * fill the log). A set of hashes of "cluster/namespace/name"; when full it
+ * starts again, so it stays bounded and at worst a name is logged again.
+ */
+#define WARNED_MAX 4096
+static uint64_t warned[WARNED_MAX];
+static size_t nwarned;
+
+static uint64_t name_hash(const struct sw_adopt_mirror *m)
+{
+    uint64_t h = 1469598103934665603ull;
+    const char *parts[] = {m->cluster, "/", m->ns, "/", m->name};
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        for (const char *s = parts[i]; *s; s++)
+            h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h | 1; /* 0 marks a free slot */
+}
+
+static void warn_unproven(const struct sw_adopt_mirror *m)
+{
+    uint64_t k = name_hash(m);
+    size_t i = (size_t)(k % WARNED_MAX);
+    for (; warned[i] != 0; i = (i + 1) % WARNED_MAX)
+        if (warned[i] == k)
+            return;
+    if (nwarned >= WARNED_MAX / 2) {
+        memset(warned, 0, sizeof(warned));
+        nwarned = 0;
+        i = (size_t)(k % WARNED_MAX);
+    }
+    warned[i] = k;
+    nwarned++;
+    SW_LOG(SW_LOG_WARN,
+           "Job with a mirror's labels but without the hub's proof: never adopted (a copy, a "
+           "forgery, or a mirror of a hub without proofs)",
+           "cluster=%s namespace=%s job=%s origin_uid=%s attempt=%d", sw_log_q(m->cluster),
+           sw_log_q(m->ns), sw_log_q(m->name), sw_log_q(m->origin_uid), m->attempt);
+}
+
 static bool entry_current(const struct entry *e, const struct sw_job_record *rec)
 {
     return e->rec == rec && rec->rv && rec->uid && strcmp(e->rv, rec->rv) == 0 &&
@@ -93,7 +134,9 @@ static void index_job(const char *key, const void *obj, void *ctx)
     snprintf(e->rv, sizeof(e->rv), "%s", keepable ? rec->rv : "");
     snprintf(e->uid, sizeof(e->uid), "%s", keepable ? rec->uid : "");
     const cJSON *job = sw_observe_view(is->h, rec);
-    e->is_mirror = job && sw_adopt_mirror_read(job, is->m->rec.name, &e->m) == 0;
+    e->is_mirror = job && sw_adopt_mirror_read(job, is->m->rec.name, is->h->proof_key, &e->m) == 0;
+    if (e->is_mirror && !e->m.proven)
+        warn_unproven(&e->m);
 }
 
 void sw_adopt_index(struct sw_hub *h)

@@ -417,9 +417,13 @@ static void on_origin_patched(struct sw_kube_result *res, void *ctx)
 
 /* Whether the Job `m` (a mirror's name taken in the target) is this
  * attempt's mirror: labelled with the origin's UID, cluster and the
- * attempt. Anything else of that name is someone else's. */
-static bool mirror_ours(const cJSON *m, const struct sw_job_rec *r)
+ * attempt, and carrying the hub's proof for the target cluster (mirror.h):
+ * labels alone a tenant can write on a Job of that name. Anything else of
+ * that name is someone else's. */
+static bool mirror_ours(const struct sw_hub *h, const cJSON *m, const struct sw_job_rec *r)
 {
+    if (!sw_mirror_proof_ok(m, r->target_cluster, h->proof_key))
+        return false;
     const cJSON *l = sw_json_path(m, "metadata.labels");
     const char *uid = sw_json_str(l, SW_LBL_ORIGIN_UID);
     const char *cl = sw_json_str(l, SW_LBL_ORIGIN_CL);
@@ -675,7 +679,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     j->busy = true;
     /* Created already (a retry after a crash finds its own work). */
     const cJSON *mirror = sw_observe_mirror(h, r);
-    if (mirror != NULL && !mirror_ours(mirror, r)) {
+    if (mirror != NULL && !mirror_ours(h, mirror, r)) {
         refuse_taken_name(h, j);
         return;
     }
@@ -845,7 +849,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     if (tm && tm->cache)
         (void)sw_cluster_cache_capacity_label(tm->cache, r->capacity, &cap_label, &cap_value);
     cJSON *m = sw_mirror_build(full, r, r->mirror, st ? st->endpoint : NULL, h->epoch,
-                               strcmp(r->capacity, "spot") == 0, cap_label, cap_value, &h->cfg);
+                               strcmp(r->capacity, "spot") == 0, cap_label, cap_value, &h->cfg,
+                               h->proof_key);
     if (m == NULL) {
         r->state = SW_JS_FAILED;
         snprintf(r->reason, sizeof(r->reason), "the origin Job has no pod template");

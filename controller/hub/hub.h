@@ -252,6 +252,8 @@ struct sw_hub {
     struct sw_redis *redis;
     struct sw_http *http;
     struct sw_seal_key *key;
+    /* The key of the mirrors' proofs (mirror.h), derived from `key`. */
+    unsigned char proof_key[SW_MIRROR_PROOF_KEY_LEN];
     struct sw_engine *engine;
     struct sw_policy policy;
 
@@ -880,13 +882,14 @@ void sw_data_outputs(struct sw_hub *h, struct sw_job *j, bool final);
  * (borrowed: the origin whole, as dispatch reads it), created in the origin
  * namespace on the origin's cluster `om` as a server-side dry run, its
  * verdict kept per (cluster, namespace, Pod) for ten minutes. Returns true
- * when they are admitted now (a verdict kept; with home lost, evidence
- * that home admitted them before) and dispatch goes on in the same step,
- * with j->admitted set. Otherwise it has taken the step (j busy): the dry
- * run is on the wire (j->admitted set once admitted, then stepped again),
- * or the burst is refused with admission's message (blocked, the attempt
- * given back), or it waits (backed off: no answer, or home lost with
- * nothing known).
+ * when they are admitted now (a verdict kept; with home lost, pods home
+ * made from this template seen there) and dispatch goes on in the same
+ * step, with j->admitted set. Otherwise it has taken the step (j busy):
+ * the dry run is on the wire (j->admitted set once admitted, then stepped
+ * again), or the burst is refused with admission's message, or naming
+ * the field home's mutating admission changes (blocked, the attempt given
+ * back), or it waits (backed off: no answer, or home lost with nothing
+ * known).
  */
 bool sw_admission_check(struct sw_hub *h, struct sw_job *j, struct sw_member *om,
                         const cJSON *origin);

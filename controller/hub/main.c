@@ -119,6 +119,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "spillwayd: %s\n", err.msg);
         return 2;
     }
+    if (sw_seal_key_derive(h->key, SW_MIRROR_PROOF_LABEL, h->proof_key) != 0) {
+        fprintf(stderr, "spillwayd: cannot derive the mirrors' proof key from the sealing key\n");
+        return 1;
+    }
     char host[64] = "hub";
     gethostname(host, sizeof(host) - 1);
     unsigned rnd = 0;

@@ -5,9 +5,16 @@
  * where the data is in the mirror's region, and a pod failure policy that
  * tells a lost node apart from a failing workload.
  */
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/assert.h"
+#include "common/error.h"
 #include "common/json.h"
 #include "controller/hub/mirror.h"
 
@@ -17,6 +24,95 @@
 void sw_mirror_name(const char *uid, int attempt, char *buf, size_t len)
 {
     snprintf(buf, len, "sw-%.36s-%d", uid, attempt);
+}
+
+/* ---- the proof ------------------------------------------------------------ */
+
+/* One field of the proof's message: its length, ':', its bytes, '\n'. */
+static int mac_field(EVP_MAC_CTX *c, const char *v)
+{
+    char len[24];
+    int n = snprintf(len, sizeof(len), "%zu:", strlen(v));
+    return EVP_MAC_update(c, (const unsigned char *)len, (size_t)n) == 1 &&
+                   EVP_MAC_update(c, (const unsigned char *)v, strlen(v)) == 1 &&
+                   EVP_MAC_update(c, (const unsigned char *)"\n", 1) == 1
+               ? 0
+               : SW_ECRYPTO;
+}
+
+int sw_mirror_proof(const unsigned char key[SW_MIRROR_PROOF_KEY_LEN],
+                    const struct sw_mirror_proof_fields *f, char out[SW_MIRROR_PROOF_HEX])
+{
+    out[0] = '\0';
+    char attempt[16];
+    snprintf(attempt, sizeof(attempt), "%d", f->attempt);
+    const char *fields[] = {f->origin_uid, f->origin_cluster, f->origin_ns, f->ns,      f->name,
+                            attempt,       f->target_cluster, f->placement, f->decision};
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    EVP_MAC_CTX *c = mac ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
+                           OSSL_PARAM_construct_end()};
+    int rc = c && EVP_MAC_init(c, key, SW_MIRROR_PROOF_KEY_LEN, params) == 1 &&
+                     EVP_MAC_update(c, (const unsigned char *)"v1\n", 3) == 1
+                 ? 0
+                 : SW_ECRYPTO;
+    for (size_t i = 0; rc == 0 && i < sizeof(fields) / sizeof(fields[0]); i++)
+        rc = mac_field(c, fields[i] ? fields[i] : "");
+    unsigned char md[32];
+    size_t mdlen = 0;
+    if (rc == 0 && (EVP_MAC_final(c, md, &mdlen, sizeof(md)) != 1 || mdlen != sizeof(md)))
+        rc = SW_ECRYPTO;
+    EVP_MAC_CTX_free(c);
+    EVP_MAC_free(mac);
+    if (rc != 0)
+        return rc;
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof(md); i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[2 * sizeof(md)] = '\0';
+    return 0;
+}
+
+bool sw_mirror_proof_ok(const cJSON *job, const char *cluster,
+                        const unsigned char key[SW_MIRROR_PROOF_KEY_LEN])
+{
+    const cJSON *md = sw_json_child(job, "metadata");
+    const cJSON *labels = sw_json_child(md, "labels");
+    const cJSON *ann = sw_json_child(md, "annotations");
+    const char *given = sw_json_str(ann, SW_ANN_PROOF);
+    const char *att = sw_json_str(labels, SW_LBL_ATTEMPT);
+    struct sw_mirror_proof_fields f = {
+        .origin_uid = sw_json_str(labels, SW_LBL_ORIGIN_UID),
+        .origin_cluster = sw_json_str(labels, SW_LBL_ORIGIN_CL),
+        .origin_ns = sw_json_str(labels, SW_LBL_ORIGIN_NS),
+        .ns = sw_json_str(md, "namespace"),
+        .name = sw_json_str(md, "name"),
+        .target_cluster = cluster,
+        .placement = sw_json_str(ann, SW_ANN_PLACEMENT),
+        .decision = sw_json_str(ann, SW_ANN_DECISION),
+    };
+    if (given == NULL || strlen(given) != SW_MIRROR_PROOF_HEX - 1 || att == NULL ||
+        f.origin_uid == NULL || f.origin_cluster == NULL || f.origin_ns == NULL || f.ns == NULL ||
+        f.name == NULL || cluster == NULL || f.placement == NULL || f.decision == NULL)
+        return false;
+    /* The attempt exactly as sw_mirror_build writes it ("%d", from 1). */
+    char *end = NULL;
+    long a = strtol(att, &end, 10);
+    char canon[16];
+    if (end == att || *end != '\0' || a < 1 || a > 1000000)
+        return false;
+    snprintf(canon, sizeof(canon), "%ld", a);
+    if (strcmp(canon, att) != 0)
+        return false;
+    f.attempt = (int)a;
+    char want[SW_MIRROR_PROOF_HEX];
+    if (sw_mirror_proof(key, &f, want) != 0)
+        return false;
+    bool ok = CRYPTO_memcmp(want, given, SW_MIRROR_PROOF_HEX - 1) == 0;
+    OPENSSL_cleanse(want, sizeof(want));
+    return ok;
 }
 
 /* ---- the mirror object ---------------------------------------------------- */
@@ -108,8 +204,10 @@ static void map_uri(const char *uri, size_t n, const struct sw_hub_config *cfg, 
 
 cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const char *mirror_name,
                        const char *s3_endpoint, int64_t epoch, bool spot, const char *cap_label,
-                       const char *cap_value, const struct sw_hub_config *buckets)
+                       const char *cap_value, const struct sw_hub_config *buckets,
+                       const unsigned char proof_key[SW_MIRROR_PROOF_KEY_LEN])
 {
+    sw_assert(proof_key != NULL);
     const cJSON *ospec = sw_json_child((cJSON *)origin, "spec");
     if (!cJSON_IsObject(ospec) || !cJSON_IsObject(sw_json_child((cJSON *)ospec, "template")))
         return NULL;
@@ -139,6 +237,23 @@ cJSON *sw_mirror_build(const cJSON *origin, const struct sw_job_rec *r, const ch
     char *placement = sw_adopt_placement_json(r);
     if (placement != NULL) {
         cJSON_AddStringToObject(ann, SW_ANN_PLACEMENT, placement);
+        /* The hub's signature over what adoption will trust: without it
+         * (out of memory) the mirror runs, but no record is ever re-derived
+         * from it. */
+        struct sw_mirror_proof_fields f = {
+            .origin_uid = r->uid,
+            .origin_cluster = r->cluster,
+            .origin_ns = r->ns,
+            .ns = r->ns,
+            .name = mirror_name,
+            .attempt = r->attempt,
+            .target_cluster = r->target_cluster,
+            .placement = placement,
+            .decision = r->summary,
+        };
+        char proof[SW_MIRROR_PROOF_HEX];
+        if (sw_mirror_proof(proof_key, &f, proof) == 0)
+            cJSON_AddStringToObject(ann, SW_ANN_PROOF, proof);
         cJSON_free(placement);
     }
 

@@ -10,10 +10,14 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/json.h"
 #include "controller/hub/adopt.h"
 #include "controller/hub/mirror.h"
 
 #define UID "0b7c6c1e-1111-4a4a-9c9c-0123456789ab"
+
+/* The hub's proof key (derived from its sealing key in the daemon). */
+static const unsigned char KEY[SW_MIRROR_PROOF_KEY_LEN] = {0x42, 0x07, 0xc3, 0x11, 0x9e};
 
 static struct sw_job_rec rec(enum sw_job_state s, int attempt, const char *target)
 {
@@ -42,6 +46,7 @@ static struct sw_adopt_mirror mir(const char *cluster, int attempt, bool deletin
     snprintf(m.origin_ns, sizeof(m.origin_ns), "team-a");
     m.attempt = attempt;
     m.deleting = deleting;
+    m.proven = true; /* as read from a mirror this hub made (test_forged_mirror has the others) */
     return m;
 }
 
@@ -63,10 +68,11 @@ static void test_read_what_mirror_writes(void **state)
     assert_non_null(origin);
     char name[64];
     sw_mirror_name(r.uid, r.attempt, name, sizeof(name));
-    cJSON *m = sw_mirror_build(origin, &r, name, NULL, 9, true, NULL, NULL, NULL);
+    cJSON *m = sw_mirror_build(origin, &r, name, NULL, 9, true, NULL, NULL, NULL, KEY);
     assert_non_null(m);
     struct sw_adopt_mirror am;
-    assert_int_equal(sw_adopt_mirror_read(m, "cloud-spot", &am), 0);
+    assert_int_equal(sw_adopt_mirror_read(m, "cloud-spot", KEY, &am), 0);
+    assert_true(am.proven);
     assert_string_equal(am.cluster, "cloud-spot");
     assert_string_equal(am.name, name);
     assert_string_equal(am.origin_uid, UID);
@@ -89,7 +95,8 @@ static void test_read_what_mirror_writes(void **state)
     cJSON_DeleteItemFromObject(ann, SW_ANN_PLACEMENT);
     cJSON_AddStringToObject(cJSON_GetObjectItem(m, "metadata"), "deletionTimestamp",
                             "2026-01-01T00:00:00Z");
-    assert_int_equal(sw_adopt_mirror_read(m, "cloud-spot", &am), 0);
+    assert_int_equal(sw_adopt_mirror_read(m, "cloud-spot", KEY, &am), 0);
+    assert_false(am.proven); /* its placement is part of the proof */
     assert_string_equal(am.pool, "");
     assert_string_equal(am.region, "us-east-1");
     assert_string_equal(am.capacity, "spot");
@@ -115,14 +122,15 @@ static void test_read_not_a_mirror(void **state)
     for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
         cJSON *j = cJSON_Parse(jobs[i]);
         assert_non_null(j);
-        assert_int_equal(sw_adopt_mirror_read(j, "c", &am), SW_ENOENT);
+        assert_int_equal(sw_adopt_mirror_read(j, "c", KEY, &am), SW_ENOENT);
         cJSON_Delete(j);
     }
     /* A bad placement annotation is ignored, not trusted. */
     cJSON *j = cJSON_Parse("{\"metadata\":{\"name\":\"m\",\"labels\":{\"spillway.io/origin-uid\":"
                            "\"u\",\"spillway.io/attempt\":\"3\"},\"annotations\":{"
                            "\"spillway.io/placement\":\"{not json\"}}}");
-    assert_int_equal(sw_adopt_mirror_read(j, "c", &am), 0);
+    assert_int_equal(sw_adopt_mirror_read(j, "c", KEY, &am), 0);
+    assert_false(am.proven);
     assert_int_equal(am.attempt, 3);
     assert_string_equal(am.capacity, "owned");
     cJSON_Delete(j);
@@ -238,6 +246,221 @@ static void test_decide_copied_labels(void **state)
     assert_int_equal(at, 1);
 }
 
+/* The record of the attack: Job train-7 of team-a on onprem, its attempt 1
+ * mirrored in cloud-spot, both as the hub made them. */
+static struct sw_job_rec attacked(void)
+{
+    struct sw_job_rec r = rec(SW_JS_RUNNING, 1, "cloud-spot");
+    snprintf(r.target_pool, sizeof(r.target_pool), "spot-h100");
+    snprintf(r.target_region, sizeof(r.target_region), "us-east-1");
+    snprintf(r.capacity, sizeof(r.capacity), "spot");
+    snprintf(r.team, sizeof(r.team), "team-a");
+    snprintf(r.summary, sizeof(r.summary), "burst to cloud-spot (spot)");
+    r.gpus = 4;
+    r.price_gpu_h = 2.5;
+    return r;
+}
+
+static cJSON *origin_job(void)
+{
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"train-7\",\"namespace\":\"team-a\"},"
+                           "\"spec\":{\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
+                           "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}");
+    assert_non_null(o);
+    return o;
+}
+
+/* The forged mirror of the attack: in team-a on onprem (the origin's own
+ * cluster), named as the next attempt's mirror, with the origin's labels
+ * and a placement charging team-b 512 GPUs at $90,000/h; `proof` is its
+ * spillway.io/proof annotation (NULL: none). */
+static cJSON *forged(const char *proof)
+{
+    char name[64];
+    sw_mirror_name(UID, 2, name, sizeof(name));
+    cJSON *j = cJSON_CreateObject();
+    cJSON *md = cJSON_AddObjectToObject(j, "metadata");
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", "team-a");
+    cJSON *l = cJSON_AddObjectToObject(md, "labels");
+    cJSON_AddStringToObject(l, SW_LBL_ORIGIN_UID, UID);
+    cJSON_AddStringToObject(l, SW_LBL_ORIGIN_CL, "onprem");
+    cJSON_AddStringToObject(l, SW_LBL_ORIGIN_NS, "team-a");
+    cJSON_AddStringToObject(l, SW_LBL_ATTEMPT, "2");
+    cJSON *a = cJSON_AddObjectToObject(md, "annotations");
+    cJSON_AddStringToObject(a, SW_ANN_PLACEMENT,
+                            "{\"team\":\"team-b\",\"gpus\":512,\"priceGpuHour\":90000,"
+                            "\"capacity\":\"on-demand\"}");
+    cJSON_AddStringToObject(a, SW_ANN_DECISION, "");
+    if (proof)
+        cJSON_AddStringToObject(a, SW_ANN_PROOF, proof);
+    return j;
+}
+
+/* The attack of the security review: a tenant's Job with a mirror's name,
+ * labels and a placement of its own choosing takes no record over, with no
+ * proof, a made-up one, one copied from the real mirror, or one under
+ * another key; the real mirror, with the hub's proof, still is adopted. */
+static void test_forged_mirror(void **state)
+{
+    (void)state;
+    struct sw_job_rec r = attacked();
+    cJSON *origin = origin_job();
+    char real_name[64];
+    sw_mirror_name(UID, 1, real_name, sizeof(real_name));
+    cJSON *real = sw_mirror_build(origin, &r, real_name, NULL, 9, true, NULL, NULL, NULL, KEY);
+    assert_non_null(real);
+    struct sw_adopt_mirror ms[2];
+    assert_int_equal(sw_adopt_mirror_read(real, "cloud-spot", KEY, &ms[0]), 0);
+    assert_true(ms[0].proven);
+    const char *real_proof =
+        cJSON_GetObjectItem(sw_json_path(real, "metadata.annotations"), SW_ANN_PROOF)->valuestring;
+
+    /* The same forgery signed under another key (another hub's, or a guess). */
+    unsigned char other[SW_MIRROR_PROOF_KEY_LEN] = {0x42, 0x07, 0xc3, 0x11, 0x9f};
+    cJSON *unsigned_forgery = forged(NULL);
+    char name2[64];
+    sw_mirror_name(UID, 2, name2, sizeof(name2));
+    struct sw_mirror_proof_fields f = {
+        .origin_uid = UID,
+        .origin_cluster = "onprem",
+        .origin_ns = "team-a",
+        .ns = "team-a",
+        .name = name2,
+        .attempt = 2,
+        .target_cluster = "onprem",
+        .placement = cJSON_GetObjectItem(sw_json_path(unsigned_forgery, "metadata.annotations"),
+                                         SW_ANN_PLACEMENT)
+                         ->valuestring,
+        .decision = "",
+    };
+    char other_proof[SW_MIRROR_PROOF_HEX];
+    assert_int_equal(sw_mirror_proof(other, &f, other_proof), 0);
+    cJSON_Delete(unsigned_forgery);
+
+    const char *proofs[] = {
+        NULL, "",         "0000000000000000000000000000000000000000000000000000000000000000",
+        "zz", real_proof, other_proof};
+    for (size_t i = 0; i < sizeof(proofs) / sizeof(proofs[0]); i++) {
+        cJSON *j = forged(proofs[i]);
+        assert_int_equal(sw_adopt_mirror_read(j, "onprem", KEY, &ms[1]), 0);
+        assert_false(ms[1].proven);
+        assert_string_equal(ms[1].team, "team-b"); /* read, but never trusted */
+        size_t at = 99;
+        int floor = 0;
+        /* Running or dispatched: the forgery takes nothing. */
+        static const enum sw_job_state states[] = {SW_JS_RUNNING, SW_JS_DISPATCHED, SW_JS_BLOCKED};
+        for (size_t k = 0; k < 3; k++) {
+            struct sw_job_rec rr = attacked();
+            rr.state = states[k];
+            assert_int_equal(sw_adopt_decide(&rr, &ms[1], 1, &at, &floor), SW_ADOPT_NONE);
+            if (k < 2)
+                assert_int_equal(sw_adopt_decide(&rr, ms, 2, &at, &floor), SW_ADOPT_NONE);
+        }
+        /* Blocked (its writes lost back to before the mirror): the real
+         * mirror of attempt 1 is adopted, never the forged attempt 2. */
+        struct sw_job_rec blocked = attacked();
+        blocked.state = SW_JS_BLOCKED;
+        at = 99;
+        assert_int_equal(sw_adopt_decide(&blocked, ms, 2, &at, &floor), SW_ADOPT_MIRROR);
+        assert_int_equal(at, 0);
+        struct sw_job_rec fresh = rec(SW_JS_OBSERVED, 0, "");
+        assert_int_equal(sw_adopt_decide(&fresh, ms, 2, &at, &floor), SW_ADOPT_MIRROR);
+        assert_int_equal(at, 0); /* the real mirror */
+        sw_adopt_apply(&fresh, &ms[at], 1);
+        assert_string_equal(fresh.team, "team-a");
+        assert_int_equal(fresh.gpus, 4);
+        assert_true(fresh.price_gpu_h == 2.5);
+        assert_string_equal(fresh.target_cluster, "cloud-spot");
+        /* A forgery being deleted does not raise the attempt floor. */
+        ms[1].deleting = true;
+        assert_int_equal(sw_adopt_decide(&fresh, &ms[1], 1, &at, &floor), SW_ADOPT_NONE);
+        cJSON_Delete(j);
+    }
+    /* A copy of the real mirror, proof and all, found in another cluster
+     * than the one it was made for: not adopted either. */
+    struct sw_adopt_mirror moved;
+    assert_int_equal(sw_adopt_mirror_read(real, "onprem", KEY, &moved), 0);
+    assert_false(moved.proven);
+    /* Without the key (none given), nothing is proven. */
+    assert_int_equal(sw_adopt_mirror_read(real, "cloud-spot", NULL, &moved), 0);
+    assert_false(moved.proven);
+    cJSON_Delete(real);
+    cJSON_Delete(origin);
+}
+
+/* Each field adoption trusts is bound by the proof: changing any one of
+ * them on a mirror the hub made (a tenant editing their mirror in the
+ * target, say) makes it unproven, hence never adopted. */
+static void test_proof_binds_fields(void **state)
+{
+    (void)state;
+    struct sw_job_rec r = attacked();
+    r.attempt = 2;
+    cJSON *origin = origin_job();
+    char name[64];
+    sw_mirror_name(UID, 2, name, sizeof(name));
+    cJSON *m = sw_mirror_build(origin, &r, name, NULL, 9, true, NULL, NULL, NULL, KEY);
+    assert_true(sw_mirror_proof_ok(m, "cloud-spot", KEY));
+    static const struct {
+        const char *obj; /* "metadata", "metadata.labels" or "metadata.annotations" */
+        const char *key;
+        const char *value; /* NULL: removed */
+    } edits[] = {
+        {"metadata", "name", "sw-0b7c6c1e-1111-4a4a-9c9c-0123456789ab-3"},
+        {"metadata", "namespace", "team-b"},
+        {"metadata.labels", SW_LBL_ORIGIN_UID, "0b7c6c1e-1111-4a4a-9c9c-0123456789ac"},
+        {"metadata.labels", SW_LBL_ORIGIN_CL, "cloud-spot"},
+        {"metadata.labels", SW_LBL_ORIGIN_NS, "team-b"},
+        {"metadata.labels", SW_LBL_ATTEMPT, "3"},
+        {"metadata.labels", SW_LBL_ATTEMPT, "02"},
+        {"metadata.labels", SW_LBL_ATTEMPT, NULL},
+        {"metadata.annotations", SW_ANN_PLACEMENT,
+         "{\"pool\":\"spot-h100\",\"region\":\"us-east-1\",\"capacity\":\"spot\",\"team\":"
+         "\"team-b\",\"gpus\":4,\"priceGpuHour\":2.5}"},
+        {"metadata.annotations", SW_ANN_PLACEMENT, NULL},
+        {"metadata.annotations", SW_ANN_DECISION, "burst to cloud-spot (spot), team-b pays"},
+        {"metadata.annotations", SW_ANN_DECISION, NULL},
+        {"metadata.annotations", SW_ANN_PROOF, NULL},
+    };
+    for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+        cJSON *c = cJSON_Duplicate(m, 1);
+        cJSON *o = (cJSON *)sw_json_path(c, edits[i].obj);
+        assert_non_null(o);
+        cJSON_DeleteItemFromObjectCaseSensitive(o, edits[i].key);
+        if (edits[i].value)
+            cJSON_AddStringToObject(o, edits[i].key, edits[i].value);
+        assert_false(sw_mirror_proof_ok(c, "cloud-spot", KEY));
+        cJSON_Delete(c);
+    }
+    /* The target cluster is bound too, and each hex digit of the proof. */
+    assert_false(sw_mirror_proof_ok(m, "cloud-ondemand", KEY));
+    cJSON *p = cJSON_GetObjectItem(sw_json_path(m, "metadata.annotations"), SW_ANN_PROOF);
+    char good[SW_MIRROR_PROOF_HEX];
+    snprintf(good, sizeof(good), "%s", p->valuestring);
+    for (size_t i = 0; i < 64; i++) {
+        char bad[SW_MIRROR_PROOF_HEX];
+        snprintf(bad, sizeof(bad), "%s", good);
+        bad[i] = bad[i] == '0' ? '1' : '0';
+        cJSON_SetValuestring(p, bad);
+        assert_false(sw_mirror_proof_ok(m, "cloud-spot", KEY));
+    }
+    /* Upper case is not what the hub writes. */
+    for (size_t i = 0; i < 64; i++)
+        if (good[i] >= 'a') {
+            char up[SW_MIRROR_PROOF_HEX];
+            snprintf(up, sizeof(up), "%s", good);
+            up[i] = (char)(up[i] - 'a' + 'A');
+            cJSON_SetValuestring(p, up);
+            assert_false(sw_mirror_proof_ok(m, "cloud-spot", KEY));
+            break;
+        }
+    cJSON_SetValuestring(p, good);
+    assert_true(sw_mirror_proof_ok(m, "cloud-spot", KEY));
+    cJSON_Delete(m);
+    cJSON_Delete(origin);
+}
+
 static void test_apply(void **state)
 {
     (void)state;
@@ -292,6 +515,8 @@ int main(void)
         cmocka_unit_test(test_decide),
         cmocka_unit_test(test_decide_attempts),
         cmocka_unit_test(test_decide_copied_labels),
+        cmocka_unit_test(test_forged_mirror),
+        cmocka_unit_test(test_proof_binds_fields),
         cmocka_unit_test(test_apply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

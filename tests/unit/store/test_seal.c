@@ -287,6 +287,28 @@ static void test_key_file_mode_and_env(void **state)
     rmdir(dir);
 }
 
+/* A key for another purpose: HMAC-SHA256(sealing key, label), known
+ * answers from Python's hmac module; another label, another key, and
+ * never the sealing key itself. */
+static void test_derive(void **state)
+{
+    (void)state;
+    unsigned char raw[32], out[32];
+    for (int i = 0; i < 32; i++)
+        raw[i] = (unsigned char)i;
+    struct sw_seal_key *k = NULL;
+    assert_int_equal(sw_seal_key_from_bytes(raw, 32, &k), 0);
+    char hex[65];
+    assert_int_equal(sw_seal_key_derive(k, "spillway mirror proof v1", out), 0);
+    tohex(out, 32, hex);
+    assert_string_equal(hex, "dd705c742819f2ff13000e216166f3c8c4d961cf5b95d68fc7a8a868b56ae6a2");
+    assert_int_equal(sw_seal_key_derive(k, "other", out), 0);
+    tohex(out, 32, hex);
+    assert_string_equal(hex, "cb58d869828e0e55637d8adf34e91ca5d1ef130074bdf4e040f812bb96f05d5e");
+    assert_memory_not_equal(out, raw, 32);
+    sw_seal_key_free(k);
+}
+
 static void test_alloc_failures_unwind(void **state)
 {
     (void)state;
@@ -326,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_wrong_key_and_context),
         cmocka_unit_test(test_key_text_forms),
         cmocka_unit_test(test_key_file_mode_and_env),
+        cmocka_unit_test(test_derive),
         cmocka_unit_test(test_alloc_failures_unwind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
