@@ -12,9 +12,18 @@
  * namespace (admission_pod.c). Admitted: dispatch goes on. Refused by
  * admission or validation: the burst is refused with admission's own
  * message, as a missing reference is (the Job blocked, the attempt given
- * back, a BurstRefused Event). No answer, or a 429 or 5xx: the step is
- * retried with backoff. A mirror in the origin's own cluster is not judged
- * here: home's admission sees its pods anyway.
+ * back, a BurstRefused Event). Home's ResourceQuota counts as admitted
+ * only when the quota is full now and the Pod would fit once it frees up;
+ * a quota smaller than the Pod's request is policy (sw_admission_classify).
+ * Admitted, but home's mutating admission changed what confines the pods
+ * (securityContext, host namespaces, images, profile annotations;
+ * sw_admission_changed): refused too, and kept as a refusal, since a
+ * mirror is built from the template, not from home's Pod, and would run
+ * in the cloud without home's changes. (A Pod refused only for a full
+ * quota comes back as a Status, not as the Pod: its mutations cannot be
+ * seen.) No answer, or a 429 or 5xx: the step is retried with backoff. A
+ * mirror in the origin's own cluster is not judged here: home's admission
+ * sees its pods anyway.
  *
  * Verdicts are kept for ten minutes per (cluster, namespace, SHA-256 of
  * the Pod), refusals too, so that a thousand Jobs of one template cost the
@@ -23,12 +32,15 @@
  *
  * The home cluster lost (members.c): nothing can be asked. A verdict kept
  * for the Pod, of any age, is the last word home gave and is used. Without
- * one, the Job goes on only if home's admission is known to have let its
- * pods in before: its pods (or those of a mirror of it that ran at home,
- * which the record keeps as stale there) are in the last view of home's
- * cache, or the annotation-only origin's status counted pods (a pod exists
- * only once admission admitted it). Otherwise it waits, retried with
- * backoff, until home answers again.
+ * one, the Job goes on only if the last view of home's cache shows pods
+ * made from this very template there (pending or running, not terminal):
+ * an annotation-only Job, not suspended (a template changes only while
+ * its Job is suspended, and a suspended Job's pods are deleted), of the
+ * UID and generation of the copy judged, with pods of it in the view that
+ * home's Job controller counts active (a pod exists only once admission
+ * admitted it; sw_admission_ran_at_home). Old status counts, or a mirror
+ * that ran at home, do not show what the template is now. Otherwise it
+ * waits, retried with backoff, until home answers again.
  */
 #include <string.h>
 
@@ -51,6 +63,7 @@ struct waiter {
 struct asking {
     struct sw_hub *h;
     struct sw_admission_key k; /* zero-filled by sw_admission_key: compared whole */
+    cJSON *pod;                /* own: the Pod asked about, to compare with the answer */
     struct waiter *waiters;
     struct asking *next;
 };
@@ -82,27 +95,40 @@ static void refuse_for(struct sw_hub *h, struct sw_job *j, const char *message)
     refuse(h, j, why);
 }
 
-/*
- * Evidence, with home lost, that home's admission admitted the Job's pods
- * before: its pods, or those of a mirror of it that ran at home (the record
- * keeps it as a stale mirror there), in the last view of home's cache; or,
- * for an annotation-only Job, its status as home's Job controller last
- * wrote it counting pods. (A delegated origin's status is the hub's copy of
- * its mirror's, wherever that ran: no evidence.)
- */
-static bool admitted_before(struct sw_hub *h, const struct sw_job_rec *r)
+/* Home's admission changed the pods: what dispatch cannot carry. */
+static void refuse_changed(struct sw_hub *h, struct sw_job *j, const char *field)
 {
-    if (sw_observe_pods(h, r->cluster, r->ns, r->name, NULL) > 0)
-        return true;
-    for (int i = 0; i < r->nstale; i++)
-        if (r->stale[i].attempt > 0 && strcmp(r->stale[i].cluster, r->cluster) == 0 &&
-            sw_observe_pods(h, r->cluster, r->ns, r->stale[i].name, NULL) > 0)
-            return true;
-    if (r->form != SW_FORM_ANNOTATION)
-        return false;
+    char why[sizeof(j->rec.cluster) + SW_ADMISSION_MSG_MAX + 200];
+    snprintf(why, sizeof(why),
+             "home cluster %s's admission changes the Job's pods (%s): spillway does not carry "
+             "home's mutations to the cloud; set the field in the Job's pod template as home "
+             "would",
+             j->rec.cluster, field);
+    refuse(h, j, why);
+}
+
+/*
+ * Evidence, with home lost, that home's admission admitted pods made from
+ * `origin`'s template (the copy judged): the last view of home's cache
+ * shows pods of this Job, made by home's Job controller from this
+ * template (sw_admission_ran_at_home says when it does). A delegated
+ * origin makes no pods at home, and its status is the hub's copy of its
+ * mirror's: never evidence.
+ */
+static bool admitted_before(struct sw_hub *h, const struct sw_job_rec *r, const cJSON *origin)
+{
     const struct sw_job_record *o = sw_observe_origin_record(h, r);
-    return o != NULL && (o->active > 0 || o->ready > 0 || o->terminating > 0 || o->succeeded > 0 ||
-                         o->failed > 0);
+    struct sw_admission_home_view v = {.seen = o != NULL,
+                                       .annotation = r->form == SW_FORM_ANNOTATION};
+    if (o != NULL) {
+        v.uid = o->uid;
+        v.generation = o->generation;
+        v.suspend = o->suspend;
+        v.deleting = o->deleting != NULL;
+        v.active = o->active;
+    }
+    v.pods = sw_observe_pods(h, r->cluster, r->ns, r->name, NULL);
+    return sw_admission_ran_at_home(&v, origin);
 }
 
 static void on_answer(struct sw_kube_result *res, void *ctx)
@@ -119,7 +145,28 @@ static void on_answer(struct sw_kube_result *res, void *ctx)
     char text[SW_ADMISSION_MSG_MAX];
     sw_admission_message(message ? message : res->err.msg, text, sizeof(text));
     char why[512] = "";
+    /* Admitted as home's Pod: what home's mutating admission made of it. */
+    if (out == SW_ADMISSION_ADMITTED && res->status >= 200 && res->status < 300) {
+        bool changed = false;
+        int rc = cJSON_IsObject(res->body)
+                     ? sw_admission_changed(a->pod, res->body, &changed, text, sizeof(text))
+                     : SW_EPARSE;
+        if (rc != 0) {
+            SW_LOG(SW_LOG_WARN, "cannot read the Pod home's admission answered; retrying",
+                   "cluster=%s namespace=%s err=%s", sw_log_q(a->k.cluster), sw_log_q(a->k.ns),
+                   sw_strerror(rc));
+            out = SW_ADMISSION_TRANSIENT;
+        } else if (changed) {
+            out = SW_ADMISSION_CHANGED;
+        }
+    }
     switch (out) {
+    case SW_ADMISSION_CHANGED:
+        sw_admission_cache_put_changed(verdicts, &a->k, text, sw_hub_mono_ms());
+        SW_LOG(SW_LOG_INFO, "home's admission changes the pods; burst refused",
+               "cluster=%s namespace=%s field=%s", sw_log_q(a->k.cluster), sw_log_q(a->k.ns),
+               sw_log_q(text));
+        break;
     case SW_ADMISSION_ADMITTED:
         sw_admission_cache_put(verdicts, &a->k, true, NULL, sw_hub_mono_ms());
         if (res->status == 403)
@@ -162,6 +209,9 @@ static void on_answer(struct sw_kube_result *res, void *ctx)
         case SW_ADMISSION_REFUSED_ONCE:
             refuse_for(h, j, text);
             break;
+        case SW_ADMISSION_CHANGED:
+            refuse_changed(h, j, text);
+            break;
         case SW_ADMISSION_NO_RIGHT:
             refuse(h, j, why);
             break;
@@ -170,6 +220,7 @@ static void on_answer(struct sw_kube_result *res, void *ctx)
             break;
         }
     }
+    cJSON_Delete(a->pod);
     sw_free(a);
 }
 
@@ -184,15 +235,18 @@ static int wait_for(struct asking *a, struct sw_job *j)
     return 0;
 }
 
-/* Sends the dry run for `pod` (borrowed) with j its first waiter. */
-static int ask(struct sw_hub *h, struct sw_job *j, struct sw_member *om, const cJSON *pod,
+/* Sends the dry run for `pod` (takes it) with j its first waiter. */
+static int ask(struct sw_hub *h, struct sw_job *j, struct sw_member *om, cJSON *pod,
                const struct sw_admission_key *k)
 {
     struct asking *a = sw_calloc(1, sizeof(*a));
-    if (a == NULL)
+    if (a == NULL) {
+        cJSON_Delete(pod);
         return SW_ENOMEM;
+    }
     a->h = h;
     a->k = *k;
+    a->pod = pod;
     char path[256];
     int rc = sw_kube_path(SW_KIND_POD, j->rec.ns, NULL, path, sizeof(path));
     if (rc == 0)
@@ -210,6 +264,7 @@ static int ask(struct sw_hub *h, struct sw_job *j, struct sw_member *om, const c
     cJSON_free(body);
     if (rc != 0) {
         sw_free(a->waiters);
+        cJSON_Delete(a->pod);
         sw_free(a);
         return rc;
     }
@@ -250,12 +305,15 @@ bool sw_admission_check(struct sw_hub *h, struct sw_job *j, struct sw_member *om
             j->admitted = true;
             return true;
         }
-        refuse_for(h, j, v.message);
+        if (v.changed)
+            refuse_changed(h, j, v.message);
+        else
+            refuse_for(h, j, v.message);
         return false;
     }
     if (lost) {
         cJSON_Delete(pod);
-        if (admitted_before(h, r)) {
+        if (admitted_before(h, r, origin)) {
             SW_LOG(SW_LOG_INFO, "home lost; its admission admitted the Job's pods before",
                    "job=%s cluster=%s", sw_log_q(r->key), sw_log_q(r->cluster));
             j->admitted = true;
@@ -276,7 +334,6 @@ bool sw_admission_check(struct sw_hub *h, struct sw_job *j, struct sw_member *om
             return false;
         }
     rc = ask(h, j, om, pod, &k);
-    cJSON_Delete(pod);
     if (rc != 0)
         sw_hub_step_done(h, j, rc);
     return false;
