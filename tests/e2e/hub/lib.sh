@@ -170,17 +170,22 @@ hub_setup() {
     # Jobs (label spillway-demo=1 and their mirrors, in the Kueue teams'
     # namespaces; namespace demo before) in place for a look; clear them
     # first, keeping the namespaces (their LocalQueues are the lab's).
+    # One look per cluster finds them (nothing to do after `testbed clean`).
     local c t j
     for c in onprem cloud-spot cloud-ondemand; do
-        drop_namespace "$c" demo
-        for t in team-cv team-nlp team-recsys; do
-            for j in $(kc "$c" get jobs -n "$t" -l spillway-demo=1 -o name 2>/dev/null) \
-                $(kc "$c" get jobs -n "$t" -l spillway.io/origin-uid -o name 2>/dev/null); do
-                kc "$c" patch "$j" -n "$t" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
-                kc "$c" delete "$j" -n "$t" --wait=false >/dev/null 2>&1 || true
-            done
-        done
-        kc "$c" wait --for=delete namespace/demo --timeout=60s >/dev/null 2>&1 || true
+        if kc "$c" get namespace demo >/dev/null 2>&1; then
+            drop_namespace "$c" demo
+            kc "$c" wait --for=delete namespace/demo --timeout=60s >/dev/null 2>&1 || true
+        fi
+        {
+            kc "$c" get jobs -A -l 'spillway-demo=1' -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}' 2>/dev/null || true
+            kc "$c" get jobs -A -l 'spillway.io/origin-uid' -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}' 2>/dev/null || true
+        } >"$HUB_TMP/leftover"
+        while read -r t j; do
+            case "$t" in team-cv | team-nlp | team-recsys) ;; *) continue ;; esac
+            kc "$c" patch job "$j" -n "$t" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
+            kc "$c" delete job "$j" -n "$t" --wait=false >/dev/null 2>&1 || true
+        done <"$HUB_TMP/leftover"
     done
     local kcd="$SW_LAB_KUBECONFIG_DIR"
     "$SPILLCTL" cluster add onprem --kubeconfig "${HUB_KUBECONFIG[onprem]:-$kcd/onprem-cert.kubeconfig}" --role onprem \
