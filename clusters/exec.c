@@ -1,9 +1,11 @@
 /*
  * exec.c - exec credential plugins as child processes on the loop.
  *
- * The child's stdout goes to a bounded buffer, its stderr (for error
- * messages) to a small one. The run ends when the process has exited and
- * both pipes are closed; then the output is parsed.
+ * The child gets the kubeconfig's env, PATH and HOME, and
+ * KUBERNETES_EXEC_INFO, never the rest of the hub's environment (which
+ * holds its secrets). Its stdout goes to a bounded buffer, its stderr (for
+ * error messages) to a small one. The run ends when the process has exited
+ * and both pipes are closed; then the output is parsed.
  */
 #include "clusters/exec.h"
 
@@ -16,8 +18,6 @@
 #include "common/buf.h"
 #include "common/json.h"
 #include "store/base64.h"
-
-extern char **environ;
 
 static void wipe(void *p, size_t n)
 {
@@ -363,32 +363,53 @@ static char *env_pair(const char *k, const char *v)
     return s;
 }
 
-/* The environment: ours, minus names the plugin's env overrides, plus its
- * env and KUBERNETES_EXEC_INFO. */
+/*
+ * What a plugin may have of the hub's own environment, which otherwise
+ * holds the hub's secrets (the Redis password, the sealing key) and is no
+ * business of third-party code. PATH, because the command and whatever it
+ * runs are looked up on the child's PATH; HOME, because plugins keep their
+ * configuration and caches there (~/.aws, ~/.config/gcloud,
+ * ~/.kube/cache). Nothing else: TMPDIR unset means /tmp, which the hub's
+ * Deployment mounts writable; the locale does not matter for JSON on a
+ * pipe; anything a plugin needs beyond these (AWS_PROFILE, a proxy) is
+ * given in the kubeconfig's env. docs/clusters.md lists the same.
+ */
+static const char *const inherited[] = {"PATH", "HOME"};
+
+/* Whether `name` is named again in the kubeconfig's env from index `from`
+ * on (a later entry wins, as Go's os/exec keeps the last of a name). */
+static int named_from(const struct sw_kube_exec *e, size_t from, const char *name)
+{
+    for (size_t j = from; j < e->nenv; j++)
+        if (strcmp(e->env_names[j], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* The environment: PATH and HOME from ours unless the kubeconfig's env
+ * names them, the kubeconfig's env, and KUBERNETES_EXEC_INFO, always our
+ * own (client-go appends it last, so it wins there too). */
 static int build_env(struct run *r, struct sw_error *err)
 {
     const struct sw_kube_exec *e = r->t->exec;
-    size_t base = 0;
-    while (environ[base] != NULL)
-        base++;
-    r->env = sw_calloc(base + e->nenv + 2, sizeof(char *));
+    size_t ninherited = sizeof(inherited) / sizeof(inherited[0]);
+    r->env = sw_calloc(ninherited + e->nenv + 2, sizeof(char *));
     if (r->env == NULL)
         return sw_error_set(err, SW_ENOMEM, "%s: out of memory", r->what);
-    for (size_t i = 0; i < base; i++) {
-        const char *eq = strchr(environ[i], '=');
-        size_t klen = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
-        int overridden = strncmp(environ[i], "KUBERNETES_EXEC_INFO=", 21) == 0;
-        for (size_t j = 0; j < e->nenv && !overridden; j++)
-            overridden =
-                strlen(e->env_names[j]) == klen && strncmp(environ[i], e->env_names[j], klen) == 0;
-        if (overridden)
+    for (size_t i = 0; i < ninherited; i++) {
+        const char *v = getenv(inherited[i]);
+        if (v == NULL || named_from(e, 0, inherited[i]))
             continue;
-        if ((r->env[r->nenv++] = sw_strdup(environ[i])) == NULL)
+        if ((r->env[r->nenv++] = env_pair(inherited[i], v)) == NULL)
             return sw_error_set(err, SW_ENOMEM, "%s: out of memory", r->what);
     }
-    for (size_t j = 0; j < e->nenv; j++)
+    for (size_t j = 0; j < e->nenv; j++) {
+        if (strcmp(e->env_names[j], "KUBERNETES_EXEC_INFO") == 0 ||
+            named_from(e, j + 1, e->env_names[j]))
+            continue;
         if ((r->env[r->nenv++] = env_pair(e->env_names[j], e->env_values[j])) == NULL)
             return sw_error_set(err, SW_ENOMEM, "%s: out of memory", r->what);
+    }
     /* spec.interactive is always false: the hub has no terminal. */
     cJSON *info = cJSON_CreateObject();
     cJSON *spec = info ? cJSON_AddObjectToObject(info, "spec") : NULL;

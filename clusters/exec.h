@@ -4,7 +4,8 @@
  * A plugin (aws eks get-token, gke-gcloud-auth-plugin, kubelogin, ...) is
  * started with the kubeconfig's command, args and env, plus
  * KUBERNETES_EXEC_INFO describing the request (never interactive: the hub
- * has no terminal, so stdin is /dev/null). It prints an ExecCredential
+ * has no terminal, so stdin is /dev/null). Of the hub's own environment it
+ * gets PATH and HOME only: the rest holds the hub's secrets. It prints an ExecCredential
  * whose status carries a token or a client certificate and key, and
  * optionally an expirationTimestamp until which the credential is cached.
  *

@@ -1,7 +1,7 @@
 /*
  * Tests for clusters/exec.c: ExecCredential parsing, RFC 3339 times, and
- * running real plugin scripts (env, args, KUBERNETES_EXEC_INFO, failures,
- * interactiveMode Always refused).
+ * running real plugin scripts (env, args, KUBERNETES_EXEC_INFO, the exact
+ * environment a plugin sees, failures, interactiveMode Always refused).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -173,9 +173,11 @@ static void test_parse_cred(void **state)
 
 static char dir[64];
 
-static struct sw_kube_target *target_with_script(const char *script, const char *mode)
+/* A kubeconfig running `script` as its plugin, with `env` as the exec
+ * env list (YAML flow sequence). */
+static struct sw_kube_target *target_with_env(const char *script, const char *mode, const char *env)
 {
-    char path[128], cfg[2048];
+    char path[128], cfg[8192];
     snprintf(path, sizeof(path), "%s/plugin.sh", dir);
     FILE *f = fopen(path, "w");
     fputs(script, f);
@@ -186,9 +188,9 @@ static struct sw_kube_target *target_with_script(const char *script, const char 
              "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
              "contexts: [{name: a, context: {cluster: c, user: u}}]\n"
              "users: [{name: u, user: {exec: {apiVersion: " V1 ", command: ./plugin.sh, "
-             "args: [one, 'two words'], env: [{name: PLUGIN_ENV, value: hello}], "
+             "args: [one, 'two words'], env: %s, "
              "interactiveMode: %s, provideClusterInfo: true}}}]\n",
-             mode);
+             env, mode);
     char kpath[128];
     snprintf(kpath, sizeof(kpath), "%s/config", dir);
     struct sw_kube_target *t = NULL;
@@ -196,6 +198,11 @@ static struct sw_kube_target *target_with_script(const char *script, const char 
     if (sw_kubeconfig_parse(cfg, strlen(cfg), kpath, NULL, &t, &err) != 0)
         fail_msg("%s", err.msg);
     return t;
+}
+
+static struct sw_kube_target *target_with_script(const char *script, const char *mode)
+{
+    return target_with_env(script, mode, "[{name: PLUGIN_ENV, value: hello}]");
 }
 
 static void test_run_plugin(void **state)
@@ -222,6 +229,133 @@ static void test_run_plugin(void **state)
     assert_int_equal(c.expiry_ms, 1893456000000LL);
     sw_exec_cred_clear(&c);
     sw_kube_target_free(t);
+}
+
+/* The plugin copies the environment it was started with (its shell's
+ * /proc/$$/environ, before the shell adds anything of its own) to a file,
+ * and the test reads it back: NUL-separated NAME=value entries. */
+#define ENV_DUMP_SCRIPT                                                                            \
+    "#!/bin/sh\n"                                                                                  \
+    "cp /proc/$$/environ \"${0%/*}/env.out\" || exit 5\n"                                          \
+    "printf '{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\",\"status\":"                   \
+    "{\"token\":\"t\"}}'\n"
+
+static size_t read_env_dump(char ***out)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/env.out", dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char data[65536];
+    size_t n = fread(data, 1, sizeof(data) - 1, f);
+    fclose(f);
+    unlink(path);
+    assert_true(n < sizeof(data) - 1);
+    data[n] = '\0';
+    static char *vars[256];
+    size_t count = 0;
+    for (size_t i = 0; i < n; i += strlen(data + i) + 1) {
+        assert_true(count < sizeof(vars) / sizeof(vars[0]));
+        vars[count++] = data + i;
+    }
+    *out = vars;
+    return count;
+}
+
+static const char *find_var(char **vars, size_t n, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(vars[i], name, len) == 0 && vars[i][len] == '=')
+            return vars[i] + len + 1;
+    return NULL;
+}
+
+static void run_ok(struct sw_kube_target *t)
+{
+    struct sw_exec_cred c;
+    struct sw_error err;
+    sw_error_clear(&err);
+    if (sw_exec_run_sync(t, &c, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_string_equal(c.token, "t");
+    sw_exec_cred_clear(&c);
+}
+
+/*
+ * A plugin sees the kubeconfig's env, PATH and HOME, and
+ * KUBERNETES_EXEC_INFO, and nothing else of the hub's environment: not the
+ * Redis password, not the sealing key.
+ */
+static void test_plugin_environment(void **state)
+{
+    (void)state;
+    char home[96], old_home[1024] = "";
+    snprintf(home, sizeof(home), "%s/home", dir);
+    if (getenv("HOME") != NULL)
+        snprintf(old_home, sizeof(old_home), "%s", getenv("HOME"));
+    assert_int_equal(setenv("SPILLWAY_REDIS_PASSWORD", "redis-secret-35", 1), 0);
+    assert_int_equal(setenv("SPILLWAY_SECRET_KEY", "seal-secret-35", 1), 0);
+    assert_int_equal(setenv("HOME", home, 1), 0);
+    char path[2048];
+    assert_non_null(getenv("PATH"));
+    snprintf(path, sizeof(path), "%s", getenv("PATH"));
+
+    struct sw_kube_target *t = target_with_script(ENV_DUMP_SCRIPT, "Never");
+    run_ok(t);
+    sw_kube_target_free(t);
+    char **vars;
+    size_t n = read_env_dump(&vars);
+    if (find_var(vars, n, "SPILLWAY_REDIS_PASSWORD") != NULL)
+        fail_msg("the plugin saw SPILLWAY_REDIS_PASSWORD (%zu variables in all)", n);
+    assert_null(find_var(vars, n, "SPILLWAY_SECRET_KEY"));
+    assert_non_null(find_var(vars, n, "PATH"));
+    assert_string_equal(find_var(vars, n, "PATH"), path);
+    assert_non_null(find_var(vars, n, "HOME"));
+    assert_string_equal(find_var(vars, n, "HOME"), home);
+    assert_non_null(find_var(vars, n, "PLUGIN_ENV"));
+    assert_string_equal(find_var(vars, n, "PLUGIN_ENV"), "hello");
+    assert_non_null(find_var(vars, n, "KUBERNETES_EXEC_INFO"));
+    assert_string_equal(find_var(vars, n, "KUBERNETES_EXEC_INFO"),
+                        "{\"spec\":{\"interactive\":false,\"cluster\":{\"server\":\"https://"
+                        "127.0.0.1:1\",\"insecure-skip-tls-verify\":false}},\"kind\":"
+                        "\"ExecCredential\",\"apiVersion\":\"" V1 "\"}");
+    /* Those four and nothing else. */
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(vars[i], "PATH=", 5) != 0 && strncmp(vars[i], "HOME=", 5) != 0 &&
+            strncmp(vars[i], "PLUGIN_ENV=", 11) != 0 &&
+            strncmp(vars[i], "KUBERNETES_EXEC_INFO=", 21) != 0)
+            fail_msg("the plugin saw %.*s", (int)strcspn(vars[i], "="), vars[i]);
+    assert_int_equal(n, 4);
+
+    /* The kubeconfig's env wins over the fixed set, the last of a repeated
+     * name wins (Go's os/exec keeps the last, so kubectl's plugins see that
+     * one), and KUBERNETES_EXEC_INFO is always the hub's own. Without HOME
+     * in the hub's environment, the plugin gets none. */
+    assert_int_equal(unsetenv("HOME"), 0);
+    char env[4096];
+    snprintf(env, sizeof(env),
+             "[{name: PATH, value: '/plugin/bin:%s'}, {name: A, value: first}, "
+             "{name: KUBERNETES_EXEC_INFO, value: forged}, {name: A, value: last}]",
+             path);
+    t = target_with_env(ENV_DUMP_SCRIPT, "Never", env);
+    run_ok(t);
+    sw_kube_target_free(t);
+    n = read_env_dump(&vars);
+    char want_path[4096];
+    snprintf(want_path, sizeof(want_path), "/plugin/bin:%s", path);
+    assert_string_equal(find_var(vars, n, "PATH"), want_path);
+    assert_string_equal(find_var(vars, n, "A"), "last");
+    assert_null(find_var(vars, n, "HOME"));
+    assert_non_null(find_var(vars, n, "KUBERNETES_EXEC_INFO"));
+    assert_non_null(
+        strstr(find_var(vars, n, "KUBERNETES_EXEC_INFO"), "\"kind\":\"ExecCredential\""));
+    assert_int_equal(n, 3);
+
+    unsetenv("SPILLWAY_REDIS_PASSWORD");
+    unsetenv("SPILLWAY_SECRET_KEY");
+    if (old_home[0] != '\0')
+        setenv("HOME", old_home, 1);
 }
 
 static void test_plugin_failures(void **state)
@@ -276,7 +410,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rfc3339),         cmocka_unit_test(test_rfc3339_ranges),
         cmocka_unit_test(test_parse_cred),      cmocka_unit_test(test_run_plugin),
-        cmocka_unit_test(test_plugin_failures),
+        cmocka_unit_test(test_plugin_failures), cmocka_unit_test(test_plugin_environment),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
