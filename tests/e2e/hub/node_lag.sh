@@ -62,7 +62,10 @@ kc cloud-spot get node "$NODE" >/dev/null 2>&1 && hub_fail "node $NODE exists al
 # 15 s with the pod bound to a node the hub has never seen (well inside
 # the 40 s after which the pod garbage collector deletes a pod bound to a
 # node that does not exist, marking it disrupted: a real loss).
-for _ in $(seq 1 60); do
+# (Fifteen seconds by the clock: each look spawns redis-cli and python, and
+# on a loaded machine sixty of them would outlast the 40 s.)
+until_s=$((SECONDS + 15))
+while [ "$SECONDS" -lt "$until_s" ]; do
     [ "$(record_field "$L" attempt)" = 1 ] || hub_fail "requeued while its node was unknown to the cache: attempt $(record_field "$L" attempt), reason: $(record_field "$L" reason)"
     [ "$(record_field "$L" preemptions)" = 0 ] || hub_fail "a preemption counted while its node was unknown to the cache"
     sleep 0.25
