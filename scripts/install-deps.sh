@@ -11,7 +11,7 @@ PACKAGES=(
     libcurl4-openssl-dev libssl-dev libcjson-dev libuv1-dev libhiredis-dev
     libyaml-dev libxml2-dev libcmocka-dev
     # the lab and its smoke tests
-    redis-server redis-tools curl openssl ca-certificates procps
+    redis-server redis-tools curl openssl ca-certificates procps jq
     # fuzzing (libFuzzer), sanitizers and formatting
     clang libclang-rt-14-dev clang-format
     # the replication benchmark's baseline; python3-venv for the second S3

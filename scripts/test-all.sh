@@ -9,6 +9,14 @@
 # The lab is brought up if it is not running, cleared of what earlier runs
 # left (testbed clean), and taken down again at the end if this script
 # started it (SW_KEEP_LAB=1 keeps it).
+#
+# The end-to-end suite spends most of its time waiting on the lab, so the
+# sanitizer build and its tests and the fuzz targets run beside it, at the
+# lowest CPU priority (nice 19: the lab's servers come first), their output
+# kept and printed after the end-to-end suite's (SW_TEST_SERIAL=1 runs every
+# suite one after the other instead). Within the end-to-end suite, tests
+# that share nothing the others disturb run two at a time (tests/e2e:
+# every test that needs the lab to itself holds the resource lock "lab").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
@@ -23,8 +31,9 @@ total_fail=0
 # run_ctest SUITE BUILD_DIR LABEL: runs ctest and records its counts.
 run_ctest() {
     local suite=$1 dir=$2 label=$3 out
+    shift 3
     out=$(mktemp)
-    ctest --test-dir "$dir" -L "$label" --output-on-failure 2>&1 | tee "$out"
+    ctest --test-dir "$dir" -L "$label" --output-on-failure "$@" 2>&1 | tee "$out"
     local line total failed
     line=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$out" | tail -1)
     if [ -z "$line" ]; then
@@ -52,30 +61,48 @@ t0=$SECONDS
 step "build (warnings are errors)"
 if cmake -S . -B "$BUILD" -G Ninja -DSW_WERROR=ON >/dev/null && cmake --build "$BUILD" -j "$JOBS"; then
     step "unit tests"
-    run_ctest unit "$BUILD" unit
+    run_ctest unit "$BUILD" unit -j "$JOBS"
 else
     record build 0 1
 fi
 
-step "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
-if cmake -S . -B "$BUILD_ASAN" -G Ninja -DSW_WERROR=ON -DSW_SANITIZE=ON >/dev/null &&
-    cmake --build "$BUILD_ASAN" -j "$JOBS"; then
-    run_ctest unit-asan "$BUILD_ASAN" unit
+# The sanitizer and fuzz suites (a subshell: its counts come back as
+# "record SUITE PASSED FAILED" lines in $side_counts).
+side_suites() {
+    step "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+    if cmake -S . -B "$BUILD_ASAN" -G Ninja -DSW_WERROR=ON -DSW_SANITIZE=ON >/dev/null &&
+        cmake --build "$BUILD_ASAN" -j "$JOBS"; then
+        run_ctest unit-asan "$BUILD_ASAN" unit -j "$JOBS"
+    else
+        record build-asan 0 1
+    fi
+    if [ -x tests/fuzz/run.sh ]; then
+        step "fuzz targets (bounded)"
+        fuzz_out=$(mktemp)
+        tests/fuzz/run.sh "${SW_FUZZ_SECONDS:-120}" 2>&1 | tee "$fuzz_out"
+        fuzz_rc=${PIPESTATUS[0]}
+        fuzz_ok=$(grep -cE '^fuzz_[A-Za-z0-9_]+ +ok ' "$fuzz_out")
+        fuzz_bad=$(grep -cE '^fuzz_[A-Za-z0-9_]+ +FAILED ' "$fuzz_out")
+        # A failure before any target ran (the build) counts as one.
+        [ "$fuzz_rc" -ne 0 ] && [ "$fuzz_bad" -eq 0 ] && fuzz_bad=1
+        rm -f "$fuzz_out"
+        record fuzz "$fuzz_ok" "$fuzz_bad"
+    fi
+    for s in "${SUITES[@]}"; do
+        echo "record $s ${PASSED[$s]} ${FAILED[$s]}" >>"$side_counts"
+    done
+}
+side_log=$(mktemp)
+side_counts=$(mktemp)
+if [ "${SW_TEST_SERIAL:-0}" = 1 ]; then
+    (SUITES=() && side_suites)
 else
-    record build-asan 0 1
-fi
-
-if [ -x tests/fuzz/run.sh ]; then
-    step "fuzz targets (bounded)"
-    fuzz_out=$(mktemp)
-    tests/fuzz/run.sh "${SW_FUZZ_SECONDS:-120}" 2>&1 | tee "$fuzz_out"
-    fuzz_rc=${PIPESTATUS[0]}
-    fuzz_ok=$(grep -cE '^fuzz_[A-Za-z0-9_]+ +ok ' "$fuzz_out")
-    fuzz_bad=$(grep -cE '^fuzz_[A-Za-z0-9_]+ +FAILED ' "$fuzz_out")
-    # A failure before any target ran (the build) counts as one.
-    [ "$fuzz_rc" -ne 0 ] && [ "$fuzz_bad" -eq 0 ] && fuzz_bad=1
-    rm -f "$fuzz_out"
-    record fuzz "$fuzz_ok" "$fuzz_bad"
+    step "sanitizer and fuzz suites started beside the lab's (nice 19; their output follows the end-to-end suite's)"
+    (
+        renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || true
+        SUITES=() && side_suites
+    ) >"$side_log" 2>&1 &
+    side_pid=$!
 fi
 
 step "lab"
@@ -100,7 +127,7 @@ if tests/testbed/testbed up; then
     # the suite is sized for an empty lab.
     tests/testbed/testbed clean || record lab-clean 0 1
     step "end-to-end tests on the lab"
-    run_ctest e2e "$BUILD" e2e
+    run_ctest e2e "$BUILD" e2e -j "$JOBS"
 else
     echo "test-all: the lab did not come up; see its logs" >&2
     record lab 0 1
@@ -108,6 +135,15 @@ fi
 if [ $lab_started = 1 ] && [ "${SW_KEEP_LAB:-0}" != 1 ]; then
     tests/testbed/testbed down || record lab-down 0 1
 fi
+
+if [ -n "${side_pid:-}" ]; then
+    wait "$side_pid"
+    cat "$side_log"
+fi
+while read -r _ s p f; do record "$s" "$p" "$f"; done <"$side_counts"
+# A side run that ended before recording anything counts as one failure.
+[ -s "$side_counts" ] || record side-suites 0 1
+rm -f "$side_log" "$side_counts"
 
 step "summary ($((SECONDS - t0))s)"
 for s in "${SUITES[@]}"; do
