@@ -35,7 +35,7 @@ saturate
 hub_start
 # cloud-first: spot while it is there, then on-demand rather than the
 # 30-minute wait at home (auto would wait: cheaper).
-BURST_MODE=cloud-first burst_job req 4 120s "" "    spillway.io/outputs: s3://checkpoints/$NS/req/" | kc onprem apply -n "$NS" -f - >/dev/null
+BURST_MODE=cloud-first burst_job req 4 80s "" "    spillway.io/outputs: s3://checkpoints/$NS/req/" | kc onprem apply -n "$NS" -f - >/dev/null
 burst_job hold 4 40s "" "    spillway.io/on-cluster-loss: wait" | kc onprem apply -n "$NS" -f - >/dev/null
 R="onprem/$NS/req"
 W="onprem/$NS/hold"

@@ -68,7 +68,7 @@ pass "drill hub-loss (SIGKILL): c took over in ${rto} s"
 
 # ---- cluster-loss ----------------------------------------------------------------
 # cloud-first: spot, then on-demand rather than the 30-minute wait at home.
-BURST_MODE=cloud-first burst_job x 4 90s "" "    spillway.io/outputs: s3://checkpoints/$NS/x/" | kc onprem apply -n "$NS" -f - >/dev/null
+BURST_MODE=cloud-first burst_job x 4 45s "" "    spillway.io/outputs: s3://checkpoints/$NS/x/" | kc onprem apply -n "$NS" -f - >/dev/null
 X="onprem/$NS/x"
 wait_record "$X" state running 90
 [ "$(record_field "$X" targetCluster)" = cloud-spot ] || hub_fail "x runs in $(record_field "$X" targetCluster)"

@@ -20,7 +20,8 @@
 #      evicted by a Job of priority high (ClusterQueue preemption
 #      withinClusterQueue: LowerPriority); the evicted Job is a candidate
 #      again, is taken from Kueue and runs once, in the cloud;
-#   4. the race, KUEUE_ROUNDS rounds (10) of KUEUE_PER_ROUND (5) burstable
+#   4. the race, KUEUE_ROUNDS rounds (5; its contested paths are forced
+#      in 7) of KUEUE_PER_ROUND (5) burstable
 #      Jobs queued behind a filler holding the quota, deleted 0-0.8 s after
 #      they are sent, as the hub decides: each Job completes once, in one
 #      place, whichever of Kueue or the hub takes it, and one run in the
@@ -46,7 +47,7 @@
 #      deactivated, the Job never started at home, run once in the cloud.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-ROUNDS=${KUEUE_ROUNDS:-10}
+ROUNDS=${KUEUE_ROUNDS:-5}
 PER_ROUND=${KUEUE_PER_ROUND:-5}
 TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
 STARTED_KUEUE=""
