@@ -16,7 +16,7 @@
  *   follow.c    the mirror's progress and outcome on the origin Job
  *   loss.c      member clusters lost: Jobs placed again or held, stale mirrors deleted
  *   rules.c     every replication rule run by the leader, its RPO for /metrics
- *   metrics.c   /metrics, /healthz and /readyz
+ *   metrics.c   /metrics, /healthz and /readyz, served by httpd.c
  *   hub.c       the loop: lease, ticks, the per-Job step machine
  *
  * Reconcilers are level-triggered: each looks at one Job's record and what
@@ -52,6 +52,7 @@
 
 struct sw_hub;
 struct sw_member;
+struct sw_httpd;      /* httpd.h */
 struct sw_queue_wl;   /* queue.c */
 struct sw_job_record; /* clusters/record.h */
 
@@ -313,7 +314,7 @@ struct sw_hub {
 
     /* metrics and health */
     struct sw_hub_metrics m;
-    uv_tcp_t http_server;
+    struct sw_httpd *httpd; /* never closed: the hub stops by exiting */
     int64_t started_ms;
 };
 

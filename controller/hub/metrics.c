@@ -1,10 +1,10 @@
 /*
  * metrics.c - /metrics (Prometheus text format), /healthz and /readyz.
  *
- * A small HTTP/1.0-style server on the hub's loop: it reads one request
- * line, answers and closes. /healthz is 200 while the process runs its
- * loop (standbys included); /readyz is 200 on the leader once every member
- * cache has synced, and on a standby (ready to take over), else 503.
+ * The answers of the hub's small HTTP server (httpd.c), on the hub's loop.
+ * /healthz is 200 while the process runs its loop (standbys included);
+ * /readyz is 200 on the leader once every member cache has synced, and on
+ * a standby (ready to take over), else 503.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/prom.h"
+#include "controller/hub/httpd.h"
 #include "controller/hub/hub.h"
 #include "controller/version.h"
 #include "replication/rpo.h"
@@ -448,151 +449,26 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
 
 /* ---- the server --------------------------------------------------------- */
 
-struct conn {
-    uv_tcp_t tcp;
-    struct sw_hub *h;
-    char in[2048];
-    size_t n;
-    uv_write_t wr;
-    char *out;
-    bool answered;
-};
-
-static void on_closed(uv_handle_t *hd)
+static void answer(const char *method, const char *path, struct sw_httpd_answer *a, void *ctx)
 {
-    struct conn *c = hd->data;
-    sw_free(c->out);
-    sw_free(c);
-}
-
-static void on_written(uv_write_t *req, int status)
-{
-    (void)status;
-    struct conn *c = req->data;
-    uv_close((uv_handle_t *)&c->tcp, on_closed);
-}
-
-static void respond(struct conn *c, int code, const char *ctype, const char *body, size_t len)
-{
-    struct sw_buf b;
-    sw_buf_init(&b, len + 512);
-    sw_buf_addf(&b,
-                "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                "Connection: close\r\n\r\n",
-                code,
-                code == 200   ? "OK"
-                : code == 404 ? "Not Found"
-                              : "Service Unavailable",
-                ctype, len);
-    sw_buf_add(&b, body, len);
-    size_t n = 0;
-    c->out = sw_buf_take(&b, &n);
-    c->answered = true;
-    uv_buf_t ub = uv_buf_init(c->out, (unsigned)n);
-    c->wr.data = c;
-    if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &ub, 1, on_written) != 0)
-        uv_close((uv_handle_t *)&c->tcp, on_closed);
-}
-
-static void handle(struct conn *c)
-{
-    struct sw_hub *h = c->h;
-    char method[8] = {0}, path[256] = {0};
-    if (sscanf(c->in, "%7s %255s", method, path) != 2) {
-        uv_close((uv_handle_t *)&c->tcp, on_closed);
-        return;
-    }
-    char *q = strchr(path, '?');
-    if (q)
-        *q = '\0';
+    (void)method;
+    struct sw_hub *h = ctx;
     if (strcmp(path, "/healthz") == 0) {
-        respond(c, 200, "text/plain", "ok\n", 3);
+        sw_buf_adds(&a->body, "ok\n");
     } else if (strcmp(path, "/readyz") == 0) {
         bool ready = !h->leader || (sw_hub_acting(h) && sw_members_synced(h));
-        const char *msg = ready ? "ok\n" : "not ready: member caches syncing\n";
-        respond(c, ready ? 200 : 503, "text/plain", msg, strlen(msg));
+        a->code = ready ? 200 : 503;
+        sw_buf_adds(&a->body, ready ? "ok\n" : "not ready: member caches syncing\n");
     } else if (strcmp(path, "/metrics") == 0) {
-        struct sw_buf b;
-        sw_buf_init(&b, (size_t)16 << 20);
-        render_metrics(h, &b);
-        size_t n = 0;
-        char *text = sw_buf_take(&b, &n);
-        respond(c, 200, "text/plain; version=0.0.4", text ? text : "", text ? n : 0);
-        sw_free(text);
+        a->ctype = "text/plain; version=0.0.4";
+        render_metrics(h, &a->body);
     } else {
-        respond(c, 404, "text/plain", "not found\n", 10);
+        a->code = 404;
+        sw_buf_adds(&a->body, "not found\n");
     }
-}
-
-static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
-{
-    (void)suggested;
-    struct conn *c = hd->data;
-    size_t room = sizeof(c->in) - 1 - c->n;
-    *buf = uv_buf_init(c->in + c->n, (unsigned)room);
-}
-
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    (void)buf;
-    struct conn *c = s->data;
-    if (c->answered)
-        return;
-    if (nread < 0 || (nread == 0 && c->n >= sizeof(c->in) - 1)) {
-        uv_close((uv_handle_t *)s, on_closed);
-        return;
-    }
-    c->n += (size_t)nread;
-    c->in[c->n] = '\0';
-    if (strstr(c->in, "\r\n\r\n") || strstr(c->in, "\n\n") || c->n >= sizeof(c->in) - 1) {
-        uv_read_stop(s);
-        handle(c);
-    }
-}
-
-static void on_conn(uv_stream_t *server, int status)
-{
-    if (status < 0)
-        return;
-    struct sw_hub *h = server->data;
-    struct conn *c = sw_calloc(1, sizeof(*c));
-    if (c == NULL)
-        return;
-    c->h = h;
-    uv_tcp_init(h->loop, &c->tcp);
-    c->tcp.data = c;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
-        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
-        uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
 int sw_metrics_start(struct sw_hub *h, struct sw_error *err)
 {
-    char host[128];
-    snprintf(host, sizeof(host), "%s", h->cfg.listen);
-    char *colon = strrchr(host, ':');
-    if (colon == NULL)
-        return sw_error_set(err, SW_EINVAL, "listen \"%s\": expected HOST:PORT", h->cfg.listen);
-    *colon = '\0';
-    int port = atoi(colon + 1);
-    struct sockaddr_storage addr;
-    size_t hl = strlen(host);
-    int bad;
-    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-        host[hl - 1] = '\0';
-        bad = uv_ip6_addr(host + 1, port, (struct sockaddr_in6 *)&addr);
-    } else {
-        bad = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
-    }
-    if (bad != 0)
-        return sw_error_set(err, SW_EINVAL, "listen \"%s\": expected IPV4:PORT or [IPV6]:PORT",
-                            h->cfg.listen);
-    uv_tcp_init(h->loop, &h->http_server);
-    h->http_server.data = h;
-    int rc = uv_tcp_bind(&h->http_server, (const struct sockaddr *)&addr, 0);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&h->http_server, 64, on_conn);
-    if (rc != 0)
-        return sw_error_set(err, SW_EIO, "listen %s: %s", h->cfg.listen, uv_strerror(rc));
-    return 0;
+    return sw_httpd_start(h->loop, h->cfg.listen, answer, h, &h->httpd, err);
 }
