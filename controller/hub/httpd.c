@@ -5,6 +5,12 @@
  * handler answers, the answer is written with "Connection: close" and the
  * connection is closed. Every connection is on a list so that
  * sw_httpd_close can close them all.
+ *
+ * The server shares its loop with the hub, so no client may hold it: each
+ * connection has one deadline for its whole request and another for its
+ * answer to be written (a timer each), the request is read into a buffer
+ * of the limit's size and answered 431 when it does not end there, and past
+ * the cap a connection is accepted and closed at once (httpd.h).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,21 +22,33 @@
 
 struct conn {
     uv_tcp_t tcp;
+    uv_timer_t timer; /* the request's, then the write's, deadline */
+    uv_write_t wr;
+    uv_shutdown_t sd;
     struct sw_httpd *s;
     struct conn *prev, *next;
-    char in[2048];
-    size_t n;
-    uv_write_t wr;
-    char *out;
+    int handles; /* open: tcp and timer */
     bool answered;
+    bool linger; /* after a 431: read and drop until the client closes */
     bool closing;
+    char *out;
+    size_t n;
+    char in[]; /* lim.max_request + 1 */
+};
+
+/* A connection past the cap: accepted only to be closed. */
+struct reject {
+    uv_tcp_t tcp;
 };
 
 struct sw_httpd {
     uv_tcp_t tcp;
+    struct sw_httpd_limits lim;
     sw_httpd_handler fn;
     void *ctx;
     struct conn *conns;
+    size_t nconns;
+    struct sw_httpd_stats stats;
     bool closing;
     bool listener_closed;
 };
@@ -44,6 +62,8 @@ static void maybe_free(struct sw_httpd *s)
 static void on_closed(uv_handle_t *hd)
 {
     struct conn *c = hd->data;
+    if (--c->handles > 0)
+        return;
     struct sw_httpd *s = c->s;
     if (c->prev)
         c->prev->next = c->next;
@@ -51,6 +71,7 @@ static void on_closed(uv_handle_t *hd)
         s->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    s->nconns--;
     sw_free(c->out);
     sw_free(c);
     maybe_free(s);
@@ -61,13 +82,36 @@ static void close_conn(struct conn *c)
     if (c->closing)
         return;
     c->closing = true;
+    /* A write in flight is cancelled (on_written sees UV_ECANCELED). */
+    uv_close((uv_handle_t *)&c->timer, on_closed);
     uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+/* The request did not end in time, or the answer was not taken in time. */
+static void on_timeout(uv_timer_t *t)
+{
+    struct conn *c = t->data;
+    c->s->stats.timed_out++;
+    close_conn(c);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status; /* the client's close, or the timer, ends the connection */
 }
 
 static void on_written(uv_write_t *req, int status)
 {
-    (void)status;
-    close_conn(req->data);
+    struct conn *c = req->data;
+    if (c->closing)
+        return;
+    /* After a 431 the client may still be sending: closing with its bytes
+     * unread would reset the connection and could lose the answer. Send
+     * our FIN and read until the client closes (or the timer fires). */
+    if (status == 0 && c->linger && uv_shutdown(&c->sd, (uv_stream_t *)&c->tcp, on_shutdown) == 0)
+        return;
+    close_conn(c);
 }
 
 static const char *reason(int code)
@@ -77,6 +121,8 @@ static const char *reason(int code)
         return "OK";
     case 404:
         return "Not Found";
+    case 431:
+        return "Request Header Fields Too Large";
     default:
         return "Service Unavailable";
     }
@@ -94,6 +140,11 @@ static void respond(struct conn *c, int code, const char *ctype, const char *bod
     size_t n = 0;
     c->out = sw_buf_take(&b, &n);
     c->answered = true;
+    if (c->out == NULL) {
+        close_conn(c);
+        return;
+    }
+    uv_timer_start(&c->timer, on_timeout, c->s->lim.write_timeout_ms, 0);
     uv_buf_t ub = uv_buf_init(c->out, (unsigned)n);
     c->wr.data = c;
     if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &ub, 1, on_written) != 0)
@@ -123,26 +174,63 @@ static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     struct conn *c = hd->data;
-    size_t room = sizeof(c->in) - 1 - c->n;
-    *buf = uv_buf_init(c->in + c->n, (unsigned)room);
+    size_t max = c->s->lim.max_request;
+    if (c->answered) /* lingering: what comes is dropped */
+        *buf = uv_buf_init(c->in, (unsigned)max);
+    else
+        *buf = uv_buf_init(c->in + c->n, (unsigned)(max - c->n));
+}
+
+/* Whether the headers have ended; `from` is where the new bytes start. */
+static bool ended(const char *in, size_t from, size_t n)
+{
+    size_t back = from < 3 ? from : 3;
+    return memmem(in + from - back, n - from + back, "\r\n\r\n", 4) != NULL ||
+           memmem(in + from - back, n - from + back, "\n\n", 2) != NULL;
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     (void)buf;
     struct conn *c = st->data;
-    if (c->answered || c->closing)
+    if (c->closing)
         return;
-    if (nread < 0 || (nread == 0 && c->n >= sizeof(c->in) - 1)) {
-        close_conn(c);
+    if (nread < 0) {
+        close_conn(c); /* the client closed, or the connection failed */
         return;
     }
+    if (c->answered || nread == 0)
+        return;
+    size_t from = c->n;
     c->n += (size_t)nread;
     c->in[c->n] = '\0';
-    if (strstr(c->in, "\r\n\r\n") || strstr(c->in, "\n\n") || c->n >= sizeof(c->in) - 1) {
+    if (ended(c->in, from, c->n)) {
         uv_read_stop(st);
         handle(c);
+    } else if (c->n >= c->s->lim.max_request) {
+        c->s->stats.too_large++;
+        c->linger = true;
+        static const char msg[] = "request headers too large\n";
+        respond(c, 431, "text/plain", msg, sizeof(msg) - 1);
     }
+}
+
+static void on_reject_closed(uv_handle_t *hd)
+{
+    sw_free(hd->data);
+}
+
+/* Takes the pending connection off the backlog and closes it: libuv stops
+ * accepting while one is left there, and the backlog would fill. */
+static void reject(uv_stream_t *server)
+{
+    struct reject *r = sw_calloc(1, sizeof(*r));
+    if (r == NULL)
+        return;
+    uv_tcp_init(server->loop, &r->tcp);
+    r->tcp.data = r;
+    (void)uv_accept(server, (uv_stream_t *)&r->tcp);
+    uv_close((uv_handle_t *)&r->tcp, on_reject_closed);
 }
 
 static void on_conn(uv_stream_t *server, int status)
@@ -150,23 +238,39 @@ static void on_conn(uv_stream_t *server, int status)
     if (status < 0)
         return;
     struct sw_httpd *s = server->data;
-    struct conn *c = sw_calloc(1, sizeof(*c));
-    if (c == NULL)
+    if (s->nconns >= s->lim.max_conns) {
+        s->stats.over_cap++;
+        reject(server);
         return;
+    }
+    struct conn *c = sw_calloc(1, sizeof(*c) + s->lim.max_request + 1);
+    if (c == NULL) {
+        reject(server);
+        return;
+    }
     c->s = s;
     c->next = s->conns;
     if (s->conns)
         s->conns->prev = c;
     s->conns = c;
+    s->nconns++;
     uv_tcp_init(server->loop, &c->tcp);
+    uv_timer_init(server->loop, &c->timer);
+    c->handles = 2;
     c->tcp.data = c;
+    c->timer.data = c;
     if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
-        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
         close_conn(c);
+        return;
+    }
+    /* The whole request within the timeout, however slowly it comes: a
+     * client sending a byte now and then does not hold the connection. */
+    uv_timer_start(&c->timer, on_timeout, s->lim.request_timeout_ms, 0);
 }
 
-int sw_httpd_start(uv_loop_t *loop, const char *listen, sw_httpd_handler fn, void *ctx,
-                   struct sw_httpd **out, struct sw_error *err)
+int sw_httpd_start(uv_loop_t *loop, const char *listen, const struct sw_httpd_limits *lim,
+                   sw_httpd_handler fn, void *ctx, struct sw_httpd **out, struct sw_error *err)
 {
     *out = NULL;
     char host[128];
@@ -191,6 +295,16 @@ int sw_httpd_start(uv_loop_t *loop, const char *listen, sw_httpd_handler fn, voi
     struct sw_httpd *s = sw_calloc(1, sizeof(*s));
     if (s == NULL)
         return sw_error_set(err, SW_ENOMEM, "listen %s: out of memory", listen);
+    if (lim != NULL)
+        s->lim = *lim;
+    if (s->lim.max_conns == 0)
+        s->lim.max_conns = SW_HTTPD_MAX_CONNS;
+    if (s->lim.max_request == 0)
+        s->lim.max_request = SW_HTTPD_MAX_REQUEST;
+    if (s->lim.request_timeout_ms == 0)
+        s->lim.request_timeout_ms = SW_HTTPD_REQUEST_TIMEOUT_MS;
+    if (s->lim.write_timeout_ms == 0)
+        s->lim.write_timeout_ms = SW_HTTPD_WRITE_TIMEOUT_MS;
     s->fn = fn;
     s->ctx = ctx;
     uv_tcp_init(loop, &s->tcp);
@@ -234,4 +348,14 @@ void sw_httpd_close(struct sw_httpd *s)
     for (struct conn *c = s->conns; c != NULL; c = c->next)
         close_conn(c);
     uv_close((uv_handle_t *)&s->tcp, on_listener_closed);
+}
+
+size_t sw_httpd_conns(const struct sw_httpd *s)
+{
+    return s->nconns;
+}
+
+void sw_httpd_stats(const struct sw_httpd *s, struct sw_httpd_stats *out)
+{
+    *out = s->stats;
 }

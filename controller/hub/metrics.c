@@ -176,6 +176,23 @@ static void render_process(struct sw_hub *h, struct sw_buf *b)
     }
 }
 
+/* Connections this server closed for its limits (httpd.h). */
+static void render_http(struct sw_hub *h, struct sw_buf *b)
+{
+    struct sw_httpd_stats st;
+    sw_httpd_stats(h->httpd, &st);
+    sw_buf_adds(b, "# HELP spillway_http_connections_closed_total Connections to this endpoint "
+                   "closed by its limits: past the connection cap (over_cap), request or answer "
+                   "not done in time (timeout), request headers too large (too_large).\n"
+                   "# TYPE spillway_http_connections_closed_total counter\n");
+    sw_buf_addf(b, "spillway_http_connections_closed_total{reason=\"over_cap\"} %llu\n",
+                (unsigned long long)st.over_cap);
+    sw_buf_addf(b, "spillway_http_connections_closed_total{reason=\"timeout\"} %llu\n",
+                (unsigned long long)st.timed_out);
+    sw_buf_addf(b, "spillway_http_connections_closed_total{reason=\"too_large\"} %llu\n",
+                (unsigned long long)st.too_large);
+}
+
 /* Per member: API responses by status, and the rate limit's wait. */
 static void render_api(struct sw_hub *h, struct sw_buf *b)
 {
@@ -442,6 +459,7 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
                     ESC(l1, m->rec.name), m->fenced ? "true" : "false", sw_member_lost(m) ? 1 : 0);
     }
     render_api(h, b);
+    render_http(h, b);
     render_process(h, b);
     render_nodepools(h, b);
     sw_free(rd);
@@ -470,5 +488,5 @@ static void answer(const char *method, const char *path, struct sw_httpd_answer 
 
 int sw_metrics_start(struct sw_hub *h, struct sw_error *err)
 {
-    return sw_httpd_start(h->loop, h->cfg.listen, answer, h, &h->httpd, err);
+    return sw_httpd_start(h->loop, h->cfg.listen, NULL, answer, h, &h->httpd, err);
 }
