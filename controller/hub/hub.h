@@ -273,6 +273,9 @@ struct sw_hub {
     bool epoch_replicated;
     uint64_t failovers;
     uv_timer_t lease_timer;
+    /* When Redis last answered a campaign that another hub holds the lease
+     * (monotonic ms; 0 since a campaign failed): a standby's part of /readyz. */
+    int64_t standby_mono;
 
     /* members and stores */
     struct sw_member *members[SW_HUB_MAX_MEMBERS];

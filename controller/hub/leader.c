@@ -8,7 +8,8 @@
  * successful renewal plus the TTL; past that, or when a fenced write is
  * refused because the epoch moved on, it exits (crash-only: the process
  * supervisor starts it again as a standby). A standby serves /healthz and
- * does nothing else.
+ * /readyz (ready while Redis answers its campaigns that another hub holds
+ * the lease: ready.h) and does nothing else.
  *
  * Redis Sentinel. Replication is asynchronous, so a failover can lose the
  * newest writes, the epoch's increment among them. Two rules keep every
@@ -171,6 +172,7 @@ static void on_reply(struct sw_redis *r, redisReply *reply, const char *errs, vo
         const char *why = reply && reply->type == REDIS_REPLY_ERROR ? reply->str
                           : errs                                    ? errs
                                                                     : "no reply";
+        h->standby_mono = 0;
         SW_LOG(SW_LOG_WARN, "lease renewal failed", "hub=%s err=%s", sw_log_q(h->id),
                sw_log_q(why));
         if (h->leader && sw_hub_mono_ms() >= h->lease_until_mono)
@@ -181,6 +183,7 @@ static void on_reply(struct sw_redis *r, redisReply *reply, const char *errs, vo
     if (epoch == 0) {
         if (h->leader)
             sw_leader_lost(h, "another hub holds the lease");
+        h->standby_mono = sw_hub_mono_ms(); /* standing by, ready to take over */
         return;
     }
     if (retake) {
@@ -252,6 +255,7 @@ static void campaign(uv_timer_t *t)
     if (rn->retake)
         h->retaking = true;
     if (sw_redis_command_argv(h->redis, on_reply, rn, 9, argv, NULL) != 0) {
+        h->standby_mono = 0;
         if (rn->retake)
             h->retaking = false;
         free(rn);

@@ -3,8 +3,10 @@
  *
  * The answers of the hub's small HTTP server (httpd.c), on the hub's loop.
  * /healthz is 200 while the process runs its loop (standbys included);
- * /readyz is 200 on the leader once every member cache has synced, and on
- * a standby (ready to take over), else 503.
+ * /readyz is 200 when the hub is connected to Redis and either leads
+ * (acting, every member cache synced) or stands by (Redis answered its
+ * latest campaign that another hub holds the lease), else 503 with the
+ * reason (ready.h).
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "common/prom.h"
 #include "controller/hub/httpd.h"
 #include "controller/hub/hub.h"
+#include "controller/hub/ready.h"
 #include "controller/version.h"
 #include "replication/rpo.h"
 
@@ -474,9 +477,18 @@ static void answer(const char *method, const char *path, struct sw_httpd_answer 
     if (strcmp(path, "/healthz") == 0) {
         sw_buf_adds(&a->body, "ok\n");
     } else if (strcmp(path, "/readyz") == 0) {
-        bool ready = !h->leader || (sw_hub_acting(h) && sw_members_synced(h));
-        a->code = ready ? 200 : 503;
-        sw_buf_adds(&a->body, ready ? "ok\n" : "not ready: member caches syncing\n");
+        struct sw_readiness r = {
+            .redis_up = h->redis != NULL && sw_redis_is_up(h->redis),
+            .leader = h->leader,
+            .acting = sw_hub_acting(h),
+            .members_synced = sw_members_synced(h),
+            .standby_ms = h->standby_mono,
+            .now_ms = sw_hub_mono_ms(),
+            .lease_ttl_ms = (int64_t)(h->cfg.lease_ttl_s * 1000),
+        };
+        const char *why = sw_readiness_check(&r);
+        a->code = why == NULL ? 200 : 503;
+        sw_buf_adds(&a->body, why == NULL ? "ok\n" : why);
     } else if (strcmp(path, "/metrics") == 0) {
         a->ctype = "text/plain; version=0.0.4";
         render_metrics(h, &a->body);
