@@ -13,7 +13,9 @@
  *      says useExistingNamespace, and only if its enforced Pod Security
  *      level is at least home's; otherwise the burst is refused, named.
  * The outcome is kept per member ("C/NS") while the hub runs; a refusal is
- * not kept (the next try looks again). With home lost, step 1 cannot be
+ * not kept (the next try looks again). Jobs of one origin namespace for one
+ * target that come while a look is under way wait for it and get its
+ * answer, so a namespace costs one read at home, not one per Job. With home lost, step 1 cannot be
  * done: the namespace must be there already, spillway's or granted.
  */
 #include <string.h>
@@ -25,15 +27,30 @@
 
 #define PSA_PREFIX "pod-security.kubernetes.io/"
 
+/* A Job waiting on a look already under way for its namespace. */
+struct nsg_waiter {
+    struct sw_job *j;
+    sw_nsguard_fn done;
+    void *ctx;
+    struct nsg_waiter *next;
+};
+
 struct nsg {
     struct sw_hub *h;
     struct sw_job *j;
     bool home_lost;
     char key[140]; /* "C/NS": the origin */
-    cJSON *psa;    /* home's Pod Security labels (an object), or NULL when unknown */
+    char target[64];
+    cJSON *psa; /* home's Pod Security labels (an object), or NULL when unknown */
     sw_nsguard_fn done;
     void *ctx;
+    struct nsg_waiter *waiters; /* Jobs of the same origin and target, answered with this one */
+    struct nsg *next;           /* in `looking` */
 };
+
+/* The looks under way: the Jobs of one namespace dispatched together share
+ * one (one read at home and one in the target, not one per Job). */
+static struct nsg *looking;
 
 /* privileged 0 < baseline 1 < restricted 2; absent: privileged. */
 static int psa_level(const cJSON *labels)
@@ -59,9 +76,22 @@ static void finish(struct nsg *g, int rc, const char *why)
         if (tm)
             sw_member_add_namespace(tm, g->key);
     }
+    for (struct nsg **p = &looking; *p != NULL; p = &(*p)->next) {
+        if (*p == g) {
+            *p = g->next;
+            break;
+        }
+    }
+    struct nsg_waiter *w = g->waiters;
     cJSON_Delete(g->psa);
     sw_free(g);
     done(h, j, rc, why, ctx);
+    while (w != NULL) {
+        struct nsg_waiter *next = w->next;
+        w->done(h, w->j, rc, why, w->ctx);
+        sw_free(w);
+        w = next;
+    }
 }
 
 /* Judges an existing namespace of the target (its object `ns`). */
@@ -196,17 +226,33 @@ int sw_nsguard_ensure(struct sw_hub *h, struct sw_job *j, bool home_lost, sw_nsg
         done(h, j, 0, NULL, ctx);
         return 0;
     }
+    for (struct nsg *o = looking; o != NULL; o = o->next) {
+        if (o->h == h && o->home_lost == home_lost && strcmp(o->key, key) == 0 &&
+            strcmp(o->target, j->rec.target_cluster) == 0) {
+            struct nsg_waiter *w = sw_calloc(1, sizeof(*w));
+            if (w == NULL)
+                return SW_ENOMEM;
+            *w = (struct nsg_waiter){.j = j, .done = done, .ctx = ctx, .next = o->waiters};
+            o->waiters = w;
+            return 0;
+        }
+    }
     struct nsg *g = sw_calloc(1, sizeof(*g));
     if (g == NULL)
         return SW_ENOMEM;
     *g = (struct nsg){.h = h, .j = j, .home_lost = home_lost, .done = done, .ctx = ctx};
     memcpy(g->key, key, sizeof(key));
+    snprintf(g->target, sizeof(g->target), "%s", j->rec.target_cluster);
+    g->next = looking;
+    looking = g;
     if (home_lost) {
         get_target(g);
         return 0;
     }
     int rc = sw_kube_get(om->client, SW_KIND_NAMESPACE, NULL, j->rec.ns, on_home_ns, g);
-    if (rc != 0)
+    if (rc != 0) {
+        looking = g->next; /* just pushed, and no waiter yet: nothing ran in between */
         sw_free(g);
+    }
     return rc;
 }
