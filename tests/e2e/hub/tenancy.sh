@@ -29,6 +29,10 @@
 #      blocked;
 #   7. outputs in a granted bucket with no name in the cloud regions:
 #      blocked; nothing written to a bucket of that name in the cloud stores.
+#   8. what an older hub leaves (docs/security.md, "Upgrading"): a Job in
+#      flight across a restart with its record stripped of the outputs
+#      field and its mirror of the proof is followed once, its outputs
+#      held to the grant and copied home.
 # Then the audit logs: the hub's identity made no request in VNS, kube-system
 # or any namespace but ANS (cluster-wide list and watch aside); the attacker
 # Jobs were all created by the attacker's identity. Last, the same Jobs
@@ -51,6 +55,7 @@ ten_cleanup() {
         [ -z "$UPLOAD" ] || s3req DELETE "$SW_LAB_S3_ENDPOINT_ONPREM" onprem "checkpoints/$VNS/x/ckpt.bin?uploadId=$UPLOAD" >/dev/null 2>&1 || true
         "$S3TOOL" "$SW_LAB_S3_ENDPOINT_ONPREM" onprem rm datasets "$VNS/" >/dev/null 2>&1 || true
         "$S3TOOL" "$SW_LAB_S3_ENDPOINT_ONPREM" onprem rm datasets "$ANS/" >/dev/null 2>&1 || true
+        "$S3TOOL" "$SW_LAB_S3_ENDPOINT_ONPREM" onprem rm checkpoints "$ANS/" >/dev/null 2>&1 || true
         for ep in "$SW_LAB_S3_ENDPOINT_US_EAST_1 us-east-1" "$SW_LAB_S3_ENDPOINT_US_WEST_2 us-west-2"; do
             # shellcheck disable=SC2086
             for bp in "datasets $ANS/" "datasets $VNS/" "checkpoints $ANS/" "checkpoints $VNS/" "$SCRATCH $ANS/"; do
@@ -204,7 +209,7 @@ YAML
 # ---- the Jobs ---------------------------------------------------------------
 RESTRICTED_CSEC="{allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}"
 # job NAME FORM ANNOTATIONS [POD_EXTRA] [CONTAINER_EXTRA] [CONTAINER_SECURITY]:
-# a cloud-first Job of one 1-GPU pod of 3 s, delegated (FORM delegated) or
+# a cloud-first Job of one 1-GPU pod of 3 s (JOB_DELAY), delegated (FORM delegated) or
 # annotation-only; its pod meets Pod Security restricted unless told
 # otherwise. ANNOTATIONS, POD_EXTRA and CONTAINER_EXTRA are YAML lines
 # indented 4, 6 and 8.
@@ -225,7 +230,7 @@ $managed
   backoffLimit: 0
   template:
     metadata:
-      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "3s"}
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "${JOB_DELAY:-3s}"}
     spec:
       restartPolicy: Never
       securityContext: {runAsNonRoot: true, runAsUser: 1000, seccompProfile: {type: RuntimeDefault}}
@@ -394,7 +399,25 @@ pass "6b. spillway.io/priority production: blocked, \"$r\""
 r=$(blocked unmapped BurstBlocked "bucket $SCRATCH has no name in region")
 pass "7. outputs s3://$SCRATCH/$ANS/out/ (granted, no name in the cloud regions): blocked, \"$r\""
 
-# ---- 4. namespaces ----------------------------------------------------------
+# ---- 4. namespaces (and 8. what an older hub left) ----------------------------
+# 8. A Job in flight across the restart below as an older hub leaves one:
+# its record without the outputs field, its mirror without a proof. The
+# new hub follows the mirror, reads the outputs from the annotation, holds
+# them to the grant and copies them home; the Job runs once.
+JOB_DELAY=40s submit up-out delegated "    spillway.io/outputs: s3://checkpoints/$ANS/up/"
+UPK="onprem/$ANS/up-out"
+wait_record "$UPK" state running 90
+[ -n "$(record_field "$UPK" outputs)" ] || hub_fail "up-out's record has no outputs field to take away: $(rcli GET "spillway:job:$UPK")"
+UPC=$(record_field "$UPK" targetCluster) UPM=$(record_field "$UPK" mirror)
+case $UPC in
+cloud-spot) UPEP="$SW_LAB_S3_ENDPOINT_US_EAST_1 us-east-1" ;;
+*) UPEP="$SW_LAB_S3_ENDPOINT_US_WEST_2 us-west-2" ;;
+esac
+# (What the Job writes, as burst.sh's do: under the attempt's own prefix.)
+# shellcheck disable=SC2086
+"$S3TOOL" $UPEP put checkpoints "$ANS/up/attempt-1/model.pt" 4096 7 >/dev/null
+[ -n "$(kc "$UPC" get job "$UPM" -n "$ANS" -o jsonpath='{.metadata.annotations.spillway\.io/proof}')" ] ||
+    hub_fail "up-out's mirror $UPM in $UPC carries no proof to take away"
 akc wait --for=condition=complete job/ok-first -n "$ANS" --timeout=120s >/dev/null ||
     hub_fail "the benign Job ok-first did not complete (state \"$(origin_ann ok-first state)\", reason \"$(origin_ann ok-first reason)\")"
 uid=$(akc get job ok-first -n "$ANS" -o jsonpath='{.metadata.uid}')
@@ -421,6 +444,9 @@ fi
 for c in "$TC" "$OC"; do kc "$c" annotate namespace "$ANS" spillway.io/made-for="other/$ANS" --overwrite >/dev/null; done
 kill -9 "$HUB_PID"
 wait "$HUB_PID" 2>/dev/null || true
+rcli SET "spillway:job:$UPK" "$(rcli GET "spillway:job:$UPK" | jq -c 'del(.outputs)')" >/dev/null
+[ -z "$(record_field "$UPK" outputs)" ] || hub_fail "up-out's record still has its outputs field"
+kc "$UPC" annotate job "$UPM" -n "$ANS" spillway.io/proof- >/dev/null
 hub_start "$HUB_TMP/hub.yaml"
 for _ in $(seq 1 80); do [ "$(leader_of "$PORT")" = 1 ] && break; sleep 0.25; done
 [ "$(leader_of "$PORT")" = 1 ] || hub_fail "the restarted hub did not take the lease"
@@ -441,7 +467,7 @@ submit ok-out delegated "    spillway.io/outputs: s3://checkpoints/$ANS/out/"
 submit ok-pod delegated "" "      imagePullSecrets: [{name: pull}]"
 submit ok-team delegated "    spillway.io/team: $ANS
     spillway.io/priority: training"
-OK_JOBS=(ok-first ok-in ok-out ok-pod ok-team ns-taken)
+OK_JOBS=(ok-first ok-in ok-out ok-pod ok-team ns-taken up-out)
 for n in "${OK_JOBS[@]}"; do
     for _ in $(seq 1 360); do
         st=$(origin_ann "$n" state)
@@ -456,6 +482,13 @@ done
 s3get "$SW_LAB_S3_ENDPOINT_US_EAST_1" us-east-1 datasets "$ANS/in/part-0.bin" >/dev/null ||
     hub_fail "ok-in's own input is not in us-east-1"
 pass "own prefixes, a restricted pod, an own Secret, its own team, the namespace restored: ${OK_JOBS[*]} succeeded, one mirror each"
+s3get "$SW_LAB_S3_ENDPOINT_ONPREM" onprem checkpoints "$ANS/up/model.pt" >"$HUB_TMP/up-back" ||
+    hub_fail "up-out's output was not copied home"
+# shellcheck disable=SC2086
+cmp -s "$HUB_TMP/up-back" <(s3get $UPEP checkpoints "$ANS/up/attempt-1/model.pt") ||
+    hub_fail "up-out's output at home differs from what its mirror wrote"
+[ "$(record_field "$UPK" attempt)" = 1 ] || hub_fail "up-out ran as attempt $(record_field "$UPK" attempt)"
+pass "8. a record without outputs and a mirror without a proof (as an older hub leaves them) across a restart: up-out followed on $UPM in $UPC, its outputs held to the grant and copied home, attempt 1"
 
 # ---- afterwards, from outside ----------------------------------------------
 ATTACKS=(in-a in-d in-none out-a out-d priv pull team prod unmapped)
