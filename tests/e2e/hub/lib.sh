@@ -146,7 +146,9 @@ hub_cleanup() {
 # hub_lock: every hub manages every burstable Job of the lab, so two hub
 # tests at once (two clones, two worktrees) would dispatch each other's
 # Jobs: one at a time, lab-wide. hub_setup takes it; a test that needs the
-# lab before (the chaos suite's fault proxy) takes it first.
+# lab before (the chaos suite's fault proxy) takes it first. What a test
+# starts in the background (the hub, the watcher, the fault proxy) closes
+# the lock's descriptor, so that one left running never holds the lab.
 HUB_LOCKED=""
 hub_lock() {
     [ -z "$HUB_LOCKED" ] || return 0
@@ -261,7 +263,7 @@ YAML
 hub_start() {
     local cfg=${1:-$HUB_TMP/hub.yaml}
     shift || true
-    env "$@" "$SPILLWAYD" --config "$cfg" >>"$HUB_TMP/hub.log" 2>&1 &
+    env "$@" "$SPILLWAYD" --config "$cfg" >>"$HUB_TMP/hub.log" 2>&1 8>&- &
     HUB_PID=$!
     HUB_PIDS+=("$HUB_PID")
 }
@@ -311,7 +313,7 @@ decided_summary() {
 # on the three clusters for the test's namespace, for the whole test.
 watcher_start() {
     python3 "$(dirname "${BASH_SOURCE[0]}")/watch_invariants.py" "$SW_LAB_KUBECTL" "$SW_LAB_KUBECONFIG_DIR" "$NS" "$@" \
-        >"$HUB_TMP/watch.log" 2>&1 &
+        >"$HUB_TMP/watch.log" 2>&1 8>&- &
     WATCH_PID=$!
 }
 
@@ -585,7 +587,7 @@ faultproxy_start() {
 faultproxy_run() {
     local i
     python3 "$(dirname "${BASH_SOURCE[0]}")/faultproxy.py" "$FAULT_CTL" "$@" \
-        >"$HUB_TMP/faultproxy.log" 2>&1 &
+        >"$HUB_TMP/faultproxy.log" 2>&1 8>&- &
     FAULT_PID=$!
     for i in $(seq 1 50); do
         grep -qs "faultproxy ready" "$HUB_TMP/faultproxy.log" && return 0
