@@ -37,6 +37,10 @@ rc=0
 # A lease long enough for the pauses below (the paused leader must still
 # hold it on waking: past it, it would exit, crash-only).
 hub_config "$HUB_TMP/hub.yaml" 19464 40
+# lease_expired: a dead hub's lease made to end now, as its TTL would
+# 40 s later (the cases below restart the hub and test what it does next,
+# not how long it waits for a dead leader: failover.sh does).
+lease_expired() { rcli DEL spillway:hub:leader >/dev/null; }
 watcher_start
 saturate
 hub_start
@@ -87,11 +91,13 @@ pass "finished mirrors deleted while the leader was paused: both succeeded as at
 # ---- the outcome recorded, the mirror deleted before the origin's status --------
 kill -9 "$HUB_PID"
 wait "$HUB_PID" 2>/dev/null || true
+lease_expired
 burst_job f-delegated 4 4s delegated | kc onprem apply -n "$NS" -f - >/dev/null
 hub_start "$HUB_TMP/hub.yaml" SPILLWAY_CRASH_AT=after-finish
 for _ in $(seq 1 360); do kill -0 "$HUB_PID" 2>/dev/null || break; sleep 0.25; done
 ! kill -0 "$HUB_PID" 2>/dev/null || hub_fail "the hub armed with after-finish did not reach it in 90 s"
 wait "$HUB_PID" 2>/dev/null || true
+lease_expired
 [ "$(record_field "onprem/$NS/f-delegated" state)" = succeeded ] || hub_fail "the hub died before recording f-delegated's outcome"
 [ -z "$(kc onprem get job f-delegated -n "$NS" -o jsonpath='{.status.conditions[?(@.type=="Complete")].status}')" ] ||
     hub_fail "f-delegated's status was written before the crash point: the case tests nothing"
@@ -129,6 +135,7 @@ spec:
 YAML
 kill -9 "$HUB_PID"
 wait "$HUB_PID" 2>/dev/null || true
+lease_expired
 rcli DEL "spillway:job:onprem/$NS/c-delegated" "spillway:explain:onprem/$NS/c-delegated" >/dev/null
 rcli SREM spillway:jobs "onprem/$NS/c-delegated" >/dev/null
 hub_start
