@@ -29,6 +29,9 @@
 #      blocked;
 #   7. outputs in a granted bucket with no name in the cloud regions:
 #      blocked; nothing written to a bucket of that name in the cloud stores.
+#   9. a namespace with no grant yet, as every one is on upgrading from a
+#      hub without grants: a Job without data bursts and completes once,
+#      one with inputs is blocked saying the namespace has no grant;
 #   8. what an older hub leaves (docs/security.md, "Upgrading"): a Job in
 #      flight across a restart with its record stripped of the outputs
 #      field and its mirror of the proof is followed once, its outputs
@@ -78,7 +81,8 @@ ANS="atk-$SUF"
 VNS="vic-$SUF"
 VTEAM="vteam-$SUF"
 SCRATCH="scratch-$SUF"
-HUB_EXTRA_NS+=("$ANS" "$VNS")
+UNS="nogrant-$SUF"
+HUB_EXTRA_NS+=("$ANS" "$VNS" "$UNS")
 AKC="$HUB_TMP/attacker.kubeconfig"
 akc() { "$SW_LAB_KUBECTL" --kubeconfig "$AKC" --request-timeout=20s "$@"; }
 # fail_later MSG: a failure that does not stop the attempts after it; the
@@ -139,6 +143,7 @@ for c in "${CLUSTERS[@]}"; do sa_config "$c" "$HUB_SA_NS" spillway-hub "$HUB_TMP
 kc onprem create namespace "$ANS" >/dev/null
 kc onprem label namespace "$ANS" pod-security.kubernetes.io/enforce=restricted >/dev/null
 kc onprem create namespace "$VNS" >/dev/null
+kc onprem create namespace "$UNS" >/dev/null
 kc onprem create serviceaccount attacker -n "$ANS" >/dev/null
 kc onprem create role jobs-only -n "$ANS" --verb=create,get,list,watch,delete --resource=jobs.batch >/dev/null
 kc onprem create rolebinding jobs-only -n "$ANS" --role=jobs-only --serviceaccount="$ANS:attacker" >/dev/null
@@ -307,6 +312,10 @@ fi
 submit team delegated "    spillway.io/team: $VTEAM"
 submit prod delegated "    spillway.io/priority: production"
 submit unmapped delegated "    spillway.io/outputs: s3://$SCRATCH/$ANS/out/"
+# 9. Namespace UNS has no grant, as every namespace has on the day a hub
+# without grants is upgraded (created by the platform, not the attacker).
+job ng-plain delegated | kc onprem create -n "$UNS" -f - >/dev/null
+job ng-in delegated "    spillway.io/inputs: s3://datasets/$UNS/in/" | kc onprem create -n "$UNS" -f - >/dev/null
 
 # origin_ann NAME KEY: an annotation of origin NAME, as its author reads it.
 origin_ann() {
@@ -490,6 +499,27 @@ cmp -s "$HUB_TMP/up-back" <(s3get $UPEP checkpoints "$ANS/up/attempt-1/model.pt"
 [ "$(record_field "$UPK" attempt)" = 1 ] || hub_fail "up-out ran as attempt $(record_field "$UPK" attempt)"
 pass "8. a record without outputs and a mirror without a proof (as an older hub leaves them) across a restart: up-out followed on $UPM in $UPC, its outputs held to the grant and copied home, attempt 1"
 
+# ---- 9. a namespace with no grant yet ----------------------------------------
+uann() { kc onprem get job "$1" -n "$UNS" -o jsonpath="{.metadata.annotations.spillway\.io/$2}"; }
+for _ in $(seq 1 240); do
+    [ "$(uann ng-in state)" = blocked ] && [ "$(uann ng-plain state)" = succeeded ] && break
+    sleep 0.25
+done
+[ "$(uann ng-plain state)" = succeeded ] ||
+    hub_fail "ng-plain (no data, namespace without a grant) is \"$(uann ng-plain state)\", not succeeded: $(uann ng-plain reason)"
+r=$(uann ng-in reason)
+[ "$(uann ng-in state)" = blocked ] && echo "$r" | grep -qF "namespace $UNS of cluster onprem has no grant" ||
+    hub_fail "ng-in (inputs, namespace without a grant) is \"$(uann ng-in state)\", reason \"$r\""
+n=0
+for nm in ng-plain ng-in; do
+    uid=$(kc onprem get job "$nm" -n "$UNS" -o jsonpath='{.metadata.uid}')
+    for c in cloud-spot cloud-ondemand; do
+        n=$((n + $(kc "$c" get jobs -A -l "spillway.io/origin-uid=$uid" -o name | wc -l)))
+    done
+done
+[ "$n" = 1 ] || hub_fail "ng-plain and ng-in have $n mirrors between them, not 1 (ng-plain's)"
+pass "9. a namespace with no grant: ng-plain (no data) succeeded, one mirror; ng-in blocked, \"$r\""
+
 # ---- afterwards, from outside ----------------------------------------------
 ATTACKS=(in-a in-d in-none out-a out-d priv pull team prod unmapped)
 [ -n "$TRAVERSAL" ] && ATTACKS+=(walk)
@@ -532,15 +562,15 @@ watcher_check
 
 # ---- the audit logs ---------------------------------------------------------
 sleep 1 # the last responses written
-"$PY" - "$SINCE" "$HUB_USER" "$ATK_USER" "$ANS" "$VNS" "${#ATTACKS[@]}" \
+"$PY" - "$SINCE" "$HUB_USER" "$ATK_USER" "$ANS" "$VNS" "${#ATTACKS[@]}" "$UNS" \
     onprem="$SW_LAB_DIR/onprem" cloud-spot="$SW_LAB_DIR/cloud-spot" cloud-ondemand="$SW_LAB_DIR/cloud-ondemand" \
     >"$HUB_TMP/audit" <<'EOF' || { cat "$HUB_TMP/audit" >&2; hub_fail "audit logs"; }
 import collections, glob, json, sys
-since, hub, atk, ans, vns, nattacks = sys.argv[1:7]
+since, hub, atk, ans, vns, nattacks, uns = sys.argv[1:8]
 problems, seen = [], set()
 hub_in = collections.Counter()
 atk_creates = 0
-for arg in sys.argv[7:]:
+for arg in sys.argv[8:]:
     cluster, _, d = arg.partition("=")
     for log in sorted(glob.glob(d + "/audit*.log")):
         for line in open(log):
@@ -569,6 +599,8 @@ for arg in sys.argv[7:]:
                     continue
                 problems.append("%s: the hub's cluster-scoped %s %s" % (cluster, verb, uri))
                 continue
+            if ns == uns:
+                continue  # case 9's own Jobs, in the namespace with no grant
             if ns != ans:
                 what = "the victim's namespace" if ns == vns else ("kube-system" if ns == "kube-system" else "namespace " + ns)
                 problems.append("%s: the hub's %s %s in %s (HTTP %s)" % (
@@ -591,6 +623,6 @@ for p in problems:
 sys.exit(1 if problems else 0)
 EOF
 cat "$HUB_TMP/audit"
-pass "audit: the hub's identity made no request in $VNS, kube-system or any namespace but $ANS (cluster-wide list/watch aside); the attacker's Jobs all created as $ATK_USER"
+pass "audit: the hub's identity made no request in $VNS, kube-system or any namespace but $ANS and $UNS (case 9's; cluster-wide list/watch aside); the attacker's Jobs all created as $ATK_USER"
 [ ${#LATER[@]} = 0 ] || hub_fail "${#LATER[@]} check(s) failed above: $(printf '%s; ' "${LATER[@]}")"
 pass "tenancy shown in $(($(date +%s) - T0)) s"
