@@ -40,14 +40,65 @@ const char *sw_repl_key_problem(const char *prefix, const char *key)
     size_t pl = strlen(prefix);
     if (strncmp(key, prefix, pl) != 0)
         return "outside the prefix listed (a malformed answer)";
-    for (const char *s = key;;) {
-        size_t n = strcspn(s, "/");
-        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-            return "a \".\" or \"..\" segment (never copied: it could land outside the prefix)";
-        if (s[n] == '\0')
-            return NULL;
-        s += n + 1;
+    return sw_s3_key_problem(key);
+}
+
+int sw_repl_dst_key(const char *src_prefix, const char *dst_prefix, const char *key, char **out,
+                    struct sw_error *err)
+{
+    *out = NULL;
+    const char *why = sw_repl_key_problem(src_prefix, key);
+    if (why != NULL)
+        return sw_error_set(err, SW_EPARSE, "listed key \"%.200s\": %s", key, why);
+    const char *rest = key + strlen(src_prefix);
+    size_t n = strlen(dst_prefix) + strlen(rest) + 1;
+    char *d = sw_malloc(n);
+    if (d == NULL)
+        return sw_error_set(err, SW_ENOMEM, "listed key \"%.200s\": out of memory", key);
+    snprintf(d, n, "%s%s", dst_prefix, rest);
+    /* The key is clean, but the join may not be: "in/a" and "out/" make
+     * "in/a../x" into "out/../x". */
+    why = sw_s3_key_problem(d);
+    if (why != NULL) {
+        int rc = sw_error_set(
+            err, SW_EPARSE, "listed key \"%.200s\" would be copied to \"%.200s\": %s", key, d, why);
+        sw_free(d);
+        return rc;
     }
+    *out = d;
+    return 0;
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+    return strcmp(((const struct sw_s3_object *)a)->key, ((const struct sw_s3_object *)b)->key);
+}
+
+int sw_repl_compare(const char *src_prefix, const struct sw_s3_object *src, size_t nsrc,
+                    const char *dst_prefix, struct sw_s3_object *dst, size_t ndst,
+                    sw_repl_compare_cb cb, void *ctx, struct sw_error *err)
+{
+    for (size_t i = 0; i < ndst; i++) {
+        const char *why = sw_repl_key_problem(dst_prefix, dst[i].key);
+        if (why != NULL)
+            return sw_error_set(err, SW_EPARSE, "listed key \"%.200s\": %s", dst[i].key, why);
+    }
+    if (ndst > 1)
+        qsort(dst, ndst, sizeof(*dst), cmp_obj);
+    for (size_t i = 0; i < nsrc; i++) {
+        char *dk = NULL;
+        int rc = sw_repl_dst_key(src_prefix, dst_prefix, src[i].key, &dk, err);
+        if (rc != 0)
+            return rc;
+        struct sw_s3_object k = {.key = dk};
+        const struct sw_s3_object *there =
+            ndst ? bsearch(&k, dst, ndst, sizeof(*dst), cmp_obj) : NULL;
+        rc = cb(&src[i], dk, there, ctx);
+        sw_free(dk);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }
 
 static int list_all(struct sw_s3 *s3, const char *bucket, const char *prefix, struct objs *out,
@@ -108,11 +159,6 @@ static int list_all(struct sw_s3 *s3, const char *bucket, const char *prefix, st
         if (!more)
             return 0;
     }
-}
-
-static int cmp_obj(const void *a, const void *b)
-{
-    return strcmp(((const struct sw_s3_object *)a)->key, ((const struct sw_s3_object *)b)->key);
 }
 
 static const struct sw_s3_object *find(const struct objs *o, const char *key)
@@ -377,15 +423,14 @@ static void record_done(struct run *r, const char *target, const char *key, cons
     journal_pipelined(r, "HSET %s %s %s", k, key, v);
 }
 
-static char *dst_key_for(const struct sw_repl_rule *rule, size_t t, const char *key)
+static int dst_key_for(const struct sw_repl_rule *rule, size_t t, const char *key, char **out,
+                       struct sw_error *err)
 {
-    const char *rest = key + strlen(rule->prefix);
     const char *p = rule->targets[t].prefix ? rule->targets[t].prefix : rule->prefix;
-    size_t n = strlen(p) + strlen(rest) + 1;
-    char *d = sw_malloc(n);
-    if (d != NULL)
-        snprintf(d, n, "%s%s", p, rest);
-    return d;
+    int rc = sw_repl_dst_key(rule->prefix, p, key, out, err);
+    if (rc != 0)
+        sw_error_wrap(err, "rule %s, target %s", rule->name, rule->targets[t].name);
+    return rc;
 }
 
 /* The upload's id goes into the journal, and Redis has answered, before
@@ -604,11 +649,9 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
             jb->run = &r;
             jb->obj = i;
             jb->target = t;
-            jb->dst_key = dst_key_for(rule, t, o->key);
-            if (jb->dst_key == NULL) {
-                rc = sw_error_set(err, SW_ENOMEM, "rule %s: out of memory", rule->name);
+            rc = dst_key_for(rule, t, o->key, &jb->dst_key, err);
+            if (rc != 0)
                 break;
-            }
             int conflict = 0;
             struct sw_error pe;
             sw_error_clear(&pe);
@@ -674,6 +717,25 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
     return rc;
 }
 
+struct est {
+    const struct done_set *done;
+    int64_t n, b;
+};
+
+static int est_one(const struct sw_s3_object *o, const char *dst_key,
+                   const struct sw_s3_object *there, void *ctx)
+{
+    struct est *e = ctx;
+    const struct done_rec *rec = find_done(e->done, dst_key);
+    int same =
+        there != NULL && there->size == o->size && (rec == NULL || strcmp(rec->etag, o->etag) == 0);
+    if (!same) {
+        e->n++;
+        e->b += o->size;
+    }
+    return 0;
+}
+
 int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, double bytes_per_s,
                      int64_t *objects, int64_t *bytes, double *seconds, struct sw_error *err)
 {
@@ -686,34 +748,22 @@ int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, dou
         return rc;
     for (size_t t = 0; t < rule->ntargets && rc == 0; t++) {
         const struct sw_repl_target *tg = &rule->targets[t];
+        const char *dp = tg->prefix ? tg->prefix : rule->prefix;
         struct objs dst;
         struct done_set done;
-        rc = list_all(tg->s3, tg->bucket, tg->prefix ? tg->prefix : rule->prefix, &dst, err);
+        rc = list_all(tg->s3, tg->bucket, dp, &dst, err);
         if (rc != 0)
             break;
-        if (dst.n > 1)
-            qsort(dst.v, dst.n, sizeof(*dst.v), cmp_obj);
         rc = load_done(journal, rule->name, tg->name, &done, err);
-        int64_t n = 0, b = 0;
-        for (size_t i = 0; rc == 0 && i < src.n; i++) {
-            char *dk = dst_key_for(rule, t, src.v[i].key);
-            if (dk == NULL) {
-                rc = sw_error_set(err, SW_ENOMEM, "estimate: out of memory");
-                break;
-            }
-            const struct sw_s3_object *there = find(&dst, dk);
-            const struct done_rec *rec = find_done(&done, dk);
-            int same = there != NULL && there->size == src.v[i].size &&
-                       (rec == NULL || strcmp(rec->etag, src.v[i].etag) == 0);
-            if (!same) {
-                n++;
-                b += src.v[i].size;
-            }
-            sw_free(dk);
+        struct est e = {.done = &done};
+        if (rc == 0) {
+            rc = sw_repl_compare(rule->prefix, src.v, src.n, dp, dst.v, dst.n, est_one, &e, err);
+            if (rc != 0)
+                sw_error_wrap(err, "rule %s, target %s", rule->name, tg->name);
         }
-        if (b > *bytes || (b == *bytes && n > *objects)) {
-            *bytes = b;
-            *objects = n;
+        if (e.b > *bytes || (e.b == *bytes && e.n > *objects)) {
+            *bytes = e.b;
+            *objects = e.n;
         }
         done_free(&done);
         objs_free(&dst);

@@ -116,12 +116,47 @@ int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, dou
 /**
  * Why a listed `key` cannot be copied under `prefix`, or NULL: it must start
  * with the prefix asked for (anything else is a malformed answer: the rest
- * of the key is taken after the prefix's length), and hold no "." or ".."
- * segment: a key such as "out/attempt-1/../../team-b/x", which a Job's pod
- * can write in the cloud, would otherwise be copied home outside its prefix
- * by a store that keeps objects as files. Every listing a run copies from
- * is checked (the run fails with SW_EPARSE naming the key). Static text.
+ * of the key is taken after the prefix's length), and be a key the S3
+ * client sends (sw_s3_key_problem: not empty, at most 1,024 bytes, no "."
+ * or ".." segment). A key such as "out/attempt-1/../../team-b/x", which a
+ * Job's pod can write in the cloud, would otherwise be copied home outside
+ * its prefix by a store that keeps objects as files. Every listing a run
+ * lists (source and targets) is checked; the run fails with SW_EPARSE
+ * naming the key. Static text.
  */
 const char *sw_repl_key_problem(const char *prefix, const char *key);
+
+/**
+ * The key a listed source `key` under `src_prefix` is copied to under
+ * `dst_prefix`: the destination prefix and the rest of the key. Both are
+ * checked: the source key by sw_repl_key_problem, and the joined key by
+ * sw_s3_key_problem, since prefixes that differ in their trailing '/' can
+ * join a clean key into a dot segment ("in/a" and "out/" make "in/a../x"
+ * into "out/../x"). Pure. Returns 0 and *out (new; sw_free), or SW_EPARSE
+ * naming the key and why, or SW_ENOMEM.
+ */
+int sw_repl_dst_key(const char *src_prefix, const char *dst_prefix, const char *key, char **out,
+                    struct sw_error *err);
+
+/**
+ * Called by sw_repl_compare for each source object in order, with its
+ * destination key and the target's object of that key or NULL (all
+ * borrowed for the call). A non-zero return stops the comparison.
+ */
+typedef int (*sw_repl_compare_cb)(const struct sw_s3_object *src, const char *dst_key,
+                                  const struct sw_s3_object *there, void *ctx);
+
+/**
+ * The comparison of one target with the source a plan starts from (pure: no
+ * I/O). `src` is a listing under `src_prefix` and `dst` the target's under
+ * `dst_prefix` (borrowed; sorted by key in place). Every target key is
+ * checked first (sw_repl_key_problem), then each source object's
+ * destination key is built (sw_repl_dst_key), looked up in `dst` and handed
+ * to `cb`. Returns 0, the first refusal (SW_EPARSE naming the key), SW_ENOMEM,
+ * or what `cb` returned.
+ */
+int sw_repl_compare(const char *src_prefix, const struct sw_s3_object *src, size_t nsrc,
+                    const char *dst_prefix, struct sw_s3_object *dst, size_t ndst,
+                    sw_repl_compare_cb cb, void *ctx, struct sw_error *err);
 
 #endif

@@ -227,26 +227,82 @@ static void describe(const struct op *o, char *out, size_t n)
              o->method, o->bucket, o->key ? o->key : "");
 }
 
-static int build_url(struct op *o, char *hostbuf, size_t hostlen, struct sw_buf *path)
+const char *sw_s3_key_problem(const char *key)
+{
+    if (key[0] == '\0')
+        return "an empty key (the request would name the bucket itself)";
+    if (strlen(key) > SW_S3_KEY_MAX)
+        return "longer than S3's 1,024 bytes";
+    for (const char *s = key;;) {
+        size_t n = strcspn(s, "/");
+        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return "a \".\" or \"..\" segment (servers and stores that keep files may resolve it, "
+                   "and %2E is the same as \".\")";
+        if (s[n] == '\0')
+            return NULL;
+        s += n + 1;
+    }
+}
+
+const char *sw_s3_path_bucket_problem(const char *bucket)
+{
+    size_t n = strlen(bucket);
+    if (n == 0)
+        return "empty";
+    if (n > SW_S3_BUCKET_MAX)
+        return "longer than 255 characters";
+    if (strcmp(bucket, ".") == 0 || strcmp(bucket, "..") == 0)
+        return "\".\" or \"..\"";
+    for (size_t i = 0; i < n; i++) {
+        char c = bucket[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == '_'))
+            return "a character other than letters, digits, '.', '-' and '_'";
+    }
+    return NULL;
+}
+
+int sw_s3_path(struct sw_buf *out, int virtual_host, const char *bucket, const char *key,
+               struct sw_error *err)
+{
+    const char *why = sw_s3_path_bucket_problem(bucket);
+    if (why != NULL)
+        return sw_error_set(err, SW_EINVAL, "bucket \"%.64s\": %s", bucket, why);
+    if (key != NULL && (why = sw_s3_key_problem(key)) != NULL)
+        return sw_error_set(err, SW_EINVAL, "key \"%.200s\": %s", key, why);
+    size_t was = out->len;
+    int rc = sw_buf_add(out, "/", 1);
+    if (rc == 0 && !virtual_host) {
+        rc = sw_sigv4_uri_encode(out, bucket, strlen(bucket), 0);
+        if (rc == 0 && key != NULL)
+            rc = sw_buf_add(out, "/", 1);
+    }
+    if (rc == 0 && key != NULL)
+        rc = sw_sigv4_uri_encode(out, key, strlen(key), 1);
+    if (rc != 0) {
+        out->len = was;
+        if (out->data != NULL)
+            out->data[was] = '\0';
+        return sw_error_set(err, rc, "s3://%.64s/%.200s: cannot build the path: %s", bucket,
+                            key ? key : "", sw_strerror(rc));
+    }
+    return 0;
+}
+
+static int build_url(struct op *o, char *hostbuf, size_t hostlen, struct sw_buf *path,
+                     struct sw_error *err)
 {
     struct sw_s3 *s = o->s3;
-    int rc = 0;
     if (s->virtual_host)
         snprintf(hostbuf, hostlen, "%s.%s", o->bucket, s->host);
     else
         snprintf(hostbuf, hostlen, "%s", s->host);
     sw_buf_reset(path);
-    rc = sw_buf_add(path, "/", 1);
-    if (rc == 0 && !s->virtual_host) {
-        rc = sw_sigv4_uri_encode(path, o->bucket, strlen(o->bucket), 0);
-        if (rc == 0 && o->key != NULL)
-            rc = sw_buf_add(path, "/", 1);
-    }
-    if (rc == 0 && o->key != NULL)
-        rc = sw_sigv4_uri_encode(path, o->key, strlen(o->key), 1);
+    int rc = sw_s3_path(path, s->virtual_host, o->bucket, o->key, err);
+    if (rc != 0)
+        return rc;
     sw_buf_reset(&o->url);
-    if (rc == 0)
-        rc = sw_buf_addf(&o->url, "%s://%s%s", s->scheme, hostbuf, path->data);
+    rc = sw_buf_addf(&o->url, "%s://%s%s", s->scheme, hostbuf, path->data);
     for (size_t i = 0; rc == 0 && i < o->nquery; i++) {
         rc = sw_buf_add(&o->url, i == 0 ? "?" : "&", 1);
         if (rc == 0)
@@ -259,13 +315,16 @@ static int build_url(struct op *o, char *hostbuf, size_t hostlen, struct sw_buf 
             rc = sw_buf_add(&o->url, "=", 1);
         }
     }
-    return rc;
+    if (rc != 0)
+        return sw_error_set(err, rc, "cannot build the URL: %s", sw_strerror(rc));
+    return 0;
 }
 
 static int configure_easy(CURL *easy, void *ctx)
 {
     struct op *o = ctx;
-    /* Object keys are names, not paths: "a/../b" must reach the server as is. */
+    /* The path is sent as built: empty segments are S3 names (dot segments
+     * never get here, sw_s3_key_problem refuses them). */
     curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
     if (o->s3->ca_file != NULL)
         curl_easy_setopt(easy, CURLOPT_CAINFO, o->s3->ca_file);
@@ -286,10 +345,10 @@ static int attempt(struct op *o, struct sw_error *err)
     sw_buf_init(&path, 64 * 1024);
     char where[768];
     describe(o, where, sizeof(where));
-    int rc = build_url(o, host, sizeof(host), &path);
+    int rc = build_url(o, host, sizeof(host), &path, err);
     if (rc != 0) {
         sw_buf_free(&path);
-        return sw_error_set(err, rc, "%s: cannot build the URL: %s", where, sw_strerror(rc));
+        return sw_error_wrap(err, "%s", where);
     }
     struct sw_sigv4_pair signed_h[MAX_PAIRS + 1];
     memcpy(signed_h, o->headers, o->nheaders * sizeof(signed_h[0]));

@@ -28,6 +28,11 @@
 #include "replication/s3xml.h"
 #include "replication/sigv4.h"
 
+/** Longest object key S3 accepts, in bytes; a longer one is never sent. */
+#define SW_S3_KEY_MAX 1024
+/** Longest bucket name accepted (S3's legacy limit; new buckets stop at 63). */
+#define SW_S3_BUCKET_MAX 255
+
 /** The metadata header that carries an object's SHA-256 (hex). */
 #define SW_S3_META_SHA256 "x-amz-meta-sw-sha256"
 /** The metadata header that names the source version a copy was made from. */
@@ -73,6 +78,42 @@ int sw_s3_same_endpoint(const struct sw_s3 *a, const struct sw_s3 *b);
 
 /** The loop the client runs on (borrowed). */
 uv_loop_t *sw_s3_loop(const struct sw_s3 *s3);
+
+/**
+ * Why `key` cannot be sent as an object key, or NULL; static text. Every
+ * key is sent as a path: each byte but RFC 3986's unreserved ones and '/'
+ * is percent-encoded (so '%', '?', '#', spaces, control and non-ASCII
+ * bytes never reach the wire as themselves), and the same encoded path is
+ * the canonical URI SigV4 signs. Empty segments ("a//b", a leading or
+ * trailing '/') are S3 names and are kept: they cannot climb. What
+ * encoding cannot make safe is refused: an empty key (the request would
+ * name the bucket itself), one longer than SW_S3_KEY_MAX, and a "." or ".."
+ * segment, which HTTP servers, proxies and stores that keep objects as
+ * files may resolve (RFC 3986 section 5.2.4); "%2E" would not help, since
+ * RFC 3986 makes it the same as ".".
+ */
+const char *sw_s3_key_problem(const char *key);
+
+/**
+ * Why `bucket` cannot be named in a request, or NULL; static text. A bucket
+ * is a host label (virtual-host addressing) or a path segment: 1 to
+ * SW_S3_BUCKET_MAX of [A-Za-z0-9._-], and not "." or "..". Looser than the
+ * hub's check of names a Job gives (sw_s3_bucket_problem, annotations.c):
+ * this one only keeps a request's host and path what they are meant to be.
+ */
+const char *sw_s3_path_bucket_problem(const char *bucket);
+
+/**
+ * Appends to `out` the path of a request, which is also the canonical URI
+ * SigV4 signs: "/BUCKET/KEY" path-style, "/KEY" with virtual-host
+ * addressing (the bucket is then in the host), "/BUCKET" or "/" when `key`
+ * is NULL (a bucket-level request). Both are checked first
+ * (sw_s3_path_bucket_problem, sw_s3_key_problem). Pure. Returns 0, SW_EINVAL with
+ * err naming the bucket or key and why (nothing appended), or the buffer's
+ * SW_ETOOBIG / SW_ENOMEM.
+ */
+int sw_s3_path(struct sw_buf *out, int virtual_host, const char *bucket, const char *key,
+               struct sw_error *err);
 
 /**
  * A request. All of it is copied except `body`, which must stay valid until

@@ -41,9 +41,12 @@ void sw_sha256_hex(const void *data, size_t len, char hex[65])
     sw_hex(md, sizeof(md), hex);
 }
 
+/* RFC 3986's unreserved set, spelled out: isalnum() follows the locale, and
+ * in a single-byte locale it would let bytes above 0x7f through unencoded. */
 static int unreserved(unsigned char c)
 {
-    return isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == '~';
 }
 
 int sw_sigv4_uri_encode(struct sw_buf *out, const char *s, size_t len, int keep_slash)

@@ -301,7 +301,8 @@ static void test_keys(void **state)
                                   "\xe3\x82\xbf.txt",
                                   "a+b=c&d;e,f'g(h)!.txt",
                                   "percent%20literal.txt",
-                                  "tilde~and*star.txt"};
+                                  "tilde~and*star.txt",
+                                  "query?x=1#fragment %2E%2E.txt"};
     size_t n = sizeof(names) / sizeof(names[0]);
     char shas[8][65];
     for (size_t i = 0; i < n; i++) {
