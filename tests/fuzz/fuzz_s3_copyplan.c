@@ -1,0 +1,206 @@
+/*
+ * fuzz_s3_copyplan.c - libFuzzer target for the path from an S3 listing to
+ * the requests a replication run sends: replication/s3xml.c parses
+ * ListObjectsV2 answers (a store's, untrusted), replication/replicator.c
+ * checks the listed keys and compares the source with the target
+ * (sw_repl_key_problem, sw_repl_compare), and replication/s3.c builds the
+ * request paths of every copy (sw_s3_path, the URL's path and the URI
+ * SigV4 signs).
+ *
+ * The input: the source prefix up to the first '\n', the target prefix up
+ * to the next, then the source's listing and, after a NUL byte, the
+ * target's. Promised, and checked here with code of its own: a listing the
+ * run accepts holds only keys under its prefix, non-empty, at most 1,024
+ * bytes, without "." or ".." segments; every copy planned goes from a key
+ * under the source prefix to the target prefix plus the rest of that key,
+ * with the same rules; its target match is the target object of exactly
+ * that key; and every path built is "/bucket/" (or "/") followed by the key
+ * percent-encoded (unreserved characters, '/' and upper-case %XX only),
+ * which decodes back to the key. A refusal names the key.
+ * Seeds: tests/fuzz/corpus/fuzz_s3_copyplan/.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "fuzz.h"
+#include "replication/replicator.h"
+#include "replication/s3.h"
+#include "replication/s3xml.h"
+
+#define PREFIX_MAX 256
+
+static int has_dot_segment(const char *k)
+{
+    for (const char *s = k;;) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return 1;
+        if (e == NULL)
+            return 0;
+        s = e + 1;
+    }
+}
+
+/* What the S3 client promises to send, by this file's own reading. */
+static int sendable(const char *key)
+{
+    return key[0] != '\0' && strlen(key) <= SW_S3_KEY_MAX && !has_dot_segment(key);
+}
+
+static int starts(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+static int hexup(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F');
+}
+
+static int unreserved(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
+}
+
+/* The path for `key` in `bucket`, both styles: well-formed, and decoding
+ * back to exactly the bucket and key. */
+static void check_path(const char *bucket, const char *key)
+{
+    for (int vhost = 0; vhost <= 1; vhost++) {
+        struct sw_buf b;
+        sw_buf_init(&b, 64 * 1024);
+        struct sw_error err;
+        int rc = sw_s3_path(&b, vhost, bucket, key, &err);
+        if (rc == SW_ENOMEM) {
+            sw_buf_free(&b);
+            continue;
+        }
+        FUZZ_CHECK(rc == 0);
+        FUZZ_CHECK(b.data[0] == '/');
+        char *dec = malloc(b.len + 1);
+        FUZZ_CHECK(dec != NULL);
+        size_t n = 0;
+        for (size_t i = 0; i < b.len; i++) {
+            char c = b.data[i];
+            if (c == '%') {
+                FUZZ_CHECK(i + 2 < b.len && hexup(b.data[i + 1]) && hexup(b.data[i + 2]));
+                dec[n++] = (char)strtol((char[]){b.data[i + 1], b.data[i + 2], 0}, NULL, 16);
+                i += 2;
+            } else {
+                FUZZ_CHECK(unreserved(c) || c == '/');
+                dec[n++] = c;
+            }
+        }
+        dec[n] = '\0';
+        /* Nothing the server would read as a step up, or as the query. */
+        FUZZ_CHECK(!has_dot_segment(b.data));
+        const char *rest = dec + 1;
+        if (!vhost) {
+            FUZZ_CHECK(starts(rest, bucket) && rest[strlen(bucket)] == '/');
+            rest += strlen(bucket) + 1;
+        }
+        FUZZ_CHECK(n - (size_t)(rest - dec) == strlen(key) && strcmp(rest, key) == 0);
+        free(dec);
+        sw_buf_free(&b);
+    }
+}
+
+struct plan {
+    const char *sp, *dp;
+    const struct sw_s3_object *dst;
+    size_t ndst;
+    size_t calls;
+};
+
+static int on_object(const struct sw_s3_object *o, const char *dst_key,
+                     const struct sw_s3_object *there, void *ctx)
+{
+    struct plan *p = ctx;
+    p->calls++;
+    FUZZ_CHECK(starts(o->key, p->sp) && sendable(o->key));
+    FUZZ_CHECK(starts(dst_key, p->dp) && sendable(dst_key));
+    FUZZ_CHECK(strcmp(dst_key + strlen(p->dp), o->key + strlen(p->sp)) == 0);
+    int present = 0;
+    for (size_t i = 0; i < p->ndst; i++)
+        present |= strcmp(p->dst[i].key, dst_key) == 0;
+    FUZZ_CHECK(present == (there != NULL));
+    FUZZ_CHECK(there == NULL || strcmp(there->key, dst_key) == 0);
+    check_path("src-bucket", o->key);
+    check_path("dst.bucket", dst_key);
+    return 0;
+}
+
+/* A listing as the run takes it: every key checked, one refusal refuses
+ * the page. Returns 1 when accepted. */
+static int accepted(const char *prefix, const struct sw_s3_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const char *why = sw_repl_key_problem(prefix, l->objects[i].key);
+        int ok = starts(l->objects[i].key, prefix) && sendable(l->objects[i].key);
+        FUZZ_CHECK((why == NULL) == ok);
+        if (why != NULL)
+            return 0;
+    }
+    return 1;
+}
+
+static int take_line(const uint8_t **d, size_t *n, char *out)
+{
+    const uint8_t *nl = memchr(*d, '\n', *n < PREFIX_MAX ? *n : PREFIX_MAX);
+    if (nl == NULL)
+        return -1;
+    size_t l = (size_t)(nl - *d);
+    if (memchr(*d, '\0', l) != NULL)
+        return -1;
+    memcpy(out, *d, l);
+    out[l] = '\0';
+    *d += l + 1;
+    *n -= l + 1;
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char sp[PREFIX_MAX + 1], dp[PREFIX_MAX + 1];
+    if (take_line(&data, &size, sp) != 0 || take_line(&data, &size, dp) != 0)
+        return 0;
+    const uint8_t *nul = memchr(data, '\0', size);
+    size_t slen = nul ? (size_t)(nul - data) : size;
+    struct sw_error err;
+    struct sw_s3_list src, dst;
+    memset(&dst, 0, sizeof(dst));
+    if (sw_s3xml_parse_list((const char *)data, slen, &src, &err) != 0)
+        return 0;
+    if (nul != NULL && sw_s3xml_parse_list((const char *)nul + 1, size - slen - 1, &dst, &err) != 0)
+        memset(&dst, 0, sizeof(dst));
+    if (accepted(sp, &src) && accepted(dp, &dst)) {
+        struct plan p = {.sp = sp, .dp = dp, .dst = dst.objects, .ndst = dst.n};
+        sw_error_clear(&err);
+        int rc =
+            sw_repl_compare(sp, src.objects, src.n, dp, dst.objects, dst.n, on_object, &p, &err);
+        if (rc == 0) {
+            FUZZ_CHECK(p.calls == src.n);
+        } else {
+            /* Only a join that makes an unsendable key is refused here. */
+            FUZZ_CHECK(rc == SW_EPARSE || rc == SW_ENOMEM);
+            if (rc == SW_EPARSE) {
+                FUZZ_CHECK(strstr(err.msg, "would be copied to") != NULL);
+                const char *k = src.objects[p.calls].key;
+                size_t n = strlen(dp) + strlen(k) - strlen(sp) + 1;
+                char *d = malloc(n);
+                FUZZ_CHECK(d != NULL);
+                snprintf(d, n, "%s%s", dp, k + strlen(sp));
+                FUZZ_CHECK(!sendable(d));
+                free(d);
+            }
+        }
+    }
+    sw_s3_list_free(&src);
+    sw_s3_list_free(&dst);
+    return 0;
+}
