@@ -370,7 +370,12 @@ static void op_closed(uv_handle_t *h)
     if (op->next)
         op->next->prev = op->prev;
     c->nops--;
-    cJSON_Delete(op->res.body);
+    if (op->req.sensitive) {
+        sw_json_delete_wiped(op->res.body);
+        sw_wipe(op->body, op->req.body_len);
+    } else {
+        cJSON_Delete(op->res.body);
+    }
     sw_free(op->path);
     sw_free(op->method);
     sw_free(op->content_type);
@@ -695,6 +700,7 @@ static void dispatch(struct sw_kube_op *op)
     r.low_speed_time_s = op->req.low_speed_time_s;
     r.configure = configure;
     r.configure_ctx = op;
+    r.sensitive = op->req.sensitive;
     op->state = OP_HTTP;
     c->sent++;
     /* net/http hands on_data the call's ctx, which is the op; the op
@@ -866,6 +872,8 @@ int sw_kube_send(struct sw_kube_client *c, const struct sw_kube_req *req, sw_kub
     op->cb = cb;
     op->ctx = ctx;
     sw_buf_init(&op->errbody, 65536);
+    if (req->sensitive)
+        sw_buf_set_wipe(&op->errbody);
     if (req->on_item != NULL)
         op->req.on_data = split_data;
     else if (req->on_data != NULL)

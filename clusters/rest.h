@@ -99,6 +99,12 @@ struct sw_kube_req {
     void *on_item_ctx;
     long timeout_ms;       /* 0: the client's default; -1: none (watches) */
     long low_speed_time_s; /* abort when idle this long; 0: off */
+    /**
+     * The request or its answer holds a Secret's data: the client's copy of
+     * the body, the answer's buffer and the parsed res->body are wiped
+     * (sw_wipe) before they are freed. Not for streams or lists.
+     */
+    int sensitive;
 };
 
 /**

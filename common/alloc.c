@@ -6,6 +6,8 @@
  */
 #include "alloc.h"
 
+#include <openssl/crypto.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,4 +93,18 @@ uint64_t sw_alloc_count(void)
 int sw_alloc_injected(void)
 {
     return injected;
+}
+
+void sw_wipe(void *p, size_t n)
+{
+    if (p != NULL && n > 0)
+        OPENSSL_cleanse(p, n);
+}
+
+void sw_free_wiped(char *s)
+{
+    if (s == NULL)
+        return;
+    sw_wipe(s, strlen(s));
+    sw_free(s);
 }

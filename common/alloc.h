@@ -19,6 +19,13 @@ void *sw_calloc(size_t nmemb, size_t size);
 void *sw_realloc(void *p, size_t n);
 /** free(3); NULL is fine. */
 void sw_free(void *p);
+/**
+ * Overwrites `n` bytes at `p` with zeros in a way the compiler may not
+ * remove (OPENSSL_cleanse), for memory that held a secret. NULL is fine.
+ */
+void sw_wipe(void *p, size_t n);
+/** Wipes a NUL-terminated string (sw_wipe) and frees it; NULL is fine. */
+void sw_free_wiped(char *s);
 /** Returns a new copy of `s` (NULL in, NULL out), owned by the caller. */
 char *sw_strdup(const char *s);
 /** Returns a new NUL-terminated copy of the first `n` bytes of `s`. */

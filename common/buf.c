@@ -16,6 +16,12 @@ void sw_buf_init(struct sw_buf *b, size_t max)
     b->len = 0;
     b->cap = 0;
     b->max = max;
+    b->wipe = 0;
+}
+
+void sw_buf_set_wipe(struct sw_buf *b)
+{
+    b->wipe = 1;
 }
 
 static int grow(struct sw_buf *b, size_t need)
@@ -29,9 +35,22 @@ static int grow(struct sw_buf *b, size_t need)
         cap = cap > SIZE_MAX / 2 ? need + 1 : cap * 2;
     if (cap > b->max + 1)
         cap = b->max + 1;
-    char *p = sw_realloc(b->data, cap);
-    if (p == NULL)
-        return SW_ENOMEM;
+    char *p;
+    if (b->wipe) {
+        /* realloc would leave the old copy behind unwiped. */
+        p = sw_malloc(cap);
+        if (p == NULL)
+            return SW_ENOMEM;
+        if (b->data != NULL) {
+            memcpy(p, b->data, b->len + 1);
+            sw_wipe(b->data, b->cap);
+            sw_free(b->data);
+        }
+    } else {
+        p = sw_realloc(b->data, cap);
+        if (p == NULL)
+            return SW_ENOMEM;
+    }
     b->data = p;
     b->cap = cap;
     return 0;
@@ -76,6 +95,8 @@ int sw_buf_addf(struct sw_buf *b, const char *fmt, ...)
 
 void sw_buf_reset(struct sw_buf *b)
 {
+    if (b->wipe && b->data != NULL)
+        sw_wipe(b->data, b->len);
     b->len = 0;
     if (b->data != NULL)
         b->data[0] = '\0';
@@ -83,6 +104,8 @@ void sw_buf_reset(struct sw_buf *b)
 
 void sw_buf_free(struct sw_buf *b)
 {
+    if (b->wipe && b->data != NULL)
+        sw_wipe(b->data, b->cap);
     sw_free(b->data);
     b->data = NULL;
     b->len = 0;

@@ -15,6 +15,7 @@ struct sw_buf {
     size_t len;
     size_t cap;
     size_t max; /* hard cap on len; adding past it fails with SW_ETOOBIG */
+    int wipe;   /* the bytes are a secret's: wiped when moved, reset or freed */
 };
 
 /** Initialises an empty buffer that may grow to `max` bytes. */
@@ -25,6 +26,12 @@ int sw_buf_add(struct sw_buf *b, const void *p, size_t n);
 int sw_buf_adds(struct sw_buf *b, const char *s);
 /** Appends printf-style formatted text. */
 int sw_buf_addf(struct sw_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/**
+ * Marks the buffer as holding a secret: from now on every copy it leaves
+ * behind (when it grows, is reset or freed) is wiped (sw_wipe) first. What
+ * sw_buf_take hands over is then the caller's to wipe.
+ */
+void sw_buf_set_wipe(struct sw_buf *b);
 /** Empties the buffer but keeps its memory. */
 void sw_buf_reset(struct sw_buf *b);
 /** Releases the memory; the buffer can be reused after sw_buf_init. */

@@ -6,6 +6,7 @@
 #include "alloc.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 static void *hook_malloc(size_t n)
@@ -170,4 +171,46 @@ int sw_json_bool(const cJSON *obj, const char *path, bool required, const char *
         return wrong_type(item, path, what, "a boolean", err);
     *out = cJSON_IsTrue(item);
     return 0;
+}
+
+static void wipe_tree(cJSON *o)
+{
+    for (; o != NULL; o = o->next) {
+        if (o->string != NULL)
+            sw_wipe(o->string, strlen(o->string));
+        if (o->valuestring != NULL)
+            sw_wipe(o->valuestring, strlen(o->valuestring));
+        wipe_tree(o->child);
+    }
+}
+
+void sw_json_delete_wiped(cJSON *o)
+{
+    if (o == NULL)
+        return;
+    /* Only this item and its children: its siblings are not being deleted. */
+    if (o->string != NULL)
+        sw_wipe(o->string, strlen(o->string));
+    if (o->valuestring != NULL)
+        sw_wipe(o->valuestring, strlen(o->valuestring));
+    wipe_tree(o->child);
+    cJSON_Delete(o);
+}
+
+char *sw_json_print_wiped(const cJSON *o, size_t hint, size_t *len)
+{
+    size_t cap = hint + 4096;
+    for (int i = 0; i < 16 && cap <= (size_t)INT32_MAX; i++, cap *= 2) {
+        char *buf = sw_malloc(cap);
+        if (buf == NULL)
+            return NULL;
+        if (cJSON_PrintPreallocated((cJSON *)o, buf, (int)cap, 0)) {
+            if (len != NULL)
+                *len = strlen(buf);
+            return buf;
+        }
+        sw_wipe(buf, cap);
+        sw_free(buf);
+    }
+    return NULL;
 }

@@ -37,6 +37,21 @@ static inline const char *sw_json_str(const cJSON *o, const char *k)
     return cJSON_GetStringValue(sw_json_child(o, k));
 }
 
+/**
+ * Deletes `o` (NULL is fine) after wiping every string in it, names and
+ * values (sw_wipe): for trees that held a Secret's data.
+ */
+void sw_json_delete_wiped(cJSON *o);
+
+/**
+ * Prints `o` unformatted into a new buffer (sw_free_wiped), for trees that
+ * hold a secret: cJSON's own printer grows its buffer by copying and frees
+ * the old copies unwiped, so this one prints into a buffer of the whole
+ * size (first `hint` + 4 KiB, doubled until it fits), wiping each one too
+ * small. Returns NULL when out of memory; *len (optional) is the length.
+ */
+char *sw_json_print_wiped(const cJSON *o, size_t hint, size_t *len);
+
 /** Returns a short name for the JSON type of `item` ("string", "number", ...). */
 const char *sw_json_type_name(const cJSON *item);
 

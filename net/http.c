@@ -537,6 +537,8 @@ int sw_http_send(struct sw_http *h, const struct sw_http_request *req, sw_http_d
     c->ctx = ctx;
     c->resp.retry_after_s = -1;
     sw_buf_init(&c->resp.body, c->req.max_body);
+    if (req->sensitive)
+        sw_buf_set_wipe(&c->resp.body);
     sw_buf_init(&c->resp.headers, 256 * 1024);
     c->easy = curl_easy_init();
     if (c->easy == NULL) {

@@ -101,6 +101,7 @@ struct sw_http_request {
     long low_speed_time_s;          /* abort when below 1 byte/s this long; 0 = off */
     sw_http_configure_cb configure; /* optional extra curl options */
     void *configure_ctx;
+    int sensitive; /* the answer holds a secret: its buffer is wiped (sw_buf_set_wipe) */
 };
 
 /**

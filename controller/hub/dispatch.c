@@ -58,12 +58,12 @@ struct refs_chain {
      * the target has one of that name; "" none. */
     char lq[64];
     bool lq_default;
-    char *body; /* the copy being made of refs[at] */
+    char *body; /* the copy being made of refs[at]; wiped when freed (a Secret's data) */
 };
 
 static void rc_free(struct refs_chain *rc)
 {
-    sw_free(rc->body);
+    sw_free_wiped(rc->body);
     sw_free(rc);
 }
 
@@ -155,20 +155,26 @@ static void on_ref_existing(struct sw_kube_result *res, void *ctx)
     const cJSON *md = sw_json_child(res->body, "metadata");
     if (!ours_or_refuse(rc, md))
         return;
-    cJSON *o = rc->body ? cJSON_Parse(rc->body) : NULL;
+    /* The copy's text, and every tree and string made of it, holds the
+     * Secret's data: each is wiped before it is freed. */
+    size_t blen = rc->body ? strlen(rc->body) : 0;
+    cJSON *o = rc->body ? cJSON_ParseWithLength(rc->body, blen) : NULL;
     const char *rv = sw_json_str(md, "resourceVersion");
     if (o && rv)
         cJSON_AddStringToObject(sw_json_child(o, "metadata"), "resourceVersion", rv);
-    char *body = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
+    char *body = o ? sw_json_print_wiped(o, blen, NULL) : NULL;
+    sw_json_delete_wiped(o);
     struct sw_member *tm = sw_member_find(rc->h, j->rec.target_cluster);
     char path[600];
     int rcode = ref_path(rc, true, path, sizeof(path));
-    struct sw_kube_req req = {
-        .method = "PUT", .path = path, .body = body, .body_len = body ? strlen(body) : 0};
+    struct sw_kube_req req = {.method = "PUT",
+                              .path = path,
+                              .body = body,
+                              .body_len = body ? strlen(body) : 0,
+                              .sensitive = 1};
     if (rcode == 0)
         rcode = body && tm ? sw_kube_send(tm->client, &req, ref_done, rc, NULL) : SW_ENOMEM;
-    cJSON_free(body);
+    sw_free_wiped(body);
     if (rcode != 0) {
         struct sw_hub *h = rc->h;
         rc_free(rc);
@@ -183,7 +189,7 @@ static void on_ref_created(struct sw_kube_result *res, void *ctx)
         struct sw_member *tm = sw_member_find(rc->h, rc->j->rec.target_cluster);
         char path[600];
         int rcode = ref_path(rc, true, path, sizeof(path));
-        struct sw_kube_req req = {.path = path};
+        struct sw_kube_req req = {.path = path, .sensitive = 1};
         if (rcode == 0)
             rcode = tm ? sw_kube_send(tm->client, &req, on_ref_existing, rc, NULL) : SW_ENOENT;
         if (rcode != 0) {
@@ -209,7 +215,7 @@ static void ref_done(struct sw_kube_result *res, void *ctx)
         sw_hub_step_done(h, j, res->rc);
         return;
     }
-    sw_free(rc->body);
+    sw_free_wiped(rc->body);
     rc->body = NULL;
     rc->at++;
     refs_next(rc);
@@ -250,17 +256,21 @@ static void on_ref_got(struct sw_kube_result *res, void *ctx)
     cJSON_DeleteItemFromObjectCaseSensitive(o, "metadata");
     (void)md;
     cJSON_AddItemToObject(o, "metadata", keep);
-    char *body = cJSON_PrintUnformatted(o);
+    /* The answer's tree is wiped by the REST client (sensitive); the text
+     * printed from it is kept for an update, and wiped when done. */
+    char *body = sw_json_print_wiped(o, 0, NULL);
     struct sw_member *tm = sw_member_find(rc->h, j->rec.target_cluster);
     char path[512];
     int rcode = ref_path(rc, false, path, sizeof(path));
-    struct sw_kube_req req = {
-        .method = "POST", .path = path, .body = body, .body_len = body ? strlen(body) : 0};
-    sw_free(rc->body);
-    rc->body = body ? sw_strdup(body) : NULL;
+    struct sw_kube_req req = {.method = "POST",
+                              .path = path,
+                              .body = body,
+                              .body_len = body ? strlen(body) : 0,
+                              .sensitive = 1};
+    sw_free_wiped(rc->body);
+    rc->body = body;
     if (rcode == 0)
         rcode = body && tm ? sw_kube_send(tm->client, &req, on_ref_created, rc, NULL) : SW_ENOMEM;
-    cJSON_free(body);
     if (rcode != 0) {
         struct sw_hub *h = rc->h;
         rc_free(rc);
@@ -366,7 +376,7 @@ static void refs_next(struct refs_chain *rc)
     } else if (rc->at < rc->refs.n) {
         char path[512];
         rcode = ref_path(rc, true, path, sizeof(path));
-        struct sw_kube_req req = {.path = path};
+        struct sw_kube_req req = {.path = path, .sensitive = 1};
         if (rcode == 0)
             rcode = rc->check_only ? sw_kube_send(tm->client, &req, on_ref_checked, rc, NULL)
                                    : sw_kube_send(om->client, &req, on_ref_got, rc, NULL);

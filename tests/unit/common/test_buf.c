@@ -59,12 +59,41 @@ static void test_allocation_failure_is_reported(void **state)
     sw_buf_free(&b);
 }
 
+/* A buffer that holds a secret leaves nothing of it behind when reset
+ * (the memory it keeps is zero where the secret was), and grows and frees
+ * as any other. */
+static void test_wipe(void **state)
+{
+    (void)state;
+    struct sw_buf b;
+    sw_buf_init(&b, 1 << 20);
+    sw_buf_set_wipe(&b);
+    assert_int_equal(sw_buf_adds(&b, "c2VjcmV0"), 0);
+    for (int i = 0; i < 200; i++)
+        assert_int_equal(sw_buf_adds(&b, "password"), 0);
+    assert_int_equal(b.len, 8 + 200 * 8);
+    assert_memory_equal(b.data, "c2VjcmV0password", 16);
+    char *kept = b.data;
+    size_t n = b.len;
+    sw_buf_reset(&b);
+    assert_ptr_equal(b.data, kept);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(kept[i], 0);
+    sw_buf_free(&b);
+    char *s = sw_strdup("token");
+    sw_wipe(s, 3);
+    assert_memory_equal(s, "\0\0\0en", 5);
+    sw_free_wiped(s);
+    sw_free_wiped(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_grows_and_terminates),
         cmocka_unit_test(test_hard_cap_refuses_without_harm),
         cmocka_unit_test(test_allocation_failure_is_reported),
+        cmocka_unit_test(test_wipe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

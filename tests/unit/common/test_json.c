@@ -93,6 +93,34 @@ static void test_parse_survives_every_allocation_failure(void **state)
     fail_msg("parsing never completed within 200 allocations");
 }
 
+/* A Secret's tree printed without cJSON's growing buffer (which frees its
+ * old copies unwiped) reads the same as cJSON's own print, from the
+ * smallest first buffer up; and a wiped delete of a subtree leaves its
+ * siblings alone. */
+static void test_print_and_delete_wiped(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *data = cJSON_AddObjectToObject(o, "data");
+    char big[9000];
+    memset(big, 'A', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    cJSON_AddStringToObject(data, "token", big);
+    cJSON_AddStringToObject(o, "kind", "Secret");
+    char *want = cJSON_PrintUnformatted(o);
+    size_t len = 0;
+    char *got = sw_json_print_wiped(o, 0, &len);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    assert_int_equal(len, strlen(want));
+    sw_free_wiped(got);
+    cJSON_free(want);
+    sw_json_delete_wiped(cJSON_DetachItemFromObject(o, "data"));
+    assert_string_equal(sw_json_str(o, "kind"), "Secret");
+    sw_json_delete_wiped(o);
+    sw_json_delete_wiped(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -100,6 +128,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_object_and_field),
         cmocka_unit_test(test_malformed_and_trailing_garbage),
         cmocka_unit_test(test_parse_survives_every_allocation_failure),
+        cmocka_unit_test(test_print_and_delete_wiped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
