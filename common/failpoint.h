@@ -8,7 +8,8 @@
  * and `make test` turn on). In a build without it every macro below
  * compiles to nothing or to its plain path, and neither the points' names
  * nor the environment variables that arm them are in the binary (etcd's
- * gofail, libfiu's fiu_do_on).
+ * gofail, libfiu's fiu_do_on; tests/checks/release_no_failpoints.sh
+ * checks it).
  *
  * The steps name a point by its enum; only failpoint.c, compiled in test
  * builds alone, holds the names. What a point remembers (how often it was
