@@ -80,9 +80,6 @@ void sw__failpoint_crash(enum sw_failpoint fp);
  */
 bool sw__failpoint_hold(uv_loop_t *loop, enum sw_failpoint fp, const char *key, sw_failpoint_fn fn,
                         const void *arg, size_t len);
-/** Whether this build has failpoints (1 here). */
-#define SW_FAILPOINTS_BUILT 1
-
 #define SW_FAILPOINT_INIT()    sw__failpoint_init()
 #define SW_FAILPOINT_CRASH(fp) sw__failpoint_crash(fp)
 /**
@@ -98,7 +95,6 @@ bool sw__failpoint_hold(uv_loop_t *loop, enum sw_failpoint fp, const char *key, 
 
 #else
 
-#define SW_FAILPOINTS_BUILT    0
 #define SW_FAILPOINT_INIT()    ((void)0)
 #define SW_FAILPOINT_CRASH(fp) ((void)(fp))
 #define SW_FAILPOINT_HOLD(loop, fp, key, fn, arg)                                                  \
