@@ -17,8 +17,11 @@ all: build
 deps:
 	@scripts/install-deps.sh
 
+# The test builds: warnings are errors, and the failpoints the end-to-end
+# tests arm are compiled in (common/failpoint.h). A release build
+# (deploy/Dockerfile, or cmake with default options) has none.
 build: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DSW_WERROR=ON >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DSW_WERROR=ON -DSW_FAILPOINTS=ON >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: deps
@@ -28,7 +31,7 @@ unit: build
 	@ctest --test-dir $(BUILD) -L unit --output-on-failure
 
 asan: deps
-	@cmake -S . -B $(BUILD_ASAN) -G Ninja -DSW_WERROR=ON -DSW_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(BUILD_ASAN) -G Ninja -DSW_WERROR=ON -DSW_SANITIZE=ON -DSW_FAILPOINTS=ON >/dev/null
 	@cmake --build $(BUILD_ASAN) -j $(JOBS)
 	@ctest --test-dir $(BUILD_ASAN) -L unit --output-on-failure
 

@@ -32,15 +32,19 @@ char *sw_strdup(const char *s);
 char *sw_strndup(const char *s, size_t n);
 
 /**
- * Test hook: the next `n - 1` allocations succeed and the nth fails, and
- * every one after it too, until sw_alloc_reset(). n == 0 disables injection.
+ * Test hook: the calling thread's next `n - 1` allocations succeed and the
+ * nth fails, and every one after it too, until sw_alloc_reset(). Restarts
+ * the thread's count at 0. n == 0 disables injection. Other threads'
+ * allocations are never refused.
  */
 void sw_alloc_fail_at(uint64_t n);
-/** Test hook: disables failure injection. */
+/** Test hook: disables failure injection on the calling thread. */
 void sw_alloc_reset(void);
-/** Number of allocations (malloc, calloc, realloc) made so far. */
+/** Allocations (malloc, calloc, realloc) the calling thread has made since
+ * its start or its last sw_alloc_fail_at. */
 uint64_t sw_alloc_count(void);
-/** Whether an allocation has been refused by injection since the last fail_at. */
+/** Whether an allocation of the calling thread has been refused by
+ * injection since its last fail_at. */
 int sw_alloc_injected(void);
 
 #endif

@@ -4,6 +4,9 @@
 #
 #   unit        cmocka unit tests (no servers), warnings as errors
 #   unit-asan   the same tests built with AddressSanitizer + UBSan
+#
+# Both builds are test builds (-DSW_FAILPOINTS=ON: the crash and hold
+# points the end-to-end tests arm, common/failpoint.h).
 #   e2e         end-to-end tests against the lab (tests/testbed)
 #
 # The lab is brought up if it is not running, cleared of what earlier runs
@@ -59,7 +62,7 @@ step() { printf '\n==== %s ====\n' "$*"; }
 
 t0=$SECONDS
 step "build (warnings are errors)"
-if cmake -S . -B "$BUILD" -G Ninja -DSW_WERROR=ON >/dev/null && cmake --build "$BUILD" -j "$JOBS"; then
+if cmake -S . -B "$BUILD" -G Ninja -DSW_WERROR=ON -DSW_FAILPOINTS=ON >/dev/null && cmake --build "$BUILD" -j "$JOBS"; then
     step "unit tests"
     run_ctest unit "$BUILD" unit -j "$JOBS"
 else
@@ -70,7 +73,7 @@ fi
 # "record SUITE PASSED FAILED" lines in $side_counts).
 side_suites() {
     step "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
-    if cmake -S . -B "$BUILD_ASAN" -G Ninja -DSW_WERROR=ON -DSW_SANITIZE=ON >/dev/null &&
+    if cmake -S . -B "$BUILD_ASAN" -G Ninja -DSW_WERROR=ON -DSW_SANITIZE=ON -DSW_FAILPOINTS=ON >/dev/null &&
         cmake --build "$BUILD_ASAN" -j "$JOBS"; then
         run_ctest unit-asan "$BUILD_ASAN" unit -j "$JOBS"
     else

@@ -83,7 +83,7 @@ static void refuse(struct sw_hub *h, struct sw_job *j, const char *why)
     if (r->attempt > 0)
         r->attempt--;
     r->mirror[0] = '\0';
-    sw_rec_step(h, j, NULL);
+    sw_rec_step(h, j, SW_FP_NONE);
 }
 
 static void refuse_for(struct sw_hub *h, struct sw_job *j, const char *message)

@@ -235,7 +235,7 @@ static void round_one(struct sw_hub *h, struct sw_job *j, void *ctx)
     if (!adopt(h, j))
         return;
     j->busy = true;
-    sw_rec_step(h, j, NULL);
+    sw_rec_step(h, j, SW_FP_NONE);
 }
 
 void sw_adopt_round(struct sw_hub *h)

@@ -128,14 +128,14 @@ static void on_estimate(const struct sw_gate_result *res, void *ctx)
     sw_free(g);
     if (res->rc != 0) {
         block(h, j, res->err.msg);
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     /* Bytes to move to a cloud region (+1: known, even when already there).
      * An estimate cannot tell an empty input from one already copied; the
      * copy itself (sw_data_step) lists the source and blocks an empty one. */
     j->rec.input_bytes = res->bytes_to_copy + 1;
-    sw_rec_step(h, j, NULL);
+    sw_rec_step(h, j, SW_FP_NONE);
     sw_hub_want_decide(h);
 }
 
@@ -159,13 +159,13 @@ static void gate_start(struct sw_hub *h, struct sw_job *j, const struct sw_burst
                  "no object store in the origin's region %s (spillctl replicate store add)",
                  om ? om->rec.spec.region : "?");
         block(h, j, why);
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     char why[400];
     if (unmapped_bucket(h, j, spec, om->rec.spec.region, region, why, sizeof(why)) != NULL) {
         block(h, j, why);
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     struct sw_gate_input in[SW_ANN_MAX_INPUTS];
@@ -197,7 +197,7 @@ static void gate_start(struct sw_hub *h, struct sw_job *j, const struct sw_burst
     if (rc != 0) {
         sw_free(g);
         block(h, j, err.msg);
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     if (copy) {
@@ -240,7 +240,7 @@ static void on_ensured(const struct sw_gate_result *res, void *ctx)
     j->busy = true;
     if (res->rc != 0) {
         block(h, j, res->err.msg);
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     for (size_t i = 0; i < res->nlocations; i++)
@@ -248,7 +248,7 @@ static void on_ensured(const struct sw_gate_result *res, void *ctx)
             char why[512];
             snprintf(why, sizeof(why), "input %.400s has no objects", res->locations[i].url);
             block(h, j, why);
-            sw_rec_step(h, j, NULL);
+            sw_rec_step(h, j, SW_FP_NONE);
             return;
         }
     h->m.replication_bytes += (uint64_t)(res->bytes_to_copy > 0 ? res->bytes_to_copy : 0);
@@ -256,7 +256,7 @@ static void on_ensured(const struct sw_gate_result *res, void *ctx)
            sw_log_q(j->rec.key), sw_log_q(j->rec.target_region), (long long)res->bytes_to_copy);
     j->rec.state = SW_JS_DATA_READY;
     j->rec.data_ready_ms = sw_hub_wall_ms();
-    sw_rec_step(h, j, "after-data");
+    sw_rec_step(h, j, SW_FP_AFTER_DATA);
 }
 
 void sw_data_step(struct sw_hub *h, struct sw_job *j)
@@ -267,7 +267,7 @@ void sw_data_step(struct sw_hub *h, struct sw_job *j)
     if (rc == SW_EFORBIDDEN) {
         j->busy = true;
         sw_follow_block(h, j, "BurstBlocked", err.msg);
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     if (rc != 0)
@@ -278,7 +278,7 @@ void sw_data_step(struct sw_hub *h, struct sw_job *j)
                                       sizeof(why)) != NULL) {
         j->busy = true;
         block(h, j, why);
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     if (spec.n_inputs == 0 || om == NULL ||
@@ -286,7 +286,7 @@ void sw_data_step(struct sw_hub *h, struct sw_job *j)
         j->busy = true;
         j->rec.state = SW_JS_DATA_READY;
         j->rec.data_ready_ms = sw_hub_wall_ms();
-        sw_rec_step(h, j, "after-data");
+        sw_rec_step(h, j, SW_FP_AFTER_DATA);
         return;
     }
     gate_start(h, j, &spec, j->rec.target_region, true);

@@ -697,7 +697,7 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     if (src == SW_EFORBIDDEN) {
         j->busy = true;
         sw_follow_block(h, j, "NotGranted", err.msg);
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     if (src != 0 || !spec.managed)
@@ -775,7 +775,7 @@ static void on_decided_written(struct sw_hub *h, struct sw_job *j, int rc, void 
     (void)ctx;
     sw_hub_step_done(h, j, rc);
     if (rc == 0 && j->rec.state == SW_JS_DECIDED)
-        sw_hub_crash_point("after-decide");
+        SW_FAILPOINT_CRASH(SW_FP_AFTER_DECIDE);
 }
 
 static void fmt_wait(double s, char *buf, size_t len)

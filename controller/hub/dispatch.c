@@ -116,7 +116,7 @@ static void refs_fail(struct refs_chain *rc, const char *why)
     SW_LOG(SW_LOG_WARN, "burst refused", "job=%s reason=%s", sw_log_q(j->rec.key), sw_log_q(why));
     sw_follow_event(h, &j->rec, "Warning", "BurstRefused", why);
     sw_follow_show_blocked(h, &j->rec, true);
-    sw_rec_step(h, j, NULL);
+    sw_rec_step(h, j, SW_FP_NONE);
 }
 
 static void ref_done(struct sw_kube_result *res, void *ctx);
@@ -422,7 +422,7 @@ static void on_origin_patched(struct sw_kube_result *res, void *ctx)
         j->patched_from_rv[0] = '\0';
     sw_hub_step_done(h, j, res->rc);
     if (res->rc == 0)
-        sw_hub_crash_point("after-suspend");
+        SW_FAILPOINT_CRASH(SW_FP_AFTER_SUSPEND);
 }
 
 /* Whether the Job `m` (a mirror's name taken in the target) is this
@@ -481,7 +481,7 @@ static void on_mirror_created(struct sw_kube_result *res, void *ctx)
         sw_hub_step_done(h, j, SW_EUNAVAIL);
         return;
     }
-    sw_hub_crash_point("after-mirror-create");
+    SW_FAILPOINT_CRASH(SW_FP_AFTER_MIRROR_CREATE);
     struct sw_job_rec *r = &j->rec;
     r->state = SW_JS_DISPATCHED;
     r->dispatched_ms = sw_hub_wall_ms();
@@ -497,7 +497,7 @@ static void on_mirror_created(struct sw_kube_result *res, void *ctx)
     snprintf(msg, sizeof(msg), "%s; mirror %s/%s/%s (attempt %d)", r->summary, r->target_cluster,
              r->ns, r->mirror, r->attempt);
     sw_follow_event(h, r, "Normal", burst ? "Burst" : "Placed", msg);
-    sw_rec_step(h, j, "after-dispatched");
+    sw_rec_step(h, j, SW_FP_AFTER_DISPATCHED);
 }
 
 /* The origin as an answer of its API server (ownership taken): kept as
@@ -646,6 +646,37 @@ static bool has_finalizer(const cJSON *origin)
     return false;
 }
 
+/* Step 2's patch of the origin, to send (a hold point may send it late). */
+struct origin_patch {
+    struct sw_job *j;
+    cJSON *patch; /* owned */
+};
+
+/* Sends step 2's patch of the origin, made against the resourceVersion it
+ * names, if any (the patch's ownership taken). */
+static void send_origin_patch(void *arg)
+{
+    const struct origin_patch *op = arg;
+    struct sw_job *j = op->j;
+    struct sw_job_rec *r = &j->rec;
+    struct sw_member *om = sw_member_find(j->hub, r->cluster);
+    if (om == NULL) {
+        cJSON_Delete(op->patch);
+        sw_hub_step_done(j->hub, j, SW_EUNAVAIL);
+        return;
+    }
+    const char *prv = sw_json_str(sw_json_child(op->patch, "metadata"), "resourceVersion");
+    snprintf(j->patched_from_rv, sizeof(j->patched_from_rv), "%s",
+             prv != NULL && strlen(prv) < sizeof(j->patched_from_rv) ? prv : "");
+    int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, op->patch, NULL,
+                                 on_origin_patched, j);
+    cJSON_Delete(op->patch);
+    if (rc != 0) {
+        j->patched_from_rv[0] = '\0';
+        sw_hub_step_done(j->hub, j, rc);
+    }
+}
+
 void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
 {
     struct sw_job_rec *r = &j->rec;
@@ -662,7 +693,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         j->admitted = false;
         j->mirror_queue[0] = '\0'; /* step 1 finds this attempt's */
         j->busy = true;
-        sw_rec_step(h, j, "after-intent");
+        sw_rec_step(h, j, SW_FP_AFTER_INTENT);
         return;
     }
     struct sw_member *om = sw_member_find(h, r->cluster);
@@ -760,17 +791,8 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     bool need_suspend = r->form == SW_FORM_ANNOTATION && !suspended;
     const struct sw_queue *q = sw_queue_of(origin);
     bool take = q->holds(origin);
-    /* The take built before a hold (sw_hub_hold_point "take"), sent now
-     * as it was: the origin may have changed meanwhile. */
-    cJSON *patch = j->held_patch;
-    j->held_patch = NULL;
-    if (patch != NULL && (j->held_attempt != r->attempt || home_lost)) {
-        cJSON_Delete(patch);
-        patch = NULL;
-    }
-    if (patch != NULL) {
-        SW_LOG(SW_LOG_WARN, "test hold point: the held take sent", "job=%s", sw_log_q(r->key));
-    } else if ((!fin || need_suspend || take) && !home_lost) {
+    cJSON *patch = NULL;
+    if ((!fin || need_suspend || take) && !home_lost) {
         /* Home lost: the origin is fenced on return instead (sw_loss_step). */
         int bound = 0;
         sw_observe_pods(h, r->cluster, r->ns, r->name, &bound);
@@ -788,7 +810,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
             memset(&r->kueue, 0, sizeof(r->kueue));
             SW_LOG(SW_LOG_INFO, "burst abandoned: the Job runs at home", "job=%s queue=%s",
                    sw_log_q(r->key), sw_log_q(q->name));
-            sw_rec_step(h, j, NULL);
+            sw_rec_step(h, j, SW_FP_NONE);
             return;
         }
         /* A delegated origin Kueue has started: stopped by Kueue first. */
@@ -798,28 +820,16 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         patch = sw_dispatch_origin_patch(origin, r, true, need_suspend);
         if (take)
             sw_queue_take(patch, origin);
-        int64_t hold = take ? sw_hub_hold_point("take") : 0;
-        if (hold > 0) {
-            SW_LOG(SW_LOG_WARN, "test hold point: the take held", "job=%s ms=%lld",
-                   sw_log_q(r->key), (long long)hold);
-            j->held_patch = patch;
-            j->held_attempt = r->attempt;
-            j->busy = false;
-            j->next_ms = sw_hub_mono_ms() + hold;
-            return;
-        }
     }
     if (patch != NULL) {
-        const char *prv = sw_json_str(sw_json_child(patch, "metadata"), "resourceVersion");
-        snprintf(j->patched_from_rv, sizeof(j->patched_from_rv), "%s",
-                 prv != NULL && strlen(prv) < sizeof(j->patched_from_rv) ? prv : "");
-        int rc = sw_kube_merge_patch(om->client, SW_KIND_JOB, r->ns, r->name, patch, NULL,
-                                     on_origin_patched, j);
-        cJSON_Delete(patch);
-        if (rc != 0) {
-            j->patched_from_rv[0] = '\0';
-            sw_hub_step_done(h, j, rc);
-        }
+        struct origin_patch op = {.j = j, .patch = patch};
+        /* The race tests' hold point (test builds): the take, built from
+         * the origin as just checked, sent late, as over a slow link; the
+         * origin may have changed meanwhile. */
+        if (take)
+            SW_FAILPOINT_HOLD(h->loop, SW_FP_HOLD_TAKE, r->key, send_origin_patch, &op);
+        else
+            send_origin_patch(&op);
         return;
     }
     /* 3. the origin's pods gone (on a lost home: stopped on return) */
@@ -864,7 +874,7 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     if (m == NULL) {
         r->state = SW_JS_FAILED;
         snprintf(r->reason, sizeof(r->reason), "the origin Job has no pod template");
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     /* Into the LocalQueue step 1 found in the target; a mirror at home

@@ -438,7 +438,7 @@ static void requeue(struct sw_hub *h, struct sw_job *j, const char *why)
     SW_LOG(SW_LOG_WARN, "mirror lost; requeueing", "job=%s mirror=%s reason=%s", sw_log_q(r->key),
            sw_log_q(r->mirror), sw_log_q(r->reason));
     sw_data_outputs_stop(h, j);
-    sw_rec_step(h, j, NULL);
+    sw_rec_step(h, j, SW_FP_NONE);
 }
 
 static void on_lost_deleted(struct sw_kube_result *res, void *ctx)
@@ -608,7 +608,7 @@ static void withdrawn(struct sw_kube_result *res, struct sw_job *j, bool short_p
     r->state = SW_JS_REQUEUED;
     r->withdrawals++;
     sw_data_outputs_stop(h, j);
-    sw_rec_step(h, j, NULL);
+    sw_rec_step(h, j, SW_FP_NONE);
 }
 
 static void on_withdrawn(struct sw_kube_result *res, void *ctx)
@@ -662,7 +662,7 @@ static void finish(struct sw_hub *h, struct sw_job *j, enum sw_job_state s, cons
     sw_follow_event(h, r, s == SW_JS_SUCCEEDED ? "Normal" : "Warning",
                     s == SW_JS_SUCCEEDED ? "Completed" : "Failed", msg);
     sw_follow_annotate(h, r);
-    sw_rec_step(h, j, "after-finish");
+    sw_rec_step(h, j, SW_FP_AFTER_FINISH);
 }
 
 static void on_mirror_suspend(struct sw_kube_result *res, void *ctx)
@@ -806,7 +806,7 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
             /* Recorded before anything else: from now on the Job completed,
              * whatever becomes of the mirror. */
             r->mirror_completed_ms = sw_hub_wall_ms();
-            sw_rec_step(h, j, NULL);
+            sw_rec_step(h, j, SW_FP_NONE);
             return;
         }
         if (j->outputs_done == 0) {
@@ -858,7 +858,7 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         j->busy = true;
         if (strcmp(r->target_cluster, r->cluster) != 0)
             sw_data_outputs(h, j, false);
-        sw_rec_step(h, j, "after-running");
+        sw_rec_step(h, j, SW_FP_AFTER_RUNNING);
         return;
     }
     if (r->form == SW_FORM_DELEGATED && origin) {
@@ -980,7 +980,7 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         sw_metrics_spend(h, j);
         snprintf(r->reason, sizeof(r->reason), "the origin Job was deleted");
         j->busy = true;
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     if (origin == NULL && mirror == NULL && j->output_stops == 0) {
@@ -1051,6 +1051,6 @@ bool sw_follow_finished_at_home(struct sw_hub *h, struct sw_job *j, const cJSON 
              ok ? "completed" : "failed");
     SW_LOG(SW_LOG_INFO, "job finished at home", "job=%s", sw_log_q(r->key));
     j->busy = true;
-    sw_rec_step(h, j, NULL);
+    sw_rec_step(h, j, SW_FP_NONE);
     return true;
 }

@@ -1,13 +1,12 @@
 /*
- * hub.c - the hub's loop: the job table, the tick that steps every Job one
- * step toward its goal, and the crash points the tests arm.
+ * hub.c - the hub's loop: the job table and the tick that steps every Job
+ * one step toward its goal.
  *
  * A tick runs every 200 ms, and soon after any change a cache reports
  * (coalesced). It does nothing unless this hub holds the lease and has
  * loaded the records. Each Job has at most one step in flight; a failed
  * step backs off exponentially (capped at 30 s), as client-go's workqueue.
  */
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,34 +34,6 @@ int64_t sw_hub_wall_ms(void)
 bool sw_hub_acting(const struct sw_hub *h)
 {
     return h->leader && h->loaded && sw_hub_mono_ms() < h->lease_until_mono;
-}
-
-void sw_hub_crash_point(const char *name)
-{
-    const char *at = getenv("SPILLWAY_CRASH_AT");
-    if (at == NULL || at[0] == '\0')
-        return;
-    /* "NAME" or "NAME:N" (crash the Nth time the point is reached). */
-    size_t n = strlen(name);
-    if (strncmp(at, name, n) != 0 || (at[n] != '\0' && at[n] != ':'))
-        return;
-    static int hits;
-    int want = at[n] == ':' ? atoi(at + n + 1) : 1;
-    if (++hits < want)
-        return;
-    SW_LOG(SW_LOG_WARN, "crash point reached: killing the hub", "point=%s", sw_log_q(name));
-    fflush(NULL);
-    raise(SIGKILL);
-}
-
-int64_t sw_hub_hold_point(const char *name)
-{
-    const char *at = getenv("SPILLWAY_TEST_HOLD");
-    size_t n = strlen(name);
-    if (at == NULL || strncmp(at, name, n) != 0 || at[n] != ':')
-        return 0;
-    long long ms = atoll(at + n + 1);
-    return ms > 0 ? (int64_t)ms : 0;
 }
 
 /* ---- the job table ------------------------------------------------------- */
@@ -110,7 +81,6 @@ void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j)
     h->njobs--;
     sw_free(j->explain);
     cJSON_Delete(j->kept);
-    cJSON_Delete(j->held_patch);
     sw_free(j);
 }
 

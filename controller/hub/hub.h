@@ -39,6 +39,7 @@
 #include "clusters/multikueue.h"
 #include "clusters/registry.h"
 #include "clusters/rest.h"
+#include "common/failpoint.h"
 #include "controller/hub/annotations.h"
 #include "controller/hub/config.h"
 #include "controller/hub/jobrec.h"
@@ -92,12 +93,6 @@ struct sw_job {
      * the Job is unfinished, so that it can still be placed when its home is
      * lost (loss.c). One per managed Job, not per cached Job. */
     cJSON *kept;
-    /* A hold point's pending work (sw_hub_hold_point): the take's patch
-     * built before the hold, for attempt held_attempt; and when the hold
-     * at "release" ends. */
-    cJSON *held_patch;
-    int held_attempt;
-    int64_t release_held_until;
     bool kueue_hold_cleared; /* a delegated origin's suspend from Kueue cleared (dispatch.c) */
     /* The origin's resourceVersion dispatch's patch was made against, and
      * when it was answered: until the cache shows a newer one, the cache
@@ -332,19 +327,6 @@ bool sw_hub_acting(const struct sw_hub *h);
 void sw_hub_kick(struct sw_hub *h);
 /** Asks for a decision round at the next tick. */
 void sw_hub_want_decide(struct sw_hub *h);
-/**
- * A named crash point: when SPILLWAY_CRASH_AT names it, the process kills
- * itself with SIGKILL here, so tests can stop the hub between any two steps.
- */
-void sw_hub_crash_point(const char *name);
-/**
- * A named hold point, for the race tests: when SPILLWAY_TEST_HOLD is
- * "NAME:MS", the milliseconds the step holds there (as over a slow link),
- * else 0. Points: "take" (the take's patch, built from the origin as just
- * checked, sent that much later) and "release" (the origin's Workload
- * deactivated that much after the take landed) (dispatch.c, queue.c).
- */
-int64_t sw_hub_hold_point(const char *name);
 /** Finds a job by key, or NULL. */
 struct sw_job *sw_hub_job_find(struct sw_hub *h, const char *key);
 /** Finds or adds a job for key (a new one starts as observed). */
@@ -377,10 +359,10 @@ typedef void (*sw_rec_cb)(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
 int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx);
 /**
  * One step's record write: sw_rec_write, then the step is done (backing off
- * on failure) and, once written, the named crash point (or NULL) is passed.
- * The caller has set j->busy.
+ * on failure) and, once written, the crash point `fp` (SW_FP_NONE: none;
+ * common/failpoint.h) is passed. The caller has set j->busy.
  */
-void sw_rec_step(struct sw_hub *h, struct sw_job *j, const char *crash_point);
+void sw_rec_step(struct sw_hub *h, struct sw_job *j, enum sw_failpoint fp);
 /**
  * Ends j's record under the hub's epoch: a record of a Job that ran is
  * moved to the archive (SW_KEY_ENDED, for chargeback; trimmed to

@@ -236,7 +236,7 @@ static void move_off(struct sw_hub *h, struct sw_job *j, const struct sw_member 
                  SW_REC_MAX_STALE);
         sw_follow_event(h, r, "Warning", "BurstFailed", r->reason);
         j->busy = true;
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
     sw_data_outputs_stop(h, j);
@@ -287,7 +287,7 @@ static bool hold(struct sw_hub *h, struct sw_job *j, const struct sw_member *m)
            sw_log_q(m->rec.name));
     sw_follow_event(h, r, "Warning", "ClusterLost", why);
     j->busy = true;
-    sw_rec_step(h, j, NULL);
+    sw_rec_step(h, j, SW_FP_NONE);
     return true;
 }
 
@@ -330,7 +330,7 @@ static bool home_step(struct sw_hub *h, struct sw_job *j)
             return false;
         r->reason[0] = '\0';
         j->busy = true;
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return true;
     }
     if (sw_loss_origin_fenced(r))
@@ -346,7 +346,7 @@ static bool home_step(struct sw_hub *h, struct sw_job *j)
         return false;
     j->busy = true;
     if (add_origin_fence(h, j, om) != 0) {
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return true;
     }
     const struct sw_health *hs = om->health ? sw_health_prober_health(om->health) : NULL;
@@ -378,13 +378,13 @@ int sw_loss_fence_origin(struct sw_hub *h, struct sw_job *j)
                  "waiting for cluster %s to return (spillway.io/on-cluster-loss: wait)",
                  om->rec.name);
         r->state = SW_JS_OBSERVED;
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return 1;
     }
     if (add_origin_fence(h, j, om) == 0)
         SW_LOG(SW_LOG_WARN, "home cluster lost; job dispatched without suspending it there",
                "job=%s cluster=%s", sw_log_q(r->key), sw_log_q(om->rec.name));
-    sw_rec_step(h, j, NULL);
+    sw_rec_step(h, j, SW_FP_NONE);
     return 1;
 }
 
@@ -432,7 +432,7 @@ static bool unknown_target(struct sw_hub *h, struct sw_job *j)
     r->finished_ms = sw_hub_wall_ms();
     sw_follow_event(h, r, "Warning", "BurstFailed", r->reason);
     j->busy = true;
-    sw_rec_step(h, j, NULL);
+    sw_rec_step(h, j, SW_FP_NONE);
     return true;
 }
 
@@ -472,7 +472,7 @@ bool sw_loss_step(struct sw_hub *h, struct sw_job *j)
     if (in_flight(r->state) && strncmp(r->reason, "waiting for cluster ", 20) == 0) {
         r->reason[0] = '\0';
         j->busy = true;
-        sw_rec_step(h, j, NULL);
+        sw_rec_step(h, j, SW_FP_NONE);
         return true;
     }
     return false;

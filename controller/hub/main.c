@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/failpoint.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "controller/hub/hub.h"
@@ -87,6 +88,9 @@ int main(int argc, char **argv)
     const char *lvl = getenv("SPILLWAY_LOG") ? getenv("SPILLWAY_LOG") : h->cfg.log_level;
     if (lvl && sw_log_level_parse(lvl) >= 0)
         sw_log_set_level((enum sw_log_level)sw_log_level_parse(lvl));
+    /* A test build's failpoints, armed from the environment; nothing in a
+     * release build (common/failpoint.h). */
+    SW_FAILPOINT_INIT();
     if (sw_policy_parse(h->cfg.policy, &h->policy, &err) != 0) {
         fprintf(stderr, "spillwayd: %s: field \"placement.policy\": %s\n", config, err.msg);
         return 2;

@@ -502,6 +502,37 @@ static void on_hold_cleared(struct sw_kube_result *res, void *ctx)
     sw_hub_step_done(j->hub, j, res->rc);
 }
 
+/* A Workload's deactivation, to send (a hold point may send it late). */
+struct deactivation {
+    struct sw_job *j;
+    char ns[sizeof(((struct sw_workload_facts *)0)->ns)];
+    char name[sizeof(((struct sw_workload_facts *)0)->name)];
+};
+
+/* Deactivates the Workload and takes it from its Job: quota reserved for it
+ * meanwhile goes back to the queue. Not owned by the Job any more, Kueue no
+ * longer reconciles the Job, and only for a Workload without owners does
+ * its Workload controller remove its finalizer when it is deleted (with its
+ * namespace, say). */
+static void deactivate(void *arg)
+{
+    const struct deactivation *d = arg;
+    struct sw_job *j = d->j;
+    struct sw_member *om = sw_member_find(j->hub, j->rec.cluster);
+    if (om == NULL || !sw_member_reachable(om)) {
+        sw_hub_step_done(j->hub, j, SW_EUNAVAIL);
+        return;
+    }
+    cJSON *patch = cJSON_CreateObject();
+    cJSON_AddNullToObject(cJSON_AddObjectToObject(patch, "metadata"), "ownerReferences");
+    cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "active", 0);
+    int rc = sw_kube_merge_patch(om->client, SW_KIND_WORKLOAD, d->ns, d->name, patch, NULL,
+                                 on_deactivated, j);
+    cJSON_Delete(patch);
+    if (rc != 0)
+        sw_hub_step_done(j->hub, j, rc);
+}
+
 int sw_queue_release(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
 {
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
@@ -542,22 +573,6 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
         j->next_ms = sw_hub_mono_ms() + 500;
         return 1;
     }
-    /* The race tests' hold point: the deactivation held after the take
-     * landed, so that Kueue may reserve quota for the Workload meanwhile. */
-    int64_t hold = marked ? sw_hub_hold_point("release") : 0;
-    if (hold > 0) {
-        int64_t now = sw_hub_mono_ms();
-        if (j->release_held_until == 0) {
-            j->release_held_until = now + hold;
-            SW_LOG(SW_LOG_WARN, "test hold point: the release held", "job=%s ms=%lld",
-                   sw_log_q(j->rec.key), (long long)hold);
-        }
-        if (now < j->release_held_until) {
-            j->busy = false;
-            j->next_ms = j->release_held_until;
-            return 1;
-        }
-    }
     const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
     /* Inactive already and no owner (a delegated origin's, deactivated
      * before its take, keeps its owner until now: sw_queue_stop_delegated). */
@@ -565,20 +580,19 @@ int sw_queue_release(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
         return 0;
     if (om == NULL || !sw_member_reachable(om))
         return 0;
-    /* Inactive: quota reserved for it meanwhile goes back to the queue. Not
-     * owned by the Job any more: Kueue no longer reconciles the Job, and only
-     * for a Workload without owners does its Workload controller remove its
-     * finalizer when it is deleted (with its namespace, say). */
-    cJSON *patch = cJSON_CreateObject();
-    cJSON_AddNullToObject(cJSON_AddObjectToObject(patch, "metadata"), "ownerReferences");
-    cJSON_AddBoolToObject(cJSON_AddObjectToObject(patch, "spec"), "active", 0);
+    /* Deactivated and taken from its Job (deactivate). */
+    struct deactivation d = {.j = j};
+    snprintf(d.ns, sizeof(d.ns), "%s", e->f.ns);
+    snprintf(d.name, sizeof(d.name), "%s", e->f.name);
     j->hub = h;
     j->busy = true;
-    int rc = sw_kube_merge_patch(om->client, SW_KIND_WORKLOAD, e->f.ns, e->f.name, patch, NULL,
-                                 on_deactivated, j);
-    cJSON_Delete(patch);
-    if (rc != 0)
-        sw_hub_step_done(h, j, rc);
+    /* The race tests' hold point (test builds): the deactivation of a
+     * Workload taken from Kueue sent late, so that Kueue may reserve quota
+     * for it meanwhile. */
+    if (marked)
+        SW_FAILPOINT_HOLD(h->loop, SW_FP_HOLD_RELEASE, j->rec.key, deactivate, &d);
+    else
+        deactivate(&d);
     return 1;
 }
 

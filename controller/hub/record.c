@@ -199,15 +199,15 @@ int sw_rec_end(struct sw_hub *h, struct sw_job *j, const char *why)
 
 static void on_step_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx)
 {
-    const char *point = ctx;
+    enum sw_failpoint fp = (enum sw_failpoint)(uintptr_t)ctx;
     sw_hub_step_done(h, j, rc);
-    if (rc == 0 && point)
-        sw_hub_crash_point(point);
+    if (rc == 0)
+        SW_FAILPOINT_CRASH(fp);
 }
 
-void sw_rec_step(struct sw_hub *h, struct sw_job *j, const char *crash_point)
+void sw_rec_step(struct sw_hub *h, struct sw_job *j, enum sw_failpoint fp)
 {
-    if (sw_rec_write(h, j, on_step_written, (void *)crash_point) != 0)
+    if (sw_rec_write(h, j, on_step_written, (void *)(uintptr_t)fp) != 0)
         sw_hub_step_done(h, j, SW_EUNAVAIL);
 }
 

@@ -10,6 +10,7 @@
 # hub finishes every Job.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+hub_needs_failpoints
 hub_setup crash
 watcher_start
 saturate

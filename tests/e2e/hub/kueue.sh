@@ -51,6 +51,7 @@ ROUNDS=${KUEUE_ROUNDS:-5}
 PER_ROUND=${KUEUE_PER_ROUND:-5}
 TESTBED="$SW_SOURCE_DIR/tests/testbed/testbed"
 STARTED_KUEUE=""
+hub_needs_failpoints
 hub_setup kueue
 if ! [ -f "$SW_LAB_DIR/kueue/on" ]; then
     "$TESTBED" kueue up >/dev/null
@@ -412,12 +413,12 @@ pass "a hub killed just after the take: the next one found the Job Kueue's by it
 # The race above has the hub faster than Kueue's release of the quota
 # almost always. Here a hub holds a step (SPILLWAY_TEST_HOLD, as over a slow
 # link) while the quota is freed, so that Kueue acts in between.
-# 7a. hold "take": the take's patch, built from the Job as the hub checked
+# 7a. hold-take: the take's patch, built from the Job as the hub checked
 #     it, is sent HOLD_MS later; Kueue admits and unsuspends the Job
 #     meanwhile, so the patch's resourceVersion is stale: refused (409),
 #     the check runs again and the burst is abandoned; the Job runs once, at
 #     home.
-# 7b. hold "release": the take lands (label gone, suspended), and the
+# 7b. hold-release: the take lands (label gone, suspended), and the
 #     Workload's deactivation waits HOLD_MS; Kueue reserves quota for the
 #     still-active Workload meanwhile, and must not start the Job (its label
 #     is gone); then the Workload is deactivated, the quota goes back, and
@@ -437,12 +438,12 @@ wait_log() { # wait_log PATTERN SECONDS WHAT
     done
     hub_fail "$3"
 }
-contest_hub take
+contest_hub hold-take
 kueue_job fill-take 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
 kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-take -n "$NS" --timeout=60s >/dev/null ||
     hub_fail "fill-take did not start"
 kueue_job held-take 4 1 40s yes | kc onprem apply -n "$NS" -f - >/dev/null
-wait_log 'the take held.*held-take' 60 "the hub did not hold held-take's take"
+wait_log 'hold point reached.*point="?hold-take"? key="?[^ ]*held-take' 60 "the hub did not hold held-take's take"
 kc onprem delete job fill-take -n "$NS" --wait=false >/dev/null
 kc onprem wait --for=jsonpath='{.spec.suspend}'=false job/held-take -n "$NS" --timeout="$((HOLD_MS / 1000 - 1))s" >/dev/null ||
     hub_fail "Kueue did not unsuspend held-take while the take was held: the test proves nothing"
@@ -454,12 +455,12 @@ wait_complete held-take onprem 120
     hub_fail "held-take lost its queue-name label though the take was refused"
 pass "take held ${HOLD_MS} ms while the quota freed: Kueue started held-take, the stale take was refused (409), the burst abandoned, the Job ran once at home"
 
-contest_hub release
+contest_hub hold-release
 kueue_job fill-rel 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
 kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-rel -n "$NS" --timeout=60s >/dev/null ||
     hub_fail "fill-rel did not start"
 kueue_job held-rel 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
-wait_log 'the release held.*held-rel' 60 "the hub did not hold held-rel's release"
+wait_log 'hold point reached.*point="?hold-release"? key="?[^ ]*held-rel' 60 "the hub did not hold held-rel's release"
 [ "$(kc onprem get job held-rel -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = "" ] ||
     hub_fail "held-rel was not taken before the release was held"
 rwl=$(workload_of held-rel)

@@ -270,6 +270,17 @@ hub_start() {
 
 hub_log() { cat "$HUB_TMP/hub.log" >&2; }
 
+# hub_needs_failpoints: fails at once, saying why, unless spillwayd is a
+# test build (common/failpoint.h: -DSW_FAILPOINTS=ON, as `make build` and
+# `make test` configure it). A release build ignores SPILLWAY_CRASH_AT and
+# SPILLWAY_TEST_HOLD, and a test arming them would wait for nothing.
+hub_needs_failpoints() {
+    grep -aq SPILLWAY_CRASH_AT "$SPILLWAYD" || {
+        echo "FAIL: $SPILLWAYD has no failpoints: configure $SW_BUILD_DIR with -DSW_FAILPOINTS=ON (make build does)" >&2
+        exit 1
+    }
+}
+
 hub_fail() {
     echo "FAIL: $*" >&2
     echo "---- hub log (last 60 lines)" >&2

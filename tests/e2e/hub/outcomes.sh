@@ -22,6 +22,7 @@
 #     each fails with its mirror named, never silent, never run twice
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+hub_needs_failpoints
 hub_setup outcomes
 # The spot cluster under a name of 63 characters (the limit: one more is refused).
 LONG=cloud-spot-$(printf 'x%.0s' $(seq 1 52))
