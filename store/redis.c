@@ -749,6 +749,9 @@ struct sw_redis {
     int disc_port;
     char disc_path[128]; /* rediss: the relay's socket for disc_host:disc_port, or "" */
     struct sw_error disc_err;
+    /* Commands issued while a connect runs on its thread (Sentinel lookup,
+     * TLS handshake): sent behind AUTH once connected, or failed. */
+    struct queued *qhead, *qtail;
 };
 
 struct pending {
@@ -756,6 +759,59 @@ struct pending {
     sw_redis_reply_cb cb;
     void *ctx;
 };
+
+struct queued {
+    struct queued *next;
+    char *cmd; /* formatted by hiredis; redisFreeCommand */
+    size_t len;
+    struct pending *p;
+};
+
+/* Whether a connect is under way on its thread, with no context yet. */
+static int connecting(const struct sw_redis *r)
+{
+    return r->ac == NULL && r->discovering && !r->checking && !r->closing;
+}
+
+/* Sends the queued commands on the new context, or fails them with `why` when ac is NULL. */
+static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
+static void flush_queue(struct sw_redis *r, redisAsyncContext *ac, const char *why)
+{
+    while (r->qhead != NULL) {
+        struct queued *q = r->qhead;
+        r->qhead = q->next;
+        if (ac == NULL ||
+            redisAsyncFormattedCommand(ac, on_reply, q->p, q->cmd, q->len) != REDIS_OK) {
+            if (q->p->cb != NULL)
+                q->p->cb(r, NULL, ac == NULL ? why : "cannot queue the command", q->p->ctx);
+            sw_free(q->p);
+        }
+        redisFreeCommand(q->cmd);
+        sw_free(q);
+    }
+    r->qtail = NULL;
+}
+
+/* Queues a formatted command (taking cmd) behind the connect under way. */
+static int enqueue(struct sw_redis *r, char *cmd, long long len, struct pending *p)
+{
+    struct queued *q = len < 0 ? NULL : sw_calloc(1, sizeof(*q));
+    if (q == NULL) {
+        if (len >= 0)
+            redisFreeCommand(cmd);
+        sw_free(p);
+        return SW_ENOMEM;
+    }
+    q->cmd = cmd;
+    q->len = (size_t)len;
+    q->p = p;
+    if (r->qtail != NULL)
+        r->qtail->next = q;
+    else
+        r->qhead = q;
+    r->qtail = q;
+    return 0;
+}
 
 static void start_connect(struct sw_redis *r);
 
@@ -766,6 +822,7 @@ static void on_retry(uv_timer_t *t)
 
 static void schedule_retry(struct sw_redis *r, const char *why)
 {
+    flush_queue(r, NULL, why);
     if (r->closing)
         return;
     SW_LOG(SW_LOG_WARN, "redis connection lost", "redis=%s reason=%s retry_ms=%d",
@@ -798,6 +855,7 @@ static void on_check_closed(uv_handle_t *h)
 
 static void finish_close(struct sw_redis *r)
 {
+    flush_queue(r, NULL, "connection closed");
     uv_timer_stop(&r->retry);
     uv_timer_stop(&r->check);
     uv_close((uv_handle_t *)&r->check, on_check_closed);
@@ -939,6 +997,7 @@ static void connect_node(struct sw_redis *r, const char *host, int port, const c
         redisAsyncCommand(ac, before_role, r, "PING");
     if (r->url.sentinel)
         redisAsyncCommand(ac, on_ready, r, "ROLE");
+    flush_queue(r, ac, NULL);
 }
 
 /*
@@ -1104,7 +1163,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 int sw_redis_command_argv(struct sw_redis *r, sw_redis_reply_cb cb, void *ctx, int argc,
                           const char **argv, const size_t *argvlen)
 {
-    if (r->ac == NULL || r->closing)
+    if ((r->ac == NULL && !connecting(r)) || r->closing)
         return SW_EUNAVAIL;
     struct pending *p = sw_malloc(sizeof(*p));
     if (p == NULL)
@@ -1112,6 +1171,10 @@ int sw_redis_command_argv(struct sw_redis *r, sw_redis_reply_cb cb, void *ctx, i
     p->r = r;
     p->cb = cb;
     p->ctx = ctx;
+    if (r->ac == NULL) {
+        char *cmd = NULL;
+        return enqueue(r, cmd, redisFormatCommandArgv(&cmd, argc, argv, argvlen), p);
+    }
     if (redisAsyncCommandArgv(r->ac, on_reply, p, argc, argv, argvlen) != REDIS_OK) {
         sw_free(p);
         return SW_EUNAVAIL;
@@ -1121,7 +1184,7 @@ int sw_redis_command_argv(struct sw_redis *r, sw_redis_reply_cb cb, void *ctx, i
 
 int sw_redis_command(struct sw_redis *r, sw_redis_reply_cb cb, void *ctx, const char *fmt, ...)
 {
-    if (r->ac == NULL || r->closing)
+    if ((r->ac == NULL && !connecting(r)) || r->closing)
         return SW_EUNAVAIL;
     struct pending *p = sw_malloc(sizeof(*p));
     if (p == NULL)
@@ -1131,6 +1194,12 @@ int sw_redis_command(struct sw_redis *r, sw_redis_reply_cb cb, void *ctx, const 
     p->ctx = ctx;
     va_list ap;
     va_start(ap, fmt);
+    if (r->ac == NULL) {
+        char *cmd = NULL;
+        int len = redisvFormatCommand(&cmd, fmt, ap);
+        va_end(ap);
+        return enqueue(r, cmd, len, p);
+    }
     int rc = redisvAsyncCommand(r->ac, on_reply, p, fmt, ap);
     va_end(ap);
     if (rc != REDIS_OK) {

@@ -132,16 +132,7 @@ static void on_get(struct sw_redis *r, redisReply *reply, const char *why, void 
     sw_redis_free(r);
 }
 
-static void on_connect_state(struct sw_redis *r, int up, const char *why, void *ctx)
-{
-    on_state(r, up, why, ctx);
-    struct run *run = ctx;
-    if (up && run->ups == 1) {
-        assert_int_equal(sw_redis_command(r, on_set, run, "SET %s %s", "sw:test:tls", "a2"), 0);
-        assert_int_equal(sw_redis_command(r, on_get, run, "GET %s", "sw:test:tls"), 0);
-    }
-}
-
+/* Commands issued at once queue behind the TLS connect (on its thread) and AUTH. */
 static void test_async_read_write(void **state)
 {
     (void)state;
@@ -150,12 +141,57 @@ static void test_async_read_write(void **state)
     struct run run = {0};
     struct sw_error err;
     assert_int_equal(
-        sw_redis_connect(&loop, env("SW_LAB_REDIS_TLS_URL"), on_connect_state, &run, &run.r, &err),
-        0);
+        sw_redis_connect(&loop, env("SW_LAB_REDIS_TLS_URL"), on_state, &run, &run.r, &err), 0);
+    assert_int_equal(sw_redis_command(run.r, on_set, &run, "SET %s %s", "sw:test:tls", "a2"), 0);
+    const char *argv[] = {"GET", "sw:test:tls"};
+    assert_int_equal(sw_redis_command_argv(run.r, on_get, &run, 2, argv, NULL), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     assert_int_equal(run.ups, 1);
     assert_int_equal(run.replies, 2);
     assert_string_equal(run.last, "a2");
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+struct refusal {
+    char why[512];
+    int calls;
+};
+
+static void on_refused(struct sw_redis *r, redisReply *reply, const char *why, void *ctx)
+{
+    struct refusal *f = ctx;
+    assert_null(reply);
+    snprintf(f->why, sizeof(f->why), "%s", why ? why : "");
+    f->calls++;
+    sw_redis_free(r);
+}
+
+/* The async client: a command queued behind a refused TLS connect gets the reason. */
+static void test_async_wrong_ca_refused(void **state)
+{
+    (void)state;
+    const char *url = env("SW_LAB_REDIS_TLS_URL");
+    const char *dir = env("SW_LAB_REDIS_TLS_DIR");
+    char bad[1024], from[600], to[600];
+    snprintf(from, sizeof(from), "tls_ca_file=%s/ca.crt", dir);
+    snprintf(to, sizeof(to), "tls_ca_file=%s/other-ca.crt", dir);
+    const char *at = strstr(url, from);
+    assert_non_null(at);
+    snprintf(bad, sizeof(bad), "%.*s%s%s", (int)(at - url), url, to, at + strlen(from));
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct refusal f = {0};
+    struct sw_error err;
+    struct sw_redis *r = NULL;
+    assert_int_equal(sw_redis_connect(&loop, bad, NULL, NULL, &r, &err), 0);
+    assert_int_equal(sw_redis_command(r, on_refused, &f, "GET %s", "sw:test:tls"), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(f.calls, 1);
+    if (strstr(f.why, "the server's certificate was not accepted") == NULL)
+        fail_msg("unexpected reason: %s", f.why);
+    struct lab l;
+    lab(&l);
+    assert_null(strstr(f.why, l.password));
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
@@ -285,6 +321,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sync_read_write),
         cmocka_unit_test(test_async_read_write),
+        cmocka_unit_test(test_async_wrong_ca_refused),
         cmocka_unit_test(test_wrong_ca_refused),
         cmocka_unit_test(test_wrong_host_name_refused),
         cmocka_unit_test(test_plain_text_server_refused),
