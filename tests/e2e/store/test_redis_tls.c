@@ -5,9 +5,16 @@
  * it; a wrong CA, a host name the certificate does not hold, a plain-text
  * server and a missing client certificate are each refused, with an error
  * naming the server and the reason and never the password; and an ACL user
- * (AUTH user password) works over TLS and plain TCP.
+ * (AUTH user password) works over TLS and plain TCP. rediss+sentinel://
+ * runs against a data node and a Sentinel the test starts itself, both
+ * TLS-only with the lab's certificates (the lab's Sentinels are shared).
  */
+#include <netinet/in.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -316,6 +323,129 @@ static void test_acl_user(void **state)
     sw_redis_sync_free(admin);
 }
 
+/* ---- rediss+sentinel:// on a private data node and Sentinel -------------- */
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        fail_msg("cannot find a free port");
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Starts redis-server on `conf` (with --sentinel when sentinel); returns its pid. */
+static pid_t start_server(const char *conf, int sentinel)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (sentinel)
+            execlp("redis-server", "redis-server", conf, "--sentinel", (char *)NULL);
+        else
+            execlp("redis-server", "redis-server", conf, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Writes a TLS-only server config (plain port 0) into dir/name. */
+static void write_conf(const char *dir, const char *name, const char *tls, int port,
+                       const char *extra)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "bind 127.0.0.1\nport 0\ntls-port %d\ntls-cert-file %s/server.crt\n"
+            "tls-key-file %s/server.key\ntls-ca-cert-file %s/ca.crt\ntls-auth-clients yes\n"
+            "save \"\"\nappendonly no\ndir %s\nlogfile %s/%s.log\n%s",
+            port, tls, tls, tls, dir, dir, name, extra);
+    fclose(f);
+}
+
+static void test_sentinel_over_tls(void **state)
+{
+    (void)state;
+    const char *tls = env("SW_LAB_REDIS_TLS_DIR");
+    char dir[] = "/tmp/sw-test-rediss-sentinel-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    int dport = free_port(), sport = free_port();
+    char extra[256], conf[600];
+    write_conf(dir, "data.conf", tls, dport, "requirepass data-secret-91c2\n");
+    char extra2[768];
+    snprintf(extra, sizeof(extra),
+             "tls-replication yes\nsentinel monitor m 127.0.0.1 %d 1\n"
+             "sentinel auth-pass m data-secret-91c2\n",
+             dport);
+    snprintf(extra2, sizeof(extra2),
+             "%stls-client-cert-file %s/client.crt\ntls-client-key-file %s/client.key\n", extra,
+             tls, tls);
+    write_conf(dir, "sentinel.conf", tls, sport, extra2);
+    snprintf(conf, sizeof(conf), "%s/data.conf", dir);
+    pid_t data = start_server(conf, 0);
+    snprintf(conf, sizeof(conf), "%s/sentinel.conf", dir);
+    pid_t sent = start_server(conf, 1);
+
+    char url[1024];
+    snprintf(url, sizeof(url),
+             "rediss+sentinel://:data-secret-91c2@127.0.0.1:%d/m/0?tls_ca_file=%s/ca.crt"
+             "&tls_cert_file=%s/client.crt&tls_key_file=%s/client.key",
+             sport, tls, tls, tls);
+    struct sw_error err = {0};
+    redisContext *c = NULL;
+    int rc = -1;
+    for (int i = 0; i < 100 && rc != 0; i++) { /* until both are up */
+        rc = sw_redis_sync_connect(url, 1000, &c, &err);
+        if (rc != 0)
+            usleep(100000);
+    }
+    if (rc != 0)
+        fail_msg("rediss+sentinel: %s", err.msg);
+    redisReply *reply = NULL;
+    assert_int_equal(sw_redis_sync_command(c, &reply, &err, "SET %s %s", "k", "sentinel-tls"), 0);
+    freeReplyObject(reply);
+    sw_redis_sync_free(c);
+
+    /* The async client finds the master through the Sentinel, both over TLS. */
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct run run = {0};
+    assert_int_equal(sw_redis_connect(&loop, url, on_state, &run, &run.r, &err), 0);
+    assert_int_equal(sw_redis_command(run.r, on_set, &run, "SET %s %s", "k2", "x"), 0);
+    assert_int_equal(sw_redis_command(run.r, on_get, &run, "GET %s", "k"), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(run.ups, 1);
+    assert_string_equal(run.last, "sentinel-tls");
+    assert_int_equal(uv_loop_close(&loop), 0);
+
+    /* A wrong CA: the Sentinel itself is refused, named, with the reason. */
+    snprintf(url, sizeof(url),
+             "rediss+sentinel://:data-secret-91c2@127.0.0.1:%d/m/0?tls_ca_file=%s/other-ca.crt"
+             "&tls_cert_file=%s/client.crt&tls_key_file=%s/client.key",
+             sport, tls, tls, tls);
+    assert_int_equal(sw_redis_sync_connect(url, 1000, &c, &err), SW_ENET);
+    char hp[64];
+    snprintf(hp, sizeof(hp), "127.0.0.1:%d", sport);
+    if (strstr(err.msg, hp) == NULL ||
+        strstr(err.msg, "the server's certificate was not accepted") == NULL)
+        fail_msg("unexpected: %s", err.msg);
+    assert_null(strstr(err.msg, "data-secret-91c2"));
+    print_message("refused as expected: %s\n", err.msg);
+
+    kill(sent, SIGKILL);
+    kill(data, SIGKILL);
+    waitpid(sent, NULL, 0);
+    waitpid(data, NULL, 0);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_plain_text_server_refused),
         cmocka_unit_test(test_no_client_certificate_refused),
         cmocka_unit_test(test_acl_user),
+        cmocka_unit_test(test_sentinel_over_tls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
