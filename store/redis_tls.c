@@ -21,6 +21,7 @@
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +316,13 @@ static void *relay_main(void *arg)
 {
     struct relay *r = arg;
     int local = -1;
+    /* OpenSSL writes with write(2): a server gone would raise SIGPIPE and
+     * kill a process that does not ignore it. Blocked here, the write
+     * fails with EPIPE instead, and the relay ends. */
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     if (wait_fd(r->listen, POLLIN, now_ms() + r->accept_ms) == 1)
         local = accept4(r->listen, NULL, NULL, SOCK_CLOEXEC);
     /* One connection only: nobody else gets in, and nothing is left on disk. */
@@ -372,7 +380,8 @@ int sw_redis_tls_open(const char *host, int port, const struct sw_redis_tls_opts
         return sw_error_set(err, SW_ENOMEM, "rediss %s: out of memory", hp);
     r->tcp = -1;
     r->listen = -1;
-    r->accept_ms = timeout_ms;
+    /* hiredis connects from the loop once it gets round to it. */
+    r->accept_ms = timeout_ms < 10000 ? 10000 : timeout_ms;
     int64_t deadline = now_ms() + timeout_ms;
     ERR_clear_error();
     int rc = 0;
@@ -382,9 +391,21 @@ int sw_redis_tls_open(const char *host, int port, const struct sw_redis_tls_opts
         goto fail;
     }
     SSL_CTX_set_min_proto_version(r->ctx, TLS1_2_VERSION);
-    if ((rc = load_trust(r->ctx, o, hp, err)) != 0 ||
-        (rc = tcp_connect(host, port, deadline, hp, &r->tcp, err)) != 0 ||
-        (rc = handshake(r, host, deadline, hp, err)) != 0 || (rc = listen_private(r, hp, err)) != 0)
+    /* SIGPIPE from the handshake's writes, as in relay_main, but only for
+     * this call: a pending one is taken before the caller's mask is back. */
+    sigset_t pipe, old;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+    if ((rc = load_trust(r->ctx, o, hp, err)) == 0 &&
+        (rc = tcp_connect(host, port, deadline, hp, &r->tcp, err)) == 0)
+        rc = handshake(r, host, deadline, hp, err);
+    sigset_t pending;
+    struct timespec zero = {0, 0};
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) && !sigismember(&old, SIGPIPE))
+        sigtimedwait(&pipe, NULL, &zero);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0 || (rc = listen_private(r, hp, err)) != 0)
         goto fail;
     if (strlen(r->path) >= pathlen) {
         rc = sw_error_set(err, SW_ETOOBIG, "rediss %s: the socket path is too long", hp);
