@@ -368,11 +368,35 @@ static void write_conf(const char *dir, const char *name, const char *tls, int p
     fclose(f);
 }
 
+/* The private servers, stopped by the teardown even when the test fails. */
+static pid_t servers[2];
+static char server_dir[64];
+
+static int stop_servers(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < 2; i++)
+        if (servers[i] > 0) {
+            kill(servers[i], SIGKILL);
+            waitpid(servers[i], NULL, 0);
+            servers[i] = 0;
+        }
+    if (server_dir[0] != '\0') {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", server_dir);
+        if (system(cmd) != 0)
+            return -1;
+        server_dir[0] = '\0';
+    }
+    return 0;
+}
+
 static void test_sentinel_over_tls(void **state)
 {
     (void)state;
     const char *tls = env("SW_LAB_REDIS_TLS_DIR");
-    char dir[] = "/tmp/sw-test-rediss-sentinel-XXXXXX";
+    char *dir = server_dir;
+    snprintf(server_dir, sizeof(server_dir), "/tmp/sw-test-rediss-sentinel-XXXXXX");
     assert_non_null(mkdtemp(dir));
     int dport = free_port(), sport = free_port();
     char extra[256], conf[600];
@@ -387,9 +411,9 @@ static void test_sentinel_over_tls(void **state)
              tls, tls);
     write_conf(dir, "sentinel.conf", tls, sport, extra2);
     snprintf(conf, sizeof(conf), "%s/data.conf", dir);
-    pid_t data = start_server(conf, 0);
+    servers[0] = start_server(conf, 0);
     snprintf(conf, sizeof(conf), "%s/sentinel.conf", dir);
-    pid_t sent = start_server(conf, 1);
+    servers[1] = start_server(conf, 1);
 
     char url[1024];
     snprintf(url, sizeof(url),
@@ -436,14 +460,6 @@ static void test_sentinel_over_tls(void **state)
         fail_msg("unexpected: %s", err.msg);
     assert_null(strstr(err.msg, "data-secret-91c2"));
     print_message("refused as expected: %s\n", err.msg);
-
-    kill(sent, SIGKILL);
-    kill(data, SIGKILL);
-    waitpid(sent, NULL, 0);
-    waitpid(data, NULL, 0);
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
@@ -457,7 +473,7 @@ int main(void)
         cmocka_unit_test(test_plain_text_server_refused),
         cmocka_unit_test(test_no_client_certificate_refused),
         cmocka_unit_test(test_acl_user),
-        cmocka_unit_test(test_sentinel_over_tls),
+        cmocka_unit_test_teardown(test_sentinel_over_tls, stop_servers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
