@@ -18,6 +18,7 @@
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/thread.h"
+#include "store/redis_tls.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
@@ -51,12 +52,19 @@ void sw_redis_url_free(struct sw_redis_url *u)
         memset(u->sentinel_password, 0, strlen(u->sentinel_password));
         sw_free(u->sentinel_password);
     }
+    sw_free(u->tls_ca_file);
+    sw_free(u->tls_cert_file);
+    sw_free(u->tls_key_file);
     memset(u, 0, sizeof(*u));
 }
 
 /* The length of the URL's scheme and "://", or 0 for an unknown scheme. */
 static size_t scheme_len(const char *url)
 {
+    if (strncmp(url, SW_REDIS_SENTINEL_TLS_SCHEME, strlen(SW_REDIS_SENTINEL_TLS_SCHEME)) == 0)
+        return strlen(SW_REDIS_SENTINEL_TLS_SCHEME);
+    if (strncmp(url, "rediss://", 9) == 0)
+        return 9;
     if (strncmp(url, SW_REDIS_SENTINEL_SCHEME, strlen(SW_REDIS_SENTINEL_SCHEME)) == 0)
         return strlen(SW_REDIS_SENTINEL_SCHEME);
     if (strncmp(url, "redis://", 8) == 0)
@@ -184,6 +192,91 @@ static int parse_hostport(const char *s, const char *e, int defport, const char 
     return 0;
 }
 
+/* Sets *dst to the decoded value [v, e) of query parameter `key`, once. */
+static int query_value(const char *key, const char *v, const char *e, char **dst,
+                       struct sw_error *err)
+{
+    if (*dst != NULL)
+        return sw_error_set(err, SW_EPARSE, "redis URL: query parameter \"%s\" is given twice",
+                            key);
+    int bad = 0;
+    *dst = pct_decode(v, (size_t)(e - v), &bad);
+    if (*dst == NULL)
+        return sw_error_set(err, bad ? SW_EPARSE : SW_ENOMEM, "redis URL: %s%s%s",
+                            bad ? "bad %-escape in query parameter \"" : "out of memory",
+                            bad ? key : "", bad ? "\"" : "");
+    return 0;
+}
+
+/*
+ * Reads the query "key=value[&key=value...]" of a URL (q just past the
+ * '?'). Each key is known for one form only: db for unix://,
+ * sentinelPassword for the Sentinel forms, tls_* for rediss forms. The
+ * caller frees *out on error. Values are never echoed (one may be a
+ * password).
+ */
+static int parse_query(const char *q, struct sw_redis_url *out, struct sw_error *err)
+{
+    static const char known[] =
+        "the only query parameters known are db (unix://), " SW_REDIS_SENTINEL_PASSWORD_PARAM
+        " (Sentinel URLs), tls_ca_file, tls_cert_file and tls_key_file (rediss URLs)";
+    while (*q != '\0') {
+        const char *e = q + strcspn(q, "&");
+        const char *eq = memchr(q, '=', (size_t)(e - q));
+        if (eq == NULL)
+            return sw_error_set(err, SW_EPARSE,
+                                "redis URL: expected key=value in the query (percent-encode "
+                                "'&' and '=' in a value)");
+        size_t klen = (size_t)(eq - q);
+        const char *v = eq + 1;
+        int rc;
+#define KEY_IS(k) (klen == strlen(k) && strncmp(q, k, klen) == 0)
+        if (KEY_IS("db") && out->path != NULL) {
+            if (parse_int(v, (size_t)(e - v), 0, 1 << 20, &out->db) != 0)
+                return sw_error_set(err, SW_EPARSE,
+                                    "redis URL: expected a database number 0-1048576 in \"db\"");
+        } else if (KEY_IS(SW_REDIS_SENTINEL_PASSWORD_PARAM) && out->sentinel) {
+            rc = query_value(SW_REDIS_SENTINEL_PASSWORD_PARAM, v, e, &out->sentinel_password, err);
+            if (rc != 0)
+                return rc;
+            if (out->sentinel_password[0] == '\0') {
+                sw_free(out->sentinel_password);
+                out->sentinel_password = NULL;
+            }
+        } else if ((KEY_IS("tls_ca_file") || KEY_IS("tls_cert_file") || KEY_IS("tls_key_file")) &&
+                   !out->tls) {
+            return sw_error_set(err, SW_EPARSE,
+                                "redis URL: query parameter \"%.*s\" is for rediss:// and "
+                                "rediss+sentinel:// URLs only",
+                                (int)klen, q);
+        } else if (KEY_IS("tls_ca_file") || KEY_IS("tls_cert_file") || KEY_IS("tls_key_file")) {
+            char **dst = KEY_IS("tls_ca_file")     ? &out->tls_ca_file
+                         : KEY_IS("tls_cert_file") ? &out->tls_cert_file
+                                                   : &out->tls_key_file;
+            char key[16];
+            snprintf(key, sizeof(key), "%.*s", (int)klen, q);
+            rc = query_value(key, v, e, dst, err);
+            if (rc != 0)
+                return rc;
+            if ((*dst)[0] != '/' || strlen(*dst) >= 4096)
+                return sw_error_set(err, SW_EPARSE,
+                                    "redis URL: expected an absolute file path (under 4096 bytes) "
+                                    "in \"%s\"",
+                                    key);
+        } else {
+            return sw_error_set(err, SW_EPARSE, "redis URL: unknown query parameter \"%.*s\"; %s",
+                                klen > 32 ? 32 : (int)klen, q, known);
+        }
+#undef KEY_IS
+        q = *e == '&' ? e + 1 : e;
+    }
+    if ((out->tls_cert_file == NULL) != (out->tls_key_file == NULL))
+        return sw_error_set(err, SW_EPARSE,
+                            "redis URL: tls_cert_file and tls_key_file go together; give both or "
+                            "neither");
+    return 0;
+}
+
 static int sentinel_fail(struct sw_redis_url *out, int rc)
 {
     sw_redis_url_free(out);
@@ -252,24 +345,12 @@ static int parse_sentinel(const char *p, struct sw_redis_url *out, struct sw_err
                                                    "after the master name's '/'"));
         q += 1 + dlen;
     }
-    if (*q == '?') {
-        static const char key[] = "?" SW_REDIS_SENTINEL_PASSWORD_PARAM "=";
-        if (strncmp(q, key, strlen(key)) != 0)
-            return sentinel_fail(out, sw_error_set(err, SW_EPARSE,
-                                                   "redis URL: the only query parameter known is "
-                                                   "\"" SW_REDIS_SENTINEL_PASSWORD_PARAM "\""));
-        int bad = 0;
-        const char *v = q + strlen(key);
-        out->sentinel_password = pct_decode(v, strlen(v), &bad);
-        if (out->sentinel_password == NULL)
-            return sentinel_fail(
-                out, sw_error_set(err, bad ? SW_EPARSE : SW_ENOMEM, "redis URL: %s",
-                                  bad ? "bad %-escape in the Sentinel password" : "out of memory"));
-        if (out->sentinel_password[0] == '\0') {
-            sw_free(out->sentinel_password);
-            out->sentinel_password = NULL;
-        }
-    }
+    if (*q == '?' && (rc = parse_query(q + 1, out, err)) != 0)
+        return sentinel_fail(out, rc);
+    if (*q != '\0' && *q != '?')
+        return sentinel_fail(out, sw_error_set(err, SW_EPARSE,
+                                               "redis URL: expected '?' or the end after the "
+                                               "database number"));
     return 0;
 }
 
@@ -279,20 +360,25 @@ int sw_redis_url_parse(const char *url, struct sw_redis_url *out, struct sw_erro
     out->port = 6379;
     int is_unix = 0;
     const char *p;
-    if (scheme_len(url) == strlen(SW_REDIS_SENTINEL_SCHEME)) {
+    if (strncmp(url, SW_REDIS_SENTINEL_SCHEME, strlen(SW_REDIS_SENTINEL_SCHEME)) == 0 ||
+        strncmp(url, SW_REDIS_SENTINEL_TLS_SCHEME, strlen(SW_REDIS_SENTINEL_TLS_SCHEME)) == 0) {
         out->port = 0;
         out->sentinel = 1;
+        out->tls = url[5] == 's';
         return parse_sentinel(url + scheme_len(url), out, err);
     } else if (strncmp(url, "redis://", 8) == 0) {
         p = url + 8;
+    } else if (strncmp(url, "rediss://", 9) == 0) {
+        p = url + 9;
+        out->tls = 1;
     } else if (strncmp(url, "unix://", 7) == 0) {
         p = url + 7;
         is_unix = 1;
     } else {
         return sw_error_set(
             err, SW_EPARSE,
-            "redis URL: expected it to start with redis://, " SW_REDIS_SENTINEL_SCHEME
-            " or unix://");
+            "redis URL: expected it to start with redis://, rediss://, " SW_REDIS_SENTINEL_SCHEME
+            ", " SW_REDIS_SENTINEL_TLS_SCHEME " or unix://");
     }
     int rc = parse_credentials(&p, is_unix, out, err);
     if (rc != 0)
@@ -305,22 +391,20 @@ int sw_redis_url_parse(const char *url, struct sw_redis_url *out, struct sw_erro
             return sw_error_set(err, SW_EPARSE, "redis URL: expected an absolute socket path");
         }
         out->path = sw_strndup(p, plen);
-        if (q != NULL) {
-            if (strncmp(q, "?db=", 4) != 0 ||
-                parse_int(q + 4, strlen(q + 4), 0, 1 << 20, &out->db) != 0) {
-                sw_redis_url_free(out);
-                return sw_error_set(err, SW_EPARSE,
-                                    "redis URL: expected \"?db=N\" after the socket path");
-            }
-        }
         if (out->path == NULL) {
             sw_redis_url_free(out);
             return sw_error_set(err, SW_ENOMEM, "redis URL: out of memory");
         }
+        if (q != NULL && (rc = parse_query(q + 1, out, err)) != 0) {
+            sw_redis_url_free(out);
+            return rc;
+        }
         return 0;
     }
-    const char *slash = strchr(p, '/');
-    const char *hend = slash ? slash : p + strlen(p);
+    const char *query = strchr(p, '?');
+    const char *end = query ? query : p + strlen(p);
+    const char *slash = memchr(p, '/', (size_t)(end - p));
+    const char *hend = slash ? slash : end;
     const char *hstart = p;
     const char *port = NULL;
     if (*p == '[') { /* [v6]:port */
@@ -356,10 +440,14 @@ int sw_redis_url_parse(const char *url, struct sw_redis_url *out, struct sw_erro
         sw_redis_url_free(out);
         return sw_error_set(err, SW_EPARSE, "redis URL: expected a port number 1-65535");
     }
-    if (slash != NULL && slash[1] != '\0' &&
-        parse_int(slash + 1, strlen(slash + 1), 0, 1 << 20, &out->db) != 0) {
+    if (slash != NULL && slash + 1 < end &&
+        parse_int(slash + 1, (size_t)(end - slash - 1), 0, 1 << 20, &out->db) != 0) {
         sw_redis_url_free(out);
         return sw_error_set(err, SW_EPARSE, "redis URL: expected a database number after the '/'");
+    }
+    if (query != NULL && (rc = parse_query(query + 1, out, err)) != 0) {
+        sw_redis_url_free(out);
+        return rc;
     }
     return 0;
 }
@@ -368,8 +456,9 @@ void sw_redis_url_redacted(const struct sw_redis_url *u, char *out, size_t outle
 {
     const char *cred = u->password ? ":***@" : (u->user ? "@" : "");
     if (u->sentinel) {
-        size_t k = (size_t)snprintf(out, outlen, SW_REDIS_SENTINEL_SCHEME "%s%s",
-                                    u->user ? u->user : "", cred);
+        size_t k = (size_t)snprintf(
+            out, outlen, "%s%s%s", u->tls ? SW_REDIS_SENTINEL_TLS_SCHEME : SW_REDIS_SENTINEL_SCHEME,
+            u->user ? u->user : "", cred);
         for (size_t i = 0; i < u->nsentinels && k < outlen; i++) {
             const char *h = u->sentinel_host[i];
             int v6 = strchr(h, ':') != NULL;
@@ -384,8 +473,8 @@ void sw_redis_url_redacted(const struct sw_redis_url *u, char *out, size_t outle
     if (u->path != NULL)
         snprintf(out, outlen, "unix://%s%s%s?db=%d", u->user ? u->user : "", cred, u->path, u->db);
     else
-        snprintf(out, outlen, "redis://%s%s%s:%d/%d", u->user ? u->user : "", cred, u->host,
-                 u->port, u->db);
+        snprintf(out, outlen, "%s%s%s%s:%d/%d", u->tls ? "rediss://" : "redis://",
+                 u->user ? u->user : "", cred, u->host, u->port, u->db);
 }
 
 /* Appends the percent-encoding of s at out[*k] (bounded; clears *fits when short). */
@@ -437,7 +526,15 @@ int sw_redis_url_with_sentinel_password(const char *url, const char *password, c
     if (password == NULL)
         return 0;
     int fits = 1;
-    static const char key[] = "?" SW_REDIS_SENTINEL_PASSWORD_PARAM "=";
+    /* After the TLS parameters, say, when the URL has a query already (a
+     * '?' in the credentials is not one). */
+    const char *h = url + scheme_len(url);
+    const char *at = NULL;
+    for (const char *q = h; *q != '\0' && *q != '/'; q++)
+        if (*q == '@')
+            at = q;
+    const char *key = strchr(at ? at : h, '?') != NULL ? "&" SW_REDIS_SENTINEL_PASSWORD_PARAM "="
+                                                       : "?" SW_REDIS_SENTINEL_PASSWORD_PARAM "=";
     for (const char *q = key; *q; q++) {
         if (k + 1 < outlen)
             out[k++] = *q;
@@ -650,7 +747,11 @@ struct sw_redis {
     int disc_rc;
     char disc_host[256];
     int disc_port;
+    char disc_path[128]; /* rediss: the relay's socket for disc_host:disc_port, or "" */
     struct sw_error disc_err;
+    /* Commands issued while a connect runs on its thread (Sentinel lookup,
+     * TLS handshake): sent behind AUTH once connected, or failed. */
+    struct queued *qhead, *qtail;
 };
 
 struct pending {
@@ -658,6 +759,59 @@ struct pending {
     sw_redis_reply_cb cb;
     void *ctx;
 };
+
+struct queued {
+    struct queued *next;
+    char *cmd; /* formatted by hiredis; redisFreeCommand */
+    size_t len;
+    struct pending *p;
+};
+
+/* Whether a connect is under way on its thread, with no context yet. */
+static int connecting(const struct sw_redis *r)
+{
+    return r->ac == NULL && r->discovering && !r->checking && !r->closing;
+}
+
+/* Sends the queued commands on the new context, or fails them with `why` when ac is NULL. */
+static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
+static void flush_queue(struct sw_redis *r, redisAsyncContext *ac, const char *why)
+{
+    while (r->qhead != NULL) {
+        struct queued *q = r->qhead;
+        r->qhead = q->next;
+        if (ac == NULL ||
+            redisAsyncFormattedCommand(ac, on_reply, q->p, q->cmd, q->len) != REDIS_OK) {
+            if (q->p->cb != NULL)
+                q->p->cb(r, NULL, ac == NULL ? why : "cannot queue the command", q->p->ctx);
+            sw_free(q->p);
+        }
+        redisFreeCommand(q->cmd);
+        sw_free(q);
+    }
+    r->qtail = NULL;
+}
+
+/* Queues a formatted command (taking cmd) behind the connect under way. */
+static int enqueue(struct sw_redis *r, char *cmd, long long len, struct pending *p)
+{
+    struct queued *q = len < 0 ? NULL : sw_calloc(1, sizeof(*q));
+    if (q == NULL) {
+        if (len >= 0)
+            redisFreeCommand(cmd);
+        sw_free(p);
+        return SW_ENOMEM;
+    }
+    q->cmd = cmd;
+    q->len = (size_t)len;
+    q->p = p;
+    if (r->qtail != NULL)
+        r->qtail->next = q;
+    else
+        r->qhead = q;
+    r->qtail = q;
+    return 0;
+}
 
 static void start_connect(struct sw_redis *r);
 
@@ -668,6 +822,7 @@ static void on_retry(uv_timer_t *t)
 
 static void schedule_retry(struct sw_redis *r, const char *why)
 {
+    flush_queue(r, NULL, why);
     if (r->closing)
         return;
     SW_LOG(SW_LOG_WARN, "redis connection lost", "redis=%s reason=%s retry_ms=%d",
@@ -700,6 +855,7 @@ static void on_check_closed(uv_handle_t *h)
 
 static void finish_close(struct sw_redis *r)
 {
+    flush_queue(r, NULL, "connection closed");
     uv_timer_stop(&r->retry);
     uv_timer_stop(&r->check);
     uv_close((uv_handle_t *)&r->check, on_check_closed);
@@ -794,15 +950,20 @@ static void on_ready(redisAsyncContext *ac, void *reply_, void *privdata)
         r->on_state(r, 1, "connected", r->ctx);
 }
 
-/* Connects to one node: host:port, or the URL's socket when host is NULL. */
-static void connect_node(struct sw_redis *r, const char *host, int port)
+/*
+ * Connects to one node: host:port, or the URL's socket when host is NULL.
+ * With TLS, `relay` is the socket of the relay already connected to
+ * host:port (redis_tls.h).
+ */
+static void connect_node(struct sw_redis *r, const char *host, int port, const char *relay)
 {
     if (host != NULL)
         snprintf(r->node, sizeof(r->node), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
     else
         snprintf(r->node, sizeof(r->node), "%s", r->url.path);
-    redisAsyncContext *ac =
-        host == NULL ? redisAsyncConnectUnix(r->url.path) : redisAsyncConnect(host, port);
+    redisAsyncContext *ac = relay != NULL  ? redisAsyncConnectUnix(relay)
+                            : host == NULL ? redisAsyncConnectUnix(r->url.path)
+                                           : redisAsyncConnect(host, port);
     if (ac == NULL) {
         schedule_retry(r, "out of memory");
         return;
@@ -836,15 +997,32 @@ static void connect_node(struct sw_redis *r, const char *host, int port)
         redisAsyncCommand(ac, before_role, r, "PING");
     if (r->url.sentinel)
         redisAsyncCommand(ac, on_ready, r, "ROLE");
+    flush_queue(r, ac, NULL);
 }
 
-/* On the threadpool: the blocking Sentinel lookup (reads r->url only). */
+/*
+ * On a thread of its own: the blocking Sentinel lookup, and for TLS the
+ * connect and handshake of the relay (reads r->url only).
+ */
 static void discover_work(struct sw_thread_job *w)
 {
     struct sw_redis *r = w->data;
     memset(&r->disc_err, 0, sizeof(r->disc_err));
-    r->disc_rc = sw_redis_sentinel_discover(&r->url, 2000, r->disc_host, sizeof(r->disc_host),
-                                            &r->disc_port, &r->disc_err);
+    r->disc_path[0] = '\0';
+    if (r->url.sentinel) {
+        r->disc_rc = sw_redis_sentinel_discover(&r->url, 2000, r->disc_host, sizeof(r->disc_host),
+                                                &r->disc_port, &r->disc_err);
+    } else {
+        snprintf(r->disc_host, sizeof(r->disc_host), "%s", r->url.host);
+        r->disc_port = r->url.port;
+        r->disc_rc = 0;
+    }
+    if (r->disc_rc == 0 && r->url.tls && !r->checking) {
+        struct sw_redis_tls_opts o = {r->url.tls_ca_file, r->url.tls_cert_file,
+                                      r->url.tls_key_file};
+        r->disc_rc = sw_redis_tls_open(r->disc_host, r->disc_port, &o, 2000, r->disc_path,
+                                       sizeof(r->disc_path), &r->disc_err);
+    }
 }
 
 static void discover_done(struct sw_thread_job *w, int status)
@@ -876,7 +1054,12 @@ static void discover_done(struct sw_thread_job *w, int status)
         schedule_retry(r, status != 0 ? "cannot start the Sentinel lookup" : r->disc_err.msg);
         return;
     }
-    connect_node(r, r->disc_host, r->disc_port);
+    if (r->url.tls && r->disc_path[0] == '\0') {
+        /* The lookup began as a check and has no relay: start over. */
+        start_connect(r);
+        return;
+    }
+    connect_node(r, r->disc_host, r->disc_port, r->url.tls ? r->disc_path : NULL);
 }
 
 static void on_check(uv_timer_t *t)
@@ -895,8 +1078,8 @@ static void on_check(uv_timer_t *t)
 
 static void start_connect(struct sw_redis *r)
 {
-    if (!r->url.sentinel) {
-        connect_node(r, r->url.path ? NULL : r->url.host, r->url.port);
+    if (!r->url.sentinel && !r->url.tls) {
+        connect_node(r, r->url.path ? NULL : r->url.host, r->url.port, NULL);
         return;
     }
     if (r->discovering) {
@@ -907,7 +1090,8 @@ static void start_connect(struct sw_redis *r)
     r->work.data = r;
     if (sw_thread_job_start(r->loop, &r->work, discover_work, discover_done) != 0) {
         r->discovering = 0;
-        schedule_retry(r, "cannot queue the Sentinel lookup");
+        schedule_retry(r, r->url.tls ? "cannot start the TLS connect"
+                                     : "cannot queue the Sentinel lookup");
     }
 }
 
@@ -979,7 +1163,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 int sw_redis_command_argv(struct sw_redis *r, sw_redis_reply_cb cb, void *ctx, int argc,
                           const char **argv, const size_t *argvlen)
 {
-    if (r->ac == NULL || r->closing)
+    if ((r->ac == NULL && !connecting(r)) || r->closing)
         return SW_EUNAVAIL;
     struct pending *p = sw_malloc(sizeof(*p));
     if (p == NULL)
@@ -987,6 +1171,10 @@ int sw_redis_command_argv(struct sw_redis *r, sw_redis_reply_cb cb, void *ctx, i
     p->r = r;
     p->cb = cb;
     p->ctx = ctx;
+    if (r->ac == NULL) {
+        char *cmd = NULL;
+        return enqueue(r, cmd, redisFormatCommandArgv(&cmd, argc, argv, argvlen), p);
+    }
     if (redisAsyncCommandArgv(r->ac, on_reply, p, argc, argv, argvlen) != REDIS_OK) {
         sw_free(p);
         return SW_EUNAVAIL;
@@ -996,7 +1184,7 @@ int sw_redis_command_argv(struct sw_redis *r, sw_redis_reply_cb cb, void *ctx, i
 
 int sw_redis_command(struct sw_redis *r, sw_redis_reply_cb cb, void *ctx, const char *fmt, ...)
 {
-    if (r->ac == NULL || r->closing)
+    if ((r->ac == NULL && !connecting(r)) || r->closing)
         return SW_EUNAVAIL;
     struct pending *p = sw_malloc(sizeof(*p));
     if (p == NULL)
@@ -1006,6 +1194,12 @@ int sw_redis_command(struct sw_redis *r, sw_redis_reply_cb cb, void *ctx, const 
     p->ctx = ctx;
     va_list ap;
     va_start(ap, fmt);
+    if (r->ac == NULL) {
+        char *cmd = NULL;
+        int len = redisvFormatCommand(&cmd, fmt, ap);
+        va_end(ap);
+        return enqueue(r, cmd, len, p);
+    }
     int rc = redisvAsyncCommand(r->ac, on_reply, p, fmt, ap);
     va_end(ap);
     if (rc != REDIS_OK) {
@@ -1080,12 +1274,43 @@ static redisContext *tcp_connect(const char *host, int port, long timeout_ms)
     return c;
 }
 
+int sw_redis_sync_open(const struct sw_redis_url *u, const char *host, int port, long timeout_ms,
+                       redisContext **out, struct sw_error *err)
+{
+    redisContext *c;
+    *out = NULL;
+    if (!u->tls) {
+        c = tcp_connect(host, port, timeout_ms);
+    } else {
+        char path[128];
+        struct sw_redis_tls_opts o = {u->tls_ca_file, u->tls_cert_file, u->tls_key_file};
+        int rc = sw_redis_tls_open(host, port, &o, timeout_ms, path, sizeof(path), err);
+        if (rc != 0)
+            return rc;
+        struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+        c = redisConnectUnixWithTimeout(path, tv);
+        if (c != NULL && c->err == 0)
+            redisSetTimeout(c, tv);
+    }
+    if (c == NULL || c->err) {
+        int v6 = strchr(host, ':') != NULL;
+        int rc =
+            sw_error_set(err, c ? SW_ENET : SW_ENOMEM, "cannot connect to %s%s%s:%d: %s",
+                         v6 ? "[" : "", host, v6 ? "]" : "", port, c ? c->errstr : "out of memory");
+        if (c != NULL)
+            redisFree(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
 /* Appends "host:port: what; " to a bounded message. */
 static void note(char *buf, size_t len, const char *host, int port, const char *what)
 {
     size_t k = strlen(buf);
     if (k < len)
-        snprintf(buf + k, len - k, "%s%s:%d: %s", k ? "; " : "", host, port, what);
+        snprintf(buf + k, len - k, "%s%s:%d: %.200s", k ? "; " : "", host, port, what);
 }
 
 int sw_redis_sentinel_discover(const struct sw_redis_url *u, long timeout_ms, char *host,
@@ -1096,10 +1321,12 @@ int sw_redis_sentinel_discover(const struct sw_redis_url *u, long timeout_ms, ch
     for (size_t i = 0; i < u->nsentinels; i++) {
         const char *h = u->sentinel_host[i];
         int p = u->sentinel_port[i];
-        redisContext *c = tcp_connect(h, p, timeout_ms);
+        struct sw_error oerr = {0};
+        redisContext *c = NULL;
+        sw_redis_sync_open(u, h, p, timeout_ms, &c, &oerr);
         redisReply *r = NULL;
-        if (c == NULL || c->err) {
-            note(said, sizeof(said), h, p, c ? c->errstr : "out of memory");
+        if (c == NULL) {
+            note(said, sizeof(said), h, p, oerr.msg);
             goto next;
         }
         if (u->sentinel_password != NULL) {
@@ -1151,15 +1378,22 @@ static int node_connect(const struct sw_redis_url *u, const char *host, int port
                         const char *red, redisContext **out, struct sw_error *err)
 {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    redisContext *c =
-        u->path ? redisConnectUnixWithTimeout(u->path, tv) : tcp_connect(host, port, timeout_ms);
     int rc;
-    if (c == NULL || c->err) {
-        rc = sw_error_set(err, SW_ENET, "redis %s: cannot connect to %s:%d: %s", red,
-                          u->path ? u->path : host, port, c ? c->errstr : "out of memory");
-        if (c)
-            redisFree(c);
-        return rc;
+    redisContext *c;
+    if (u->path != NULL) {
+        c = redisConnectUnixWithTimeout(u->path, tv);
+        if (c == NULL || c->err) {
+            rc = sw_error_set(err, SW_ENET, "redis %s: cannot connect to %s: %s", red, u->path,
+                              c ? c->errstr : "out of memory");
+            if (c)
+                redisFree(c);
+            return rc;
+        }
+    } else {
+        struct sw_error oe = {0};
+        rc = sw_redis_sync_open(u, host, port, timeout_ms, &c, &oe);
+        if (rc != 0)
+            return sw_error_set(err, rc, "redis %s: %s", red, oe.msg);
     }
     redisSetTimeout(c, tv);
     redisReply *reply = NULL;
@@ -1174,7 +1408,15 @@ static int node_connect(const struct sw_redis_url *u, const char *host, int port
                 if (err != NULL)
                     err->code = rc;
             }
-            sw_error_wrap(err, "redis %s: authentication", red);
+            if (rc != SW_EAUTH && u->tls && u->tls_cert_file == NULL && err != NULL)
+                /* With TLS 1.3 a server's refusal of the client comes after
+                 * the handshake, as the connection closed here. */
+                sw_error_wrap(err,
+                              "redis %s: authentication (a server that requires a client "
+                              "certificate closes the connection here: is tls_cert_file needed?)",
+                              red);
+            else
+                sw_error_wrap(err, "redis %s: authentication", red);
             goto fail;
         }
         freeReplyObject(reply);

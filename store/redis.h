@@ -5,9 +5,21 @@
  * A connection is described by a URL:
  *
  *   redis://[[user]:password@]host[:port][/db]     (port 6379, db 0 by default)
+ *   rediss://[[user]:password@]host[:port][/db][?TLS]
  *   unix://[[user]:password@]/path/to/socket[?db=N]
  *   redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db]
  *                   [?sentinelPassword=PW]         (Sentinel port 26379 by default)
+ *   rediss+sentinel://...as above...[?TLS][&sentinelPassword=PW]
+ *
+ * rediss forms speak TLS to every node and Sentinel (redis_tls.h), TLS
+ * being any of tls_ca_file=/ca.pem (the CAs the server's certificate must
+ * chain to; the system's by default), tls_cert_file=/c.pem and
+ * tls_key_file=/k.pem (a client certificate and its key, together),
+ * joined with '&', absolute paths, percent-encoded. The server's
+ * certificate must name the host as written in the URL (for a Sentinel
+ * URL, as the Sentinels announce the master): a name, checked with SNI
+ * sent, or an IP address. With user:password, AUTH user password is sent
+ * (Redis 6+ ACL users); with a password alone, AUTH password.
  *
  * The Sentinel form names the Sentinels and the name they monitor the master
  * by. The client asks the Sentinels in the order given (SENTINEL
@@ -48,6 +60,7 @@
 #include "common/error.h"
 
 #define SW_REDIS_SENTINEL_SCHEME         "redis+sentinel://"
+#define SW_REDIS_SENTINEL_TLS_SCHEME     "rediss+sentinel://"
 #define SW_REDIS_SENTINEL_PORT           26379
 #define SW_REDIS_SENTINEL_PASSWORD_PARAM "sentinelPassword"
 #define SW_REDIS_MAX_SENTINELS           16
@@ -67,6 +80,11 @@ struct sw_redis_url {
     int sentinel_port[SW_REDIS_MAX_SENTINELS];   /* 26379 unless given */
     char *master;                                /* the name the Sentinels know it by */
     char *sentinel_password;                     /* or NULL; never log it */
+    /* TLS (rediss:// and rediss+sentinel://): to every node and Sentinel. */
+    int tls;
+    char *tls_ca_file;   /* or NULL: the system's CAs */
+    char *tls_cert_file; /* client certificate, or NULL; given with tls_key_file */
+    char *tls_key_file;
 };
 
 /**
@@ -199,6 +217,17 @@ void sw_redis_free(struct sw_redis *r);
 #define SW_REDIS_SENTINEL_WAIT_MS 30000
 int sw_redis_sync_connect(const char *url, long timeout_ms, redisContext **out,
                           struct sw_error *err);
+
+/**
+ * Opens a blocking connection to host:port the way `u` says (TCP, or TLS
+ * for a rediss URL, verified as redis_tls.h says), waiting at most
+ * `timeout_ms` for each step, and sends nothing on it (no AUTH): for tools
+ * that talk to one Sentinel or data node of their own choice. Returns 0
+ * and *out (free with redisFree), or SW_ENET / SW_ETLS / SW_ETIMEDOUT /
+ * SW_EIO with a message naming host:port and the reason.
+ */
+int sw_redis_sync_open(const struct sw_redis_url *u, const char *host, int port, long timeout_ms,
+                       redisContext **out, struct sw_error *err);
 
 /**
  * Frees a context of sw_redis_sync_connect (NULL is ignored) and what it

@@ -1102,13 +1102,9 @@ out_nodrill:
  * to the old master until it is demoted. */
 static redisContext *connect_node(const struct sw_redis_url *u, const char *host, int port)
 {
-    struct timeval tv = {2, 0};
-    redisContext *n = redisConnectWithTimeout(host, port, tv);
-    if (n == NULL || n->err) {
-        if (n)
-            redisFree(n);
+    redisContext *n = NULL;
+    if (sw_redis_sync_open(u, host, port, 2000, &n, NULL) != 0)
         return NULL;
-    }
     redisReply *rep = NULL;
     if (u->password)
         rep = u->user ? redisCommand(n, "AUTH %s %s", u->user, u->password)
@@ -1180,11 +1176,10 @@ static int redis_failover(const struct sw_cli_globals *g, redisContext *c, const
     /* Ask the Sentinels in order until one accepts. */
     int asked = 0;
     for (size_t i = 0; i < u.nsentinels && !asked; i++) {
-        struct timeval tv = {2, 0};
-        redisContext *sc = redisConnectWithTimeout(u.sentinel_host[i], u.sentinel_port[i], tv);
-        if (sc == NULL || sc->err) {
-            if (sc)
-                redisFree(sc);
+        redisContext *sc = NULL;
+        struct sw_error oe = {0};
+        if (sw_redis_sync_open(&u, u.sentinel_host[i], u.sentinel_port[i], 2000, &sc, &oe) != 0) {
+            snprintf(why, sizeof(why), "%.300s", oe.msg);
             continue;
         }
         redisReply *rep = NULL;

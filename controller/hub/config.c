@@ -122,7 +122,8 @@ struct field {
 
 static const struct field redis_fields[] = {
     {"url", F_REDIS_URL,
-     "a Redis URL such as \"redis://127.0.0.1:6379/0\" or "
+     "a Redis URL such as \"redis://127.0.0.1:6379/0\", "
+     "\"rediss://redis.example:6380/0?tls_ca_file=/etc/spillway/redis-ca.pem\" or "
      "\"redis+sentinel://h1:26379,h2:26379,h3:26379/MASTER/0\"",
      NULL, 0, 0, 0},
     {"passwordFile", F_REDIS_PASSWORD_FILE, "a file name", NULL, 0, 0, 0},

@@ -37,6 +37,9 @@ static void usage(FILE *out)
                  "  SPILLWAY_SENTINEL_PASSWORD  with a redis+sentinel:// URL, the Sentinels' own\n"
                  "                            password (or redis.sentinelPasswordEnv/File)\n"
                  "  SPILLWAY_LOG              log level, overriding the config's logLevel\n\n"
+                 "Redis over TLS: redis.url rediss://HOST[:PORT][/db] or rediss+sentinel://...,\n"
+                 "with ?tls_ca_file=/ca.pem[&tls_cert_file=/c.pem&tls_key_file=/k.pem]; an ACL\n"
+                 "user as rediss://USER@HOST (password apart, as above). docs/hub.md.\n\n"
                  "Exit status: 0 stopped, 1 failed at start-up, 2 bad usage or configuration,\n"
                  "3 leadership lost (restart it: it comes back as a standby).\n");
 }

@@ -11,8 +11,11 @@
 #   - a missing input blocks the burst with the input named, no mirror
 #   - a Job with a pod running at home is not burst
 #   - deleting an origin deletes its mirror
+# The hub and spillctl reach Redis over TLS (rediss://, the lab's TLS port);
+# SW_HUB_REDIS_TLS=0 runs it over plain redis:// instead.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+[ "${SW_HUB_REDIS_TLS:-1}" = 0 ] || hub_use_tls
 hub_setup burst
 watcher_start
 saturate
@@ -266,3 +269,4 @@ done
 pass "origin deleted: mirror deleted, finalizer released, record removed"
 
 watcher_check
+[ -z "${HUB_TLS:-}" ] || hub_check_tls

@@ -46,6 +46,24 @@ hub_use_sentinel() {
     HUB_REDIS_PASSWORD="$SW_LAB_SENTINEL_DATA_PASSWORD"
     HUB_SENTINEL=1
 }
+# hub_use_tls: the hub and spillctl on the lab's Redis over TLS (rediss://,
+# its TLS port, with the lab's CA and client certificate), turning that
+# port on first in a lab up without it; rcli stays on the plain port, an
+# observer from outside. Call it before hub_setup.
+hub_use_tls() {
+    "$SW_SOURCE_DIR/tests/testbed/testbed" redis-tls >/dev/null
+    eval "$("$SW_SOURCE_DIR/tests/testbed/testbed" env)"
+    local rest=${SW_LAB_REDIS_TLS_URL#rediss://*@}
+    export SPILLWAY_REDIS_URL="rediss://${rest%%/*}/$HUB_DB?${rest#*\?}"
+    HUB_TLS=1
+}
+# hub_check_tls: the hub connected over TLS, and its password is nowhere in its log.
+hub_check_tls() {
+    grep -q 'msg="redis connected" redis=rediss://' "$HUB_TMP/hub.log" ||
+        hub_fail "the hub's log shows no connection over rediss://"
+    ! grep -qF "$HUB_REDIS_PASSWORD" "$HUB_TMP/hub.log" || hub_fail "the Redis password is in the hub's log"
+    pass "the hub ran over rediss:// ($(grep -c 'msg="redis connected"' "$HUB_TMP/hub.log") connections), no password in its log"
+}
 scli() { # scli ARGS...: the first Sentinel
     local s1=${SW_LAB_SENTINELS%%,*}
     REDISCLI_AUTH="$SW_LAB_SENTINEL_PASSWORD" redis-cli -h "${s1%:*}" -p "${s1##*:}" "$@"

@@ -417,7 +417,7 @@ static void test_errors_exact(void **state)
          "redis.passwordFile or in the environment (redis.passwordEnv)"},
         {"redis:\n  url: http://r\n", SW_EINVAL,
          "hub.yaml:2: field \"redis.url\": redis URL: expected it to start with redis://, "
-         "redis+sentinel:// or unix://"},
+         "rediss://, redis+sentinel://, rediss+sentinel:// or unix://"},
         /* Sentinel: the URL names the field; passwords never in it */
         {"redis:\n  url: redis+sentinel://a:1,,c:3/m\nsecretKeyFile: k\n", SW_EINVAL,
          "hub.yaml:2: field \"redis.url\": redis URL: Sentinel 2 of the list is empty"},

@@ -141,7 +141,7 @@ static void test_bad_values(void **state)
     char *a4[] = {"spillctl", "--redis", "http://:hunter2@h", "version", NULL};
     assert_int_equal(parse(a4, &argc, &g, NULL, 0, &err), SW_EINVAL);
     assert_string_equal(err.msg, "--redis: redis URL: expected it to start with redis://, "
-                                 "redis+sentinel:// or unix://");
+                                 "rediss://, redis+sentinel://, rediss+sentinel:// or unix://");
     setenv(SW_CLI_LOG_ENV, "chatty", 1);
     char *a5[] = {"spillctl", "version", NULL};
     assert_int_equal(parse(a5, &argc, &g, NULL, 0, &err), SW_EINVAL);

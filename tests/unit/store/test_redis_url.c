@@ -287,6 +287,144 @@ static void test_sentinel_url_alloc_failures(void **state)
     assert_true(ok);
 }
 
+/* rediss:// and rediss+sentinel://: TLS, its files, and ACL users. */
+static void test_tls_urls(void **state)
+{
+    (void)state;
+    struct sw_redis_url u;
+    struct sw_error err;
+    char red[300];
+    assert_int_equal(sw_redis_url_parse("rediss://hub:p%40ss@redis.example:6380/3"
+                                        "?tls_ca_file=/etc/ca%20dir/ca.pem"
+                                        "&tls_cert_file=/c.pem&tls_key_file=/k.pem",
+                                        &u, &err),
+                     0);
+    assert_true(u.tls);
+    assert_false(u.sentinel);
+    assert_string_equal(u.host, "redis.example");
+    assert_int_equal(u.port, 6380);
+    assert_int_equal(u.db, 3);
+    assert_string_equal(u.user, "hub");
+    assert_string_equal(u.password, "p@ss");
+    assert_string_equal(u.tls_ca_file, "/etc/ca dir/ca.pem");
+    assert_string_equal(u.tls_cert_file, "/c.pem");
+    assert_string_equal(u.tls_key_file, "/k.pem");
+    sw_redis_url_redacted(&u, red, sizeof(red));
+    assert_string_equal(red, "rediss://hub:***@redis.example:6380/3");
+    sw_redis_url_free(&u);
+    /* No database, no files: the system's CAs, port 6379. */
+    assert_int_equal(sw_redis_url_parse("rediss://:pw@h?tls_ca_file=/ca", &u, &err), 0);
+    assert_true(u.tls);
+    assert_string_equal(u.host, "h");
+    assert_int_equal(u.port, 6379);
+    assert_int_equal(u.db, 0);
+    assert_string_equal(u.tls_ca_file, "/ca");
+    sw_redis_url_free(&u);
+    assert_int_equal(sw_redis_url_parse("rediss://h", &u, &err), 0);
+    assert_true(u.tls);
+    assert_null(u.tls_ca_file);
+    sw_redis_url_free(&u);
+    /* redis:// stays plain. */
+    assert_int_equal(sw_redis_url_parse("redis://h/0", &u, &err), 0);
+    assert_false(u.tls);
+    sw_redis_url_free(&u);
+    /* Sentinel with TLS, beside the Sentinels' password, in any order. */
+    assert_int_equal(sw_redis_url_parse("rediss+sentinel://u:pw@a:1,b/m/2?tls_ca_file=/ca"
+                                        "&sentinelPassword=s%26p",
+                                        &u, &err),
+                     0);
+    assert_true(u.tls);
+    assert_true(u.sentinel);
+    assert_int_equal(u.nsentinels, 2);
+    assert_string_equal(u.master, "m");
+    assert_int_equal(u.db, 2);
+    assert_string_equal(u.user, "u");
+    assert_string_equal(u.sentinel_password, "s&p");
+    assert_string_equal(u.tls_ca_file, "/ca");
+    sw_redis_url_redacted(&u, red, sizeof(red));
+    assert_string_equal(red, "rediss+sentinel://u:***@a:1,b:26379/m/2?sentinelPassword=***");
+    sw_redis_url_free(&u);
+    /* The unix form keeps its ?db=N. */
+    assert_int_equal(sw_redis_url_parse("unix:///run/r.sock?db=4", &u, &err), 0);
+    assert_int_equal(u.db, 4);
+    sw_redis_url_free(&u);
+    /* Passwords given apart land in the right places of a rediss URL. */
+    char a[512], b[512];
+    assert_int_equal(
+        sw_redis_url_with_password("rediss://h:1/0?tls_ca_file=/ca", "p?w", a, sizeof(a), &err), 0);
+    assert_string_equal(a, "rediss://:p%3Fw@h:1/0?tls_ca_file=/ca");
+    assert_int_equal(sw_redis_url_with_sentinel_password("rediss+sentinel://h/m?tls_ca_file=/ca",
+                                                         "s?", b, sizeof(b), &err),
+                     0);
+    assert_string_equal(b, "rediss+sentinel://h/m?tls_ca_file=/ca&sentinelPassword=s%3F");
+    assert_int_equal(sw_redis_url_parse(b, &u, &err), 0);
+    assert_string_equal(u.sentinel_password, "s?");
+    assert_string_equal(u.tls_ca_file, "/ca");
+    sw_redis_url_free(&u);
+}
+
+static void test_tls_url_errors(void **state)
+{
+    (void)state;
+    struct sw_redis_url u;
+    struct sw_error err;
+    static const struct {
+        const char *url;
+        const char *says;
+    } bad[] = {
+        {"redis://:hunter2@h/0?tls_ca_file=/ca", "\"tls_ca_file\" is for rediss://"},
+        {"redis+sentinel://:hunter2@h/m?tls_cert_file=/c", "\"tls_cert_file\" is for rediss://"},
+        {"rediss://:hunter2@h/0?tls_cert_file=/c", "tls_cert_file and tls_key_file go together"},
+        {"rediss://:hunter2@h/0?tls_key_file=/k", "tls_cert_file and tls_key_file go together"},
+        {"rediss://:hunter2@h/0?tls_ca_file=ca.pem", "absolute file path (under 4096 bytes) in "
+                                                     "\"tls_ca_file\""},
+        {"rediss://:hunter2@h/0?tls_ca_file=", "absolute file path"},
+        {"rediss://:hunter2@h/0?tls_ca_file=/a&tls_ca_file=/b", "\"tls_ca_file\" is given twice"},
+        {"rediss://:hunter2@h/0?tls_ca_file=/a%zz", "bad %-escape in query parameter"},
+        {"rediss://:hunter2@h/0?tls_ca_file", "expected key=value"},
+        {"rediss://:hunter2@h/0?tls_ca_file=/a&hunter2", "expected key=value"},
+        {"rediss://:hunter2@h/0?sentinelPassword=hunter2", "unknown query parameter"},
+        {"rediss://:hunter2@h/0?db=1", "unknown query parameter \"db\""},
+        {"rediss://:hunter2@h/x?tls_ca_file=/a", "database number"},
+        {"rediss://:hunter2@/0", "host is empty"},
+        {"rediss+sentinel://:hunter2@a:1/m/0x", "database number"},
+        {"redis+ssl://:hunter2@h", "rediss://"},
+        {"unix:///s?db=x", "database number"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(sw_redis_url_parse(bad[i].url, &u, &err), SW_EPARSE);
+        if (strstr(err.msg, bad[i].says) == NULL)
+            fail_msg("%s: got \"%s\", expected it to say \"%s\"", bad[i].url, err.msg, bad[i].says);
+        assert_null(strstr(err.msg, "hunter2"));
+    }
+}
+
+static void test_tls_url_alloc_failures(void **state)
+{
+    (void)state;
+    const char *url = "rediss+sentinel://hub:pw@a:1,b:2/master/2?tls_ca_file=/ca"
+                      "&tls_cert_file=/c&tls_key_file=/k&sentinelPassword=sp";
+    int ok = 0;
+    for (uint64_t n = 1; n < 64 && !ok; n++) {
+        struct sw_redis_url u;
+        struct sw_error err;
+        sw_alloc_fail_at(n);
+        int rc = sw_redis_url_parse(url, &u, &err);
+        int injected = sw_alloc_injected();
+        sw_alloc_reset();
+        if (rc == 0) {
+            assert_false(injected);
+            assert_string_equal(u.tls_key_file, "/k");
+            sw_redis_url_free(&u);
+            ok = 1;
+        } else {
+            assert_int_equal(rc, SW_ENOMEM);
+            assert_non_null(strstr(err.msg, "out of memory"));
+        }
+    }
+    assert_true(ok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +436,9 @@ int main(void)
         cmocka_unit_test(test_sentinel_url),
         cmocka_unit_test(test_sentinel_url_errors),
         cmocka_unit_test(test_sentinel_passwords),
+        cmocka_unit_test(test_tls_urls),
+        cmocka_unit_test(test_tls_url_errors),
+        cmocka_unit_test(test_tls_url_alloc_failures),
         cmocka_unit_test(test_sentinel_url_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
