@@ -284,6 +284,10 @@ struct sw_hub {
     bool registry_read; /* the registry has been listed once: a name it lacks is unknown */
     struct sw_hub_store stores[SW_HUB_MAX_STORES];
     size_t nstores;
+    /* Stores refused at the last read (their record does not verify):
+     * logged when a name joins the list, not at every read. */
+    char stores_refused[SW_HUB_MAX_STORES][64];
+    size_t nstores_refused;
     struct sw_hub_rule rules[SW_HUB_MAX_RULES];
     size_t nrules;
     size_t rule_runs; /* runs under way (rules.c, each on a thread of its own) */
