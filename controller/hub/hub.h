@@ -194,6 +194,9 @@ struct sw_hub_rule {
     double objective_s; /* RPO objective (the rule's, else replication.rpoObjectiveSeconds) */
     int64_t started_ms, last_run_ms;
     uint64_t runs_ok, runs_failed;
+    /* Its last run was refused (a record does not verify): logged at error
+     * once, then at debug until a run gets past the records. */
+    bool refused;
     size_t ntargets;
     char targets[8][64];
     int64_t oldest_pending_ms[8]; /* per target, after the last run; 0 none */

@@ -130,6 +130,7 @@ static void run_done(struct sw_thread_job *req, int status)
         r->objective_s = rr->objective_s > 0 ? rr->objective_s : h->cfg.repl_rpo_objective_s;
         if (status == 0 && rr->rc == 0 && !rr->fenced) {
             int64_t now = sw_hub_wall_ms();
+            r->refused = false;
             r->last_run_ms = now;
             r->runs_ok++;
             r->ntargets = rr->ntargets;
@@ -147,9 +148,12 @@ static void run_done(struct sw_thread_job *req, int status)
             /* The rule's record, or a store it names, does not verify:
              * nothing was sent to what they name. */
             r->runs_failed++;
-            SW_LOG(SW_LOG_ERROR, "replication rule refused: a record does not verify",
-                   "rule=%s err=%s", sw_log_q(rr->name), sw_log_q(rr->err.msg));
+            SW_LOG(r->refused ? SW_LOG_DEBUG : SW_LOG_ERROR,
+                   "replication rule refused: a record does not verify", "rule=%s err=%s",
+                   sw_log_q(rr->name), sw_log_q(rr->err.msg));
+            r->refused = true;
         } else if (!rr->fenced) {
+            r->refused = false;
             r->runs_failed++;
             SW_LOG(SW_LOG_WARN, "replication rule failed", "rule=%s err=%s", sw_log_q(rr->name),
                    sw_log_q(rr->rc ? rr->err.msg : "canceled"));

@@ -129,12 +129,12 @@ for _ in $(seq 1 80); do
         grep -qF "$want_exfil" "$HUB_TMP/hub.log" && break
     sleep 0.25
 done
-for w in "$want_store" "$want_side" "$want_exfil"; do
-    grep -qF "$w" "$HUB_TMP/hub.log" || hub_fail "the hub did not log: $w"
-done
 [ ! -s "$HUB_TMP/rogue.log" ] || hub_fail "the rogue endpoint was contacted: $(cat "$HUB_TMP/rogue.log")"
 s3head "$SW_LAB_S3_ENDPOINT_US_EAST_1" us-east-1 "$B" "public/secret.bin" &&
     hub_fail "the changed rule copied private/secret.bin"
+for w in "$want_store" "$want_side" "$want_exfil"; do
+    grep -qF "$w" "$HUB_TMP/hub.log" || hub_fail "the hub did not log: $w"
+done
 # The listener does see a connection when one is made: its silence counts.
 curl -s -m 2 -o /dev/null "$ROGUE/probe" || true
 for _ in $(seq 1 20); do [ -s "$HUB_TMP/rogue.log" ] && break; sleep 0.1; done
