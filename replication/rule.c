@@ -156,15 +156,20 @@ int sw_rule_to_json(const struct sw_rule_spec *r, char **out)
     cJSON *src = loc_json(&r->source);
     cJSON *ts = cJSON_CreateArray();
     int ok = o && src && ts;
-    if (ok) {
-        cJSON_AddItemToObject(o, "source", src);
+    /* Adding an item copies its key, which may fail: the item is then
+     * still ours to delete. */
+    if (ok && (ok = cJSON_AddItemToObject(o, "source", src)) != 0)
         src = NULL;
-        cJSON_AddItemToObject(o, "targets", ts);
+    if (ok && (ok = cJSON_AddItemToObject(o, "targets", ts)) != 0) {
         for (size_t i = 0; ok && i < r->ntargets; i++) {
             cJSON *t = loc_json(&r->targets[i]);
             ok = t != NULL && cJSON_AddItemToArray(ts, t);
+            if (!ok)
+                cJSON_Delete(t);
         }
         ts = NULL;
+    }
+    if (ok) {
         ok = ok && cJSON_AddStringToObject(o, "name", r->name) &&
              cJSON_AddBoolToObject(o, "model_registry", r->model_registry) &&
              cJSON_AddNumberToObject(o, "concurrency", r->concurrency) &&

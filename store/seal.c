@@ -94,7 +94,7 @@ static int record_hmac(const struct sw_seal_key *key, const char *kind, const ch
     unsigned char *buf = sw_malloc(total);
     if (buf == NULL) {
         OPENSSL_cleanse(k, sizeof(k));
-        return SW_ECRYPTO;
+        return SW_ENOMEM;
     }
     for (size_t i = 0; i < 3; i++) {
         for (int b = 0; b < 8; b++)
@@ -117,8 +117,9 @@ int sw_record_mac(const struct sw_seal_key *key, const char *kind, const char *n
 {
     unsigned char d[SHA256_DIGEST_LENGTH];
     out[0] = '\0';
-    if (record_hmac(key, kind, name, body, len, d) != 0)
-        return SW_ECRYPTO;
+    int rc = record_hmac(key, kind, name, body, len, d);
+    if (rc != 0)
+        return rc;
     int o = snprintf(out, SW_RECORD_MAC_TEXT_MAX, "v1:%08x:", (unsigned)key->id);
     for (size_t i = 0; i < sizeof(d); i++)
         o += snprintf(out + o, SW_RECORD_MAC_TEXT_MAX - (size_t)o, "%02x", d[i]);
@@ -153,8 +154,10 @@ int sw_record_mac_verify(const struct sw_seal_key *key, const char *kind, const 
                             "%s %s: signed with key %08x, not the hub's key %08x (a record from "
                             "before a key rotation that was not re-sealed, or from another hub)",
                             kind, name, id, (unsigned)key->id);
-    if (record_hmac(key, kind, name, body, len, want) != 0)
-        return sw_error_set(err, SW_ECRYPTO, "%s %s: cannot compute the MAC", kind, name);
+    int rc = record_hmac(key, kind, name, body, len, want);
+    if (rc != 0)
+        return sw_error_set(err, rc, "%s %s: cannot compute the MAC: %s", kind, name,
+                            sw_strerror(rc));
     int same = CRYPTO_memcmp(want, got, sizeof(got)) == 0;
     OPENSSL_cleanse(want, sizeof(want));
     if (!same)

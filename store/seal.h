@@ -93,7 +93,7 @@ int sw_seal_key_derive(const struct sw_seal_key *key, const char *label,
  * `name` (the name it is kept under) and `body` (its fields in the
  * canonical form the caller prints). A record copied under another name or
  * kind, or with any field changed, no longer verifies. Writes the MAC as
- * text into `out` ("v1:KEYID:HEX"). Returns 0 or SW_ECRYPTO.
+ * text into `out` ("v1:KEYID:HEX"). Returns 0, SW_ENOMEM or SW_ECRYPTO.
  */
 int sw_record_mac(const struct sw_seal_key *key, const char *kind, const char *name,
                   const char *body, size_t len, char out[SW_RECORD_MAC_TEXT_MAX]);
@@ -102,7 +102,8 @@ int sw_record_mac(const struct sw_seal_key *key, const char *kind, const char *n
  * Checks `mac` (text from sw_record_mac) against the record. Returns 0,
  * or SW_ECRYPTO, the message saying why: `mac` is not of the form
  * sw_record_mac writes, was made with another key (naming both key ids),
- * or does not match (the record was changed, or copied from another name).
+ * or does not match (the record was changed, or copied from another name);
+ * SW_ENOMEM when it could not be computed.
  * Messages name `kind` and `name`, never the key.
  */
 int sw_record_mac_verify(const struct sw_seal_key *key, const char *kind, const char *name,

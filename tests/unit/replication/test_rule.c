@@ -326,6 +326,54 @@ static void test_rule_record_mac(void **state)
     sw_seal_key_free(k);
 }
 
+/* Fail the Nth allocation for every N: signing and reading a record either
+ * succeed whole or fail with SW_ENOMEM, never accept a record they could
+ * not check, and free what they took (the ASan build sees leaks). */
+static void test_record_alloc_failures(void **state)
+{
+    (void)state;
+    struct sw_seal_key *k = key_of(7);
+    struct sw_store_spec s = sample_store(), back;
+    struct sw_rule_spec r = sample(), rback;
+    struct sw_error err;
+    uint64_t nth;
+    for (nth = 1; nth < 400; nth++) {
+        sw_alloc_fail_at(nth);
+        char *sj = NULL, *rj = NULL, *sealed = NULL;
+        int rc1 = sw_store_record_to_json(k, &s, SEALED, &sj);
+        int rc2 = rc1 == 0 ? sw_store_record_from_json(k, "aws-east", sj, strlen(sj), NULL, &back,
+                                                       &sealed, &err)
+                           : rc1;
+        int rc3 = sw_rule_record_to_json(k, &r, &rj);
+        int rc4 = rc3 == 0
+                      ? sw_rule_record_from_json(k, "models-dr", rj, strlen(rj), NULL, &rback, &err)
+                      : rc3;
+        int injected = sw_alloc_injected();
+        sw_alloc_reset();
+        if (rc2 == 0) {
+            assert_string_equal(back.endpoint, s.endpoint);
+            assert_string_equal(sealed, SEALED);
+        } else {
+            assert_int_equal(rc2, SW_ENOMEM);
+            assert_null(sealed);
+        }
+        if (rc4 == 0)
+            assert_string_equal(rback.targets[0].store, "us-west-2");
+        else
+            assert_int_equal(rc4, SW_ENOMEM);
+        sw_free(sj);
+        sw_free(rj);
+        sw_free(sealed);
+        if (!injected) {
+            assert_int_equal(rc2, 0); /* with no failure left to inject, all succeed */
+            assert_int_equal(rc4, 0);
+            break;
+        }
+    }
+    assert_true(nth > 3 && nth < 400); /* failures were injected, and the loop got through */
+    sw_seal_key_free(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_model_keys),
         cmocka_unit_test(test_store_record_mac),
         cmocka_unit_test(test_rule_record_mac),
+        cmocka_unit_test(test_record_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
