@@ -156,15 +156,20 @@ int sw_rule_to_json(const struct sw_rule_spec *r, char **out)
     cJSON *src = loc_json(&r->source);
     cJSON *ts = cJSON_CreateArray();
     int ok = o && src && ts;
-    if (ok) {
-        cJSON_AddItemToObject(o, "source", src);
+    /* Adding an item copies its key, which may fail: the item is then
+     * still ours to delete. */
+    if (ok && (ok = cJSON_AddItemToObject(o, "source", src)) != 0)
         src = NULL;
-        cJSON_AddItemToObject(o, "targets", ts);
+    if (ok && (ok = cJSON_AddItemToObject(o, "targets", ts)) != 0) {
         for (size_t i = 0; ok && i < r->ntargets; i++) {
             cJSON *t = loc_json(&r->targets[i]);
             ok = t != NULL && cJSON_AddItemToArray(ts, t);
+            if (!ok)
+                cJSON_Delete(t);
         }
         ts = NULL;
+    }
+    if (ok) {
         ok = ok && cJSON_AddStringToObject(o, "name", r->name) &&
              cJSON_AddBoolToObject(o, "model_registry", r->model_registry) &&
              cJSON_AddNumberToObject(o, "concurrency", r->concurrency) &&
@@ -286,6 +291,138 @@ static int cmd(redisContext *c, redisReply **r, struct sw_error *err, const char
     return 0;
 }
 
+/* The store's fields as JSON, in the order sw_store_save writes them: the
+ * canonical form the MAC covers (with `mac` NULL), and the record as kept
+ * (with the MAC last). */
+static char *store_json(const char *name, const struct sw_store_spec *s, const char *sealed,
+                        const char *mac)
+{
+    sw_json_init_hooks();
+    cJSON *o = cJSON_CreateObject();
+    char *json = NULL;
+    if (o && cJSON_AddStringToObject(o, "name", name) &&
+        cJSON_AddStringToObject(o, "endpoint", s->endpoint) &&
+        cJSON_AddStringToObject(o, "region", s->region) &&
+        cJSON_AddBoolToObject(o, "virtual_host", s->virtual_host) &&
+        cJSON_AddBoolToObject(o, "insecure_tls", s->insecure_tls) &&
+        cJSON_AddStringToObject(o, "ca_file", s->ca_file) &&
+        cJSON_AddStringToObject(o, "credentials", sealed) &&
+        (mac == NULL || cJSON_AddStringToObject(o, "mac", mac)))
+        json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return json;
+}
+
+/* Signs `canon` (the record's canonical form) and returns the record with
+ * the MAC: `canon` itself with ,"mac":"..." before its closing brace. */
+static int with_mac(const struct sw_seal_key *key, const char *kind, const char *name,
+                    const char *canon, char **out)
+{
+    char mac[SW_RECORD_MAC_TEXT_MAX];
+    *out = NULL;
+    size_t n = strlen(canon);
+    if (n < 2 || canon[n - 1] != '}')
+        return SW_EINVAL;
+    int rc = sw_record_mac(key, kind, name, canon, n, mac);
+    if (rc != 0)
+        return rc;
+    size_t len = n - 1 + strlen(",\"mac\":\"\"}") + strlen(mac) + 1;
+    *out = sw_malloc(len);
+    if (*out == NULL)
+        return SW_ENOMEM;
+    snprintf(*out, len, "%.*s,\"mac\":\"%s\"}", (int)(n - 1), canon, mac);
+    return 0;
+}
+
+/* Checks the record's "mac" field against `canon`. A record without one
+ * (written before records were signed) is refused unless `was_unsigned`
+ * is given, which is then set. */
+static int check_mac(const struct sw_seal_key *key, const char *kind, const char *name,
+                     const cJSON *o, const char *canon, int *was_unsigned, struct sw_error *err)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "mac");
+    if (was_unsigned != NULL)
+        *was_unsigned = 0;
+    if (m == NULL) {
+        if (was_unsigned != NULL) {
+            *was_unsigned = 1;
+            return 0;
+        }
+        return sw_error_set(err, SW_ECRYPTO,
+                            "%s %s: the record carries no MAC (written before spillway signed "
+                            "records, or by hand); check it and sign it with `spillctl replicate "
+                            "sign`, or write it again with `spillctl replicate %s`",
+                            kind, name, strcmp(kind, "store") == 0 ? "store add" : "add");
+    }
+    if (!cJSON_IsString(m))
+        return sw_error_set(err, SW_ECRYPTO, "%s %s: field \"mac\": expected a string", kind, name);
+    return sw_record_mac_verify(key, kind, name, canon, strlen(canon), m->valuestring, err);
+}
+
+int sw_store_record_to_json(const struct sw_seal_key *key, const struct sw_store_spec *s,
+                            const char *sealed, char **out)
+{
+    *out = NULL;
+    char *canon = store_json(s->name, s, sealed, NULL);
+    if (canon == NULL)
+        return SW_ENOMEM;
+    int rc = with_mac(key, "store", s->name, canon, out);
+    sw_free(canon);
+    return rc;
+}
+
+int sw_store_record_from_json(const struct sw_seal_key *key, const char *name, const char *json,
+                              size_t len, int *was_unsigned, struct sw_store_spec *out,
+                              char **sealed, struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    *sealed = NULL;
+    cJSON *o = NULL;
+    int rc = sw_json_parse(json, len, "store", &o, err);
+    if (rc != 0)
+        return sw_error_wrap(err, "store %s", name);
+    const char *ep = NULL, *region = NULL, *ca = "", *env = NULL;
+    bool vh = false, insecure = false;
+    if ((rc = sw_json_string(o, "endpoint", true, "store", &ep, err)) != 0 ||
+        (rc = sw_json_string(o, "region", true, "store", &region, err)) != 0 ||
+        (rc = sw_json_string(o, "ca_file", false, "store", &ca, err)) != 0 ||
+        (rc = sw_json_string(o, "credentials", true, "store", &env, err)) != 0 ||
+        (rc = sw_json_bool(o, "virtual_host", false, "store", &vh, err)) != 0 ||
+        (rc = sw_json_bool(o, "insecure_tls", false, "store", &insecure, err)) != 0) {
+        cJSON_Delete(o);
+        return sw_error_wrap(err, "store %s", name);
+    }
+    if (strlen(name) >= sizeof(out->name) || strlen(ep) >= sizeof(out->endpoint) ||
+        strlen(region) >= sizeof(out->region) || strlen(ca) >= sizeof(out->ca_file)) {
+        cJSON_Delete(o);
+        return sw_error_set(err, SW_EPARSE,
+                            "store %s: name, endpoint, region or ca_file longer than its limit "
+                            "(%zu, %zu, %zu, %zu bytes)",
+                            name, sizeof(out->name) - 1, sizeof(out->endpoint) - 1,
+                            sizeof(out->region) - 1, sizeof(out->ca_file) - 1);
+    }
+    snprintf(out->name, sizeof(out->name), "%s", name);
+    snprintf(out->endpoint, sizeof(out->endpoint), "%s", ep);
+    snprintf(out->region, sizeof(out->region), "%s", region);
+    snprintf(out->ca_file, sizeof(out->ca_file), "%s", ca);
+    out->virtual_host = vh;
+    out->insecure_tls = insecure;
+    /* The MAC covers the fields as read, rebuilt in canonical form. */
+    char *canon = store_json(name, out, env, NULL);
+    if (canon == NULL) {
+        cJSON_Delete(o);
+        return sw_error_set(err, SW_ENOMEM, "store %s: out of memory", name);
+    }
+    rc = check_mac(key, "store", name, o, canon, was_unsigned, err);
+    sw_free(canon);
+    if (rc == 0 && (*sealed = sw_strdup(env)) == NULL)
+        rc = sw_error_set(err, SW_ENOMEM, "store %s: out of memory", name);
+    cJSON_Delete(o);
+    if (rc != 0)
+        memset(out, 0, sizeof(*out));
+    return rc;
+}
+
 int sw_store_save(redisContext *c, const struct sw_seal_key *key, const struct sw_store_spec *s,
                   const char *access_key, const char *secret_key, struct sw_error *err)
 {
@@ -317,21 +454,11 @@ int sw_store_save(redisContext *c, const struct sw_seal_key *key, const struct s
     sw_seal_wipe_free(plain, al + sl + 2);
     if (rc != 0)
         return rc;
-    sw_json_init_hooks();
-    cJSON *o = cJSON_CreateObject();
     char *json = NULL;
-    if (o && cJSON_AddStringToObject(o, "name", s->name) &&
-        cJSON_AddStringToObject(o, "endpoint", s->endpoint) &&
-        cJSON_AddStringToObject(o, "region", s->region) &&
-        cJSON_AddBoolToObject(o, "virtual_host", s->virtual_host) &&
-        cJSON_AddBoolToObject(o, "insecure_tls", s->insecure_tls) &&
-        cJSON_AddStringToObject(o, "ca_file", s->ca_file) &&
-        cJSON_AddStringToObject(o, "credentials", env))
-        json = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
+    rc = sw_store_record_to_json(key, s, env, &json);
     sw_free(env);
-    if (json == NULL)
-        return sw_error_set(err, SW_ENOMEM, "out of memory");
+    if (rc != 0)
+        return sw_error_set(err, rc, "store %s: cannot sign the record", s->name);
     rc = cmd(c, NULL, err, "SET sw:store:%s %s", s->name, json);
     if (rc == 0)
         rc = cmd(c, NULL, err, "SADD sw:stores %s", s->name);
@@ -339,9 +466,9 @@ int sw_store_save(redisContext *c, const struct sw_seal_key *key, const struct s
     return rc;
 }
 
-int sw_store_load(redisContext *c, const struct sw_seal_key *key, const char *name,
-                  struct sw_store_spec *out, char **access_key, char **secret_key,
-                  struct sw_error *err)
+int sw_store_read(redisContext *c, const struct sw_seal_key *key, const char *name,
+                  int *was_unsigned, struct sw_store_spec *out, char **access_key,
+                  char **secret_key, struct sw_error *err)
 {
     memset(out, 0, sizeof(*out));
     *access_key = *secret_key = NULL;
@@ -354,34 +481,17 @@ int sw_store_load(redisContext *c, const struct sw_seal_key *key, const char *na
         return sw_error_set(err, SW_ENOENT, "store %s: not defined (spillctl replicate store add)",
                             name);
     }
-    cJSON *o = NULL;
-    rc = sw_json_parse(r->str, r->len, "store", &o, err);
+    char *env = NULL;
+    rc = sw_store_record_from_json(key, name, r->str, r->len, was_unsigned, out, &env, err);
     freeReplyObject(r);
     if (rc != 0)
-        return sw_error_wrap(err, "store %s", name);
-    const char *ep = NULL, *region = NULL, *ca = "", *env = NULL;
-    bool vh = false, insecure = false;
-    if ((rc = sw_json_string(o, "endpoint", true, "store", &ep, err)) != 0 ||
-        (rc = sw_json_string(o, "region", true, "store", &region, err)) != 0 ||
-        (rc = sw_json_string(o, "ca_file", false, "store", &ca, err)) != 0 ||
-        (rc = sw_json_string(o, "credentials", true, "store", &env, err)) != 0 ||
-        (rc = sw_json_bool(o, "virtual_host", false, "store", &vh, err)) != 0 ||
-        (rc = sw_json_bool(o, "insecure_tls", false, "store", &insecure, err)) != 0) {
-        cJSON_Delete(o);
-        return sw_error_wrap(err, "store %s", name);
-    }
-    snprintf(out->name, sizeof(out->name), "%s", name);
-    snprintf(out->endpoint, sizeof(out->endpoint), "%s", ep);
-    snprintf(out->region, sizeof(out->region), "%s", region);
-    snprintf(out->ca_file, sizeof(out->ca_file), "%s", ca);
-    out->virtual_host = vh;
-    out->insecure_tls = insecure;
+        return rc;
     char ctx[128];
     snprintf(ctx, sizeof(ctx), "store/%s/credentials", name);
     unsigned char *plain = NULL;
     size_t plen = 0;
     rc = sw_seal_open(key, ctx, env, strlen(env), &plain, &plen, err);
-    cJSON_Delete(o);
+    sw_free(env);
     if (rc != 0)
         return sw_error_wrap(err, "store %s: credentials", name);
     char *nl = memchr(plain, '\n', plen);
@@ -401,6 +511,13 @@ int sw_store_load(redisContext *c, const struct sw_seal_key *key, const char *na
     return 0;
 }
 
+int sw_store_load(redisContext *c, const struct sw_seal_key *key, const char *name,
+                  struct sw_store_spec *out, char **access_key, char **secret_key,
+                  struct sw_error *err)
+{
+    return sw_store_read(c, key, name, NULL, out, access_key, secret_key, err);
+}
+
 int sw_store_remove(redisContext *c, const char *name, struct sw_error *err)
 {
     redisReply *r;
@@ -414,14 +531,61 @@ int sw_store_remove(redisContext *c, const char *name, struct sw_error *err)
     return cmd(c, NULL, err, "SREM sw:stores %s", name);
 }
 
-int sw_rule_save(redisContext *c, const struct sw_rule_spec *r, struct sw_error *err)
+int sw_rule_record_to_json(const struct sw_seal_key *key, const struct sw_rule_spec *r, char **out)
+{
+    *out = NULL;
+    char *canon = NULL;
+    if (sw_rule_to_json(r, &canon) != 0)
+        return SW_ENOMEM;
+    int rc = with_mac(key, "rule", r->name, canon, out);
+    sw_free(canon);
+    return rc;
+}
+
+int sw_rule_record_from_json(const struct sw_seal_key *key, const char *name, const char *json,
+                             size_t len, int *was_unsigned, struct sw_rule_spec *out,
+                             struct sw_error *err)
+{
+    int rc = sw_rule_from_json(json, len, out, err);
+    if (rc != 0) {
+        char head[SW_REPL_NAME_MAX + 8];
+        snprintf(head, sizeof(head), "rule %s:", name);
+        memset(out, 0, sizeof(*out));
+        return err != NULL && strncmp(err->msg, head, strlen(head)) == 0
+                   ? rc
+                   : sw_error_wrap(err, "rule %s", name);
+    }
+    if (strcmp(out->name, name) != 0) {
+        rc = sw_error_set(err, SW_ECRYPTO,
+                          "rule %s: the record is rule %s's (copied from another name)", name,
+                          out->name);
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    /* The MAC covers the rule as parsed, printed again in canonical form:
+     * what the hub will act on, not the bytes it was read from. */
+    char *canon = NULL;
+    cJSON *o = NULL;
+    if (sw_rule_to_json(out, &canon) != 0)
+        rc = sw_error_set(err, SW_ENOMEM, "rule %s: out of memory", name);
+    else if ((rc = sw_json_parse(json, len, "rule", &o, err)) == 0)
+        rc = check_mac(key, "rule", name, o, canon, was_unsigned, err);
+    cJSON_Delete(o);
+    sw_free(canon);
+    if (rc != 0)
+        memset(out, 0, sizeof(*out));
+    return rc;
+}
+
+int sw_rule_save(redisContext *c, const struct sw_seal_key *key, const struct sw_rule_spec *r,
+                 struct sw_error *err)
 {
     int rc = sw_rule_validate(r, err);
     if (rc != 0)
         return rc;
     char *json;
-    if (sw_rule_to_json(r, &json) != 0)
-        return sw_error_set(err, SW_ENOMEM, "out of memory");
+    if ((rc = sw_rule_record_to_json(key, r, &json)) != 0)
+        return sw_error_set(err, rc, "rule %s: cannot sign the record", r->name);
     rc = cmd(c, NULL, err, "SET sw:repl:rule:%s %s", r->name, json);
     sw_free(json);
     if (rc == 0)
@@ -429,8 +593,10 @@ int sw_rule_save(redisContext *c, const struct sw_rule_spec *r, struct sw_error 
     return rc;
 }
 
-int sw_rule_load(redisContext *c, const char *name, struct sw_rule_spec *out, struct sw_error *err)
+int sw_rule_read(redisContext *c, const struct sw_seal_key *key, const char *name,
+                 int *was_unsigned, struct sw_rule_spec *out, struct sw_error *err)
 {
+    memset(out, 0, sizeof(*out));
     redisReply *r;
     int rc = cmd(c, &r, err, "GET sw:repl:rule:%s", name);
     if (rc != 0)
@@ -439,9 +605,15 @@ int sw_rule_load(redisContext *c, const char *name, struct sw_rule_spec *out, st
         freeReplyObject(r);
         return sw_error_set(err, SW_ENOENT, "rule %s: not defined", name);
     }
-    rc = sw_rule_from_json(r->str, r->len, out, err);
+    rc = sw_rule_record_from_json(key, name, r->str, r->len, was_unsigned, out, err);
     freeReplyObject(r);
     return rc;
+}
+
+int sw_rule_load(redisContext *c, const struct sw_seal_key *key, const char *name,
+                 struct sw_rule_spec *out, struct sw_error *err)
+{
+    return sw_rule_read(c, key, name, NULL, out, err);
 }
 
 int sw_rule_remove(redisContext *c, const char *name, struct sw_error *err)

@@ -77,6 +77,97 @@ int sw_seal_key_derive(const struct sw_seal_key *key, const char *label,
     return 0;
 }
 
+static int hexval(char c);
+
+/* The MAC input: the label, then kind, name and body, each preceded by its
+ * length (8 bytes, big-endian), so that no two different records give the
+ * same bytes. */
+static int record_hmac(const struct sw_seal_key *key, const char *kind, const char *name,
+                       const char *body, size_t len, unsigned char out[SHA256_DIGEST_LENGTH])
+{
+    unsigned char k[SW_SEAL_KEY_LEN];
+    if (sw_seal_key_derive(key, SW_RECORD_MAC_LABEL, k) != 0)
+        return SW_ECRYPTO;
+    const void *parts[] = {kind, name, body};
+    size_t lens[] = {strlen(kind), strlen(name), len};
+    size_t total = 3 * 8 + lens[0] + lens[1] + lens[2], o = 0;
+    unsigned char *buf = sw_malloc(total);
+    if (buf == NULL) {
+        OPENSSL_cleanse(k, sizeof(k));
+        return SW_ENOMEM;
+    }
+    for (size_t i = 0; i < 3; i++) {
+        for (int b = 0; b < 8; b++)
+            buf[o++] = (unsigned char)((uint64_t)lens[i] >> (56 - 8 * b));
+        memcpy(buf + o, parts[i], lens[i]);
+        o += lens[i];
+    }
+    unsigned int n = 0;
+    int rc =
+        HMAC(EVP_sha256(), k, sizeof(k), buf, total, out, &n) != NULL && n == SHA256_DIGEST_LENGTH
+            ? 0
+            : SW_ECRYPTO;
+    sw_free(buf);
+    OPENSSL_cleanse(k, sizeof(k));
+    return rc;
+}
+
+int sw_record_mac(const struct sw_seal_key *key, const char *kind, const char *name,
+                  const char *body, size_t len, char out[SW_RECORD_MAC_TEXT_MAX])
+{
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    out[0] = '\0';
+    int rc = record_hmac(key, kind, name, body, len, d);
+    if (rc != 0)
+        return rc;
+    int o = snprintf(out, SW_RECORD_MAC_TEXT_MAX, "v1:%08x:", (unsigned)key->id);
+    for (size_t i = 0; i < sizeof(d); i++)
+        o += snprintf(out + o, SW_RECORD_MAC_TEXT_MAX - (size_t)o, "%02x", d[i]);
+    return 0;
+}
+
+int sw_record_mac_verify(const struct sw_seal_key *key, const char *kind, const char *name,
+                         const char *body, size_t len, const char *mac, struct sw_error *err)
+{
+    unsigned char want[SHA256_DIGEST_LENGTH], got[SHA256_DIGEST_LENGTH];
+    unsigned id = 0;
+    if (strlen(mac) != 3 + 8 + 1 + 2 * sizeof(got) || strncmp(mac, "v1:", 3) != 0 || mac[11] != ':')
+        return sw_error_set(err, SW_ECRYPTO,
+                            "%s %s: field \"mac\": expected v1:KEYID:HMAC as spillctl writes it",
+                            kind, name);
+    for (size_t i = 0; i < 8; i++) {
+        int v = hexval(mac[3 + i]);
+        if (v < 0)
+            return sw_error_set(err, SW_ECRYPTO, "%s %s: field \"mac\": key id is not hex", kind,
+                                name);
+        id = id << 4 | (unsigned)v;
+    }
+    for (size_t i = 0; i < sizeof(got); i++) {
+        int hi = hexval(mac[12 + 2 * i]), lo = hexval(mac[13 + 2 * i]);
+        if (hi < 0 || lo < 0)
+            return sw_error_set(err, SW_ECRYPTO, "%s %s: field \"mac\": expected hex digits", kind,
+                                name);
+        got[i] = (unsigned char)(hi << 4 | lo);
+    }
+    if (id != key->id)
+        return sw_error_set(err, SW_ECRYPTO,
+                            "%s %s: signed with key %08x, not the hub's key %08x (a record from "
+                            "before a key rotation that was not re-sealed, or from another hub)",
+                            kind, name, id, (unsigned)key->id);
+    int rc = record_hmac(key, kind, name, body, len, want);
+    if (rc != 0)
+        return sw_error_set(err, rc, "%s %s: cannot compute the MAC: %s", kind, name,
+                            sw_strerror(rc));
+    int same = CRYPTO_memcmp(want, got, sizeof(got)) == 0;
+    OPENSSL_cleanse(want, sizeof(want));
+    if (!same)
+        return sw_error_set(err, SW_ECRYPTO,
+                            "%s %s: the MAC does not verify: the record was changed outside "
+                            "spillctl or copied from another name",
+                            kind, name);
+    return 0;
+}
+
 void sw_seal_wipe_free(void *p, size_t len)
 {
     if (p == NULL)

@@ -81,6 +81,34 @@ uint32_t sw_seal_key_id(const struct sw_seal_key *key);
 int sw_seal_key_derive(const struct sw_seal_key *key, const char *label,
                        unsigned char out[SW_SEAL_KEY_LEN]);
 
+/** The label of the key that signs records (sw_record_mac). */
+#define SW_RECORD_MAC_LABEL "spillway record mac v1"
+/** A record MAC as text: "v1:" 8 hex digits of key id ":" 64 hex digits, NUL. */
+#define SW_RECORD_MAC_TEXT_MAX 80
+
+/**
+ * Signs a record that directs the hub's credentials (an object store, a
+ * replication rule): HMAC-SHA256 under the key derived from `key` with
+ * SW_RECORD_MAC_LABEL, over the record's `kind` ("store", "rule"), its
+ * `name` (the name it is kept under) and `body` (its fields in the
+ * canonical form the caller prints). A record copied under another name or
+ * kind, or with any field changed, no longer verifies. Writes the MAC as
+ * text into `out` ("v1:KEYID:HEX"). Returns 0, SW_ENOMEM or SW_ECRYPTO.
+ */
+int sw_record_mac(const struct sw_seal_key *key, const char *kind, const char *name,
+                  const char *body, size_t len, char out[SW_RECORD_MAC_TEXT_MAX]);
+
+/**
+ * Checks `mac` (text from sw_record_mac) against the record. Returns 0,
+ * or SW_ECRYPTO, the message saying why: `mac` is not of the form
+ * sw_record_mac writes, was made with another key (naming both key ids),
+ * or does not match (the record was changed, or copied from another name);
+ * SW_ENOMEM when it could not be computed.
+ * Messages name `kind` and `name`, never the key.
+ */
+int sw_record_mac_verify(const struct sw_seal_key *key, const char *kind, const char *name,
+                         const char *body, size_t len, const char *mac, struct sw_error *err);
+
 /**
  * Seals `len` bytes of `plain` under `key`, bound to `context` (a
  * NUL-terminated string, may be ""). Returns 0 and *out, a new

@@ -798,7 +798,7 @@ static int region_check(const struct sw_cli_globals *g, redisContext *c, const c
         struct sw_rule_spec spec;
         struct sw_store_spec src;
         char *ak = NULL, *sk = NULL;
-        if (sw_rule_load(c, names[i], &spec, &err) != 0 || !spec.model_registry ||
+        if (sw_rule_load(c, key, names[i], &spec, &err) != 0 || !spec.model_registry ||
             sw_store_load(c, key, spec.source.store, &src, &ak, &sk, &err) != 0)
             continue;
         sw_seal_wipe_free(ak, strlen(ak));

@@ -342,7 +342,8 @@ static int cmd_add(struct ctx *c, char **argv)
         }
         r.rpo_objective_s = v;
     }
-    if (open_redis(c, &err) != 0 || sw_rule_save(c->redis, &r, &err) != 0)
+    if (open_redis(c, &err) != 0 || open_key(c, &err) != 0 ||
+        sw_rule_save(c->redis, c->key, &r, &err) != 0)
         return fail(&err);
     printf("rule %s saved: %s:%s/%s -> %zu target(s)\n", r.name, r.source.store, r.source.bucket,
            r.source.prefix, r.ntargets);
@@ -366,7 +367,8 @@ static int cmd_list(struct ctx *c)
     struct sw_error err;
     char **names;
     size_t n;
-    if (open_redis(c, &err) != 0 || sw_names_list(c->redis, "sw:repl:rules", &names, &n, &err))
+    if (open_redis(c, &err) != 0 || open_key(c, &err) != 0 ||
+        sw_names_list(c->redis, "sw:repl:rules", &names, &n, &err))
         return fail(&err);
     cJSON *items = cJSON_CreateArray();
     int rc = SW_EXIT_OK;
@@ -374,7 +376,7 @@ static int cmd_list(struct ctx *c)
         struct sw_rule_spec r;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToArray(items, o);
-        if (sw_rule_load(c->redis, names[i], &r, &err) != 0) {
+        if (sw_rule_load(c->redis, c->key, names[i], &r, &err) != 0) {
             fprintf(stderr, "spillctl replicate list: rule %s: %s\n", names[i], err.msg);
             cJSON_AddStringToObject(o, "name", names[i]);
             cJSON_AddStringToObject(o, "error", err.msg);
@@ -411,7 +413,7 @@ static int load_bound(struct ctx *c, const char *name, struct sw_rule_bound **b,
     if (rc == 0)
         rc = open_key(c, err);
     if (rc == 0)
-        rc = sw_rule_load(c->redis, name, &spec, err);
+        rc = sw_rule_load(c->redis, c->key, name, &spec, err);
     if (rc == 0)
         rc = open_loop(c, err);
     if (rc == 0)
@@ -453,7 +455,7 @@ static const struct sw_cli_column status_columns[] = {
 static int cmd_status(struct ctx *c, char **argv)
 {
     struct sw_error err;
-    if (open_redis(c, &err) != 0)
+    if (open_redis(c, &err) != 0 || open_key(c, &err) != 0)
         return fail(&err);
     char **names = NULL;
     size_t n = 0;
@@ -479,7 +481,7 @@ static int cmd_status(struct ctx *c, char **argv)
     int rc = SW_EXIT_OK;
     for (size_t i = 0; i < n; i++) {
         struct sw_rule_spec r;
-        if (sw_rule_load(c->redis, names[i], &r, &err) != 0) {
+        if (sw_rule_load(c->redis, c->key, names[i], &r, &err) != 0) {
             fprintf(stderr, "spillctl replicate: %s\n", err.msg);
             rc = SW_EXIT_FAIL;
             continue;
@@ -847,6 +849,105 @@ static int cmd_remove(struct ctx *c, char **argv)
     return open_redis(c, &err) || sw_rule_remove(c->redis, argv[1], &err) ? fail(&err) : SW_EXIT_OK;
 }
 
+/* ---- signing records written before records were signed ------------------ */
+
+/*
+ * `replicate sign`: every store and rule record without a MAC is printed
+ * (what it directs the hub's credentials to) and signed with the current
+ * key. A record that carries a MAC which does not verify is never signed:
+ * it was changed outside spillctl, or comes from another key, and is
+ * written again with `replicate store add` or `replicate add` instead.
+ */
+static int cmd_sign(struct ctx *c, char **argv)
+{
+    (void)argv;
+    struct sw_error err;
+    sw_error_clear(&err);
+    int dry = flag(c, "dry-run");
+    char **snames = NULL, **rnames = NULL;
+    size_t ns = 0, nr = 0;
+    if (open_redis(c, &err) != 0 || open_key(c, &err) != 0 ||
+        sw_names_list(c->redis, "sw:stores", &snames, &ns, &err) != 0 ||
+        sw_names_list(c->redis, "sw:repl:rules", &rnames, &nr, &err) != 0) {
+        sw_names_free(snames, ns);
+        return fail(&err);
+    }
+    size_t signed_now = 0, already = 0, bad = 0;
+    const char *verb = dry ? "would be signed" : "signed";
+    for (size_t i = 0; i < ns; i++) {
+        struct sw_store_spec s;
+        char *ak = NULL, *sk = NULL;
+        int was_unsigned = 0;
+        if (sw_store_read(c->redis, c->key, snames[i], &was_unsigned, &s, &ak, &sk, &err) != 0) {
+            fprintf(stderr,
+                    "spillctl replicate sign: %s (not signed: write it again with "
+                    "`spillctl replicate store add`)\n",
+                    err.msg);
+            bad++;
+            continue;
+        }
+        if (!was_unsigned) {
+            printf("store %s: already signed\n", s.name);
+            already++;
+        } else {
+            int rc = dry ? 0 : sw_store_save(c->redis, c->key, &s, ak, sk, &err);
+            if (rc != 0) {
+                fprintf(stderr, "spillctl replicate sign: store %s: %s\n", s.name, err.msg);
+                bad++;
+            } else {
+                printf("store %s: %s: endpoint %s, region %s, ca_file %s, insecure_tls %s, %s "
+                       "addressing\n",
+                       s.name, verb, s.endpoint, s.region, s.ca_file[0] ? s.ca_file : "(none)",
+                       s.insecure_tls ? "true" : "false", s.virtual_host ? "virtual-host" : "path");
+                signed_now++;
+            }
+        }
+        sw_seal_wipe_free(ak, strlen(ak));
+        sw_seal_wipe_free(sk, strlen(sk));
+    }
+    for (size_t i = 0; i < nr; i++) {
+        struct sw_rule_spec r;
+        int was_unsigned = 0;
+        if (sw_rule_read(c->redis, c->key, rnames[i], &was_unsigned, &r, &err) != 0) {
+            fprintf(stderr,
+                    "spillctl replicate sign: %s (not signed: write it again with "
+                    "`spillctl replicate add`)\n",
+                    err.msg);
+            bad++;
+            continue;
+        }
+        if (!was_unsigned) {
+            printf("rule %s: already signed\n", r.name);
+            already++;
+            continue;
+        }
+        if (!dry && sw_rule_save(c->redis, c->key, &r, &err) != 0) {
+            fprintf(stderr, "spillctl replicate sign: rule %s: %s\n", r.name, err.msg);
+            bad++;
+            continue;
+        }
+        char loc[1200];
+        loc_text(&r.source, loc, sizeof(loc));
+        printf("rule %s: %s: %s ->", r.name, verb, loc);
+        for (size_t t = 0; t < r.ntargets; t++) {
+            loc_text(&r.targets[t], loc, sizeof(loc));
+            printf(" %s", loc);
+        }
+        printf("\n");
+        signed_now++;
+    }
+    sw_names_free(snames, ns);
+    sw_names_free(rnames, nr);
+    printf("%zu record%s %s, %zu already signed, %zu refused\n", signed_now,
+           signed_now == 1 ? "" : "s", verb, already, bad);
+    return bad > 0 ? SW_EXIT_FAIL : SW_EXIT_OK;
+}
+
+static int run_sign(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    return run(g, a, "sign", cmd_sign, "sign", NULL, 0);
+}
+
 static int cmd_list_rules(struct ctx *c, char **argv)
 {
     (void)argv;
@@ -928,6 +1029,9 @@ static const struct sw_cli_opt run_opts[] = {
     {"watch", 0, SW_CLI_DURATION, OPT_WATCH, "DURATION"},
     {"progress", 0, SW_CLI_VALUE, 0, "auto|bar|plain|none"},
     {"force", 0, SW_CLI_FLAG, 0, NULL},
+};
+static const struct sw_cli_opt sign_opts[] = {
+    {"dry-run", 0, SW_CLI_FLAG, 0, NULL},
 };
 static const struct sw_cli_opt estimate_opts[] = {
     {"bandwidth-mbps", 0, SW_CLI_VALUE, 0, "N"},
@@ -1067,5 +1171,27 @@ const struct sw_cli_spec sw_cli_replicate_specs[] = {
      .min_pos = 1,
      .max_pos = 1,
      .run = run_estimate},
+    {.path = "replicate sign",
+     .summary = "sign store and rule records written before records were signed",
+     .help = "Usage: spillctl replicate sign [--dry-run]\n"
+             "\n"
+             "Store and rule records direct the hub's S3 credentials (where its signed\n"
+             "requests go, what it copies with them), so each carries a MAC under the\n"
+             "sealing key, bound to its name; the hub refuses one without a MAC or whose\n"
+             "MAC does not verify. Records written before spillway signed them have none:\n"
+             "this prints each such record (endpoint, ca_file, insecure_tls; a rule's\n"
+             "source and targets) and signs it with the current key. Check the list with\n"
+             "--dry-run first: signing vouches for what the record says now. A record whose\n"
+             "MAC does not verify is never signed here (it was changed outside spillctl or\n"
+             "comes from another key): write it again with `replicate store add` or\n"
+             "`replicate add`. Exit 1 when any record was refused.\n"
+             "\n"
+             "Options:\n"
+             "  --dry-run          print what would be signed, write nothing\n",
+     .examples = "  spillctl replicate sign --dry-run\n"
+                 "  spillctl replicate sign\n",
+     .opts = sign_opts,
+     .nopts = NOPTS(sign_opts),
+     .run = run_sign},
 };
 const size_t sw_cli_replicate_nspecs = NOPTS(sw_cli_replicate_specs);

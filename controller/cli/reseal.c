@@ -2,7 +2,12 @@
  * reseal.c - `spillctl reseal`: every sealed credential in Redis (member
  * cluster connections, spillway:cluster:*, and object store keys,
  * sw:store:*) opened with the current key and sealed again with a new one,
- * for rotating the sealing key (docs/deploy.md).
+ * and every signed record (stores, replication rules sw:repl:rule:*)
+ * verified with the current key and signed again with the new one, for
+ * rotating the sealing key (docs/dr.md). A store or rule without a MAC, or
+ * whose MAC verifies with neither key, stops the command before anything is
+ * written: `spillctl replicate sign` signs the former, the latter is
+ * written again by hand.
  *
  * Two passes: the first opens every record, with the new key when it is
  * already sealed with it (a re-run after an interruption) or else the old
@@ -22,7 +27,7 @@
 #include "store/redis.h"
 #include "store/seal.h"
 
-enum kind { CLUSTER, STORE };
+enum kind { CLUSTER, STORE, RULE };
 
 struct item {
     enum kind kind;
@@ -34,6 +39,8 @@ struct item {
     /* STORE */
     struct sw_store_spec store;
     char *ak, *sk;
+    /* RULE */
+    struct sw_rule_spec rule;
 };
 
 static void item_clear(struct item *it)
@@ -89,11 +96,27 @@ static int open_store(redisContext *r, const struct sw_seal_key *old_key,
     return 0;
 }
 
+/* Verifies a rule with the new key, else the old one. */
+static int open_rule(redisContext *r, const struct sw_seal_key *old_key,
+                     const struct sw_seal_key *new_key, struct item *it, struct sw_error *err)
+{
+    struct sw_error ignored;
+    if (sw_rule_load(r, new_key, it->name, &it->rule, &ignored) == 0) {
+        it->already = 1;
+        return 0;
+    }
+    if (sw_rule_load(r, old_key, it->name, &it->rule, err) != 0)
+        return sw_error_wrap(err, "verifies with neither key");
+    return 0;
+}
+
 static int write_item(redisContext *r, const struct sw_seal_key *new_key, struct item *it,
                       struct sw_error *err)
 {
     if (it->kind == STORE)
         return sw_store_save(r, new_key, &it->store, it->ak, it->sk, err);
+    if (it->kind == RULE)
+        return sw_rule_save(r, new_key, &it->rule, err);
     int rc = sw_cluster_record_seal(&it->rec, it->target, new_key, err);
     if (rc != 0)
         return rc;
@@ -129,8 +152,8 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
     }
     int exit_code = SW_EXIT_FAIL;
     redisContext *r = NULL;
-    char **cnames = NULL, **snames = NULL;
-    size_t nc = 0, ns = 0, n = 0;
+    char **cnames = NULL, **snames = NULL, **rnames = NULL;
+    size_t nc = 0, ns = 0, nr = 0, n = 0;
     struct item *items = NULL;
     if (sw_seal_key_id(old_key) == sw_seal_key_id(new_key)) {
         fprintf(stderr, "spillctl reseal: the new key is the current key (id %08x)\n",
@@ -143,27 +166,31 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
         rc = sw_redis_sync_connect(url, 5000, &r, &err);
     memset(url, 0, sizeof(url)); /* it may hold the password */
     if (rc != 0 || sw_names_list(r, SW_REGISTRY_SET, &cnames, &nc, &err) != 0 ||
-        sw_names_list(r, "sw:stores", &snames, &ns, &err) != 0) {
+        sw_names_list(r, "sw:stores", &snames, &ns, &err) != 0 ||
+        sw_names_list(r, "sw:repl:rules", &rnames, &nr, &err) != 0) {
         fprintf(stderr, "spillctl reseal: %s\n", err.msg);
         goto out;
     }
-    items = sw_calloc(nc + ns + 1, sizeof(*items));
+    items = sw_calloc(nc + ns + nr + 1, sizeof(*items));
     if (items == NULL) {
         fprintf(stderr, "spillctl reseal: out of memory\n");
         goto out;
     }
     /* Pass 1: open everything; stop before writing if anything does not. */
     int bad = 0;
-    for (size_t i = 0; i < nc + ns; i++, n++) {
+    for (size_t i = 0; i < nc + ns + nr; i++, n++) {
         struct item *it = &items[i];
-        it->kind = i < nc ? CLUSTER : STORE;
-        it->name = sw_strdup(i < nc ? cnames[i] : snames[i - nc]);
+        it->kind = i < nc ? CLUSTER : i < nc + ns ? STORE : RULE;
+        it->name = sw_strdup(i < nc        ? cnames[i]
+                             : i < nc + ns ? snames[i - nc]
+                                           : rnames[i - nc - ns]);
         if (it->name == NULL) {
             fprintf(stderr, "spillctl reseal: out of memory\n");
             goto out;
         }
         rc = it->kind == CLUSTER ? open_cluster(r, old_key, new_key, it, &err)
-                                 : open_store(r, old_key, new_key, it, &err);
+             : it->kind == STORE ? open_store(r, old_key, new_key, it, &err)
+                                 : open_rule(r, old_key, new_key, it, &err);
         if (rc != 0) {
             fprintf(stderr, "spillctl reseal: %s\n", err.msg);
             bad++;
@@ -171,8 +198,9 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
     }
     if (bad > 0) {
         fprintf(stderr,
-                "spillctl reseal: %d record%s cannot be opened with the current key (%08x) "
-                "or the new one (%08x); nothing was written\n",
+                "spillctl reseal: %d record%s cannot be opened or verified with the current "
+                "key (%08x) or the new one (%08x); nothing was written (a store or rule "
+                "without a MAC: `spillctl replicate sign` with the current key first)\n",
                 bad, bad == 1 ? "" : "s", (unsigned)sw_seal_key_id(old_key),
                 (unsigned)sw_seal_key_id(new_key));
         goto out;
@@ -181,10 +209,10 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
     size_t done = 0, already = 0;
     for (size_t i = 0; i < n; i++) {
         struct item *it = &items[i];
-        const char *kind = it->kind == CLUSTER ? "cluster" : "store";
+        const char *kind = it->kind == CLUSTER ? "cluster" : it->kind == STORE ? "store" : "rule";
         if (it->already) {
-            printf("%s %s: already sealed with key %08x\n", kind, it->name,
-                   (unsigned)sw_seal_key_id(new_key));
+            printf("%s %s: already %s with key %08x\n", kind, it->name,
+                   it->kind == RULE ? "signed" : "sealed", (unsigned)sw_seal_key_id(new_key));
             already++;
             continue;
         }
@@ -196,12 +224,13 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
             goto out;
         }
         printf("%s %s: %s from key %08x to key %08x\n", kind, it->name,
-               dry ? "would be re-sealed" : "re-sealed", (unsigned)sw_seal_key_id(old_key),
-               (unsigned)sw_seal_key_id(new_key));
+               it->kind == RULE ? (dry ? "would be re-signed" : "re-signed")
+                                : (dry ? "would be re-sealed" : "re-sealed"),
+               (unsigned)sw_seal_key_id(old_key), (unsigned)sw_seal_key_id(new_key));
         done++;
     }
-    printf("%zu cluster%s and %zu store%s: %zu %s, %zu already under the new key\n", nc,
-           nc == 1 ? "" : "s", ns, ns == 1 ? "" : "s", done,
+    printf("%zu cluster%s, %zu store%s and %zu rule%s: %zu %s, %zu already under the new key\n", nc,
+           nc == 1 ? "" : "s", ns, ns == 1 ? "" : "s", nr, nr == 1 ? "" : "s", done,
            dry ? "would be re-sealed (dry run)" : "re-sealed", already);
     exit_code = SW_EXIT_OK;
 out:
@@ -210,6 +239,7 @@ out:
     sw_free(items);
     sw_names_free(cnames, nc);
     sw_names_free(snames, ns);
+    sw_names_free(rnames, nr);
     if (r != NULL)
         redisFree(r);
     sw_seal_key_free(old_key);
@@ -228,11 +258,14 @@ const struct sw_cli_spec sw_cli_reseal_specs[] = {
      .help = "Usage: spillctl reseal --new-secret-key-file FILE [--dry-run]\n"
              "\n"
              "Seal every registered credential (member clusters' connections, object\n"
-             "stores' keys) again with a new key: each is opened with the current key\n"
+             "stores' keys) again with a new key, and sign every store and replication\n"
+             "rule record again with it: each is opened and verified with the current key\n"
              "(--secret-key-file, $SPILLWAY_SECRET_KEY_FILE or $SPILLWAY_SECRET_KEY)\n"
              "or, when already re-sealed, with the new one. Nothing is written unless\n"
-             "every record opens. Hubs still holding the old key cannot open the\n"
-             "records afterwards: give them the new key and restart them.\n"
+             "every record opens and verifies (a store or rule without a MAC, from before\n"
+             "spillway signed records: `spillctl replicate sign` first). Hubs still\n"
+             "holding the old key cannot open the records afterwards: give them the new\n"
+             "key and restart them.\n"
              "\n"
              "Options:\n"
              "  --new-secret-key-file FILE  the new key (mode 0600 or 0400)\n"

@@ -190,6 +190,9 @@ struct sw_hub_rule {
     double objective_s; /* RPO objective (the rule's, else replication.rpoObjectiveSeconds) */
     int64_t started_ms, last_run_ms;
     uint64_t runs_ok, runs_failed;
+    /* Its last run was refused (a record does not verify): logged at error
+     * once, then at debug until a run gets past the records. */
+    bool refused;
     size_t ntargets;
     char targets[8][64];
     int64_t oldest_pending_ms[8]; /* per target, after the last run; 0 none */
@@ -280,6 +283,10 @@ struct sw_hub {
     bool registry_read; /* the registry has been listed once: a name it lacks is unknown */
     struct sw_hub_store stores[SW_HUB_MAX_STORES];
     size_t nstores;
+    /* Stores refused at the last read (their record does not verify):
+     * logged when a name joins the list, not at every read. */
+    char stores_refused[SW_HUB_MAX_STORES][64];
+    size_t nstores_refused;
     struct sw_hub_rule rules[SW_HUB_MAX_RULES];
     size_t nrules;
     size_t rule_runs; /* runs under way (rules.c, each on a thread of its own) */

@@ -148,6 +148,15 @@ static int member_connect(struct sw_hub *h, struct sw_member *m)
                sw_log_q(m->rec.name), sw_log_q(err.msg));
         return err.code ? err.code : SW_ECRYPTO;
     }
+    /* The server connected to is the sealed one; the record's clear
+     * "server" is for display, and anyone who can write to Redis can change
+     * it: log the one used, and say when the two differ. */
+    char server[sizeof(m->rec.server)];
+    snprintf(server, sizeof(server), "%s", t->server ? t->server : "");
+    if (strcmp(server, m->rec.server) != 0)
+        SW_LOG(SW_LOG_WARN, "member record's clear server differs from its sealed connection",
+               "cluster=%s server=%s clear_server=%s", sw_log_q(m->rec.name), sw_log_q(server),
+               sw_log_q(m->rec.server));
     struct sw_kube_opts o;
     sw_kube_opts_default(&o);
     o.name = m->rec.name;
@@ -182,7 +191,7 @@ static int member_connect(struct sw_hub *h, struct sw_member *m)
     sw_health_prober_start(m->client, &hp, on_health, m, &m->health);
     SW_LOG(SW_LOG_INFO, "member added", "cluster=%s role=%s region=%s server=%s",
            sw_log_q(m->rec.name), sw_log_q(sw_cluster_role_name(m->rec.spec.role)),
-           sw_log_q(m->rec.spec.region), sw_log_q(m->rec.server));
+           sw_log_q(m->rec.spec.region), sw_log_q(server));
     return 0;
 }
 
@@ -408,6 +417,12 @@ struct stores_work {
     char url[1024];
     struct sw_hub_store out[SW_HUB_MAX_STORES];
     size_t n;
+    /* Stores whose record was refused, and why (never a credential). */
+    struct {
+        char name[64];
+        struct sw_error err;
+    } refused[SW_HUB_MAX_STORES];
+    size_t nrefused;
     char **rules; /* the replication rules' names */
     size_t nrules;
     int rules_rc;
@@ -428,8 +443,16 @@ static void stores_work(struct sw_thread_job *req)
     for (size_t i = 0; w->rc == 0 && i < n && w->n < SW_HUB_MAX_STORES; i++) {
         struct sw_store_spec s;
         char *ak = NULL, *sk = NULL;
-        if (sw_store_load(c, w->h->key, names[i], &s, &ak, &sk, &w->err) != 0)
+        /* A store whose record does not verify is left out: no request goes
+         * to the endpoint it names, and Jobs needing it wait (data.c). */
+        if (sw_store_load(c, w->h->key, names[i], &s, &ak, &sk, &w->err) != 0) {
+            if (w->nrefused < SW_HUB_MAX_STORES) {
+                snprintf(w->refused[w->nrefused].name, sizeof(w->refused[0].name), "%s", names[i]);
+                w->refused[w->nrefused++].err = w->err;
+            }
+            sw_error_clear(&w->err);
             continue;
+        }
         struct sw_hub_store *o = &w->out[w->n++];
         snprintf(o->name, sizeof(o->name), "%s", s.name);
         snprintf(o->region, sizeof(o->region), "%s", s.region);
@@ -455,6 +478,22 @@ static void stores_done(struct sw_thread_job *req, int status)
     if (status == 0 && w->rc == 0) {
         memcpy(h->stores, w->out, sizeof(h->stores));
         h->nstores = w->n;
+        for (size_t i = 0; i < w->nrefused; i++) {
+            bool known = false;
+            for (size_t k = 0; k < h->nstores_refused; k++)
+                known = known || strcmp(h->stores_refused[k], w->refused[i].name) == 0;
+            if (!known && w->refused[i].err.code == SW_ECRYPTO)
+                SW_LOG(SW_LOG_ERROR, "object store refused: its record does not verify",
+                       "kind=store store=%s err=%s", sw_log_q(w->refused[i].name),
+                       sw_log_q(w->refused[i].err.msg));
+            else if (!known)
+                SW_LOG(SW_LOG_ERROR, "object store refused: its record cannot be read",
+                       "kind=store store=%s err=%s", sw_log_q(w->refused[i].name),
+                       sw_log_q(w->refused[i].err.msg));
+        }
+        for (size_t i = 0; i < w->nrefused; i++)
+            snprintf(h->stores_refused[i], sizeof(h->stores_refused[i]), "%s", w->refused[i].name);
+        h->nstores_refused = w->nrefused;
     } else {
         SW_LOG(SW_LOG_WARN, "cannot read the object stores", "err=%s", sw_log_q(w->err.msg));
     }

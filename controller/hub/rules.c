@@ -85,7 +85,7 @@ static void run_work(struct sw_thread_job *req)
         }
     }
     if (rr->rc == 0 && !rr->fenced)
-        rr->rc = sw_rule_load(c, rr->name, &spec, &rr->err);
+        rr->rc = sw_rule_load(c, rr->h->key, rr->name, &spec, &rr->err);
     if (rr->rc == 0 && !rr->fenced) {
         rr->model_registry = spec.model_registry != 0;
         rr->objective_s = spec.rpo_objective_s;
@@ -130,6 +130,7 @@ static void run_done(struct sw_thread_job *req, int status)
         r->objective_s = rr->objective_s > 0 ? rr->objective_s : h->cfg.repl_rpo_objective_s;
         if (status == 0 && rr->rc == 0 && !rr->fenced) {
             int64_t now = sw_hub_wall_ms();
+            r->refused = false;
             r->last_run_ms = now;
             r->runs_ok++;
             r->ntargets = rr->ntargets;
@@ -143,7 +144,16 @@ static void run_done(struct sw_thread_job *req, int status)
                        "rule=%s copied=%lld bytes=%lld ms=%lld", sw_log_q(rr->name),
                        (long long)rr->st.copied, (long long)rr->st.bytes_copied,
                        (long long)rr->st.elapsed_ms);
+        } else if (!rr->fenced && rr->rc == SW_ECRYPTO) {
+            /* The rule's record, or a store it names, does not verify:
+             * nothing was sent to what they name. */
+            r->runs_failed++;
+            SW_LOG(r->refused ? SW_LOG_DEBUG : SW_LOG_ERROR,
+                   "replication rule refused: a record does not verify", "rule=%s err=%s",
+                   sw_log_q(rr->name), sw_log_q(rr->err.msg));
+            r->refused = true;
         } else if (!rr->fenced) {
+            r->refused = false;
             r->runs_failed++;
             SW_LOG(SW_LOG_WARN, "replication rule failed", "rule=%s err=%s", sw_log_q(rr->name),
                    sw_log_q(rr->rc ? rr->err.msg : "canceled"));

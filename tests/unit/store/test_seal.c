@@ -338,6 +338,52 @@ static void test_alloc_failures_unwind(void **state)
     sw_seal_key_free(k);
 }
 
+/* A record's MAC binds its kind, its name and its body, framed so that
+ * moving bytes between them changes it; another key is named as such. */
+static void test_record_mac(void **state)
+{
+    (void)state;
+    unsigned char b[32];
+    memset(b, 3, sizeof(b));
+    struct sw_seal_key *k = NULL, *k2 = NULL;
+    assert_int_equal(sw_seal_key_from_bytes(b, 32, &k), 0);
+    b[0] ^= 1;
+    assert_int_equal(sw_seal_key_from_bytes(b, 32, &k2), 0);
+    char mac[SW_RECORD_MAC_TEXT_MAX];
+    const char *body = "{\"endpoint\":\"https://s3\"}";
+    assert_int_equal(sw_record_mac(k, "store", "aws", body, strlen(body), mac), 0);
+    assert_int_equal(strlen(mac), 3 + 8 + 1 + 64);
+    struct sw_error err;
+    assert_int_equal(sw_record_mac_verify(k, "store", "aws", body, strlen(body), mac, &err), 0);
+    assert_int_equal(sw_record_mac_verify(k, "rule", "aws", body, strlen(body), mac, &err),
+                     SW_ECRYPTO);
+    assert_non_null(strstr(err.msg, "rule aws: the MAC does not verify"));
+    assert_int_equal(sw_record_mac_verify(k, "store", "aws2", body, strlen(body), mac, &err),
+                     SW_ECRYPTO);
+    assert_int_equal(sw_record_mac_verify(k, "store", "aws", body, strlen(body) - 1, mac, &err),
+                     SW_ECRYPTO);
+    /* "store"+"aws" and "stor"+"eaws" are different records. */
+    char m2[SW_RECORD_MAC_TEXT_MAX];
+    assert_int_equal(sw_record_mac(k, "stor", "eaws", body, strlen(body), m2), 0);
+    assert_string_not_equal(mac, m2);
+    /* Another key: said so, with both ids. */
+    assert_int_equal(sw_record_mac_verify(k2, "store", "aws", body, strlen(body), mac, &err),
+                     SW_ECRYPTO);
+    assert_non_null(strstr(err.msg, "signed with key"));
+    /* The key id is the sealing key's; one changed digit of the MAC does not verify. */
+    char idhex[16];
+    snprintf(idhex, sizeof(idhex), "%08x", (unsigned)sw_seal_key_id(k));
+    assert_memory_equal(mac + 3, idhex, 8);
+    mac[20] = mac[20] == '0' ? '1' : '0';
+    assert_int_equal(sw_record_mac_verify(k, "store", "aws", body, strlen(body), mac, &err),
+                     SW_ECRYPTO);
+    assert_int_equal(sw_record_mac_verify(k, "store", "aws", body, strlen(body), "v1:zz", &err),
+                     SW_ECRYPTO);
+    assert_non_null(strstr(err.msg, "store aws: field \"mac\": expected"));
+    sw_seal_key_free(k);
+    sw_seal_key_free(k2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_key_file_mode_and_env),
         cmocka_unit_test(test_derive),
         cmocka_unit_test(test_alloc_failures_unwind),
+        cmocka_unit_test(test_record_mac),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
