@@ -975,6 +975,11 @@ static void connect_node(struct sw_redis *r, const char *host, int port, const c
         schedule_retry(r, why);
         return;
     }
+    if (relay != NULL && !sw_redis_tls_peer_is_us(ac->c.fd)) {
+        redisAsyncFree(ac); /* nothing sent: the password goes only to our own relay */
+        schedule_retry(r, "the TLS relay's socket is not this process's");
+        return;
+    }
     if (ev_attach(ac, r->loop) != 0) {
         redisAsyncFree(ac);
         schedule_retry(r, "cannot attach to the loop");
@@ -1289,6 +1294,12 @@ int sw_redis_sync_open(const struct sw_redis_url *u, const char *host, int port,
             return rc;
         struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
         c = redisConnectUnixWithTimeout(path, tv);
+        if (c != NULL && c->err == 0 && !sw_redis_tls_peer_is_us(c->fd)) {
+            redisFree(c); /* nothing sent: the password goes only to our own relay */
+            return sw_error_set(err, SW_ENET, "cannot connect to %s%s%s:%d: the TLS relay's socket "
+                                "is not this process's", strchr(host, ':') ? "[" : "", host,
+                                strchr(host, ':') ? "]" : "", port);
+        }
         if (c != NULL && c->err == 0)
             redisSetTimeout(c, tv);
     }

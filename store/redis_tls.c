@@ -312,6 +312,14 @@ static void pump(struct relay *r, int local)
     }
 }
 
+int sw_redis_tls_peer_is_us(int fd)
+{
+    struct ucred uc = {0};
+    socklen_t len = sizeof(uc);
+    return fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0 &&
+           len == sizeof(uc) && uc.pid == getpid();
+}
+
 static void *relay_main(void *arg)
 {
     struct relay *r = arg;
@@ -325,6 +333,10 @@ static void *relay_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     if (wait_fd(r->listen, POLLIN, now_ms() + r->accept_ms) == 1)
         local = accept4(r->listen, NULL, NULL, SOCK_CLOEXEC);
+    if (local >= 0 && !sw_redis_tls_peer_is_us(local)) {
+        close(local); /* another process: it gets nothing, and the relay ends */
+        local = -1;
+    }
     /* One connection only: nobody else gets in, and nothing is left on disk. */
     close(r->listen);
     r->listen = -1;

@@ -46,4 +46,13 @@ struct sw_redis_tls_opts {
 int sw_redis_tls_open(const char *host, int port, const struct sw_redis_tls_opts *o,
                       long timeout_ms, char *path, size_t pathlen, struct sw_error *err);
 
+/*
+ * 1 when the other end of the connected unix socket fd is this process
+ * (SO_PEERCRED): the relay serves only its own process, and the client
+ * sends its password only to its own relay, so that a process of another
+ * user that swapped the socket in a directory it may rename (a shared,
+ * non-sticky temporary directory) gets neither. 0 otherwise.
+ */
+int sw_redis_tls_peer_is_us(int fd);
+
 #endif
