@@ -742,7 +742,7 @@ struct sw_redis {
      * would wait behind, or hold up, other work (common/thread.h). */
     struct sw_thread_job work;
     int discovering;
-    int checking; /* the lookup is a check of a live connection */
+    _Atomic int checking; /* the lookup is a check of a live connection; the lookup thread reads it */
     uv_timer_t check;
     int disc_rc;
     char disc_host[256];
