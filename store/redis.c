@@ -742,7 +742,8 @@ struct sw_redis {
      * would wait behind, or hold up, other work (common/thread.h). */
     struct sw_thread_job work;
     int discovering;
-    _Atomic int checking; /* the lookup is a check of a live connection; the lookup thread reads it */
+    _Atomic int
+        checking; /* the lookup is a check of a live connection; the lookup thread reads it */
     uv_timer_t check;
     int disc_rc;
     char disc_host[256];
@@ -1296,9 +1297,11 @@ int sw_redis_sync_open(const struct sw_redis_url *u, const char *host, int port,
         c = redisConnectUnixWithTimeout(path, tv);
         if (c != NULL && c->err == 0 && !sw_redis_tls_peer_is_us(c->fd)) {
             redisFree(c); /* nothing sent: the password goes only to our own relay */
-            return sw_error_set(err, SW_ENET, "cannot connect to %s%s%s:%d: the TLS relay's socket "
-                                "is not this process's", strchr(host, ':') ? "[" : "", host,
-                                strchr(host, ':') ? "]" : "", port);
+            return sw_error_set(err, SW_ENET,
+                                "cannot connect to %s%s%s:%d: the TLS relay's socket "
+                                "is not this process's",
+                                strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+                                port);
         }
         if (c != NULL && c->err == 0)
             redisSetTimeout(c, tv);
