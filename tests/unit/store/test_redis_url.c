@@ -262,10 +262,13 @@ static void test_sentinel_passwords(void **state)
 }
 
 /* Every allocation of the parser may fail: an error, never a leak or a crash. */
-static void test_sentinel_url_alloc_failures(void **state)
+/*
+ * Parses url with the n-th allocation failing, n = 1, 2, ... until a parse
+ * succeeds: each failure is SW_ENOMEM saying so, and the success (with no
+ * failure injected) passes check.
+ */
+static void parse_under_alloc_failures(const char *url, void (*check)(const struct sw_redis_url *))
 {
-    (void)state;
-    const char *url = "redis+sentinel://hub:pw@a:1,b:2,[::1]:3/master/2?sentinelPassword=sp";
     int ok = 0;
     for (uint64_t n = 1; n < 64 && !ok; n++) {
         struct sw_redis_url u;
@@ -276,7 +279,7 @@ static void test_sentinel_url_alloc_failures(void **state)
         sw_alloc_reset();
         if (rc == 0) {
             assert_false(injected);
-            assert_string_equal(u.sentinel_password, "sp");
+            check(&u);
             sw_redis_url_free(&u);
             ok = 1;
         } else {
@@ -285,6 +288,23 @@ static void test_sentinel_url_alloc_failures(void **state)
         }
     }
     assert_true(ok);
+}
+
+static void check_sentinel_password(const struct sw_redis_url *u)
+{
+    assert_string_equal(u->sentinel_password, "sp");
+}
+
+static void check_tls_key_file(const struct sw_redis_url *u)
+{
+    assert_string_equal(u->tls_key_file, "/k");
+}
+
+static void test_sentinel_url_alloc_failures(void **state)
+{
+    (void)state;
+    const char *url = "redis+sentinel://hub:pw@a:1,b:2,[::1]:3/master/2?sentinelPassword=sp";
+    parse_under_alloc_failures(url, check_sentinel_password);
 }
 
 /* rediss:// and rediss+sentinel://: TLS, its files, and ACL users. */
@@ -404,25 +424,7 @@ static void test_tls_url_alloc_failures(void **state)
     (void)state;
     const char *url = "rediss+sentinel://hub:pw@a:1,b:2/master/2?tls_ca_file=/ca"
                       "&tls_cert_file=/c&tls_key_file=/k&sentinelPassword=sp";
-    int ok = 0;
-    for (uint64_t n = 1; n < 64 && !ok; n++) {
-        struct sw_redis_url u;
-        struct sw_error err;
-        sw_alloc_fail_at(n);
-        int rc = sw_redis_url_parse(url, &u, &err);
-        int injected = sw_alloc_injected();
-        sw_alloc_reset();
-        if (rc == 0) {
-            assert_false(injected);
-            assert_string_equal(u.tls_key_file, "/k");
-            sw_redis_url_free(&u);
-            ok = 1;
-        } else {
-            assert_int_equal(rc, SW_ENOMEM);
-            assert_non_null(strstr(err.msg, "out of memory"));
-        }
-    }
-    assert_true(ok);
+    parse_under_alloc_failures(url, check_tls_key_file);
 }
 
 int main(void)
