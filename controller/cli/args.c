@@ -22,7 +22,10 @@ int sw_cli_duration_parse(const char *s, double *seconds)
     while (isdigit((unsigned char)s[i]))
         i++;
     if (i > 0 && s[i] == '\0' && i <= 12) {
-        *seconds = strtod(s, NULL);
+        double v = strtod(s, NULL);
+        if (v <= 0)
+            return SW_EINVAL; /* as "0s": a zero duration means nothing */
+        *seconds = v;
         return 0;
     }
     double v;
@@ -128,7 +131,7 @@ static int add_item(const struct sw_cli_opt *o, const char *value, struct sw_cli
     if (o->kind == SW_CLI_DURATION && sw_cli_duration_parse(value, &secs) != 0)
         return sw_error_set(err, SW_EINVAL,
                             "--%s: expected a duration such as 90s, 10m or 1h30m (or plain "
-                            "seconds), got \"%s\"",
+                            "seconds), above 0, got \"%s\"",
                             o->name, value);
     if (o->kind != SW_CLI_FLAG && value[0] == '\0')
         return sw_error_set(err, SW_EINVAL, "--%s: expected %s, got an empty string", o->name,

@@ -45,6 +45,7 @@ struct args {
     const char *region;
     const char *local_queue;
     int replace;
+    int dry_run;
     int no_probe;
     struct sw_cluster_spec flags_spec;
 };
@@ -58,6 +59,7 @@ enum {
     OPT_LOCAL_QUEUE = 'q',
     OPT_SPEC = 's',
     OPT_REPLACE = 'R',
+    OPT_DRY_RUN = 'D',
     OPT_NO_PROBE = 'n'
 };
 
@@ -98,6 +100,9 @@ static int from_args(const struct sw_cli_args *pa, struct args *a)
             break;
         case OPT_REPLACE:
             a->replace = 1;
+            break;
+        case OPT_DRY_RUN:
+            a->dry_run = 1;
             break;
         case OPT_NO_PROBE:
             a->no_probe = 1;
@@ -452,6 +457,19 @@ static int cmd_add(struct args *a)
                 "letters, digits and '-'%s%s%s\n",
                 a->name ? ", got \"" : "", a->name ? a->name : "", a->name ? "\"" : "");
         return SW_EXIT_USAGE;
+    }
+    if (a->dry_run) {
+        /* The spec file and flags only: no cluster, Redis or key. */
+        struct sw_cluster_spec spec;
+        int rc = load_spec(a, &spec);
+        if (rc != 0)
+            return rc;
+        printf("cluster %s: role %s, region %s, %zu pool%s%s%s; nothing contacted or stored "
+               "(--dry-run)\n",
+               a->name, sw_cluster_role_name(spec.role), spec.region, spec.npools,
+               spec.npools == 1 ? "" : "s", spec.local_queue[0] ? ", LocalQueue " : "",
+               spec.local_queue);
+        return SW_EXIT_OK;
     }
     if (a->kubeconfig == NULL && !sw_kube_incluster_available()) {
         fprintf(stderr,
@@ -1327,6 +1345,7 @@ static const struct sw_cli_opt add_opts[] = {
     {"local-queue", 0, SW_CLI_VALUE, OPT_LOCAL_QUEUE, "NAME"},
     {"spec", 0, SW_CLI_VALUE, OPT_SPEC, "FILE"},
     {"replace", 0, SW_CLI_FLAG, OPT_REPLACE, NULL},
+    {"dry-run", 0, SW_CLI_FLAG, OPT_DRY_RUN, NULL},
 };
 
 static const struct sw_cli_opt probe_opts[] = {
@@ -1338,7 +1357,7 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
      .summary = "check access to a cluster and register it",
      .help = "Usage: spillctl cluster add NAME [--kubeconfig FILE] --role onprem|cloud --region R\n"
              "                            [--pool SPEC]... [--local-queue NAME] [--spec FILE]\n"
-             "                            [--replace]\n"
+             "                            [--replace] [--dry-run]\n"
              "\n"
              "Checks access before it stores anything: connects with the kubeconfig's\n"
              "credentials, reads the server version, and asks the API server about every\n"
@@ -1368,13 +1387,16 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
              "  --spec FILE        role, region and pools from a cluster spec file\n"
              "                     (YAML, see docs/clusters.md); flags override it\n"
              "  --replace          overwrite an existing record of the same name\n"
+             "  --dry-run          check NAME, the spec file and the flags, print the result\n"
+             "                     and stop: no cluster, Redis or key is needed or touched\n"
              "\n"
              "Redis (--redis) and the key sealing credentials (--secret-key-file) are\n"
              "global options.\n",
      .examples =
          "  spillctl cluster add onprem --kubeconfig onprem.kubeconfig --role onprem \\\n"
          "      --region us-east-1 --pool name=a100,capacity=owned,product=A100,memory=81920\n"
-         "  spillctl cluster add aws-east --kubeconfig aws.kubeconfig --spec aws-east.yaml\n",
+         "  spillctl cluster add aws-east --kubeconfig aws.kubeconfig --spec aws-east.yaml\n"
+         "  spillctl cluster add aws-east --spec aws-east.yaml --dry-run\n",
      .opts = add_opts,
      .nopts = sizeof(add_opts) / sizeof(add_opts[0]),
      .min_pos = 1,

@@ -311,7 +311,7 @@ void sw_cli_globals_usage(FILE *out)
     fprintf(out,
             "Global options (before or after the command; a flag wins over its variable):\n"
             "  --redis URL                 Redis holding spillway's state:\n"
-            "                              redis://[user@]host[:port][/db], unix:///path[?db=N],\n"
+            "                              redis://[user:@]host[:port][/db], unix:///path[?db=N],\n"
             "                              redis+sentinel://h1:p1,h2:p2,.../MASTER[/db], or\n"
             "                              over TLS rediss://... and rediss+sentinel://... with\n"
             "                              ?tls_ca_file=/ca.pem[&tls_cert_file=F&tls_key_file=F]\n"

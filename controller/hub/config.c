@@ -370,7 +370,10 @@ static int redis_url_field(struct cfg_doc *cd, size_t line, const char *name, co
     if (rc != 0) /* the store's messages never echo the URL */
         return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": %s", cd->path, line, name,
                             e.msg);
-    int has_password = u.password != NULL;
+    /* "USER:@host" names an ACL user whose password comes apart (passwordFile
+     * or the environment): an empty password is no secret. "NAME@host" is
+     * a password, as the store reads it (store/redis.h). */
+    int has_password = u.password != NULL && u.password[0] != '\0';
     int has_sentinel_password = u.sentinel_password != NULL;
     cd->out->redis_sentinel = u.sentinel;
     sw_redis_url_free(&u);

@@ -22,13 +22,16 @@ int sw_hub_run(struct sw_hub *h);
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: spillwayd --config FILE\n\n"
+    fprintf(out, "usage: spillwayd --config FILE [--validate]\n\n"
                  "spillwayd is spillway's hub: it watches the member clusters registered with\n"
                  "'spillctl cluster add', decides where burstable Jobs run, copies their data,\n"
                  "creates their mirrors exactly once and follows them to completion. Run two or\n"
                  "more; one holds the lease in Redis and acts, the others stand by.\n\n"
                  "Options:\n"
                  "  -c, --config FILE   the hub's configuration (YAML; docs/hub.md)\n"
+                 "      --validate      read the configuration as at start-up (every field,\n"
+                 "                      its range, the policy), say whether it is valid, and\n"
+                 "                      exit; the files it names are not read, Redis not met\n"
                  "  -h, --help          this help\n"
                  "      --version       print the version\n\n"
                  "Environment:\n"
@@ -39,7 +42,7 @@ static void usage(FILE *out)
                  "  SPILLWAY_LOG              log level, overriding the config's logLevel\n\n"
                  "Redis over TLS: redis.url rediss://HOST[:PORT][/db] or rediss+sentinel://...,\n"
                  "with ?tls_ca_file=/ca.pem[&tls_cert_file=/c.pem&tls_key_file=/k.pem]; an ACL\n"
-                 "user as rediss://USER@HOST (password apart, as above). docs/hub.md.\n\n"
+                 "user as rediss://USER:@HOST (password apart, as above). docs/hub.md.\n\n"
                  "Exit status: 0 stopped, 1 failed at start-up, 2 bad usage or configuration,\n"
                  "3 leadership lost (restart it: it comes back as a standby).\n");
 }
@@ -47,9 +50,11 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     const char *config = NULL;
+    int validate = 0;
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"help", no_argument, NULL, 'h'},
                                          {"version", no_argument, NULL, 'V'},
+                                         {"validate", no_argument, NULL, 'v'},
                                          {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -63,6 +68,9 @@ int main(int argc, char **argv)
         case 'V':
             printf("spillwayd %s\n", SW_VERSION);
             return 0;
+        case 'v':
+            validate = 1;
+            break;
         default:
             usage(stderr);
             return 2;
@@ -97,6 +105,12 @@ int main(int argc, char **argv)
     if (sw_policy_parse(h->cfg.policy, &h->policy, &err) != 0) {
         fprintf(stderr, "spillwayd: %s: field \"placement.policy\": %s\n", config, err.msg);
         return 2;
+    }
+    if (validate) {
+        printf("spillwayd: %s: valid\n", config);
+        sw_hub_config_free(&h->cfg);
+        sw_free(h);
+        return 0;
     }
     h->policy.no_deadline_guard = !h->cfg.deadline_guard;
     char password[512];

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """docs_check.py - the docs name only what the code has.
 
-  docs_check.py [SOURCE_DIR]
+  docs_check.py [SOURCE_DIR] [--spillctl PATH] [--spillwayd PATH]
 
 Reads the Markdown of the repository (README.md, docs/, deploy/, and every
 other tracked *.md) and the code (C sources and headers, scripts, CMake
@@ -15,7 +15,20 @@ files; never Markdown), and fails, naming the file and line, when:
   * a doc names a spillway.io/ annotation, label, taint, finalizer or
     manager that the code does not write or read as a string;
   * a doc names a SPILLWAY_* environment variable that the code does not
-    have.
+    have;
+  * an example in a doc does not parse with the binary that reads its kind:
+    every ```yaml and ```json block of every tracked Markdown file is one of
+    a hub configuration (`spillwayd --config FILE --validate`; a fragment
+    of one is completed with the two required fields), a cluster spec file
+    (`spillctl cluster add NAME --spec FILE --dry-run`), a simulator
+    clusters file (`spillctl simulate` on docs/examples/small-trace.csv),
+    a Kubernetes object or a Kustomize overlay (checked elsewhere: the Job
+    by the hub's unit tests, deploy/ by tests/e2e/deploy); a block that is
+    none of these fails, so a new kind of example cannot go unchecked. So
+    is every docs/examples/*.json clusters file. The binaries are given
+    with --spillctl and --spillwayd (CTest does), else taken from
+    SOURCE_DIR/build/controller when there; without them this part is
+    skipped, and said so.
 
 Command-line flags are checked by the CLI's own tests. Prints one line per
 problem and exits 1 when there is any, else prints what it checked.
@@ -26,7 +39,27 @@ import re
 import subprocess
 import sys
 
-SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
+
+def parse_args(argv):
+    src, bins, explicit = None, {}, set()
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--spillctl", "--spillwayd") and i + 1 < len(argv):
+            bins[a[2:]] = argv[i + 1]
+            explicit.add(a[2:])
+            i += 2
+            continue
+        if src is None:
+            src = a
+        i += 1
+    src = os.path.abspath(src or os.path.join(os.path.dirname(__file__), "..", ".."))
+    for b in ("spillctl", "spillwayd"):
+        bins.setdefault(b, os.path.join(src, "build", "controller", b))
+    return src, bins, explicit
+
+
+SRC, BINS, EXPLICIT_BINS = parse_args(sys.argv[1:])
 
 METRIC = re.compile(r"\b((?:spillway|process)_[a-z0-9_]*[a-z0-9])\b")
 ANNOTATION = re.compile(r"\bspillway\.io/([a-z0-9][a-z0-9.-]*[a-z0-9])")
@@ -80,6 +113,96 @@ def base_metric(name, exported):
         if name.endswith(s) and name[: -len(s)] in exported:
             return name[: -len(s)]
     return None
+
+
+FENCE = re.compile(r"^```(yaml|yml|json)[ \t]*\n(.*?)^```", re.M | re.S)
+TOP_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]*):", re.M)
+HUB_KEYS = {"redis", "secretKeyFile", "listen", "placement", "leader", "outputs", "maxAttempts",
+            "members", "replication", "buckets", "logLevel", "kueue", "records", "karpenter",
+            "tenancy"}
+SPEC_KEYS = {"role", "region", "pools", "localQueue"}
+KUSTOMIZE_KEYS = {"resources", "components", "patches", "namespace", "images", "configMapGenerator",
+                  "secretGenerator", "replicas", "labels"}
+SIM_TRACE = "docs/examples/small-trace.csv"
+
+
+def run_bin(args, stdin_file=None):
+    try:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=60,
+                           env=dict((k, v) for k, v in os.environ.items() if not k.startswith("SPILLWAY_")))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 127, str(e)
+    lines = [l for l in (p.stdout + p.stderr).splitlines() if "failpoints compiled in" not in l]
+    return p.returncode, " / ".join(lines)
+
+
+def check_examples(docs, files, problems):
+    """Every example config or spec in the docs, parsed by its binary."""
+    import tempfile
+    missing = [b for b in ("spillctl", "spillwayd") if not os.access(BINS[b], os.X_OK)]
+    if missing:
+        if EXPLICIT_BINS & set(missing):
+            problems.append("examples: %s not found" % ", ".join(BINS[b] for b in missing))
+        return None
+    counts = {"hub": 0, "spec": 0, "clusters": 0, "other": 0}
+    tmp = tempfile.mkdtemp(prefix="docs-check-")
+    try:
+        def parse(kind, rel, line, body):
+            path = os.path.join(tmp, "example.json" if kind == "clusters" else "example.yaml")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(body)
+            if kind == "hub":
+                rc, out = run_bin([BINS["spillwayd"], "--config", path, "--validate"])
+            elif kind == "spec":
+                rc, out = run_bin([BINS["spillctl"], "cluster", "add", "docs-example", "--spec", path, "--dry-run"])
+            else:
+                rc, out = run_bin([BINS["spillctl"], "simulate", "--trace", os.path.join(SRC, SIM_TRACE),
+                                   "--clusters", path, "--policy", "cost-aware"])
+            counts[kind] += 1
+            if rc != 0:
+                problems.append("%s:%d: the example does not parse as a %s (exit %d): %s"
+                                % (rel, line, {"hub": "hub configuration", "spec": "cluster spec file",
+                                               "clusters": "simulator clusters file"}[kind], rc, out))
+
+        for rel in docs:
+            text = read(rel)
+            for m in FENCE.finditer(text):
+                line = text.count("\n", 0, m.start()) + 2
+                body = m.group(2)
+                keys = set(TOP_KEY.findall(body))
+                if m.group(1) == "json":
+                    try:
+                        doc = json.loads(body)
+                    except ValueError as e:
+                        problems.append("%s:%d: the JSON example is not valid JSON: %s" % (rel, line, e))
+                        continue
+                    if isinstance(doc, dict) and "pools" in doc:
+                        parse("clusters", rel, line, body)
+                    else:
+                        problems.append("%s:%d: a JSON example of no kind this check knows" % (rel, line))
+                elif "apiVersion" in keys and "kind" in keys:
+                    counts["other"] += 1  # a Kubernetes object
+                elif keys and keys <= KUSTOMIZE_KEYS:
+                    counts["other"] += 1  # a Kustomize overlay
+                elif keys and keys <= SPEC_KEYS:
+                    parse("spec", rel, line, body)
+                elif keys and keys <= HUB_KEYS:
+                    # A fragment of a hub configuration: the required fields added.
+                    extra = ""
+                    if "redis" not in keys:
+                        extra += "redis:\n  url: redis://127.0.0.1:6379/0\n"
+                    if "secretKeyFile" not in keys:
+                        extra += "secretKeyFile: secret.key\n"
+                    parse("hub", rel, line, extra + body)
+                else:
+                    problems.append("%s:%d: a YAML example of no kind this check knows (top-level keys: %s)"
+                                    % (rel, line, ", ".join(sorted(keys)) or "none"))
+        for rel in sorted(f for f in files if f.startswith("docs/examples/") and f.endswith(".json")):
+            parse("clusters", rel, 1, read(rel))
+    finally:
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+    return counts
 
 
 def main():
@@ -144,6 +267,8 @@ def main():
     for name in sorted(set(exported) - named):
         problems.append("%s: exports metric %s, which no doc names" % (exported[name], name))
 
+    examples = check_examples(docs, files, problems)
+
     for p in problems:
         print("FAIL: " + p)
     if problems:
@@ -151,6 +276,12 @@ def main():
     print("ok: %d docs; %d metrics exported, each named in a doc and every one the docs name exported; "
           "%d spillway.io/ names and %d SPILLWAY_ variables named in docs, all in the code"
           % (len(docs), len(exported), n_ann, n_env))
+    if examples is None:
+        print("examples not parsed: no spillctl and spillwayd built (give --spillctl and --spillwayd)")
+    else:
+        print("ok: examples parsed by the binaries: %d hub configurations, %d cluster spec files, "
+              "%d simulator clusters files; %d Kubernetes objects and overlays left to their own tests"
+              % (examples["hub"], examples["spec"], examples["clusters"], examples["other"]))
     return 0
 
 

@@ -8,8 +8,8 @@
 #  - an unknown option: exit 2 naming it; a misspelt one (an option of the
 #    command with a letter dropped): exit 2 with "did you mean --OPTION?";
 #  - a misplaced option (one another command has): exit 2 naming its owner;
-#  - every DURATION option with a bad duration: exit 2 saying what a
-#    duration looks like; and one good duration in the other form
+#  - every DURATION option with a bad duration, and with 0 and 0s: exit 2
+#    saying what a duration looks like; and one good duration in the other form
 #    (--opt=VALUE) gets past the parser.
 # Then the groups' help, --version, version -o json, unknown commands with
 # a suggestion, and the completion script itself in bash.
@@ -98,6 +98,13 @@ while IFS='|' read -r path opts; do
         [ "$rc" = 2 ] || fail "$path $o 10x: exit $rc, expected 2"
         echo "$err" | grep -q -- "$o: expected a duration such as 90s, 10m or 1h30m" ||
             fail "$path $o 10x: message: $err"
+        # Zero in either form: refused alike (a zero duration means nothing).
+        for z in 0 0s; do
+            run "${words[@]}" "$o" "$z" --redis redis://127.0.0.1:1
+            [ "$rc" = 2 ] || fail "$path $o $z: exit $rc, expected 2"
+            echo "$err" | grep -q -- "$o: expected a duration .*, above 0, got \"$z\"" ||
+                fail "$path $o $z: message: $err"
+        done
         run "${words[@]}" "$o=1h30m" --redis redis://127.0.0.1:1
         echo "$err" | grep -q "expected a duration\|unknown option" && fail "$path $o=1h30m refused: $err"
     done

@@ -124,6 +124,10 @@ static void test_durations(void **state)
     assert_int_equal(sw_cli_duration_parse("-5s", &s), SW_EINVAL);
     assert_int_equal(sw_cli_duration_parse("", &s), SW_EINVAL);
     assert_int_equal(sw_cli_duration_parse("m", &s), SW_EINVAL);
+    /* Zero is refused in both forms, as the annotations refuse it. */
+    assert_int_equal(sw_cli_duration_parse("0", &s), SW_EINVAL);
+    assert_int_equal(sw_cli_duration_parse("000", &s), SW_EINVAL);
+    assert_int_equal(sw_cli_duration_parse("0s", &s), SW_EINVAL);
     struct sw_cli_args a;
     struct sw_error err;
     assert_int_equal(parse(0, "r1 --watch 10x", &a, &err), SW_EINVAL);

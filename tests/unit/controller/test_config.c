@@ -62,6 +62,23 @@ static void test_full_example(void **state)
     assert_int_equal(c.member_burst, 400);
 }
 
+/* An ACL user in the URL as USER:@, its password apart; USER@ is a password. */
+static void test_acl_user(void **state)
+{
+    (void)state;
+    struct sw_hub_config c;
+    struct sw_error err;
+    const char *y = "redis:\n  url: rediss://spillway:@redis.example:6380/0?tls_ca_file=/ca.pem\n"
+                    "  passwordFile: pw\nsecretKeyFile: k\n";
+    sw_error_clear(&err);
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
+    assert_string_equal(c.redis_url, "rediss://spillway:@redis.example:6380/0?tls_ca_file=/ca.pem");
+    sw_hub_config_free(&c);
+    y = "redis:\n  url: redis://spillway@r:6379/0\nsecretKeyFile: k\n";
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), SW_EINVAL);
+    assert_non_null(strstr(err.msg, "a password in the URL is refused"));
+}
+
 /* The example of docs/hub.md, word for word. */
 static void test_docs_example(void **state)
 {
@@ -681,11 +698,12 @@ static void test_password(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_example), cmocka_unit_test(test_docs_example),
-        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_relative_paths),
-        cmocka_unit_test(test_errors_exact), cmocka_unit_test(test_alloc_failures),
-        cmocka_unit_test(test_load),         cmocka_unit_test(test_password),
-        cmocka_unit_test(test_sentinel),     cmocka_unit_test(test_buckets),
+        cmocka_unit_test(test_full_example),   cmocka_unit_test(test_docs_example),
+        cmocka_unit_test(test_acl_user),       cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_relative_paths), cmocka_unit_test(test_errors_exact),
+        cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_load),
+        cmocka_unit_test(test_password),       cmocka_unit_test(test_sentinel),
+        cmocka_unit_test(test_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
