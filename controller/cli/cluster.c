@@ -301,14 +301,14 @@ static int load_spec(struct args *a, struct sw_cluster_spec *spec)
         if (sw_read_file(a->spec_file, 1 << 20, "cluster spec", &text, &len, &err) != 0 ||
             (sw_cluster_spec_parse(text, len, a->spec_file, spec, &err) != 0 &&
              (sw_free(text), 1))) {
-            fprintf(stderr, "spillctl cluster add: %s\n", err.msg);
+            fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
             return SW_EXIT_FAIL;
         }
         sw_free(text);
     }
     if (a->role != NULL && sw_cluster_role_parse(a->role, &spec->role) != 0) {
-        fprintf(stderr, "spillctl cluster add: --role: expected onprem or cloud, got \"%s\"\n",
-                a->role);
+        fprintf(stderr, "spillctl cluster add %s: --role: expected onprem or cloud, got \"%s\"\n",
+                a->name, a->role);
         return SW_EXIT_USAGE;
     }
     if (a->region != NULL)
@@ -317,13 +317,21 @@ static int load_spec(struct args *a, struct sw_cluster_spec *spec)
         snprintf(spec->local_queue, sizeof(spec->local_queue), "%s", a->local_queue);
     for (size_t i = 0; i < a->flags_spec.npools; i++) {
         if (spec->npools >= SW_MAX_POOLS) {
-            fprintf(stderr, "spillctl cluster add: at most %d pools\n", SW_MAX_POOLS);
+            fprintf(stderr, "spillctl cluster add %s: at most %d pools\n", a->name, SW_MAX_POOLS);
             return SW_EXIT_USAGE;
         }
         spec->pools[spec->npools++] = a->flags_spec.pools[i];
     }
-    if (sw_cluster_spec_validate(spec, a->spec_file ? a->spec_file : "cluster add", &err) != 0) {
-        fprintf(stderr, "spillctl cluster add: %s\n", err.msg);
+    /* The validator names what it read: the spec file, else the command
+     * itself (its flags), so that the prefix is not said twice. */
+    char what[600];
+    if (a->spec_file != NULL)
+        snprintf(what, sizeof(what), "spillctl cluster add %s: cluster spec \"%s\"", a->name,
+                 a->spec_file);
+    else
+        snprintf(what, sizeof(what), "spillctl cluster add %s", a->name);
+    if (sw_cluster_spec_validate(spec, what, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
         return SW_EXIT_USAGE;
     }
     return 0;

@@ -6,6 +6,7 @@
  * files, hands their bytes to the pure parsers, runs the simulations and
  * prints the table, CSV and JSON.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -395,7 +396,8 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
             char *end;
             errno = 0;
             seed = strtoull(optv, &end, 10);
-            if (errno != 0 || *end != '\0' || end == optv) {
+            /* strtoull takes a sign (and "-1" wraps to 2^64-1): digits only. */
+            if (errno != 0 || *end != '\0' || end == optv || !isdigit((unsigned char)optv[0])) {
                 fprintf(stderr,
                         "spillctl simulate: --seed: expected a non-negative integer, got "
                         "\"%s\"\n",
@@ -626,6 +628,17 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
             goto out;
         }
         snprintf(runs[i].r.policy, sizeof(runs[i].r.policy), "%s", runs[i].label);
+    }
+    /* A trace no policy could place a Job of is an error, not a table of zeros. */
+    bool placed = false;
+    for (size_t i = 0; i < nrun; i++)
+        placed = placed || runs[i].r.rejected < runs[i].r.jobs;
+    if (!placed) {
+        fprintf(stderr,
+                "spillctl simulate: %s: every policy rejected all %zu jobs (none fits a pool of "
+                "%s); nothing to compare\n",
+                trace_path, trace.n, clusters_path);
+        goto out;
     }
     struct sw_sim_run_view views[MAX_RUNS];
     for (size_t i = 0; i < nrun; i++)

@@ -158,6 +158,33 @@ run status
 run status --redis redis://127.0.0.1:1
 [ "$rc" = 1 ] || fail "status with Redis unreachable: exit $rc, expected 1"
 
+# Edges (issue 39): one prefix per message; --seed digits only; a trace
+# no policy can place is an error; cluster add --dry-run offline.
+run cluster add x --dry-run --role cloud
+[ "$rc" = 2 ] && [ "$err" = "spillctl cluster add x: region is missing" ] ||
+    fail "cluster add x without a region: exit $rc: $err"
+printf 'role: cloud\nregion: us-east-1\npools:\n- name: spot\n  capacityType: spot\n  gpuProduct: A100\n' >"$tmp/spec.yaml"
+printf 'role: cloud\n' >"$tmp/noregion.yaml"
+run cluster add x --dry-run --spec "$tmp/noregion.yaml"
+[ "$rc" = 2 ] && [ "$err" = "spillctl cluster add x: cluster spec \"$tmp/noregion.yaml\": region is missing" ] ||
+    fail "cluster add --spec without a region: exit $rc: $err"
+run cluster add x --dry-run --spec "$tmp/spec.yaml"
+[ "$rc" = 0 ] && [ -z "$err" ] && echo "$out" | grep -q '^cluster x: role cloud, region us-east-1, 1 pool; nothing contacted or stored' ||
+    fail "cluster add --dry-run with a good spec: exit $rc: $out $err"
+clusters=$(dirname "$0")/../../../docs/examples/lab-clusters.json
+printf 'submit,gpus,duration,team\n0,4,3600,ml\n' >"$tmp/one.csv"
+for s in -1 +1 " 1"; do
+    run simulate --trace "$tmp/one.csv" --clusters "$clusters" --seed "$s"
+    [ "$rc" = 2 ] && echo "$err" | grep -q -- "--seed: expected a non-negative integer, got \"$s\"" ||
+        fail "simulate --seed '$s': exit $rc: $err"
+done
+run simulate --trace "$tmp/one.csv" --clusters "$clusters" --seed 18446744073709551615 --policy burst-now
+[ "$rc" = 0 ] || fail "simulate --seed 2^64-1: exit $rc: $err"
+printf 'submit,gpus,duration,team\n0,400,3600,ml\n5,500,3600,ml\n' >"$tmp/huge.csv"
+run simulate --trace "$tmp/huge.csv" --clusters "$clusters"
+[ "$rc" = 1 ] && echo "$err" | grep -q "huge.csv: every policy rejected all 2 jobs" ||
+    fail "simulate, every job rejected: exit $rc: $err"
+
 # The completion script, run by bash: it completes commands, subcommands,
 # a command's options and files after a FILE option.
 complete_words() {
