@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "common/alloc.h"
@@ -750,6 +751,8 @@ struct sw_redis {
     int disc_port;
     char disc_path[128]; /* rediss: the relay's socket for disc_host:disc_port, or "" */
     struct sw_error disc_err;
+    char disc_dissent[1024]; /* who named what, when the Sentinels disagreed ("" when not) */
+    char dissent[1024];      /* the disagreement last logged, so that one is logged once */
     /* Commands issued while a connect runs on its thread (Sentinel lookup,
      * TLS handshake): sent behind AUTH once connected, or failed. */
     struct queued *qhead, *qtail;
@@ -1015,9 +1018,11 @@ static void discover_work(struct sw_thread_job *w)
     struct sw_redis *r = w->data;
     memset(&r->disc_err, 0, sizeof(r->disc_err));
     r->disc_path[0] = '\0';
+    r->disc_dissent[0] = '\0';
     if (r->url.sentinel) {
         r->disc_rc = sw_redis_sentinel_discover(&r->url, 2000, r->disc_host, sizeof(r->disc_host),
-                                                &r->disc_port, &r->disc_err);
+                                                &r->disc_port, r->disc_dissent,
+                                                sizeof(r->disc_dissent), &r->disc_err);
     } else {
         snprintf(r->disc_host, sizeof(r->disc_host), "%s", r->url.host);
         r->disc_port = r->url.port;
@@ -1031,6 +1036,21 @@ static void discover_work(struct sw_thread_job *w)
     }
 }
 
+/* Logs a disagreement of the Sentinels once, and its end. */
+static void log_dissent(struct sw_redis *r)
+{
+    if (strcmp(r->disc_dissent, r->dissent) == 0)
+        return;
+    if (r->disc_dissent[0] != '\0')
+        SW_LOG(SW_LOG_WARN, "the Sentinels disagree on the master",
+               "redis=%s quorum=%zu sentinels=%s", sw_log_q(r->redacted), r->url.nsentinels / 2 + 1,
+               sw_log_q(r->disc_dissent));
+    else
+        SW_LOG(SW_LOG_INFO, "the Sentinels agree on the master again", "redis=%s",
+               sw_log_q(r->redacted));
+    snprintf(r->dissent, sizeof(r->dissent), "%s", r->disc_dissent);
+}
+
 static void discover_done(struct sw_thread_job *w, int status)
 {
     struct sw_redis *r = w->data;
@@ -1039,6 +1059,8 @@ static void discover_done(struct sw_thread_job *w, int status)
         finish_close(r);
         return;
     }
+    if (status == 0 && r->url.sentinel)
+        log_dissent(r);
     if (r->checking) {
         /* A live connection: follow the master when the Sentinels name
          * another node (the old one may still take writes, to be lost). */
@@ -1319,68 +1341,148 @@ int sw_redis_sync_open(const struct sw_redis_url *u, const char *host, int port,
     return 0;
 }
 
-/* Appends "host:port: what; " to a bounded message. */
-static void note(char *buf, size_t len, const char *host, int port, const char *what)
+/* Appends "; " and printf output to a bounded message. */
+static void note(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(char *buf, size_t len, const char *fmt, ...)
 {
     size_t k = strlen(buf);
-    if (k < len)
-        snprintf(buf + k, len - k, "%s%s:%d: %.200s", k ? "; " : "", host, port, what);
+    if (k + 2 >= len)
+        return;
+    if (k > 0) {
+        memcpy(buf + k, "; ", 3);
+        k += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + k, len - k, fmt, ap);
+    va_end(ap);
+}
+
+static int same_address(const struct sw_redis_sentinel_answer *x,
+                        const struct sw_redis_sentinel_answer *y)
+{
+    return x->said == SW_SENTINEL_NAMED && y->said == SW_SENTINEL_NAMED && x->port == y->port &&
+           strcasecmp(x->host, y->host) == 0;
+}
+
+int sw_redis_sentinel_agree(const char *master, const struct sw_redis_sentinel_answer *a, size_t n,
+                            size_t *agreed, char *dissent, size_t dlen, struct sw_error *err)
+{
+    size_t need = n / 2 + 1, best = 0, best_votes = 0, named = 0, answered = 0;
+    int split = 0;
+    char said[1024] = "";
+    for (size_t i = 0; i < n; i++) {
+        if (a[i].said == SW_SENTINEL_NAMED) {
+            size_t votes = 0;
+            for (size_t j = 0; j < n; j++)
+                votes += (size_t)same_address(&a[i], &a[j]);
+            if (votes > best_votes) {
+                best_votes = votes;
+                best = i;
+            }
+            named++;
+            int v6 = strchr(a[i].host, ':') != NULL;
+            note(said, sizeof(said), "%s names %s%s%s:%d", a[i].sentinel, v6 ? "[" : "", a[i].host,
+                 v6 ? "]" : "", a[i].port);
+        } else {
+            note(said, sizeof(said), "%s: %s", a[i].sentinel, a[i].why);
+        }
+        if (a[i].said != SW_SENTINEL_SILENT)
+            answered++;
+    }
+    /* Dissent: those that answered did not all name one address. */
+    for (size_t i = 0; i < n; i++)
+        if ((a[i].said == SW_SENTINEL_NAMED && !same_address(&a[i], &a[best])) ||
+            (a[i].said == SW_SENTINEL_UNKNOWN && named > 0))
+            split = 1;
+    if (dissent != NULL && dlen > 0)
+        snprintf(dissent, dlen, "%s", split ? said : "");
+    if (n > 0 && best_votes >= need) {
+        *agreed = best;
+        return 0;
+    }
+    if (named > 0)
+        return sw_error_set(err, SW_EUNAVAIL,
+                            "no majority of the %zu Sentinels (%zu needed) names one master for "
+                            "\"%s\": %s",
+                            n, need, master, said);
+    return sw_error_set(err, answered > 0 ? SW_ENOENT : SW_ENET,
+                        "no Sentinel named the master \"%s\": %s", master, said);
+}
+
+/* Asks one Sentinel where the master is; fills *out. */
+static void sentinel_ask(const struct sw_redis_url *u, size_t i, long timeout_ms,
+                         struct sw_redis_sentinel_answer *out)
+{
+    const char *h = u->sentinel_host[i];
+    int p = u->sentinel_port[i];
+    memset(out, 0, sizeof(*out));
+    snprintf(out->sentinel, sizeof(out->sentinel), strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, p);
+    out->said = SW_SENTINEL_SILENT;
+    struct sw_error oerr = {0};
+    redisContext *c = NULL;
+    redisReply *r = NULL;
+    if (sw_redis_sync_open(u, h, p, timeout_ms, &c, &oerr) != 0) {
+        snprintf(out->why, sizeof(out->why), "%.200s", oerr.msg);
+        return;
+    }
+    if (u->sentinel_password != NULL) {
+        r = redisCommand(c, "AUTH %s", u->sentinel_password);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            /* The server's text (WRONGPASS, ...) never holds the password. */
+            snprintf(out->why, sizeof(out->why), "%.200s", r ? r->str : c->errstr);
+            goto done;
+        }
+        freeReplyObject(r);
+    }
+    r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", u->master);
+    if (r == NULL) {
+        snprintf(out->why, sizeof(out->why), "%.200s", c->errstr);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(out->why, sizeof(out->why), "%.200s", r->str);
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               r->element[0]->type == REDIS_REPLY_STRING &&
+               r->element[1]->type == REDIS_REPLY_STRING &&
+               parse_int(r->element[1]->str, r->element[1]->len, 1, 65535, &out->port) == 0 &&
+               r->element[0]->len > 0 && r->element[0]->len < sizeof(out->host) &&
+               memchr(r->element[0]->str, '\0', r->element[0]->len) == NULL) {
+        memcpy(out->host, r->element[0]->str, r->element[0]->len);
+        out->host[r->element[0]->len] = '\0';
+        out->said = SW_SENTINEL_NAMED;
+    } else {
+        out->said = SW_SENTINEL_UNKNOWN;
+        snprintf(out->why, sizeof(out->why), "%s",
+                 r->type == REDIS_REPLY_NIL ? "does not monitor a master of that name"
+                                            : "answered something other than an address");
+    }
+done:
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(c);
 }
 
 int sw_redis_sentinel_discover(const struct sw_redis_url *u, long timeout_ms, char *host,
-                               size_t hostlen, int *port, struct sw_error *err)
+                               size_t hostlen, int *port, char *dissent, size_t dlen,
+                               struct sw_error *err)
 {
-    char said[400] = "";
-    int answered = 0;
-    for (size_t i = 0; i < u->nsentinels; i++) {
-        const char *h = u->sentinel_host[i];
-        int p = u->sentinel_port[i];
-        struct sw_error oerr = {0};
-        redisContext *c = NULL;
-        sw_redis_sync_open(u, h, p, timeout_ms, &c, &oerr);
-        redisReply *r = NULL;
-        if (c == NULL) {
-            note(said, sizeof(said), h, p, oerr.msg);
-            goto next;
+    struct sw_redis_sentinel_answer *a = sw_calloc(u->nsentinels ? u->nsentinels : 1, sizeof(*a));
+    if (a == NULL)
+        return sw_error_set(err, SW_ENOMEM, "redis Sentinel lookup: out of memory");
+    for (size_t i = 0; i < u->nsentinels; i++)
+        sentinel_ask(u, i, timeout_ms, &a[i]);
+    size_t k = 0;
+    int rc = sw_redis_sentinel_agree(u->master, a, u->nsentinels, &k, dissent, dlen, err);
+    if (rc == 0) {
+        if (strlen(a[k].host) >= hostlen)
+            rc = sw_error_set(err, SW_ETOOBIG,
+                              "the master named by the Sentinels, %.200s, is too long", a[k].host);
+        else {
+            snprintf(host, hostlen, "%s", a[k].host);
+            *port = a[k].port;
         }
-        if (u->sentinel_password != NULL) {
-            r = redisCommand(c, "AUTH %s", u->sentinel_password);
-            if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-                /* The server's text (WRONGPASS, ...) never holds the password. */
-                note(said, sizeof(said), h, p, r ? r->str : c->errstr);
-                goto next;
-            }
-            freeReplyObject(r);
-        }
-        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", u->master);
-        if (r == NULL) {
-            note(said, sizeof(said), h, p, c->errstr);
-        } else if (r->type == REDIS_REPLY_ERROR) {
-            note(said, sizeof(said), h, p, r->str);
-        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-                   r->element[0]->type == REDIS_REPLY_STRING &&
-                   r->element[1]->type == REDIS_REPLY_STRING &&
-                   parse_int(r->element[1]->str, r->element[1]->len, 1, 65535, port) == 0 &&
-                   r->element[0]->len > 0 && r->element[0]->len < hostlen) {
-            memcpy(host, r->element[0]->str, r->element[0]->len);
-            host[r->element[0]->len] = '\0';
-            freeReplyObject(r);
-            redisFree(c);
-            return 0;
-        } else {
-            answered = 1;
-            note(said, sizeof(said), h, p,
-                 r->type == REDIS_REPLY_NIL ? "does not monitor a master of that name"
-                                            : "answered something other than an address");
-        }
-    next:
-        if (r != NULL)
-            freeReplyObject(r);
-        if (c != NULL)
-            redisFree(c);
     }
-    return sw_error_set(err, answered ? SW_ENOENT : SW_ENET,
-                        "no Sentinel named the master \"%s\": %s", u->master, said);
+    sw_free(a);
+    return rc;
 }
 
 /*
@@ -1470,9 +1572,10 @@ fail:
 /*
  * Finds the master through the Sentinels and connects to it, trying again
  * with a backoff (100 ms doubling to 2 s) for up to SW_REDIS_SENTINEL_WAIT_MS
- * while a failover is under way: the named node refuses, is not yet master,
- * or is loading. No Sentinel answering, a master name they do not know, and
- * a refused password fail at once.
+ * while a failover is under way: the Sentinels have no majority for one
+ * address, the named node refuses, is not yet master, or is loading. No
+ * Sentinel answering, a master name they do not know, and a refused
+ * password fail at once.
  */
 static int sentinel_connect(const struct sw_redis_url *u, long timeout_ms, const char *red,
                             redisContext **out, struct sw_error *err)
@@ -1482,7 +1585,20 @@ static int sentinel_connect(const struct sw_redis_url *u, long timeout_ms, const
     for (;;) {
         char host[256];
         int port = 0;
-        int rc = sw_redis_sentinel_discover(u, timeout_ms, host, sizeof(host), &port, err);
+        char dissent[1024];
+        int rc = sw_redis_sentinel_discover(u, timeout_ms, host, sizeof(host), &port, dissent,
+                                            sizeof(dissent), err);
+        if (dissent[0] != '\0')
+            SW_LOG(SW_LOG_WARN, "the Sentinels disagree on the master",
+                   "redis=%s quorum=%zu sentinels=%s", sw_log_q(red), u->nsentinels / 2 + 1,
+                   sw_log_q(dissent));
+        if (rc == SW_EUNAVAIL && mono_ms() + backoff <= deadline) {
+            /* Split (a failover under way, or a Sentinel naming another
+             * node): never follow a minority; ask again. */
+            sleep_ms(backoff);
+            backoff = backoff * 2 > SENTINEL_BACKOFF_MAX_MS ? SENTINEL_BACKOFF_MAX_MS : backoff * 2;
+            continue;
+        }
         if (rc != 0) {
             sw_error_wrap(err, "redis %s", red);
             return rc;

@@ -22,11 +22,13 @@
  * (Redis 6+ ACL users); with a password alone, AUTH password.
  *
  * The Sentinel form names the Sentinels and the name they monitor the master
- * by. The client asks the Sentinels in the order given (SENTINEL
- * get-master-addr-by-name), connects to the address the first one that
- * answers names, authenticates with the data nodes' password (the
- * credentials part), and checks with ROLE that the node is the master
- * before any command of the caller runs. The Sentinels' own password, when
+ * by. The client asks every Sentinel (SENTINEL get-master-addr-by-name),
+ * follows only an address a majority of the configured Sentinels name
+ * (sw_redis_sentinel_agree; a disagreement is logged, naming which
+ * Sentinel named what, and no majority is an error and a retry), connects
+ * to it, authenticates with the data nodes' password (the credentials
+ * part), and checks with ROLE that the node is the master before any
+ * command of the caller runs. The Sentinels' own password, when
  * they have one (their requirepass), is the sentinelPassword parameter; the
  * two passwords are kept apart because Sentinels and data nodes have their
  * own. A lost connection, or a READONLY, LOADING or MASTERDOWN error reply
@@ -128,16 +130,54 @@ int sw_redis_url_with_password(const char *url, const char *password, char *out,
 int sw_redis_url_with_sentinel_password(const char *url, const char *password, char *out,
                                         size_t outlen, struct sw_error *err);
 
+/** What one Sentinel said when asked where the master is. */
+enum sw_redis_sentinel_said {
+    SW_SENTINEL_SILENT,  /* no answer: cannot connect, refused our password, lost */
+    SW_SENTINEL_UNKNOWN, /* answered, but named no address (no master of that name) */
+    SW_SENTINEL_NAMED,   /* named host:port */
+};
+
+struct sw_redis_sentinel_answer {
+    char sentinel[300]; /* the Sentinel, "host:port" */
+    enum sw_redis_sentinel_said said;
+    char host[256]; /* SW_SENTINEL_NAMED: the address it named */
+    int port;
+    char why[220]; /* otherwise: what went wrong (never a password) */
+};
+
 /**
- * Asks the Sentinels of `u` (a Sentinel URL), in order, where the master
- * is, each with `timeout_ms` to answer. Returns 0 with the master's address
- * in host (hostlen bytes) and *port, or SW_ENET when none answered (the
- * message names each Sentinel and what it said, never a password), or
- * SW_ENOENT when those that answered do not know the master's name.
- * Blocking: for command-line tools and the uv threadpool.
+ * The quorum rule (pure): the master is the address named by a strict
+ * majority of the n Sentinels CONFIGURED (n / 2 + 1 of them: 2 of 3, 3 of
+ * 4 or 5), whatever the others said or whether they answered at all
+ * (`master` is the name they monitor it by, for messages). A
+ * Sentinel that does not answer counts against agreement, never for an
+ * address: a lone voice (one Sentinel reachable, or one naming another
+ * node) is never followed, and two groups cannot both reach the quorum.
+ *
+ * Returns 0 with *agreed the index of an answer naming the master, or
+ * SW_ENET when no Sentinel answered, SW_ENOENT when some answered but
+ * none named an address, SW_EUNAVAIL when addresses were named but none by
+ * a majority; err's message then names the master, every Sentinel and what
+ * it said. `dissent` (dlen bytes; NULL for none) receives "" when the
+ * Sentinels that answered all named the same address (one that did not
+ * answer is no dissent), else each Sentinel and what it said
+ * ("127.0.0.1:26379 names 10.0.0.1:6379; 127.0.0.1:26380 names
+ * 10.0.0.2:6379; 127.0.0.1:26381: connection refused"), for the log.
+ */
+int sw_redis_sentinel_agree(const char *master, const struct sw_redis_sentinel_answer *a, size_t n,
+                            size_t *agreed, char *dissent, size_t dlen, struct sw_error *err);
+
+/**
+ * Asks every Sentinel of `u` (a Sentinel URL) where the master is, each
+ * with `timeout_ms` to answer, and applies sw_redis_sentinel_agree. Returns
+ * 0 with the agreed master's address in host (hostlen bytes) and *port,
+ * or what sw_redis_sentinel_agree returns (the message names each Sentinel
+ * and what it said, never a password). `dissent` as there (may be NULL).
+ * Blocking: for command-line tools and threads other than the loop's.
  */
 int sw_redis_sentinel_discover(const struct sw_redis_url *u, long timeout_ms, char *host,
-                               size_t hostlen, int *port, struct sw_error *err);
+                               size_t hostlen, int *port, char *dissent, size_t dlen,
+                               struct sw_error *err);
 
 /* ---- async, on the loop ------------------------------------------------- */
 

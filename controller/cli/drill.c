@@ -1148,7 +1148,7 @@ static int redis_failover(const struct sw_cli_globals *g, redisContext *c, const
     int port0 = 0, port = 0;
     if (read_view(c, &v, &err) != 0 || get_str_key(c, SW_KEY_LEASE, holder, sizeof(holder)) != 0 ||
         get_str_key(c, SW_KEY_EPOCH, epoch, sizeof(epoch)) != 0 ||
-        sw_redis_sentinel_discover(&u, 2000, host0, sizeof(host0), &port0, &err) != 0) {
+        sw_redis_sentinel_discover(&u, 2000, host0, sizeof(host0), &port0, NULL, 0, &err) != 0) {
         fprintf(stderr, "spillctl drill redis-failover: %s\n",
                 err.msg[0] ? err.msg : "cannot read Redis");
         cJSON_Delete(v.top);
@@ -1212,7 +1212,8 @@ static int redis_failover(const struct sw_cli_globals *g, redisContext *c, const
     char now_holder[256] = "";
     while (wall_ms() < deadline && !t_act) {
         int64_t now = wall_ms();
-        if (!t_new && sw_redis_sentinel_discover(&u, 1000, host, sizeof(host), &port, &err) == 0 &&
+        if (!t_new &&
+            sw_redis_sentinel_discover(&u, 1000, host, sizeof(host), &port, NULL, 0, &err) == 0 &&
             (strcmp(host, host0) != 0 || port != port0)) {
             t_new = now;
             event(&rp, now, "the Sentinels name %s:%d the master", host, port);

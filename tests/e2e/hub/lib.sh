@@ -33,14 +33,26 @@ rcli() {
     fi
 }
 
-# hub_use_sentinel: the hub, spillctl and rcli on the lab's Redis Sentinel
-# (testbed sentinel up: a primary, a replica, three Sentinels) instead of
-# the single Redis; call it before hub_setup. The data nodes' password and
-# the Sentinels' own come apart, from the environment.
+# hub_use_sentinel [tls]: the hub, spillctl and rcli on the lab's Redis
+# Sentinel (testbed sentinel up: a primary, a replica, three Sentinels)
+# instead of the single Redis; call it before hub_setup. The data nodes'
+# password and the Sentinels' own come apart, from the environment. With
+# tls, the lab's TLS-only set (testbed sentinel up tls) over
+# rediss+sentinel://, the helpers below (scli, dcli, rcli) speaking TLS too.
+HUB_CLI_TLS=()
 hub_use_sentinel() {
-    "$SW_SOURCE_DIR/tests/testbed/testbed" sentinel up >/dev/null
+    "$SW_SOURCE_DIR/tests/testbed/testbed" sentinel up ${1:-} >/dev/null
     eval "$("$SW_SOURCE_DIR/tests/testbed/testbed" env)"
     export SPILLWAY_REDIS_URL="redis+sentinel://$SW_LAB_SENTINELS/$SW_LAB_SENTINEL_MASTER/$HUB_DB"
+    if [ "${1:-}" = tls ]; then
+        local t=$SW_LAB_REDIS_TLS_DIR
+        SW_LAB_SENTINELS=$SW_LAB_SENTINELS_TLS
+        SW_LAB_SENTINEL_DATA_PORTS=$SW_LAB_SENTINEL_TLS_DATA_PORTS
+        HUB_CLI_TLS=(--tls --cacert "$t/ca.crt" --cert "$t/client.crt" --key "$t/client.key")
+        SPILLWAY_REDIS_URL="rediss+sentinel://$SW_LAB_SENTINELS/$SW_LAB_SENTINEL_MASTER/$HUB_DB"
+        SPILLWAY_REDIS_URL+="?tls_ca_file=$t/ca.crt&tls_cert_file=$t/client.crt&tls_key_file=$t/client.key"
+        HUB_TLS=1
+    fi
     export SPILLWAY_REDIS_PASSWORD="$SW_LAB_SENTINEL_DATA_PASSWORD"
     export SPILLWAY_SENTINEL_PASSWORD="$SW_LAB_SENTINEL_PASSWORD"
     HUB_REDIS_PASSWORD="$SW_LAB_SENTINEL_DATA_PASSWORD"
@@ -59,14 +71,16 @@ hub_use_tls() {
 }
 # hub_check_tls: the hub connected over TLS, and its password is nowhere in its log.
 hub_check_tls() {
-    grep -q 'msg="redis connected" redis=rediss://' "$HUB_TMP/hub.log" ||
+    grep -Eq 'msg="redis connected" redis="?rediss(\+sentinel)?://' "$HUB_TMP/hub.log" ||
         hub_fail "the hub's log shows no connection over rediss://"
     ! grep -qF "$HUB_REDIS_PASSWORD" "$HUB_TMP/hub.log" || hub_fail "the Redis password is in the hub's log"
-    pass "the hub ran over rediss:// ($(grep -c 'msg="redis connected"' "$HUB_TMP/hub.log") connections), no password in its log"
+    [ -z "${HUB_SENTINEL:-}" ] || ! grep -qF "$SW_LAB_SENTINEL_PASSWORD" "$HUB_TMP/hub.log" ||
+        hub_fail "the Sentinels' password is in the hub's log"
+    pass "the hub ran over ${SPILLWAY_REDIS_URL%%://*}:// ($(grep -c 'msg="redis connected"' "$HUB_TMP/hub.log") connections), no password in its log"
 }
 scli() { # scli ARGS...: the first Sentinel
     local s1=${SW_LAB_SENTINELS%%,*}
-    REDISCLI_AUTH="$SW_LAB_SENTINEL_PASSWORD" redis-cli -h "${s1%:*}" -p "${s1##*:}" "$@"
+    REDISCLI_AUTH="$SW_LAB_SENTINEL_PASSWORD" redis-cli -h "${s1%:*}" -p "${s1##*:}" "${HUB_CLI_TLS[@]}" "$@"
 }
 master_port() { scli SENTINEL get-master-addr-by-name "$SW_LAB_SENTINEL_MASTER" | sed -n 2p; }
 replica_port() {
@@ -79,7 +93,7 @@ replica_port() {
 dcli() { # dcli PORT ARGS...: a Sentinel data node, the hub's database
     local p=$1
     shift
-    REDISCLI_AUTH="$SW_LAB_SENTINEL_DATA_PASSWORD" redis-cli -h 127.0.0.1 -p "$p" -n "$HUB_DB" "$@"
+    REDISCLI_AUTH="$SW_LAB_SENTINEL_DATA_PASSWORD" redis-cli -h 127.0.0.1 -p "$p" -n "$HUB_DB" "${HUB_CLI_TLS[@]}" "$@"
 }
 
 # metric PORT NAME: a hub's /metrics value.

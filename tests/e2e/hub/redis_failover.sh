@@ -13,9 +13,13 @@
 #      re-derives both records from their mirrors' labels (no second
 #      mirror, attempt 1), and its new epoch is above every epoch it acted
 #      under, although the new master's epoch went back to 1.
+#
+# Over TLS by default (rediss+sentinel://, the lab's TLS-only Sentinel set:
+# to the Sentinels and the data nodes, replication and the Sentinels' own
+# links TLS too); SW_HUB_REDIS_TLS=0 runs it on the plain set instead.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-hub_use_sentinel
+if [ "${SW_HUB_REDIS_TLS:-1}" = 0 ]; then hub_use_sentinel; else hub_use_sentinel tls; fi
 
 one_mirror() { # JOB: exactly one mirror of it across the clusters, attempt 1
     local uid n=0 c att
@@ -33,7 +37,7 @@ hub_setup redis-failover
 TTL=8
 hub_config "$HUB_TMP/a.yaml" 19464 $TTL
 hub_config "$HUB_TMP/b.yaml" 19465 $TTL
-grep -q "url: redis+sentinel://" "$HUB_TMP/a.yaml" || hub_fail "the hub config does not name the Sentinels"
+grep -Eq "url: rediss?\+sentinel://" "$HUB_TMP/a.yaml" || hub_fail "the hub config does not name the Sentinels"
 # spillctl (async in cluster add, blocking in store add) wrote the registry
 # through the Sentinels: it is on the master.
 [ -n "$(rcli KEYS 'spillway:cluster:*')" ] || hub_fail "spillctl did not write the registry to the Sentinel master"
@@ -167,4 +171,5 @@ PY
 ) || hub_fail "redis-failover report: $(cat "$HUB_TMP/rf.json")"
 kill -0 "$A" 2>/dev/null || hub_fail "hub a exited in the drill's failover"
 pass "drill redis-failover: the hub acting again on the new master ${rto} s after SENTINEL FAILOVER (objective: the lease TTL)"
+[ -z "${HUB_TLS:-}" ] || hub_check_tls
 watcher_check

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "servers.h"
 #include "store/redis.h"
 
 #define ACL_USER     "sw-test-tls-acl"
@@ -325,33 +326,6 @@ static void test_acl_user(void **state)
 
 /* ---- rediss+sentinel:// on a private data node and Sentinel -------------- */
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        fail_msg("cannot find a free port");
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-/* Starts redis-server on `conf` (with --sentinel when sentinel); returns its pid. */
-static pid_t start_server(const char *conf, int sentinel)
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (sentinel)
-            execlp("redis-server", "redis-server", conf, "--sentinel", (char *)NULL);
-        else
-            execlp("redis-server", "redis-server", conf, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
 /* Writes a TLS-only server config (plain port 0) into dir/name. */
 static void write_conf(const char *dir, const char *name, const char *tls, int port,
                        const char *extra)
@@ -375,20 +349,7 @@ static char server_dir[64];
 static int stop_servers(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < 2; i++)
-        if (servers[i] > 0) {
-            kill(servers[i], SIGKILL);
-            waitpid(servers[i], NULL, 0);
-            servers[i] = 0;
-        }
-    if (server_dir[0] != '\0') {
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", server_dir);
-        if (system(cmd) != 0)
-            return -1;
-        server_dir[0] = '\0';
-    }
-    return 0;
+    return sw_test_stop_servers(servers, 2, server_dir);
 }
 
 static void test_sentinel_over_tls(void **state)
@@ -398,7 +359,7 @@ static void test_sentinel_over_tls(void **state)
     char *dir = server_dir;
     snprintf(server_dir, sizeof(server_dir), "/tmp/sw-test-rediss-sentinel-XXXXXX");
     assert_non_null(mkdtemp(dir));
-    int dport = free_port(), sport = free_port();
+    int dport = sw_test_free_port(), sport = sw_test_free_port();
     char extra[256], conf[600];
     write_conf(dir, "data.conf", tls, dport, "requirepass data-secret-91c2\n");
     char extra2[768];
@@ -411,9 +372,9 @@ static void test_sentinel_over_tls(void **state)
              tls, tls);
     write_conf(dir, "sentinel.conf", tls, sport, extra2);
     snprintf(conf, sizeof(conf), "%s/data.conf", dir);
-    servers[0] = start_server(conf, 0);
+    servers[0] = sw_test_start_server(conf, 0);
     snprintf(conf, sizeof(conf), "%s/sentinel.conf", dir);
-    servers[1] = start_server(conf, 1);
+    servers[1] = sw_test_start_server(conf, 1);
 
     char url[1024];
     snprintf(url, sizeof(url),
