@@ -1,7 +1,21 @@
 /*
- * gate.c - the gating API: a worker thread with a private loop does the
- * listing, copying and verifying; the hub's loop gets the answer through a
- * uv_async and hands it to the caller.
+ * gate.c - the gating API: a small pool of worker threads, shared by every
+ * Job, does the listing, copying and verifying, each piece of work on a
+ * private loop; the hub's loop gets the answer through a uv_async and hands
+ * it to the caller.
+ *
+ * The pool is the gate's own, not libuv's (uv_queue_work): libuv's 4
+ * threads also serve file and DNS requests and the SHA-256 jobs of every
+ * copy (replication/copy.c), and a gate's piece of work blocks for as long
+ * as its listings and copies take while waiting for those very hashes, so
+ * on libuv's pool a few gated Jobs would stop every copy (the reason rule
+ * runs left it, controller/hub/rules.c). Its size is fixed
+ * (sw_gate_set_workers, replication.workers in the hub's config): that many
+ * threads, each with at most one Redis connection for the journal, kept
+ * from one piece of work to the next, however many Jobs are gated. Work
+ * beyond that waits in a FIFO queue (sw_gate_pool_stats); an outputs
+ * stream is one piece of work per round, queued again when its interval
+ * has passed, so a Job that runs for days holds no thread between rounds.
  */
 #include "replication/gate.h"
 
@@ -35,8 +49,12 @@ struct work {
     enum mode mode;
     uv_loop_t *hub;
     uv_async_t async;
-    uv_thread_t thread;
-    int thread_started;
+    uv_timer_t timer;  /* MODE_OUTPUTS: the wait between rounds */
+    int open_handles;  /* freed once both handles are closed */
+    int idle;          /* hub loop only: the timer runs, no round queued or running */
+    struct work *next; /* the pool's queue, under its lock */
+    int queued;        /* in the pool's queue, under its lock */
+    int recovered;     /* MODE_OUTPUTS, worker: earlier attempts' journals recovered */
     char job[256];
     char rule_base[300];
     char region[64];
@@ -52,7 +70,6 @@ struct work {
     double interval_s;
     /* result, written by the worker, read on the hub loop under mu */
     uv_mutex_t mu;
-    uv_cond_t cv;
     int finishing; /* hub asked for the last round */
     int stopping;  /* hub gave the attempt up: no round starts any more */
     int have_result;
@@ -84,7 +101,6 @@ static void free_work(struct work *w)
     for (size_t i = 0; i < sizeof(w->stores); i++)
         p[i] = 0;
     uv_mutex_destroy(&w->mu);
-    uv_cond_destroy(&w->cv);
     sw_free(w);
 }
 
@@ -154,7 +170,8 @@ static void post(struct work *w, const struct sw_gate_result *res,
 {
     uv_mutex_lock(&w->mu);
     w->res = *res;
-    memcpy(w->locs, locs, res->nlocations * sizeof(*locs));
+    if (locs != NULL && res->nlocations > 0)
+        memcpy(w->locs, locs, res->nlocations * sizeof(*locs));
     w->res.locations = w->locs;
     w->have_result = 1;
     if (final)
@@ -278,68 +295,221 @@ static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *r
     }
 }
 
-static void worker(void *arg)
+/* ---- the pool ------------------------------------------------------------------ */
+
+#define DEFAULT_WORKERS 4
+#define MAX_WORKERS     64
+
+static struct {
+    uv_once_t once;
+    uv_mutex_t mu;
+    uv_cond_t cv;
+    struct work *head, *tail; /* FIFO of work waiting for a worker */
+    size_t queued, running;
+    int want;    /* threads to start (sw_gate_set_workers) */
+    int started; /* threads running */
+} pool = {.once = UV_ONCE_INIT, .want = DEFAULT_WORKERS};
+
+/* What a worker keeps from one piece of work to the next: its Redis
+ * connection for the journals (one per worker, whatever the number of
+ * Jobs), made when first needed and made again after a failure. */
+struct worker_state {
+    redisContext *journal;
+    char url[1024];
+};
+
+static void pool_init(void)
 {
-    struct work *w = arg;
+    uv_mutex_init(&pool.mu);
+    uv_cond_init(&pool.cv);
+}
+
+int sw_gate_set_workers(int n)
+{
+    if (n < 1 || n > MAX_WORKERS)
+        return SW_EINVAL;
+    uv_once(&pool.once, pool_init);
+    uv_mutex_lock(&pool.mu);
+    int rc = pool.started > 0 && pool.started != n ? SW_ESTATE : 0;
+    if (rc == 0)
+        pool.want = n;
+    uv_mutex_unlock(&pool.mu);
+    return rc;
+}
+
+void sw_gate_pool_stats(struct sw_gate_pool_stats *st)
+{
+    uv_once(&pool.once, pool_init);
+    uv_mutex_lock(&pool.mu);
+    st->workers = pool.started ? pool.started : pool.want;
+    st->running = pool.running;
+    st->queued = pool.queued;
+    uv_mutex_unlock(&pool.mu);
+}
+
+/* The journal connection for `url`, connecting (again) when needed. */
+static int worker_journal(struct worker_state *ws, const char *url, redisContext **out,
+                          struct sw_error *err)
+{
+    *out = NULL;
+    if (url[0] == '\0')
+        return 0;
+    if (ws->journal != NULL && (ws->journal->err != 0 || strcmp(ws->url, url) != 0)) {
+        sw_redis_sync_free(ws->journal);
+        ws->journal = NULL;
+    }
+    if (ws->journal == NULL) {
+        int rc = sw_redis_sync_connect(url, 5000, &ws->journal, err);
+        if (rc != 0) {
+            ws->journal = NULL;
+            return rc;
+        }
+        snprintf(ws->url, sizeof(ws->url), "%s", url);
+    }
+    *out = ws->journal;
+    return 0;
+}
+
+/* One piece of work: an estimate, an ensure, or one round of outputs. */
+static void run_work(struct work *w, struct worker_state *ws)
+{
     struct clients c;
     memset(&c, 0, sizeof(c));
     struct sw_gate_result res;
-    struct sw_gate_location *locs = sw_calloc(MAX_INPUTS, sizeof(*locs));
     memset(&res, 0, sizeof(res));
+    int fin = 0, stop = 0;
+    if (w->mode == MODE_OUTPUTS) {
+        uv_mutex_lock(&w->mu);
+        fin = w->finishing;
+        stop = w->stopping;
+        uv_mutex_unlock(&w->mu);
+        if (stop) {
+            /* Given up while it waited: no round starts. */
+            post(w, &res, NULL, 1);
+            return;
+        }
+    }
+    struct sw_gate_location *locs = sw_calloc(MAX_INPUTS, sizeof(*locs));
     if (locs == NULL || uv_loop_init(&c.loop) != 0) {
         res.rc = sw_error_set(&res.err, SW_ENOMEM, "job %s: cannot start the gate", w->job);
-        post(w, &res, locs, 1);
+        post(w, &res, NULL, w->mode != MODE_OUTPUTS || fin);
         sw_free(locs);
         return;
     }
     if (sw_http_new(&c.loop, &c.http) != 0)
         res.rc = sw_error_set(&res.err, SW_ENOMEM, "job %s: cannot start HTTP", w->job);
-    if (res.rc == 0 && w->redis_url[0] != '\0')
-        res.rc = sw_redis_sync_connect(w->redis_url, 5000, &c.journal, &res.err);
+    if (res.rc == 0)
+        res.rc = worker_journal(ws, w->redis_url, &c.journal, &res.err);
+    int final = 1;
     if (res.rc != 0) {
-        post(w, &res, locs, 1);
-        clients_close(&c);
-        sw_free(locs);
-        return;
-    }
-    if (w->mode != MODE_OUTPUTS) {
+        /* An outputs round that cannot start is reported as a round; the
+         * stream goes on (the next round tries again). */
+        final = w->mode != MODE_OUTPUTS || fin;
+    } else if (w->mode != MODE_OUTPUTS) {
         uint64_t t0 = uv_hrtime();
         one_pass(w, &c, &res, locs);
         if (w->mode == MODE_ENSURE && res.rc == 0)
             res.seconds = (double)(uv_hrtime() - t0) / 1e9;
-        post(w, &res, locs, 1);
     } else {
-        /* Outputs: a round now, then every interval; once finishing is
-         * asked for, one more full round (the Job's last writes). Once
-         * stopping is, no round starts: a round under way ends, and its
-         * result is the last. */
-        int first = 1;
-        recover_earlier_attempts(w, &c);
-        for (;;) {
-            int fin, stop;
-            uv_mutex_lock(&w->mu);
-            if (!first && !w->finishing && !w->stopping)
-                uv_cond_timedwait(&w->cv, &w->mu, (uint64_t)(w->interval_s * 1e9));
-            fin = w->finishing;
-            stop = w->stopping;
-            uv_mutex_unlock(&w->mu);
-            if (stop) {
-                memset(&res, 0, sizeof(res));
-                post(w, &res, locs, 1);
-                break;
-            }
-            first = 0;
-            one_pass(w, &c, &res, locs);
-            uv_mutex_lock(&w->mu);
-            stop = w->stopping;
-            uv_mutex_unlock(&w->mu);
-            post(w, &res, locs, fin || stop);
-            if (fin || stop)
-                break;
+        if (!w->recovered) {
+            recover_earlier_attempts(w, &c);
+            w->recovered = 1;
         }
+        one_pass(w, &c, &res, locs);
+        /* A round under way when the attempt was given up is its last. */
+        uv_mutex_lock(&w->mu);
+        stop = w->stopping;
+        uv_mutex_unlock(&w->mu);
+        final = fin || stop;
     }
+    /* The clients go before the answer: once a last answer is posted the
+     * hub may free `w`, whose strings they borrow. */
+    c.journal = NULL; /* the worker's, kept for its next piece of work */
     clients_close(&c);
+    post(w, &res, locs, final);
     sw_free(locs);
+}
+
+static void pool_thread(void *arg)
+{
+    (void)arg;
+    struct worker_state ws;
+    memset(&ws, 0, sizeof(ws));
+    for (;;) {
+        uv_mutex_lock(&pool.mu);
+        while (pool.head == NULL)
+            uv_cond_wait(&pool.cv, &pool.mu);
+        struct work *w = pool.head;
+        pool.head = w->next;
+        if (pool.head == NULL)
+            pool.tail = NULL;
+        w->next = NULL;
+        w->queued = 0;
+        pool.queued--;
+        pool.running++;
+        uv_mutex_unlock(&pool.mu);
+        run_work(w, &ws);
+        uv_mutex_lock(&pool.mu);
+        pool.running--;
+        uv_mutex_unlock(&pool.mu);
+    }
+}
+
+/* Starts the threads on first use. Returns 0 once at least one runs. */
+static int pool_start(void)
+{
+    uv_once(&pool.once, pool_init);
+    uv_mutex_lock(&pool.mu);
+    while (pool.started < pool.want) {
+        uv_thread_t t;
+        if (uv_thread_create(&t, pool_thread, NULL) != 0)
+            break;
+        pool.started++;
+    }
+    int rc = pool.started > 0 ? 0 : SW_EIO;
+    uv_mutex_unlock(&pool.mu);
+    return rc;
+}
+
+/* Queues `w` for a worker (any thread). */
+static void enqueue(struct work *w)
+{
+    uv_mutex_lock(&pool.mu);
+    w->next = NULL;
+    w->queued = 1;
+    if (pool.tail)
+        pool.tail->next = w;
+    else
+        pool.head = w;
+    pool.tail = w;
+    pool.queued++;
+    size_t waiting = pool.queued, busy = pool.running;
+    int workers = pool.started;
+    uv_cond_signal(&pool.cv);
+    uv_mutex_unlock(&pool.mu);
+    if (busy >= (size_t)workers)
+        SW_LOG(SW_LOG_INFO, "gate work waits for a worker", "job=%s waiting=%zu workers=%d",
+               sw_log_q(w->job), waiting, workers);
+}
+
+/* Takes `w` out of the queue if it is still there. Returns 1 if it was. */
+static int dequeue(struct work *w)
+{
+    uv_mutex_lock(&pool.mu);
+    int was = w->queued;
+    if (was) {
+        struct work **pp = &pool.head, *prev = NULL;
+        while (*pp != w)
+            prev = *pp, pp = &(*pp)->next;
+        *pp = w->next;
+        if (pool.tail == w)
+            pool.tail = prev;
+        w->next = NULL;
+        w->queued = 0;
+        pool.queued--;
+    }
+    uv_mutex_unlock(&pool.mu);
+    return was;
 }
 
 /* ---- hub side --------------------------------------------------------------- */
@@ -347,9 +517,48 @@ static void worker(void *arg)
 static void on_closed(uv_handle_t *h)
 {
     struct work *w = h->data;
-    if (w->thread_started)
-        uv_thread_join(&w->thread);
-    free_work(w);
+    if (--w->open_handles == 0)
+        free_work(w);
+}
+
+static void close_work(struct work *w)
+{
+    uv_close((uv_handle_t *)&w->async, on_closed);
+    uv_close((uv_handle_t *)&w->timer, on_closed);
+}
+
+/* An outputs stream ends without another round: its last answer is an
+ * empty one (nothing copied), delivered through the async like any. */
+static void end_without_round(struct work *w)
+{
+    struct sw_gate_result res;
+    memset(&res, 0, sizeof(res));
+    post(w, &res, NULL, 1);
+}
+
+static void on_interval(uv_timer_t *t)
+{
+    struct work *w = t->data;
+    w->idle = 0;
+    enqueue(w);
+}
+
+/* After a round that was not the last: the next one, now if the Job has
+ * ended (its last round), none if the attempt was given up, else after
+ * the interval. */
+static void schedule_round(struct work *w)
+{
+    uv_mutex_lock(&w->mu);
+    int fin = w->finishing, stop = w->stopping;
+    uv_mutex_unlock(&w->mu);
+    if (stop)
+        end_without_round(w);
+    else if (fin)
+        enqueue(w);
+    else {
+        w->idle = 1;
+        uv_timer_start(&w->timer, on_interval, (uint64_t)(w->interval_s * 1000), 0);
+    }
 }
 
 static void on_async(uv_async_t *a)
@@ -372,7 +581,9 @@ static void on_async(uv_async_t *a)
         w->cb(&res, w->ctx);
     }
     if (final)
-        uv_close((uv_handle_t *)&w->async, on_closed);
+        close_work(w);
+    else if (w->mode == MODE_OUTPUTS)
+        schedule_round(w);
 }
 
 static int make_work(uv_loop_t *loop, enum mode mode, const char *job,
@@ -397,23 +608,25 @@ static int make_work(uv_loop_t *loop, enum mode mode, const char *job,
         copy_store(&w->stores[i], &stores[i].cfg);
     w->nstores = nstores;
     uv_mutex_init(&w->mu);
-    uv_cond_init(&w->cv);
     *out = w;
     return 0;
 }
 
 static int start_work(struct work *w, struct sw_error *err)
 {
+    if (pool_start() != 0) {
+        free_work(w);
+        return sw_error_set(err, SW_EIO, "cannot start the gate's worker threads");
+    }
     if (uv_async_init(w->hub, &w->async, on_async) != 0) {
         free_work(w);
         return sw_error_set(err, SW_EIO, "cannot create an async handle");
     }
+    uv_timer_init(w->hub, &w->timer);
     w->async.data = w;
-    if (uv_thread_create(&w->thread, worker, w) != 0) {
-        uv_close((uv_handle_t *)&w->async, on_closed);
-        return sw_error_set(err, SW_EIO, "cannot start a gate thread");
-    }
-    w->thread_started = 1;
+    w->timer.data = w;
+    w->open_handles = 2;
+    enqueue(w);
     return 0;
 }
 
@@ -536,9 +749,22 @@ static void outputs_end(struct sw_gate_outputs *o, int stop, sw_gate_cb done, vo
         w->stopping = 1;
     else
         w->finishing = 1;
-    uv_cond_signal(&w->cv);
     uv_mutex_unlock(&w->mu);
     sw_free(o);
+    if (w->idle) {
+        /* Between rounds: the wait ends now. */
+        uv_timer_stop(&w->timer);
+        w->idle = 0;
+        if (stop)
+            end_without_round(w);
+        else
+            enqueue(w);
+    } else if (stop && dequeue(w)) {
+        /* Queued, not started: it never will. */
+        end_without_round(w);
+    }
+    /* Otherwise a round runs (its end sees the flags), or its answer is
+     * on its way to on_async (schedule_round sees them). */
 }
 
 void sw_gate_outputs_finish(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx)

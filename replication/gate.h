@@ -8,10 +8,12 @@
  * back to the origin store continuously, and once more at the end
  * (sw_gate_outputs_start / sw_gate_outputs_finish).
  *
- * The hub calls these from its loop. The copying runs on a thread of its
- * own with a private loop (it blocks on listings and the journal), and the
- * result comes back to the hub's loop through a uv_async, immutable: the
- * callback receives it and it is freed when the callback returns.
+ * The hub calls these from its loop. The copying runs on the gate's small
+ * shared pool of worker threads (sw_gate_set_workers), each piece of work
+ * with a private loop (it blocks on listings and the journal); work beyond
+ * the pool's size waits its turn (sw_gate_pool_stats). The result comes
+ * back to the hub's loop through a uv_async, immutable: the callback
+ * receives it and it is freed when the callback returns.
  */
 #ifndef SW_REPLICATION_GATE_H
 #define SW_REPLICATION_GATE_H
@@ -97,7 +99,10 @@ struct sw_gate_outputs;
  * Replicates a running Job's outputs back to its origin: `from` (on the
  * remote store) to `to` (the origin store), every `interval_s` seconds,
  * until sw_gate_outputs_finish or sw_gate_outputs_stop. Each round's
- * outcome is reported through `on_round` (may be NULL) on `loop`. Each
+ * outcome is reported through `on_round` (may be NULL) on `loop`; a round
+ * that could not start (no journal connection) is reported there with its
+ * error, and the next round tries again. Each round is one piece of work
+ * for the pool, queued again once the interval has passed. Each
  * `attempt` of a Job has a journal of its own (gate-NS.NAME-out-aN), so
  * one attempt's rounds never abort another's journaled uploads while they
  * run; before its first round, attempt N aborts what the journals of
@@ -122,10 +127,30 @@ void sw_gate_outputs_finish(struct sw_gate_outputs *o, sw_gate_cb done, void *ct
  * Stops the rounds of an attempt given up: no round starts any more, not
  * even a last one, so nothing the attempt writes after this call is copied
  * on its account. A round already under way runs to its end (what it
- * listed was written before). `done` runs on the loop once the rounds'
- * thread has ended, with that round's result, or rc 0 and nothing copied
- * when none was under way; the handle is freed after `done` returns.
+ * listed was written before); a round still waiting for a worker never
+ * starts. `done` runs on the loop once no round of the attempt runs, with
+ * that round's result, or rc 0 and nothing copied when none was under way;
+ * the handle is freed after `done` returns.
  */
 void sw_gate_outputs_stop(struct sw_gate_outputs *o, sw_gate_cb done, void *ctx);
+
+/**
+ * Sets how many worker threads the gate's pool has (1 to 64; 4 when never
+ * set), before its first use: every estimate, ensure and outputs round of
+ * every Job shares them, and each holds at most one Redis connection.
+ * Returns 0, SW_EINVAL out of range, or SW_ESTATE when the pool already
+ * runs with another size.
+ */
+int sw_gate_set_workers(int n);
+
+/** The pool, as seen now. */
+struct sw_gate_pool_stats {
+    int workers;    /* threads */
+    size_t running; /* pieces of work on a thread */
+    size_t queued;  /* pieces of work waiting for a free thread */
+};
+
+/** Fills *st (any thread). */
+void sw_gate_pool_stats(struct sw_gate_pool_stats *st);
 
 #endif

@@ -74,31 +74,113 @@ static int cmp_obj(const void *a, const void *b)
     return strcmp(((const struct sw_s3_object *)a)->key, ((const struct sw_s3_object *)b)->key);
 }
 
-int sw_repl_compare(const char *src_prefix, const struct sw_s3_object *src, size_t nsrc,
-                    const char *dst_prefix, struct sw_s3_object *dst, size_t ndst,
+/* One side of a merge: the page in hand, where we are in it, and the last
+ * key seen (the previous page's last one included), which every key must
+ * follow. */
+struct side {
+    const char *what; /* "source" or "target", for messages */
+    const char *prefix;
+    sw_repl_page_fn next;
+    void *ctx;
+    struct sw_s3_list page;
+    size_t i;
+    int more; /* a page may follow */
+    int seen; /* prev holds a key */
+    char prev[SW_S3_KEY_MAX + 1];
+};
+
+/* The side's current object, fetching pages as needed (an empty page that
+ * says more follow is skipped), or NULL at its end. Every key of a page is
+ * checked when it arrives: under the prefix, sendable, and after the one
+ * before it in UTF-8 binary order (strcmp), as ListObjectsV2 promises; a
+ * page that goes backwards or repeats a key is a malformed answer, which
+ * would otherwise make the merge miscompare. */
+static int side_cur(struct side *s, const struct sw_s3_object **out, struct sw_error *err)
+{
+    *out = NULL;
+    while (s->i == s->page.n) {
+        if (!s->more)
+            return 0;
+        sw_s3_list_free(&s->page);
+        s->i = 0;
+        int rc = s->next(s->ctx, &s->page, err);
+        if (rc != 0) {
+            memset(&s->page, 0, sizeof(s->page));
+            return rc;
+        }
+        s->more = s->page.truncated;
+        for (size_t k = 0; k < s->page.n; k++) {
+            const char *key = s->page.objects[k].key;
+            const char *why = sw_repl_key_problem(s->prefix, key);
+            if (why != NULL)
+                return sw_error_set(err, SW_EPARSE, "%s listing: listed key \"%.200s\": %s",
+                                    s->what, key, why);
+            if (s->seen && strcmp(key, s->prev) <= 0)
+                return sw_error_set(err, SW_EPARSE,
+                                    "%s listing: listed key \"%.200s\" after \"%.200s\": keys "
+                                    "out of order (a malformed answer)",
+                                    s->what, key, s->prev);
+            /* sw_repl_key_problem bounds the key to SW_S3_KEY_MAX. */
+            snprintf(s->prev, sizeof(s->prev), "%s", key);
+            s->seen = 1;
+        }
+    }
+    *out = &s->page.objects[s->i];
+    return 0;
+}
+
+int sw_repl_compare(const char *src_prefix, sw_repl_page_fn src_pages, void *src_ctx,
+                    const char *dst_prefix, sw_repl_page_fn dst_pages, void *dst_ctx,
                     sw_repl_compare_cb cb, void *ctx, struct sw_error *err)
 {
-    for (size_t i = 0; i < ndst; i++) {
-        const char *why = sw_repl_key_problem(dst_prefix, dst[i].key);
-        if (why != NULL)
-            return sw_error_set(err, SW_EPARSE, "listed key \"%.200s\": %s", dst[i].key, why);
-    }
-    if (ndst > 1)
-        qsort(dst, ndst, sizeof(*dst), cmp_obj);
-    for (size_t i = 0; i < nsrc; i++) {
+    struct side *s = sw_calloc(2, sizeof(*s));
+    if (s == NULL)
+        return sw_error_set(err, SW_ENOMEM, "comparing listings: out of memory");
+    struct side *src = &s[0], *dst = &s[1];
+    *src = (struct side){
+        .what = "source", .prefix = src_prefix, .next = src_pages, .ctx = src_ctx, .more = 1};
+    *dst = (struct side){
+        .what = "target", .prefix = dst_prefix, .next = dst_pages, .ctx = dst_ctx, .more = 1};
+    int rc = 0;
+    for (;;) {
+        const struct sw_s3_object *o, *d;
+        if ((rc = side_cur(src, &o, err)) != 0)
+            break;
+        if (o == NULL) {
+            /* The source has ended: what the target still holds is its own. */
+            while ((rc = side_cur(dst, &d, err)) == 0 && d != NULL) {
+                dst->i++;
+                if ((rc = cb(NULL, d->key, d, ctx)) != 0)
+                    break;
+            }
+            break;
+        }
         char *dk = NULL;
-        int rc = sw_repl_dst_key(src_prefix, dst_prefix, src[i].key, &dk, err);
-        if (rc != 0)
-            return rc;
-        struct sw_s3_object k = {.key = dk};
-        const struct sw_s3_object *there =
-            ndst ? bsearch(&k, dst, ndst, sizeof(*dst), cmp_obj) : NULL;
-        rc = cb(&src[i], dk, there, ctx);
+        if ((rc = sw_repl_dst_key(src_prefix, dst_prefix, o->key, &dk, err)) != 0)
+            break;
+        /* The join keeps the order: every destination key is the same
+         * prefix followed by the rest of its source key. */
+        int c = 1;
+        while ((rc = side_cur(dst, &d, err)) == 0 && d != NULL && (c = strcmp(d->key, dk)) < 0) {
+            dst->i++;
+            if ((rc = cb(NULL, d->key, d, ctx)) != 0)
+                break;
+        }
+        if (rc == 0) {
+            const struct sw_s3_object *there = d != NULL && c == 0 ? d : NULL;
+            rc = cb(o, dk, there, ctx);
+            if (there != NULL)
+                dst->i++;
+            src->i++;
+        }
         sw_free(dk);
         if (rc != 0)
-            return rc;
+            break;
     }
-    return 0;
+    sw_s3_list_free(&src->page);
+    sw_s3_list_free(&dst->page);
+    sw_free(s);
+    return rc;
 }
 
 static int list_all(struct sw_s3 *s3, const char *bucket, const char *prefix, struct objs *out,
@@ -165,6 +247,39 @@ static const struct sw_s3_object *find(const struct objs *o, const char *key)
 {
     struct sw_s3_object k = {.key = (char *)key};
     return o->n ? bsearch(&k, o->v, o->n, sizeof(*o->v), cmp_obj) : NULL;
+}
+
+/* A listing as a page source for sw_repl_compare: one ListObjectsV2 page
+ * per call, so a comparison holds one page of each side at a time. */
+struct s3_pages {
+    struct sw_s3 *s3;
+    const char *bucket, *prefix;
+    char *token; /* the next page's continuation token; NULL before the first */
+};
+
+static int s3_page(void *ctx, struct sw_s3_list *page, struct sw_error *err)
+{
+    struct s3_pages *p = ctx;
+    int rc = sw_s3_list_sync(p->s3, p->bucket, p->prefix, p->token, page, err);
+    char *asked = p->token;
+    p->token = NULL;
+    if (rc == 0 && page->truncated) {
+        /* More pages need a token that moves on: without one, or with the
+         * one just sent, the listing would start over or never end. */
+        if (page->next_token == NULL || page->next_token[0] == '\0' ||
+            (asked != NULL && strcmp(asked, page->next_token) == 0)) {
+            sw_s3_list_free(page);
+            rc = sw_error_set(err, SW_EPARSE,
+                              "s3://%s/%s: a truncated page without a new continuation token "
+                              "(a malformed answer)",
+                              p->bucket, p->prefix);
+        } else {
+            p->token = page->next_token;
+            page->next_token = NULL;
+        }
+    }
+    sw_free(asked);
+    return rc;
 }
 
 /* ---- journal ---------------------------------------------------------------- */
@@ -726,6 +841,8 @@ static int est_one(const struct sw_s3_object *o, const char *dst_key,
                    const struct sw_s3_object *there, void *ctx)
 {
     struct est *e = ctx;
+    if (o == NULL)
+        return 0; /* only on the target: nothing to move */
     const struct done_rec *rec = find_done(e->done, dst_key);
     int same =
         there != NULL && there->size == o->size && (rec == NULL || strcmp(rec->etag, o->etag) == 0);
@@ -742,22 +859,21 @@ int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, dou
     *objects = 0;
     *bytes = 0;
     *seconds = 0;
-    struct objs src;
-    int rc = list_all(rule->src, rule->bucket, rule->prefix, &src, err);
-    if (rc != 0)
-        return rc;
+    int rc = 0;
+    /* Both sides are merged page by page (sw_repl_compare): the memory an
+     * estimate takes is a page of each, whatever the prefix holds. */
     for (size_t t = 0; t < rule->ntargets && rc == 0; t++) {
         const struct sw_repl_target *tg = &rule->targets[t];
         const char *dp = tg->prefix ? tg->prefix : rule->prefix;
-        struct objs dst;
         struct done_set done;
-        rc = list_all(tg->s3, tg->bucket, dp, &dst, err);
-        if (rc != 0)
-            break;
         rc = load_done(journal, rule->name, tg->name, &done, err);
         struct est e = {.done = &done};
         if (rc == 0) {
-            rc = sw_repl_compare(rule->prefix, src.v, src.n, dp, dst.v, dst.n, est_one, &e, err);
+            struct s3_pages sp = {rule->src, rule->bucket, rule->prefix, NULL};
+            struct s3_pages tp = {tg->s3, tg->bucket, dp, NULL};
+            rc = sw_repl_compare(rule->prefix, s3_page, &sp, dp, s3_page, &tp, est_one, &e, err);
+            sw_free(sp.token);
+            sw_free(tp.token);
             if (rc != 0)
                 sw_error_wrap(err, "rule %s, target %s", rule->name, tg->name);
         }
@@ -766,9 +882,7 @@ int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, dou
             *objects = e.n;
         }
         done_free(&done);
-        objs_free(&dst);
     }
-    objs_free(&src);
     if (rc == 0 && bytes_per_s > 0)
         *seconds = (double)*bytes / bytes_per_s;
     return rc;

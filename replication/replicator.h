@@ -139,24 +139,39 @@ int sw_repl_dst_key(const char *src_prefix, const char *dst_prefix, const char *
                     struct sw_error *err);
 
 /**
- * Called by sw_repl_compare for each source object in order, with its
- * destination key and the target's object of that key or NULL (all
- * borrowed for the call). A non-zero return stops the comparison.
+ * A page source for sw_repl_compare: fills *page with the next page of a
+ * listing (new: the comparison frees it with sw_s3_list_free before asking
+ * for the next), with page->truncated 0 on the last one. Returns 0 or an
+ * error, which ends the comparison.
+ */
+typedef int (*sw_repl_page_fn)(void *ctx, struct sw_s3_list *page, struct sw_error *err);
+
+/**
+ * Called by sw_repl_compare in key order: for each source object, with its
+ * destination key and the target's object of that key or NULL; and for
+ * each target object no source object is copied to, with `src` NULL,
+ * `dst_key` its key and `there` the object. All borrowed for the call. A
+ * non-zero return stops the comparison.
  */
 typedef int (*sw_repl_compare_cb)(const struct sw_s3_object *src, const char *dst_key,
                                   const struct sw_s3_object *there, void *ctx);
 
 /**
- * The comparison of one target with the source a plan starts from (pure: no
- * I/O). `src` is a listing under `src_prefix` and `dst` the target's under
- * `dst_prefix` (borrowed; sorted by key in place). Every target key is
- * checked first (sw_repl_key_problem), then each source object's
- * destination key is built (sw_repl_dst_key), looked up in `dst` and handed
- * to `cb`. Returns 0, the first refusal (SW_EPARSE naming the key), SW_ENOMEM,
- * or what `cb` returned.
+ * The comparison of one target with the source a plan starts from (pure:
+ * the pages come from the sources given; no I/O of its own). A merge-join
+ * of the source listing under `src_prefix` and the target's under
+ * `dst_prefix`, one page of each side in memory at a time: ListObjectsV2
+ * lists keys in UTF-8 binary order, and replacing the source prefix by the
+ * target's keeps that order. Every key of a page is checked when the page
+ * arrives (sw_repl_key_problem, and after the key before it, across pages
+ * too: a listing that goes backwards or repeats a key is refused, never
+ * miscompared); each source object's destination key is built
+ * (sw_repl_dst_key) and matched. Returns 0, the first refusal (SW_EPARSE
+ * naming the side and the key), SW_ENOMEM, a page source's error, or what
+ * `cb` returned.
  */
-int sw_repl_compare(const char *src_prefix, const struct sw_s3_object *src, size_t nsrc,
-                    const char *dst_prefix, struct sw_s3_object *dst, size_t ndst,
+int sw_repl_compare(const char *src_prefix, sw_repl_page_fn src_pages, void *src_ctx,
+                    const char *dst_prefix, sw_repl_page_fn dst_pages, void *dst_ctx,
                     sw_repl_compare_cb cb, void *ctx, struct sw_error *err);
 
 #endif

@@ -27,6 +27,11 @@
 #                it restarts the lab's Kueue in its modes inside the hub lock
 #                and puts them back; on the lab; not run when no name is
 #                given (BENCH=kueue)
+#   gate-memory  bench/replication/bench_gate_memory.sh: peak RSS and threads of
+#                the data gate with ten Jobs naming a prefix of a million
+#                objects, the tree before its pool and page-by-page merge
+#                (cc367a1, cloned and built) against this one; on the lab;
+#                a few minutes; not run when no name is given (BENCH=gate-memory)
 #   alibaba      bench/placement/alibaba-eval.sh on the Alibaba GPU 2023 pod
 #                list at ALIBABA_TRACE; needs no lab
 #
@@ -54,8 +59,8 @@ ALIBABA_TRACE=${ALIBABA_TRACE:-$DEFAULT_TRACE}
 
 ALL=(placement alibaba clusters replication informer hub)
 # Named only: run when asked for (they switch the lab's modes: Karpenter,
-# Kueue and MultiKueue).
-EXTRA=(provision kueue)
+# Kueue and MultiKueue; gate-memory builds the tree before and takes minutes).
+EXTRA=(provision kueue gate-memory)
 declare -A want=()
 if [ $# -eq 0 ]; then
     for n in "${ALL[@]}"; do want[$n]=1; done
@@ -82,7 +87,7 @@ fail() {
 if [ $# -eq 0 ] && [ -d "$BUILD/bench" ]; then
     while read -r prog; do
         case "$(basename "$prog")" in
-        bench_placement | bench_clusters_list | bench_replication) ;;
+        bench_placement | bench_clusters_list | bench_replication | bench_gate_memory) ;;
         *) fail "$prog is not run by scripts/bench.sh: add it there" ;;
         esac
     done < <(find "$BUILD/bench" -type f -name 'bench_*' -perm -u+x)
@@ -125,7 +130,7 @@ fi
 
 # ---- what runs on the lab -------------------------------------------------
 
-if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]:-}${want[provision]:-}${want[kueue]:-}" ]; then
+if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]:-}${want[provision]:-}${want[kueue]:-}${want[gate-memory]:-}" ]; then
     # A lab that is up is used as it is (up would seed its clusters again
     # under whoever else is using them).
     # The status read whole first: piped into grep under pipefail, a status
@@ -159,6 +164,10 @@ if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]
         printf '\n==== provisioning from zero (bench/hub/bench_provision.sh) ====\n'
         SW_BUILD_DIR="$PWD/$BUILD" SW_SOURCE_DIR="$PWD" \
             bench/hub/bench_provision.sh || fail "the provisioning benchmark failed"
+    fi
+    if [ -n "${want[gate-memory]:-}" ]; then
+        printf '\n==== the data gate, ten Jobs on a million objects (bench/replication/bench_gate_memory.sh) ====\n'
+        BUILD=$BUILD bench/replication/bench_gate_memory.sh || fail "the gate memory benchmark failed"
     fi
     if [ -n "${want[kueue]:-}" ]; then
         printf '\n==== spillway against MultiKueue (bench/kueue/bench_kueue.sh) ====\n'

@@ -52,6 +52,7 @@ void sw_hub_config_default(struct sw_hub_config *c)
     c->repl_interval_s = 60;
     c->repl_model_s = 5;
     c->repl_rpo_objective_s = 300;
+    c->gate_workers = 4;
     c->mirror_admission_s = 300;
     c->retire_after_s = 86400;
     c->archive_days = 400;
@@ -90,6 +91,7 @@ enum field_id {
     F_REPL_INTERVAL,
     F_REPL_MODEL,
     F_REPL_RPO,
+    F_REPL_WORKERS,
     F_BUCKETS,
     F_KUEUE,
     F_MIRROR_ADMISSION,
@@ -158,6 +160,7 @@ static const struct field replication_fields[] = {
     {"intervalSeconds", F_REPL_INTERVAL, NUM_SECONDS, NULL, 0, 1, 86400},
     {"modelRegistrySeconds", F_REPL_MODEL, NUM_SECONDS, NULL, 0, 1, 86400},
     {"rpoObjectiveSeconds", F_REPL_RPO, NUM_SECONDS, NULL, 0, 1, 31536000},
+    {"workers", F_REPL_WORKERS, "a whole number of worker threads", NULL, 0, 1, 64},
 };
 static const struct field kueue_fields[] = {
     {"mirrorAdmissionSeconds", F_MIRROR_ADMISSION, NUM_SECONDS, NULL, 0, 1, 86400},
@@ -468,6 +471,11 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return number_field(cd, line, name, f, v, 0, &c->repl_model_s);
     case F_REPL_RPO:
         return number_field(cd, line, name, f, v, 0, &c->repl_rpo_objective_s);
+    case F_REPL_WORKERS:
+        if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
+            return rc;
+        c->gate_workers = (int)d;
+        return 0;
     case F_MIRROR_ADMISSION:
         return number_field(cd, line, name, f, v, 0, &c->mirror_admission_s);
     case F_SHORTAGE_WITHDRAW:

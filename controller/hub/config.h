@@ -114,6 +114,9 @@ struct sw_hub_config {
     double repl_interval_s;      /* replication rules run every N s; default 60 */
     double repl_model_s;         /* model-registry rules every N s; default 5 */
     double repl_rpo_objective_s; /* a rule's RPO objective when it names none; default 300 */
+    /* replication.workers: the data gate's worker threads (and Redis
+     * connections), shared by every gated Job; default 4. */
+    int gate_workers;
     double mirror_admission_s; /* a queued mirror unadmitted this long is withdrawn; default 300 */
     /* A mirror whose pods wait this long on a NodePool short of capacity is
      * withdrawn; default 120. */

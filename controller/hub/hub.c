@@ -18,6 +18,7 @@
 #include "clusters/record.h"
 #include "controller/hub/hub.h"
 #include "controller/hub/retire.h"
+#include "replication/gate.h"
 
 int64_t sw_hub_mono_ms(void)
 {
@@ -265,6 +266,11 @@ int sw_hub_run(struct sw_hub *h)
 {
     struct sw_error err = {0};
     h->started_ms = sw_hub_wall_ms();
+    /* Before the first gated Job: the pool's size is fixed once it runs. */
+    if (sw_gate_set_workers(h->cfg.gate_workers) != 0) {
+        SW_LOG(SW_LOG_ERROR, "cannot size the data gate's pool", "workers=%d", h->cfg.gate_workers);
+        return 1;
+    }
     if (sw_metrics_start(h, &err) != 0) {
         SW_LOG(SW_LOG_ERROR, "cannot serve metrics", "listen=%s err=%s", sw_log_q(h->cfg.listen),
                sw_log_q(err.msg));

@@ -21,6 +21,7 @@
 #include "controller/hub/hub.h"
 #include "controller/hub/ready.h"
 #include "controller/version.h"
+#include "replication/gate.h"
 #include "replication/rpo.h"
 
 /* Every label value printed goes through this (common/prom.h): a team, a
@@ -335,6 +336,19 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     sw_buf_adds(b, "# HELP spillway_epoch The fencing epoch this hub acts under.\n"
                    "# TYPE spillway_epoch gauge\n");
     sw_buf_addf(b, "spillway_epoch %lld\n", (long long)h->epoch);
+    struct sw_gate_pool_stats gp;
+    sw_gate_pool_stats(&gp);
+    sw_buf_adds(b, "# HELP spillway_gate_workers The data gate's worker threads "
+                   "(replication.workers).\n"
+                   "# TYPE spillway_gate_workers gauge\n");
+    sw_buf_addf(b, "spillway_gate_workers %d\n", gp.workers);
+    sw_buf_adds(b, "# HELP spillway_gate_running Gate work (estimates, copies, outputs rounds) "
+                   "on a worker.\n"
+                   "# TYPE spillway_gate_running gauge\n");
+    sw_buf_addf(b, "spillway_gate_running %zu\n", gp.running);
+    sw_buf_adds(b, "# HELP spillway_gate_queued Gate work waiting for a free worker.\n"
+                   "# TYPE spillway_gate_queued gauge\n");
+    sw_buf_addf(b, "spillway_gate_queued %zu\n", gp.queued);
     sw_buf_adds(b, "# HELP spillway_jobs Managed Jobs by lifecycle state.\n"
                    "# TYPE spillway_jobs gauge\n");
     char l1[SW_PROM_LABEL_MAX], l2[SW_PROM_LABEL_MAX], l3[SW_PROM_LABEL_MAX], l4[SW_PROM_LABEL_MAX];

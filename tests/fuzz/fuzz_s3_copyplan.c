@@ -2,21 +2,26 @@
  * fuzz_s3_copyplan.c - libFuzzer target for the path from an S3 listing to
  * the requests a replication run sends: replication/s3xml.c parses
  * ListObjectsV2 answers (a store's, untrusted), replication/replicator.c
- * checks the listed keys and compares the source with the target
- * (sw_repl_key_problem, sw_repl_compare), and replication/s3.c builds the
- * request paths of every copy (sw_s3_path, the URL's path and the URI
+ * checks the listed keys and merges the source with the target page by
+ * page (sw_repl_key_problem, sw_repl_compare), and replication/s3.c builds
+ * the request paths of every copy (sw_s3_path, the URL's path and the URI
  * SigV4 signs).
  *
  * The input: the source prefix up to the first '\n', the target prefix up
  * to the next, then the source's listing and, after a NUL byte, the
- * target's. Promised, and checked here with code of its own: a listing the
- * run accepts holds only keys under its prefix, non-empty, at most 1,024
- * bytes, without "." or ".." segments; every copy planned goes from a key
- * under the source prefix to the target prefix plus the rest of that key,
- * with the same rules; its target match is the target object of exactly
- * that key; and every path built is "/bucket/" (or "/") followed by the key
- * percent-encoded (unreserved characters, '/' and upper-case %XX only),
- * which decodes back to the key. A refusal names the key.
+ * target's; each listing is handed to the merge in pages of 1 to 4 objects
+ * (the input's size picks). Promised, and checked here with code of its
+ * own: a listing the run accepts holds only keys under its prefix,
+ * non-empty, at most 1,024 bytes, without "." or ".." segments, in strictly
+ * ascending byte order across its pages (anything else is refused with
+ * SW_EPARSE); every copy planned goes from a key under the source prefix to
+ * the target prefix plus the rest of that key, with the same rules; its
+ * target match is the target object of exactly that key; every target
+ * object no source object is copied to is reported as such; the keys
+ * reported come in ascending order; and every path built is "/bucket/" (or
+ * "/") followed by the key percent-encoded (unreserved characters, '/' and
+ * upper-case %XX only), which decodes back to the key. A refusal names the
+ * key.
  * Seeds: tests/fuzz/corpus/fuzz_s3_copyplan/.
  */
 #include <stddef.h>
@@ -112,41 +117,97 @@ static void check_path(const char *bucket, const char *key)
 
 struct plan {
     const char *sp, *dp;
-    const struct sw_s3_object *dst;
-    size_t ndst;
-    size_t calls;
+    const struct sw_s3_list *src, *dst;
+    size_t src_calls, dst_calls;
+    char *last; /* the last key reported (owned) */
 };
+
+/* Whether some source key is copied to `key`. */
+static int mapped(const struct plan *p, const char *key)
+{
+    if (!starts(key, p->dp))
+        return 0;
+    for (size_t i = 0; i < p->src->n; i++)
+        if (starts(p->src->objects[i].key, p->sp) &&
+            strcmp(p->src->objects[i].key + strlen(p->sp), key + strlen(p->dp)) == 0)
+            return 1;
+    return 0;
+}
 
 static int on_object(const struct sw_s3_object *o, const char *dst_key,
                      const struct sw_s3_object *there, void *ctx)
 {
     struct plan *p = ctx;
-    p->calls++;
+    FUZZ_CHECK(p->last == NULL || strcmp(p->last, dst_key) < 0);
+    sw_free(p->last);
+    p->last = sw_strdup(dst_key);
+    FUZZ_CHECK(p->last != NULL);
+    if (o == NULL) {
+        p->dst_calls++;
+        FUZZ_CHECK(there != NULL && strcmp(there->key, dst_key) == 0);
+        FUZZ_CHECK(starts(dst_key, p->dp) && sendable(dst_key));
+        FUZZ_CHECK(!mapped(p, dst_key));
+        return 0;
+    }
+    p->src_calls++;
     FUZZ_CHECK(starts(o->key, p->sp) && sendable(o->key));
     FUZZ_CHECK(starts(dst_key, p->dp) && sendable(dst_key));
     FUZZ_CHECK(strcmp(dst_key + strlen(p->dp), o->key + strlen(p->sp)) == 0);
     int present = 0;
-    for (size_t i = 0; i < p->ndst; i++)
-        present |= strcmp(p->dst[i].key, dst_key) == 0;
+    for (size_t i = 0; i < p->dst->n; i++)
+        present |= strcmp(p->dst->objects[i].key, dst_key) == 0;
     FUZZ_CHECK(present == (there != NULL));
     FUZZ_CHECK(there == NULL || strcmp(there->key, dst_key) == 0);
+    if (there != NULL)
+        p->dst_calls++;
     check_path("src-bucket", o->key);
     check_path("dst.bucket", dst_key);
     return 0;
 }
 
-/* A listing as the run takes it: every key checked, one refusal refuses
- * the page. Returns 1 when accepted. */
+/* A listing as the run takes it: every key checked, in strictly ascending
+ * byte order. Returns 1 when accepted. */
 static int accepted(const char *prefix, const struct sw_s3_list *l)
 {
+    int ok_all = 1;
     for (size_t i = 0; i < l->n; i++) {
         const char *why = sw_repl_key_problem(prefix, l->objects[i].key);
         int ok = starts(l->objects[i].key, prefix) && sendable(l->objects[i].key);
         FUZZ_CHECK((why == NULL) == ok);
-        if (why != NULL)
-            return 0;
+        if (!ok || (i > 0 && strcmp(l->objects[i - 1].key, l->objects[i].key) >= 0))
+            ok_all = 0;
     }
-    return 1;
+    return ok_all;
+}
+
+/* Hands a parsed listing over in pages of `size` objects. */
+struct pager {
+    const struct sw_s3_list *l;
+    size_t at, size;
+};
+
+static int next_page(void *ctx, struct sw_s3_list *page, struct sw_error *err)
+{
+    struct pager *g = ctx;
+    memset(page, 0, sizeof(*page));
+    size_t n = g->l->n - g->at < g->size ? g->l->n - g->at : g->size;
+    if (n > 0) {
+        page->objects = sw_calloc(n, sizeof(*page->objects));
+        if (page->objects == NULL)
+            return sw_error_set(err, SW_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        page->objects[i] = g->l->objects[g->at + i];
+        page->objects[i].key = sw_strdup(g->l->objects[g->at + i].key);
+        page->n++;
+        if (page->objects[i].key == NULL) {
+            sw_s3_list_free(page);
+            return sw_error_set(err, SW_ENOMEM, "out of memory");
+        }
+    }
+    g->at += n;
+    page->truncated = g->at < g->l->n;
+    return 0;
 }
 
 static int take_line(const uint8_t **d, size_t *n, char *out)
@@ -178,28 +239,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (nul != NULL && sw_s3xml_parse_list((const char *)nul + 1, size - slen - 1, &dst, &err) != 0)
         memset(&dst, 0, sizeof(dst));
-    if (accepted(sp, &src) && accepted(dp, &dst)) {
-        struct plan p = {.sp = sp, .dp = dp, .dst = dst.objects, .ndst = dst.n};
-        sw_error_clear(&err);
-        int rc =
-            sw_repl_compare(sp, src.objects, src.n, dp, dst.objects, dst.n, on_object, &p, &err);
-        if (rc == 0) {
-            FUZZ_CHECK(p.calls == src.n);
-        } else {
-            /* Only a join that makes an unsendable key is refused here. */
-            FUZZ_CHECK(rc == SW_EPARSE || rc == SW_ENOMEM);
-            if (rc == SW_EPARSE) {
-                FUZZ_CHECK(strstr(err.msg, "would be copied to") != NULL);
-                const char *k = src.objects[p.calls].key;
-                size_t n = strlen(dp) + strlen(k) - strlen(sp) + 1;
-                char *d = malloc(n);
-                FUZZ_CHECK(d != NULL);
-                snprintf(d, n, "%s%s", dp, k + strlen(sp));
-                FUZZ_CHECK(!sendable(d));
-                free(d);
-            }
+    size_t psize = 1 + size % 4;
+    int ok = accepted(sp, &src) & accepted(dp, &dst);
+    struct plan p = {.sp = sp, .dp = dp, .src = &src, .dst = &dst};
+    struct pager gs = {&src, 0, psize}, gd = {&dst, 0, psize};
+    sw_error_clear(&err);
+    int rc = sw_repl_compare(sp, next_page, &gs, dp, next_page, &gd, on_object, &p, &err);
+    if (rc == 0) {
+        FUZZ_CHECK(ok);
+        FUZZ_CHECK(p.src_calls == src.n && p.dst_calls == dst.n);
+    } else if (rc != SW_ENOMEM) {
+        FUZZ_CHECK(rc == SW_EPARSE);
+        if (ok) {
+            /* Both listings are sound: only a join that makes an
+             * unsendable key is refused. */
+            FUZZ_CHECK(strstr(err.msg, "would be copied to") != NULL);
+            const char *k = src.objects[p.src_calls].key;
+            size_t n = strlen(dp) + strlen(k) - strlen(sp) + 1;
+            char *d = malloc(n);
+            FUZZ_CHECK(d != NULL);
+            snprintf(d, n, "%s%s", dp, k + strlen(sp));
+            FUZZ_CHECK(!sendable(d));
+            free(d);
         }
     }
+    sw_free(p.last);
     sw_s3_list_free(&src);
     sw_s3_list_free(&dst);
     return 0;

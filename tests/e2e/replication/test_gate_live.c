@@ -3,7 +3,9 @@
  * estimate, ensure (inputs present and verified in a region, with where),
  * errors naming the input, outputs flowing back continuously and once
  * more at the end, and the rounds of an attempt given up stopped with no
- * last round.
+ * last round; the pool of worker threads every Job shares (no thread per
+ * Job, work beyond the pool queued, an outputs stream given up while it
+ * waits never runs a round).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -342,6 +347,110 @@ static void test_outputs_stop_waits_for_the_round(void **state)
     sw_s3_uploads_free(&u);
 }
 
+static int threads_now(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    assert_non_null(f);
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+/* A "Redis" that takes connections and never answers: gate work that
+ * journals there holds its worker until the command times out (5 s). */
+static int silent_server(char *url, size_t n)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 16), 0);
+    socklen_t l = sizeof(a);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+    snprintf(url, n, "redis://127.0.0.1:%d", ntohs(a.sin_port));
+    return fd;
+}
+
+/* Eight gated Jobs at once on a pool of two (main sets it): no thread is
+ * started for any of them, six wait in the queue, an outputs stream given
+ * up while it waits is reported at once and never runs a round, and the
+ * waiting estimates are answered once the workers are free. */
+static void test_pool_is_shared_and_small(void **state)
+{
+    (void)state;
+    char prefix[128], key[256], from_p[128], to_p[128], job[128], silent[64];
+    snprintf(prefix, sizeof(prefix), "%s/pool/", id);
+    snprintf(key, sizeof(key), "%sa.bin", prefix);
+    put(onprem, "datasets", key, 1024, 7);
+    snprintf(from_p, sizeof(from_p), "%s/pool-out/attempt-1/", id);
+    snprintf(to_p, sizeof(to_p), "%s/pool-back/", id);
+    snprintf(key, sizeof(key), "%sckpt.pt", from_p);
+    put(usw2, "checkpoints", key, 2048, 8);
+    snprintf(job, sizeof(job), "team-a/%s-pool", id);
+    int fd = silent_server(silent, sizeof(silent));
+    struct sw_gate_pool_stats st;
+    sw_gate_pool_stats(&st);
+    assert_int_equal(st.workers, 2);
+    int before = threads_now();
+
+    struct sw_gate_input in = {"onprem", "datasets", prefix, NULL};
+    struct sw_gate_request req = request(&in, 1, "us-west-2");
+    struct answer held[2] = {{0}}, est[5] = {{0}}, rounds = {0}, stopped = {0};
+    struct sw_error err;
+    req.redis_url = silent;
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(sw_gate_estimate(&loop, &req, on_answer, &held[i], &err), 0);
+    req.redis_url = getenv("SW_LAB_REDIS_URL");
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(sw_gate_estimate(&loop, &req, on_answer, &est[i], &err), 0);
+    struct sw_gate_input from = {"us-west-2", "checkpoints", from_p, NULL};
+    struct sw_gate_input to = {"onprem", "checkpoints", to_p, NULL};
+    struct sw_gate_outputs *o;
+    assert_int_equal(sw_gate_outputs_start(&loop, stores, 3, job, 1, &from, &to,
+                                           getenv("SW_LAB_REDIS_URL"), 300, on_answer, &rounds, &o,
+                                           &err),
+                     0);
+    /* Both workers are held by the silent journal; the rest waits. */
+    for (int i = 0; i < 100; i++) {
+        sw_gate_pool_stats(&st);
+        if (st.running == 2 && st.queued == 6)
+            break;
+        usleep(10000);
+    }
+    assert_int_equal(st.running, 2);
+    assert_int_equal(st.queued, 6);
+    assert_int_equal(threads_now(), before);
+    /* Given up while waiting: reported without a round. */
+    sw_gate_outputs_stop(o, on_answer, &stopped);
+    wait_for(&stopped);
+    assert_int_equal(stopped.rc, 0);
+    assert_int_equal(stopped.nloc, 0);
+    assert_int_equal(rounds.rounds, 0);
+    sw_gate_pool_stats(&st);
+    assert_int_equal(st.queued, 5);
+    /* The held ones fail on their journal; then the queue drains. */
+    for (int i = 0; i < 2; i++) {
+        wait_for(&held[i]);
+        assert_int_not_equal(held[i].rc, 0);
+    }
+    for (int i = 0; i < 5; i++) {
+        wait_for(&est[i]);
+        if (est[i].rc != 0)
+            fail_msg("%s", est[i].msg);
+        assert_int_equal(est[i].to_copy, 1024);
+    }
+    assert_int_equal(threads_now(), before);
+    snprintf(key, sizeof(key), "%sckpt.pt", to_p);
+    if (home_has(key, NULL))
+        fail_msg("%s reached home, but its stream was given up before any round", key);
+    assert_int_equal(rounds.rounds, 0);
+    close(fd);
+}
+
 static struct sw_s3 *client(const struct sw_s3_config *cfg)
 {
     struct sw_s3 *s;
@@ -366,6 +475,9 @@ int main(void)
                                               .region = names[i],
                                               .access_key = ak,
                                               .secret_key = sk};
+    /* A pool of two for every test here (test_pool_is_shared_and_small). */
+    if (sw_gate_set_workers(2) != 0)
+        return 1;
     uv_loop_init(&loop);
     sw_http_new(&loop, &http);
     onprem = client(&stores[0].cfg);
@@ -378,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_outputs_flow_back),
         cmocka_unit_test(test_outputs_stop_has_no_last_round),
         cmocka_unit_test(test_outputs_stop_waits_for_the_round),
+        cmocka_unit_test(test_pool_is_shared_and_small),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     sw_s3_free(onprem);

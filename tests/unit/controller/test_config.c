@@ -107,6 +107,7 @@ static void test_docs_example(void **state)
                     "  intervalSeconds: 60\n"
                     "  modelRegistrySeconds: 5\n"
                     "  rpoObjectiveSeconds: 300\n"
+                    "  workers: 2\n"
                     "buckets:                        # a bucket's name in each region's store\n"
                     "  datasets:\n"
                     "    us-east-1: acme-datasets-use1\n"
@@ -134,6 +135,7 @@ static void test_docs_example(void **state)
     assert_true(c.retire_after_s == 3600);
     assert_int_equal(c.archive_days, 30);
     assert_true(c.shortage_withdraw_s == 45);
+    assert_int_equal(c.gate_workers, 2);
     assert_int_equal(c.nbucket_maps, 2);
     assert_string_equal(sw_hub_config_bucket(&c, "datasets", "us-west-2", "onprem"),
                         "acme-datasets-usw2");
@@ -179,6 +181,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.archive_days, 400);
     assert_true(c.shortage_withdraw_s == 120);
     assert_true(c.repl_interval_s == 60 && c.repl_model_s == 5 && c.repl_rpo_objective_s == 300);
+    assert_int_equal(c.gate_workers, 4);
     assert_string_equal(c.hub_id, "");
     assert_string_equal(c.log_level, "info");
     assert_true(c.output_sync_s == 30);
@@ -493,6 +496,15 @@ static void test_errors_exact(void **state)
         {BASE "kueue:\n  multiKueueWorkers: 0\n", SW_EINVAL,
          "hub.yaml:5: field \"kueue.multiKueueWorkers\": expected a whole number of worker "
          "clusters >= 1, got \"0\""},
+        {BASE "replication:\n  workers: 0\n", SW_EINVAL,
+         "hub.yaml:5: field \"replication.workers\": expected a whole number of worker threads "
+         ">= 1, got \"0\""},
+        {BASE "replication:\n  workers: 65\n", SW_EINVAL,
+         "hub.yaml:5: field \"replication.workers\": expected a whole number of worker threads "
+         "<= 64, got \"65\""},
+        {BASE "replication:\n  workers: 2.5\n", SW_EINVAL,
+         "hub.yaml:5: field \"replication.workers\": expected a whole number of worker threads "
+         ">= 1, got \"2.5\""},
         {BASE "logLevel: verbose\n", SW_EINVAL,
          "hub.yaml:4: field \"logLevel\": expected debug, info, warn or error, got \"verbose\""},
         {BASE "leader: {id: \"hub a\"}\n", SW_EINVAL,

@@ -125,40 +125,130 @@ static void test_dst_key(void **state)
     assert_null(d);
 }
 
-struct seen {
-    int n;
-    char keys[4][64];
-    int there[4];
+/* A listing in pages, as a store would answer it: "|" ends a page that
+ * says more follow, NULL ends the listing. */
+struct pages {
+    const char *const *keys;
+    size_t at;
 };
 
+static int next_page(void *ctx, struct sw_s3_list *page, struct sw_error *err)
+{
+    (void)err;
+    struct pages *p = ctx;
+    memset(page, 0, sizeof(*page));
+    size_t n = 0;
+    while (p->keys[p->at + n] != NULL && strcmp(p->keys[p->at + n], "|") != 0)
+        n++;
+    page->objects = n ? sw_calloc(n, sizeof(*page->objects)) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        page->objects[i].key = sw_strdup(p->keys[p->at + i]);
+        page->objects[i].size = (int64_t)strlen(p->keys[p->at + i]);
+    }
+    page->n = n;
+    p->at += n;
+    page->truncated = p->keys[p->at] != NULL;
+    if (page->truncated)
+        p->at++;
+    return 0;
+}
+
+struct seen {
+    int n;
+    char line[16][80];
+};
+
+/* Records "S dst_key there?" for a source object, "T key" for a target-only one. */
 static int on_cmp(const struct sw_s3_object *src, const char *dst_key,
                   const struct sw_s3_object *there, void *ctx)
 {
-    (void)src;
     struct seen *s = ctx;
-    snprintf(s->keys[s->n], sizeof(s->keys[0]), "%s", dst_key);
-    s->there[s->n++] = there != NULL;
+    assert_true(s->n < 16);
+    if (src == NULL) {
+        assert_non_null(there);
+        assert_string_equal(there->key, dst_key);
+        snprintf(s->line[s->n++], sizeof(s->line[0]), "T %s", dst_key);
+    } else {
+        if (there != NULL)
+            assert_string_equal(there->key, dst_key);
+        snprintf(s->line[s->n++], sizeof(s->line[0]), "S %s %s", dst_key,
+                 there ? "there" : "missing");
+    }
     return 0;
+}
+
+static int compare(const char *sp, const char *const *src, const char *dp, const char *const *dst,
+                   struct seen *s, struct sw_error *err)
+{
+    struct pages ps = {src, 0}, pd = {dst, 0};
+    memset(s, 0, sizeof(*s));
+    sw_error_clear(err);
+    return sw_repl_compare(sp, next_page, &ps, dp, next_page, &pd, on_cmp, s, err);
 }
 
 static void test_compare(void **state)
 {
     (void)state;
-    struct sw_s3_object src[2] = {{.key = "in/b", .size = 1}, {.key = "in/a", .size = 2}};
-    struct sw_s3_object dst[2] = {{.key = "out/z", .size = 1}, {.key = "out/a", .size = 2}};
-    struct seen s = {0};
+    /* Equal, only-in-source and only-in-target keys, on both sides of the
+     * page boundaries, and an empty page that says more follow. */
+    const char *const src[] = {"in/a", "in/b", "|", "in/c", "in/e", "|", "|", "in/g", NULL};
+    const char *const dst[] = {"out/0", "out/b", "out/c", "|",     "out/d",
+                               "|",     "out/e", "out/h", "out/i", NULL};
+    struct seen s;
     struct sw_error err;
-    assert_int_equal(sw_repl_compare("in/", src, 2, "out/", dst, 2, on_cmp, &s, &err), 0);
-    assert_int_equal(s.n, 2);
-    assert_string_equal(s.keys[0], "out/b");
-    assert_false(s.there[0]);
-    assert_string_equal(s.keys[1], "out/a");
-    assert_true(s.there[1]);
+    assert_int_equal(compare("in/", src, "out/", dst, &s, &err), 0);
+    const char *want[] = {"T out/0",         "S out/a missing", "S out/b there",
+                          "S out/c there",   "T out/d",         "S out/e there",
+                          "S out/g missing", "T out/h",         "T out/i"};
+    assert_int_equal(s.n, 9);
+    for (int i = 0; i < 9; i++)
+        assert_string_equal(s.line[i], want[i]);
+    /* Empty listings. */
+    const char *const none[] = {NULL};
+    assert_int_equal(compare("in/", none, "out/", dst, &s, &err), 0);
+    assert_int_equal(s.n, 7);
+    assert_string_equal(s.line[6], "T out/i");
+    assert_int_equal(compare("in/", src, "out/", none, &s, &err), 0);
+    assert_int_equal(s.n, 5);
+    assert_string_equal(s.line[4], "S out/g missing");
+    /* The order is UTF-8 binary (bytes compared unsigned), as S3 lists:
+     * "in/\xc3\xa9" (é) comes after "in/z". */
+    const char *const utf[] = {"in/Z", "in/z", "|", "in/\xc3\xa9", NULL};
+    const char *const utfd[] = {"in/z", "in/\xc3\xa9", NULL};
+    assert_int_equal(compare("in/", utf, "in/", utfd, &s, &err), 0);
+    assert_int_equal(s.n, 3);
+    assert_string_equal(s.line[2], "S in/\xc3\xa9 there");
+}
+
+static void test_compare_refused(void **state)
+{
+    (void)state;
+    struct seen s;
+    struct sw_error err;
+    const char *const src[] = {"in/a", "in/b", NULL};
+    const char *const empty[] = {NULL};
     /* A target listing holding a key outside its prefix is malformed. */
-    struct sw_s3_object bad[1] = {{.key = "elsewhere/a"}};
-    memset(&s, 0, sizeof(s));
-    assert_int_equal(sw_repl_compare("in/", src, 2, "out/", bad, 1, on_cmp, &s, &err), SW_EPARSE);
+    const char *const bad[] = {"elsewhere/a", NULL};
+    assert_int_equal(compare("in/", src, "out/", bad, &s, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "target listing"));
+    assert_non_null(strstr(err.msg, "outside the prefix"));
+    /* A page whose keys go backwards, within a page and across pages, on
+     * either side, and a key listed twice: refused, not miscompared. */
+    const char *const back[] = {"in/b", "in/a", NULL};
+    assert_int_equal(compare("in/", back, "out/", empty, &s, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "source listing"));
+    assert_non_null(strstr(err.msg, "out of order"));
     assert_int_equal(s.n, 0);
+    const char *const across[] = {"out/a", "out/c", "|", "out/b", NULL};
+    assert_int_equal(compare("in/", src, "out/", across, &s, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "target listing: listed key \"out/b\" after \"out/c\""));
+    const char *const twice[] = {"in/a", "|", "in/a", NULL};
+    assert_int_equal(compare("in/", twice, "out/", empty, &s, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "out of order"));
+    /* A join that makes a dot segment. */
+    const char *const dots[] = {"in/a..", NULL};
+    assert_int_equal(compare("in/a", dots, "out/", empty, &s, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "would be copied to"));
 }
 
 int main(void)
@@ -166,7 +256,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keys),         cmocka_unit_test(test_path_encoded),
         cmocka_unit_test(test_path_refused), cmocka_unit_test(test_dst_key),
-        cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_compare),      cmocka_unit_test(test_compare_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
