@@ -835,6 +835,7 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
 struct est {
     const struct done_set *done;
     int64_t n, b;
+    int64_t listed; /* source objects seen: a copy refuses more than MAX_OBJECTS */
 };
 
 static int est_one(const struct sw_s3_object *o, const char *dst_key,
@@ -843,6 +844,8 @@ static int est_one(const struct sw_s3_object *o, const char *dst_key,
     struct est *e = ctx;
     if (o == NULL)
         return 0; /* only on the target: nothing to move */
+    if (++e->listed > MAX_OBJECTS)
+        return SW_ETOOBIG; /* the copy would refuse it: said now, not after a decision */
     const struct done_rec *rec = find_done(e->done, dst_key);
     int same =
         there != NULL && there->size == o->size && (rec == NULL || strcmp(rec->etag, o->etag) == 0);
@@ -872,6 +875,9 @@ int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, dou
             struct s3_pages sp = {rule->src, rule->bucket, rule->prefix, NULL};
             struct s3_pages tp = {tg->s3, tg->bucket, dp, NULL};
             rc = sw_repl_compare(rule->prefix, s3_page, &sp, dp, s3_page, &tp, est_one, &e, err);
+            if (rc == SW_ETOOBIG && e.listed > MAX_OBJECTS)
+                sw_error_set(err, SW_ETOOBIG, "s3://%s/%s: more than %d objects; split the rule",
+                             rule->bucket, rule->prefix, MAX_OBJECTS);
             sw_free(sp.token);
             sw_free(tp.token);
             if (rc != 0)
