@@ -170,3 +170,52 @@ int sw_rbac_parse(const char *text, size_t len, const char *what, struct sw_rbac
     *n = c.n;
     return 0;
 }
+
+int sw_rbac_reviews(const struct sw_rbac_perm *cluster, size_t n_cluster,
+                    const struct sw_rbac_perm *per_ns, size_t n_per_ns, const char (*nss)[64],
+                    size_t n_ns, struct sw_rbac_review **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    size_t total = n_cluster + n_per_ns * n_ns;
+    struct sw_rbac_review *r = sw_calloc(total ? total : 1, sizeof(*r));
+    if (r == NULL)
+        return SW_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n_cluster; i++)
+        r[k++].perm = cluster[i];
+    for (size_t s = 0; s < n_ns; s++) {
+        if (strnlen(nss[s], 64) >= 64) {
+            sw_free(r);
+            return SW_EINVAL;
+        }
+        for (size_t i = 0; i < n_per_ns; i++, k++) {
+            r[k].perm = per_ns[i];
+            snprintf(r[k].ns, sizeof(r[k].ns), "%s", nss[s]);
+        }
+    }
+    *out = r;
+    *n = k;
+    return 0;
+}
+
+int sw_rbac_review_body(const struct sw_rbac_review *r, char *buf, size_t len)
+{
+    const struct sw_rbac_perm *p = &r->perm;
+    int k = snprintf(buf, len,
+                     "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":"
+                     "\"SelfSubjectAccessReview\",\"spec\":{\"resourceAttributes\":{%s%s%s"
+                     "\"group\":\"%s\",\"resource\":\"%s\",\"subresource\":\"%s\",\"verb\":"
+                     "\"%s\"}}}",
+                     r->ns[0] ? "\"namespace\":\"" : "", r->ns, r->ns[0] ? "\"," : "", p->group,
+                     p->resource, p->subresource, p->verb);
+    return k < 0 || (size_t)k >= len ? SW_ETOOBIG : 0;
+}
+
+void sw_rbac_review_str(const struct sw_rbac_review *r, char *buf, size_t len)
+{
+    const struct sw_rbac_perm *p = &r->perm;
+    snprintf(buf, len, "%s %s%s%s%s%s %s%s", p->verb, p->resource, p->subresource[0] ? "/" : "",
+             p->subresource, p->group[0] ? "." : "", p->group,
+             r->ns[0] ? "in namespace " : "(in all namespaces)", r->ns);
+}

@@ -37,4 +37,28 @@ struct sw_rbac_perm {
 int sw_rbac_parse(const char *text, size_t len, const char *what, struct sw_rbac_perm **out,
                   size_t *n, struct sw_error *err);
 
+/** One question for the API server: may the credentials do `perm` in
+ * namespace `ns` ("": in every namespace, or a cluster-scoped resource)? */
+struct sw_rbac_review {
+    struct sw_rbac_perm perm;
+    char ns[64];
+};
+
+/**
+ * The reviews `spillctl cluster add` asks: each of `cluster` (n_cluster
+ * permissions) in every namespace, then each of `per_ns` in each of the
+ * `n_ns` namespaces `nss` (the narrow member role; none for the wide one).
+ * Returns 0 and *out (freed with sw_free, *n of them) or SW_ENOMEM /
+ * SW_EINVAL (a namespace name too long).
+ */
+int sw_rbac_reviews(const struct sw_rbac_perm *cluster, size_t n_cluster,
+                    const struct sw_rbac_perm *per_ns, size_t n_per_ns, const char (*nss)[64],
+                    size_t n_ns, struct sw_rbac_review **out, size_t *n);
+
+/** A SelfSubjectAccessReview asking `r`, as JSON, into buf; 0 or SW_ETOOBIG. */
+int sw_rbac_review_body(const struct sw_rbac_review *r, char *buf, size_t len);
+
+/** "create jobs.batch in namespace a" / "list nodes (in all namespaces)". */
+void sw_rbac_review_str(const struct sw_rbac_review *r, char *buf, size_t len);
+
 #endif

@@ -297,6 +297,14 @@ int sw_cluster_record_to_json(const struct sw_cluster_record *rec, char **out)
     rc |= add_str(o, "region", rec->spec.region);
     if (rec->spec.local_queue[0] != '\0')
         rc |= add_str(o, "localQueue", rec->spec.local_queue);
+    if (rec->spec.nnamespaces > 0) {
+        cJSON *nss = cJSON_AddArrayToObject(o, "namespaces");
+        for (size_t i = 0; nss != NULL && i < rec->spec.nnamespaces; i++)
+            if (!cJSON_AddItemToArray(nss, cJSON_CreateString(rec->spec.namespaces[i])))
+                nss = NULL;
+        if (nss == NULL)
+            rc = SW_ENOMEM;
+    }
     rc |= add_str(o, "server", rec->server);
     rc |= add_str(o, "context", rec->context);
     rc |= add_str(o, "authKind", rec->auth_kind);
@@ -378,6 +386,25 @@ int sw_cluster_record_from_json(const char *text, size_t len, const char *what,
     if (sw_cluster_role_parse(role, &rec->spec.role) != 0) {
         rc = sw_error_set(err, SW_EPARSE, "%s: field \"role\": expected onprem or cloud", what);
         goto out;
+    }
+    /* The narrow role's namespaces: each checked as `cluster add` checked
+     * it (the record is read from Redis, which anyone with its password can
+     * write). */
+    const cJSON *nss = cJSON_GetObjectItemCaseSensitive(o, "namespaces"), *ns;
+    if (nss != NULL && !cJSON_IsArray(nss)) {
+        rc = sw_error_set(err, SW_EPARSE, "%s: field \"namespaces\": expected a list", what);
+        goto out;
+    }
+    cJSON_ArrayForEach(ns, nss)
+    {
+        char w[200];
+        snprintf(w, sizeof(w), "%.150s: field \"namespaces\"", what);
+        if (!cJSON_IsString(ns)) {
+            rc = sw_error_set(err, SW_EPARSE, "%s: expected strings", w);
+            goto out;
+        }
+        if ((rc = sw_cluster_namespace_add(&rec->spec, ns->valuestring, w, err)) != 0)
+            goto out;
     }
     const cJSON *pools = cJSON_GetObjectItemCaseSensitive(o, "pools"), *p;
     cJSON_ArrayForEach(p, pools)

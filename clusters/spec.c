@@ -338,8 +338,10 @@ static int parse_root(struct spec_doc *sd, yaml_node_t *root, struct sw_cluster_
     if (root == NULL || root->type != YAML_MAPPING_NODE)
         return sw_error_set(sd->err, SW_EPARSE, "%s: expected a mapping at the top, got %s",
                             sd->what, root == NULL ? "an empty file" : sw_yaml_kind(root));
-    static const char *const known[] = {"role", "region", "name", "pools", "localQueue"};
-    int rc = check_keys(sd, root, "", known, 5, "role, region, name, pools, localQueue");
+    static const char *const known[] = {"role",  "region",     "name",
+                                        "pools", "localQueue", "namespaces"};
+    int rc =
+        check_keys(sd, root, "", known, 6, "role, region, name, pools, localQueue, namespaces");
     if (rc != 0)
         return rc;
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
@@ -372,6 +374,29 @@ static int parse_root(struct spec_doc *sd, yaml_node_t *root, struct sw_cluster_
                 (rc = sw_cluster_local_queue_check(text, what, sd->err)) != 0)
                 return rc;
             snprintf(out->local_queue, sizeof(out->local_queue), "%s", text);
+        } else if (sw_yaml_key_eq(k, "namespaces")) {
+            if (v == NULL || v->type != YAML_SEQUENCE_NODE ||
+                v->data.sequence.items.top == v->data.sequence.items.start)
+                return sw_error_set(sd->err, SW_EPARSE,
+                                    "%s: line %zu: field \"namespaces\": expected a list of "
+                                    "namespace names, got %s",
+                                    sd->what, sw_yaml_line(k),
+                                    sw_yaml_is_null(v)              ? "null"
+                                    : v->type == YAML_SEQUENCE_NODE ? "an empty list"
+                                                                    : sw_yaml_kind(v));
+            out->nnamespaces = 0; /* the file's list replaces one set before */
+            size_t idx = 0;
+            for (yaml_node_item_t *it = v->data.sequence.items.start;
+                 it < v->data.sequence.items.top; it++, idx++) {
+                char field[32], what[360];
+                snprintf(field, sizeof(field), "namespaces[%zu]", idx);
+                snprintf(what, sizeof(what), "%s: line %zu: field \"%s\"", sd->what,
+                         sw_yaml_line(k), field);
+                if ((rc = text_field(sd, k, yaml_document_get_node(sd->doc, *it), field,
+                                     "a namespace name", &text)) != 0 ||
+                    (rc = sw_cluster_namespace_add(out, text, what, sd->err)) != 0)
+                    return rc;
+            }
         } else if (sw_yaml_key_eq(k, "name")) {
             /* The cluster's name comes from the command line; allowed here
              * for readability only, but it must still be a name. */
@@ -437,17 +462,83 @@ int sw_cluster_spec_parse(const char *text, size_t len, const char *path,
     return rc;
 }
 
-int sw_cluster_local_queue_check(const char *name, const char *what, struct sw_error *err)
+/* Whether `name` is a DNS label: 1-63 of a-z, 0-9 and '-', starting and
+ * ending with a letter or digit. */
+static bool dns_label(const char *name)
 {
     size_t n = strlen(name);
     bool ok = n >= 1 && n <= 63 && name[0] != '-' && name[n - 1] != '-';
     for (size_t i = 0; ok && i < n; i++)
         ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
              name[i] == '-';
-    if (!ok)
+    return ok;
+}
+
+int sw_cluster_local_queue_check(const char *name, const char *what, struct sw_error *err)
+{
+    if (!dns_label(name))
         return sw_error_set(err, SW_EINVAL,
                             "%s: expected a LocalQueue name (1 to 63 of a-z, 0-9 and '-', "
                             "starting and ending with a letter or digit), got \"%.70s\"",
                             what, name);
     return 0;
+}
+
+int sw_cluster_namespace_add(struct sw_cluster_spec *s, const char *ns, const char *what,
+                             struct sw_error *err)
+{
+    if (!dns_label(ns))
+        return sw_error_set(err, SW_EINVAL,
+                            "%s: expected a namespace name (1 to 63 of a-z, 0-9 and '-', "
+                            "starting and ending with a letter or digit), got \"%.70s\"",
+                            what, ns);
+    for (size_t i = 0; i < s->nnamespaces; i++)
+        if (strcmp(s->namespaces[i], ns) == 0)
+            return sw_error_set(err, SW_EINVAL, "%s: namespace \"%s\" is listed twice", what, ns);
+    if (s->nnamespaces >= SW_MAX_BURST_NAMESPACES)
+        return sw_error_set(err, SW_ERANGE, "%s: at most %d namespaces", what,
+                            SW_MAX_BURST_NAMESPACES);
+    snprintf(s->namespaces[s->nnamespaces++], sizeof(s->namespaces[0]), "%s", ns);
+    return 0;
+}
+
+int sw_cluster_namespaces_flag(struct sw_cluster_spec *s, const char *value, const char *what,
+                               struct sw_error *err)
+{
+    const char *p = value;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        char ns[80];
+        snprintf(ns, sizeof(ns), "%.*s", n < sizeof(ns) - 1 ? (int)n : (int)sizeof(ns) - 1, p);
+        int rc = sw_cluster_namespace_add(s, ns, what, err);
+        if (rc != 0)
+            return rc;
+        if (p[n] == '\0')
+            return 0;
+        p += n + 1;
+    }
+}
+
+bool sw_cluster_spec_grants(const struct sw_cluster_spec *s, const char *ns)
+{
+    if (s->nnamespaces == 0)
+        return true;
+    for (size_t i = 0; i < s->nnamespaces; i++)
+        if (strcmp(s->namespaces[i], ns) == 0)
+            return true;
+    return false;
+}
+
+void sw_cluster_namespaces_str(const struct sw_cluster_spec *s, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < s->nnamespaces; i++) {
+        int k = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", s->namespaces[i]);
+        if (k < 0 || (size_t)k >= len - used) {
+            buf[used] = '\0'; /* whole names only */
+            return;
+        }
+        used += (size_t)k;
+    }
 }

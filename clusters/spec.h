@@ -14,8 +14,9 @@
  *     zone: us-east-1a            # optional
  *     pricePerGpuHour: 2.10       # USD; 0 for owned capacity
  *     maxGpus: 64                 # optional cap on what spillway may use
- *   localQueue: gpu               # optional: Kueue LocalQueue mirrors enter
  *     nodePool: gpu-spot          # optional: capacity from this Karpenter NodePool
+ *   localQueue: gpu               # optional: Kueue LocalQueue mirrors enter
+ *   namespaces: [team-a, team-b]  # optional: the narrow member role's namespaces
  *
  * A pool matches the nodes whose labels carry the same capacity type, GPU
  * product and memory (and zone when given) in the cluster's region; see
@@ -26,6 +27,7 @@
 #ifndef SW_CLUSTERS_SPEC_H
 #define SW_CLUSTERS_SPEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +55,8 @@ struct sw_pool_spec {
 };
 
 #define SW_MAX_POOLS 32
+/** The most namespaces a registration lists (the narrow member role). */
+#define SW_MAX_BURST_NAMESPACES 32
 
 struct sw_cluster_spec {
     enum sw_cluster_role role;
@@ -62,7 +66,33 @@ struct sw_cluster_spec {
     /* The Kueue LocalQueue that mirrors sent here enter (in their
      * namespace), "" when mirrors are not queued: a DNS label. */
     char local_queue[SW_CLUSTER_NAME_MAX];
+    /* The namespaces the member grants spillway with the narrow member
+     * role (deploy/rbac/narrow), each a DNS label; none: the wide role
+     * (deploy/rbac/member-clusterrole.yaml), every namespace. */
+    char namespaces[SW_MAX_BURST_NAMESPACES][64];
+    size_t nnamespaces;
 };
+
+/**
+ * Adds namespace `ns` to s->namespaces: a DNS label (1-63 of a-z, 0-9 and
+ * '-', starting and ending with a letter or digit), listed once, at most
+ * SW_MAX_BURST_NAMESPACES; `what` names the flag or field in errors.
+ */
+int sw_cluster_namespace_add(struct sw_cluster_spec *s, const char *ns, const char *what,
+                             struct sw_error *err);
+
+/** Parses a --namespaces value ("a,b,c") with sw_cluster_namespace_add. */
+int sw_cluster_namespaces_flag(struct sw_cluster_spec *s, const char *value, const char *what,
+                               struct sw_error *err);
+
+/**
+ * Whether the member lets spillway act in namespace `ns`: every namespace
+ * under the wide role (no namespaces listed), else only a listed one.
+ */
+bool sw_cluster_spec_grants(const struct sw_cluster_spec *s, const char *ns);
+
+/** "a, b, c" into buf (cut to fit). */
+void sw_cluster_namespaces_str(const struct sw_cluster_spec *s, char *buf, size_t len);
 
 /**
  * Checks a LocalQueue name (a DNS label: 1-63 of a-z, 0-9, '-', starting

@@ -60,7 +60,8 @@ enum {
     OPT_SPEC = 's',
     OPT_REPLACE = 'R',
     OPT_DRY_RUN = 'D',
-    OPT_NO_PROBE = 'n'
+    OPT_NO_PROBE = 'n',
+    OPT_NAMESPACES = 'N'
 };
 
 /* Fills *a from the parsed command line; 0 or SW_EXIT_USAGE. */
@@ -91,6 +92,12 @@ static int from_args(const struct sw_cli_args *pa, struct args *a)
             break;
         case OPT_POOL:
             if (sw_pool_flag_parse(v, &a->flags_spec, &err) != 0) {
+                fprintf(stderr, "spillctl cluster %s: %s\n", a->cmd, err.msg);
+                return SW_EXIT_USAGE;
+            }
+            break;
+        case OPT_NAMESPACES:
+            if (sw_cluster_namespaces_flag(&a->flags_spec, v, "--namespaces", &err) != 0) {
                 fprintf(stderr, "spillctl cluster %s: %s\n", a->cmd, err.msg);
                 return SW_EXIT_USAGE;
             }
@@ -183,12 +190,18 @@ static int need_redis(struct args *a)
 
 /*
  * What spillway does on a member cluster: the permissions of
- * deploy/rbac/member-clusterrole.yaml, which names the code that uses each.
- * The file is built into spillctl (cmake/embed.cmake), so the role a
- * platform team applies and the list checked here are one list.
+ * deploy/rbac/member-clusterrole.yaml, which names the code that uses each,
+ * or, for a member registered with namespaces, of the narrow role's two
+ * parts (deploy/rbac/narrow). The files are built into spillctl
+ * (cmake/embed.cmake), so the roles a platform team applies and the lists
+ * checked here are one.
  */
 extern const char sw_member_role_yaml[];
 extern const unsigned long sw_member_role_yaml_len;
+extern const char sw_member_cluster_role_yaml[];
+extern const unsigned long sw_member_cluster_role_yaml_len;
+extern const char sw_member_namespace_role_yaml[];
+extern const unsigned long sw_member_namespace_role_yaml_len;
 
 struct ssar {
     int done;
@@ -211,32 +224,54 @@ static void on_ssar(struct sw_kube_result *res, void *ctx)
     s->allowed = allowed;
 }
 
-/* Asks about every permission at once; returns the number missing, or -1. */
-static int check_permissions(struct env *e, struct sw_kube_client *c, const char *name)
+/* The reviews of the role `spec` calls for: the wide role in every
+ * namespace, or the narrow role's cluster part cluster-wide and its
+ * namespace part in each listed namespace. */
+static int plan_reviews(const struct sw_cluster_spec *spec, const char *name,
+                        struct sw_rbac_review **out, size_t *n)
 {
-    struct sw_rbac_perm *perms = NULL;
-    size_t nperms = 0;
+    struct sw_rbac_perm *cl = NULL, *pn = NULL;
+    size_t ncl = 0, npn = 0;
     struct sw_error err;
-    if (sw_rbac_parse(sw_member_role_yaml, sw_member_role_yaml_len,
-                      "deploy/rbac/member-clusterrole.yaml (built in)", &perms, &nperms,
-                      &err) != 0) {
+    int rc;
+    if (spec->nnamespaces == 0)
+        rc = sw_rbac_parse(sw_member_role_yaml, sw_member_role_yaml_len,
+                           "deploy/rbac/member-clusterrole.yaml (built in)", &cl, &ncl, &err);
+    else if ((rc = sw_rbac_parse(sw_member_cluster_role_yaml, sw_member_cluster_role_yaml_len,
+                                 "deploy/rbac/narrow/member-cluster-clusterrole.yaml (built in)",
+                                 &cl, &ncl, &err)) == 0)
+        rc = sw_rbac_parse(sw_member_namespace_role_yaml, sw_member_namespace_role_yaml_len,
+                           "deploy/rbac/narrow/member-namespace-clusterrole.yaml (built in)", &pn,
+                           &npn, &err);
+    if (rc != 0)
         fprintf(stderr, "spillctl cluster add %s: %s\n", name, err.msg);
+    else if ((rc = sw_rbac_reviews(cl, ncl, pn, npn, spec->namespaces, spec->nnamespaces, out,
+                                   n)) != 0)
+        fprintf(stderr, "spillctl cluster add %s: cannot check permissions: %s\n", name,
+                sw_strerror(rc));
+    sw_free(cl);
+    sw_free(pn);
+    return rc;
+}
+
+/* Asks about every permission at once; returns the number missing, or -1. */
+static int check_permissions(struct env *e, struct sw_kube_client *c, const char *name,
+                             const struct sw_cluster_spec *spec)
+{
+    struct sw_rbac_review *rv = NULL;
+    size_t nrv = 0;
+    if (plan_reviews(spec, name, &rv, &nrv) != 0)
         return -1;
-    }
-    struct ssar *res = sw_calloc(nperms, sizeof(*res));
+    struct ssar *res = sw_calloc(nrv, sizeof(*res));
     if (res == NULL) {
-        sw_free(perms);
+        sw_free(rv);
         return -1;
     }
     size_t sent = 0;
-    for (; sent < nperms; sent++) {
-        char body[512];
-        snprintf(body, sizeof(body),
-                 "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":"
-                 "\"SelfSubjectAccessReview\",\"spec\":{\"resourceAttributes\":{\"group\":"
-                 "\"%s\",\"resource\":\"%s\",\"subresource\":\"%s\",\"verb\":\"%s\"}}}",
-                 perms[sent].group, perms[sent].resource, perms[sent].subresource,
-                 perms[sent].verb);
+    for (; sent < nrv; sent++) {
+        char body[640];
+        if (sw_rbac_review_body(&rv[sent], body, sizeof(body)) != 0)
+            break;
         struct sw_kube_req r = {.method = "POST",
                                 .path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
                                 .body = body,
@@ -247,10 +282,10 @@ static int check_permissions(struct env *e, struct sw_kube_client *c, const char
     /* Every request sent is awaited: each holds a pointer into res. */
     for (size_t i = 0; i < sent; i++)
         sw_kube_run_until(&e->loop, &res[i].done);
-    int missing = sent < nperms ? -1 : 0;
+    int missing = sent < nrv ? -1 : 0;
     if (missing < 0)
         fprintf(stderr, "spillctl cluster add %s: cannot check permissions: out of memory\n", name);
-    for (size_t i = 0; missing >= 0 && i < nperms; i++) {
+    for (size_t i = 0; missing >= 0 && i < nrv; i++) {
         if (res[i].rc != 0) {
             fprintf(stderr, "spillctl cluster add %s: cannot check permissions: %s\n", name,
                     res[i].why);
@@ -261,18 +296,21 @@ static int check_permissions(struct env *e, struct sw_kube_client *c, const char
             if (missing++ == 0)
                 fprintf(stderr,
                         "spillctl cluster add %s: the kubeconfig's credentials lack "
-                        "permissions spillway needs (in all namespaces):\n",
+                        "permissions spillway needs:\n",
                         name);
-            fprintf(stderr, "  - %s %s%s%s%s%s\n", perms[i].verb, perms[i].resource,
-                    perms[i].subresource[0] ? "/" : "", perms[i].subresource,
-                    perms[i].group[0] ? "." : "", perms[i].group);
+            char what[300];
+            sw_rbac_review_str(&rv[i], what, sizeof(what));
+            fprintf(stderr, "  - %s\n", what);
         }
     }
     if (missing > 0)
-        fprintf(stderr, "Grant them (deploy/rbac/member-clusterrole.yaml) and run add again. "
-                        "Nothing was stored.\n");
+        fprintf(stderr, "Grant them (%s) and run add again. Nothing was stored.\n",
+                spec->nnamespaces == 0
+                    ? "deploy/rbac/member-clusterrole.yaml"
+                    : "deploy/rbac/narrow: spillway-member-cluster bound cluster-wide, "
+                      "spillway-member-namespace bound in each namespace listed");
     sw_free(res);
-    sw_free(perms);
+    sw_free(rv);
     return missing;
 }
 
@@ -315,6 +353,10 @@ static int load_spec(struct args *a, struct sw_cluster_spec *spec)
         snprintf(spec->region, sizeof(spec->region), "%s", a->region);
     if (a->local_queue != NULL)
         snprintf(spec->local_queue, sizeof(spec->local_queue), "%s", a->local_queue);
+    if (a->flags_spec.nnamespaces > 0) { /* --namespaces replaces the file's list */
+        memcpy(spec->namespaces, a->flags_spec.namespaces, sizeof(spec->namespaces));
+        spec->nnamespaces = a->flags_spec.nnamespaces;
+    }
     for (size_t i = 0; i < a->flags_spec.npools; i++) {
         if (spec->npools >= SW_MAX_POOLS) {
             fprintf(stderr, "spillctl cluster add %s: at most %d pools\n", a->name, SW_MAX_POOLS);
@@ -550,7 +592,7 @@ static int cmd_add(struct args *a)
     snprintf(rec.server_version, sizeof(rec.server_version), "%s", ver);
     cJSON_Delete(w.body);
     /* 2. Permissions. */
-    int missing = check_permissions(&e, c, a->name);
+    int missing = check_permissions(&e, c, a->name, &rec.spec);
     if (missing != 0)
         goto out;
     /* 2b. The NodePools the pools' capacity comes from. */
@@ -902,6 +944,11 @@ static cJSON *probe_item(const struct probe *p, int probed)
     cJSON_AddStringToObject(o, "region", r->spec.region);
     if (r->spec.local_queue[0] != '\0')
         cJSON_AddStringToObject(o, "localQueue", r->spec.local_queue);
+    if (r->spec.nnamespaces > 0) {
+        cJSON *nss = cJSON_AddArrayToObject(o, "namespaces");
+        for (size_t i = 0; nss != NULL && i < r->spec.nnamespaces; i++)
+            cJSON_AddItemToArray(nss, cJSON_CreateString(r->spec.namespaces[i]));
+    }
     cJSON_AddStringToObject(o, "server", r->server);
     cJSON_AddStringToObject(o, "kubernetes", r->server_version);
     cJSON_AddStringToObject(o, "auth", r->auth_kind);
@@ -1132,6 +1179,11 @@ static void show_one(const struct probe *p, const struct sw_seal_key *key)
     printf("Region:          %s\n", r->spec.region);
     if (r->spec.local_queue[0] != '\0')
         printf("LocalQueue:      %s (mirrors sent here enter it)\n", r->spec.local_queue);
+    if (r->spec.nnamespaces > 0) {
+        char nss[SW_MAX_BURST_NAMESPACES * 66];
+        sw_cluster_namespaces_str(&r->spec, nss, sizeof(nss));
+        printf("Namespaces:      %s (the narrow member role: spillway acts only there)\n", nss);
+    }
     printf("Server:          %s\n", r->server);
     printf("Context:         %s\n", r->context);
     printf("Kubernetes:      %s\n", r->server_version);
@@ -1351,6 +1403,7 @@ static const struct sw_cli_opt add_opts[] = {
     {"region", 0, SW_CLI_VALUE, OPT_REGION, "REGION"},
     {"pool", 0, SW_CLI_VALUE, OPT_POOL, "SPEC"},
     {"local-queue", 0, SW_CLI_VALUE, OPT_LOCAL_QUEUE, "NAME"},
+    {"namespaces", 0, SW_CLI_VALUE, OPT_NAMESPACES, "LIST"},
     {"spec", 0, SW_CLI_VALUE, OPT_SPEC, "FILE"},
     {"replace", 0, SW_CLI_FLAG, OPT_REPLACE, NULL},
     {"dry-run", 0, SW_CLI_FLAG, OPT_DRY_RUN, NULL},
@@ -1365,12 +1418,13 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
      .summary = "check access to a cluster and register it",
      .help = "Usage: spillctl cluster add NAME [--kubeconfig FILE] --role onprem|cloud --region R\n"
              "                            [--pool SPEC]... [--local-queue NAME] [--spec FILE]\n"
-             "                            [--replace] [--dry-run]\n"
+             "                            [--namespaces LIST] [--replace] [--dry-run]\n"
              "\n"
              "Checks access before it stores anything: connects with the kubeconfig's\n"
              "credentials, reads the server version, and asks the API server about every\n"
-             "permission spillway needs, naming each one that is missing. Only then is the\n"
-             "record, with the connection sealed, written to Redis.\n"
+             "permission spillway needs, naming each one that is missing (verb, resource\n"
+             "and namespace). Only then is the record, with the connection sealed, written\n"
+             "to Redis.\n"
              "\n"
              "Options:\n"
              "  --kubeconfig FILE  the kubeconfig to reach the cluster; without it, in a pod,\n"
@@ -1392,6 +1446,13 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
              "                     without it, a Kueue Job's mirror enters the LocalQueue of\n"
              "                     its origin's queue's name when the cluster has one; the\n"
              "                     cluster's ClusterQueues' headroom bounds its pools\n"
+             "  --namespaces LIST  the narrow member role (deploy/rbac/narrow): spillway\n"
+             "                     may act only in these namespaces here; checks the role's\n"
+             "                     cluster part cluster-wide and its namespace part in each;\n"
+             "                     the hub bursts only these namespaces' Jobs into this\n"
+             "                     cluster, into namespaces that exist (it creates none), and\n"
+             "                     refuses others' with the reason. Without it: the wide\n"
+             "                     role (deploy/rbac/member-clusterrole.yaml), all namespaces\n"
              "  --spec FILE        role, region and pools from a cluster spec file\n"
              "                     (YAML, see docs/clusters.md); flags override it\n"
              "  --replace          overwrite an existing record of the same name\n"

@@ -689,6 +689,12 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     const cJSON *origin = sw_observe_origin(h, &j->rec);
     if (origin == NULL || !wants_decision(h, j, origin))
         return;
+    /* A namespace its home's registration does not list (the narrow member
+     * role, nsguard.c): spillway may change nothing there, not even say
+     * why, so the Job is left alone. */
+    struct sw_member *home = sw_member_find(h, j->rec.cluster);
+    if (home != NULL && !sw_cluster_spec_grants(&home->rec.spec, j->rec.ns))
+        return;
     struct sw_burst_spec spec;
     struct sw_error err = {0};
     /* What its namespace may ask (tenancy.h), before anything is listed or

@@ -17,6 +17,13 @@
  * target that come while a look is under way wait for it and get its
  * answer, so a namespace costs one read at home, not one per Job. With home lost, step 1 cannot be
  * done: the namespace must be there already, spillway's or granted.
+ *
+ * A target registered with namespaces (`spillctl cluster add --namespaces`:
+ * the narrow member role, deploy/rbac/narrow) grants spillway only those:
+ * a mirror of another namespace is refused, named, before anything is
+ * read; step 2 is never done there (the role cannot create namespaces), so
+ * a listed namespace must exist, and being listed by the platform is its
+ * grant to be used (step 3's Pod Security check still holds).
  */
 #include <string.h>
 
@@ -39,6 +46,7 @@ struct nsg {
     struct sw_hub *h;
     struct sw_job *j;
     bool home_lost;
+    bool narrow;   /* the target lists its namespaces: none is created there */
     char key[140]; /* "C/NS": the origin */
     char target[64];
     cJSON *psa; /* home's Pod Security labels (an object), or NULL when unknown */
@@ -101,7 +109,8 @@ static void judge(struct nsg *g, const cJSON *ns)
     const cJSON *md = sw_json_child((cJSON *)ns, "metadata");
     const char *made_for = sw_json_str(sw_json_child((cJSON *)md, "annotations"), SW_ANN_MADE_FOR);
     bool ours = made_for != NULL && strcmp(made_for, g->key) == 0;
-    bool granted = sw_tenancy_existing_ns(&g->h->cfg.tenancy, j->rec.cluster, j->rec.ns);
+    bool granted =
+        g->narrow || sw_tenancy_existing_ns(&g->h->cfg.tenancy, j->rec.cluster, j->rec.ns);
     char why[600];
     if (!ours && !granted) {
         snprintf(why, sizeof(why),
@@ -138,6 +147,16 @@ static void on_target_ns(struct sw_kube_result *res, void *ctx)
                      "namespace %s is not in cluster %s, and cluster %s, whose Pod Security it "
                      "would copy, is lost",
                      g->j->rec.ns, g->j->rec.target_cluster, g->j->rec.cluster);
+            finish(g, SW_EFORBIDDEN, why);
+            return;
+        }
+        if (res->status == 404 && g->narrow) {
+            char why[500];
+            snprintf(why, sizeof(why),
+                     "namespace %s is not in cluster %s: its registration lists it (the narrow "
+                     "member role), and spillway creates no namespace there; the platform "
+                     "creates it and binds spillway-member-namespace in it",
+                     g->j->rec.ns, g->j->rec.target_cluster);
             finish(g, SW_EFORBIDDEN, why);
             return;
         }
@@ -210,7 +229,10 @@ static void on_home_ns(struct sw_kube_result *res, void *ctx)
             strncmp(l->string, PSA_PREFIX, strlen(PSA_PREFIX)) == 0)
             cJSON_AddStringToObject(g->psa, l->string, l->valuestring);
     }
-    create_target(g);
+    if (g->narrow)
+        get_target(g);
+    else
+        create_target(g);
 }
 
 int sw_nsguard_ensure(struct sw_hub *h, struct sw_job *j, bool home_lost, sw_nsguard_fn done,
@@ -222,6 +244,16 @@ int sw_nsguard_ensure(struct sw_hub *h, struct sw_job *j, bool home_lost, sw_nsg
     struct sw_member *om = sw_member_find(h, j->rec.cluster);
     if (tm == NULL || om == NULL)
         return SW_ENOENT;
+    if (!sw_cluster_spec_grants(&tm->rec.spec, j->rec.ns)) {
+        char nss[SW_MAX_BURST_NAMESPACES * 66], why[700];
+        sw_cluster_namespaces_str(&tm->rec.spec, nss, sizeof(nss));
+        snprintf(why, sizeof(why),
+                 "namespace %s has no grant in cluster %s: its registration (the narrow member "
+                 "role) lets spillway into namespaces %.400s only",
+                 j->rec.ns, j->rec.target_cluster, nss);
+        done(h, j, SW_EFORBIDDEN, why, ctx);
+        return 0;
+    }
     if (sw_member_has_namespace(tm, key)) {
         done(h, j, 0, NULL, ctx);
         return 0;
@@ -240,7 +272,12 @@ int sw_nsguard_ensure(struct sw_hub *h, struct sw_job *j, bool home_lost, sw_nsg
     struct nsg *g = sw_calloc(1, sizeof(*g));
     if (g == NULL)
         return SW_ENOMEM;
-    *g = (struct nsg){.h = h, .j = j, .home_lost = home_lost, .done = done, .ctx = ctx};
+    *g = (struct nsg){.h = h,
+                      .j = j,
+                      .home_lost = home_lost,
+                      .narrow = tm->rec.spec.nnamespaces > 0,
+                      .done = done,
+                      .ctx = ctx};
     memcpy(g->key, key, sizeof(key));
     snprintf(g->target, sizeof(g->target), "%s", j->rec.target_cluster);
     g->next = looking;

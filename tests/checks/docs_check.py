@@ -29,6 +29,12 @@ files; never Markdown), and fails, naming the file and line, when:
     with --spillctl and --spillwayd (CTest does), else taken from
     SOURCE_DIR/build/controller when there; without them this part is
     skipped, and said so.
+  * a table of a doc whose header begins "| resource | verbs |" lists other
+    permissions than the member role it describes (deploy/rbac/: the
+    ClusterRole its "role" column names, row by row, else spillway-member),
+    or a count of permissions in docs/deploy.md or docs/clusters.md ("28
+    permissions", "the 28 of", "of the 28", "role's 28") is not the number
+    one of those roles, or the narrow role's two parts together, grant.
 
 Command-line flags are checked by the CLI's own tests. Prints one line per
 problem and exits 1 when there is any, else prints what it checked.
@@ -104,6 +110,120 @@ def is_code(rel):
             return f.read(2) == b"#!"
     except OSError:
         return False
+
+
+ROLE_FILES = ("deploy/rbac/member-clusterrole.yaml", "deploy/rbac/narrow/member-cluster-clusterrole.yaml",
+              "deploy/rbac/narrow/member-namespace-clusterrole.yaml")
+FLOW = re.compile(r"^\s*-?\s*(apiGroups|resources|verbs):\s*\[([^\]]*)\]\s*$")
+COUNT = re.compile(r"\b(\d+) permissions\b|\bthe (\d+) of\b|\bof the (\d+)\b|\brole's (\d+)\b")
+
+
+def read_role(rel, problems):
+    """A role file's name and its permissions, {(group, resource, verb)}.
+    The files write each rule's lists in flow style ([a, b]); anything else
+    is reported rather than guessed."""
+    name, perms, rule = None, set(), {}
+    text = read(rel)
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("  name:") and name is None:
+            name = line.split(":", 1)[1].strip()
+        m = FLOW.match(line)
+        if m:
+            if line.lstrip().startswith("-"):
+                rule = {}
+            rule[m.group(1)] = [x.strip().strip('"') for x in m.group(2).split(",") if x.strip()]
+            if len(rule) == 3:
+                for g in rule["apiGroups"]:
+                    for r in rule["resources"]:
+                        for v in rule["verbs"]:
+                            perms.add((g, r, v))
+                rule = {}
+        elif re.match(r"^\s*-?\s*(apiGroups|resources|verbs):", line):
+            problems.append("%s:%d: a rule's list not in flow style ([a, b]): docs_check cannot read it" % (rel, n))
+    return name, perms
+
+
+def perm_text(p):
+    return "%s %s%s" % (p[2], p[1], "." + p[0] if p[0] else "")
+
+
+def check_roles(files, problems):
+    roles = {}
+    for rel in ROLE_FILES:
+        if rel in files:
+            name, perms = read_role(rel, problems)
+            roles[name] = (rel, perms)
+    if "spillway-member" not in roles:
+        return 0
+    groups = {}
+    for _, perms in roles.values():
+        for g, r, _ in perms:
+            groups.setdefault(r, set()).add(g)
+    counts = {len(p) for _, p in roles.values()}
+    narrow = [roles[n][1] for n in ("spillway-member-cluster", "spillway-member-namespace") if n in roles]
+    if len(narrow) == 2:
+        counts.add(len(narrow[0]) + len(narrow[1]))
+    n_tables = 0
+    for rel in [f for f in files if f.endswith(".md")]:
+        text = read(rel)
+        lines = text.splitlines()
+        i = 0
+        while i < len(lines):
+            cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+            if not (lines[i].startswith("|") and len(cells) >= 2 and cells[:2] == ["resource", "verbs"]):
+                i += 1
+                continue
+            n_tables += 1
+            start = i + 1
+            col = cells.index("role") if "role" in cells else None
+            listed = {}
+            i += 2  # the header and its |---| line
+            while i < len(lines) and lines[i].startswith("|"):
+                row = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+                # The role: the cell's first word (a remark may follow).
+                role = (row[col].split() or [""])[0].strip("`") if col is not None and col < len(row) \
+                    else "spillway-member"
+                if role not in roles:
+                    problems.append("%s:%d: role %s: no such role in deploy/rbac" % (rel, i + 1, role))
+                    i += 1
+                    continue
+                for res in row[0].replace("`", "").split(","):
+                    res = res.strip()
+                    base = res.split("/")[0]
+                    name, _, group = base.partition(".")
+                    sub = res[len(base):]
+                    if not group:
+                        known = groups.get(name + sub, set())
+                        group = next(iter(known)) if len(known) == 1 else ""
+                    for v in row[1].replace("`", "").split(","):
+                        listed.setdefault(role, set()).add((group, name + sub, v.strip()))
+                i += 1
+            for role, perms in listed.items():
+                rfile, want = roles[role]
+                for p in sorted(perms - want):
+                    problems.append("%s:%d: the table lists %s, which %s (%s) does not grant"
+                                    % (rel, start, perm_text(p), role, rfile))
+                for p in sorted(want - perms):
+                    problems.append("%s:%d: the table lacks %s, which %s (%s) grants"
+                                    % (rel, start, perm_text(p), role, rfile))
+    for rel in ("docs/deploy.md", "docs/clusters.md"):
+        if rel not in files:
+            continue
+        text = read(rel)
+        for para in re.finditer(r"(?:[^\n]+\n?)+", text):
+            if "permission" not in para.group(0) and "role" not in para.group(0):
+                continue
+            for m in COUNT.finditer(para.group(0)):
+                n = int(next(g for g in m.groups() if g))
+                if n not in counts:
+                    problems.append("%s: says %s, but the member roles grant %s permissions"
+                                    % (where_of(rel, text, para.start() + m.start()), m.group(0),
+                                       " or ".join(str(c) for c in sorted(counts))))
+    return n_tables
+
+
+def where_of(rel, text, pos):
+    return "%s:%d" % (rel, text.count("\n", 0, pos) + 1)
 
 
 def base_metric(name, exported):
@@ -268,14 +388,16 @@ def main():
         problems.append("%s: exports metric %s, which no doc names" % (exported[name], name))
 
     examples = check_examples(docs, files, problems)
+    n_tables = check_roles(files, problems)
 
     for p in problems:
         print("FAIL: " + p)
     if problems:
         return 1
     print("ok: %d docs; %d metrics exported, each named in a doc and every one the docs name exported; "
-          "%d spillway.io/ names and %d SPILLWAY_ variables named in docs, all in the code"
-          % (len(docs), len(exported), n_ann, n_env))
+          "%d spillway.io/ names and %d SPILLWAY_ variables named in docs, all in the code; "
+          "%d tables of the member roles' permissions and every count of them agree with deploy/rbac"
+          % (len(docs), len(exported), n_ann, n_env, n_tables))
     if examples is None:
         print("examples not parsed: no spillctl and spillwayd built (give --spillctl and --spillwayd)")
     else:

@@ -32,7 +32,13 @@
 #   - two permissions taken away while the hub runs: jobs/status patch on the
 #     origin (a delegated Job's status is not written: the audit log shows
 #     the 403) and namespaces create on the target (no mirror; the hub logs
-#     the refusal); given back, both Jobs complete.
+#     the refusal); given back, both Jobs complete;
+#   - the narrow member role (deploy/rbac/narrow) on the cloud members, the
+#     namespace part bound in one namespace only: `cluster add --namespaces`
+#     names each permission missing in the other, with it; registered with
+#     the granted one, a Job there bursts, a Job of the other namespace is
+#     refused with the reason on the origin, and the audit logs show no
+#     namespace created and no request about the refused namespace.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../hub/lib.sh"
@@ -51,8 +57,9 @@ lp_cleanup() {
     hub_cleanup
     for c in "${CLUSTERS[@]}"; do
         kc "$c" delete clusterrolebinding spillway-lp spillway-lp-hub spillway-lp-minus spillway-lp-probe \
-            --ignore-not-found >/dev/null 2>&1 || true
-        kc "$c" delete clusterrole spillway-lp-minus spillway-lp-probe --ignore-not-found >/dev/null 2>&1 || true
+            spillway-lp-cluster --ignore-not-found >/dev/null 2>&1 || true
+        kc "$c" delete clusterrole spillway-lp-minus spillway-lp-probe spillway-member-cluster \
+            spillway-member-namespace --ignore-not-found >/dev/null 2>&1 || true
         kc "$c" delete namespace "$SA_NS" --wait=false --ignore-not-found >/dev/null 2>&1 || true
     done
 }
@@ -140,7 +147,7 @@ SINCE=$(date -u +%Y-%m-%dT%H:%M:%S.000000Z)
 
 # ---- the member role, ServiceAccounts and their tokens ---------------------
 for c in "${CLUSTERS[@]}"; do
-    kc "$c" delete clusterrolebinding spillway-lp spillway-lp-hub spillway-lp-minus spillway-lp-probe --ignore-not-found >/dev/null
+    kc "$c" delete clusterrolebinding spillway-lp spillway-lp-hub spillway-lp-minus spillway-lp-probe spillway-lp-cluster --ignore-not-found >/dev/null
     kc "$c" delete namespace "$SA_NS" --ignore-not-found --timeout=60s >/dev/null
     kc "$c" apply -f "$ROLE" >/dev/null
     kc "$c" create namespace "$SA_NS" >/dev/null
@@ -459,4 +466,87 @@ minus_off cloud-spot spillway spillway-lp
 kc onprem wait --for=condition=complete job/neg-ns -n "$NS3" --timeout=120s >/dev/null ||
     hub_fail "neg-ns did not complete once namespaces create was given back"
 pass "without namespaces create on cloud-spot, no mirror (403 in the audit log, the hub logs it); given back, it completes"
+
+# ---- the narrow member role -------------------------------------------------
+# The cloud members' ServiceAccount bound to deploy/rbac/narrow instead: the
+# cluster part cluster-wide, the namespace part in NS4 only (a namespace the
+# platform made, not spillway). cluster add checks it per namespace; a Job
+# of NS4 bursts into it, one of NS5 (no RoleBinding, not listed) is refused
+# on the origin, and the hub creates no namespace and sends nothing to NS5.
+NS4="lpn-$$-$RANDOM"
+NS5="lpx-$$-$RANDOM"
+HUB_EXTRA_NS+=("$NS4" "$NS5")
+kc onprem create namespace "$NS4" >/dev/null
+kc onprem create namespace "$NS5" >/dev/null
+NARROW_SINCE=$(date -u +%Y-%m-%dT%H:%M:%S.000000Z)
+for c in cloud-spot cloud-ondemand; do
+    kc "$c" apply -f "$SW_SOURCE_DIR/deploy/rbac/narrow/member-cluster-clusterrole.yaml" \
+        -f "$SW_SOURCE_DIR/deploy/rbac/narrow/member-namespace-clusterrole.yaml" >/dev/null
+    kc "$c" create namespace "$NS4" >/dev/null
+    kc "$c" create rolebinding spillway-lp -n "$NS4" --clusterrole=spillway-member-namespace \
+        --serviceaccount="$SA_NS:spillway" >/dev/null
+    kc "$c" create clusterrolebinding spillway-lp-cluster --clusterrole=spillway-member-cluster \
+        --serviceaccount="$SA_NS:spillway" >/dev/null
+    kc "$c" delete clusterrolebinding spillway-lp >/dev/null
+done
+add_narrow() { # CLUSTER REGION POOL NAMESPACES
+    "$SPILLCTL" cluster add "$1" --replace --kubeconfig "$HUB_TMP/$1-sa.kubeconfig" --role cloud \
+        --region "$2" --pool "$3" --namespaces "$4"
+}
+SPOT_POOL=name=spot-h100,capacity=spot,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=2.10
+rc=0
+for _ in $(seq 1 20); do # the bindings reach the authorizer's cache
+    rc=0
+    add_narrow cloud-spot us-east-1 "$SPOT_POOL" "$NS4,$NS5" >"$HUB_TMP/out" 2>"$HUB_TMP/err" || rc=$?
+    grep -q "in namespace $NS4\|in all namespaces" "$HUB_TMP/err" || break
+    sleep 0.25
+done
+[ $rc != 0 ] && grep -qx "  - create jobs.batch in namespace $NS5" "$HUB_TMP/err" &&
+    grep -qx "  - get secrets in namespace $NS5" "$HUB_TMP/err" &&
+    [ "$(grep -c '^  - ' "$HUB_TMP/err")" = "$(grep -c '^  - .* in namespace '"$NS5"'$' "$HUB_TMP/err")" ] ||
+    hub_fail "cluster add --namespaces $NS4,$NS5 without a grant in $NS5: exit $rc, $(cat "$HUB_TMP/err")"
+nmiss=$(grep -c '^  - ' "$HUB_TMP/err")
+reconnects() { grep -c 'msg="member changed; reconnecting"' "$HUB_TMP/hub.log" || true; }
+R0=$(reconnects)
+add_narrow cloud-spot us-east-1 "$SPOT_POOL" "$NS4" >/dev/null || hub_fail "cluster add cloud-spot --namespaces $NS4"
+add_narrow cloud-ondemand us-west-2 name=od-h100,capacity=on-demand,product=NVIDIA-H100-80GB-HBM3,memory=81920,price=6.98 \
+    "$NS4" >/dev/null || hub_fail "cluster add cloud-ondemand --namespaces $NS4"
+"$SPILLCTL" cluster show cloud-spot --no-probe | grep -q "^Namespaces: *$NS4 (the narrow member role" ||
+    hub_fail "cluster show does not list the namespaces"
+for _ in $(seq 1 60); do [ "$(reconnects)" -ge $((R0 + 2)) ] && break; sleep 0.25; done
+[ "$(reconnects)" -ge $((R0 + 2)) ] || hub_fail "the hub did not read the new registrations"
+pass "cluster add --namespaces checks the narrow role per namespace: the $nmiss permissions missing in $NS5 named with it, none elsewhere; with $NS4 alone it registers"
+
+burst_job nr-ok 2 3s | kc onprem apply -n "$NS4" -f - >/dev/null
+burst_job nr-no 2 3s | kc onprem apply -n "$NS5" -f - >/dev/null
+wait_record "onprem/$NS4/nr-ok" state succeeded 90
+[ "$(record_field "onprem/$NS4/nr-ok" targetCluster)" = cloud-spot ] ||
+    hub_fail "nr-ok ran in $(record_field "onprem/$NS4/nr-ok" targetCluster)"
+wait_record "onprem/$NS5/nr-no" state blocked 60
+why=$(record_field "onprem/$NS5/nr-no" reason)
+case "$why" in
+"namespace $NS5 has no grant in cluster cloud-"*": its registration (the narrow member role) lets spillway into namespaces $NS4 only") ;;
+*) hub_fail "nr-no blocked for: $why" ;;
+esac
+for _ in $(seq 1 20); do
+    kc onprem get events -n "$NS5" --field-selector involvedObject.name=nr-no,reason=BurstRefused \
+        -o jsonpath='{.items[*].message}' | grep -qF "namespace $NS5 has no grant in cluster" && break
+    sleep 0.5
+done
+kc onprem get events -n "$NS5" --field-selector involvedObject.name=nr-no,reason=BurstRefused \
+    -o jsonpath='{.items[*].message}' | grep -qF "namespace $NS5 has no grant in cluster" ||
+    hub_fail "no BurstRefused Event with the reason on nr-no"
+[ "$(kc onprem get job nr-no -n "$NS5" -o jsonpath='{.metadata.annotations.spillway\.io/reason}')" = "$why" ] ||
+    hub_fail "nr-no's spillway.io/reason is not the refusal"
+SINCE=$NARROW_SINCE
+for c in cloud-spot cloud-ondemand; do
+    ! audit_has "$c" "$MEMBER_USER" "e['verb'] == 'create' and o.get('resource') == 'namespaces'" ||
+        hub_fail "the hub created a namespace on $c under the narrow role"
+    ! audit_has "$c" "$MEMBER_USER" "o.get('namespace') == '$NS5' or o.get('name') == '$NS5'" ||
+        hub_fail "the hub sent a request about $NS5 to $c"
+    ! audit_has "$c" "$MEMBER_USER" "dec == 'forbid' and o.get('namespace') == '$NS4'" ||
+        hub_fail "a request in $NS4 on $c was refused under the narrow role"
+done
+kc cloud-spot get namespace "$NS5" >/dev/null 2>&1 && hub_fail "namespace $NS5 exists on cloud-spot"
+pass "narrow role: a Job of $NS4 burst into it on cloud-spot; one of $NS5 refused on the origin ($why); no namespace created, nothing sent about $NS5 (audit)"
 pass "least privilege shown in $(($(date +%s) - T0)) s"

@@ -44,6 +44,7 @@ static void test_seal_round_trip(void **state)
     snprintf(rec.spec.pools[0].gpu_product, 128, "H100");
     rec.spec.pools[0].price_per_gpu_hour = 2.5;
     snprintf(rec.spec.pools[0].nodepool, sizeof(rec.spec.pools[0].nodepool), "gpu-spot");
+    assert_int_equal(sw_cluster_namespaces_flag(&rec.spec, "team-a,team-b", "f", &err), 0);
     snprintf(rec.server, sizeof(rec.server), "%s", t->server);
     snprintf(rec.auth_kind, sizeof(rec.auth_kind), "%s", sw_kube_target_auth_kind(t));
     assert_int_equal(sw_cluster_record_seal(&rec, t, key, &err), 0);
@@ -63,6 +64,8 @@ static void test_seal_round_trip(void **state)
     assert_int_equal(back.spec.npools, 1);
     assert_true(back.spec.pools[0].price_per_gpu_hour == 2.5);
     assert_string_equal(back.spec.pools[0].nodepool, "gpu-spot");
+    assert_int_equal(back.spec.nnamespaces, 2);
+    assert_string_equal(back.spec.namespaces[1], "team-b");
     struct sw_kube_target *t2 = NULL;
     assert_int_equal(sw_cluster_record_open(&back, key, &t2, &err), 0);
     assert_string_equal(t2->server, "https://10.1.2.3:6443");
@@ -100,6 +103,23 @@ static void test_bad_record_named(void **state)
     j = "{\"name\":\"x\",\"role\":\"cloud\"}";
     assert_int_equal(sw_cluster_record_from_json(j, strlen(j), "record x", &rec, &err), SW_ENOENT);
     assert_non_null(strstr(err.msg, "\"region\""));
+    /* The narrow role's namespaces, as written in Redis by hand. */
+    static const char *const bad_ns[][2] = {
+        {"\"team-a\"", "record x: field \"namespaces\": expected a list"},
+        {"[1]", "record x: field \"namespaces\": expected strings"},
+        {"[\"../x\"]", "record x: field \"namespaces\": expected a namespace name"},
+        {"[\"a\",\"a\"]", "record x: field \"namespaces\": namespace \"a\" is listed twice"},
+    };
+    for (size_t i = 0; i < sizeof(bad_ns) / sizeof(bad_ns[0]); i++) {
+        char jj[200];
+        snprintf(jj, sizeof(jj),
+                 "{\"name\":\"x\",\"role\":\"cloud\",\"region\":\"r\",\"namespaces\":%s}",
+                 bad_ns[i][0]);
+        assert_int_not_equal(sw_cluster_record_from_json(jj, strlen(jj), "record x", &rec, &err),
+                             0);
+        if (strstr(err.msg, bad_ns[i][1]) == NULL)
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.msg, bad_ns[i][1]);
+    }
 }
 
 int main(void)

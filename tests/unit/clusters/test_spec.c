@@ -67,6 +67,39 @@ static void test_flags(void **state)
     assert_non_null(strstr(err.msg, "expected key=value"));
 }
 
+/* The narrow member role's namespaces: flag and file, and what they grant. */
+static void test_namespaces(void **state)
+{
+    (void)state;
+    struct sw_cluster_spec s = {0};
+    struct sw_error err;
+    assert_true(sw_cluster_spec_grants(&s, "anything")); /* the wide role */
+    const char *y = "role: cloud\nregion: r\nnamespaces: [team-a, team-b]\n";
+    assert_int_equal(sw_cluster_spec_parse(y, strlen(y), "s.yaml", &s, &err), 0);
+    assert_int_equal(s.nnamespaces, 2);
+    assert_true(sw_cluster_spec_grants(&s, "team-b"));
+    assert_false(sw_cluster_spec_grants(&s, "team-c"));
+    char buf[64];
+    sw_cluster_namespaces_str(&s, buf, sizeof(buf));
+    assert_string_equal(buf, "team-a, team-b");
+    sw_cluster_namespaces_str(&s, buf, 9);
+    assert_string_equal(buf, "team-a");
+    struct sw_cluster_spec f = {0};
+    assert_int_equal(sw_cluster_namespaces_flag(&f, "x,y-1,z", "--namespaces", &err), 0);
+    assert_int_equal(f.nnamespaces, 3);
+    assert_string_equal(f.namespaces[2], "z");
+    assert_int_equal(sw_cluster_namespaces_flag(&f, "w,,v", "--namespaces", &err), SW_EINVAL);
+    assert_string_equal(err.msg, "--namespaces: expected a namespace name (1 to 63 of a-z, 0-9 "
+                                 "and '-', starting and ending with a letter or digit), got \"\"");
+    struct sw_cluster_spec m = {0};
+    for (int i = 0; i < SW_MAX_BURST_NAMESPACES; i++) {
+        snprintf(buf, sizeof(buf), "ns-%d", i);
+        assert_int_equal(sw_cluster_namespace_add(&m, buf, "f", &err), 0);
+    }
+    assert_int_equal(sw_cluster_namespace_add(&m, "one-more", "f", &err), SW_ERANGE);
+    assert_string_equal(err.msg, "f: at most 32 namespaces");
+}
+
 /* A pool bound to a Karpenter NodePool: flag and file, and its checks. */
 static void test_nodepool(void **state)
 {
@@ -114,12 +147,24 @@ static void test_errors_named(void **state)
          "capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus, nodePool)"},
         {"role: cloud\nregoin: x\n",
          "cluster spec \"s.yaml\": line 2: field \"regoin\": unknown (expected role, region, name, "
-         "pools, localQueue)"},
+         "pools, localQueue, namespaces)"},
         {"localQueue: Team_CV\n",
          "cluster spec \"s.yaml\": line 1: field \"localQueue\": expected a LocalQueue name (1 to "
          "63 "
          "of a-z, 0-9 and '-', starting and ending with a letter or digit), got \"Team_CV\""},
         {"role: [\n", "cluster spec \"s.yaml\": line 2: did not find expected node content"},
+        {"namespaces: team-a\n", "cluster spec \"s.yaml\": line 1: field \"namespaces\": "
+                                 "expected a list of namespace names, got a scalar"},
+        {"namespaces: []\n", "cluster spec \"s.yaml\": line 1: field \"namespaces\": expected "
+                             "a list of namespace names, got an empty list"},
+        {"namespaces: [a, Team_B]\n",
+         "cluster spec \"s.yaml\": line 1: field \"namespaces[1]\": expected a namespace name (1 "
+         "to 63 of a-z, 0-9 and '-', starting and ending with a letter or digit), got "
+         "\"Team_B\""},
+        {"namespaces: [a, {b: c}]\n", "cluster spec \"s.yaml\": line 1: field \"namespaces[1]\": "
+                                      "expected a namespace name, got a mapping"},
+        {"namespaces: [a, a]\n", "cluster spec \"s.yaml\": line 1: field \"namespaces[1]\": "
+                                 "namespace \"a\" is listed twice"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct sw_cluster_spec s = {0};
@@ -195,7 +240,7 @@ static void test_strict(void **state)
         /* Unknown keys at every level, including the --pool short names. */
         {"role: cloud\nextra: {a: b}\n", SW_EINVAL,
          "cluster spec \"dir/s.yaml\": line 2: field \"extra\": unknown (expected role, region, "
-         "name, pools, localQueue)"},
+         "name, pools, localQueue, namespaces)"},
         {"pools:\n- name: a\n  capacity: spot\n", SW_EINVAL,
          "cluster spec \"dir/s.yaml\": line 3: field \"pools[0].capacity\": unknown (expected "
          "name, capacityType, gpuProduct, gpuMemoryMiB, zone, pricePerGpuHour, maxGpus, nodePool)"},
@@ -336,9 +381,13 @@ static void test_names_at_the_limit(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file),         cmocka_unit_test(test_flags),
-        cmocka_unit_test(test_errors_named), cmocka_unit_test(test_strict),
-        cmocka_unit_test(test_flag_strict),  cmocka_unit_test(test_names_at_the_limit),
+        cmocka_unit_test(test_file),
+        cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_namespaces),
+        cmocka_unit_test(test_errors_named),
+        cmocka_unit_test(test_strict),
+        cmocka_unit_test(test_flag_strict),
+        cmocka_unit_test(test_names_at_the_limit),
         cmocka_unit_test(test_nodepool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

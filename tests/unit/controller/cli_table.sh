@@ -142,6 +142,13 @@ run clustr list
 [ "$rc" = 2 ] && echo "$err" | grep -q 'did you mean "cluster"?' || fail "clustr: exit $rc: $err"
 run cluster lst
 [ "$rc" = 2 ] && echo "$err" | grep -q 'did you mean "cluster list"?' || fail "cluster lst: exit $rc: $err"
+# The narrow member role's namespaces: each a namespace name, once.
+run cluster add x --namespaces team-a,Team_B
+[ "$rc" = 2 ] && echo "$err" | grep -q -- '--namespaces: expected a namespace name (1 to 63 of a-z, 0-9 and .-., starting and ending with a letter or digit), got "Team_B"' ||
+    fail "cluster add --namespaces team-a,Team_B: exit $rc: $err"
+run cluster add x --namespaces a,a
+[ "$rc" = 2 ] && echo "$err" | grep -q -- '--namespaces: namespace "a" is listed twice' ||
+    fail "cluster add --namespaces a,a: exit $rc: $err"
 run status -o 'jsonpath={..x}'
 [ "$rc" = 2 ] && echo "$err" | grep -q 'recursive descent' || fail "status -o jsonpath={..x}: exit $rc: $err"
 run status -l 'colour=red'
