@@ -240,7 +240,7 @@ TOP_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]*):", re.M)
 HUB_KEYS = {"redis", "secretKeyFile", "listen", "placement", "leader", "outputs", "maxAttempts",
             "members", "replication", "buckets", "logLevel", "kueue", "records", "karpenter",
             "tenancy"}
-SPEC_KEYS = {"role", "region", "pools", "localQueue"}
+SPEC_KEYS = {"role", "region", "pools", "localQueue", "namespaces"}
 KUSTOMIZE_KEYS = {"resources", "components", "patches", "namespace", "images", "configMapGenerator",
                   "secretGenerator", "replicas", "labels"}
 SIM_TRACE = "docs/examples/small-trace.csv"
