@@ -583,6 +583,10 @@ static bool wants_decision(struct sw_hub *h, struct sw_job *j, const cJSON *orig
     if (j->busy || !j->persisted)
         return false;
     struct sw_job_rec *r = &j->rec;
+    /* Blocked by its queue (Kueue cannot admit it as queued): the queue
+     * says every round whether that is over (queue.c). */
+    if (sw_queue_blocked(j))
+        return sw_queue_of(origin)->waits(h, j, origin);
     if (r->state == SW_JS_BLOCKED && sw_hub_wall_ms() - r->decided_ms < BLOCKED_RETRY_MS)
         return false;
     if (r->state != SW_JS_OBSERVED && r->state != SW_JS_BLOCKED)

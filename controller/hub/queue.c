@@ -378,6 +378,59 @@ static int64_t cq_headroom(struct sw_member *m, const char *cq)
     return -1;
 }
 
+/* How the reason of a Job Kueue cannot admit as queued begins: a block
+ * with it is the queue's own, and cleared by it (kueue_inadmissible), also
+ * by a hub that did not set it. */
+#define INADMISSIBLE_WHY "left in its Kueue queue, which cannot admit it: "
+
+/*
+ * A Workload Kueue cannot admit as queued (QuotaReserved=False, reason
+ * Inadmissible: its LocalQueue, or that LocalQueue's ClusterQueue, missing
+ * or inactive) waits for no GPUs and is not burst: the Job is blocked with
+ * a reason naming the LocalQueue and quoting Kueue's message (API data:
+ * escaped, cut), a Warning Event KueueInadmissible and the annotations;
+ * once Kueue proceeds, the block is cleared (state observed again) and the
+ * Job is weighed as any other from the next round. True while it is
+ * blocked so, or was just cleared (its record being written).
+ */
+static bool kueue_inadmissible(struct sw_hub *h, struct sw_job *j,
+                               const struct sw_workload_facts *f)
+{
+    struct sw_job_rec *r = &j->rec;
+    bool ours = r->state == SW_JS_BLOCKED &&
+                (j->queue_blocked ||
+                 strncmp(r->reason, INADMISSIBLE_WHY, sizeof(INADMISSIBLE_WHY) - 1) == 0);
+    if (f->state == SW_WL_INADMISSIBLE) {
+        char said[200], why[sizeof(r->reason)];
+        sw_log_escape(f->message, said, sizeof(said));
+        snprintf(why, sizeof(why), INADMISSIBLE_WHY "LocalQueue %s/%s: Kueue says %s%s%s", f->ns,
+                 f->queue, said[0] == '"' ? "" : "\"", said, said[0] == '"' ? "" : "\"");
+        j->queue_blocked = true;
+        if (ours && strcmp(r->reason, why) == 0)
+            return true;
+        j->busy = true;
+        sw_follow_block(h, j, "KueueInadmissible", why);
+        sw_rec_step(h, j, SW_FP_NONE);
+        return true;
+    }
+    j->queue_blocked = false;
+    if (!ours)
+        return false;
+    SW_LOG(SW_LOG_INFO, "Kueue can admit the Job as queued now: its block cleared", "job=%s wl=%s",
+           sw_log_q(r->key), sw_log_q(sw_workload_state_name(f->state)));
+    r->state = SW_JS_OBSERVED;
+    r->reason[0] = '\0';
+    sw_follow_show_blocked(h, r, false);
+    j->busy = true;
+    sw_rec_step(h, j, SW_FP_NONE);
+    return true;
+}
+
+bool sw_queue_blocked(const struct sw_job *j)
+{
+    return j->queue_blocked && j->rec.state == SW_JS_BLOCKED;
+}
+
 static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
 {
     (void)origin;
@@ -407,6 +460,8 @@ static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
         }
         return false;
     }
+    if (kueue_inadmissible(h, j, &e->f))
+        return false;
     int bound = 0;
     sw_observe_pods(h, j->rec.cluster, j->rec.ns, j->rec.name, &bound);
     if (bound != 0)

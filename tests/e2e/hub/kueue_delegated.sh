@@ -20,7 +20,13 @@
 #   3. the user pauses a delegated Job whose mirror is queued in Kueue
 #      (spec.suspend true on the origin): the mirror's Workload is
 #      deactivated (Kueue's own pause: it evicts the mirror), and reactivated
-#      when the origin is resumed; the Job completes once.
+#      when the origin is resumed; the Job completes once;
+#   4. an annotated Job labelled with a LocalQueue that does not exist:
+#      Kueue cannot admit it (its Workload Inadmissible), and the hub says
+#      so: blocked with a reason naming the LocalQueue and quoting Kueue,
+#      a KueueInadmissible Event, the annotations, spillctl status and
+#      explain; once the LocalQueue is made, the block is cleared and Kueue
+#      runs the Job at home, once, no mirror made.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 hub_setup kueue-deleg
@@ -127,4 +133,38 @@ wait_record "$P" state succeeded 150
 origin_done paused 60
 one_mirror_each paused
 pass "paused: the origin suspended deactivated mirror $pm's Workload $pwl in $pt (Kueue suspended it); resumed, it completed once"
+
+# ---- 4. a queue label Kueue cannot admit: the Job says why ------------------
+# (the quota free again: once its LocalQueue exists, Kueue admits it at home)
+kueue_job noqueue 4 1 5s yes | sed 's/queue-name: gpu/queue-name: nosuch/' | kc onprem apply -n "$NS" -f - >/dev/null
+N="onprem/$NS/noqueue"
+wait_record "$N" state blocked 30
+nreason=$(record_field "$N" reason)
+want="left in its Kueue queue, which cannot admit it: LocalQueue $NS/nosuch: Kueue says \"LocalQueue nosuch doesn't exist\""
+[ "$nreason" = "$want" ] || hub_fail "noqueue blocked for another reason: \"$nreason\""
+ev=$(event_message noqueue KueueInadmissible 10)
+[ "$ev" = "$want" ] || hub_fail "no KueueInadmissible Event with the reason on noqueue: \"$ev\""
+ann=$(kc onprem get job noqueue -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state} {.metadata.annotations.spillway\.io/reason}')
+[ "$ann" = "blocked $want" ] || hub_fail "noqueue's annotations: \"$ann\""
+"$SPILLCTL" status -n "$NS" | grep "^$N " | grep -qF "LocalQueue $NS/nosuch" ||
+    hub_fail "spillctl status shows no reason for noqueue: $("$SPILLCTL" status -n "$NS" | grep "^$N ")"
+[ "$("$SPILLCTL" explain "$N" | grep '^Reason:')" = "Reason:    $want" ] ||
+    hub_fail "spillctl explain shows no reason for noqueue: $("$SPILLCTL" explain "$N" | grep '^Reason:')"
+cat <<YAML | kc onprem apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: nosuch, namespace: $NS}
+spec: {clusterQueue: gpu}
+YAML
+for _ in $(seq 1 60); do
+    [ "$(record_field "$N" state)" != blocked ] &&
+        [ -z "$(kc onprem get job noqueue -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/reason}')" ] && break
+    sleep 0.25
+done
+[ "$(record_field "$N" state)" != blocked ] || hub_fail "noqueue still blocked 15 s after its LocalQueue was made"
+ann=$(kc onprem get job noqueue -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state}/{.metadata.annotations.spillway\.io/reason}')
+[ "$ann" = "observed/" ] || hub_fail "noqueue's annotations once unblocked: \"$ann\""
+origin_done noqueue 60
+[ "$(mirrors_of noqueue)" = 0 ] || hub_fail "noqueue has a mirror: Kueue admits it at home with the quota free"
+pass "a missing LocalQueue: noqueue blocked with \"$nreason\" (Event, annotations, status, explain); the LocalQueue made, unblocked and run at home once"
 watcher_check
