@@ -649,6 +649,17 @@ const char *sw_queue_kueue_unreadable(struct sw_member *m);
  * unblocked as soon as Kueue proceeds.
  */
 bool sw_queue_blocked(const struct sw_job *j);
+/**
+ * Whether the origin's Kueue queue at home cannot admit `j`, so that a
+ * mirror placed at home (in the origin's LocalQueue) would wait there for
+ * nothing: its own Workload Inadmissible, its LocalQueue not found, or
+ * that LocalQueue's ClusterQueue missing or stopped. 1 with `why` (naming
+ * the queue; Kueue's message quoted), 0 when it can or the hub does not
+ * know (not in a Kueue queue, Kueue not read yet), -1 while the
+ * LocalQueue is being read (decide a round later).
+ */
+int sw_queue_home_unqueued(struct sw_hub *h, const struct sw_job *j, const cJSON *origin, char *why,
+                           size_t len);
 /** A member's Workloads, ClusterQueues or ResourceFlavors changed (the index is made again). */
 void sw_queue_changed(void);
 /**

@@ -26,7 +26,12 @@
 #      so: blocked with a reason naming the LocalQueue and quoting Kueue,
 #      a KueueInadmissible Event, the annotations, spillctl status and
 #      explain; once the LocalQueue is made, the block is cleared and Kueue
-#      runs the Job at home, once, no mirror made.
+#      admits the Job at home, no mirror made;
+#   5. a delegated Job labelled with a LocalQueue that does not exist at
+#      home, the quota free: home is no option for it (its mirror would
+#      wait in that queue for kueue.mirrorAdmissionSeconds, 300 s), so it
+#      bursts to cloud-spot at once, its decision saying why, and completes
+#      once.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 hub_setup kueue-deleg
@@ -164,7 +169,27 @@ done
 [ "$(record_field "$N" state)" != blocked ] || hub_fail "noqueue still blocked 15 s after its LocalQueue was made"
 ann=$(kc onprem get job noqueue -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state}/{.metadata.annotations.spillway\.io/reason}')
 [ "$ann" = "observed/" ] || hub_fail "noqueue's annotations once unblocked: \"$ann\""
-origin_done noqueue 60
+wl=$(workload_on onprem noqueue)
+kc onprem wait --for=condition=Admitted "workload/$wl" -n "$NS" --timeout=30s >/dev/null ||
+    hub_fail "Kueue did not admit noqueue's Workload $wl once its LocalQueue was made"
 [ "$(mirrors_of noqueue)" = 0 ] || hub_fail "noqueue has a mirror: Kueue admits it at home with the quota free"
-pass "a missing LocalQueue: noqueue blocked with \"$nreason\" (Event, annotations, status, explain); the LocalQueue made, unblocked and run at home once"
+kc onprem delete job noqueue -n "$NS" --wait=false >/dev/null
+pass "a missing LocalQueue: noqueue blocked with \"$nreason\" (Event, annotations, status, explain); the LocalQueue made, unblocked and admitted by Kueue at home, no mirror"
+
+# ---- 5. a delegated Job whose LocalQueue is missing at home bursts ------------
+djob lost 4 5s | sed 's/queue-name: gpu/queue-name: nowhere/' | kc onprem apply -n "$NS" -f - >/dev/null
+L="onprem/$NS/lost"
+t0=$(date +%s)
+wait_record "$L" state succeeded 90
+[ "$(record_field "$L" targetCluster)" = cloud-spot ] || hub_fail "lost ran in $(record_field "$L" targetCluster), not cloud-spot"
+lsum=$(record_field "$L" summary)
+case "$lsum" in
+*"not at home: its LocalQueue $NS/nowhere does not exist in onprem"* | *"not at home: its LocalQueue $NS/nowhere in onprem cannot admit it: Kueue says \"LocalQueue nowhere doesn't exist\""*) ;;
+*) hub_fail "lost's decision does not say why not at home: \"$lsum\"" ;;
+esac
+[ "$(record_field "$L" withdrawals)" = "" ] || [ "$(record_field "$L" withdrawals)" = 0 ] ||
+    hub_fail "lost had a mirror withdrawn: it was placed in the missing queue first"
+origin_done lost 60
+one_mirror_each lost
+pass "a missing LocalQueue at home: delegated lost burst to cloud-spot in $(($(date +%s) - t0)) s (\"$lsum\"), completed once"
 watcher_check
