@@ -95,6 +95,8 @@ const char *sw_workload_state_name(enum sw_workload_state s)
         return "inactive";
     case SW_WL_FINISHED:
         return "finished";
+    case SW_WL_INADMISSIBLE:
+        return "inadmissible";
     }
     return "?";
 }
@@ -193,6 +195,13 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
         out->state = SW_WL_PENDING_QUOTA;
     else if (qr == NULL && !out->evicted)
         out->state = SW_WL_NEW;
+    /* Kueue's Workload reconciler writes reason Inadmissible while the
+     * Workload's LocalQueue does not exist ("LocalQueue gpu doesn't
+     * exist"), its ClusterQueue does not ("ClusterQueue gpu doesn't
+     * exist") or is inactive ("ClusterQueue gpu is inactive": stopped, or
+     * a flavour it names missing); the scheduler's no-room-now is Pending. */
+    else if (strcmp(out->reason, "Inadmissible") == 0)
+        out->state = SW_WL_INADMISSIBLE;
     else
         out->state = SW_WL_PENDING_OTHER;
     return 0;

@@ -38,7 +38,10 @@ enum sw_workload_state {
     SW_WL_RESERVED,          /* quota reserved, admission checks pending */
     SW_WL_ADMITTED,          /* Admitted=True: the Job may start */
     SW_WL_INACTIVE,          /* spec.active=false */
-    SW_WL_FINISHED           /* Finished=True */
+    SW_WL_FINISHED,          /* Finished=True */
+    SW_WL_INADMISSIBLE       /* QuotaReserved=False, reason Inadmissible: Kueue cannot admit
+                                it as queued (its LocalQueue, or that LocalQueue's
+                                ClusterQueue, missing or inactive; the message says which) */
 };
 
 /** What the hub reads of one Workload. */
@@ -72,7 +75,8 @@ struct sw_workload_facts {
 int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
                                 struct sw_error *err);
 
-/** "pending-quota", "pending", "new", "reserved", "admitted", "inactive", "finished". */
+/** "pending-quota", "pending", "new", "reserved", "admitted", "inactive", "finished",
+ *  "inadmissible". */
 const char *sw_workload_state_name(enum sw_workload_state s);
 
 /** The GPU quota of one of a ClusterQueue's flavours. */

@@ -80,6 +80,8 @@ ALWAYS_INLINE void fixed_pass(struct sw_engine *e, const struct wctx *c, uint64_
         tmp[bit / 64] &= ~((uint64_t)1 << (bit % 64));
     }
     narrow(r, tmp, true, W, count, SW_EX_OTHER_QUEUE);
+    if (w->home_unqueued && c->origin >= 0)
+        narrow(r, e->set_cluster + (size_t)c->origin * W, true, W, count, SW_EX_HOME_QUEUE);
     if (c->product_unknown) {
         narrow(r, r, true, W, count, SW_EX_PRODUCT);
     } else if (c->product_mask) {

@@ -95,6 +95,7 @@ enum sw_exclusion {
     SW_EX_PREEMPTED,       /* preempted its allowed number of times: no more spot */
     SW_EX_MIG_PROFILE,     /* the pool does not offer the workload's MIG profile */
     SW_EX_OTHER_QUEUE,     /* another queue's view of the cluster (struct sw_pool, queue_only) */
+    SW_EX_HOME_QUEUE,      /* its queue at home cannot admit it (sw_workload, home_unqueued) */
     SW_EX__COUNT
 };
 

@@ -103,6 +103,10 @@ struct sw_workload {
     /* Set once the Job has been preempted its allowed number of times:
      * spot is no longer an option for it (the fallback is on-demand or home). */
     bool no_spot;
+    /* Its queue at home cannot admit it (a Kueue LocalQueue, or that
+     * LocalQueue's ClusterQueue, that does not exist or is stopped): its
+     * home cluster is not an option; it can only go elsewhere. */
+    bool home_unqueued;
     int n_inputs;
     int n_queue_pools;     /* how many of `queue_pools` are set (below) */
     double min_gpu_mem_gb; /* GPU constraint: memory per GPU */

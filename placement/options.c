@@ -97,6 +97,8 @@ static inline enum sw_exclusion fixed_exclusion(const struct sw_engine *e, const
         if (!named && (p->queue_only || cluster_named))
             return SW_EX_OTHER_QUEUE;
     }
+    if (stay && w->home_unqueued)
+        return SW_EX_HOME_QUEUE;
     if (c->product_unknown || (c->product_mask && !(c->product_mask >> p->product & 1u)))
         return SW_EX_PRODUCT;
     if (p->mem < w->min_gpu_mem_gb)

@@ -129,11 +129,12 @@ static const char *const ex_text[SW_EX__COUNT] = {
     "preempted too often; spot no longer considered",
     "does not offer the workload's MIG profile (renting whole GPUs cannot take a slice)",
     "another Kueue queue's view of the cluster (the Job's queue there has its own)",
+    "its Kueue queue at home cannot admit it (LocalQueue or ClusterQueue missing or stopped)",
 };
 static const char *const ex_token[SW_EX__COUNT] = {
     "none",      "product",    "gpu-memory",  "interconnect", "burst-never", "production-spot",
     "max-price", "never-fits", "capacity",    "quota",        "budget",      "no-route",
-    "policy",    "preempted",  "mig-profile", "other-queue",
+    "policy",    "preempted",  "mig-profile", "other-queue",  "home-queue",
 };
 static const char *const why_text[SW_WHY__COUNT] = {
     "lowest expected cost including the value of delay",

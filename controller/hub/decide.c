@@ -583,6 +583,10 @@ static bool wants_decision(struct sw_hub *h, struct sw_job *j, const cJSON *orig
     if (j->busy || !j->persisted)
         return false;
     struct sw_job_rec *r = &j->rec;
+    /* Blocked by its queue (Kueue cannot admit it as queued): the queue
+     * says every round whether that is over (queue.c). */
+    if (sw_queue_blocked(j))
+        return sw_queue_of(origin)->waits(h, j, origin);
     if (r->state == SW_JS_BLOCKED && sw_hub_wall_ms() - r->decided_ms < BLOCKED_RETRY_MS)
         return false;
     if (r->state != SW_JS_OBSERVED && r->state != SW_JS_BLOCKED)
@@ -750,6 +754,15 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     snprintf(w->origin, sizeof(w->origin), "%.*s", (int)sizeof(w->origin) - 1, j->rec.cluster);
     if (!target_queues_read(rd, j, origin) || !name_queue_pools(rd, j, pq, origin, w))
         return;
+    /* A mirror placed at home goes into the origin's LocalQueue there:
+     * checked first, as a cloud target's is (dispatch.c), so that a queue
+     * that cannot admit it leaves home out rather than holding a mirror
+     * there for kueue.mirrorAdmissionSeconds. */
+    char hq[256];
+    int unq = sw_queue_home_unqueued(h, j, origin, hq, sizeof(hq));
+    if (unq < 0)
+        return;
+    w->home_unqueued = unq > 0;
     w->prio = spec.prio;
     w->pods = pods;
     w->gpus_per_pod = gpp;
@@ -860,13 +873,14 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         const struct sw_option *o = &d->options[k];
         const struct sw_pool *p = &snap->pools[o->pool];
         /* Another queue's view of home is not its home (queue_only). */
-        if (o->stay && o->excluded != SW_EX_OTHER_QUEUE && (home_wait < 0 || o->wait_s < home_wait))
+        if (o->stay && o->excluded != SW_EX_OTHER_QUEUE && o->excluded != SW_EX_HOME_QUEUE &&
+            (home_wait < 0 || o->wait_s < home_wait))
             home_wait = o->wait_s;
         if (p->capacity == SW_CAP_ON_DEMAND && o->excluded != SW_EX_NEVER_FITS &&
             o->excluded != SW_EX_OTHER_QUEUE && (burst_now == 0 || o->cost.total < burst_now))
             burst_now = o->cost.total;
     }
-    char summary[SW_REC_SUMMARY_MAX], wait[32], queued[256] = "";
+    char summary[SW_REC_SUMMARY_MAX], wait[32], queued[256] = "", hq[256];
     const struct pending_queue *pq = &rd->kq[d->workload];
     /* A Job Kueue holds at home: why it left its queue, in the queue's own
      * figures, before the engine's. */
@@ -903,6 +917,10 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
             snprintf(summary, sizeof(summary),
                      "burst to %s (%s): $%.2f expected; home cluster %s lost", p->cluster,
                      sw_capacity_name(p->capacity), d->chosen.cost.total, r->cluster);
+        else if (d->verdict == SW_VERDICT_BURST && w->home_unqueued &&
+                 sw_queue_home_unqueued(h, j, sw_observe_origin(h, r), hq, sizeof(hq)) > 0)
+            snprintf(summary, sizeof(summary), "burst to %s (%s): $%.2f expected; not at home: %s",
+                     p->cluster, sw_capacity_name(p->capacity), d->chosen.cost.total, hq);
         else if (d->verdict == SW_VERDICT_BURST)
             snprintf(summary, sizeof(summary),
                      "%sburst to %s (%s): $%.2f expected vs %s wait at home", queued, p->cluster,

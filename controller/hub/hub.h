@@ -82,6 +82,7 @@ struct sw_job {
     bool warned;           /* a Warning Event about a bad annotation was sent */
     bool queue_warned;     /* a Warning Event about its queue (an unreadable Workload) was sent */
     bool queue_released;   /* its Workload was deactivated (queue.c) */
+    bool queue_blocked;    /* blocked: Kueue cannot admit it as queued (queue.c) */
     char mirror_queue[64]; /* the target's LocalQueue its mirror goes into (dispatch.c); "" none */
     bool refs_ok;          /* this attempt's ConfigMaps and Secrets are copied */
     bool admitted;         /* home's admission admitted this attempt's pods (admission.c) */
@@ -640,6 +641,25 @@ void sw_queue_seen(struct sw_member *m, const struct sw_job_record *rec);
  * Borrowed, valid until the next call for the same member.
  */
 const char *sw_queue_kueue_unreadable(struct sw_member *m);
+/**
+ * Whether `j` is blocked by its queue itself (Kueue cannot admit its
+ * Workload as queued: a LocalQueue or ClusterQueue missing or inactive).
+ * Such a block is the queue's to clear: its waits() is asked every round,
+ * not only after the retry delay of other blocks, so that the Job is
+ * unblocked as soon as Kueue proceeds.
+ */
+bool sw_queue_blocked(const struct sw_job *j);
+/**
+ * Whether the origin's Kueue queue at home cannot admit `j`, so that a
+ * mirror placed at home (in the origin's LocalQueue) would wait there for
+ * nothing: its own Workload Inadmissible, its LocalQueue not found, or
+ * that LocalQueue's ClusterQueue missing or stopped. 1 with `why` (naming
+ * the queue; Kueue's message quoted), 0 when it can or the hub does not
+ * know (not in a Kueue queue, Kueue not read yet), -1 while the
+ * LocalQueue is being read (decide a round later).
+ */
+int sw_queue_home_unqueued(struct sw_hub *h, const struct sw_job *j, const cJSON *origin, char *why,
+                           size_t len);
 /** A member's Workloads, ClusterQueues or ResourceFlavors changed (the index is made again). */
 void sw_queue_changed(void);
 /**

@@ -266,6 +266,7 @@ const char *sw_queue_kueue_unreadable(struct sw_member *m)
 struct lq_entry {
     char key[200]; /* cluster/namespace/localqueue */
     char cq[64];   /* its spec.clusterQueue; "" while unknown */
+    bool missing;  /* the last GET found none (404) */
     bool asking;
     int64_t asked_ms;
     struct lq_entry *next;
@@ -277,6 +278,7 @@ static void on_lq(struct sw_kube_result *res, void *ctx)
 {
     struct lq_entry *e = ctx;
     e->asking = false;
+    e->missing = res->rc == SW_ENOENT;
     const char *cq =
         res->rc == 0 ? sw_json_str(sw_json_child(res->body, "spec"), "clusterQueue") : NULL;
     if (cq != NULL && strlen(cq) < sizeof(e->cq)) {
@@ -333,6 +335,62 @@ const char *sw_queue_local_queue_cq(struct sw_member *m, const char *ns, const c
     return lq_cluster_queue_of(m, ns, lq, asking);
 }
 
+/* Whether the last GET of LocalQueue `lq` in `ns` of `m` found none. */
+static bool lq_missing(struct sw_member *m, const char *ns, const char *lq)
+{
+    char key[200];
+    snprintf(key, sizeof(key), "%s/%s/%s", m->rec.name, ns, lq);
+    for (const struct lq_entry *e = lqs[wl_hash(key) % LQ_BUCKETS]; e != NULL; e = e->next)
+        if (strcmp(e->key, key) == 0)
+            return e->missing && e->cq[0] == '\0';
+    return false;
+}
+
+int sw_queue_home_unqueued(struct sw_hub *h, const struct sw_job *j, const cJSON *origin, char *why,
+                           size_t len)
+{
+    why[0] = '\0';
+    const char *oq = sw_queue_origin_queue(origin);
+    struct sw_member *m = sw_member_find(h, j->rec.cluster);
+    if (oq == NULL || m == NULL || m->cache == NULL)
+        return 0;
+    /* Its own Workload, while it is queued: Kueue's word, either way. */
+    const struct sw_queue_wl *e = wl_find(j->rec.cluster, j->rec.uid);
+    bool queued = e != NULL && e->err[0] == '\0' && e->f.state != SW_WL_INACTIVE &&
+                  e->f.state != SW_WL_FINISHED;
+    if (queued && e->f.state != SW_WL_INADMISSIBLE)
+        return 0;
+    if (queued) {
+        char said[200];
+        sw_log_escape(e->f.message, said, sizeof(said));
+        snprintf(why, len, "its LocalQueue %s/%s in %s cannot admit it: Kueue says %s%s%s",
+                 j->rec.ns, oq, m->rec.name, said[0] == '"' ? "" : "\"", said,
+                 said[0] == '"' ? "" : "\"");
+        return 1;
+    }
+    /* Else (none yet, or taken from Kueue) the LocalQueue (one GET, kept)
+     * and its ClusterQueue (listed). */
+    bool asking = false;
+    const char *cq = lq_cluster_queue_of(m, j->rec.ns, oq, &asking);
+    if (asking)
+        return -1;
+    if (cq == NULL) {
+        if (!lq_missing(m, j->rec.ns, oq))
+            return 0;
+        snprintf(why, len, "its LocalQueue %s/%s does not exist in %s", j->rec.ns, oq, m->rec.name);
+        return 1;
+    }
+    if (!sw_cluster_cache_kueue_synced(m->cache))
+        return 0;
+    const cJSON *o = sw_informer_get(sw_cluster_cache_informer(m->cache, SW_KIND_CLUSTERQUEUE), cq);
+    const char *stop = sw_json_str(sw_json_child((cJSON *)o, "spec"), "stopPolicy");
+    if (o != NULL && (stop == NULL || strcmp(stop, "None") == 0))
+        return 0;
+    snprintf(why, len, "the ClusterQueue %s of its LocalQueue %s/%s %s in %s", cq, j->rec.ns, oq,
+             o == NULL ? "does not exist" : "is stopped", m->rec.name);
+    return 1;
+}
+
 struct cq_all {
     struct sw_cluster_queue_facts cq[SW_QUEUE_MAX_CQ];
     size_t n;
@@ -378,6 +436,59 @@ static int64_t cq_headroom(struct sw_member *m, const char *cq)
     return -1;
 }
 
+/* How the reason of a Job Kueue cannot admit as queued begins: a block
+ * with it is the queue's own, and cleared by it (kueue_inadmissible), also
+ * by a hub that did not set it. */
+#define INADMISSIBLE_WHY "left in its Kueue queue, which cannot admit it: "
+
+/*
+ * A Workload Kueue cannot admit as queued (QuotaReserved=False, reason
+ * Inadmissible: its LocalQueue, or that LocalQueue's ClusterQueue, missing
+ * or inactive) waits for no GPUs and is not burst: the Job is blocked with
+ * a reason naming the LocalQueue and quoting Kueue's message (API data:
+ * escaped, cut), a Warning Event KueueInadmissible and the annotations;
+ * once Kueue proceeds, the block is cleared (state observed again) and the
+ * Job is weighed as any other from the next round. True while it is
+ * blocked so, or was just cleared (its record being written).
+ */
+static bool kueue_inadmissible(struct sw_hub *h, struct sw_job *j,
+                               const struct sw_workload_facts *f)
+{
+    struct sw_job_rec *r = &j->rec;
+    bool ours = r->state == SW_JS_BLOCKED &&
+                (j->queue_blocked ||
+                 strncmp(r->reason, INADMISSIBLE_WHY, sizeof(INADMISSIBLE_WHY) - 1) == 0);
+    if (f->state == SW_WL_INADMISSIBLE) {
+        char said[200], why[sizeof(r->reason)];
+        sw_log_escape(f->message, said, sizeof(said));
+        snprintf(why, sizeof(why), INADMISSIBLE_WHY "LocalQueue %s/%s: Kueue says %s%s%s", f->ns,
+                 f->queue, said[0] == '"' ? "" : "\"", said, said[0] == '"' ? "" : "\"");
+        j->queue_blocked = true;
+        if (ours && strcmp(r->reason, why) == 0)
+            return true;
+        j->busy = true;
+        sw_follow_block(h, j, "KueueInadmissible", why);
+        sw_rec_step(h, j, SW_FP_NONE);
+        return true;
+    }
+    j->queue_blocked = false;
+    if (!ours)
+        return false;
+    SW_LOG(SW_LOG_INFO, "Kueue can admit the Job as queued now: its block cleared", "job=%s wl=%s",
+           sw_log_q(r->key), sw_log_q(sw_workload_state_name(f->state)));
+    r->state = SW_JS_OBSERVED;
+    r->reason[0] = '\0';
+    sw_follow_show_blocked(h, r, false);
+    j->busy = true;
+    sw_rec_step(h, j, SW_FP_NONE);
+    return true;
+}
+
+bool sw_queue_blocked(const struct sw_job *j)
+{
+    return j->queue_blocked && j->rec.state == SW_JS_BLOCKED;
+}
+
 static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
 {
     (void)origin;
@@ -407,6 +518,8 @@ static bool kueue_waits(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
         }
         return false;
     }
+    if (kueue_inadmissible(h, j, &e->f))
+        return false;
     int bound = 0;
     sw_observe_pods(h, j->rec.cluster, j->rec.ns, j->rec.name, &bound);
     if (bound != 0)

@@ -123,12 +123,7 @@ S="onprem/$NS/spill"
 wait_record "$S" state blocked 60
 reason=$(record_field "$S" reason)
 case "$reason" in *"LocalQueue $NS/gpu"*"does not exist"*) ;; *) hub_fail "blocked for another reason: $reason" ;; esac
-ev=""
-for _ in $(seq 1 40); do
-    ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=spill,reason=BurstRefused -o jsonpath='{.items[0].message}' 2>/dev/null || true)
-    [ -n "$ev" ] && break
-    sleep 0.25
-done
+ev=$(event_message spill BurstRefused 10)
 [ "$ev" = "$reason" ] || hub_fail "no BurstRefused event with the reason: \"$ev\""
 [ "$(kc onprem get job spill -n "$NS" -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name}')" = gpu ] ||
     hub_fail "the blocked Job was taken from Kueue"

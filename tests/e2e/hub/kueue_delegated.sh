@@ -20,7 +20,18 @@
 #   3. the user pauses a delegated Job whose mirror is queued in Kueue
 #      (spec.suspend true on the origin): the mirror's Workload is
 #      deactivated (Kueue's own pause: it evicts the mirror), and reactivated
-#      when the origin is resumed; the Job completes once.
+#      when the origin is resumed; the Job completes once;
+#   4. an annotated Job labelled with a LocalQueue that does not exist:
+#      Kueue cannot admit it (its Workload Inadmissible), and the hub says
+#      so: blocked with a reason naming the LocalQueue and quoting Kueue,
+#      a KueueInadmissible Event, the annotations, spillctl status and
+#      explain; once the LocalQueue is made, the block is cleared and Kueue
+#      admits the Job at home, no mirror made;
+#   5. a delegated Job labelled with a LocalQueue that does not exist at
+#      home, the quota free: home is no option for it (its mirror would
+#      wait in that queue for kueue.mirrorAdmissionSeconds, 300 s), so it
+#      bursts to cloud-spot at once, its decision saying why, and completes
+#      once.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 hub_setup kueue-deleg
@@ -127,4 +138,58 @@ wait_record "$P" state succeeded 150
 origin_done paused 60
 one_mirror_each paused
 pass "paused: the origin suspended deactivated mirror $pm's Workload $pwl in $pt (Kueue suspended it); resumed, it completed once"
+
+# ---- 4. a queue label Kueue cannot admit: the Job says why ------------------
+# (the quota free again: once its LocalQueue exists, Kueue admits it at home)
+kueue_job noqueue 4 1 5s yes | sed 's/queue-name: gpu/queue-name: nosuch/' | kc onprem apply -n "$NS" -f - >/dev/null
+N="onprem/$NS/noqueue"
+wait_record "$N" state blocked 30
+nreason=$(record_field "$N" reason)
+want="left in its Kueue queue, which cannot admit it: LocalQueue $NS/nosuch: Kueue says \"LocalQueue nosuch doesn't exist\""
+[ "$nreason" = "$want" ] || hub_fail "noqueue blocked for another reason: \"$nreason\""
+ev=$(event_message noqueue KueueInadmissible 10)
+[ "$ev" = "$want" ] || hub_fail "no KueueInadmissible Event with the reason on noqueue: \"$ev\""
+ann=$(kc onprem get job noqueue -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state} {.metadata.annotations.spillway\.io/reason}')
+[ "$ann" = "blocked $want" ] || hub_fail "noqueue's annotations: \"$ann\""
+"$SPILLCTL" status -n "$NS" | grep "^$N " | grep -qF "LocalQueue $NS/nosuch" ||
+    hub_fail "spillctl status shows no reason for noqueue: $("$SPILLCTL" status -n "$NS" | grep "^$N ")"
+[ "$("$SPILLCTL" explain "$N" | grep '^Reason:')" = "Reason:    $want" ] ||
+    hub_fail "spillctl explain shows no reason for noqueue: $("$SPILLCTL" explain "$N" | grep '^Reason:')"
+cat <<YAML | kc onprem apply -f - >/dev/null
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: nosuch, namespace: $NS}
+spec: {clusterQueue: gpu}
+YAML
+for _ in $(seq 1 60); do
+    [ "$(record_field "$N" state)" != blocked ] &&
+        [ -z "$(kc onprem get job noqueue -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/reason}')" ] && break
+    sleep 0.25
+done
+[ "$(record_field "$N" state)" != blocked ] || hub_fail "noqueue still blocked 15 s after its LocalQueue was made"
+ann=$(kc onprem get job noqueue -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state}/{.metadata.annotations.spillway\.io/reason}')
+[ "$ann" = "observed/" ] || hub_fail "noqueue's annotations once unblocked: \"$ann\""
+wl=$(workload_on onprem noqueue)
+kc onprem wait --for=condition=Admitted "workload/$wl" -n "$NS" --timeout=30s >/dev/null ||
+    hub_fail "Kueue did not admit noqueue's Workload $wl once its LocalQueue was made"
+[ "$(mirrors_of noqueue)" = 0 ] || hub_fail "noqueue has a mirror: Kueue admits it at home with the quota free"
+kc onprem delete job noqueue -n "$NS" --wait=false >/dev/null
+pass "a missing LocalQueue: noqueue blocked with \"$nreason\" (Event, annotations, status, explain); the LocalQueue made, unblocked and admitted by Kueue at home, no mirror"
+
+# ---- 5. a delegated Job whose LocalQueue is missing at home bursts ------------
+djob lost 4 5s | sed 's/queue-name: gpu/queue-name: nowhere/' | kc onprem apply -n "$NS" -f - >/dev/null
+L="onprem/$NS/lost"
+t0=$(date +%s)
+wait_record "$L" state succeeded 90
+[ "$(record_field "$L" targetCluster)" = cloud-spot ] || hub_fail "lost ran in $(record_field "$L" targetCluster), not cloud-spot"
+lsum=$(record_field "$L" summary)
+case "$lsum" in
+*"not at home: its LocalQueue $NS/nowhere does not exist in onprem"* | *"not at home: its LocalQueue $NS/nowhere in onprem cannot admit it: Kueue says \"LocalQueue nowhere doesn't exist\""*) ;;
+*) hub_fail "lost's decision does not say why not at home: \"$lsum\"" ;;
+esac
+[ "$(record_field "$L" withdrawals)" = "" ] || [ "$(record_field "$L" withdrawals)" = 0 ] ||
+    hub_fail "lost had a mirror withdrawn: it was placed in the missing queue first"
+origin_done lost 60
+one_mirror_each lost
+pass "a missing LocalQueue at home: delegated lost burst to cloud-spot in $(($(date +%s) - t0)) s (\"$lsum\"), completed once"
 watcher_check

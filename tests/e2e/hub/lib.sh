@@ -654,6 +654,19 @@ fault_stat() {
     curl -sf "http://$FAULT_CTL/stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1']['$2'])"
 }
 
+# event_message JOB REASON SECONDS: the message of the first Event of
+# REASON on Job JOB in onprem's $NS, waiting up to SECONDS ("" if none).
+# (Events are best effort and wait behind the dispatch path: a few seconds.)
+event_message() {
+    local i ev=""
+    for i in $(seq 1 $(($3 * 4))); do
+        ev=$(kc onprem get events -n "$NS" --field-selector "involvedObject.name=$1,reason=$2" -o jsonpath='{.items[0].message}' 2>/dev/null || true)
+        [ -n "$ev" ] && break
+        sleep 0.25
+    done
+    echo "$ev"
+}
+
 # mirrors_of NAME: how many mirrors the origin Job NAME has, in every cluster.
 mirrors_of() {
     local uid c n=0

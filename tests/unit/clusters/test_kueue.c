@@ -1,6 +1,7 @@
 /*
  * Tests for clusters/kueue.c: a Workload's state (pending for quota,
- * requeued after a preemption, pending for something else, reserved, admitted, inactive, finished),
+ * requeued after a preemption, inadmissible as queued, pending for something
+ * else, reserved, admitted, inactive, finished),
  * its GPUs over pod sets, errors naming the Workload and the field; a ClusterQueue's GPU quota and
  * usage, and its headroom with a cohort's lending and a borrowing limit.
  */
@@ -79,11 +80,37 @@ static void workload_other_states(void **state)
     (void)state;
     struct sw_workload_facts f;
     struct sw_error err = {0};
-    /* Pending for another reason: a LocalQueue that does not exist. */
-    cJSON *o = wl("", "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"False\","
-                      "\"reason\":\"Inadmissible\",\"message\":\"LocalQueue gpu doesn't exist\"}]");
+    /* Inadmissible as queued: a LocalQueue that does not exist, or its
+     * ClusterQueue missing or inactive (Kueue's message kept). */
+    static const char *const inadmissible[] = {"LocalQueue gpu doesn't exist",
+                                               "ClusterQueue gpu doesn't exist",
+                                               "ClusterQueue gpu is inactive"};
+    cJSON *o;
+    for (size_t i = 0; i < sizeof(inadmissible) / sizeof(inadmissible[0]); i++) {
+        char st[256];
+        snprintf(st, sizeof(st),
+                 "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"False\","
+                 "\"reason\":\"Inadmissible\",\"message\":\"%s\"}]",
+                 inadmissible[i]);
+        o = wl("", st);
+        assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+        assert_int_equal(f.state, SW_WL_INADMISSIBLE);
+        assert_string_equal(sw_workload_state_name(f.state), "inadmissible");
+        assert_string_equal(f.message, inadmissible[i]);
+        cJSON_Delete(o);
+    }
+    /* Pending for another reason Kueue gives: neither quota nor queue. */
+    o = wl("", "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"False\","
+               "\"reason\":\"Pending\",\"message\":\"couldn't assign flavors to pod set main: "
+               "flavor owned doesn't match node affinity\"}]");
     assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
     assert_int_equal(f.state, SW_WL_PENDING_OTHER);
+    cJSON_Delete(o);
+    /* Deactivated while inadmissible: inactive wins. */
+    o = wl("\"active\":false,", "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":"
+                                "\"False\",\"reason\":\"Inadmissible\",\"message\":\"x\"}]");
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_int_equal(f.state, SW_WL_INACTIVE);
     cJSON_Delete(o);
     /* No status yet: new, Kueue's scheduler has not reached it. */
     o = wl("", "");

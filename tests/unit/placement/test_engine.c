@@ -1167,6 +1167,47 @@ static void test_origin_without_pools(void **state)
     assert_int_equal(d.verdict, SW_VERDICT_REJECT);
 }
 
+/* A Job whose queue at home cannot admit it (its Kueue LocalQueue or
+ * ClusterQueue missing): onprem idle would keep it at home, but home is no
+ * option (home-queue), so it bursts to the cheapest cloud pool; burst
+ * never: nowhere. With or without explanations, the same decision. */
+static void test_home_queue_cannot_admit(void **state)
+{
+    (void)state;
+    struct sw_decision d, x;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "w", "ml", SW_PRIO_TRAINING, 1, 4, 3600);
+    l.snap.n_pending = 1;
+    l.pools[0].free_gpus = 8; /* onprem idle */
+    l.queues[0].n_running = 0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_STAY);
+    assert_int_equal(d.pool, 0);
+    l.pending[0].home_unqueued = true;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    assert_int_equal(d.pool, 1);
+    assert_int_equal(d.options[0].pool, 0);
+    assert_true(d.options[0].stay);
+    assert_int_equal(d.options[0].excluded, SW_EX_HOME_QUEUE);
+    assert_string_equal(sw_exclusion_token(SW_EX_HOME_QUEUE), "home-queue");
+    assert_non_null(strstr(sw_exclusion_text(SW_EX_HOME_QUEUE), "queue at home cannot admit"));
+    assert_int_equal(d.options[1].excluded, SW_EX_NONE);
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &x), 0);
+    assert_int_equal(x.verdict, d.verdict);
+    assert_int_equal(x.pool, d.pool);
+    /* Every policy, local-only included, leaves home out. */
+    assert_int_equal(decide(&l, SW_POLICY_LOCAL_ONLY, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_true(d.verdict != SW_VERDICT_STAY || d.pool != 0);
+    l.pending[0].burst = SW_BURST_NEVER;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_REJECT);
+    assert_int_equal(d.options[0].excluded, SW_EX_HOME_QUEUE);
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, 0, &x), 0);
+    assert_int_equal(x.verdict, SW_VERDICT_REJECT);
+}
+
 /* A Kueue member's pools seen per ClusterQueue (queue_only pools): a
  * workload naming its queues' pools has no other pool in their clusters,
  * and no other workload may use them. At home queue a is full for 4 hours
@@ -1479,11 +1520,13 @@ static void test_explain_does_not_change_decisions(void **state)
                     rs.work[i].prio = SW_PRIO_PRODUCTION;
                     rs.work[i].submit_time = 0;
                 }
-            /* The estimate's spread, outputs to return, and Jobs preempted
-             * too often to go back to spot. */
+            /* The estimate's spread, outputs to return, Jobs preempted
+             * too often to go back to spot, and Jobs whose queue at home
+             * cannot admit them. */
             for (size_t i = 0; i < RS_WORKLOADS; i++) {
                 rs.work[i].runtime_sigma = (double)(i % 4) * 0.5;
                 rs.work[i].no_spot = i % 5 == 0;
+                rs.work[i].home_unqueued = i % 7 == 3;
                 if (i % 3 == 0) {
                     rs.work[i].output_gb = (double)(i % 200);
                     snprintf(rs.work[i].output_region, SW_NAME_MAX, "%s",
@@ -1795,6 +1838,7 @@ int main(void)
         cmocka_unit_test(test_mig_profiles),
         cmocka_unit_test(test_capacity_wait_distribution),
         cmocka_unit_test(test_queue_pools),
+        cmocka_unit_test(test_home_queue_cannot_admit),
         cmocka_unit_test(test_names_at_the_limit),
         cmocka_unit_test(test_learned_runtime),
         cmocka_unit_test(test_bad_input_through_engine),
