@@ -984,6 +984,8 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         return;
     }
     if (origin == NULL && mirror == NULL && j->output_stops == 0) {
+        if (sw_copies_release(h, j))
+            return;
         /* Origin and mirror gone, the outcome recorded: the record goes
          * too (the job is freed once Redis has dropped it). */
         j->busy = true;
@@ -1017,6 +1019,10 @@ void sw_follow_retire(struct sw_hub *h, struct sw_job *j)
             return;
         }
     }
+    /* The mirror is gone: the copies of Secrets made for it, once no other
+     * mirror of its origin namespace there uses them (copies.c). */
+    if (sw_copies_release(h, j))
+        return;
     const cJSON *origin = sw_observe_origin(h, r);
     if (origin && drop_finalizer(h, j, origin))
         return;

@@ -84,6 +84,7 @@ struct sw_job {
     bool queue_released;   /* its Workload was deactivated (queue.c) */
     char mirror_queue[64]; /* the target's LocalQueue its mirror goes into (dispatch.c); "" none */
     bool refs_ok;          /* this attempt's ConfigMaps and Secrets are copied */
+    bool copies_released;  /* spillway's copies of Secrets let go of at the end (copies.c) */
     bool admitted;         /* home's admission admitted this attempt's pods (admission.c) */
     bool status_synced;    /* delegated: the origin's status shows the outcome */
     int spend_counted;     /* the attempt whose cost this hub added to the spend counter */
@@ -937,10 +938,24 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j);
 void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *origin);
 /**
  * One step of ending a settled Job's record (retire.h says when): its
- * finished mirror deleted and waited for, spillway's finalizer removed
- * from the origin, then the record moved to the archive (sw_rec_end).
+ * finished mirror deleted and waited for, spillway's copies of Secrets
+ * released (sw_copies_release), spillway's finalizer removed from the
+ * origin, then the record moved to the archive (sw_rec_end).
  */
 void sw_follow_retire(struct sw_hub *h, struct sw_job *j);
+
+/**
+ * One step of releasing the copies of Secrets dispatch made for `j`'s
+ * mirror (copies.c), once its mirror is gone: each Secret its pod template
+ * references is deleted from the target unless another record of the same
+ * origin cluster, namespace and target references it (or its template
+ * cannot be read), and only when it carries both of spillway's labels for
+ * that origin cluster, conditional on the uid and version read. Returns
+ * true while a request is in flight (j busy; the tick comes back), false
+ * once there is nothing more to do. Never touches a Secret spillway did not
+ * make. In memory only (j->copies_released): a hub that restarts looks again.
+ */
+bool sw_copies_release(struct sw_hub *h, struct sw_job *j);
 /**
  * For an annotation-only Job not yet suspended by the hub: when its origin
  * has finished at home (Complete or Failed), records that it ran at home
