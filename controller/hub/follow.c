@@ -970,7 +970,15 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         return;
     }
     if (origin) {
-        /* Being deleted: let it go once the mirror is. */
+        /* Being deleted: let it go once the mirror is gone and the copies
+         * of Secrets made for it released (copies.c reads their names from
+         * the origin's template, so the origin must still be there). */
+        if (mirror) {
+            j->next_ms = sw_hub_mono_ms() + 1000;
+            return;
+        }
+        if (sw_copies_release(h, j))
+            return;
         if (drop_finalizer(h, j, origin))
             return;
     }

@@ -15,6 +15,10 @@
 #     and runs once
 #   - a record ended by its origin's deletion (mirror deleted first) is
 #     archived too: the report still bills it
+#   - the Secret both Jobs reference (secretKeyRef), which dispatch copied
+#     to the target, is deleted there once both have retired (issue 35 item
+#     11); a Secret of that name spillway did not make (at home, and in
+#     another namespace of the target) stays
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 hub_setup retire
@@ -51,8 +55,14 @@ t = [t for t in json.load(sys.stdin)['teams'] if t['team'] == '$NS']
 print(json.dumps(t[0] if t else None, sort_keys=True))"
 }
 
-burst_job r-annotation 4 3s | kc onprem apply -n "$NS" -f - >/dev/null
-burst_job r-delegated 4 3s delegated | kc onprem apply -n "$NS" -f - >/dev/null
+# Both Jobs' pods read the Secret r-token: dispatch copies it to the target,
+# where one copy serves both mirrors.
+with_secret() {
+    sed 's|^        image: registry.example/train:1$|&\n        env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: r-token, key: token}}}]|'
+}
+kc onprem create secret generic r-token -n "$NS" --from-literal=token=home-token >/dev/null
+burst_job r-annotation 4 3s | with_secret | kc onprem apply -n "$NS" -f - >/dev/null
+burst_job r-delegated 4 3s delegated | with_secret | kc onprem apply -n "$NS" -f - >/dev/null
 wait_record "$A" state succeeded 90
 wait_record "$D" state succeeded 90
 old_uid=$(kc onprem get job r-annotation -n "$NS" -o jsonpath='{.metadata.uid}')
@@ -64,6 +74,16 @@ before=$(bill)
     hub_fail "the report before retirement does not bill the two Jobs: $before"
 [ "$(in_set "$A")" = 1 ] && [ "$(in_set "$D")" = 1 ] ||
     hub_fail "a record ended before records.retireAfterSeconds"
+target=$(record_field "$A" targetCluster)
+[ "$(record_field "$D" targetCluster)" = "$target" ] || hub_fail "the two Jobs ran in $target and $(record_field "$D" targetCluster)"
+[ "$(kc "$target" get secret r-token -n "$NS" -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by}')" = spillway ] ||
+    hub_fail "the Secret r-token was not copied to $target as spillway's"
+# A Secret of the same name that spillway did not make, in another namespace
+# of the target.
+OTHER="$NS-other"
+HUB_EXTRA_NS+=("$OTHER")
+kc "$target" create namespace "$OTHER" >/dev/null
+kc "$target" create secret generic r-token -n "$OTHER" --from-literal=token=not-spillways >/dev/null
 
 # ---- retired: mirror, finalizer, record ---------------------------------------
 t0=$SECONDS
@@ -91,6 +111,16 @@ kc onprem wait --for=condition=complete job/r-delegated -n "$NS" --timeout=10s >
     hub_fail "r-delegated is not Complete"
 grep -q 'msg="record ended".*why="finished, retired' "$HUB_TMP/hub.log" || hub_fail "the hub did not log the retirement"
 pass "both forms retired 20 s after their end: mirrors deleted, finalizers removed, records archived, the bill unchanged ($after)"
+# The copy of r-token went with the last record of the namespace there.
+kc "$target" get secret r-token -n "$NS" >/dev/null 2>&1 &&
+    hub_fail "spillway's copy of r-token is still in $target after both Jobs retired"
+grep -q "deleted spillway's copy of a Secret.*name=\"\?r-token" "$HUB_TMP/hub.log" ||
+    hub_fail "the hub did not log the copy's deletion"
+[ "$(kc "$target" get secret r-token -n "$OTHER" -o jsonpath='{.data.token}' | base64 -d)" = not-spillways ] ||
+    hub_fail "a Secret r-token spillway did not make, in $target/$OTHER, was touched"
+[ "$(kc onprem get secret r-token -n "$NS" -o jsonpath='{.data.token}' | base64 -d)" = home-token ] ||
+    hub_fail "the origin's Secret r-token at home was touched"
+pass "the copied Secret r-token left $target/$NS with the last of its Jobs; r-token at home and in $target/$OTHER, not spillway's, stayed"
 
 # ---- never burst again, by the leader or by a hub without the record ------------
 sleep 8 # four decision rounds (recheckSeconds 2)
