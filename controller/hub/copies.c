@@ -10,8 +10,9 @@
  * When a Job's mirror is gone (retired, or its origin deleted), each Secret
  * its pod template references is deleted from the target unless the pod
  * template of another record of the same origin namespace and target
- * references it too; a record whose template the hub cannot read now
- * counts as using them all. Each is read first (get, the member role's
+ * references it too (a record that has been through this step itself has
+ * no mirror left and does not count); a record whose template the hub
+ * cannot read now counts as using them all. Each is read first (get, the member role's
  * own verb: no list of Secrets is needed), checked to carry both of
  * spillway's labels for this origin cluster (the answer is untrusted), and
  * deleted with the uid and resourceVersion read as preconditions, so a copy
@@ -74,8 +75,11 @@ static void find_user(struct sw_hub *h, struct sw_job *o, void *ctx)
 {
     struct peer *p = ctx;
     const struct sw_job_rec *a = &p->j->rec, *b = &o->rec;
-    if (p->used || o == p->j || strcmp(a->cluster, b->cluster) != 0 || strcmp(a->ns, b->ns) != 0 ||
-        strcmp(a->target_cluster, b->target_cluster) != 0)
+    /* A record past its own release has no mirror left that could use
+     * the copy: without this, two Jobs ending together would each keep the
+     * copy for the other, and it would stay. */
+    if (p->used || o == p->j || o->copies_released || strcmp(a->cluster, b->cluster) != 0 ||
+        strcmp(a->ns, b->ns) != 0 || strcmp(a->target_cluster, b->target_cluster) != 0)
         return;
     p->used = uses(h, o, p->name);
 }

@@ -948,9 +948,10 @@ void sw_follow_retire(struct sw_hub *h, struct sw_job *j);
  * One step of releasing the copies of Secrets dispatch made for `j`'s
  * mirror (copies.c), once its mirror is gone: each Secret its pod template
  * references is deleted from the target unless another record of the same
- * origin cluster, namespace and target references it (or its template
- * cannot be read), and only when it carries both of spillway's labels for
- * that origin cluster, conditional on the uid and version read. Returns
+ * origin cluster, namespace and target, not yet through this step itself,
+ * references it (or its template cannot be read), and only when it carries
+ * both of spillway's labels for that origin cluster, conditional on the uid
+ * and version read. Returns
  * true while a request is in flight (j busy; the tick comes back), false
  * once there is nothing more to do. Never touches a Secret spillway did not
  * make. In memory only (j->copies_released): a hub that restarts looks again.
