@@ -1006,9 +1006,12 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
     j->hub = h;
     sw_data_outputs_stop(h, j);
     struct sw_member *tm = r->target_cluster[0] ? sw_member_find(h, r->target_cluster) : NULL;
-    /* Before its copies' names can only come from the origin: read once. */
-    if (origin)
-        sw_copies_note(j, sw_json_path(origin, "spec.template.spec"));
+    /* Its copies' names, read once while its template is known (the origin goes). */
+    const cJSON *whole = origin ? sw_observe_origin_whole(h, r) : NULL;
+    if (whole == NULL)
+        whole = j->kept;
+    if (whole)
+        sw_copies_note(j, sw_json_path(whole, "spec.template.spec"));
     const cJSON *mirror = tm ? sw_observe_mirror(h, r) : NULL;
     /* Being deleted: let it go once the mirror is gone and the copies of
      * Secrets made for it released, or at once when that cannot be soon
