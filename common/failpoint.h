@@ -44,7 +44,8 @@
     XX(AFTER_RUNNING, "after-running", "crash: the mirror's start recorded")                       \
     XX(AFTER_FINISH, "after-finish", "crash: the outcome recorded, the origin not yet told")       \
     XX(HOLD_TAKE, "hold-take", "hold: the take's patch, built before the hold, sent late")         \
-    XX(HOLD_RELEASE, "hold-release", "hold: the Workload's deactivation after the take sent late")
+    XX(HOLD_RELEASE, "hold-release", "hold: the Workload's deactivation after the take sent late") \
+    XX(HOLD_COPY_DELETE, "hold-copy-delete", "hold: the delete of a Secret's copy, read, sent late")
 
 /** The failpoints; SW_FP_NONE names none (a step with no crash point). */
 enum sw_failpoint {

@@ -55,6 +55,7 @@ void sw_hub_config_default(struct sw_hub_config *c)
     c->gate_workers = 4;
     c->mirror_admission_s = 300;
     c->retire_after_s = 86400;
+    c->deleted_origin_s = 300;
     c->archive_days = 400;
     c->shortage_withdraw_s = 120;
 }
@@ -99,6 +100,7 @@ enum field_id {
     F_MK_WORKERS,
     F_RECORDS,
     F_RETIRE_AFTER,
+    F_DELETED_ORIGIN,
     F_ARCHIVE_DAYS,
     F_KARPENTER,
     F_SHORTAGE_WITHDRAW,
@@ -169,6 +171,7 @@ static const struct field kueue_fields[] = {
 };
 static const struct field records_fields[] = {
     {"retireAfterSeconds", F_RETIRE_AFTER, NUM_SECONDS, NULL, 0, 1, 31536000},
+    {"deletedOriginSeconds", F_DELETED_ORIGIN, NUM_SECONDS, NULL, 0, 1, 86400},
     {"archiveDays", F_ARCHIVE_DAYS, "a whole number of days", NULL, 0, 1, 3650},
 };
 static const struct field karpenter_fields[] = {
@@ -502,6 +505,8 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
         return 0;
     case F_RETIRE_AFTER:
         return number_field(cd, line, name, f, v, 0, &c->retire_after_s);
+    case F_DELETED_ORIGIN:
+        return number_field(cd, line, name, f, v, 0, &c->deleted_origin_s);
     case F_ARCHIVE_DAYS:
         if ((rc = number_field(cd, line, name, f, v, 1, &d)) != 0)
             return rc;

@@ -45,6 +45,8 @@
  *     retireAfterSeconds: 86400           # a finished Job's record this long after its end
  *                                         # leaves the live set for the archive
  *     archiveDays: 400                    # ended records kept this long (chargeback)
+ *     deletedOriginSeconds: 300           # a deleted origin keeps spillway's finalizer at
+ *                                         # most this long while its mirror and copies go
  *   karpenter:
  *     shortageWithdrawSeconds: 120        # a mirror whose pods wait this long on a NodePool
  *                                         # short of capacity is withdrawn, decided again
@@ -127,6 +129,9 @@ struct sw_hub_config {
     int mk_workers;        /* kueue.multiKueueWorkers: workers nominated per Workload; default 1 */
     double retire_after_s; /* records.retireAfterSeconds: a settled record ends; default 86400 */
     int archive_days;      /* records.archiveDays: ended records kept for reports; default 400 */
+    /* records.deletedOriginSeconds: the longest a deleted origin keeps
+     * spillway's finalizer while its mirror and copies are cleaned; 300 */
+    double deleted_origin_s;
     /* tenancy.grants: what each origin namespace may do (tenancy.h); none
      * by default. Heap: sw_hub_config_free. */
     struct sw_tenancy tenancy;

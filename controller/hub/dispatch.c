@@ -689,6 +689,14 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         r->attempt++;
         sw_mirror_name(r->uid, r->attempt, r->mirror, sizeof(r->mirror));
         r->state = SW_JS_DISPATCHING;
+        /* Where its Secrets are copied, known before any is (copies.c
+         * releases them there at the end, wherever the Job went next). */
+        if (strcmp(r->target_cluster, r->cluster) != 0 &&
+            sw_job_rec_add_copied(r, r->target_cluster) != 0)
+            SW_LOG(SW_LOG_WARN,
+                   "too many targets to remember: spillway's copies of Secrets there will be left",
+                   "job=%s target=%s max=%d", sw_log_q(r->key), sw_log_q(r->target_cluster),
+                   SW_REC_MAX_COPIED);
         j->refs_ok = false;
         j->admitted = false;
         j->mirror_queue[0] = '\0'; /* step 1 finds this attempt's */
@@ -745,6 +753,20 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
         const cJSON *full = full_origin(h, j, om);
         if (full == NULL)
             return;
+        /* A release of copies there for this origin namespace is under
+         * way: it counted the users before this Job came, so what it
+         * deletes is copied again once it is over (copies.c). */
+        if (sw_copies_releasing(h, j)) {
+            if (!j->copies_waited)
+                SW_LOG(SW_LOG_INFO, "dispatch waits for a release of copies in the target",
+                       "job=%s target=%s ns=%s", sw_log_q(r->key), sw_log_q(r->target_cluster),
+                       sw_log_q(r->ns));
+            j->copies_waited = true;
+            j->busy = false;
+            j->next_ms = sw_hub_mono_ms() + 100;
+            return;
+        }
+        sw_copies_note(j, sw_json_path(full, "spec.template.spec"));
         struct refs_chain *rc = sw_calloc(1, sizeof(*rc));
         if (rc == NULL) {
             sw_hub_step_done(h, j, SW_ENOMEM);

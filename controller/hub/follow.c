@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clusters/exec.h"
 #include "common/alloc.h"
 #include "common/log.h"
 #include "common/json.h"
@@ -956,24 +957,86 @@ static bool drop_finalizer(struct sw_hub *h, struct sw_job *j, const cJSON *orig
     return true;
 }
 
+/*
+ * Whether a deleted origin is let go now, before its mirror and copies are
+ * cleaned up: its deletion is records.deletedOriginSeconds old, or its
+ * target does not answer (a deletion is never held for a cluster that may
+ * not return); a target no longer registered has nothing left to clean. Said once, with a Warning
+ * Event, and counted; the record stays and goes on cleaning up once the target answers.
+ */
+static bool let_go_now(struct sw_hub *h, struct sw_job *j, const cJSON *origin,
+                       const struct sw_member *tm, const cJSON *mirror)
+{
+    struct sw_job_rec *r = &j->rec;
+    const char *ts = sw_json_str(sw_json_child(origin, "metadata"), "deletionTimestamp");
+    int64_t since = 0;
+    bool late = ts != NULL && sw_parse_rfc3339(ts, &since, NULL) == 0 &&
+                sw_hub_wall_ms() - since >= (int64_t)(h->cfg.deleted_origin_s * 1000);
+    /* Not answering: fenced, lost, or failing its probes now (a cache not
+     * yet synced after a restart is not a reason). */
+    const struct sw_health *hs = tm && tm->health ? sw_health_prober_health(tm->health) : NULL;
+    bool away = tm != NULL && (tm->fenced || sw_member_lost(tm) || (hs && hs->bad_since_ms != 0));
+    if (!late && !away)
+        return false;
+    char what[600];
+    sw_copies_pending(j, what, sizeof(what));
+    if (!j->let_go && (mirror != NULL || what[0] != '\0')) {
+        j->let_go = true;
+        h->m.origins_let_go++;
+        char msg[1200];
+        snprintf(msg, sizeof(msg),
+                 "origin let go %s: %s%s%s%s%s left; the hub deletes %s once cluster %s answers, "
+                 "else delete %s there by hand",
+                 away ? "while its target does not answer" : "after records.deletedOriginSeconds",
+                 mirror ? "mirror " : "", mirror ? r->mirror : "", mirror && what[0] ? " and " : "",
+                 what[0] ? "spillway's copies of " : "", what, mirror && what[0] ? "them" : "it",
+                 r->target_cluster, mirror && what[0] ? "them" : "it");
+        SW_LOG(SW_LOG_WARN, "deleted origin let go before its cleanup ended",
+               "job=%s target=%s mirror=%s copies=%s why=%s", sw_log_q(r->key),
+               sw_log_q(r->target_cluster), sw_log_q(mirror ? r->mirror : ""), sw_log_q(what),
+               away ? "target not answering" : "records.deletedOriginSeconds passed");
+        sw_follow_event(h, r, "Warning", "CleanupLeft", msg);
+    }
+    return true;
+}
+
 void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *origin)
 {
     struct sw_job_rec *r = &j->rec;
     j->hub = h;
     sw_data_outputs_stop(h, j);
     struct sw_member *tm = r->target_cluster[0] ? sw_member_find(h, r->target_cluster) : NULL;
-    if (tm && (tm->cache == NULL || !sw_cluster_cache_synced(tm->cache)))
-        return;
+    /* Its copies' names, read once while its template is known (the origin goes). */
+    const cJSON *whole = origin ? sw_observe_origin_whole(h, r) : NULL;
+    if (whole == NULL)
+        whole = j->kept;
+    if (whole)
+        sw_copies_note(j, sw_json_path(whole, "spec.template.spec"));
     const cJSON *mirror = tm ? sw_observe_mirror(h, r) : NULL;
+    /* Being deleted: let it go once the mirror is gone and the copies of
+     * Secrets made for it released, or at once when that cannot be soon
+     * (let_go_now); the record goes on with what is left. */
+    bool let_go = origin && let_go_now(h, j, origin, tm, mirror);
+    if (let_go && drop_finalizer(h, j, origin))
+        return;
+    /* The target does not answer (the origin gone already): wait for it,
+     * sending nothing. */
+    if (tm && !sw_member_reachable(tm)) {
+        j->next_ms = sw_hub_mono_ms() + 1000;
+        return;
+    }
     if (mirror && sw_json_child(sw_json_child(mirror, "metadata"), "deletionTimestamp") == NULL) {
         delete_mirror(h, j, tm, "origin deleted; deleting its mirror");
         return;
     }
-    if (origin) {
-        /* Being deleted: let it go once the mirror is. */
-        if (drop_finalizer(h, j, origin))
-            return;
+    if (mirror) {
+        j->next_ms = sw_hub_mono_ms() + 1000;
+        return;
     }
+    if (sw_copies_release(h, j))
+        return;
+    if (origin && !let_go && drop_finalizer(h, j, origin))
+        return;
     if (!sw_job_state_terminal(r->state) && origin == NULL) {
         r->state = SW_JS_FAILED;
         r->finished_ms = sw_hub_wall_ms();
@@ -983,7 +1046,7 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
         sw_rec_step(h, j, SW_FP_NONE);
         return;
     }
-    if (origin == NULL && mirror == NULL && j->output_stops == 0) {
+    if (origin == NULL && j->output_stops == 0) {
         /* Origin and mirror gone, the outcome recorded: the record goes
          * too (the job is freed once Redis has dropped it). */
         j->busy = true;
@@ -1017,6 +1080,10 @@ void sw_follow_retire(struct sw_hub *h, struct sw_job *j)
             return;
         }
     }
+    /* The mirror is gone: the copies of Secrets made for it, once no other
+     * mirror of its origin namespace there uses them (copies.c). */
+    if (sw_copies_release(h, j))
+        return;
     const cJSON *origin = sw_observe_origin(h, r);
     if (origin && drop_finalizer(h, j, origin))
         return;

@@ -81,6 +81,7 @@ void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j)
     *pp = j->next;
     h->njobs--;
     sw_free(j->explain);
+    sw_free(j->secrets);
     cJSON_Delete(j->kept);
     sw_free(j);
 }

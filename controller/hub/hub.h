@@ -53,9 +53,10 @@
 
 struct sw_hub;
 struct sw_member;
-struct sw_httpd;      /* httpd.h */
-struct sw_queue_wl;   /* queue.c */
-struct sw_job_record; /* clusters/record.h */
+struct sw_httpd;          /* httpd.h */
+struct sw_queue_wl;       /* queue.c */
+struct sw_job_record;     /* clusters/record.h */
+struct sw_copies_release; /* copies.c */
 
 /** A Job the hub is following: its record plus what is in flight for it. */
 struct sw_job {
@@ -85,10 +86,28 @@ struct sw_job {
     bool queue_blocked;    /* blocked: Kueue cannot admit it as queued (queue.c) */
     char mirror_queue[64]; /* the target's LocalQueue its mirror goes into (dispatch.c); "" none */
     bool refs_ok;          /* this attempt's ConfigMaps and Secrets are copied */
-    bool admitted;         /* home's admission admitted this attempt's pods (admission.c) */
-    bool status_synced;    /* delegated: the origin's status shows the outcome */
-    int spend_counted;     /* the attempt whose cost this hub added to the spend counter */
-    struct sw_hub *hub;    /* for Kubernetes callbacks, whose context is the job */
+    bool copies_released;  /* spillway's copies of Secrets let go of at the end (copies.c) */
+    /* The Secrets its pod template references, NUL-separated, read once
+     * (a Job's pod template does not change; copies.c): what its copies
+     * are, and what it uses of another Job's. */
+    char *secrets;
+    uint8_t nsecrets;
+    bool secrets_known;
+    /* The release under way (copies.c): record.copied_to entries done
+     * (bit i), names of the one in hand done (bit k), failures in a row
+     * of the name in hand. */
+    uint32_t copies_targets_done;
+    uint64_t copies_names_done;
+    uint8_t copies_tries;
+    uint8_t copies_hand; /* the copiedTo entry in hand, plus 1; 0 none */
+    bool copies_waited;  /* its dispatch waited for a release (said once) */
+    /* A deleted origin let go before its mirror and copies were cleaned
+     * up (follow.c): said once. */
+    bool let_go;
+    bool admitted;      /* home's admission admitted this attempt's pods (admission.c) */
+    bool status_synced; /* delegated: the origin's status shows the outcome */
+    int spend_counted;  /* the attempt whose cost this hub added to the spend counter */
+    struct sw_hub *hub; /* for Kubernetes callbacks, whose context is the job */
     /* The origin Job whole (the cache's spec of a burstable Job, or
      * dispatch's patch answer), without status and managedFields, kept while
      * the Job is unfinished, so that it can still be placed when its home is
@@ -219,6 +238,9 @@ struct sw_hub_metrics {
     uint64_t fenced;
     uint64_t cluster_requeues; /* Jobs placed again because their cluster was lost */
     uint64_t stale_deleted;    /* stale mirrors deleted from returned clusters */
+    uint64_t copies_deleted;   /* spillway's copies of Secrets deleted from targets */
+    uint64_t copies_left;      /* copies the hub gave up deleting (each logged, an Event) */
+    uint64_t origins_let_go;   /* deleted origins let go before their cleanup ended */
     uint64_t rederived;        /* records re-derived from their mirrors (adopt.h) */
     uint64_t replication_bytes;
     /* dispatch latency (origin created to mirror created) histogram */
@@ -297,6 +319,9 @@ struct sw_hub {
 
     /* jobs */
     struct sw_job *buckets[SW_HUB_JOB_BUCKETS];
+    /* Releases of copies of Secrets under way (copies.c): a dispatch to
+     * the same target and origin namespace waits for them. */
+    struct sw_copies_release *releasing;
     size_t njobs;
     uv_timer_t tick_timer;
     bool kick_pending;
@@ -957,10 +982,47 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j);
 void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *origin);
 /**
  * One step of ending a settled Job's record (retire.h says when): its
- * finished mirror deleted and waited for, spillway's finalizer removed
- * from the origin, then the record moved to the archive (sw_rec_end).
+ * finished mirror deleted and waited for, spillway's copies of Secrets
+ * released (sw_copies_release), spillway's finalizer removed from the
+ * origin, then the record moved to the archive (sw_rec_end).
  */
 void sw_follow_retire(struct sw_hub *h, struct sw_job *j);
+
+/**
+ * One step of releasing the copies of Secrets dispatch made for `j`'s
+ * mirrors (copies.c), once its mirror is gone, in every cluster the record
+ * says it copied to (earlier targets too): each Secret its pod template
+ * references is deleted unless another record of the same origin cluster,
+ * namespace and target, not yet through this step itself, references it
+ * (or its template cannot be read), and only when it carries both of
+ * spillway's labels for that origin cluster, conditional on the uid and
+ * version read. A target that does not answer is waited for; one no longer
+ * registered, a name whose delete failed SW_COPIES_TRIES times in a row
+ * (with the hub's backoff) or was refused (403), and a template no longer
+ * known (a hub restarted after the origin went) leave the copy, logged
+ * with an Event and counted (spillway_secret_copies_left_total). Returns
+ * true while not done (a request in flight, j busy; or a target waited
+ * for, j->next_ms), false once there is nothing more to do. Never touches
+ * a Secret spillway did not make. In memory only (j->copies_released): a
+ * hub that restarts looks again.
+ */
+bool sw_copies_release(struct sw_hub *h, struct sw_job *j);
+/** Consecutive failures after which a copy's delete is given up. */
+#define SW_COPIES_TRIES 8
+/**
+ * Reads the Secrets of `j`'s pod template once, from `pod_spec` (its
+ * spec.template.spec), if not read already (dispatch.c, as it copies them).
+ */
+void sw_copies_note(struct sw_job *j, const cJSON *pod_spec);
+/**
+ * Whether a release of copies is under way in `j`'s target for `j`'s origin
+ * cluster and namespace: dispatch copies nothing there until it is over,
+ * so that a delete never removes a copy a new mirror has just come to
+ * rely on (copies.c).
+ */
+bool sw_copies_releasing(const struct sw_hub *h, const struct sw_job *j);
+/** What `j`'s release has left to do, for people: "Secrets a, b in cluster x". */
+void sw_copies_pending(const struct sw_job *j, char *buf, size_t len);
 /**
  * For an annotation-only Job not yet suspended by the hub: when its origin
  * has finished at home (Complete or Failed), records that it ran at home

@@ -88,6 +88,9 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
         cJSON_AddNumberToObject(m, "attempt", r->stale[i].attempt);
         cJSON_AddItemToArray(st, m);
     }
+    cJSON *ct = cJSON_AddArrayToObject(o, "copiedTo");
+    for (int i = 0; i < r->ncopied; i++)
+        cJSON_AddItemToArray(ct, cJSON_CreateString(r->copied_to[i]));
     if (r->has_kueue) {
         cJSON *k = cJSON_AddObjectToObject(o, "kueue");
         cJSON_AddStringToObject(k, "clusterQueue", r->kueue.cluster_queue);
@@ -271,6 +274,23 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
         sm->attempt = (int)d;
         r->nstale++;
     }
+    /* Absent in records written before it existed. */
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(o, "copiedTo");
+    if (ct != NULL && !cJSON_IsArray(ct))
+        return sw_error_set(err, SW_EINVAL, "%s %s: field \"copiedTo\": expected a list", what,
+                            r->key);
+    cJSON_ArrayForEach(m, ct)
+    {
+        if (!cJSON_IsString(m) || m->valuestring[0] == '\0' ||
+            strlen(m->valuestring) >= sizeof(r->copied_to[0]))
+            return sw_error_set(err, SW_EINVAL,
+                                "%s %s: field \"copiedTo\": expected cluster names of 1 to %zu "
+                                "bytes",
+                                what, r->key, sizeof(r->copied_to[0]) - 1);
+        if (sw_job_rec_add_copied(r, m->valuestring) != 0)
+            return sw_error_set(err, SW_ETOOBIG, "%s %s: field \"copiedTo\": more than %d entries",
+                                what, r->key, SW_REC_MAX_COPIED);
+    }
     if (r->key[0] == '\0')
         return sw_error_set(err, SW_EINVAL, "%s: field \"key\": missing", what);
     return get_kueue(o, r, err);
@@ -287,6 +307,17 @@ int sw_job_rec_add_stale(struct sw_job_rec *r, const char *cluster, const char *
     snprintf(sm->cluster, sizeof(sm->cluster), "%s", cluster);
     snprintf(sm->name, sizeof(sm->name), "%s", name);
     sm->attempt = attempt;
+    return 0;
+}
+
+int sw_job_rec_add_copied(struct sw_job_rec *r, const char *cluster)
+{
+    for (int i = 0; i < r->ncopied; i++)
+        if (strcmp(r->copied_to[i], cluster) == 0)
+            return 0;
+    if (r->ncopied >= SW_REC_MAX_COPIED)
+        return SW_ETOOBIG;
+    snprintf(r->copied_to[r->ncopied++], sizeof(r->copied_to[0]), "%s", cluster);
     return 0;
 }
 

@@ -69,6 +69,9 @@ enum sw_job_form { SW_FORM_ANNOTATION = 0, SW_FORM_DELEGATED };
 /** The most mirrors a record remembers to delete from lost clusters. */
 #define SW_REC_MAX_STALE 16
 
+/** The most member clusters a record remembers copying Secrets to. */
+#define SW_REC_MAX_COPIED 16
+
 /**
  * A mirror left on a member cluster that was lost while it ran: the Job was
  * placed again elsewhere, and this one is deleted when the cluster returns,
@@ -157,6 +160,12 @@ struct sw_job_rec {
     bool wait_on_loss; /* spillway.io/on-cluster-loss: wait (as of the last decision) */
     int nstale;        /* mirrors to delete from clusters that were lost */
     struct sw_stale_mirror stale[SW_REC_MAX_STALE];
+    /* Every member cluster, other than its own, that an attempt copied (or
+     * began to copy) the pod template's Secrets to, written with the
+     * attempt's intent: where spillway's copies are released at the end
+     * (copies.c), earlier targets included. */
+    int ncopied;
+    char copied_to[SW_REC_MAX_COPIED][64];
     bool has_kueue; /* the last decision took it from a Kueue queue: kueue says which */
     struct sw_job_kueue kueue;
 };
@@ -172,6 +181,11 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
 int sw_job_rec_add_stale(struct sw_job_rec *r, const char *cluster, const char *name, int attempt);
 /** Forgets stale mirror i (its deletion is done). */
 void sw_job_rec_remove_stale(struct sw_job_rec *r, int i);
+/**
+ * Remembers that Secrets are copied to `cluster` (once). SW_ETOOBIG when
+ * SW_REC_MAX_COPIED are remembered already.
+ */
+int sw_job_rec_add_copied(struct sw_job_rec *r, const char *cluster);
 /** Whether a stale mirror of the record is on `cluster`. */
 bool sw_job_rec_stale_on(const struct sw_job_rec *r, const char *cluster);
 

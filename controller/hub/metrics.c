@@ -382,6 +382,22 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
                    "# TYPE spillway_stale_mirrors_deleted_total counter\n");
     sw_buf_addf(b, "spillway_stale_mirrors_deleted_total %llu\n",
                 (unsigned long long)h->m.stale_deleted);
+    sw_buf_adds(b, "# HELP spillway_secret_copies_deleted_total spillway's copies of Secrets "
+                   "deleted from targets once no mirror of their origin namespace used them.\n"
+                   "# TYPE spillway_secret_copies_deleted_total counter\n");
+    sw_buf_addf(b, "spillway_secret_copies_deleted_total %llu\n",
+                (unsigned long long)h->m.copies_deleted);
+    sw_buf_adds(b, "# HELP spillway_secret_copies_left_total spillway's copies of Secrets the hub "
+                   "gave up deleting (each logged, with a SecretCopyLeft Event): delete them by "
+                   "hand.\n"
+                   "# TYPE spillway_secret_copies_left_total counter\n");
+    sw_buf_addf(b, "spillway_secret_copies_left_total %llu\n",
+                (unsigned long long)h->m.copies_left);
+    sw_buf_adds(b, "# HELP spillway_origins_let_go_total Deleted origins whose finalizer was "
+                   "removed before their mirror and copies were cleaned up (target not answering, "
+                   "or records.deletedOriginSeconds passed; a CleanupLeft Event each).\n"
+                   "# TYPE spillway_origins_let_go_total counter\n");
+    sw_buf_addf(b, "spillway_origins_let_go_total %llu\n", (unsigned long long)h->m.origins_let_go);
     sw_buf_adds(b, "# HELP spillway_fenced_writes_total Writes refused for a stale epoch.\n"
                    "# TYPE spillway_fenced_writes_total counter\n");
     sw_buf_addf(b, "spillway_fenced_writes_total %llu\n", (unsigned long long)h->m.fenced);

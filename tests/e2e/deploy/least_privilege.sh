@@ -301,6 +301,16 @@ wait_record "onprem/$NS2/refs2" state succeeded 90
 [ "$(kc cloud-spot get configmap train-config -n "$NS2" -o jsonpath='{.data.lr}')" = 0.01 ] || hub_fail "ConfigMap copy not updated"
 [ "$(kc cloud-spot get secret train-secret -n "$NS2" -o jsonpath='{.data.token}' | base64 -d)" = two ] || hub_fail "Secret copy not updated"
 pass "namespace $NS2 created on cloud-spot; ConfigMap and Secret copied there, then updated"
+# Both origins deleted: the copy of train-secret goes with the last of them
+# (secrets delete, controller/hub/copies.c); the origin's stays.
+kc onprem delete job refs1 refs2 -n "$NS2" --wait=false >/dev/null
+for _ in $(seq 1 60); do
+    kc cloud-spot get secret train-secret -n "$NS2" >/dev/null 2>&1 || break
+    sleep 0.5
+done
+kc cloud-spot get secret train-secret -n "$NS2" >/dev/null 2>&1 && hub_fail "the copy of train-secret outlived its Jobs"
+kc onprem get secret train-secret -n "$NS2" >/dev/null || hub_fail "the origin's train-secret is gone"
+pass "origins deleted: spillway's copy of train-secret deleted from cloud-spot, the origin's kept"
 
 # ---- origin deleted: mirror deleted -----------------------------------------
 mirror=$(record_field "$A" mirror)

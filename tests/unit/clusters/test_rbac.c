@@ -1,6 +1,6 @@
 /*
  * test_rbac.c - clusters/rbac.c: a role's rules expanded into permissions;
- * the member role as built into spillctl holds exactly the 28 permissions
+ * the member role as built into spillctl holds exactly the 29 permissions
  * the hub's code uses (docs/deploy.md names the code for each); bad roles
  * are refused, named; allocation failures. The narrow member role's two
  * parts (deploy/rbac/narrow) grant the wide role's permissions but
@@ -61,6 +61,7 @@ static void test_member_role(void **state)
         {"", "secrets", "", "get"},
         {"", "secrets", "", "create"},
         {"", "secrets", "", "update"},
+        {"", "secrets", "", "delete"},
         {"kueue.x-k8s.io", "workloads", "", "list"},
         {"kueue.x-k8s.io", "workloads", "", "watch"},
         {"kueue.x-k8s.io", "workloads", "", "patch"},

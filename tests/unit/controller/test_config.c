@@ -118,6 +118,7 @@ static void test_docs_example(void **state)
                     "records:\n"
                     "  retireAfterSeconds: 3600\n"
                     "  archiveDays: 30\n"
+                    "  deletedOriginSeconds: 15\n"
                     "karpenter:\n"
                     "  shortageWithdrawSeconds: 45\n";
     struct sw_hub_config c;
@@ -134,6 +135,7 @@ static void test_docs_example(void **state)
     assert_true(c.mirror_admission_s == 600);
     assert_true(c.retire_after_s == 3600);
     assert_int_equal(c.archive_days, 30);
+    assert_true(c.deleted_origin_s == 15);
     assert_true(c.shortage_withdraw_s == 45);
     assert_int_equal(c.gate_workers, 2);
     assert_int_equal(c.nbucket_maps, 2);
@@ -179,6 +181,7 @@ static void test_defaults(void **state)
     /* A finished Job's record ends a day after, archived 400 days. */
     assert_true(c.retire_after_s == 86400);
     assert_int_equal(c.archive_days, 400);
+    assert_true(c.deleted_origin_s == 300);
     assert_true(c.shortage_withdraw_s == 120);
     assert_true(c.repl_interval_s == 60 && c.repl_model_s == 5 && c.repl_rpo_objective_s == 300);
     assert_int_equal(c.gate_workers, 4);
@@ -355,7 +358,7 @@ static void test_errors_exact(void **state)
          "\"1.5\""},
         {BASE "records:\n  retainDays: 3\n", SW_EINVAL,
          "hub.yaml:5: field \"records.retainDays\": unknown (expected retireAfterSeconds, "
-         "archiveDays)"},
+         "deletedOriginSeconds, archiveDays)"},
         {BASE "karpenter:\n  shortageWithdrawSeconds: 0\n", SW_EINVAL,
          "hub.yaml:5: field \"karpenter.shortageWithdrawSeconds\": expected a number of seconds "
          ">= 1, got \"0\""},

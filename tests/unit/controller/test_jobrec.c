@@ -137,6 +137,43 @@ static void test_stale_mirrors(void **state)
     cJSON_Delete(o);
 }
 
+/* The clusters Secrets were copied to (every target, earlier ones too)
+ * survive the round trip, once each, bounded; a record without the field
+ * (written before it existed) has none; a malformed one is named. */
+static void test_copied_to(void **state)
+{
+    (void)state;
+    struct sw_job_rec a, b;
+    fill(&a);
+    assert_int_equal(sw_job_rec_add_copied(&a, "cloud-spot"), 0);
+    assert_int_equal(sw_job_rec_add_copied(&a, "cloud-ondemand"), 0);
+    assert_int_equal(sw_job_rec_add_copied(&a, "cloud-spot"), 0);
+    assert_int_equal(a.ncopied, 2);
+    cJSON *o = sw_job_rec_to_json(&a);
+    struct sw_error err = {0};
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), 0);
+    cJSON_Delete(o);
+    assert_int_equal(b.ncopied, 2);
+    assert_string_equal(b.copied_to[0], "cloud-spot");
+    assert_string_equal(b.copied_to[1], "cloud-ondemand");
+    for (int i = 2; i < SW_REC_MAX_COPIED; i++) {
+        char n[32];
+        snprintf(n, sizeof(n), "c-%d", i);
+        assert_int_equal(sw_job_rec_add_copied(&b, n), 0);
+    }
+    assert_int_equal(sw_job_rec_add_copied(&b, "one-more"), SW_ETOOBIG);
+    o = cJSON_Parse("{\"key\":\"a/b/c\",\"state\":\"observed\"}");
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), 0);
+    assert_int_equal(b.ncopied, 0);
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"key\":\"a/b/c\",\"state\":\"observed\",\"copiedTo\":[\"x\",7]}");
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), SW_EINVAL);
+    assert_string_equal(err.msg,
+                        "job record a/b/c: field \"copiedTo\": expected cluster names of 1 "
+                        "to 63 bytes");
+    cJSON_Delete(o);
+}
+
 static void test_state_names(void **state)
 {
     (void)state;
@@ -360,13 +397,10 @@ static void test_kueue_bad(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_stale_mirrors),
-        cmocka_unit_test(test_state_names),
-        cmocka_unit_test(test_bad_records),
-        cmocka_unit_test(test_cost),
-        cmocka_unit_test(test_kueue_text),
-        cmocka_unit_test(test_kueue_round_trip),
+        cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_stale_mirrors),
+        cmocka_unit_test(test_copied_to),   cmocka_unit_test(test_state_names),
+        cmocka_unit_test(test_bad_records), cmocka_unit_test(test_cost),
+        cmocka_unit_test(test_kueue_text),  cmocka_unit_test(test_kueue_round_trip),
         cmocka_unit_test(test_kueue_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
