@@ -109,8 +109,10 @@ static void judge(struct nsg *g, const cJSON *ns)
     const cJSON *md = sw_json_child((cJSON *)ns, "metadata");
     const char *made_for = sw_json_str(sw_json_child((cJSON *)md, "annotations"), SW_ANN_MADE_FOR);
     bool ours = made_for != NULL && strcmp(made_for, g->key) == 0;
-    bool granted =
-        g->narrow || sw_tenancy_existing_ns(&g->h->cfg.tenancy, j->rec.cluster, j->rec.ns);
+    /* Listed in a narrow registration is no grant: the list is per target,
+     * not per origin, and sits in Redis unsealed. The namespace must still
+     * be made for this origin (the platform annotates it) or granted. */
+    bool granted = sw_tenancy_existing_ns(&g->h->cfg.tenancy, j->rec.cluster, j->rec.ns);
     char why[600];
     if (!ours && !granted) {
         snprintf(why, sizeof(why),
@@ -155,8 +157,9 @@ static void on_target_ns(struct sw_kube_result *res, void *ctx)
             snprintf(why, sizeof(why),
                      "namespace %s is not in cluster %s: its registration lists it (the narrow "
                      "member role), and spillway creates no namespace there; the platform "
-                     "creates it and binds spillway-member-namespace in it",
-                     g->j->rec.ns, g->j->rec.target_cluster);
+                     "creates it, binds spillway-member-namespace in it and annotates it "
+                     SW_ANN_MADE_FOR "=%s/%s",
+                     g->j->rec.ns, g->j->rec.target_cluster, g->j->rec.cluster, g->j->rec.ns);
             finish(g, SW_EFORBIDDEN, why);
             return;
         }

@@ -527,6 +527,17 @@ for _ in $(seq 1 60); do [ "$(reconnects)" -ge $((R0 + 2)) ] && break; sleep 0.2
 [ "$(reconnects)" -ge $((R0 + 2)) ] || hub_fail "the hub did not read the new registrations"
 pass "cluster add --namespaces checks the narrow role per namespace: the $nmiss permissions missing in $NS5 named with it, none elsewhere; with $NS4 alone it registers"
 
+# Listed is not made for: the platform's NS4 carries no made-for annotation
+# yet, so a Job of onprem's NS4 is refused there as from any other origin.
+burst_job nr-early 2 3s | kc onprem apply -n "$NS4" -f - >/dev/null
+wait_record "onprem/$NS4/nr-early" state blocked 60
+case "$(record_field "onprem/$NS4/nr-early" reason)" in
+"namespace $NS4 exists in cluster cloud-"*" and spillway did not create it for namespace $NS4 of cluster onprem"*) ;;
+*) hub_fail "nr-early blocked for: $(record_field "onprem/$NS4/nr-early" reason)" ;;
+esac
+for c in cloud-spot cloud-ondemand; do
+    kc "$c" annotate namespace "$NS4" "spillway.io/made-for=onprem/$NS4" >/dev/null
+done
 burst_job nr-ok 2 3s | kc onprem apply -n "$NS4" -f - >/dev/null
 burst_job nr-no 2 3s | kc onprem apply -n "$NS5" -f - >/dev/null
 wait_record "onprem/$NS4/nr-ok" state succeeded 90
@@ -558,5 +569,5 @@ for c in cloud-spot cloud-ondemand; do
         hub_fail "a request in $NS4 on $c was refused under the narrow role"
 done
 kc cloud-spot get namespace "$NS5" >/dev/null 2>&1 && hub_fail "namespace $NS5 exists on cloud-spot"
-pass "narrow role: a Job of $NS4 burst into it on cloud-spot; one of $NS5 refused on the origin ($why); no namespace created, nothing sent about $NS5 (audit)"
+pass "narrow role: a Job of $NS4 refused while the platform's $NS4 was not made for onprem/$NS4, then one burst into it on cloud-spot; one of $NS5 refused on the origin ($why); no namespace created, nothing sent about $NS5 (audit)"
 pass "least privilege shown in $(($(date +%s) - T0)) s"
