@@ -21,6 +21,9 @@
 
 /* Listing more than this many objects in one rule is refused: split the rule. */
 #define MAX_OBJECTS 1000000
+/* Empty pages in a row, each saying more follow, before a listing is
+ * refused as malformed (a store may return a few; never without end). */
+#define MAX_EMPTY_PAGES 16
 
 struct objs {
     struct sw_s3_object *v;
@@ -84,8 +87,10 @@ struct side {
     void *ctx;
     struct sw_s3_list page;
     size_t i;
-    int more; /* a page may follow */
-    int seen; /* prev holds a key */
+    int more;      /* a page may follow */
+    int seen;      /* prev holds a key */
+    size_t listed; /* objects listed so far: at most MAX_OBJECTS */
+    int empty_run; /* empty pages in a row that said more follow */
     char prev[SW_S3_KEY_MAX + 1];
 };
 
@@ -109,6 +114,20 @@ static int side_cur(struct side *s, const struct sw_s3_object **out, struct sw_e
             return rc;
         }
         s->more = s->page.truncated;
+        /* A hostile or broken store bounds nothing itself: a listing ends
+         * after MAX_OBJECTS objects, and after MAX_EMPTY_PAGES empty pages
+         * in a row that each say more follow (tokens that cycle, say). */
+        s->empty_run = s->page.n == 0 && s->more ? s->empty_run + 1 : 0;
+        if (s->empty_run > MAX_EMPTY_PAGES)
+            return sw_error_set(err, SW_EPARSE,
+                                "%s listing: %d empty pages in a row, each saying more follow "
+                                "(a malformed answer)",
+                                s->what, s->empty_run);
+        s->listed += s->page.n;
+        if (s->listed > MAX_OBJECTS)
+            return sw_error_set(err, SW_ETOOBIG,
+                                "%s listing under \"%.200s\": more than %d objects; split the rule",
+                                s->what, s->prefix, MAX_OBJECTS);
         for (size_t k = 0; k < s->page.n; k++) {
             const char *key = s->page.objects[k].key;
             const char *why = sw_repl_key_problem(s->prefix, key);
@@ -835,7 +854,6 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
 struct est {
     const struct done_set *done;
     int64_t n, b;
-    int64_t listed; /* source objects seen: a copy refuses more than MAX_OBJECTS */
 };
 
 static int est_one(const struct sw_s3_object *o, const char *dst_key,
@@ -844,8 +862,6 @@ static int est_one(const struct sw_s3_object *o, const char *dst_key,
     struct est *e = ctx;
     if (o == NULL)
         return 0; /* only on the target: nothing to move */
-    if (++e->listed > MAX_OBJECTS)
-        return SW_ETOOBIG; /* the copy would refuse it: said now, not after a decision */
     const struct done_rec *rec = find_done(e->done, dst_key);
     int same =
         there != NULL && there->size == o->size && (rec == NULL || strcmp(rec->etag, o->etag) == 0);
@@ -875,9 +891,6 @@ int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, dou
             struct s3_pages sp = {rule->src, rule->bucket, rule->prefix, NULL};
             struct s3_pages tp = {tg->s3, tg->bucket, dp, NULL};
             rc = sw_repl_compare(rule->prefix, s3_page, &sp, dp, s3_page, &tp, est_one, &e, err);
-            if (rc == SW_ETOOBIG && e.listed > MAX_OBJECTS)
-                sw_error_set(err, SW_ETOOBIG, "s3://%s/%s: more than %d objects; split the rule",
-                             rule->bucket, rule->prefix, MAX_OBJECTS);
             sw_free(sp.token);
             sw_free(tp.token);
             if (rc != 0)

@@ -166,9 +166,12 @@ typedef int (*sw_repl_compare_cb)(const struct sw_s3_object *src, const char *ds
  * arrives (sw_repl_key_problem, and after the key before it, across pages
  * too: a listing that goes backwards or repeats a key is refused, never
  * miscompared); each source object's destination key is built
- * (sw_repl_dst_key) and matched. Returns 0, the first refusal (SW_EPARSE
- * naming the side and the key), SW_ENOMEM, a page source's error, or what
- * `cb` returned.
+ * (sw_repl_dst_key) and matched. A side that lists more than 1,000,000
+ * objects is refused (SW_ETOOBIG, as a copy refuses such a prefix), and
+ * one that answers more than 16 empty pages in a row, each saying more
+ * follow, is malformed (SW_EPARSE): a hostile store bounds nothing itself.
+ * Returns 0, the first refusal (SW_EPARSE naming the side and the key),
+ * SW_ENOMEM, a page source's error, or what `cb` returned.
  */
 int sw_repl_compare(const char *src_prefix, sw_repl_page_fn src_pages, void *src_ctx,
                     const char *dst_prefix, sw_repl_page_fn dst_pages, void *dst_ctx,

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 #include <string.h>
 
@@ -251,12 +252,89 @@ static void test_compare_refused(void **state)
     assert_non_null(strstr(err.msg, "would be copied to"));
 }
 
+/* A generated listing: `pages` pages of `per` keys each ("in/%08zu", in
+ * order), each saying more follow until the last; `per` 0: empty pages. */
+struct gen {
+    size_t pages, per, at, next;
+};
+
+static int gen_page(void *ctx, struct sw_s3_list *page, struct sw_error *err)
+{
+    (void)err;
+    struct gen *g = ctx;
+    memset(page, 0, sizeof(*page));
+    page->objects = g->per ? sw_calloc(g->per, sizeof(*page->objects)) : NULL;
+    for (size_t i = 0; i < g->per; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "in/%08zu", g->next++);
+        page->objects[i].key = sw_strdup(k);
+    }
+    page->n = g->per;
+    page->truncated = ++g->at < g->pages;
+    return 0;
+}
+
+static int count_cb(const struct sw_s3_object *src, const char *dst_key,
+                    const struct sw_s3_object *there, void *ctx)
+{
+    (void)src, (void)dst_key, (void)there;
+    ++*(size_t *)ctx;
+    return 0;
+}
+
+static void test_compare_bounded(void **state)
+{
+    (void)state;
+    struct sw_error err;
+    size_t n = 0;
+    /* Empty pages that say more follow, without end (a token cycle): refused
+     * after 16 in a row, on either side; a few are skipped. */
+    struct gen src = {SIZE_MAX, 0, 0, 0}, dst = {1, 0, 0, 0};
+    sw_error_clear(&err);
+    assert_int_equal(
+        sw_repl_compare("in/", gen_page, &src, "in/", gen_page, &dst, count_cb, &n, &err),
+        SW_EPARSE);
+    assert_non_null(strstr(err.msg, "source listing: 17 empty pages in a row"));
+    assert_int_equal(src.at, 17);
+    src = (struct gen){1, 0, 0, 0};
+    dst = (struct gen){SIZE_MAX, 0, 0, 0};
+    assert_int_equal(
+        sw_repl_compare("in/", gen_page, &src, "in/", gen_page, &dst, count_cb, &n, &err),
+        SW_EPARSE);
+    assert_non_null(strstr(err.msg, "target listing"));
+    src = (struct gen){16, 0, 0, 0};
+    dst = (struct gen){1, 0, 0, 0};
+    assert_int_equal(
+        sw_repl_compare("in/", gen_page, &src, "in/", gen_page, &dst, count_cb, &n, &err), 0);
+    /* More than a million objects on the target alone (what a copy would
+     * never need, but a hostile store can list): refused, not walked for
+     * ever; a million exactly is compared. */
+    src = (struct gen){1, 0, 0, 0};
+    dst = (struct gen){1001, 1000, 0, 0};
+    n = 0;
+    assert_int_equal(
+        sw_repl_compare("in/", gen_page, &src, "in/", gen_page, &dst, count_cb, &n, &err),
+        SW_ETOOBIG);
+    assert_non_null(strstr(err.msg, "target listing under \"in/\": more than 1000000 objects"));
+    assert_int_equal(n, 1000000);
+    src = (struct gen){1000, 1000, 0, 0};
+    dst = (struct gen){1, 0, 0, 0};
+    n = 0;
+    assert_int_equal(
+        sw_repl_compare("in/", gen_page, &src, "in/", gen_page, &dst, count_cb, &n, &err), 0);
+    assert_int_equal(n, 1000000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_keys),         cmocka_unit_test(test_path_encoded),
-        cmocka_unit_test(test_path_refused), cmocka_unit_test(test_dst_key),
-        cmocka_unit_test(test_compare),      cmocka_unit_test(test_compare_refused),
+        cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_path_encoded),
+        cmocka_unit_test(test_path_refused),
+        cmocka_unit_test(test_dst_key),
+        cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_compare_refused),
+        cmocka_unit_test(test_compare_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
