@@ -20,6 +20,7 @@
 #include "replication/gate.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,6 +348,25 @@ void sw_gate_pool_stats(struct sw_gate_pool_stats *st)
     uv_mutex_unlock(&pool.mu);
 }
 
+/* Through Sentinel, a kept connection may be to a master demoted since
+ * (a failover while the old one stayed reachable): its journal writes
+ * would be lost when it rejoins as a replica. Asked before each piece of
+ * work (one ROLE); a new connection is found through the Sentinels, with
+ * their quorum. A plain URL names its server: nothing to ask. */
+static bool still_master(redisContext *c, const char *url)
+{
+    if (strncmp(url, SW_REDIS_SENTINEL_SCHEME, strlen(SW_REDIS_SENTINEL_SCHEME)) != 0 &&
+        strncmp(url, SW_REDIS_SENTINEL_TLS_SCHEME, strlen(SW_REDIS_SENTINEL_TLS_SCHEME)) != 0)
+        return true;
+    redisReply *r = redisCommand(c, "ROLE");
+    bool master = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                  r->element[0]->type == REDIS_REPLY_STRING &&
+                  strcmp(r->element[0]->str, "master") == 0;
+    if (r != NULL)
+        freeReplyObject(r);
+    return master;
+}
+
 /* The journal connection for `url`, connecting (again) when needed. */
 static int worker_journal(struct worker_state *ws, const char *url, redisContext **out,
                           struct sw_error *err)
@@ -354,7 +374,8 @@ static int worker_journal(struct worker_state *ws, const char *url, redisContext
     *out = NULL;
     if (url[0] == '\0')
         return 0;
-    if (ws->journal != NULL && (ws->journal->err != 0 || strcmp(ws->url, url) != 0)) {
+    if (ws->journal != NULL && (ws->journal->err != 0 || strcmp(ws->url, url) != 0 ||
+                                !still_master(ws->journal, url))) {
         sw_redis_sync_free(ws->journal);
         ws->journal = NULL;
     }
