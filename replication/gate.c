@@ -374,8 +374,8 @@ static int worker_journal(struct worker_state *ws, const char *url, redisContext
     *out = NULL;
     if (url[0] == '\0')
         return 0;
-    if (ws->journal != NULL && (ws->journal->err != 0 || strcmp(ws->url, url) != 0 ||
-                                !still_master(ws->journal, url))) {
+    if (ws->journal != NULL &&
+        (ws->journal->err != 0 || strcmp(ws->url, url) != 0 || !still_master(ws->journal, url))) {
         sw_redis_sync_free(ws->journal);
         ws->journal = NULL;
     }

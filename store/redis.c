@@ -317,6 +317,15 @@ static int parse_sentinel(const char *p, struct sw_redis_url *out, struct sw_err
                             &out->sentinel_port[k], err);
         if (rc != 0)
             return sentinel_fail(out, rc);
+        /* One Sentinel listed twice would vote twice in the quorum. */
+        for (size_t i = 0; i < k; i++)
+            if (out->sentinel_port[i] == out->sentinel_port[k] &&
+                strcasecmp(out->sentinel_host[i], out->sentinel_host[k]) == 0)
+                return sentinel_fail(
+                    out, sw_error_set(err, SW_EPARSE,
+                                      "redis URL: %s is Sentinel %zu again (%.100s:%d); each "
+                                      "Sentinel is listed once, as each has one vote",
+                                      what, i + 1, out->sentinel_host[k], out->sentinel_port[k]));
         s = e + 1;
     }
     if (slash == NULL)
@@ -1465,6 +1474,8 @@ int sw_redis_sentinel_discover(const struct sw_redis_url *u, long timeout_ms, ch
                                size_t hostlen, int *port, char *dissent, size_t dlen,
                                struct sw_error *err)
 {
+    if (dissent != NULL && dlen > 0)
+        dissent[0] = '\0';
     struct sw_redis_sentinel_answer *a = sw_calloc(u->nsentinels ? u->nsentinels : 1, sizeof(*a));
     if (a == NULL)
         return sw_error_set(err, SW_ENOMEM, "redis Sentinel lookup: out of memory");
@@ -1585,7 +1596,7 @@ static int sentinel_connect(const struct sw_redis_url *u, long timeout_ms, const
     for (;;) {
         char host[256];
         int port = 0;
-        char dissent[1024];
+        char dissent[1024] = "";
         int rc = sw_redis_sentinel_discover(u, timeout_ms, host, sizeof(host), &port, dissent,
                                             sizeof(dissent), err);
         if (dissent[0] != '\0')

@@ -202,6 +202,8 @@ static void test_sentinel_url_errors(void **state)
         {"redis+sentinel://a:1/m/x", "database number"},
         {"redis+sentinel://a:1/m/0?password=hunter2", "only query parameter"},
         {"redis+sentinel://a:1/m?sentinelPassword=hunter2%z", "bad %-escape"},
+        {"redis+sentinel://a:1,b:2,A:1/m", "Sentinel 3 is Sentinel 1 again (A:1)"},
+        {"redis+sentinel://a,a:26379/m", "Sentinel 2 is Sentinel 1 again"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(sw_redis_url_parse(bad[i].url, &u, &err), SW_EPARSE);
