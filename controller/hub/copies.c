@@ -361,6 +361,13 @@ static void on_deleted(struct sw_kube_result *res, void *ctx)
 static void send_delete(void *arg)
 {
     struct sw_copies_release *rl = *(struct sw_copies_release **)arg;
+    /* No longer the leader (its lease lapsed while the read was under way,
+     * or while held): the next leader counts the copy's users itself, with
+     * dispatches this hub cannot see. Nothing is sent; it is not a try. */
+    if (!sw_hub_acting(rl->h)) {
+        finish(rl, SW_EUNAVAIL);
+        return;
+    }
     struct sw_member *tm = sw_member_find(rl->h, rl->target);
     char path[600], body[256];
     int rc = tm == NULL ? SW_EUNAVAIL : secret_path(rl, path, sizeof(path));
@@ -394,6 +401,10 @@ static void on_read(struct sw_kube_result *res, void *ctx)
 {
     struct sw_copies_release *rl = ctx;
     const struct sw_job_rec *r = &rl->j->rec;
+    if (!sw_hub_acting(rl->h)) { /* as in send_delete */
+        finish(rl, SW_EUNAVAIL);
+        return;
+    }
     if (refused(rl, res, "get"))
         return;
     if (res->rc != 0) {

@@ -972,15 +972,17 @@ static bool let_go_now(struct sw_hub *h, struct sw_job *j, const cJSON *origin,
     int64_t since = 0;
     bool late = ts != NULL && sw_parse_rfc3339(ts, &since, NULL) == 0 &&
                 sw_hub_wall_ms() - since >= (int64_t)(h->cfg.deleted_origin_s * 1000);
-    /* Not answering: fenced, lost, or failing its probes now (a cache not
-     * yet synced after a restart is not a reason). */
-    const struct sw_health *hs = tm && tm->health ? sw_health_prober_health(tm->health) : NULL;
-    bool away = tm != NULL && (tm->fenced || sw_member_lost(tm) || (hs && hs->bad_since_ms != 0));
+    /* Not answering: fenced, or lost (members.lostAfterSeconds of failed
+     * probes; one failed probe is not enough, and a cache not yet synced
+     * after a restart is no reason either). */
+    bool away = tm != NULL && (tm->fenced || sw_member_lost(tm));
     if (!late && !away)
         return false;
     char what[600];
     sw_copies_pending(j, what, sizeof(what));
-    if (!j->let_go && (mirror != NULL || what[0] != '\0')) {
+    /* A target whose cache has not synced may hold the mirror unseen. */
+    bool unseen = tm != NULL && (tm->cache == NULL || !sw_cluster_cache_synced(tm->cache));
+    if (!j->let_go && (mirror != NULL || what[0] != '\0' || unseen)) {
         j->let_go = true;
         h->m.origins_let_go++;
         char msg[1200];
@@ -988,12 +990,15 @@ static bool let_go_now(struct sw_hub *h, struct sw_job *j, const cJSON *origin,
                  "origin let go %s: %s%s%s%s%s left; the hub deletes %s once cluster %s answers, "
                  "else delete %s there by hand",
                  away ? "while its target does not answer" : "after records.deletedOriginSeconds",
-                 mirror ? "mirror " : "", mirror ? r->mirror : "", mirror && what[0] ? " and " : "",
-                 what[0] ? "spillway's copies of " : "", what, mirror && what[0] ? "them" : "it",
-                 r->target_cluster, mirror && what[0] ? "them" : "it");
+                 mirror || unseen ? "mirror " : "", mirror || unseen ? r->mirror : "",
+                 (mirror || unseen) && what[0] ? " and " : "",
+                 what[0] ? "spillway's copies of " : "", what,
+                 (mirror || unseen) && what[0] ? "them" : "it", r->target_cluster,
+                 (mirror || unseen) && what[0] ? "them" : "it");
         SW_LOG(SW_LOG_WARN, "deleted origin let go before its cleanup ended",
                "job=%s target=%s mirror=%s copies=%s why=%s", sw_log_q(r->key),
-               sw_log_q(r->target_cluster), sw_log_q(mirror ? r->mirror : ""), sw_log_q(what),
+               sw_log_q(r->target_cluster), sw_log_q(mirror || unseen ? r->mirror : ""),
+               sw_log_q(what),
                away ? "target not answering" : "records.deletedOriginSeconds passed");
         sw_follow_event(h, r, "Warning", "CleanupLeft", msg);
     }

@@ -455,6 +455,12 @@ static bool kueue_inadmissible(struct sw_hub *h, struct sw_job *j,
                                const struct sw_workload_facts *f)
 {
     struct sw_job_rec *r = &j->rec;
+    /* Only a Job still to be decided is blocked or cleared here: asked again
+     * by dispatch (a Job decided, then taken), an inadmissible Workload no
+     * longer waits for GPUs, and dispatch says so itself (no second
+     * record write beside its own). */
+    if (r->state != SW_JS_OBSERVED && r->state != SW_JS_BLOCKED)
+        return f->state == SW_WL_INADMISSIBLE;
     bool ours = r->state == SW_JS_BLOCKED &&
                 (j->queue_blocked ||
                  strncmp(r->reason, INADMISSIBLE_WHY, sizeof(INADMISSIBLE_WHY) - 1) == 0);
