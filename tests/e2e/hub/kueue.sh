@@ -425,14 +425,6 @@ contest_hub() { # contest_hub POINT: a hub holding there
     : >"$HUB_TMP/hub.log"
     hub_start "$HUB_TMP/hub.yaml" SPILLWAY_TEST_HOLD="$1:$HOLD_MS"
 }
-wait_log() { # wait_log PATTERN SECONDS WHAT
-    local i
-    for i in $(seq 1 $(($2 * 4))); do
-        grep -Eq "$1" "$HUB_TMP/hub.log" && return 0
-        sleep 0.25
-    done
-    hub_fail "$3"
-}
 contest_hub hold-take
 kueue_job fill-take 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
 kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-take -n "$NS" --timeout=60s >/dev/null ||

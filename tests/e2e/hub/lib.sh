@@ -667,6 +667,17 @@ event_message() {
     echo "$ev"
 }
 
+# wait_log PATTERN SECONDS WHAT: waits up to SECONDS for an extended regular
+# expression in the hub's log ($HUB_TMP/hub.log); fails with WHAT if none.
+wait_log() { # wait_log PATTERN SECONDS WHAT
+    local i
+    for i in $(seq 1 $(($2 * 4))); do
+        grep -Eq "$1" "$HUB_TMP/hub.log" && return 0
+        sleep 0.25
+    done
+    hub_fail "$3"
+}
+
 # mirrors_of NAME: how many mirrors the origin Job NAME has, in every cluster.
 mirrors_of() {
     local uid c n=0

@@ -167,14 +167,6 @@ kc onprem delete job r-copy -n "$NS" --wait=false >/dev/null || hub_fail "r-copy
 # r-copy's release read the copy of r-token and found no other user: its
 # delete is held 6 s. r-next, which uses r-token too, is decided meanwhile:
 # its dispatch waits for the release, then copies r-token again.
-wait_log() { # wait_log PATTERN SECONDS WHAT
-    local i
-    for i in $(seq 1 $(($2 * 4))); do
-        grep -Eq "$1" "$HUB_TMP/hub.log" && return 0
-        sleep 0.25
-    done
-    hub_fail "$3"
-}
 wait_log 'hold point reached.*point="?hold-copy-delete"? key="?[^ ]*r-copy' 30 "r-copy's release did not reach the copy's delete"
 N="onprem/$NS/r-next"
 burst_job r-next 4 120s | with_secret | kc onprem apply -n "$NS" -f - >/dev/null
