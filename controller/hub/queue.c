@@ -273,6 +273,8 @@ struct lq_entry {
 };
 
 static struct lq_entry *lqs[LQ_BUCKETS];
+#define LQ_MAX 4096 /* LocalQueues kept, over every member and namespace */
+static size_t n_lqs;
 
 static void on_lq(struct sw_kube_result *res, void *ctx)
 {
@@ -301,9 +303,15 @@ static const char *lq_cluster_queue_of(struct sw_member *m, const char *ns, cons
     while (e != NULL && strcmp(e->key, key) != 0)
         e = e->next;
     if (e == NULL) {
+        /* Queue names are the Jobs' labels, written by tenants: the table
+         * is bounded, and a name past its bound is not read (unknown, as
+         * before its GET: the Job is weighed without it). */
+        if (n_lqs >= LQ_MAX)
+            return NULL;
         e = sw_calloc(1, sizeof(*e));
         if (e == NULL)
             return NULL;
+        n_lqs++;
         snprintf(e->key, sizeof(e->key), "%s", key);
         unsigned b = wl_hash(key) % LQ_BUCKETS;
         e->next = lqs[b];
