@@ -120,6 +120,7 @@ struct plan {
     const struct sw_s3_list *src, *dst;
     size_t src_calls, dst_calls;
     char *last; /* the last key reported (owned) */
+    int sound;  /* both listings accepted whole (accepted()) */
 };
 
 /* Whether some source key is copied to `key`. */
@@ -146,7 +147,10 @@ static int on_object(const struct sw_s3_object *o, const char *dst_key,
         p->dst_calls++;
         FUZZ_CHECK(there != NULL && strcmp(there->key, dst_key) == 0);
         FUZZ_CHECK(starts(dst_key, p->dp) && sendable(dst_key));
-        FUZZ_CHECK(!mapped(p, dst_key));
+        /* Whether a source key maps to it is known only of listings that
+         * are sound through their end: the merge reports as it goes, and a
+         * key out of order on a later page is refused only when it comes. */
+        FUZZ_CHECK(!p->sound || !mapped(p, dst_key));
         return 0;
     }
     p->src_calls++;
@@ -156,7 +160,7 @@ static int on_object(const struct sw_s3_object *o, const char *dst_key,
     int present = 0;
     for (size_t i = 0; i < p->dst->n; i++)
         present |= strcmp(p->dst->objects[i].key, dst_key) == 0;
-    FUZZ_CHECK(present == (there != NULL));
+    FUZZ_CHECK(!p->sound || present == (there != NULL));
     FUZZ_CHECK(there == NULL || strcmp(there->key, dst_key) == 0);
     if (there != NULL)
         p->dst_calls++;
@@ -241,7 +245,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(&dst, 0, sizeof(dst));
     size_t psize = 1 + size % 4;
     int ok = accepted(sp, &src) & accepted(dp, &dst);
-    struct plan p = {.sp = sp, .dp = dp, .src = &src, .dst = &dst};
+    struct plan p = {.sp = sp, .dp = dp, .src = &src, .dst = &dst, .sound = ok};
     struct pager gs = {&src, 0, psize}, gd = {&dst, 0, psize};
     sw_error_clear(&err);
     int rc = sw_repl_compare(sp, next_page, &gs, dp, next_page, &gd, on_object, &p, &err);

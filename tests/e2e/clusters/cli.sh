@@ -68,7 +68,7 @@ out=$("$spillctl" cluster add "e2e-lim-$suffix" --kubeconfig "$tmp/lim.kubeconfi
     fail "add with no permissions succeeded: $out"
 for p in "list jobs.batch" "watch pods" "create jobs.batch" "patch jobs/status.batch" "create events" "list nodes" \
     "create namespaces" "get configmaps" "create secrets" "patch workloads.kueue.x-k8s.io"; do
-    echo "$out" | grep -q -- "- $p\$" || fail "missing permission '$p' not named in: $out"
+    echo "$out" | grep -q -- "- $p (in all namespaces)\$" || fail "missing permission '$p' not named in: $out"
 done
 echo "$out" | grep -q "Nothing was stored" || fail "no word on storage: $out"
 [ -z "$(rcli GET "spillway:cluster:e2e-lim-$suffix")" ] || fail "a record was stored"
@@ -80,7 +80,7 @@ sleep 1
 out=$("$spillctl" cluster add "e2e-lim-$suffix" --kubeconfig "$tmp/lim.kubeconfig" --role onprem --region onprem 2>&1) &&
     fail "add with partial permissions succeeded"
 echo "$out" | grep -q -- "- list jobs.batch" && fail "a granted permission is still named: $out"
-echo "$out" | grep -q -- "- watch pods$" || fail "pods not named: $out"
+echo "$out" | grep -q -- "- watch pods (in all namespaces)$" || fail "pods not named: $out"
 n=$(echo "$out" | grep -c -- '^  - ')
 total=$(python3 -c 'import sys, yaml
 rules = yaml.safe_load(open(sys.argv[1]))["rules"]
