@@ -157,8 +157,8 @@ static void on_target_ns(struct sw_kube_result *res, void *ctx)
             snprintf(why, sizeof(why),
                      "namespace %s is not in cluster %s: its registration lists it (the narrow "
                      "member role), and spillway creates no namespace there; the platform "
-                     "creates it, binds spillway-member-namespace in it and annotates it "
-                     SW_ANN_MADE_FOR "=%s/%s",
+                     "creates it, binds spillway-member-namespace in it and annotates "
+                     "it " SW_ANN_MADE_FOR "=%s/%s",
                      g->j->rec.ns, g->j->rec.target_cluster, g->j->rec.cluster, g->j->rec.ns);
             finish(g, SW_EFORBIDDEN, why);
             return;
