@@ -13,7 +13,10 @@
  * (sw_gate_set_workers, replication.workers in the hub's config): that many
  * threads, each with at most one Redis connection for the journal, kept
  * from one piece of work to the next, however many Jobs are gated. Work
- * beyond that waits in a FIFO queue (sw_gate_pool_stats); an outputs
+ * beyond that waits in a queue (sw_gate_pool_stats), taken oldest first
+ * among the tenants with the fewest pieces running (sw_gate_fair_pick):
+ * one namespace's hundred gated Jobs do not make another's wait behind
+ * them all; an outputs
  * stream is one piece of work per round, queued again when its interval
  * has passed, so a Job that runs for days holds no thread between rounds.
  */
@@ -21,6 +24,7 @@
 
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,8 +309,11 @@ static struct {
     uv_once_t once;
     uv_mutex_t mu;
     uv_cond_t cv;
-    struct work *head, *tail; /* FIFO of work waiting for a worker */
+    struct work *head, *tail; /* work waiting for a worker, oldest first */
     size_t queued, running;
+    /* The Job of the piece each worker runs ("" when idle): the tenants
+     * the fair pick counts. */
+    char running_job[MAX_WORKERS][256];
     int want;    /* threads to start (sw_gate_set_workers) */
     int started; /* threads running */
 } pool = {.once = UV_ONCE_INIT, .want = DEFAULT_WORKERS};
@@ -451,27 +458,81 @@ static void run_work(struct work *w, struct worker_state *ws)
     sw_free(locs);
 }
 
+/* The length of a Job key's tenant: the key without its last segment. */
+static size_t tenant_len(const char *job)
+{
+    const char *slash = strrchr(job, '/');
+    return slash ? (size_t)(slash - job) : strlen(job);
+}
+
+static int same_tenant(const char *a, size_t alen, const char *b)
+{
+    return tenant_len(b) == alen && memcmp(a, b, alen) == 0;
+}
+
+size_t sw_gate_fair_pick(const char *const *queued, size_t nq, const char *const *running,
+                         size_t nr)
+{
+    size_t best = 0, best_n = SIZE_MAX;
+    for (size_t i = 0; i < nq && best_n > 0; i++) {
+        size_t len = tenant_len(queued[i]), n = 0;
+        for (size_t k = 0; k < nr && n < best_n; k++)
+            if (same_tenant(queued[i], len, running[k]))
+                n++;
+        if (n < best_n)
+            best = i, best_n = n;
+    }
+    return best;
+}
+
+/* Takes the fair pick out of the queue; pool.mu held, queue not empty. */
+static struct work *take_next(int slot)
+{
+    struct work *w = pool.head, *prev = NULL;
+    const char **q = pool.queued > 1 ? sw_malloc(pool.queued * sizeof(*q)) : NULL;
+    if (q != NULL) {
+        /* (Out of memory: the oldest, as a plain FIFO would.) */
+        const char *run[MAX_WORKERS];
+        size_t nq = 0, nr = 0;
+        for (struct work *it = pool.head; it != NULL; it = it->next)
+            q[nq++] = it->job;
+        for (int k = 0; k < MAX_WORKERS; k++)
+            if (pool.running_job[k][0] != '\0')
+                run[nr++] = pool.running_job[k];
+        size_t pick = sw_gate_fair_pick(q, nq, run, nr);
+        sw_free(q);
+        for (size_t i = 0; i < pick; i++)
+            prev = w, w = w->next;
+    }
+    if (prev)
+        prev->next = w->next;
+    else
+        pool.head = w->next;
+    if (pool.tail == w)
+        pool.tail = prev;
+    w->next = NULL;
+    w->queued = 0;
+    pool.queued--;
+    pool.running++;
+    snprintf(pool.running_job[slot], sizeof(pool.running_job[slot]), "%s", w->job);
+    return w;
+}
+
 static void pool_thread(void *arg)
 {
-    (void)arg;
+    int slot = (int)(intptr_t)arg;
     struct worker_state ws;
     memset(&ws, 0, sizeof(ws));
     for (;;) {
         uv_mutex_lock(&pool.mu);
         while (pool.head == NULL)
             uv_cond_wait(&pool.cv, &pool.mu);
-        struct work *w = pool.head;
-        pool.head = w->next;
-        if (pool.head == NULL)
-            pool.tail = NULL;
-        w->next = NULL;
-        w->queued = 0;
-        pool.queued--;
-        pool.running++;
+        struct work *w = take_next(slot);
         uv_mutex_unlock(&pool.mu);
         run_work(w, &ws);
         uv_mutex_lock(&pool.mu);
         pool.running--;
+        pool.running_job[slot][0] = '\0';
         uv_mutex_unlock(&pool.mu);
     }
 }
@@ -483,7 +544,7 @@ static int pool_start(void)
     uv_mutex_lock(&pool.mu);
     while (pool.started < pool.want) {
         uv_thread_t t;
-        if (uv_thread_create(&t, pool_thread, NULL) != 0)
+        if (uv_thread_create(&t, pool_thread, (void *)(intptr_t)pool.started) != 0)
             break;
         pool.started++;
     }

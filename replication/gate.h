@@ -11,7 +11,8 @@
  * The hub calls these from its loop. The copying runs on the gate's small
  * shared pool of worker threads (sw_gate_set_workers), each piece of work
  * with a private loop (it blocks on listings and the journal); work beyond
- * the pool's size waits its turn (sw_gate_pool_stats). The result comes
+ * the pool's size waits its turn (sw_gate_pool_stats), taken fairly across
+ * tenants (sw_gate_fair_pick). The result comes
  * back to the hub's loop through a uv_async, immutable: the callback
  * receives it and it is freed when the callback returns.
  */
@@ -152,5 +153,17 @@ struct sw_gate_pool_stats {
 
 /** Fills *st (any thread). */
 void sw_gate_pool_stats(struct sw_gate_pool_stats *st);
+
+/**
+ * Which queued piece of work a free worker takes. Each piece belongs to a
+ * Job, named "cluster/namespace/name" (or "namespace/name"); its tenant is
+ * the name without its last segment. The first piece in `queued` (oldest
+ * first) whose tenant has the fewest pieces in `running` is taken, so the
+ * many Jobs of one namespace never hold every worker while another
+ * namespace's Job waits; among equals, first come, first served. Returns
+ * an index into `queued` (0 when nq is 0). Pure.
+ */
+size_t sw_gate_fair_pick(const char *const *queued, size_t nq, const char *const *running,
+                         size_t nr);
 
 #endif

@@ -1470,6 +1470,40 @@ done:
     redisFree(c);
 }
 
+struct ask_arg {
+    const struct sw_redis_url *u;
+    size_t i;
+    long timeout_ms;
+    struct sw_redis_sentinel_answer *out;
+};
+
+static void ask_thread(void *p)
+{
+    struct ask_arg *x = p;
+    sentinel_ask(x->u, x->i, x->timeout_ms, x->out);
+}
+
+/* Asks every Sentinel at once, each on a thread of its own, so that
+ * silent Sentinels cost one timeout in all, not one each; a Sentinel whose
+ * thread cannot start is asked on this one. */
+static void ask_all(const struct sw_redis_url *u, long timeout_ms,
+                    struct sw_redis_sentinel_answer *a)
+{
+    struct ask_arg args[SW_REDIS_MAX_SENTINELS];
+    uv_thread_t t[SW_REDIS_MAX_SENTINELS];
+    int started[SW_REDIS_MAX_SENTINELS] = {0};
+    size_t n = u->nsentinels < SW_REDIS_MAX_SENTINELS ? u->nsentinels : SW_REDIS_MAX_SENTINELS;
+    for (size_t i = 0; i < n; i++) {
+        args[i] = (struct ask_arg){u, i, timeout_ms, &a[i]};
+        started[i] = n > 1 && uv_thread_create(&t[i], ask_thread, &args[i]) == 0;
+        if (!started[i])
+            sentinel_ask(u, i, timeout_ms, &a[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (started[i])
+            uv_thread_join(&t[i]);
+}
+
 int sw_redis_sentinel_discover(const struct sw_redis_url *u, long timeout_ms, char *host,
                                size_t hostlen, int *port, char *dissent, size_t dlen,
                                struct sw_error *err)
@@ -1479,8 +1513,7 @@ int sw_redis_sentinel_discover(const struct sw_redis_url *u, long timeout_ms, ch
     struct sw_redis_sentinel_answer *a = sw_calloc(u->nsentinels ? u->nsentinels : 1, sizeof(*a));
     if (a == NULL)
         return sw_error_set(err, SW_ENOMEM, "redis Sentinel lookup: out of memory");
-    for (size_t i = 0; i < u->nsentinels; i++)
-        sentinel_ask(u, i, timeout_ms, &a[i]);
+    ask_all(u, timeout_ms, a);
     size_t k = 0;
     int rc = sw_redis_sentinel_agree(u->master, a, u->nsentinels, &k, dissent, dlen, err);
     if (rc == 0) {
