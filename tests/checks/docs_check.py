@@ -35,6 +35,20 @@ files; never Markdown), and fails, naming the file and line, when:
     or a count of permissions in docs/deploy.md or docs/clusters.md ("28
     permissions", "the 28 of", "of the 28", "role's 28") is not the number
     one of those roles, or the narrow role's two parts together, grant.
+  * an Event reason the hub writes (every call of its Event recorders in
+    controller/hub/*.c: sw_follow_event, sw_follow_block, wl_event) is
+    missing from the tables of docs/events.md (header "| reason | type |"),
+    or a reason there is not in the code; a Warning there has no section
+    (heading) in docs/troubleshooting.md; a file of controller/hub/ that
+    creates Events by another function fails, so a new recorder cannot go
+    unread;
+  * an alert of deploy/monitoring/spillway-rules.yaml has no runbook_url,
+    or its URL is not .../docs/troubleshooting.md#ANCHOR with ANCHOR a
+    heading of that page;
+  * a page of docs/ is not reached by links from README.md (directly or
+    through other pages), a relative link of a tracked Markdown file names
+    a file that does not exist or an #anchor that is not a heading of that
+    file, or README.md has 1,000 words or more.
 
 Command-line flags are checked by the CLI's own tests. Prints one line per
 problem and exits 1 when there is any, else prints what it checked.
@@ -325,6 +339,247 @@ def check_examples(docs, files, problems):
     return counts
 
 
+# ---- Events, alerts' runbooks, links -----------------------------------------
+
+# The hub's Event recorders and the index of the reason among their
+# arguments. A file of controller/hub/ that creates an Event (SW_KIND_EVENT)
+# must define one of them.
+RECORDERS = {"sw_follow_event": 3, "sw_follow_block": 2, "wl_event": 3}
+EVENTS_DOC = "docs/events.md"
+TROUBLE_DOC = "docs/troubleshooting.md"
+RULES = "deploy/monitoring/spillway-rules.yaml"
+README_MAX_WORDS = 1000
+C_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def c_args(text, start):
+    """The arguments of the call whose "(" is at text[start], as strings,
+    and the index just past its ")"."""
+    depth, args, cur, i = 0, [], [], start
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            m = C_STRING.match(text, i)
+            if m is None:
+                break
+            cur.append(m.group(0))
+            i = m.end()
+            continue
+        if c in "([{":
+            depth += 1
+            if depth == 1:
+                i += 1
+                continue
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(cur).strip())
+                return args, i + 1
+        elif c == "," and depth == 1:
+            args.append("".join(cur).strip())
+            cur = []
+            i += 1
+            continue
+        cur.append(c)
+        i += 1
+    return args, i
+
+
+def code_event_reasons(files, problems):
+    """{reason: [file:line, ...]} of every Event reason the hub's code writes."""
+    reasons = {}
+    call = re.compile(r"\b(%s)\s*\(" % "|".join(RECORDERS))
+    for rel in sorted(f for f in files if f.startswith("controller/hub/") and f.endswith(".c")):
+        raw = read(rel)
+        # Comments blanked (newlines kept, so that lines still count).
+        text = C_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), raw)
+        defines = set()
+        for m in call.finditer(text):
+            name = m.group(1)
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            line = text[line_start:text.find("\n", m.start())]
+            args, end = c_args(text, m.end() - 1)
+            where = "%s:%d" % (rel, text.count("\n", 0, m.start()) + 1)
+            # A definition or declaration: at the start of a line, a type before it.
+            if re.match(r"^(static\s+)?(void|int|bool)\s+$", line[: m.start() - line_start]):
+                defines.add(name)
+                continue
+            idx = RECORDERS[name]
+            if len(args) <= idx:
+                problems.append("%s: a call of %s with %d arguments: docs_check cannot read its reason"
+                                % (where, name, len(args)))
+                continue
+            arg = args[idx]
+            lits = C_STRING.findall(arg)
+            if not lits and re.fullmatch(r"[A-Za-z_]\w*", arg):
+                # A variable: the reason a recorder was given (its parameter),
+                # or the literals assigned to it in this file.
+                fn = text.rfind("\n{", 0, m.start())
+                head = text[text.rfind("\n\n", 0, fn) + 1:fn] if fn >= 0 else ""
+                owner = re.search(r"\b(%s)\s*\(" % "|".join(RECORDERS), head)
+                if owner and re.search(r"\b%s\s*[,)]" % re.escape(arg), head):
+                    continue  # forwarded by a recorder; its callers are read
+                lits = re.findall(r"\b%s\s*=\s*\"([^\"]*)\"" % re.escape(arg), text)
+            if not lits:
+                problems.append("%s: the Event reason %s of a call of %s is not a string literal, nor a "
+                                "variable given literals in this file: docs_check cannot read it"
+                                % (where, arg, name))
+                continue
+            for r in lits:
+                reasons.setdefault(r, []).append(where)
+        if "SW_KIND_EVENT" in text and not (defines & set(RECORDERS)):
+            problems.append("%s: creates Events (SW_KIND_EVENT) but defines none of the recorders "
+                            "docs_check reads (%s): add it to RECORDERS" % (rel, ", ".join(sorted(RECORDERS))))
+    return reasons
+
+
+def doc_tables(rel, text, first_cells):
+    """Rows of the tables of a doc whose header begins with first_cells:
+    [(line, {column: cell})]."""
+    rows, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+        if lines[i].startswith("|") and cells[: len(first_cells)] == first_cells:
+            header = cells
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                row = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+                rows.append((i + 1, dict(zip(header, row))))
+                i += 1
+        else:
+            i += 1
+    return rows
+
+
+def slug(heading):
+    """GitHub's anchor of a Markdown heading."""
+    h = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", lambda m: m.group(1) or "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", h).replace(" ", "-")
+
+
+def anchors_of(text):
+    out, seen, fence = set(), {}, False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        if fence:
+            continue
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            a = slug(m.group(1))
+            n = seen.get(a, 0)
+            seen[a] = n + 1
+            out.add(a if n == 0 else "%s-%d" % (a, n))
+    for m in re.finditer(r'<a\s+(?:name|id)="([^"]+)"', text):
+        out.add(m.group(1))
+    return out
+
+
+def check_events(files, problems):
+    if EVENTS_DOC not in files:
+        problems.append("%s: missing (the reference of the hub's Events)" % EVENTS_DOC)
+        return 0
+    code = code_event_reasons(files, problems)
+    text = read(EVENTS_DOC)
+    documented = {}
+    for line, row in doc_tables(EVENTS_DOC, text, ["reason", "type"]):
+        name = row.get("reason", "").strip("`")
+        if name in documented:
+            problems.append("%s:%d: reason %s listed twice" % (EVENTS_DOC, line, name))
+        documented[name] = (line, row.get("type", ""))
+    for name in sorted(set(code) - set(documented)):
+        problems.append("%s: writes the Event reason %s, which %s does not list"
+                        % (code[name][0], name, EVENTS_DOC))
+    for name in sorted(set(documented) - set(code)):
+        problems.append("%s:%d: lists the Event reason %s, which the hub's code does not write"
+                        % (EVENTS_DOC, documented[name][0], name))
+    trouble = anchors_of(read(TROUBLE_DOC)) if TROUBLE_DOC in files else set()
+    for name, (line, typ) in sorted(documented.items()):
+        if "Warning" in typ and slug(name) not in trouble:
+            problems.append("%s:%d: the Warning %s has no section in %s (a heading \"### %s\")"
+                            % (EVENTS_DOC, line, name, TROUBLE_DOC, name))
+    return len(code)
+
+
+def check_runbooks(files, problems):
+    if RULES not in files:
+        return 0
+    trouble = anchors_of(read(TROUBLE_DOC)) if TROUBLE_DOC in files else set()
+    text = read(RULES)
+    alerts = list(re.finditer(r"^\s*- alert:\s*(\S+)\s*$", text, re.M))
+    for k, m in enumerate(alerts):
+        end = alerts[k + 1].start() if k + 1 < len(alerts) else len(text)
+        nxt = re.search(r"^\s*- (record|name):", text[m.end():end], re.M)
+        block = text[m.end(): m.end() + nxt.start()] if nxt else text[m.end():end]
+        where = "%s:%d" % (RULES, text.count("\n", 0, m.start()) + 1)
+        u = re.search(r"^\s*runbook_url:\s*\"?([^\"\s]+)\"?\s*$", block, re.M)
+        if u is None:
+            problems.append("%s: alert %s has no runbook_url annotation (its section of %s)"
+                            % (where, m.group(1), TROUBLE_DOC))
+            continue
+        url = u.group(1)
+        path, _, anchor = url.partition("#")
+        if not path.endswith("/" + TROUBLE_DOC) or not anchor:
+            problems.append("%s: alert %s: runbook_url %s is not .../%s#ANCHOR"
+                            % (where, m.group(1), url, TROUBLE_DOC))
+        elif anchor not in trouble:
+            problems.append("%s: alert %s: runbook_url's anchor #%s is not a heading of %s"
+                            % (where, m.group(1), anchor, TROUBLE_DOC))
+    return len(alerts)
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def check_links(files, docs, problems):
+    """Relative links resolve (files and anchors); every docs/ page is
+    reached from README.md; README.md stays under README_MAX_WORDS words."""
+    tracked_set = set(files)
+    dirs = {os.path.dirname(f) for f in files}
+    while True:
+        more = {os.path.dirname(d) for d in dirs if d} - dirs
+        if not more:
+            break
+        dirs |= more
+    anchors, links, n = {}, {}, 0
+    for rel in docs:
+        text = read(rel)
+        # Links inside code blocks and inline code are not links.
+        body = re.sub(r"^```.*?^```", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.M | re.S)
+        body = re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), body)
+        for m in LINK.finditer(body):
+            target = m.group(1)
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                continue  # a URL
+            n += 1
+            path, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(rel), path)) if path else rel
+            where = "%s:%d" % (rel, text.count("\n", 0, m.start()) + 1)
+            if dest not in tracked_set and dest not in dirs:
+                problems.append("%s: links to %s, which does not exist" % (where, target))
+                continue
+            links.setdefault(rel, set()).add(dest)
+            if anchor and dest.endswith(".md"):
+                if dest not in anchors:
+                    anchors[dest] = anchors_of(read(dest))
+                if anchor not in anchors[dest]:
+                    problems.append("%s: links to %s, but #%s is not a heading of %s" % (where, target, anchor, dest))
+    seen, todo = {"README.md"}, ["README.md"]
+    while todo:
+        for d in links.get(todo.pop(), ()):
+            if d.endswith(".md") and d not in seen:
+                seen.add(d)
+                todo.append(d)
+    for rel in sorted(f for f in docs if f.startswith("docs/") and f.count("/") == 1):
+        if rel not in seen:
+            problems.append("%s: no link from README.md reaches it (link it from README.md or a page it links)" % rel)
+    words = len(read("README.md").split()) if "README.md" in tracked_set else 0
+    if words >= README_MAX_WORDS:
+        problems.append("README.md: %d words; keep it under %d (details go to docs/)" % (words, README_MAX_WORDS))
+    return n, words
+
+
 def main():
     files = tracked()
     docs = [f for f in files if f.endswith(".md")]
@@ -389,6 +644,9 @@ def main():
 
     examples = check_examples(docs, files, problems)
     n_tables = check_roles(files, problems)
+    n_reasons = check_events(files, problems)
+    n_alerts = check_runbooks(files, problems)
+    n_links, readme_words = check_links(files, docs, problems)
 
     for p in problems:
         print("FAIL: " + p)
@@ -398,6 +656,10 @@ def main():
           "%d spillway.io/ names and %d SPILLWAY_ variables named in docs, all in the code; "
           "%d tables of the member roles' permissions and every count of them agree with deploy/rbac"
           % (len(docs), len(exported), n_ann, n_env, n_tables))
+    print("ok: %d Event reasons the hub writes, each in %s and each there in the code, every Warning "
+          "with its section in %s; %d alerts, each with a runbook_url to a section there; %d relative "
+          "links resolve; every docs/ page reached from README.md (%d words)"
+          % (n_reasons, EVENTS_DOC, TROUBLE_DOC, n_alerts, n_links, readme_words))
     if examples is None:
         print("examples not parsed: no spillctl and spillwayd built (give --spillctl and --spillwayd)")
     else:
