@@ -47,6 +47,7 @@ or rediss+sentinel://, with the TLS files where the Deployment mounts them. */}}
 {{- if eq (toString $r.tls.enabled) "true" -}}
 {{- $q := list -}}
 {{- if and $r.tls.existingSecret $r.tls.caKey }}{{ $q = append $q "tls_ca_file=/etc/spillway-redis-tls/ca.crt" }}{{ end -}}
+{{- if and $r.tls.existingSecret (not $r.tls.caKey) (not $r.tls.certKey) }}{{ fail "redis.tls.existingSecret: set, but neither redis.tls.caKey nor redis.tls.certKey names a key of it" }}{{ end -}}
 {{- if ne (empty $r.tls.certKey) (empty $r.tls.keyKey) }}{{ fail "redis.tls.certKey and redis.tls.keyKey: a client certificate and its key go together; give both or neither" }}{{ end -}}
 {{- if $r.tls.certKey -}}
 {{- if not $r.tls.existingSecret }}{{ fail "redis.tls.certKey: set, but redis.tls.existingSecret is empty; expected the Secret holding the client certificate" }}{{ end -}}
