@@ -10,6 +10,7 @@
 #    (chart_compare.py: compared as data, sorted by kind, namespace, name);
 #  - the ConfigMap's name carries the hash Kustomize's configMapGenerator
 #    gives the same hub.yaml, and a change of the config changes it;
+#  - the values example of docs/deploy.md renders, its hub.yaml valid;
 #  - values the chart cannot honour are refused, naming the value;
 #  - spillwayd --validate accepts both rendered hub.yaml files;
 #  - both renders applied to the lab's onprem API server with
@@ -89,6 +90,23 @@ for r in default full warn; do
 done
 [ "$(echo $names | tr ' ' '\n' | sort -u | wc -l)" = 3 ] || fail "three configs, not three ConfigMap names:$names"
 pass "the ConfigMap's name is Kustomize's for the same hub.yaml, and changes with it:$names"
+
+# ---- the values example of docs/deploy.md ------------------------------------------------
+"$PY" - "$SW_SOURCE_DIR/docs/deploy.md" "$tmp/docs-values.yaml" <<'PY' || fail "docs/deploy.md: no values example"
+import re, sys
+text = open(sys.argv[1]).read()
+section = text[text.index("## Installing with Helm"):]
+section = section[:section.index("\n## ")]
+m = re.search(r"^```yaml\n(.*?)^```", section, re.M | re.S)
+open(sys.argv[2], "w").write(m.group(1))
+PY
+"$HELM" template spillway "$chart" -f "$tmp/docs-values.yaml" >"$tmp/docs.yaml" 2>"$tmp/err" ||
+    fail "helm template with docs/deploy.md's values example: $(cat "$tmp/err")"
+mkdir "$tmp/g-docs"
+"$PY" "$here/chart_compare.py" hubyaml "$tmp/docs.yaml" "$tmp/g-docs/hub.yaml" >/dev/null || exit 1
+"$SW_BUILD_DIR/controller/spillwayd" --config "$tmp/g-docs/hub.yaml" --validate >"$tmp/hub.out" 2>&1 ||
+    fail "spillwayd --validate refuses the hub.yaml of docs/deploy.md's values example: $(cat "$tmp/hub.out")"
+pass "docs/deploy.md's values example renders, and spillwayd --validate accepts its hub.yaml"
 
 # ---- values the chart refuses ---------------------------------------------------------
 refused() { # refused WHAT ARGS...: helm template must fail naming WHAT
