@@ -41,7 +41,8 @@ files; never Markdown), and fails, naming the file and line, when:
     is one value), or gives a scalar's or a list's default otherwise than
     values.yaml has it; or a ```yaml example of Helm values (its top-level
     keys the chart's, not only the hub config's) names a value the chart
-    does not have.
+    does not have; or the chart's copies of the rules and the member role
+    (deploy/helm/spillway/files/) differ from the files in deploy/.
 
 Command-line flags are checked by the CLI's own tests. Prints one line per
 problem and exits 1 when there is any, else prints what it checked.
@@ -502,6 +503,11 @@ def main():
     examples = check_examples(docs, files, problems)
     n_tables = check_roles(files, problems)
     n_values = check_chart_table(problems)
+    # The chart's copies of files it cannot reach outside its folder.
+    for copy_, orig in (("deploy/helm/spillway/files/spillway-rules.yaml", "deploy/monitoring/spillway-rules.yaml"),
+                        ("deploy/helm/spillway/files/member-clusterrole.yaml", "deploy/rbac/member-clusterrole.yaml")):
+        if read(copy_) != read(orig):
+            problems.append("%s: differs from %s, of which it is the Helm chart's copy (cp %s %s)" % (copy_, orig, orig, copy_))
 
     for p in problems:
         print("FAIL: " + p)
@@ -511,7 +517,8 @@ def main():
           "%d spillway.io/ names and %d SPILLWAY_ variables named in docs, all in the code; "
           "%d tables of the member roles' permissions and every count of them agree with deploy/rbac"
           % (len(docs), len(exported), n_ann, n_env, n_tables))
-    print("ok: the Helm chart's %d values each in docs/deploy.md's table, with its default" % n_values)
+    print("ok: the Helm chart's %d values each in docs/deploy.md's table, with its default; "
+          "its copies of the rules and the member role are deploy/'s" % n_values)
     if examples is None:
         print("examples not parsed: no spillctl and spillwayd built (give --spillctl and --spillwayd)")
     else:
