@@ -34,7 +34,7 @@ files; never Markdown), and fails, naming the file and line, when:
     ClusterRole its "role" column names, row by row, else spillway-member),
     or a count of permissions in docs/deploy.md or docs/clusters.md ("28
     permissions", "the 28 of", "of the 28", "role's 28") is not the number
-    one of those roles, or the narrow role's two parts together, grant.
+    one of those roles, or the narrow role's two parts together, grant;
   * an Event reason the hub writes (every call of its Event recorders in
     controller/hub/*.c: sw_follow_event, sw_follow_block, wl_event) is
     missing from the tables of docs/events.md (header "| reason | type |"),
@@ -48,7 +48,15 @@ files; never Markdown), and fails, naming the file and line, when:
   * a page of docs/ is not reached by links from README.md (directly or
     through other pages), a relative link of a tracked Markdown file names
     a file that does not exist or an #anchor that is not a heading of that
-    file, or README.md has 1,000 words or more.
+    file, or README.md has 1,000 words or more;
+  * the values table of docs/deploy.md (header "| value | default | what |")
+    does not list exactly the values of the Helm chart's values.yaml
+    (deploy/helm/spillway; a map the chart passes on as is, such as config,
+    is one value), or gives a scalar's or a list's default otherwise than
+    values.yaml has it; or a ```yaml example of Helm values (its top-level
+    keys the chart's, not only the hub config's) names a value the chart
+    does not have; or the chart's copies of the rules and the member role
+    (deploy/helm/spillway/files/) differ from the files in deploy/.
 
 Command-line flags are checked by the CLI's own tests. Prints one line per
 problem and exits 1 when there is any, else prints what it checked.
@@ -58,6 +66,13 @@ import os
 import re
 import subprocess
 import sys
+
+try:
+    import yaml
+except ImportError:  # Debian's python3 has it (python3-yaml, scripts/install-deps.sh)
+    if sys.executable != "/usr/bin/python3" and os.access("/usr/bin/python3", os.X_OK):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    raise
 
 
 def parse_args(argv):
@@ -258,6 +273,100 @@ SPEC_KEYS = {"role", "region", "pools", "localQueue", "namespaces"}
 KUSTOMIZE_KEYS = {"resources", "components", "patches", "namespace", "images", "configMapGenerator",
                   "secretGenerator", "replicas", "labels"}
 SIM_TRACE = "docs/examples/small-trace.csv"
+CHART_VALUES = "deploy/helm/spillway/values.yaml"
+# Values of the chart that are maps or lists passed on as they are: one
+# value each in the docs' table, any keys below them in an example.
+CHART_OPAQUE = {"config", "resources", "nodeSelector", "tolerations", "podAnnotations", "monitoring.labels",
+                "tenancy.grants"}
+
+
+def chart_values():
+    try:
+        with open(os.path.join(SRC, CHART_VALUES)) as f:
+            return yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+def chart_leaves(values, prefix=""):
+    """The chart's values, path -> default: every non-map, every empty map,
+    and every map in CHART_OPAQUE."""
+    out = {}
+    for k, v in values.items():
+        path = prefix + k
+        if isinstance(v, dict) and v and path not in CHART_OPAQUE:
+            out.update(chart_leaves(v, path + "."))
+        else:
+            out[path] = v
+    return out
+
+
+def default_text(v):
+    if isinstance(v, str):
+        return v if v else '""'
+    return json.dumps(v)
+
+
+def check_chart_table(problems):
+    """docs/deploy.md's values table against values.yaml."""
+    values = chart_values()
+    if values is None:
+        problems.append("%s: cannot be read as YAML" % CHART_VALUES)
+        return 0
+    leaves = chart_leaves(values)
+    rel = "docs/deploy.md"
+    text = read(rel)
+    start = text.find("| value | default | what |")
+    if start < 0:
+        problems.append("%s: no values table of the Helm chart (header \"| value | default | what |\")" % rel)
+        return 0
+    listed = {}
+    pos = start
+    for line in text[start:].split("\n")[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        pos = text.find(line, pos)
+        m = re.fullmatch(r"`([A-Za-z0-9_.]+)`", cells[0])
+        if not m:
+            problems.append("%s: values table row without a `value` first: %s" % (where_of(rel, text, pos), line))
+            continue
+        listed[m.group(1)] = (cells[1] if len(cells) > 1 else "", pos)
+    for name in sorted(set(leaves) - set(listed)):
+        problems.append("%s: %s has value %s, which the values table does not list" % (rel, CHART_VALUES, name))
+    for name in sorted(set(listed) - set(leaves)):
+        problems.append("%s: the values table lists %s, which %s does not have" % (where_of(rel, text, listed[name][1]), name, CHART_VALUES))
+    for name in sorted(set(listed) & set(leaves)):
+        v = leaves[name]
+        if isinstance(v, dict):
+            continue  # a map: described in words
+        want = "`%s`" % default_text(v)
+        if listed[name][0] != want:
+            problems.append("%s: the values table gives %s the default %s; %s has %s"
+                            % (where_of(rel, text, listed[name][1]), name, listed[name][0], CHART_VALUES, want))
+    return len(listed)
+
+
+def check_chart_example(rel, line, body, problems):
+    """A Helm values example names only the chart's values."""
+    values = chart_values() or {}
+    try:
+        doc = yaml.safe_load(body)
+    except yaml.YAMLError as e:
+        problems.append("%s:%d: the Helm values example is not YAML: %s" % (rel, line, e))
+        return
+
+    def walk(d, have, prefix):
+        for k, v in d.items():
+            path = prefix + str(k)
+            if not isinstance(have, dict) or k not in have:
+                problems.append("%s:%d: the Helm values example sets %s, which %s does not have"
+                                % (rel, line, path, CHART_VALUES))
+            elif isinstance(v, dict) and isinstance(have[k], dict) and have[k] and path not in CHART_OPAQUE:
+                walk(v, have[k], path + ".")
+
+    if isinstance(doc, dict):
+        walk(doc, values, "")
 
 
 def run_bin(args, stdin_file=None):
@@ -278,7 +387,8 @@ def check_examples(docs, files, problems):
         if EXPLICIT_BINS & set(missing):
             problems.append("examples: %s not found" % ", ".join(BINS[b] for b in missing))
         return None
-    counts = {"hub": 0, "spec": 0, "clusters": 0, "other": 0}
+    counts = {"hub": 0, "spec": 0, "clusters": 0, "other": 0, "helm": 0}
+    CHART_TOP = set(chart_values() or {})
     tmp = tempfile.mkdtemp(prefix="docs-check-")
     try:
         def parse(kind, rel, line, body):
@@ -318,6 +428,9 @@ def check_examples(docs, files, problems):
                     counts["other"] += 1  # a Kubernetes object
                 elif keys and keys <= KUSTOMIZE_KEYS:
                     counts["other"] += 1  # a Kustomize overlay
+                elif keys and keys <= CHART_TOP and not keys <= HUB_KEYS:
+                    counts["helm"] += 1  # Helm values
+                    check_chart_example(rel, line, body, problems)
                 elif keys and keys <= SPEC_KEYS:
                     parse("spec", rel, line, body)
                 elif keys and keys <= HUB_KEYS:
@@ -647,6 +760,12 @@ def main():
     n_reasons = check_events(files, problems)
     n_alerts = check_runbooks(files, problems)
     n_links, readme_words = check_links(files, docs, problems)
+    n_values = check_chart_table(problems)
+    # The chart's copies of files it cannot reach outside its folder.
+    for copy_, orig in (("deploy/helm/spillway/files/spillway-rules.yaml", "deploy/monitoring/spillway-rules.yaml"),
+                        ("deploy/helm/spillway/files/member-clusterrole.yaml", "deploy/rbac/member-clusterrole.yaml")):
+        if read(copy_) != read(orig):
+            problems.append("%s: differs from %s, of which it is the Helm chart's copy (cp %s %s)" % (copy_, orig, orig, copy_))
 
     for p in problems:
         print("FAIL: " + p)
@@ -660,12 +779,15 @@ def main():
           "with its section in %s; %d alerts, each with a runbook_url to a section there; %d relative "
           "links resolve; every docs/ page reached from README.md (%d words)"
           % (n_reasons, EVENTS_DOC, TROUBLE_DOC, n_alerts, n_links, readme_words))
+    print("ok: the Helm chart's %d values each in docs/deploy.md's table, with its default; "
+          "its copies of the rules and the member role are deploy/'s" % n_values)
     if examples is None:
         print("examples not parsed: no spillctl and spillwayd built (give --spillctl and --spillwayd)")
     else:
         print("ok: examples parsed by the binaries: %d hub configurations, %d cluster spec files, "
-              "%d simulator clusters files; %d Kubernetes objects and overlays left to their own tests"
-              % (examples["hub"], examples["spec"], examples["clusters"], examples["other"]))
+              "%d simulator clusters files; %d Helm values examples naming only the chart's values; "
+              "%d Kubernetes objects and overlays left to their own tests"
+              % (examples["hub"], examples["spec"], examples["clusters"], examples["helm"], examples["other"]))
     return 0
 
 
