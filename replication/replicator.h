@@ -100,6 +100,14 @@ int sw_repl_recover(const struct sw_repl_rule *rule, redisContext *journal, int6
  * CLI, tests and a worker thread). `journal` is a connected Redis context
  * or NULL. Returns 0 when every object is replicated and verified, else the
  * first error (stats->first_error says which object and why).
+ *
+ * Each target is merged with the source page by page and planned in
+ * batches (sw_repl_batches; the done records of a batch read by one
+ * HMGET), the copies of a batch running while the next is listed and
+ * planned: memory is a page of each side, two batches and the copies in
+ * flight, whatever the prefix holds. A listing refused partway (see
+ * sw_repl_compare) fails the run after the copies already started have
+ * ended (verified and journaled); nothing queued is started.
  */
 int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
                      sw_repl_progress_cb progress, void *ctx, struct sw_repl_stats *stats,
@@ -108,7 +116,8 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
 /**
  * Estimates what replicating `rule` would move now: the objects and bytes
  * missing or different on its slowest target, and the seconds that takes
- * at `bytes_per_s` (measured or configured). Blocking; lists both sides.
+ * at `bytes_per_s` (measured or configured). Blocking; merges both
+ * listings page by page and reads the journal batch by batch, as a run.
  */
 int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, double bytes_per_s,
                      int64_t *objects, int64_t *bytes, double *seconds, struct sw_error *err);
