@@ -2,8 +2,11 @@
  * replicator.c - one run of a replication rule: recover the journal, list
  * both sides, plan, copy with bounded concurrency, record, report RPO.
  *
- * Listing and planning are blocking (they are bounded by the listing
- * size); the copies run concurrently on the loop through copy.c.
+ * The source and each target are merged page by page and planned in
+ * batches (sw_repl_batches); a batch's copies run on the loop through
+ * copy.c while the next pages are listed and planned, so a run holds a
+ * page of each side, two batches and the copies in flight, whatever the
+ * prefix holds.
  */
 #include "replication/replicator.h"
 
@@ -24,19 +27,6 @@
 /* Empty pages in a row, each saying more follow, before a listing is
  * refused as malformed (a store may return a few; never without end). */
 #define MAX_EMPTY_PAGES 16
-
-struct objs {
-    struct sw_s3_object *v;
-    size_t n, cap;
-};
-
-static void objs_free(struct objs *o)
-{
-    for (size_t i = 0; i < o->n; i++)
-        sw_free(o->v[i].key);
-    sw_free(o->v);
-    memset(o, 0, sizeof(*o));
-}
 
 const char *sw_repl_key_problem(const char *prefix, const char *key)
 {
@@ -70,11 +60,6 @@ int sw_repl_dst_key(const char *src_prefix, const char *dst_prefix, const char *
     }
     *out = d;
     return 0;
-}
-
-static int cmp_obj(const void *a, const void *b)
-{
-    return strcmp(((const struct sw_s3_object *)a)->key, ((const struct sw_s3_object *)b)->key);
 }
 
 /* One side of a merge: the page in hand, where we are in it, and the last
@@ -202,70 +187,100 @@ int sw_repl_compare(const char *src_prefix, sw_repl_page_fn src_pages, void *src
     return rc;
 }
 
-static int list_all(struct sw_s3 *s3, const char *bucket, const char *prefix, struct objs *out,
-                    struct sw_error *err)
+/* ---- batches ------------------------------------------------------------- */
+
+struct batcher {
+    struct sw_repl_item *v;
+    size_t n, cap;
+    sw_repl_batch_fn fn;
+    void *ctx;
+    struct sw_error *err;
+};
+
+static void items_free(struct sw_repl_item *v, size_t n)
 {
-    memset(out, 0, sizeof(*out));
-    char *token = NULL;
-    for (;;) {
-        struct sw_s3_list page;
-        int rc = sw_s3_list_sync(s3, bucket, prefix, token, &page, err);
-        sw_free(token);
-        token = NULL;
-        if (rc != 0) {
-            objs_free(out);
-            return rc;
-        }
-        if (out->n + page.n > MAX_OBJECTS) {
-            sw_s3_list_free(&page);
-            objs_free(out);
-            return sw_error_set(err, SW_ETOOBIG, "s3://%s/%s: more than %d objects; split the rule",
-                                bucket, prefix, MAX_OBJECTS);
-        }
-        if (out->n + page.n > out->cap) {
-            size_t cap = out->cap ? out->cap * 2 : 1024;
-            while (cap < out->n + page.n)
-                cap *= 2;
-            struct sw_s3_object *v = sw_realloc(out->v, cap * sizeof(*v));
-            if (v == NULL) {
-                sw_s3_list_free(&page);
-                objs_free(out);
-                return sw_error_set(err, SW_ENOMEM, "listing s3://%s/%s: out of memory", bucket,
-                                    prefix);
-            }
-            out->v = v;
-            out->cap = cap;
-        }
-        for (size_t i = 0; i < page.n; i++) {
-            const char *why = sw_repl_key_problem(prefix, page.objects[i].key);
-            if (why != NULL) {
-                rc = sw_error_set(err, SW_EPARSE, "s3://%s/%s: listed key \"%.200s\": %s", bucket,
-                                  prefix, page.objects[i].key, why);
-                sw_s3_list_free(&page);
-                objs_free(out);
-                return rc;
-            }
-        }
-        if (page.n > 0)
-            memcpy(out->v + out->n, page.objects, page.n * sizeof(*page.objects));
-        out->n += page.n;
-        /* The keys moved into out; free only the array. */
-        sw_free(page.objects);
-        page.objects = NULL;
-        page.n = 0;
-        int more = page.truncated;
-        if (more)
-            token = page.next_token, page.next_token = NULL;
-        sw_s3_list_free(&page);
-        if (!more)
-            return 0;
+    for (size_t i = 0; i < n; i++) {
+        sw_free(v[i].src_key);
+        sw_free(v[i].dst_key);
+        v[i].src_key = v[i].dst_key = NULL;
     }
 }
 
-static const struct sw_s3_object *find(const struct objs *o, const char *key)
+static int batch_flush(struct batcher *b)
 {
-    struct sw_s3_object k = {.key = (char *)key};
-    return o->n ? bsearch(&k, o->v, o->n, sizeof(*o->v), cmp_obj) : NULL;
+    if (b->n == 0)
+        return 0;
+    int rc = b->fn(b->v, b->n, b->ctx, b->err);
+    items_free(b->v, b->n);
+    b->n = 0;
+    return rc;
+}
+
+static int batch_add(const struct sw_s3_object *o, const char *dst_key,
+                     const struct sw_s3_object *there, void *ctx)
+{
+    struct batcher *b = ctx;
+    if (o == NULL)
+        return 0; /* only on the target: nothing to plan */
+    struct sw_repl_item *it = &b->v[b->n];
+    memset(it, 0, sizeof(*it));
+    it->src_key = sw_strdup(o->key);
+    it->dst_key = sw_strdup(dst_key);
+    if (it->src_key == NULL || it->dst_key == NULL) {
+        items_free(it, 1);
+        return sw_error_set(b->err, SW_ENOMEM, "listed key \"%.200s\": out of memory", o->key);
+    }
+    memcpy(it->etag, o->etag, sizeof(it->etag));
+    it->etag[sizeof(it->etag) - 1] = '\0';
+    it->size = o->size;
+    it->last_modified_ms = o->last_modified_ms;
+    it->there = there != NULL;
+    it->there_size = there != NULL ? there->size : 0;
+    b->n++;
+    return b->n == b->cap ? batch_flush(b) : 0;
+}
+
+int sw_repl_batches(const char *src_prefix, sw_repl_page_fn src_pages, void *src_ctx,
+                    const char *dst_prefix, sw_repl_page_fn dst_pages, void *dst_ctx, size_t batch,
+                    sw_repl_batch_fn fn, void *ctx, struct sw_error *err)
+{
+    if (batch == 0)
+        batch = 1;
+    struct batcher b = {.cap = batch, .fn = fn, .ctx = ctx, .err = err};
+    b.v = sw_calloc(batch, sizeof(*b.v));
+    if (b.v == NULL)
+        return sw_error_set(err, SW_ENOMEM, "comparing listings: out of memory");
+    int rc = sw_repl_compare(src_prefix, src_pages, src_ctx, dst_prefix, dst_pages, dst_ctx,
+                             batch_add, &b, err);
+    if (rc == 0)
+        rc = batch_flush(&b);
+    items_free(b.v, b.n);
+    sw_free(b.v);
+    return rc;
+}
+
+int sw_repl_done_parse(const char *v, struct sw_repl_done *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (v == NULL || sscanf(v, "%127s %" SCNd64 " %64s", out->etag, &out->size, out->sha) != 3) {
+        memset(out, 0, sizeof(*out));
+        return -1;
+    }
+    return 0;
+}
+
+enum sw_repl_plan sw_repl_plan(const struct sw_repl_item *it, const struct sw_repl_done *rec,
+                               char known_sha[65])
+{
+    known_sha[0] = '\0';
+    if (rec != NULL && strcmp(rec->etag, it->etag[0] ? it->etag : "-") == 0 &&
+        rec->size == it->size)
+        memcpy(known_sha, rec->sha, 65);
+    if (!it->there)
+        return SW_REPL_COPY;
+    if (it->there_size == it->size && known_sha[0] != '\0')
+        return SW_REPL_SKIP; /* verified earlier, same source version, still there */
+    return SW_REPL_CHECK;
 }
 
 /* A listing as a page source for sw_repl_compare: one ListObjectsV2 page
@@ -303,78 +318,9 @@ static int s3_page(void *ctx, struct sw_s3_list *page, struct sw_error *err)
 
 /* ---- journal ---------------------------------------------------------------- */
 
-struct done_rec {
-    char *key;
-    char etag[SW_S3_ETAG_MAX];
-    int64_t size;
-    char sha[65];
-};
-
-struct done_set {
-    struct done_rec *v;
-    size_t n;
-};
-
-static int cmp_done(const void *a, const void *b)
-{
-    return strcmp(((const struct done_rec *)a)->key, ((const struct done_rec *)b)->key);
-}
-
-static void done_free(struct done_set *d)
-{
-    for (size_t i = 0; i < d->n; i++)
-        sw_free(d->v[i].key);
-    sw_free(d->v);
-    memset(d, 0, sizeof(*d));
-}
-
 static void journal_key(char *out, size_t n, const char *rule, const char *what, const char *target)
 {
     snprintf(out, n, "sw:repl:%s:%s%s%s", rule, what, target ? ":" : "", target ? target : "");
-}
-
-static int load_done(redisContext *j, const char *rule, const char *target, struct done_set *out,
-                     struct sw_error *err)
-{
-    memset(out, 0, sizeof(*out));
-    if (j == NULL)
-        return 0;
-    char k[512];
-    journal_key(k, sizeof(k), rule, "done", target);
-    redisReply *r = NULL;
-    int rc = sw_redis_sync_command(j, &r, err, "HGETALL %s", k);
-    if (rc != 0)
-        return rc;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2) {
-        out->v = sw_calloc(r->elements / 2, sizeof(*out->v));
-        if (out->v == NULL) {
-            freeReplyObject(r);
-            return sw_error_set(err, SW_ENOMEM, "journal: out of memory");
-        }
-        for (size_t i = 0; i + 1 < r->elements; i += 2) {
-            struct done_rec *d = &out->v[out->n];
-            if (sscanf(r->element[i + 1]->str, "%127s %" SCNd64 " %64s", d->etag, &d->size,
-                       d->sha) != 3)
-                continue; /* an unreadable record only costs a re-check */
-            d->key = sw_strdup(r->element[i]->str);
-            if (d->key == NULL) {
-                freeReplyObject(r);
-                done_free(out);
-                return sw_error_set(err, SW_ENOMEM, "journal: out of memory");
-            }
-            out->n++;
-        }
-        if (out->n > 1)
-            qsort(out->v, out->n, sizeof(*out->v), cmp_done);
-    }
-    freeReplyObject(r);
-    return 0;
-}
-
-static const struct done_rec *find_done(const struct done_set *d, const char *key)
-{
-    struct done_rec k = {.key = (char *)key};
-    return d->n ? bsearch(&k, d->v, d->n, sizeof(*d->v), cmp_done) : NULL;
 }
 
 static void journal_cmd(redisContext *j, const char *fmt, ...)
@@ -389,6 +335,53 @@ static void journal_cmd(redisContext *j, const char *fmt, ...)
         SW_LOG(SW_LOG_WARN, "journal write failed", "error=%s", sw_log_q(j->errstr));
     else
         freeReplyObject(r);
+}
+
+/* The done records of a batch's destination keys on one target, by one
+ * HMGET (what a run or an estimate holds of the journal is a batch's
+ * records, whatever the hash holds). has[i] says whether items[i] has a
+ * readable one. An answer of the wrong shape reads as no records: it only
+ * costs a check on the target. */
+static int lookup_done(redisContext *j, const char *rule, const char *target,
+                       const struct sw_repl_item *items, size_t n, struct sw_repl_done *recs,
+                       int *has, struct sw_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        has[i] = 0;
+    if (j == NULL || n == 0)
+        return 0;
+    char k[512];
+    journal_key(k, sizeof(k), rule, "done", target);
+    const char **argv = sw_calloc(n + 2, sizeof(*argv));
+    size_t *len = sw_calloc(n + 2, sizeof(*len));
+    if (argv == NULL || len == NULL) {
+        sw_free(argv);
+        sw_free(len);
+        return sw_error_set(err, SW_ENOMEM, "journal: out of memory");
+    }
+    argv[0] = "HMGET";
+    argv[1] = k;
+    for (size_t i = 0; i < n; i++)
+        argv[i + 2] = items[i].dst_key;
+    for (size_t i = 0; i < n + 2; i++)
+        len[i] = strlen(argv[i]);
+    redisReply *r = NULL;
+    int rc = sw_redis_sync_command_argv(j, &r, err, (int)(n + 2), argv, len);
+    sw_free(argv);
+    sw_free(len);
+    if (rc != 0)
+        return rc;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == n) {
+        for (size_t i = 0; i < n; i++)
+            if (r->element[i]->type == REDIS_REPLY_STRING)
+                has[i] = sw_repl_done_parse(r->element[i]->str, &recs[i]) == 0;
+    } else {
+        SW_LOG(SW_LOG_WARN,
+               "journal: HMGET answered out of shape; the batch is checked on the target",
+               "rule=%s target=%s", sw_log_q(rule), sw_log_q(target));
+    }
+    freeReplyObject(r);
+    return 0;
 }
 
 /* Aborts the multipart uploads a crashed run left open: those its journal
@@ -448,21 +441,37 @@ int sw_repl_recover(const struct sw_repl_rule *rule, redisContext *j, int64_t *a
 
 /* ---- the run ---------------------------------------------------------------- */
 
+/* One object x target copy, planned: what it needs of the source object
+ * is copied in, since the page it was listed on is gone by the time it
+ * runs. Freed when the copy ends. */
 struct job {
     struct run *run;
-    size_t obj;
     size_t target;
-    char *dst_key;
+    char *src_key, *dst_key;
+    char etag[SW_S3_ETAG_MAX];
+    int64_t size, last_modified_ms;
     char known_sha[65];
     int upload_journaled; /* its multipart upload id is in the journal */
 };
 
+/* The batch a run plans at a time: the merge hands on this many source
+ * objects (a listing page's worth), their done records are read by one
+ * HMGET, and their copies queue behind the batch before. What a run holds
+ * is a page of each side, the batch being planned, the one queued and the
+ * copies in flight (at most `concurrency`), whatever the prefix holds. */
+#define PLAN_BATCH 1000
+
 struct run {
     const struct sw_repl_rule *rule;
     redisContext *j;
-    struct objs src;
-    struct job *jobs;
-    size_t njobs, next, active, finished;
+    size_t target;      /* the target being planned */
+    int count_source;   /* the first target's merge counts the source */
+    struct job **queue; /* planned, not started: queue[qhead .. qhead+qn) */
+    size_t qhead, qn;
+    struct job **planned; /* the batch being planned */
+    struct sw_repl_done *recs;
+    int *has;
+    size_t active;           /* copies in flight */
     int64_t *oldest_pending; /* per target, ms; INT64_MAX if none */
     struct sw_throttle throttle;
     struct sw_repl_stats *st;
@@ -472,6 +481,15 @@ struct run {
     int64_t last_progress_ms;
     int jpending; /* pipelined journal writes whose replies are unread */
 };
+
+static void job_free(struct job *jb)
+{
+    if (jb == NULL)
+        return;
+    sw_free(jb->src_key);
+    sw_free(jb->dst_key);
+    sw_free(jb);
+}
 
 /* Journal writes nothing waits for (a verified copy, an upload that is
  * gone) are pipelined: sent at once, their replies read in batches, so the
@@ -557,16 +575,6 @@ static void record_done(struct run *r, const char *target, const char *key, cons
     journal_pipelined(r, "HSET %s %s %s", k, key, v);
 }
 
-static int dst_key_for(const struct sw_repl_rule *rule, size_t t, const char *key, char **out,
-                       struct sw_error *err)
-{
-    const char *p = rule->targets[t].prefix ? rule->targets[t].prefix : rule->prefix;
-    int rc = sw_repl_dst_key(rule->prefix, p, key, out, err);
-    if (rc != 0)
-        sw_error_wrap(err, "rule %s, target %s", rule->name, rule->targets[t].name);
-    return rc;
-}
-
 /* The upload's id goes into the journal, and Redis has answered, before
  * its first part is sent: recovery aborts only what the journal names, so
  * an upload it could not name would be left open. When the write fails the
@@ -611,49 +619,50 @@ static void on_copied(const struct sw_copy_result *res, void *ctx)
     struct job *jb = ctx;
     struct run *r = jb->run;
     const struct sw_repl_target *tg = &r->rule->targets[jb->target];
-    const struct sw_s3_object *o = &r->src.v[jb->obj];
     char k[512];
     if (jb->upload_journaled && (res->upload_id[0] == '\0' || res->aborted)) {
         journal_key(k, sizeof(k), r->rule->name, "uploads", NULL);
         journal_pipelined(r, "HDEL %s %s\n%s", k, tg->name, jb->dst_key);
     }
     r->active--;
-    r->finished++;
     r->prog.objects_done++;
     if (res->rc == 0) {
         r->st->copied++;
         r->st->bytes_copied += res->size;
-        record_done(r, tg->name, jb->dst_key, o->etag, res->size, res->sha256);
+        record_done(r, tg->name, jb->dst_key, jb->etag, res->size, res->sha256);
     } else {
         r->st->failed++;
         if (r->st->first_error.code == 0)
             r->st->first_error = res->err;
-        if (o->last_modified_ms < r->oldest_pending[jb->target])
-            r->oldest_pending[jb->target] = o->last_modified_ms;
+        if (jb->last_modified_ms < r->oldest_pending[jb->target])
+            r->oldest_pending[jb->target] = jb->last_modified_ms;
         SW_LOG(SW_LOG_WARN, "copy failed", "rule=%s target=%s code=%s", sw_log_q(r->rule->name),
                sw_log_q(tg->name), sw_err_name(res->rc));
     }
-    sw_free(jb->dst_key);
-    jb->dst_key = NULL;
+    job_free(jb);
     report_progress(r, 0);
     start_next(r);
 }
 
+/* Starts queued copies while fewer than `concurrency` are in flight. Runs
+ * from a copy's end too (on the loop, while a listing page or a HEAD of
+ * the next batch is awaited): it only takes from the queue, which the
+ * planning fills only when it is empty. */
 static void start_next(struct run *r)
 {
     int limit = r->rule->concurrency > 0 ? r->rule->concurrency : 16;
-    while (r->next < r->njobs && r->active < (size_t)limit) {
-        struct job *jb = &r->jobs[r->next++];
-        const struct sw_s3_object *o = &r->src.v[jb->obj];
+    while (r->qn > 0 && r->active < (size_t)limit) {
+        struct job *jb = r->queue[r->qhead++];
+        r->qn--;
         const struct sw_repl_target *tg = &r->rule->targets[jb->target];
         struct sw_copy_spec spec = {
             .src = r->rule->src,
             .src_bucket = r->rule->bucket,
-            .src_key = o->key,
+            .src_key = jb->src_key,
             .dst = tg->s3,
             .dst_bucket = tg->bucket,
             .dst_key = jb->dst_key,
-            .size = o->size,
+            .size = jb->size,
             .known_sha256 = jb->known_sha[0] ? jb->known_sha : NULL,
             .part_size = r->rule->part_size,
             .concurrency = r->rule->part_concurrency,
@@ -666,30 +675,32 @@ static void start_next(struct run *r)
         struct sw_error e;
         if (sw_copy_start(&spec, on_copied, jb, &e) != 0) {
             r->st->failed++;
-            r->finished++;
+            r->prog.objects_done++;
             if (r->st->first_error.code == 0)
                 r->st->first_error = e;
+            job_free(jb);
             continue;
         }
         r->active++;
     }
+    if (r->qn == 0)
+        r->qhead = 0;
 }
 
-/* Decides whether object o must go to target t; fills jb->known_sha. */
-static int plan_one(struct run *r, size_t t, const struct objs *dst, const struct done_set *done,
-                    const struct sw_s3_object *o, struct job *jb, int *conflict,
-                    struct sw_error *err)
+/* Decides whether the job's object must go to its target; fills
+ * jb->known_sha. The listings and the journal decide (sw_repl_plan); an
+ * object on the target that they do not prove the same is compared by
+ * HEAD. */
+static int plan_one(struct run *r, const struct sw_repl_item *it, const struct sw_repl_done *rec,
+                    struct job *jb, int *conflict, struct sw_error *err)
 {
-    const struct sw_repl_target *tg = &r->rule->targets[t];
+    const struct sw_repl_target *tg = &r->rule->targets[jb->target];
     *conflict = 0;
-    const struct sw_s3_object *there = find(dst, jb->dst_key);
-    const struct done_rec *rec = find_done(done, jb->dst_key);
-    if (rec != NULL && strcmp(rec->etag, o->etag[0] ? o->etag : "-") == 0 && rec->size == o->size)
-        memcpy(jb->known_sha, rec->sha, 65);
-    if (there == NULL)
+    enum sw_repl_plan p = sw_repl_plan(it, rec, jb->known_sha);
+    if (p == SW_REPL_COPY)
         return 1;
-    if (there->size == o->size && rec != NULL && jb->known_sha[0] != '\0')
-        return 0; /* verified earlier, same source version, still there */
+    if (p == SW_REPL_SKIP)
+        return 0;
     /* Compare checksums by metadata. */
     struct sw_s3_head th, sh;
     struct sw_error e;
@@ -698,20 +709,20 @@ static int plan_one(struct run *r, size_t t, const struct objs *dst, const struc
     /* The target says which source version it was copied from and what its
      * bytes hash to (both checked when it was written). */
     char bare[SW_S3_ETAG_MAX];
-    sw_s3_etag_bare(o->etag, bare, sizeof(bare));
-    if (th.size == o->size && th.sha256[0] != '\0' && bare[0] != '\0' &&
+    sw_s3_etag_bare(jb->etag, bare, sizeof(bare));
+    if (th.size == jb->size && th.sha256[0] != '\0' && bare[0] != '\0' &&
         strcmp(th.source_etag, bare) == 0) {
-        record_done(r, tg->name, jb->dst_key, o->etag, o->size, th.sha256);
+        record_done(r, tg->name, jb->dst_key, jb->etag, jb->size, th.sha256);
         return 0;
     }
     if (jb->known_sha[0] == '\0') {
-        if (sw_s3_head_sync(r->rule->src, r->rule->bucket, o->key, &sh, err) != 0)
+        if (sw_s3_head_sync(r->rule->src, r->rule->bucket, jb->src_key, &sh, err) != 0)
             return -1;
         memcpy(jb->known_sha, sh.sha256, 65);
     }
-    int same = th.size == o->size && th.sha256[0] != '\0' && strcmp(th.sha256, jb->known_sha) == 0;
+    int same = th.size == jb->size && th.sha256[0] != '\0' && strcmp(th.sha256, jb->known_sha) == 0;
     if (same) {
-        record_done(r, tg->name, jb->dst_key, o->etag, o->size, th.sha256);
+        record_done(r, tg->name, jb->dst_key, jb->etag, jb->size, th.sha256);
         return 0;
     }
     /* Model versions are immutable: an object already on the target that
@@ -722,11 +733,87 @@ static int plan_one(struct run *r, size_t t, const struct objs *dst, const struc
                      "rule %s: s3://%s/%s on %s differs from the source s3://%s/%s (size %" PRId64
                      " vs %" PRId64 ", copied from ETag %s, source ETag now %s), but model "
                      "versions are immutable: not overwritten",
-                     r->rule->name, tg->bucket, jb->dst_key, tg->name, r->rule->bucket, o->key,
-                     th.size, o->size, th.source_etag[0] ? th.source_etag : "unknown", bare);
+                     r->rule->name, tg->bucket, jb->dst_key, tg->name, r->rule->bucket, jb->src_key,
+                     th.size, jb->size, th.source_etag[0] ? th.source_etag : "unknown", bare);
         return 0;
     }
     return 1;
+}
+
+/* Plans one batch of the merge for the current target (sw_repl_batches):
+ * reads its done records, decides each object, then queues the copies once
+ * the batch before has all started, and returns to the merge while they
+ * run: the next pages are listed and planned with at most `concurrency`
+ * copies in flight and one batch queued. */
+static int plan_batch(struct sw_repl_item *items, size_t n, void *ctx, struct sw_error *err)
+{
+    struct run *r = ctx;
+    const struct sw_repl_rule *rule = r->rule;
+    const struct sw_repl_target *tg = &rule->targets[r->target];
+    if (r->count_source) {
+        r->st->listed += (int64_t)n;
+        for (size_t i = 0; i < n; i++)
+            r->st->bytes_listed += items[i].size;
+    }
+    if (r->j != NULL)
+        journal_drain(r); /* the HMGET's reply must not be a pipelined write's */
+    int rc = lookup_done(r->j, rule->name, tg->name, items, n, r->recs, r->has, err);
+    if (rc != 0)
+        return sw_error_wrap(err, "rule %s, target %s: reading the journal", rule->name, tg->name);
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_repl_item *it = &items[i];
+        struct job *jb = sw_calloc(1, sizeof(*jb));
+        if (jb == NULL) {
+            rc = sw_error_set(err, SW_ENOMEM, "rule %s: out of memory", rule->name);
+            break;
+        }
+        jb->run = r;
+        jb->target = r->target;
+        jb->src_key = items[i].src_key;
+        jb->dst_key = items[i].dst_key;
+        items[i].src_key = items[i].dst_key = NULL;
+        memcpy(jb->etag, it->etag, sizeof(jb->etag));
+        jb->size = it->size;
+        jb->last_modified_ms = it->last_modified_ms;
+        int conflict = 0;
+        struct sw_error pe;
+        sw_error_clear(&pe);
+        int need = plan_one(r, it, r->has[i] ? &r->recs[i] : NULL, jb, &conflict, &pe);
+        if (need < 0 || conflict) {
+            r->st->failed++;
+            if (r->st->first_error.code == 0)
+                r->st->first_error = pe;
+            if (jb->last_modified_ms < r->oldest_pending[r->target])
+                r->oldest_pending[r->target] = jb->last_modified_ms;
+            need = 0;
+        } else if (need == 0) {
+            r->st->skipped++;
+        }
+        if (need) {
+            r->prog.objects_total++;
+            r->prog.bytes_total += jb->size;
+            r->planned[np++] = jb;
+        } else {
+            job_free(jb);
+        }
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < np; i++)
+            job_free(r->planned[i]);
+        return rc;
+    }
+    /* The batch before has all started: its place in the queue is free. */
+    uv_loop_t *loop = sw_s3_loop(rule->src);
+    while (r->qn > 0)
+        uv_run(loop, UV_RUN_ONCE);
+    if (np > 0)
+        memcpy(r->queue, r->planned, np * sizeof(*r->queue));
+    r->qhead = 0;
+    r->qn = np;
+    report_progress(r, 0);
+    start_next(r);
+    return 0;
 }
 
 int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
@@ -754,74 +841,42 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
     int rc = sw_repl_recover(rule, journal, &st->aborted_uploads, err);
     if (rc != 0)
         return sw_error_wrap(err, "rule %s: recovering the journal", rule->name);
-    rc = list_all(rule->src, rule->bucket, rule->prefix, &r.src, err);
-    if (rc != 0)
-        return rc;
-    st->listed = (int64_t)r.src.n;
-    for (size_t i = 0; i < r.src.n; i++)
-        st->bytes_listed += r.src.v[i].size;
-    r.jobs = sw_calloc(r.src.n * rule->ntargets + 1, sizeof(*r.jobs));
-    if (r.jobs == NULL) {
-        objs_free(&r.src);
-        return sw_error_set(err, SW_ENOMEM, "rule %s: out of memory", rule->name);
-    }
+    r.queue = sw_calloc(PLAN_BATCH, sizeof(*r.queue));
+    r.planned = sw_calloc(PLAN_BATCH, sizeof(*r.planned));
+    r.recs = sw_calloc(PLAN_BATCH, sizeof(*r.recs));
+    r.has = sw_calloc(PLAN_BATCH, sizeof(*r.has));
+    if (r.queue == NULL || r.planned == NULL || r.recs == NULL || r.has == NULL)
+        rc = sw_error_set(err, SW_ENOMEM, "rule %s: out of memory", rule->name);
+    /* Each target is merged with the source page by page (the source is
+     * listed once per target), and planned and copied batch by batch. */
     for (size_t t = 0; t < rule->ntargets && rc == 0; t++) {
         const struct sw_repl_target *tg = &rule->targets[t];
-        struct objs dst;
-        struct done_set done;
-        rc = list_all(tg->s3, tg->bucket, tg->prefix ? tg->prefix : rule->prefix, &dst, err);
-        if (rc != 0)
-            break;
-        if (dst.n > 1)
-            qsort(dst.v, dst.n, sizeof(*dst.v), cmp_obj);
-        rc = load_done(journal, rule->name, tg->name, &done, err);
-        for (size_t i = 0; rc == 0 && i < r.src.n; i++) {
-            const struct sw_s3_object *o = &r.src.v[i];
-            struct job *jb = &r.jobs[r.njobs];
-            /* The slot may hold what a skipped object left. */
-            memset(jb, 0, sizeof(*jb));
-            jb->run = &r;
-            jb->obj = i;
-            jb->target = t;
-            rc = dst_key_for(rule, t, o->key, &jb->dst_key, err);
-            if (rc != 0)
-                break;
-            int conflict = 0;
-            struct sw_error pe;
-            sw_error_clear(&pe);
-            int need = plan_one(&r, t, &dst, &done, o, jb, &conflict, &pe);
-            if (need < 0 || conflict) {
-                st->failed++;
-                if (st->first_error.code == 0)
-                    st->first_error = pe;
-                if (o->last_modified_ms < oldest[t])
-                    oldest[t] = o->last_modified_ms;
-                need = 0;
-            } else if (need == 0) {
-                st->skipped++;
-            }
-            if (need) {
-                r.prog.objects_total++;
-                r.prog.bytes_total += o->size;
-                r.njobs++;
-            } else {
-                sw_free(jb->dst_key);
-                jb->dst_key = NULL;
-            }
-        }
-        done_free(&done);
-        objs_free(&dst);
+        const char *dp = tg->prefix ? tg->prefix : rule->prefix;
+        r.target = t;
+        r.count_source = t == 0;
+        struct s3_pages sp = {rule->src, rule->bucket, rule->prefix, NULL};
+        struct s3_pages tp = {tg->s3, tg->bucket, dp, NULL};
+        rc = sw_repl_batches(rule->prefix, s3_page, &sp, dp, s3_page, &tp, PLAN_BATCH, plan_batch,
+                             &r, err);
+        sw_free(sp.token);
+        sw_free(tp.token);
+        if (rc != 0 && err != NULL && strncmp(err->msg, "rule ", 5) != 0)
+            sw_error_wrap(err, "rule %s, target %s", rule->name, tg->name);
     }
+    /* A refusal stops the run: what is queued is not started, what is in
+     * flight ends (and is journaled) first. */
+    if (rc != 0) {
+        for (size_t i = 0; i < r.qn; i++)
+            job_free(r.queue[r.qhead + i]);
+        r.qn = 0;
+    }
+    uv_loop_t *loop = sw_s3_loop(rule->src);
+    while (r.active > 0 || r.qn > 0)
+        uv_run(loop, UV_RUN_ONCE);
     if (rc == 0) {
         SW_LOG(SW_LOG_INFO, "replication run",
-               "rule=%s listed=%" PRId64 " to_copy=%zu "
-               "skipped=%" PRId64,
-               sw_log_q(rule->name), st->listed, r.njobs, st->skipped);
-        report_progress(&r, 1);
-        start_next(&r);
-        uv_loop_t *loop = sw_s3_loop(rule->src);
-        while (r.finished < r.njobs)
-            uv_run(loop, UV_RUN_ONCE);
+               "rule=%s listed=%" PRId64 " copied=%" PRId64 " skipped=%" PRId64 " failed=%" PRId64,
+               sw_log_q(rule->name), st->listed, st->copied, st->skipped, st->failed);
         report_progress(&r, 1);
     }
     if (journal != NULL)
@@ -836,10 +891,10 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
                  oldest[t] == INT64_MAX ? (int64_t)0 : oldest[t], now);
         journal_cmd(journal, "SET %s %s", k, v);
     }
-    for (size_t i = 0; i < r.njobs; i++)
-        sw_free(r.jobs[i].dst_key);
-    sw_free(r.jobs);
-    objs_free(&r.src);
+    sw_free(r.queue);
+    sw_free(r.planned);
+    sw_free(r.recs);
+    sw_free(r.has);
     st->elapsed_ms = sw_mono_ms(sw_clock_system()) - t0;
     if (rc == 0 && st->failed > 0) {
         rc = st->first_error.code ? st->first_error.code : SW_EIO;
@@ -852,22 +907,27 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
 }
 
 struct est {
-    const struct done_set *done;
+    redisContext *j;
+    const char *rule, *target;
+    struct sw_repl_done *recs;
+    int *has;
     int64_t n, b;
 };
 
-static int est_one(const struct sw_s3_object *o, const char *dst_key,
-                   const struct sw_s3_object *there, void *ctx)
+static int est_batch(struct sw_repl_item *items, size_t n, void *ctx, struct sw_error *err)
 {
     struct est *e = ctx;
-    if (o == NULL)
-        return 0; /* only on the target: nothing to move */
-    const struct done_rec *rec = find_done(e->done, dst_key);
-    int same =
-        there != NULL && there->size == o->size && (rec == NULL || strcmp(rec->etag, o->etag) == 0);
-    if (!same) {
-        e->n++;
-        e->b += o->size;
+    int rc = lookup_done(e->j, e->rule, e->target, items, n, e->recs, e->has, err);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_repl_item *o = &items[i];
+        int same = o->there && o->there_size == o->size &&
+                   (!e->has[i] || strcmp(e->recs[i].etag, o->etag) == 0);
+        if (!same) {
+            e->n++;
+            e->b += o->size;
+        }
     }
     return 0;
 }
@@ -878,30 +938,33 @@ int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, dou
     *objects = 0;
     *bytes = 0;
     *seconds = 0;
+    struct sw_repl_done *recs = sw_calloc(PLAN_BATCH, sizeof(*recs));
+    int *has = sw_calloc(PLAN_BATCH, sizeof(*has));
     int rc = 0;
-    /* Both sides are merged page by page (sw_repl_compare): the memory an
-     * estimate takes is a page of each, whatever the prefix holds. */
+    if (recs == NULL || has == NULL)
+        rc = sw_error_set(err, SW_ENOMEM, "rule %s: out of memory", rule->name);
+    /* Both sides are merged page by page and the journal read batch by
+     * batch (sw_repl_batches): the memory an estimate takes is a page of
+     * each side and a batch, whatever the prefix holds. */
     for (size_t t = 0; t < rule->ntargets && rc == 0; t++) {
         const struct sw_repl_target *tg = &rule->targets[t];
         const char *dp = tg->prefix ? tg->prefix : rule->prefix;
-        struct done_set done;
-        rc = load_done(journal, rule->name, tg->name, &done, err);
-        struct est e = {.done = &done};
-        if (rc == 0) {
-            struct s3_pages sp = {rule->src, rule->bucket, rule->prefix, NULL};
-            struct s3_pages tp = {tg->s3, tg->bucket, dp, NULL};
-            rc = sw_repl_compare(rule->prefix, s3_page, &sp, dp, s3_page, &tp, est_one, &e, err);
-            sw_free(sp.token);
-            sw_free(tp.token);
-            if (rc != 0)
-                sw_error_wrap(err, "rule %s, target %s", rule->name, tg->name);
-        }
+        struct est e = {journal, rule->name, tg->name, recs, has, 0, 0};
+        struct s3_pages sp = {rule->src, rule->bucket, rule->prefix, NULL};
+        struct s3_pages tp = {tg->s3, tg->bucket, dp, NULL};
+        rc = sw_repl_batches(rule->prefix, s3_page, &sp, dp, s3_page, &tp, PLAN_BATCH, est_batch,
+                             &e, err);
+        sw_free(sp.token);
+        sw_free(tp.token);
+        if (rc != 0)
+            sw_error_wrap(err, "rule %s, target %s", rule->name, tg->name);
         if (e.b > *bytes || (e.b == *bytes && e.n > *objects)) {
             *bytes = e.b;
             *objects = e.n;
         }
-        done_free(&done);
     }
+    sw_free(recs);
+    sw_free(has);
     if (rc == 0 && bytes_per_s > 0)
         *seconds = (double)*bytes / bytes_per_s;
     return rc;

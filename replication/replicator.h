@@ -100,6 +100,14 @@ int sw_repl_recover(const struct sw_repl_rule *rule, redisContext *journal, int6
  * CLI, tests and a worker thread). `journal` is a connected Redis context
  * or NULL. Returns 0 when every object is replicated and verified, else the
  * first error (stats->first_error says which object and why).
+ *
+ * Each target is merged with the source page by page and planned in
+ * batches (sw_repl_batches; the done records of a batch read by one
+ * HMGET), the copies of a batch running while the next is listed and
+ * planned: memory is a page of each side, two batches and the copies in
+ * flight, whatever the prefix holds. A listing refused partway (see
+ * sw_repl_compare) fails the run after the copies already started have
+ * ended (verified and journaled); nothing queued is started.
  */
 int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
                      sw_repl_progress_cb progress, void *ctx, struct sw_repl_stats *stats,
@@ -108,7 +116,8 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
 /**
  * Estimates what replicating `rule` would move now: the objects and bytes
  * missing or different on its slowest target, and the seconds that takes
- * at `bytes_per_s` (measured or configured). Blocking; lists both sides.
+ * at `bytes_per_s` (measured or configured). Blocking; merges both
+ * listings page by page and reads the journal batch by batch, as a run.
  */
 int sw_repl_estimate(const struct sw_repl_rule *rule, redisContext *journal, double bytes_per_s,
                      int64_t *objects, int64_t *bytes, double *seconds, struct sw_error *err);
@@ -176,5 +185,71 @@ typedef int (*sw_repl_compare_cb)(const struct sw_s3_object *src, const char *ds
 int sw_repl_compare(const char *src_prefix, sw_repl_page_fn src_pages, void *src_ctx,
                     const char *dst_prefix, sw_repl_page_fn dst_pages, void *dst_ctx,
                     sw_repl_compare_cb cb, void *ctx, struct sw_error *err);
+
+/**
+ * One source object of a batch (sw_repl_batches), with what the target
+ * lists at its destination key: copies of what the pages held, so that a
+ * batch outlives them. A batch function may take `src_key` and `dst_key`
+ * (setting them NULL); the rest are freed after it returns.
+ */
+struct sw_repl_item {
+    char *src_key; /* owned */
+    char *dst_key; /* owned */
+    char etag[SW_S3_ETAG_MAX];
+    int64_t size;
+    int64_t last_modified_ms;
+    int there;          /* the target lists dst_key */
+    int64_t there_size; /* its size there */
+};
+
+/** Handed each batch in key order; a non-zero return stops the merge. */
+typedef int (*sw_repl_batch_fn)(struct sw_repl_item *items, size_t n, void *ctx,
+                                struct sw_error *err);
+
+/**
+ * The source objects of sw_repl_compare's merge, in batches of at most
+ * `batch` (at least 1), in key order: `fn` gets each batch as soon as it is
+ * full, and the last, shorter one when the source ends (none when the
+ * source is empty). Target objects no source object is copied to are
+ * skipped. What it holds at once is a page of each side and one batch,
+ * whatever the listings hold; the merge's refusals are sw_repl_compare's,
+ * and a refusal on a later page comes after the batches before it were
+ * handed on. Pure, as sw_repl_compare. Returns 0, the merge's error, or
+ * what `fn` returned.
+ */
+int sw_repl_batches(const char *src_prefix, sw_repl_page_fn src_pages, void *src_ctx,
+                    const char *dst_prefix, sw_repl_page_fn dst_pages, void *dst_ctx, size_t batch,
+                    sw_repl_batch_fn fn, void *ctx, struct sw_error *err);
+
+/** A record of the journal's done:TARGET hash: "SOURCE-ETAG SIZE SHA256". */
+struct sw_repl_done {
+    char etag[SW_S3_ETAG_MAX]; /* "-" for a source without an ETag */
+    int64_t size;
+    char sha[65];
+};
+
+/**
+ * Reads a done record (`v` may be NULL: none). Returns 0, or -1 when there
+ * is none or it is unreadable (which only costs a check on the target).
+ * Pure.
+ */
+int sw_repl_done_parse(const char *v, struct sw_repl_done *out);
+
+/** What a run does with one object x target pair (sw_repl_plan). */
+enum sw_repl_plan {
+    SW_REPL_COPY,  /* not on the target: copy it */
+    SW_REPL_SKIP,  /* copied and verified earlier from this source version, still there */
+    SW_REPL_CHECK, /* on the target: compare the checksums by HEAD */
+};
+
+/**
+ * The decision a run makes from the listings and the journal alone: `rec`
+ * is the item's done record (NULL: none). When the record names the
+ * item's source version (its ETag, or "-" without one, and size),
+ * `known_sha` gets its SHA-256 (the copy is verified against it), else
+ * "". Pure.
+ */
+enum sw_repl_plan sw_repl_plan(const struct sw_repl_item *it, const struct sw_repl_done *rec,
+                               char known_sha[65]);
 
 #endif

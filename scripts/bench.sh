@@ -30,8 +30,11 @@
 #   gate-memory  bench/replication/bench_gate_memory.sh: peak RSS and threads of
 #                the data gate with ten Jobs naming a prefix of a million
 #                objects, the tree before its pool and page-by-page merge
-#                (cc367a1, cloned and built) against this one; on the lab;
-#                a few minutes; not run when no name is given (BENCH=gate-memory)
+#                (cc367a1, cloned and built) against this one, and the peak
+#                RSS of a replication run (the copy path) on that prefix, main
+#                before its batch-by-batch planning (c9eed11) against this
+#                one; on the lab; minutes; not run when no name is given
+#                (BENCH=gate-memory)
 #   alibaba      bench/placement/alibaba-eval.sh on the Alibaba GPU 2023 pod
 #                list at ALIBABA_TRACE; needs no lab
 #
@@ -166,7 +169,7 @@ if [ -n "${want[clusters]:-}${want[replication]:-}${want[informer]:-}${want[hub]
             bench/hub/bench_provision.sh || fail "the provisioning benchmark failed"
     fi
     if [ -n "${want[gate-memory]:-}" ]; then
-        printf '\n==== the data gate, ten Jobs on a million objects (bench/replication/bench_gate_memory.sh) ====\n'
+        printf '\n==== the data gate and a run on a million objects (bench/replication/bench_gate_memory.sh) ====\n'
         BUILD=$BUILD bench/replication/bench_gate_memory.sh || fail "the gate memory benchmark failed"
     fi
     if [ -n "${want[kueue]:-}" ]; then

@@ -21,7 +21,11 @@
  * reported come in ascending order; and every path built is "/bucket/" (or
  * "/") followed by the key percent-encoded (unreserved characters, '/' and
  * upper-case %XX only), which decodes back to the key. A refusal names the
- * key.
+ * key. The batches a run plans from (sw_repl_batches, in batches of 1 to
+ * 5, the input's size picks) hold each source object the merge reports,
+ * in the same order with the same destination key and target match, none
+ * past its batch size, and end as the merge does (the same code and
+ * message).
  * Seeds: tests/fuzz/corpus/fuzz_s3_copyplan/.
  */
 #include <stddef.h>
@@ -115,12 +119,21 @@ static void check_path(const char *bucket, const char *key)
     }
 }
 
+/* What the merge reported of the source, in order, to check the batches
+ * against. */
+struct reported {
+    char **dst;
+    int *there;
+    size_t n, cap;
+};
+
 struct plan {
     const char *sp, *dp;
     const struct sw_s3_list *src, *dst;
     size_t src_calls, dst_calls;
     char *last; /* the last key reported (owned) */
-    int sound;  /* both listings accepted whole (accepted()) */
+    struct reported rep;
+    int sound; /* both listings accepted whole (accepted()) */
 };
 
 /* Whether some source key is copied to `key`. */
@@ -154,6 +167,19 @@ static int on_object(const struct sw_s3_object *o, const char *dst_key,
         return 0;
     }
     p->src_calls++;
+    if (p->rep.n == p->rep.cap) {
+        size_t cap = p->rep.cap ? p->rep.cap * 2 : 16;
+        char **d = realloc(p->rep.dst, cap * sizeof(*d));
+        FUZZ_CHECK(d != NULL);
+        p->rep.dst = d;
+        int *t = realloc(p->rep.there, cap * sizeof(*t));
+        FUZZ_CHECK(t != NULL);
+        p->rep.there = t;
+        p->rep.cap = cap;
+    }
+    p->rep.dst[p->rep.n] = strdup(dst_key);
+    FUZZ_CHECK(p->rep.dst[p->rep.n] != NULL);
+    p->rep.there[p->rep.n++] = there != NULL;
     FUZZ_CHECK(starts(o->key, p->sp) && sendable(o->key));
     FUZZ_CHECK(starts(dst_key, p->dp) && sendable(dst_key));
     FUZZ_CHECK(strcmp(dst_key + strlen(p->dp), o->key + strlen(p->sp)) == 0);
@@ -166,6 +192,25 @@ static int on_object(const struct sw_s3_object *o, const char *dst_key,
         p->dst_calls++;
     check_path("src-bucket", o->key);
     check_path("dst.bucket", dst_key);
+    return 0;
+}
+
+struct batch_check {
+    const struct reported *rep;
+    size_t at, max;
+};
+
+static int on_batch(struct sw_repl_item *items, size_t n, void *ctx, struct sw_error *err)
+{
+    (void)err;
+    struct batch_check *b = ctx;
+    FUZZ_CHECK(n >= 1 && n <= b->max);
+    for (size_t i = 0; i < n; i++) {
+        FUZZ_CHECK(b->at < b->rep->n);
+        FUZZ_CHECK(strcmp(items[i].dst_key, b->rep->dst[b->at]) == 0);
+        FUZZ_CHECK(items[i].there == b->rep->there[b->at]);
+        b->at++;
+    }
     return 0;
 }
 
@@ -267,6 +312,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             free(d);
         }
     }
+    /* The same listings, in batches: what the merge reported, no more. */
+    char msg[sizeof(err.msg)];
+    memcpy(msg, err.msg, sizeof(msg));
+    struct batch_check bc = {&p.rep, 0, 1 + size % 5};
+    struct pager bs = {&src, 0, psize}, bd = {&dst, 0, psize};
+    struct sw_error berr;
+    sw_error_clear(&berr);
+    int brc = sw_repl_batches(sp, next_page, &bs, dp, next_page, &bd, bc.max, on_batch, &bc, &berr);
+    if (rc != SW_ENOMEM && brc != SW_ENOMEM) {
+        FUZZ_CHECK(brc == rc);
+        if (rc == 0)
+            FUZZ_CHECK(bc.at == p.rep.n);
+        else
+            FUZZ_CHECK(strcmp(berr.msg, msg) == 0 && bc.at <= p.rep.n);
+    }
+    for (size_t i = 0; i < p.rep.n; i++)
+        free(p.rep.dst[i]);
+    free(p.rep.dst);
+    free(p.rep.there);
     sw_free(p.last);
     sw_s3_list_free(&src);
     sw_s3_list_free(&dst);

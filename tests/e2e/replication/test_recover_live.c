@@ -8,7 +8,9 @@
  * rule's run, without a journal, and in a Job's outputs round
  * (replication/gate.c), where attempt N also aborts what attempt N-1's
  * journal still names. And an upload whose id cannot be journaled is
- * aborted before any part is sent (replication/copy.c).
+ * aborted before any part is sent (replication/copy.c). And a run with
+ * its journal over more than one planning batch, to two targets, decides
+ * from the journal's records as it did when it read them whole.
  *
  * Every "foreign" upload here is made with the project's own client, as
  * another writer would, and never appears in a journal. Each test works
@@ -215,6 +217,147 @@ static void test_run_aborts_only_journaled_uploads(void **state)
     sw_s3_delete_sync(onprem, "datasets", key, &err);
     sw_s3_delete_sync(use1, "datasets", same_key, &err);
     journal_drop(rule_name, "us-east-1");
+}
+
+/* PUTs (body given) or DELETEs `count` objects PREFIXobj-%05d, 32 at a time. */
+struct bulk {
+    int inflight, failed;
+};
+
+static void on_bulk(struct sw_s3_response *resp, void *ctx)
+{
+    struct bulk *b = ctx;
+    b->inflight--;
+    if (resp->rc != 0) {
+        b->failed++;
+        fprintf(stderr, "%s\n", resp->err.msg);
+    }
+}
+
+static void bulk(struct sw_s3 *s, const char *bucket, const char *prefix, int count,
+                 const char *body, size_t size)
+{
+    struct bulk b = {0, 0};
+    static char keys[64][256];
+    for (int i = 0; i < count; i++) {
+        while (b.inflight >= 32)
+            uv_run(&loop, UV_RUN_ONCE);
+        char *k = keys[i % 64];
+        snprintf(k, 256, "%sobj-%05d", prefix, i);
+        struct sw_s3_request req = {.method = body ? "PUT" : "DELETE",
+                                    .bucket = bucket,
+                                    .key = k,
+                                    .body = body,
+                                    .body_len = body ? size : 0};
+        struct sw_error err;
+        if (sw_s3_send(s, &req, on_bulk, &b, &err) != 0)
+            fail_msg("%s", err.msg);
+        b.inflight++;
+    }
+    while (b.inflight > 0)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(b.failed, 0);
+}
+
+static long long done_len(const char *rule, const char *target)
+{
+    redisReply *r = NULL;
+    struct sw_error err;
+    if (sw_redis_sync_command(redis, &r, &err, "HLEN sw:repl:%s:done:%s", rule, target) != 0)
+        fail_msg("journal: %s", err.msg);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+static void done_set(const char *rule, const char *target, const char *key, const char *v)
+{
+    redisReply *r = NULL;
+    struct sw_error err;
+    if (sw_redis_sync_command(redis, &r, &err, "HSET sw:repl:%s:done:%s %s %s", rule, target, key,
+                              v) != 0)
+        fail_msg("journal: %s", err.msg);
+    freeReplyObject(r);
+}
+
+/* A run plans in batches of 1,000, each batch's records read by one HMGET:
+ * 1,001 objects to two targets make two batches per target. What counts
+ * as done is what it was when the hash was read whole: a record of the
+ * source version now listed, with the target still there at that size,
+ * skips without a HEAD (a same-size object rewritten behind the journal's
+ * back, in the second batch, is not looked at); an unreadable record costs
+ * a HEAD, which finds the copy and writes the record again; a copy gone
+ * from the target is made again. */
+static void test_journal_in_batches(void **state)
+{
+    (void)state;
+    enum { N = 1001 };
+    char sp[128], dp1[128], dp2[128], rule_name[128];
+    snprintf(sp, sizeof(sp), "%s/batches/src/", id);
+    snprintf(dp1, sizeof(dp1), "%s/batches/use1/", id);
+    snprintf(dp2, sizeof(dp2), "%s/batches/usw2/", id);
+    snprintf(rule_name, sizeof(rule_name), "%s-batches", id);
+    char body[64];
+    sw_test_fill(body, sizeof(body), 11);
+    bulk(onprem, "datasets", sp, N, body, sizeof(body));
+
+    struct sw_repl_rule r = {.name = rule_name,
+                             .src_name = "onprem",
+                             .src = onprem,
+                             .bucket = "datasets",
+                             .prefix = sp,
+                             .ntargets = 2,
+                             .concurrency = 32};
+    r.targets[0] = (struct sw_repl_target){"us-east-1", use1, "datasets", dp1};
+    r.targets[1] = (struct sw_repl_target){"us-west-2", usw2, "datasets", dp2};
+    struct sw_repl_stats st;
+    struct sw_error err;
+    if (sw_repl_run_once(&r, redis, NULL, NULL, &st, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(st.listed, N);
+    assert_int_equal(st.copied, 2 * N);
+    assert_int_equal(done_len(rule_name, "us-east-1"), N);
+    assert_int_equal(done_len(rule_name, "us-west-2"), N);
+
+    /* Behind the journal's back, in the second batch: the same size, other
+     * bytes, no metadata. The journal says it was verified: skipped. */
+    char k[256], other[64];
+    snprintf(k, sizeof(k), "%sobj-%05d", dp1, 1000);
+    sw_test_fill(other, sizeof(other), 12);
+    if (sw_s3_put_sync(use1, "datasets", k, other, sizeof(other), NULL, 0, &err) != 0)
+        fail_msg("put %s: %s", k, err.msg);
+    /* An unreadable record, and a copy gone. */
+    snprintf(k, sizeof(k), "%sobj-%05d", dp1, 999);
+    done_set(rule_name, "us-east-1", k, "garbage");
+    snprintf(k, sizeof(k), "%sobj-%05d", dp2, 1000);
+    if (sw_s3_delete_sync(usw2, "datasets", k, &err) != 0)
+        fail_msg("delete %s: %s", k, err.msg);
+    if (sw_repl_run_once(&r, redis, NULL, NULL, &st, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(st.copied, 1);
+    assert_int_equal(st.skipped, 2 * N - 1);
+    assert_int_equal(st.failed, 0);
+    struct sw_s3_head h;
+    snprintf(k, sizeof(k), "%sobj-%05d", dp1, 1000);
+    assert_int_equal(sw_s3_head_sync(use1, "datasets", k, &h, &err), 0);
+    assert_string_equal(h.sha256, ""); /* not rewritten: it was not looked at */
+    /* The unreadable record was written again from the HEAD. */
+    redisReply *rep = NULL;
+    snprintf(k, sizeof(k), "%sobj-%05d", dp1, 999);
+    if (sw_redis_sync_command(redis, &rep, &err, "HGET sw:repl:%s:done:us-east-1 %s", rule_name,
+                              k) != 0)
+        fail_msg("journal: %s", err.msg);
+    struct sw_repl_done d;
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_int_equal(sw_repl_done_parse(rep->str, &d), 0);
+    assert_int_equal(d.size, (int64_t)sizeof(body));
+    freeReplyObject(rep);
+
+    bulk(onprem, "datasets", sp, N, NULL, 0);
+    bulk(use1, "datasets", dp1, N, NULL, 0);
+    bulk(usw2, "datasets", dp2, N, NULL, 0);
+    journal_drop(rule_name, "us-east-1");
+    journal_drop(rule_name, "us-west-2");
 }
 
 struct answer {
@@ -439,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_run_aborts_only_journaled_uploads),
         cmocka_unit_test(test_outputs_round_leaves_foreign_uploads),
         cmocka_unit_test(test_unjournaled_upload_is_aborted_unused),
+        cmocka_unit_test(test_journal_in_batches),
     };
     int failed = cmocka_run_group_tests(tests, NULL, teardown);
     sw_s3_free(onprem);

@@ -2,7 +2,8 @@
  * check of listed keys (only keys under the prefix asked for) and of the
  * keys they are copied to, and replication/s3.c's rule for every key it
  * sends (encoded per segment; empty, overlong and dot-segment keys
- * refused). */
+ * refused); and the batches a run plans from the merge of the listings,
+ * the journal's records and the decision made from them alone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -325,6 +326,228 @@ static void test_compare_bounded(void **state)
     assert_int_equal(n, 1000000);
 }
 
+/* What the batches of a merge handed on: "S dst_key there?" per source
+ * object, and the size of each batch. */
+struct batches {
+    size_t max; /* the batch size asked for */
+    int nb, stop_at;
+    size_t sizes[16];
+    struct seen lines;
+};
+
+static int on_batch(struct sw_repl_item *items, size_t n, void *ctx, struct sw_error *err)
+{
+    (void)err;
+    struct batches *b = ctx;
+    assert_true(n >= 1 && n <= b->max);
+    assert_true(b->nb < 16);
+    b->sizes[b->nb++] = n;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(b->lines.n < 16);
+        assert_non_null(items[i].src_key);
+        assert_int_equal(items[i].size, (int64_t)strlen(items[i].src_key));
+        if (items[i].there)
+            assert_int_equal(items[i].there_size, (int64_t)strlen(items[i].dst_key));
+        snprintf(b->lines.line[b->lines.n++], sizeof(b->lines.line[0]), "S %s %s", items[i].dst_key,
+                 items[i].there ? "there" : "missing");
+    }
+    /* A batch function may keep a key (it frees it itself). */
+    sw_free(items[0].src_key);
+    items[0].src_key = NULL;
+    return b->nb == b->stop_at ? 7 : 0;
+}
+
+static int batches(const char *const *src, const char *const *dst, size_t max, struct batches *b,
+                   struct sw_error *err)
+{
+    struct pages ps = {src, 0}, pd = {dst, 0};
+    memset(b, 0, sizeof(*b));
+    b->max = max;
+    sw_error_clear(err);
+    return sw_repl_batches("in/", next_page, &ps, "out/", next_page, &pd, max, on_batch, b, err);
+}
+
+static void test_batches(void **state)
+{
+    (void)state;
+    const char *const src[] = {"in/a", "in/b", "|", "in/c", "in/e", "|", "|", "in/g", NULL};
+    const char *const dst[] = {"out/0", "out/b", "out/c", "|",     "out/d",
+                               "|",     "out/e", "out/h", "out/i", NULL};
+    const char *want[] = {"S out/a missing", "S out/b there", "S out/c there", "S out/e there",
+                          "S out/g missing"};
+    struct batches b;
+    struct sw_error err;
+    /* The source objects in key order, in batches of the size asked (the
+     * last one shorter); the target's own objects are not planned. */
+    size_t sizes[] = {2, 1, 3, 1000};
+    size_t nbatches[] = {3, 5, 2, 1};
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(batches(src, dst, sizes[k], &b, &err), 0);
+        assert_int_equal(b.nb, (int)nbatches[k]);
+        assert_int_equal(b.lines.n, 5);
+        for (int i = 0; i < 5; i++)
+            assert_string_equal(b.lines.line[i], want[i]);
+        for (int i = 0; i + 1 < b.nb; i++)
+            assert_int_equal(b.sizes[i], sizes[k]);
+    }
+    /* Nothing listed in the source: no batch. */
+    const char *const none[] = {NULL};
+    assert_int_equal(batches(none, dst, 2, &b, &err), 0);
+    assert_int_equal(b.nb, 0);
+    /* The batch function's error stops the merge. */
+    memset(&b, 0, sizeof(b));
+    struct pages ps = {src, 0}, pd = {dst, 0};
+    b.max = 1;
+    b.stop_at = 2;
+    assert_int_equal(
+        sw_repl_batches("in/", next_page, &ps, "out/", next_page, &pd, 1, on_batch, &b, &err), 7);
+    assert_int_equal(b.nb, 2);
+    /* A refusal on a later page comes after the batches before it. */
+    const char *const back[] = {"in/a", "in/b", "|", "in/a", NULL};
+    assert_int_equal(batches(back, none, 2, &b, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "source listing: listed key \"in/a\" after \"in/b\""));
+    assert_int_equal(b.nb, 1);
+    const char *const bad[] = {"out/a", "|", "elsewhere/x", NULL};
+    assert_int_equal(batches(src, bad, 1, &b, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "target listing"));
+    assert_non_null(strstr(err.msg, "outside the prefix"));
+    assert_int_equal(b.nb, 1);
+}
+
+/* A generated source (gen_page) whose pages check that the merge hands
+ * its objects on as it goes: before a page is listed, all but the last
+ * batch and page of what was listed has been handed on. */
+struct stream {
+    struct gen g;
+    size_t batch, handed, batches;
+};
+
+static int stream_page(void *ctx, struct sw_s3_list *page, struct sw_error *err)
+{
+    struct stream *s = ctx;
+    assert_true(s->g.next - s->handed <= s->batch + s->g.per);
+    return gen_page(&s->g, page, err);
+}
+
+static int stream_batch(struct sw_repl_item *items, size_t n, void *ctx, struct sw_error *err)
+{
+    (void)err;
+    struct stream *s = ctx;
+    assert_true(n <= s->batch);
+    assert_false(items[0].there);
+    s->handed += n;
+    s->batches++;
+    return 0;
+}
+
+static void test_batches_bounded(void **state)
+{
+    (void)state;
+    struct sw_error err;
+    sw_error_clear(&err);
+    /* A million objects in batches of 1,000 (pages of 1,000): each handed
+     * on before the next page; a page more is refused as a merge is. */
+    struct stream s = {{1000, 1000, 0, 0}, 1000, 0, 0};
+    struct gen dst = {1, 0, 0, 0};
+    assert_int_equal(sw_repl_batches("in/", stream_page, &s, "out/", gen_page, &dst, 1000,
+                                     stream_batch, &s, &err),
+                     0);
+    assert_int_equal(s.handed, 1000000);
+    assert_int_equal(s.batches, 1000);
+    s = (struct stream){{1001, 1000, 0, 0}, 1000, 0, 0};
+    dst = (struct gen){1, 0, 0, 0};
+    assert_int_equal(sw_repl_batches("in/", stream_page, &s, "out/", gen_page, &dst, 1000,
+                                     stream_batch, &s, &err),
+                     SW_ETOOBIG);
+    assert_non_null(strstr(err.msg, "source listing under \"in/\": more than 1000000 objects"));
+    assert_int_equal(s.handed, 1000000);
+    /* Batches smaller and larger than the pages. */
+    s = (struct stream){{50, 7, 0, 0}, 3, 0, 0};
+    dst = (struct gen){1, 0, 0, 0};
+    assert_int_equal(
+        sw_repl_batches("in/", stream_page, &s, "out/", gen_page, &dst, 3, stream_batch, &s, &err),
+        0);
+    assert_int_equal(s.handed, 350);
+    assert_int_equal(s.batches, 117);
+    s = (struct stream){{50, 7, 0, 0}, 20, 0, 0};
+    dst = (struct gen){1, 0, 0, 0};
+    assert_int_equal(
+        sw_repl_batches("in/", stream_page, &s, "out/", gen_page, &dst, 20, stream_batch, &s, &err),
+        0);
+    assert_int_equal(s.handed, 350);
+    assert_int_equal(s.batches, 18);
+}
+
+static void test_done_parse(void **state)
+{
+    (void)state;
+    struct sw_repl_done d;
+    char sha[65];
+    memset(sha, 'a', 64);
+    sha[64] = '\0';
+    char v[256];
+    snprintf(v, sizeof(v), "\"e1\" 42 %s", sha);
+    assert_int_equal(sw_repl_done_parse(v, &d), 0);
+    assert_string_equal(d.etag, "\"e1\"");
+    assert_int_equal(d.size, 42);
+    assert_string_equal(d.sha, sha);
+    snprintf(v, sizeof(v), "- 0 %s", sha);
+    assert_int_equal(sw_repl_done_parse(v, &d), 0);
+    assert_string_equal(d.etag, "-");
+    /* None, or unreadable (a hostile or older record): no record. */
+    assert_int_equal(sw_repl_done_parse(NULL, &d), -1);
+    assert_int_equal(sw_repl_done_parse("", &d), -1);
+    assert_int_equal(sw_repl_done_parse("\"e1\" many aaaa", &d), -1);
+    assert_int_equal(sw_repl_done_parse("\"e1\" 42", &d), -1);
+    assert_string_equal(d.etag, "");
+    /* An overlong field is cut at its bound, never written past it. */
+    char big[600];
+    memset(big, 'x', 300);
+    snprintf(big + 300, sizeof(big) - 300, " 1 %s", sha);
+    assert_int_equal(sw_repl_done_parse(big, &d), -1);
+}
+
+static void test_plan(void **state)
+{
+    (void)state;
+    char sha[65], known[65];
+    memset(sha, 'b', 64);
+    sha[64] = '\0';
+    struct sw_repl_item it = {.etag = "\"e1\"", .size = 10, .there = 1, .there_size = 10};
+    struct sw_repl_done rec = {.etag = "\"e1\"", .size = 10};
+    memcpy(rec.sha, sha, 65);
+    /* Verified earlier from this source version, still there: skipped
+     * without a request. */
+    assert_int_equal(sw_repl_plan(&it, &rec, known), SW_REPL_SKIP);
+    assert_string_equal(known, sha);
+    /* Not on the target: copied, verified against the journal's hash when
+     * it names this version. */
+    it.there = 0;
+    assert_int_equal(sw_repl_plan(&it, &rec, known), SW_REPL_COPY);
+    assert_string_equal(known, sha);
+    assert_int_equal(sw_repl_plan(&it, NULL, known), SW_REPL_COPY);
+    assert_string_equal(known, "");
+    /* On the target with another size, or without a record of this
+     * version (another ETag or size): checked by HEAD. */
+    it.there = 1;
+    it.there_size = 11;
+    assert_int_equal(sw_repl_plan(&it, &rec, known), SW_REPL_CHECK);
+    assert_string_equal(known, sha);
+    it.there_size = 10;
+    snprintf(rec.etag, sizeof(rec.etag), "\"e0\"");
+    assert_int_equal(sw_repl_plan(&it, &rec, known), SW_REPL_CHECK);
+    assert_string_equal(known, "");
+    snprintf(rec.etag, sizeof(rec.etag), "\"e1\"");
+    rec.size = 9;
+    assert_int_equal(sw_repl_plan(&it, &rec, known), SW_REPL_CHECK);
+    assert_int_equal(sw_repl_plan(&it, NULL, known), SW_REPL_CHECK);
+    /* A source without an ETag is recorded as "-". */
+    rec.size = 10;
+    it.etag[0] = '\0';
+    snprintf(rec.etag, sizeof(rec.etag), "-");
+    assert_int_equal(sw_repl_plan(&it, &rec, known), SW_REPL_SKIP);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +558,10 @@ int main(void)
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_compare_refused),
         cmocka_unit_test(test_compare_bounded),
+        cmocka_unit_test(test_batches),
+        cmocka_unit_test(test_batches_bounded),
+        cmocka_unit_test(test_done_parse),
+        cmocka_unit_test(test_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
