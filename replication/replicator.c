@@ -882,7 +882,10 @@ int sw_repl_run_once(const struct sw_repl_rule *rule, redisContext *journal,
     if (journal != NULL)
         journal_drain(&r);
     int64_t now = sw_now_ms(sw_clock_system());
-    for (size_t t = 0; t < rule->ntargets; t++) {
+    /* A run that ended early (a listing refused, the journal lost) did not
+     * see every object: it knows nothing of what is pending, so the RPO
+     * records keep what the last complete run said. */
+    for (size_t t = 0; t < rule->ntargets && rc == 0; t++) {
         st->rpo_ms[t] = oldest[t] == INT64_MAX ? 0 : now - oldest[t];
         char k[512];
         journal_key(k, sizeof(k), rule->name, "rpo", rule->targets[t].name);

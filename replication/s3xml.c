@@ -116,6 +116,9 @@ static int copy_child(const xmlNode *n, const char *name, int required, char *ou
     return rc;
 }
 
+/* 5 TiB, the largest object S3 stores. */
+#define SW_S3XML_MAX_OBJECT_SIZE ((int64_t)5 << 40)
+
 static int int_child(const xmlNode *n, const char *name, int required, int64_t *out,
                      const char *path, struct sw_error *err)
 {
@@ -243,6 +246,13 @@ int sw_s3xml_parse_list(const char *xml, size_t len, struct sw_s3_list *out, str
             goto out;
         if ((rc = int_child(c, "Size", 1, &o->size, path, err)) != 0)
             goto out;
+        /* S3's limit: a million objects of it still sum within int64. */
+        if (o->size > SW_S3XML_MAX_OBJECT_SIZE) {
+            rc =
+                sw_error_set(err, SW_EPARSE, "%s/Size: %" PRId64 " is over S3's 5 TiB object limit",
+                             path, o->size);
+            goto out;
+        }
         if ((rc = copy_child(c, "ETag", 0, o->etag, sizeof(o->etag), path, err)) != 0)
             goto out;
         char lm[64];
@@ -443,6 +453,12 @@ int sw_s3xml_parse_parts(const char *xml, size_t len, struct sw_s3_parts *out, s
             (rc = int_child(c, "Size", 1, &p->size, path, err)) != 0 ||
             (rc = copy_child(c, "ETag", 1, p->etag, sizeof(p->etag), path, err)) != 0)
             goto out;
+        if (p->size > SW_S3XML_MAX_OBJECT_SIZE) {
+            rc =
+                sw_error_set(err, SW_EPARSE, "%s/Size: %" PRId64 " is over S3's 5 TiB object limit",
+                             path, p->size);
+            goto out;
+        }
         if (num < 1 || num > 10000) {
             rc = sw_error_set(err, SW_EPARSE, "%s/PartNumber: %" PRId64 " is outside 1..10000",
                               path, num);

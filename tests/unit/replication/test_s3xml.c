@@ -81,6 +81,25 @@ static void test_list_malformed(void **state)
     expect_list_error("<ListBucketResult><Contents><Key>a</Key><Size>1</Size>"
                       "<LastModified>yesterday</LastModified></Contents></ListBucketResult>",
                       SW_EPARSE, "Contents[0]/LastModified");
+    /* Sizes over S3's 5 TiB limit would let a hostile listing overflow
+     * the byte totals; the limit itself is accepted. */
+    expect_list_error("<ListBucketResult><Contents><Key>a</Key><Size>5497558138881</Size>"
+                      "</Contents></ListBucketResult>",
+                      SW_EPARSE, "Contents[0]/Size: 5497558138881 is over S3's 5 TiB");
+    expect_list_error("<ListBucketResult><Contents><Key>a</Key><Size>9223372036854775807</Size>"
+                      "</Contents></ListBucketResult>",
+                      SW_EPARSE, "5 TiB object limit");
+    {
+        static const char at_limit[] = "<ListBucketResult><Contents><Key>a</Key>"
+                                       "<Size>5497558138880</Size></Contents></ListBucketResult>";
+        struct sw_s3_list l;
+        struct sw_error err;
+        sw_error_clear(&err);
+        assert_int_equal(sw_s3xml_parse_list(at_limit, sizeof(at_limit) - 1, &l, &err), 0);
+        assert_int_equal(l.n, 1);
+        assert_true(l.objects[0].size == (int64_t)5 << 40);
+        sw_s3_list_free(&l);
+    }
     expect_list_error("<ListAllMyBucketsResult/>", SW_EPARSE,
                       "root element is <ListAllMyBucketsResult>, expected <ListBucketResult>");
     expect_list_error("<ListBucketResult><Contents>", SW_EPARSE, "not well-formed XML");
