@@ -54,12 +54,13 @@ struct work {
     enum mode mode;
     uv_loop_t *hub;
     uv_async_t async;
-    uv_timer_t timer;  /* MODE_OUTPUTS: the wait between rounds */
-    int open_handles;  /* freed once both handles are closed */
-    int idle;          /* hub loop only: the timer runs, no round queued or running */
-    struct work *next; /* the pool's queue, under its lock */
-    int queued;        /* in the pool's queue, under its lock */
-    int recovered;     /* MODE_OUTPUTS, worker: earlier attempts' journals recovered */
+    uv_timer_t timer;      /* MODE_OUTPUTS: the wait between rounds */
+    int open_handles;      /* freed once both handles are closed */
+    int idle;              /* hub loop only: the timer runs, no round queued or running */
+    struct work *next;     /* its tenant's queue, under the pool's lock */
+    struct tenant *tenant; /* while queued or running, under the pool's lock */
+    int queued;            /* in the pool's queue, under its lock */
+    int recovered;         /* MODE_OUTPUTS, worker: earlier attempts' journals recovered */
     char job[256];
     char rule_base[300];
     char region[64];
@@ -99,12 +100,16 @@ static void copy_store(struct owned_store *o, const struct sw_s3_config *c)
     o->insecure = c->insecure_tls;
 }
 
+static void tenant_release(struct tenant *t);
+
 static void free_work(struct work *w)
 {
     /* Wipe the credentials before the memory goes back. */
     volatile char *p = (volatile char *)w->stores;
     for (size_t i = 0; i < sizeof(w->stores); i++)
         p[i] = 0;
+    if (w->tenant != NULL)
+        tenant_release(w->tenant);
     uv_mutex_destroy(&w->mu);
     sw_free(w);
 }
@@ -305,15 +310,27 @@ static void one_pass(struct work *w, struct clients *c, struct sw_gate_result *r
 #define DEFAULT_WORKERS 4
 #define MAX_WORKERS     64
 
+/* A tenant of the pool: the Jobs of one namespace of one cluster, with
+ * its own queue (oldest first). Known while a piece of work of it exists
+ * (made, queued, running or waiting for its next round) or a worker runs
+ * one: `refs` counts them, so queuing never allocates. */
+struct tenant {
+    char key[256];
+    struct work *head, *tail;
+    size_t idx;  /* in pool.tenants and pool.loads */
+    size_t refs; /* pieces of work and workers holding it */
+};
+
 static struct {
     uv_once_t once;
     uv_mutex_t mu;
     uv_cond_t cv;
-    struct work *head, *tail; /* work waiting for a worker, oldest first */
+    /* The tenants in the order they came, their loads beside them (the
+     * fair pick's input), and where the next pick starts looking. */
+    struct tenant **tenants;
+    struct sw_gate_tenant_load *loads;
+    size_t ntenants, cap, cursor;
     size_t queued, running;
-    /* The Job of the piece each worker runs ("" when idle): the tenants
-     * the fair pick counts. */
-    char running_job[MAX_WORKERS][256];
     int want;    /* threads to start (sw_gate_set_workers) */
     int started; /* threads running */
 } pool = {.once = UV_ONCE_INIT, .want = DEFAULT_WORKERS};
@@ -465,74 +482,121 @@ static size_t tenant_len(const char *job)
     return slash ? (size_t)(slash - job) : strlen(job);
 }
 
-static int same_tenant(const char *a, size_t alen, const char *b)
+size_t sw_gate_fair_pick(const struct sw_gate_tenant_load *t, size_t n, size_t cursor)
 {
-    return tenant_len(b) == alen && memcmp(a, b, alen) == 0;
-}
-
-size_t sw_gate_fair_pick(const char *const *queued, size_t nq, const char *const *running,
-                         size_t nr)
-{
-    size_t best = 0, best_n = SIZE_MAX;
-    for (size_t i = 0; i < nq && best_n > 0; i++) {
-        size_t len = tenant_len(queued[i]), n = 0;
-        for (size_t k = 0; k < nr && n < best_n; k++)
-            if (same_tenant(queued[i], len, running[k]))
-                n++;
-        if (n < best_n)
-            best = i, best_n = n;
+    size_t best = n;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = (cursor + k) % n;
+        if (t[i].waiting > 0 && (best == n || t[i].running < t[best].running))
+            best = i;
     }
     return best;
 }
 
-/* Takes the fair pick out of the queue; pool.mu held, queue not empty. */
-static struct work *take_next(int slot)
+/* The tenant of `job`, made known if it is not, with one more reference;
+ * NULL when out of memory. pool.mu held. */
+static struct tenant *tenant_get(const char *job)
 {
-    struct work *w = pool.head, *prev = NULL;
-    const char **q = pool.queued > 1 ? sw_malloc(pool.queued * sizeof(*q)) : NULL;
-    if (q != NULL) {
-        /* (Out of memory: the oldest, as a plain FIFO would.) */
-        const char *run[MAX_WORKERS];
-        size_t nq = 0, nr = 0;
-        for (struct work *it = pool.head; it != NULL; it = it->next)
-            q[nq++] = it->job;
-        for (int k = 0; k < MAX_WORKERS; k++)
-            if (pool.running_job[k][0] != '\0')
-                run[nr++] = pool.running_job[k];
-        size_t pick = sw_gate_fair_pick(q, nq, run, nr);
-        sw_free(q);
-        for (size_t i = 0; i < pick; i++)
-            prev = w, w = w->next;
+    size_t len = tenant_len(job);
+    if (len >= sizeof(((struct tenant *)0)->key))
+        len = sizeof(((struct tenant *)0)->key) - 1;
+    for (size_t i = 0; i < pool.ntenants; i++) {
+        struct tenant *t = pool.tenants[i];
+        if (strlen(t->key) == len && memcmp(t->key, job, len) == 0) {
+            t->refs++;
+            return t;
+        }
     }
-    if (prev)
-        prev->next = w->next;
-    else
-        pool.head = w->next;
-    if (pool.tail == w)
-        pool.tail = prev;
+    if (pool.ntenants == pool.cap) {
+        size_t cap = pool.cap ? 2 * pool.cap : 16;
+        struct tenant **ts = sw_realloc(pool.tenants, cap * sizeof(*ts));
+        if (ts == NULL)
+            return NULL;
+        pool.tenants = ts;
+        struct sw_gate_tenant_load *ls = sw_realloc(pool.loads, cap * sizeof(*ls));
+        if (ls == NULL)
+            return NULL;
+        pool.loads = ls;
+        pool.cap = cap;
+    }
+    struct tenant *t = sw_calloc(1, sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    memcpy(t->key, job, len);
+    t->idx = pool.ntenants;
+    t->refs = 1;
+    pool.tenants[pool.ntenants] = t;
+    pool.loads[pool.ntenants] = (struct sw_gate_tenant_load){0, 0};
+    pool.ntenants++;
+    return t;
+}
+
+/* Drops a reference; the last one forgets the tenant. pool.mu held. */
+static void tenant_put(struct tenant *t)
+{
+    if (--t->refs > 0)
+        return;
+    size_t i = t->idx;
+    memmove(&pool.tenants[i], &pool.tenants[i + 1],
+            (pool.ntenants - i - 1) * sizeof(pool.tenants[0]));
+    memmove(&pool.loads[i], &pool.loads[i + 1], (pool.ntenants - i - 1) * sizeof(pool.loads[0]));
+    pool.ntenants--;
+    for (size_t k = i; k < pool.ntenants; k++)
+        pool.tenants[k]->idx = k;
+    if (pool.cursor > i)
+        pool.cursor--;
+    if (pool.cursor >= pool.ntenants)
+        pool.cursor = 0;
+    sw_free(t);
+}
+
+/* tenant_put, taking the pool's lock (any thread). */
+static void tenant_release(struct tenant *t)
+{
+    uv_mutex_lock(&pool.mu);
+    tenant_put(t);
+    uv_mutex_unlock(&pool.mu);
+}
+
+/* Takes the fair pick out of the queue; pool.mu held, queue not empty. */
+static struct work *take_next(void)
+{
+    size_t i = sw_gate_fair_pick(pool.loads, pool.ntenants, pool.cursor);
+    struct tenant *t = pool.tenants[i];
+    struct work *w = t->head;
+    t->head = w->next;
+    if (t->head == NULL)
+        t->tail = NULL;
     w->next = NULL;
     w->queued = 0;
+    pool.loads[i].waiting--;
+    pool.loads[i].running++;
+    t->refs++; /* the worker's: `w` may be freed before it is done */
     pool.queued--;
     pool.running++;
-    snprintf(pool.running_job[slot], sizeof(pool.running_job[slot]), "%s", w->job);
+    /* The next pick starts after this tenant: among equals, the tenant
+     * served longest ago goes first. */
+    pool.cursor = (i + 1) % pool.ntenants;
     return w;
 }
 
 static void pool_thread(void *arg)
 {
-    int slot = (int)(intptr_t)arg;
+    (void)arg;
     struct worker_state ws;
     memset(&ws, 0, sizeof(ws));
     for (;;) {
         uv_mutex_lock(&pool.mu);
-        while (pool.head == NULL)
+        while (pool.queued == 0)
             uv_cond_wait(&pool.cv, &pool.mu);
-        struct work *w = take_next(slot);
+        struct work *w = take_next();
+        struct tenant *t = w->tenant;
         uv_mutex_unlock(&pool.mu);
-        run_work(w, &ws);
+        run_work(w, &ws); /* (w may be freed once its last answer is posted) */
         uv_mutex_lock(&pool.mu);
         pool.running--;
-        pool.running_job[slot][0] = '\0';
+        pool.loads[t->idx].running--;
+        tenant_put(t);
         uv_mutex_unlock(&pool.mu);
     }
 }
@@ -544,7 +608,7 @@ static int pool_start(void)
     uv_mutex_lock(&pool.mu);
     while (pool.started < pool.want) {
         uv_thread_t t;
-        if (uv_thread_create(&t, pool_thread, (void *)(intptr_t)pool.started) != 0)
+        if (uv_thread_create(&t, pool_thread, NULL) != 0)
             break;
         pool.started++;
     }
@@ -557,13 +621,15 @@ static int pool_start(void)
 static void enqueue(struct work *w)
 {
     uv_mutex_lock(&pool.mu);
+    struct tenant *t = w->tenant; /* (start_work got it) */
     w->next = NULL;
     w->queued = 1;
-    if (pool.tail)
-        pool.tail->next = w;
+    if (t->tail)
+        t->tail->next = w;
     else
-        pool.head = w;
-    pool.tail = w;
+        t->head = w;
+    t->tail = w;
+    pool.loads[t->idx].waiting++;
     pool.queued++;
     size_t waiting = pool.queued, busy = pool.running;
     int workers = pool.started;
@@ -580,14 +646,16 @@ static int dequeue(struct work *w)
     uv_mutex_lock(&pool.mu);
     int was = w->queued;
     if (was) {
-        struct work **pp = &pool.head, *prev = NULL;
+        struct tenant *t = w->tenant;
+        struct work **pp = &t->head, *prev = NULL;
         while (*pp != w)
             prev = *pp, pp = &(*pp)->next;
         *pp = w->next;
-        if (pool.tail == w)
-            pool.tail = prev;
+        if (t->tail == w)
+            t->tail = prev;
         w->next = NULL;
         w->queued = 0;
+        pool.loads[t->idx].waiting--;
         pool.queued--;
     }
     uv_mutex_unlock(&pool.mu);
@@ -699,6 +767,13 @@ static int start_work(struct work *w, struct sw_error *err)
     if (pool_start() != 0) {
         free_work(w);
         return sw_error_set(err, SW_EIO, "cannot start the gate's worker threads");
+    }
+    uv_mutex_lock(&pool.mu);
+    w->tenant = tenant_get(w->job);
+    uv_mutex_unlock(&pool.mu);
+    if (w->tenant == NULL) {
+        free_work(w);
+        return sw_error_set(err, SW_ENOMEM, "job %s: out of memory", w->job);
     }
     if (uv_async_init(w->hub, &w->async, on_async) != 0) {
         free_work(w);

@@ -154,16 +154,24 @@ struct sw_gate_pool_stats {
 /** Fills *st (any thread). */
 void sw_gate_pool_stats(struct sw_gate_pool_stats *st);
 
+/** One tenant of the gate's pool, as the fair pick sees it. */
+struct sw_gate_tenant_load {
+    size_t running; /* its pieces of work on a worker */
+    size_t waiting; /* its pieces of work queued */
+};
+
 /**
- * Which queued piece of work a free worker takes. Each piece belongs to a
- * Job, named "cluster/namespace/name" (or "namespace/name"); its tenant is
- * the name without its last segment. The first piece in `queued` (oldest
- * first) whose tenant has the fewest pieces in `running` is taken, so the
- * many Jobs of one namespace never hold every worker while another
- * namespace's Job waits; among equals, first come, first served. Returns
- * an index into `queued` (0 when nq is 0). Pure.
+ * Which tenant's queue a free worker takes from. A tenant is the Jobs of
+ * one namespace of one cluster (a Job key "cluster/namespace/name" without
+ * its name); each has its own queue, oldest first. Of the `n` tenants, in
+ * the order they became known, the one with work waiting and the fewest
+ * pieces running is taken, looking from `cursor` on (the tenant after the
+ * one served last) and wrapping, so among equals the tenant served longest
+ * ago goes first: one namespace's many Jobs never hold every worker, nor,
+ * with a single worker, every turn, while another namespace's Job waits.
+ * Returns an index below n, or n when no tenant has work waiting. Pure;
+ * O(n).
  */
-size_t sw_gate_fair_pick(const char *const *queued, size_t nq, const char *const *running,
-                         size_t nr);
+size_t sw_gate_fair_pick(const struct sw_gate_tenant_load *t, size_t n, size_t cursor);
 
 #endif

@@ -5,77 +5,86 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <string.h>
 
 #include "replication/gate.h"
 
-static void test_empty_queue(void **state)
+static void test_nothing_waiting(void **state)
 {
     (void)state;
-    assert_int_equal(sw_gate_fair_pick(NULL, 0, NULL, 0), 0);
+    assert_int_equal(sw_gate_fair_pick(NULL, 0, 0), 0);
+    struct sw_gate_tenant_load t[2] = {{2, 0}, {0, 0}};
+    assert_int_equal(sw_gate_fair_pick(t, 2, 0), 2);
 }
 
-static void test_fifo_when_nothing_runs(void **state)
+/* One namespace holds the only running piece: the other's goes next,
+ * wherever the cursor is. */
+static void test_fewest_running_first(void **state)
 {
     (void)state;
-    const char *q[] = {"onprem/a/j1", "onprem/b/j2", "onprem/a/j3"};
-    assert_int_equal(sw_gate_fair_pick(q, 3, NULL, 0), 0);
+    struct sw_gate_tenant_load t[3] = {{1, 50}, {0, 1}, {2, 3}};
+    for (size_t c = 0; c < 3; c++)
+        assert_int_equal(sw_gate_fair_pick(t, 3, c), 1);
 }
 
-/* One namespace floods the queue and holds the only worker: the other
- * namespace's Job, queued last, goes next. */
-static void test_other_tenant_first(void **state)
+/* Among equals, the first from the cursor on, wrapping. */
+static void test_ties_from_cursor(void **state)
 {
     (void)state;
-    const char *q[] = {"onprem/a/j2", "onprem/a/j3", "onprem/a/j4", "onprem/b/k1"};
-    const char *r[] = {"onprem/a/j1"};
-    assert_int_equal(sw_gate_fair_pick(q, 4, r, 1), 3);
+    struct sw_gate_tenant_load t[3] = {{1, 4}, {1, 0}, {1, 2}};
+    assert_int_equal(sw_gate_fair_pick(t, 3, 0), 0);
+    assert_int_equal(sw_gate_fair_pick(t, 3, 1), 2);
+    assert_int_equal(sw_gate_fair_pick(t, 3, 2), 2);
 }
 
-/* The tenant with fewer pieces running goes first; oldest among equals. */
-static void test_fewest_running(void **state)
+/* The pool as gate.c drives it, with `workers` workers that each finish
+ * before the next pick: tenant a queued 4 pieces before tenant b's one.
+ * Returns the order served as a string of tenant letters. */
+static void serve(int workers, char *order)
 {
-    (void)state;
-    const char *q[] = {"onprem/a/j9", "onprem/b/k9", "onprem/c/m9", "onprem/b/k8"};
-    const char *r[] = {"onprem/a/j1", "onprem/a/j2", "onprem/b/k1", "onprem/c/m1"};
-    /* a runs 2, b 1, c 1: b's oldest (index 1) before c's. */
-    assert_int_equal(sw_gate_fair_pick(q, 4, r, 4), 1);
+    struct sw_gate_tenant_load t[2] = {{0, 4}, {0, 1}};
+    size_t cursor = 0, k = 0;
+    size_t running[64];
+    size_t nrun = 0;
+    while (t[0].waiting + t[1].waiting > 0) {
+        /* Fill the free workers, then one finishes (the oldest). */
+        while ((int)nrun < workers) {
+            size_t i = sw_gate_fair_pick(t, 2, cursor);
+            if (i == 2)
+                break;
+            t[i].waiting--;
+            t[i].running++;
+            cursor = (i + 1) % 2;
+            order[k++] = (char)('a' + i);
+            running[nrun++] = i;
+        }
+        t[running[0]].running--;
+        memmove(&running[0], &running[1], (--nrun) * sizeof(running[0]));
+    }
+    order[k] = '\0';
 }
 
-/* Every queued tenant equally busy: plain first come, first served. */
-static void test_all_equal_is_fifo(void **state)
+/* With one worker nothing runs at a pick, so fewest-running alone would
+ * be plain FIFO (a a a a b); the cursor takes turns instead. */
+static void test_one_worker_takes_turns(void **state)
 {
     (void)state;
-    const char *q[] = {"onprem/b/k2", "onprem/a/j2"};
-    const char *r[] = {"onprem/a/j1", "onprem/b/k1"};
-    assert_int_equal(sw_gate_fair_pick(q, 2, r, 2), 0);
-}
-
-/* The tenant is the cluster and the namespace: the same namespace name
- * on two clusters is two tenants, and a name is not a prefix match. */
-static void test_tenant_is_cluster_and_namespace(void **state)
-{
-    (void)state;
-    const char *q1[] = {"onprem/a/j2", "edge/a/j1"};
-    const char *r1[] = {"onprem/a/j1"};
-    assert_int_equal(sw_gate_fair_pick(q1, 2, r1, 1), 1);
-    const char *q2[] = {"onprem/ab/j2", "onprem/a/x"};
-    const char *r2[] = {"onprem/a/j1"};
-    assert_int_equal(sw_gate_fair_pick(q2, 2, r2, 1), 0);
-    /* Keys without a cluster ("namespace/name") work the same way. */
-    const char *q3[] = {"a/j2", "b/k1"};
-    const char *r3[] = {"a/j1"};
-    assert_int_equal(sw_gate_fair_pick(q3, 2, r3, 1), 1);
+    char order[16];
+    serve(1, order);
+    assert_string_equal(order, "abaaa");
+    serve(2, order);
+    assert_string_equal(order, "abaaa");
+    serve(4, order);
+    assert_string_equal(order, "abaaa");
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty_queue),
-        cmocka_unit_test(test_fifo_when_nothing_runs),
-        cmocka_unit_test(test_other_tenant_first),
-        cmocka_unit_test(test_fewest_running),
-        cmocka_unit_test(test_all_equal_is_fifo),
-        cmocka_unit_test(test_tenant_is_cluster_and_namespace),
+        cmocka_unit_test(test_nothing_waiting),
+        cmocka_unit_test(test_fewest_running_first),
+        cmocka_unit_test(test_ties_from_cursor),
+        cmocka_unit_test(test_one_worker_takes_turns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
