@@ -12,6 +12,11 @@
 #    gives the same hub.yaml, and a change of the config changes it;
 #  - the values example of docs/deploy.md renders, its hub.yaml valid;
 #  - values the chart cannot honour are refused, naming the value;
+#  - values.schema.json refuses values that would write YAML of their own
+#    (a newline and keys in a string), strings for booleans and a
+#    redis.username with ':', '@' or '/', naming the value; with the schema
+#    skipped, the templates write the same strings quoted (as data) and
+#    refuse the string boolean themselves;
 #  - spillwayd --validate accepts both rendered hub.yaml files;
 #  - both renders applied to the lab's onprem API server with
 #    `kubectl apply --server-side --dry-run=server --validate=strict`, in a
@@ -122,6 +127,45 @@ refused 'redis.tls.existingSecret: set, but redis.tls.enabled is false' --set re
 refused 'config.redis: set by the chart' --set config.redis.url=redis://x
 refused 'secretKey.existingSecret: empty' --set secretKey.existingSecret=
 pass "values the chart cannot honour are refused, naming the value (6 cases)"
+
+# ---- values that would write YAML of their own, and strings for booleans ------------------
+# values.schema.json refuses them, naming the value and what it expected...
+open_np=$'monitoring\n    - podSelector: {}\n      namespaceSelector: {}'
+privileged=$'0.1.0\n        securityContext: {privileged: true}'
+refused "at '/networkPolicy/monitoringNamespace': '" --set networkPolicy.monitoringNamespace="$open_np"
+refused "at '/image/tag': '" --set image.tag="$privileged"
+refused "at '/namespace/name': '" --set namespace.name=$'spillway\n  labels: {a: b}'
+refused "at '/monitoring/interval': '" --set monitoring.enabled=true --set monitoring.interval=$'30s\n    honorLabels: true'
+refused "at '/image/pullPolicy': value must be one of" --set image.pullPolicy=$'Always\n        privileged: true'
+refused "at '/localMember/enabled': got string, want boolean" --set-string localMember.enabled=false
+printf 'localMember:\n  enabled: "false"\nnamespace:\n  create: "false"\n' >"$tmp/strbool.yaml"
+out=$("$HELM" template spillway "$chart" -f "$tmp/strbool.yaml" 2>&1) && fail "enabled: \"false\" (a string) was accepted"
+for v in localMember/enabled namespace/create; do
+    echo "$out" | grep -qF "at '/$v': got string, want boolean" || fail "a string for $v: refused without naming it: $out"
+done
+refused "at '/redis/username': '" --set redis.username=hub:x
+refused "at '/redis/username': '" --set redis.username=hub@x
+refused "at '/redis/username': '" --set redis.username=hub/x
+refused "at '': additional properties 'localmember' not allowed" --set localmember.enabled=true
+# ... and, the schema skipped, the templates still write every string quoted
+# and refuse a string for a boolean.
+"$HELM" template spillway "$chart" --skip-schema-validation --set image.tag="$privileged" \
+    --set networkPolicy.monitoringNamespace="$open_np" >"$tmp/inject.yaml" 2>"$tmp/err" ||
+    fail "helm template --skip-schema-validation: $(cat "$tmp/err")"
+"$PY" - "$tmp/inject.yaml" "spillway:$privileged" "$open_np" <<'PY' || fail "a value wrote YAML of its own (schema skipped)"
+import sys, yaml
+docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+pod = docs["Deployment"]["spec"]["template"]["spec"]
+for c in pod["initContainers"] + pod["containers"]:
+    assert c["image"] == sys.argv[2], "%s: image %r" % (c["name"], c["image"])
+    assert c["securityContext"]["privileged"] is False, "%s: %r" % (c["name"], c["securityContext"])
+frm = docs["NetworkPolicy"]["spec"]["ingress"][0]["from"]
+assert frm == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": sys.argv[3]}}}], frm
+PY
+refused 'localMember.enabled: "false" (a string); expected true or false' --skip-schema-validation --set-string localMember.enabled=false
+refused 'redis.username: "hub@x"; expected' --skip-schema-validation --set redis.username=hub@x
+refused 'namespace.name: "spillway\n  x: y"; expected' --skip-schema-validation --set namespace.name=$'spillway\n  x: y'
+pass "values that would add YAML (a NetworkPolicy open to all, privileged containers, a namespace, a scrape interval, a pull policy), string booleans, a redis.username with ':', '@' or '/', and a misspelt value are refused by values.schema.json naming the value; the schema skipped, the same strings are written quoted, as data, and a string boolean, a bad username or namespace are refused by the templates (17 cases)"
 
 # ---- spillwayd accepts both rendered configs -------------------------------------------
 for r in default full; do

@@ -1,6 +1,25 @@
-{{/* The namespace of every namespaced object. */}}
+{{/* The namespace of every namespaced object: namespace.name, or the
+release's; a DNS-1123 label, checked here too (values.schema.json checks
+namespace.name), since it is written into every object. */}}
 {{- define "spillway.namespace" -}}
-{{- .Values.namespace.name | default .Release.Namespace -}}
+{{- $ns := toString (.Values.namespace.name | default .Release.Namespace) -}}
+{{- if not (and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $ns) (le (len $ns) 63)) -}}
+{{- fail (printf "namespace.name: %q; expected a namespace's name (DNS-1123 label: at most 63 of a-z, 0-9, '-')" $ns) -}}
+{{- end -}}
+{{- $ns -}}
+{{- end -}}
+
+{{/* A boolean value, strictly: "true" for true, "" for false, and a
+failure naming the value for anything else (the string "false" included,
+which a template's `if` would take for true). Called with list VALUE
+"its.name". values.schema.json refuses these first; this holds when the
+schema is skipped (--skip-schema-validation). */}}
+{{- define "spillway.bool" -}}
+{{- $v := index . 0 -}}
+{{- if not (kindIs "bool" $v) -}}
+{{- fail (printf "%s: %q (a %s); expected true or false, unquoted (--set, not --set-string)" (index . 1) (toString $v) (kindOf $v)) -}}
+{{- end -}}
+{{- if $v }}true{{ end -}}
 {{- end -}}
 
 {{/* Labels of an object's metadata: the Kustomize base's (name, component,
@@ -30,11 +49,17 @@ app.kubernetes.io/component: hub
 or rediss+sentinel://, with the TLS files where the Deployment mounts them. */}}
 {{- define "spillway.redisURL" -}}
 {{- $r := .Values.redis -}}
-{{- $scheme := ternary "rediss" "redis" (eq (toString $r.tls.enabled) "true") -}}
+{{- $tls := include "spillway.bool" (list $r.tls.enabled "redis.tls.enabled") -}}
+{{- $scheme := ternary "rediss" "redis" (eq $tls "true") -}}
 {{- $user := "" -}}
-{{- with $r.username }}{{ $user = printf "%s:@" . }}{{ end -}}
+{{- with $r.username -}}
+{{- if not (regexMatch "^[^:@/%?#,[:space:][:cntrl:]]+$" (toString .)) -}}
+{{- fail (printf "redis.username: %q; expected an ACL user's name without ':', '@', '/', '%%', '?', '#', ',' or spaces (it goes into redis.url as USER:@HOST)" (toString .)) -}}
+{{- end -}}
+{{- $user = printf "%s:@" . -}}
+{{- end -}}
 {{- $url := "" -}}
-{{- if $r.sentinel.enabled -}}
+{{- if include "spillway.bool" (list $r.sentinel.enabled "redis.sentinel.enabled") -}}
 {{- if not $r.sentinel.hosts }}{{ fail "redis.sentinel.hosts: empty; expected the Sentinels as host:port, e.g. [redis-sentinel-0.redis:26379, ...]" }}{{ end -}}
 {{- if gt (len $r.sentinel.hosts) 16 }}{{ fail (printf "redis.sentinel.hosts: %d Sentinels; at most 16" (len $r.sentinel.hosts)) }}{{ end -}}
 {{- if not (regexMatch "^[A-Za-z0-9._-]+$" (toString $r.sentinel.masterName)) }}{{ fail (printf "redis.sentinel.masterName: %q; expected the master's name in letters, digits, '.', '_', '-'" (toString $r.sentinel.masterName)) }}{{ end -}}
@@ -44,7 +69,7 @@ or rediss+sentinel://, with the TLS files where the Deployment mounts them. */}}
 {{- if not (regexMatch "^[^,/@?:]+$" (toString $r.host)) }}{{ fail (printf "redis.host: %q; expected a host name or address" (toString $r.host)) }}{{ end -}}
 {{- $url = printf "%s://%s%s:%d/%d" $scheme $user $r.host (int $r.port) (int $r.db) -}}
 {{- end -}}
-{{- if eq (toString $r.tls.enabled) "true" -}}
+{{- if $tls -}}
 {{- $q := list -}}
 {{- if and $r.tls.existingSecret $r.tls.caKey }}{{ $q = append $q "tls_ca_file=/etc/spillway-redis-tls/ca.crt" }}{{ end -}}
 {{- if and $r.tls.existingSecret (not $r.tls.caKey) (not $r.tls.certKey) }}{{ fail "redis.tls.existingSecret: set, but neither redis.tls.caKey nor redis.tls.certKey names a key of it" }}{{ end -}}
@@ -70,7 +95,7 @@ or rediss+sentinel://, with the TLS files where the Deployment mounts them. */}}
 {{- $redis := dict "url" (include "spillway.redisURL" .) -}}
 {{- if .Values.redis.existingSecret }}{{ $_ := set $redis "passwordFile" "/run/spillway/password" }}{{ end -}}
 {{- if .Values.redis.sentinel.existingSecret -}}
-{{- if not .Values.redis.sentinel.enabled }}{{ fail "redis.sentinel.existingSecret: set, but redis.sentinel.enabled is false" }}{{ end -}}
+{{- if not (include "spillway.bool" (list .Values.redis.sentinel.enabled "redis.sentinel.enabled")) }}{{ fail "redis.sentinel.existingSecret: set, but redis.sentinel.enabled is false" }}{{ end -}}
 {{- $_ := set $redis "sentinelPasswordFile" "/run/spillway/sentinel-password" -}}
 {{- end -}}
 {{- $_ := set $c "redis" $redis -}}
