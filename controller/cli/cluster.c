@@ -129,6 +129,16 @@ struct env {
     struct sw_redis *redis;
 };
 
+static void env_close(struct env *e)
+{
+    if (e->redis)
+        sw_redis_free(e->redis);
+    if (e->http)
+        sw_http_free(e->http);
+    uv_run(&e->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&e->loop);
+}
+
 static int env_open(struct env *e, const char *redis_url, const char *cmd)
 {
     memset(e, 0, sizeof(*e));
@@ -143,26 +153,14 @@ static int env_open(struct env *e, const char *redis_url, const char *cmd)
      * rather than by the reconnecting client's log. */
     struct sw_error err;
     redisContext *probe = NULL;
-    if (sw_redis_sync_connect(redis_url, 5000, &probe, &err) != 0) {
-        fprintf(stderr, "spillctl cluster %s: %s\n", cmd, err.msg);
-        return SW_EXIT_FAIL;
+    if (sw_redis_sync_connect(redis_url, 5000, &probe, &err) == 0) {
+        sw_redis_sync_free(probe);
+        if (sw_redis_connect(&e->loop, redis_url, NULL, NULL, &e->redis, &err) == 0)
+            return 0;
     }
-    sw_redis_sync_free(probe);
-    if (sw_redis_connect(&e->loop, redis_url, NULL, NULL, &e->redis, &err) != 0) {
-        fprintf(stderr, "spillctl cluster %s: %s\n", cmd, err.msg);
-        return SW_EXIT_FAIL;
-    }
-    return 0;
-}
-
-static void env_close(struct env *e)
-{
-    if (e->redis)
-        sw_redis_free(e->redis);
-    if (e->http)
-        sw_http_free(e->http);
-    uv_run(&e->loop, UV_RUN_DEFAULT);
-    uv_loop_close(&e->loop);
+    fprintf(stderr, "spillctl cluster %s: %s\n", cmd, err.msg);
+    env_close(e); /* a caller closes nothing after a failure */
+    return SW_EXIT_FAIL;
 }
 
 struct wait {
