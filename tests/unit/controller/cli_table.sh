@@ -392,8 +392,10 @@ complete_words() {
 complete_words spillctl drill hub-loss --sig | grep -qx -- "--signal" || fail "completion: drill hub-loss --sig"
 complete_words spillctl cluster add x --kubeconfig "$tmp/com" | grep -q "$tmp/comp" || fail "completion: --kubeconfig FILE"
 [ "$(complete_words spillctl --redis redis://x cluster li)" = "list" ] || fail "completion: after a global option"
+[ "$(complete_words spillctl -n foo sta)" = "status" ] || fail "completion: after a command's option before it"
+complete_words spillctl lint -f "$tmp/jobs.y" | grep -q "$tmp/jobs.yaml" || fail "completion: lint -f FILE"
 "$spillctl" completion zsh | head -5 | grep -q bashcompinit || fail "completion zsh does not load bashcompinit"
-checks=$((checks + 7))
+checks=$((checks + 9))
 
 echo "$checks checks over $n commands, $fails failed"
 [ "$fails" = 0 ]
