@@ -421,67 +421,140 @@ static void set_prefix(struct ctx *c, const char *kind, const char *name, const 
         snprintf(c->prefix + n, sizeof(c->prefix) - (size_t)n, ": %s \"%.60s\"", kind2, name2);
 }
 
-static int parse_doc(struct ctx *c, const char *want, struct sw_kube_target *t)
+/*
+ * Resolves the context `want` (or the current-context) over the documents
+ * cs[0..n-1], merged as kubectl merges the files of $KUBECONFIG: the first
+ * file to set current-context sets it, and the context, its cluster and its
+ * user are each taken from the first file that has an entry of that name
+ * (relative paths resolved against that file's folder). A document that
+ * is empty is an error alone and skipped in a list. `all` names the files
+ * together for what is in none of them.
+ */
+static int parse_docs(struct ctx *cs, size_t n, const char *all, const char *want,
+                      struct sw_kube_target *t)
 {
     int rc;
-    yaml_node_t *root = yaml_document_get_root_node(c->doc);
-    if (root == NULL)
-        return fail(c, SW_EPARSE, NULL, "the file is empty");
-    if (root->type != YAML_MAPPING_NODE)
-        return fail(c, SW_EPARSE, NULL, "expected a mapping at the top, got %s",
-                    sw_yaml_kind(root));
-    if ((rc = check_map_keys(c)) != 0)
-        return rc;
-    char *kind = NULL;
-    if ((rc = get_str(c, root, "kind", "kind", &kind)) != 0)
-        return rc;
-    if (kind != NULL && strcmp(kind, "Config") != 0) {
-        rc = fail(c, SW_EINVAL, "kind", "expected Config, got \"%.40s\"", kind);
+    yaml_node_t *roots[SW_KUBECONFIG_FILES_MAX] = {0};
+    for (size_t i = 0; i < n; i++) {
+        struct ctx *c = &cs[i];
+        yaml_node_t *root = yaml_document_get_root_node(c->doc);
+        if (root == NULL) {
+            if (n == 1)
+                return fail(c, SW_EPARSE, NULL, "the file is empty");
+            continue;
+        }
+        if (root->type != YAML_MAPPING_NODE)
+            return fail(c, SW_EPARSE, NULL, "expected a mapping at the top, got %s",
+                        sw_yaml_kind(root));
+        if ((rc = check_map_keys(c)) != 0)
+            return rc;
+        char *kind = NULL;
+        if ((rc = get_str(c, root, "kind", "kind", &kind)) != 0)
+            return rc;
+        if (kind != NULL && strcmp(kind, "Config") != 0) {
+            rc = fail(c, SW_EINVAL, "kind", "expected Config, got \"%.40s\"", kind);
+            sw_free(kind);
+            return rc;
+        }
         sw_free(kind);
-        return rc;
+        roots[i] = root;
     }
-    sw_free(kind);
     if (want != NULL) {
         t->context = sw_strdup(want);
         if (t->context == NULL)
-            return fail(c, SW_ENOMEM, NULL, "out of memory");
+            return fail(&cs[0], SW_ENOMEM, NULL, "out of memory");
     } else {
-        if ((rc = get_str(c, root, "current-context", "current-context", &t->context)) != 0)
-            return rc;
-        if (t->context == NULL || t->context[0] == '\0')
-            return fail(c, SW_EINVAL, "current-context",
-                        "not set: choose a context with --context");
+        for (size_t i = 0; i < n && (t->context == NULL || t->context[0] == '\0'); i++) {
+            sw_free(t->context);
+            t->context = NULL;
+            if (roots[i] != NULL && (rc = get_str(&cs[i], roots[i], "current-context",
+                                                  "current-context", &t->context)) != 0)
+                return rc;
+        }
+        if (t->context == NULL || t->context[0] == '\0') {
+            if (n == 1)
+                return fail(&cs[0], SW_EINVAL, "current-context",
+                            "not set: choose a context with --context");
+            return sw_error_set(cs[0].err, SW_EINVAL,
+                                "kubeconfig \"%.300s\": no file sets current-context: choose a "
+                                "context with --context",
+                                all);
+        }
     }
-    yaml_node_t *cm;
-    if ((rc = find_named(c, root, "contexts", "context", t->context, &cm)) != 0)
-        return rc;
-    set_prefix(c, "context", t->context, NULL, NULL);
-    if (cm == NULL)
-        return fail(c, SW_ENOENT, NULL, "no such context in \"contexts\"");
-    if ((rc = get_str(c, cm, "cluster", "cluster", &t->cluster)) != 0 ||
-        (rc = get_str(c, cm, "user", "user", &t->user)) != 0 ||
-        (rc = get_str(c, cm, "namespace", "namespace", &t->namespace)) != 0)
+    /* The context: the first file with it. */
+    yaml_node_t *cm = NULL;
+    struct ctx *cc = &cs[0];
+    for (size_t i = 0; i < n && cm == NULL; i++) {
+        if (roots[i] == NULL)
+            continue;
+        set_prefix(&cs[i], NULL, NULL, NULL, NULL);
+        if ((rc = find_named(&cs[i], roots[i], "contexts", "context", t->context, &cm)) != 0)
+            return rc;
+        if (cm != NULL)
+            cc = &cs[i];
+    }
+    set_prefix(cc, "context", t->context, NULL, NULL);
+    if (cm == NULL) {
+        if (n == 1)
+            return fail(cc, SW_ENOENT, NULL, "no such context in \"contexts\"");
+        return sw_error_set(cs[0].err, SW_ENOENT,
+                            "kubeconfig \"%.300s\": context \"%.60s\": in the \"contexts\" of no "
+                            "file",
+                            all, t->context);
+    }
+    sw_free(t->source);
+    if ((t->source = sw_strdup(cc->path)) == NULL)
+        return fail(cc, SW_ENOMEM, NULL, "out of memory");
+    if ((rc = get_str(cc, cm, "cluster", "cluster", &t->cluster)) != 0 ||
+        (rc = get_str(cc, cm, "user", "user", &t->user)) != 0 ||
+        (rc = get_str(cc, cm, "namespace", "namespace", &t->namespace)) != 0)
         return rc;
     if (t->cluster == NULL || t->cluster[0] == '\0')
-        return fail(c, SW_EINVAL, "cluster", "missing: the context names no cluster");
+        return fail(cc, SW_EINVAL, "cluster", "missing: the context names no cluster");
 
-    yaml_node_t *clm, *um = NULL;
-    set_prefix(c, NULL, NULL, NULL, NULL);
-    if ((rc = find_named(c, root, "clusters", "cluster", t->cluster, &clm)) != 0)
-        return rc;
-    set_prefix(c, "context", t->context, "cluster", t->cluster);
-    if (clm == NULL)
-        return fail(c, SW_ENOENT, NULL, "no such cluster in \"clusters\"");
-    if ((rc = parse_cluster(c, clm, t)) != 0)
+    /* Its cluster and its user: each from the first file with it. */
+    yaml_node_t *clm = NULL, *um = NULL;
+    struct ctx *clc = cc, *uc = cc;
+    for (size_t i = 0; i < n && clm == NULL; i++) {
+        if (roots[i] == NULL)
+            continue;
+        set_prefix(&cs[i], NULL, NULL, NULL, NULL);
+        if ((rc = find_named(&cs[i], roots[i], "clusters", "cluster", t->cluster, &clm)) != 0)
+            return rc;
+        if (clm != NULL)
+            clc = &cs[i];
+    }
+    set_prefix(clc, "context", t->context, "cluster", t->cluster);
+    if (clm == NULL) {
+        if (n == 1)
+            return fail(clc, SW_ENOENT, NULL, "no such cluster in \"clusters\"");
+        return sw_error_set(cs[0].err, SW_ENOENT,
+                            "kubeconfig \"%.300s\": context \"%.60s\": cluster \"%.60s\": in the "
+                            "\"clusters\" of no file",
+                            all, t->context, t->cluster);
+    }
+    if ((rc = parse_cluster(clc, clm, t)) != 0)
         return rc;
     if (t->user != NULL && t->user[0] != '\0') {
-        set_prefix(c, NULL, NULL, NULL, NULL);
-        if ((rc = find_named(c, root, "users", "user", t->user, &um)) != 0)
-            return rc;
-        set_prefix(c, "context", t->context, "user", t->user);
-        if (um == NULL)
-            return fail(c, SW_ENOENT, NULL, "no such user in \"users\"");
-        if ((rc = parse_user(c, um, t)) != 0)
+        for (size_t i = 0; i < n && um == NULL; i++) {
+            if (roots[i] == NULL)
+                continue;
+            set_prefix(&cs[i], NULL, NULL, NULL, NULL);
+            if ((rc = find_named(&cs[i], roots[i], "users", "user", t->user, &um)) != 0)
+                return rc;
+            if (um != NULL)
+                uc = &cs[i];
+        }
+        set_prefix(uc, "context", t->context, "user", t->user);
+        if (um == NULL) {
+            if (n == 1)
+                return fail(uc, SW_ENOENT, NULL, "no such user in \"users\"");
+            return sw_error_set(cs[0].err, SW_ENOENT,
+                                "kubeconfig \"%.300s\": context \"%.60s\": user \"%.60s\": in the "
+                                "\"users\" of no file",
+                                all, t->context, t->user);
+        }
+        if ((rc = parse_user(uc, um, t)) != 0)
             return rc;
     }
     return 0;
@@ -522,7 +595,7 @@ int sw_kubeconfig_parse(const char *text, size_t len, const char *path, const ch
     }
     struct ctx c = {.doc = &doc, .path = path, .err = err};
     set_prefix(&c, NULL, NULL, NULL, NULL);
-    int rc = parse_doc(&c, context, t);
+    int rc = parse_docs(&c, 1, path, context, t);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     if (rc != 0) {
@@ -626,6 +699,95 @@ int sw_kubeconfig_load(const char *path, const char *context, struct sw_kube_tar
         *out = NULL;
     }
     return rc;
+}
+
+int sw_kubeconfig_load_list(const char *list, const char *context, struct sw_kube_target **out,
+                            struct sw_error *err)
+{
+    *out = NULL;
+    char *paths[SW_KUBECONFIG_FILES_MAX];
+    char *texts[SW_KUBECONFIG_FILES_MAX] = {0};
+    yaml_parser_t parsers[SW_KUBECONFIG_FILES_MAX];
+    yaml_document_t docs[SW_KUBECONFIG_FILES_MAX];
+    struct ctx cs[SW_KUBECONFIG_FILES_MAX];
+    size_t n = 0, loaded = 0, total = 0;
+    int rc = 0;
+    char *copy = sw_strdup(list);
+    if (copy == NULL)
+        return sw_error_set(err, SW_ENOMEM, "KUBECONFIG: out of memory");
+    /* kubectl skips empty entries and files that do not exist. */
+    char *save = NULL;
+    for (char *p = strtok_r(copy, ":", &save); p != NULL; p = strtok_r(NULL, ":", &save)) {
+        total++;
+        if (access(p, F_OK) != 0 && errno == ENOENT)
+            continue;
+        if (n >= SW_KUBECONFIG_FILES_MAX) {
+            sw_free(copy);
+            return sw_error_set(err, SW_EINVAL, "kubeconfig \"%.300s\": more than %d files", list,
+                                SW_KUBECONFIG_FILES_MAX);
+        }
+        paths[n++] = p;
+    }
+    if (n == 0) {
+        rc = sw_error_set(err, SW_ENOENT,
+                          total == 0 ? "kubeconfig \"%.300s\": no file named"
+                                     : "kubeconfig \"%.300s\": none of its files exists",
+                          list);
+        sw_free(copy);
+        return rc;
+    }
+    if (n == 1) {
+        rc = sw_kubeconfig_load(paths[0], context, out, err);
+        sw_free(copy);
+        return rc;
+    }
+    struct sw_kube_target *t = sw_calloc(1, sizeof(*t));
+    if (t == NULL || (t->source = sw_strdup(paths[0])) == NULL) {
+        sw_free(t);
+        sw_free(copy);
+        return sw_error_set(err, SW_ENOMEM, "KUBECONFIG: out of memory");
+    }
+    for (; loaded < n; loaded++) {
+        size_t len;
+        if ((rc = sw_read_file(paths[loaded], SW_KUBECONFIG_MAX, "kubeconfig", &texts[loaded], &len,
+                               err)) != 0)
+            break;
+        if (!yaml_parser_initialize(&parsers[loaded])) {
+            rc =
+                sw_error_set(err, SW_ENOMEM, "kubeconfig \"%.200s\": out of memory", paths[loaded]);
+            break;
+        }
+        yaml_parser_set_input_string(&parsers[loaded], (const unsigned char *)texts[loaded], len);
+        if (!yaml_parser_load(&parsers[loaded], &docs[loaded])) {
+            yaml_parser_t *pp = &parsers[loaded];
+            rc = sw_error_set(err, pp->error == YAML_MEMORY_ERROR ? SW_ENOMEM : SW_EPARSE,
+                              "kubeconfig \"%.200s\": line %zu column %zu: %s%s%s", paths[loaded],
+                              pp->problem_mark.line + 1, pp->problem_mark.column + 1,
+                              pp->problem ? pp->problem : "malformed YAML", pp->context ? " " : "",
+                              pp->context ? pp->context : "");
+            yaml_parser_delete(pp);
+            break;
+        }
+        cs[loaded] = (struct ctx){.doc = &docs[loaded], .path = paths[loaded], .err = err};
+        set_prefix(&cs[loaded], NULL, NULL, NULL, NULL);
+    }
+    if (rc == 0)
+        rc = parse_docs(cs, n, list, context, t);
+    for (size_t i = 0; i < loaded; i++) {
+        yaml_document_delete(&docs[i]);
+        yaml_parser_delete(&parsers[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        sw_free(texts[i]);
+    if (rc == 0)
+        rc = sw_kube_target_load_files(t, err);
+    sw_free(copy);
+    if (rc != 0) {
+        sw_kube_target_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
 }
 
 static void wipe_free(void *p, size_t n)

@@ -102,6 +102,22 @@ int sw_kubeconfig_parse(const char *text, size_t len, const char *path, const ch
 int sw_kubeconfig_load(const char *path, const char *context, struct sw_kube_target **out,
                        struct sw_error *err);
 
+/** At most this many files in a $KUBECONFIG list. */
+#define SW_KUBECONFIG_FILES_MAX 16
+
+/**
+ * Loads the context `context` (NULL: the current-context) from `list`,
+ * files separated by ':' as in $KUBECONFIG, merged as kubectl merges them:
+ * empty entries and files that do not exist are skipped; the first file
+ * that sets current-context sets it; the context, its cluster and its user
+ * are each taken from the first file that has one of that name, its
+ * relative paths resolved against that file's folder. One file is read as
+ * sw_kubeconfig_load reads it. Errors name the file, or the whole list
+ * for what no file has. t->source is the file holding the context.
+ */
+int sw_kubeconfig_load_list(const char *list, const char *context, struct sw_kube_target **out,
+                            struct sw_error *err);
+
 /**
  * Reads certificate-authority, client-certificate, client-key and tokenFile
  * into the corresponding data fields where no inline data was given (inline

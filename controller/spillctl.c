@@ -48,6 +48,7 @@ static void collect_all(void)
     collect(sw_cli_reseal_specs, sw_cli_reseal_nspecs);
     collect(sw_cli_status_specs, sw_cli_status_nspecs);
     collect(sw_cli_logs_specs, sw_cli_logs_nspecs);
+    collect(sw_cli_lint_specs, sw_cli_lint_nspecs);
     collect(sw_cli_drill_specs, sw_cli_drill_nspecs);
     collect(sw_cli_report_specs, sw_cli_report_nspecs);
     collect(sw_cli_simulate_specs, sw_cli_simulate_nspecs);
@@ -111,12 +112,16 @@ static void usage(FILE *out)
 {
     fprintf(out, "Usage: spillctl [GLOBAL OPTIONS] COMMAND [ARGS...]\n\n"
                  "spillctl manages spillway, the burst-to-cloud controller for GPU Jobs.\n"
-                 "Installed as kubectl-spillway too, it runs as \"kubectl spillway\".\n\n"
+                 "Installed as kubectl-spillway too, it runs as \"kubectl spillway\".\n"
+                 "Options go before or after the command's name (spillctl -n research status).\n"
+                 "Exit status: 0 success, 1 failure, 2 bad usage (an option, an argument, -o,\n"
+                 "or a file named on the command line that cannot be read or parsed).\n\n"
                  "Commands:\n");
     list_children(out, "");
     fprintf(out, "\nExamples:\n"
                  "  spillctl cluster list\n"
                  "  spillctl status -n research -w\n"
+                 "  spillctl lint -f train-llama.yaml\n"
                  "  spillctl explain onprem/research/train-llama\n"
                  "  spillctl logs onprem/research/train-llama -f\n"
                  "  kubectl spillway status -o wide\n\n");
@@ -170,6 +175,87 @@ static void resolve(int argc, char **argv, int *used, const struct sw_cli_spec *
         *group = g;
         *used = k + 1;
     }
+}
+
+/*
+ * How many words the options argv[0..n-1] of `spec` take, read as its
+ * parser reads them ("-n NS", "-nNS", "--namespace=NS", a flag alone), or
+ * -1 when a word is not an option of `spec` or a value would run past n.
+ */
+static int leading_options_fit(const struct sw_cli_spec *spec, int n, char **argv)
+{
+    int i = 0;
+    while (i < n) {
+        const char *a = argv[i];
+        if (a[0] != '-' || a[1] == '\0' || strcmp(a, "--") == 0)
+            return -1;
+        const struct sw_cli_opt *o = NULL;
+        int inline_value = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            i++;
+            continue;
+        }
+        for (size_t k = 0; k < spec->nopts && o == NULL; k++) {
+            const struct sw_cli_opt *c = &spec->opts[k];
+            size_t len = strlen(c->name);
+            if (a[1] == '-' && strncmp(a + 2, c->name, len) == 0 &&
+                (a[2 + len] == '\0' || a[2 + len] == '=')) {
+                o = c;
+                inline_value = a[2 + len] == '=';
+            } else if (a[1] != '-' && c->shorthand != 0 && a[1] == c->shorthand) {
+                o = c;
+                inline_value = a[2] != '\0';
+            }
+        }
+        if (o == NULL)
+            return -1;
+        i += o->kind == SW_CLI_FLAG || inline_value ? 1 : 2;
+    }
+    return i == n ? n : -1;
+}
+
+/*
+ * kubectl's habit: a command's own options before its name
+ * (`spillctl -n research status`, `spillctl -A status`). The global
+ * options are already out of argv. When argv[1..] starts with options,
+ * finds the first word k after which the rest names a command whose
+ * options the leading words are, and moves the command's words to the
+ * front: argv becomes [spillctl, COMMAND WORDS, LEADING OPTIONS, REST]
+ * (before any "--" of REST, so they stay options). When no word fits, the
+ * first command named after the options takes them, so that its parser
+ * names the option it lacks.
+ */
+static void hoist_leading_options(int argc, char **argv)
+{
+    int first = -1, first_used = 0;
+    for (int k = 2; k < argc; k++) {
+        if (argv[k][0] == '-' || strcmp(argv[k - 1], "--") == 0)
+            continue;
+        int used;
+        const struct sw_cli_spec *spec;
+        const char *group;
+        resolve(argc - k, argv + k, &used, &spec, &group);
+        if (spec == NULL)
+            continue;
+        if (first < 0)
+            first = k, first_used = used;
+        if (leading_options_fit(spec, k - 1, argv + 1) == k - 1) {
+            first = k, first_used = used;
+            break;
+        }
+    }
+    if (first < 0)
+        return;
+    /* Rotate argv[1..first+used-1] so that the command's words come first. */
+    char *words[8];
+    int nw = first_used;
+    if (nw > (int)(sizeof(words) / sizeof(words[0])))
+        return;
+    for (int i = 0; i < nw; i++)
+        words[i] = argv[first + i];
+    memmove(argv + 1 + nw, argv + 1, (size_t)(first - 1) * sizeof(*argv));
+    for (int i = 0; i < nw; i++)
+        argv[1 + i] = words[i];
 }
 
 /* "unknown command" with the nearest command under `group`. */
@@ -248,6 +334,8 @@ int main(int argc, char **argv)
     int used;
     const struct sw_cli_spec *spec;
     const char *group;
+    if (argv[1][0] == '-' && argv[1][1] != '\0' && strcmp(argv[1], "--") != 0)
+        hoist_leading_options(argc, argv);
     resolve(argc - 1, argv + 1, &used, &spec, &group);
     if (spec == NULL) {
         if (used == 0)
@@ -272,6 +360,10 @@ int main(int argc, char **argv)
     if (a.help) {
         sw_cli_spec_help(stdout, spec);
         return SW_EXIT_OK;
+    }
+    if (sw_cli_output_check(spec, &g, &err) != 0) {
+        fprintf(stderr, "spillctl %s: %s\n", spec->path, err.msg);
+        return SW_EXIT_USAGE;
     }
     return spec->run(&g, &a);
 }

@@ -87,6 +87,82 @@ static const cJSON *get_array(const cJSON *root, const char *field, bool require
     return a;
 }
 
+/* The fields each object of the file may have: anything else is refused,
+ * naming it (a misspelt "qoutas" would otherwise be ignored in silence). */
+static const char *const top_fields[] = {"pools",        "links",  "quotas", "budgets",
+                                         "job_defaults", "origin", NULL};
+static const char *const pool_fields[] = {"name",
+                                          "cluster",
+                                          "region",
+                                          "flavour",
+                                          "capacity",
+                                          "product",
+                                          "gpus",
+                                          "max_gpus",
+                                          "gpu_memory_gb",
+                                          "provision_seconds",
+                                          "price_per_gpu_hour",
+                                          "interruptions_per_hour",
+                                          "gpus_per_instance",
+                                          "gpu_sharing",
+                                          "mig",
+                                          "interconnect",
+                                          NULL};
+static const char *const mig_fields[] = {"profile", "per_gpu", "gpus", NULL};
+static const char *const link_fields[] = {"from", "to", "price_per_gb", "bandwidth_gbps", NULL};
+static const char *const quota_fields[] = {"team",    "flavour",         "cohort",
+                                           "nominal", "borrowing_limit", NULL};
+static const char *const budget_fields[] = {"team", "cap", NULL};
+static const char *const defaults_fields[] = {"checkpoint_seconds",
+                                              "restart_seconds",
+                                              "input_gb",
+                                              "input_region",
+                                              "burst",
+                                              "deadline_slack",
+                                              "deadline_allowance_seconds",
+                                              "deadline_fraction",
+                                              "input_gb_sigma",
+                                              "output_gb",
+                                              "output_gb_sigma",
+                                              "output_region",
+                                              "max_preemptions",
+                                              "runtime_prior_seconds",
+                                              "runtime_prior_sigma",
+                                              "annotation_sigma",
+                                              "runtime_min_runs",
+                                              NULL};
+
+/* Refuses a member of `o` not in `fields`: "FILE: PATH: field "k": unknown
+ * (expected a, b, ...)" (no PATH at the top). Not an object: left to the
+ * readers of its fields, which say so. */
+static int check_fields(const cJSON *o, const char *const *fields, const char *what,
+                        const char *path, struct sw_error *err)
+{
+    if (!cJSON_IsObject(o))
+        return 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, o)
+    {
+        size_t i = 0;
+        while (fields[i] != NULL && strcmp(fields[i], m->string) != 0)
+            i++;
+        if (fields[i] != NULL)
+            continue;
+        char expected[512] = "";
+        size_t used = 0;
+        for (i = 0; fields[i] != NULL && used < sizeof(expected); i++) {
+            int w = snprintf(expected + used, sizeof(expected) - used, "%s%s", i ? ", " : "",
+                             fields[i]);
+            if (w < 0)
+                break;
+            used += (size_t)w;
+        }
+        return sw_error_set(err, SW_EPARSE, "%s: %s%sfield \"%.60s\": unknown (expected %s)", what,
+                            path ? path : "", path ? ": " : "", m->string, expected);
+    }
+    return 0;
+}
+
 /* MIG profiles ("mig": [{"profile": "1g.10gb", "per_gpu": 7, "gpus": 2}]):
  * an owned pool has `gpus` of its GPUs partitioned into per_gpu slices of
  * the profile (no longer whole GPUs); a cloud pool partitions every GPU it
@@ -118,6 +194,8 @@ static int parse_mig(const cJSON *o, const char *what, const char *path, struct 
         if (!cJSON_IsObject(it))
             return sw_error_set(err, SW_EPARSE, "%s: expected an object, got %s", ctx,
                                 sw_json_type_name(it));
+        if ((rc = check_fields(it, mig_fields, what, mpath, err)) != 0)
+            return rc;
         if ((rc = sw_json_string(it, "profile", true, ctx, &profile, err)) != 0)
             return rc;
         if (!sw_mig_profile_valid(profile))
@@ -159,6 +237,8 @@ static int parse_pool(const cJSON *o, const char *what, const char *path, struct
 {
     int rc;
     char cap[SW_NAME_MAX] = "";
+    if ((rc = check_fields(o, pool_fields, what, path, err)) != 0)
+        return rc;
     if ((rc = get_name(o, "name", true, what, path, p->name, err)) != 0 ||
         (rc = get_name(o, "cluster", false, what, path, p->cluster, err)) != 0 ||
         (rc = get_name(o, "region", true, what, path, p->region, err)) != 0 ||
@@ -276,6 +356,8 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
         rc = sw_error_set(err, SW_EPARSE, "%s: expected a JSON object", what);
         goto out;
     }
+    if ((rc = check_fields(root, top_fields, what, NULL, err)) != 0)
+        goto out;
     a = get_array(root, "pools", true, what, &n, err);
     if (a == NULL || n == 0) {
         rc = a == NULL ? SW_EPARSE
@@ -304,7 +386,8 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
     {
         struct sw_link *l = &out->links[i];
         snprintf(path, sizeof(path), "links[%zu]", i);
-        if ((rc = get_name(it, "from", true, what, path, l->from, err)) != 0 ||
+        if ((rc = check_fields(it, link_fields, what, path, err)) != 0 ||
+            (rc = get_name(it, "from", true, what, path, l->from, err)) != 0 ||
             (rc = get_name(it, "to", true, what, path, l->to, err)) != 0 ||
             (rc = get_num(it, "price_per_gb", true, what, path, SW_MAX_PRICE, &l->price_per_gb,
                           err)) != 0 ||
@@ -326,7 +409,8 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
         struct sw_quota *q = &out->quotas[i];
         snprintf(path, sizeof(path), "quotas[%zu]", i);
         q->borrowing_limit = -1;
-        if ((rc = get_name(it, "team", true, what, path, q->team, err)) != 0 ||
+        if ((rc = check_fields(it, quota_fields, what, path, err)) != 0 ||
+            (rc = get_name(it, "team", true, what, path, q->team, err)) != 0 ||
             (rc = get_name(it, "flavour", true, what, path, q->flavour, err)) != 0 ||
             (rc = get_name(it, "cohort", false, what, path, q->cohort, err)) != 0 ||
             (rc = get_int(it, "nominal", true, what, path, &q->nominal, false, err)) != 0 ||
@@ -347,7 +431,8 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
     {
         struct sw_budget *b = &out->budgets[i];
         snprintf(path, sizeof(path), "budgets[%zu]", i);
-        if ((rc = get_name(it, "team", true, what, path, b->team, err)) != 0 ||
+        if ((rc = check_fields(it, budget_fields, what, path, err)) != 0 ||
+            (rc = get_name(it, "team", true, what, path, b->team, err)) != 0 ||
             (rc = get_num(it, "cap", true, what, path, INFINITY, &b->cap, err)) != 0)
             goto out;
         out->n_budgets = ++i;
@@ -364,7 +449,8 @@ int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_c
     if (jd != NULL) {
         char burst[SW_NAME_MAX] = "auto";
         const char *p = "job_defaults";
-        if ((rc = get_num(jd, "checkpoint_seconds", false, what, p, SW_MAX_SECONDS,
+        if ((rc = check_fields(jd, defaults_fields, what, p, err)) != 0 ||
+            (rc = get_num(jd, "checkpoint_seconds", false, what, p, SW_MAX_SECONDS,
                           &d->checkpoint_s, err)) != 0 ||
             (rc = get_num(jd, "restart_seconds", false, what, p, SW_MAX_SECONDS, &d->restart_s,
                           err)) != 0 ||

@@ -63,7 +63,9 @@ struct sw_clusters {
  * Parses `len` bytes of JSON into `out` (caller zero-initialises, frees with
  * sw_clusters_free, also after a failure). `what` names the file in errors,
  * which name the field: `lab.json: field "pools[1].price_per_gpu_hour":
- * expected a number, got a string`.
+ * expected a number, got a string`. A field the format does not have is
+ * refused, naming it and the fields expected there (`lab.json: field
+ * "qoutas": unknown (expected pools, links, ...)`).
  */
 int sw_clusters_parse(const char *buf, size_t len, const char *what, struct sw_clusters *out,
                       struct sw_error *err);

@@ -252,3 +252,38 @@ void sw_cli_spec_help(FILE *out, const struct sw_cli_spec *spec)
         fprintf(out, "\nExamples:\n%s", spec->examples);
     fprintf(out, "\n" SW_CLI_GLOBAL_HELP);
 }
+
+int sw_cli_output_check(const struct sw_cli_spec *spec, const struct sw_cli_globals *g,
+                        struct sw_error *err)
+{
+    if (!g->output_given || (spec->formats & SW_CLI_FMT(g->output)) != 0)
+        return 0;
+    if (spec->formats == 0) {
+        if (g->output == SW_CLI_TABLE)
+            return 0;
+        return sw_error_set(err, SW_EINVAL,
+                            "-o %s: this command prints no list and takes no -o (see spillctl "
+                            "%s --help)",
+                            sw_cli_format_name(g->output), spec->path);
+    }
+    char names[128] = "";
+    size_t used = 0, n = 0, total = 0;
+    for (int f = SW_CLI_TABLE; f <= SW_CLI_JSONPATH; f++)
+        total += (spec->formats & SW_CLI_FMT(f)) != 0;
+    for (int f = SW_CLI_TABLE; f <= SW_CLI_JSONPATH; f++) {
+        if ((spec->formats & SW_CLI_FMT(f)) == 0)
+            continue;
+        n++;
+        int w = snprintf(names + used, sizeof(names) - used, "%s%s",
+                         n == 1       ? ""
+                         : n == total ? " or "
+                                      : ", ",
+                         f == SW_CLI_JSONPATH ? "jsonpath=TEMPLATE"
+                                              : sw_cli_format_name((enum sw_cli_format)f));
+        if (w < 0 || (size_t)w >= sizeof(names) - used)
+            break;
+        used += (size_t)w;
+    }
+    return sw_error_set(err, SW_EINVAL, "-o %s: expected %s here (see spillctl %s --help)",
+                        sw_cli_format_name(g->output), names, spec->path);
+}

@@ -44,6 +44,17 @@ struct sw_cli_opt {
 
 struct sw_cli_args;
 
+/** A bit of sw_cli_spec.formats per -o format (enum sw_cli_format). */
+#define SW_CLI_FMT(f) (1u << (f))
+/** Every format: the listing commands. */
+#define SW_CLI_FMT_LIST                                                                            \
+    (SW_CLI_FMT(SW_CLI_TABLE) | SW_CLI_FMT(SW_CLI_WIDE) | SW_CLI_FMT(SW_CLI_JSON) |                \
+     SW_CLI_FMT(SW_CLI_YAML) | SW_CLI_FMT(SW_CLI_CSV) | SW_CLI_FMT(SW_CLI_NAME) |                  \
+     SW_CLI_FMT(SW_CLI_JSONPATH))
+/** One object, printed as text, JSON or YAML. */
+#define SW_CLI_FMT_OBJECT                                                                          \
+    (SW_CLI_FMT(SW_CLI_TABLE) | SW_CLI_FMT(SW_CLI_JSON) | SW_CLI_FMT(SW_CLI_YAML))
+
 /** One command of spillctl. The strings are borrowed (literals). */
 struct sw_cli_spec {
     const char *path;     /* words after "spillctl": "cluster add" */
@@ -53,6 +64,10 @@ struct sw_cli_spec {
     const struct sw_cli_opt *opts;
     size_t nopts;
     int min_pos, max_pos; /* how many positional arguments it takes */
+    /* The -o formats it prints (SW_CLI_FMT_* bits); 0: it prints no list
+     * and takes no -o (an explicit -o table is let through). spillctl.c
+     * refuses any other -o before the command runs, naming these. */
+    unsigned formats;
     /** Runs the command; returns the process's exit status (0, 1 or 2). */
     int (*run)(const struct sw_cli_globals *g, const struct sw_cli_args *a);
 };
@@ -112,6 +127,15 @@ int sw_cli_duration_parse(const char *s, double *seconds);
  * as far from everything.
  */
 size_t sw_cli_edit_distance(const char *a, const char *b);
+
+/**
+ * Checks the global -o against what `spec` prints (spec->formats): 0, or
+ * SW_EINVAL with a message naming the value and the formats accepted
+ * ("-o csv: expected table, json or yaml here"), or saying the command
+ * takes no -o.
+ */
+int sw_cli_output_check(const struct sw_cli_spec *spec, const struct sw_cli_globals *g,
+                        struct sw_error *err);
 
 /** Prints a command's help: its text, its examples, the global-options line. */
 void sw_cli_spec_help(FILE *out, const struct sw_cli_spec *spec);

@@ -129,23 +129,6 @@ struct env {
     struct sw_redis *redis;
 };
 
-static int env_open(struct env *e, const char *redis_url)
-{
-    memset(e, 0, sizeof(*e));
-    if (uv_loop_init(&e->loop) != 0 || sw_http_new(&e->loop, &e->http) != 0) {
-        fprintf(stderr, "spillctl cluster: cannot start the event loop\n");
-        return SW_EXIT_FAIL;
-    }
-    if (redis_url == NULL)
-        return 0;
-    struct sw_error err;
-    if (sw_redis_connect(&e->loop, redis_url, NULL, NULL, &e->redis, &err) != 0) {
-        fprintf(stderr, "spillctl cluster: %s\n", err.msg);
-        return SW_EXIT_FAIL;
-    }
-    return 0;
-}
-
 static void env_close(struct env *e)
 {
     if (e->redis)
@@ -154,6 +137,30 @@ static void env_close(struct env *e)
         sw_http_free(e->http);
     uv_run(&e->loop, UV_RUN_DEFAULT);
     uv_loop_close(&e->loop);
+}
+
+static int env_open(struct env *e, const char *redis_url, const char *cmd)
+{
+    memset(e, 0, sizeof(*e));
+    if (uv_loop_init(&e->loop) != 0 || sw_http_new(&e->loop, &e->http) != 0) {
+        fprintf(stderr, "spillctl cluster %s: cannot start the event loop\n", cmd);
+        return SW_EXIT_FAIL;
+    }
+    if (redis_url == NULL)
+        return 0;
+    /* Reached first as every other command reaches it, so that an
+     * unreachable Redis is said in the same words (sw_redis_sync_connect's)
+     * rather than by the reconnecting client's log. */
+    struct sw_error err;
+    redisContext *probe = NULL;
+    if (sw_redis_sync_connect(redis_url, 5000, &probe, &err) == 0) {
+        sw_redis_sync_free(probe);
+        if (sw_redis_connect(&e->loop, redis_url, NULL, NULL, &e->redis, &err) == 0)
+            return 0;
+    }
+    fprintf(stderr, "spillctl cluster %s: %s\n", cmd, err.msg);
+    env_close(e); /* a caller closes nothing after a failure */
+    return SW_EXIT_FAIL;
 }
 
 struct wait {
@@ -340,7 +347,7 @@ static int load_spec(struct args *a, struct sw_cluster_spec *spec)
             (sw_cluster_spec_parse(text, len, a->spec_file, spec, &err) != 0 &&
              (sw_free(text), 1))) {
             fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
-            return SW_EXIT_FAIL;
+            return SW_EXIT_USAGE; /* as a bad flag: the spec file holds flags */
         }
         sw_free(text);
     }
@@ -508,30 +515,56 @@ static int cmd_add(struct args *a)
                 a->name ? ", got \"" : "", a->name ? a->name : "", a->name ? "\"" : "");
         return SW_EXIT_USAGE;
     }
+    /* As kubectl: --kubeconfig FILE, else $KUBECONFIG (files separated by
+     * ':', merged), else the pod's own cluster when in one. */
+    const char *env_list = getenv("KUBECONFIG");
+    const char *kubeconfigs = a->kubeconfig != NULL
+                                  ? a->kubeconfig
+                                  : (env_list != NULL && env_list[0] != '\0' ? env_list : NULL);
+    if (kubeconfigs == NULL && !sw_kube_incluster_available() && !a->dry_run) {
+        fprintf(stderr,
+                "spillctl cluster add %s: --kubeconfig FILE (or KUBECONFIG) is required outside "
+                "a cluster (in-cluster configuration needs KUBERNETES_SERVICE_HOST, "
+                "KUBERNETES_SERVICE_PORT and a token in \"%s\")\n",
+                a->name, sw_kube_serviceaccount_dir());
+        return SW_EXIT_USAGE;
+    }
+    if (kubeconfigs == NULL && a->context != NULL) {
+        fprintf(stderr,
+                "spillctl cluster add %s: --context needs a kubeconfig (--kubeconfig FILE or "
+                "KUBECONFIG); the in-cluster configuration has no contexts\n",
+                a->name);
+        return SW_EXIT_USAGE;
+    }
     if (a->dry_run) {
-        /* The spec file and flags only: no cluster, Redis or key. */
+        /* The spec file, the flags and the kubeconfig: no cluster, Redis
+         * or key. */
         struct sw_cluster_spec spec;
         int rc = load_spec(a, &spec);
         if (rc != 0)
             return rc;
+        struct sw_kube_target *t = NULL;
+        struct sw_error err;
+        if (kubeconfigs != NULL &&
+            (a->kubeconfig != NULL
+                 ? sw_kubeconfig_load(a->kubeconfig, a->context, &t, &err)
+                 : sw_kubeconfig_load_list(kubeconfigs, a->context, &t, &err)) != 0) {
+            fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
+            return SW_EXIT_USAGE;
+        }
         printf("cluster %s: role %s, region %s, %zu pool%s%s%s; nothing contacted or stored "
                "(--dry-run)\n",
                a->name, sw_cluster_role_name(spec.role), spec.region, spec.npools,
                spec.npools == 1 ? "" : "s", spec.local_queue[0] ? ", LocalQueue " : "",
                spec.local_queue);
+        if (t != NULL)
+            printf("kubeconfig \"%s\": context %s, server %s\n", t->source, t->context, t->server);
+        else if (sw_kube_incluster_available())
+            printf("in-cluster configuration: the cluster this pod runs in\n");
+        else
+            printf("no kubeconfig: add needs --kubeconfig FILE or KUBECONFIG outside a pod\n");
+        sw_kube_target_free(t);
         return SW_EXIT_OK;
-    }
-    if (a->kubeconfig == NULL && !sw_kube_incluster_available()) {
-        fprintf(stderr,
-                "spillctl cluster add %s: --kubeconfig FILE is required outside a cluster "
-                "(in-cluster configuration needs KUBERNETES_SERVICE_HOST, "
-                "KUBERNETES_SERVICE_PORT and a token in \"%s\")\n",
-                a->name, sw_kube_serviceaccount_dir());
-        return SW_EXIT_USAGE;
-    }
-    if (a->kubeconfig == NULL && a->context != NULL) {
-        fprintf(stderr, "spillctl cluster add %s: --context needs --kubeconfig\n", a->name);
-        return SW_EXIT_USAGE;
     }
     int rc = need_redis(a);
     if (rc != 0)
@@ -551,17 +584,19 @@ static int cmd_add(struct args *a)
      * names the token file and holds no token, so what is sealed is the
      * file's path: the hub reads the token its own pod has, as it rotates. */
     if ((a->kubeconfig != NULL ? sw_kubeconfig_load(a->kubeconfig, a->context, &t, &err)
+         : kubeconfigs != NULL ? sw_kubeconfig_load_list(kubeconfigs, a->context, &t, &err)
                                : sw_kube_incluster_load(&t, &err)) != 0) {
         fprintf(stderr, "spillctl cluster add %s: %s\n", a->name, err.msg);
         sw_seal_key_free(key);
-        return SW_EXIT_FAIL;
+        /* A kubeconfig that cannot be read or does not parse: bad usage. */
+        return kubeconfigs != NULL ? SW_EXIT_USAGE : SW_EXIT_FAIL;
     }
     snprintf(rec.server, sizeof(rec.server), "%s", t->server);
     snprintf(rec.context, sizeof(rec.context), "%s", t->context);
     snprintf(rec.auth_kind, sizeof(rec.auth_kind), "%s", sw_kube_target_auth_kind(t));
 
     struct env e;
-    if (env_open(&e, a->redis) != 0) {
+    if (env_open(&e, a->redis, a->cmd) != 0) {
         sw_kube_target_free(t);
         sw_seal_key_free(key);
         return SW_EXIT_FAIL;
@@ -1254,12 +1289,23 @@ static int cmd_list_show(struct args *a, int show)
     }
     struct sw_seal_key *key = NULL;
     struct sw_error err;
+    /* Probing opens each member's credentials, so it needs the sealing
+     * key; without one given, list what Redis holds (as --no-probe) and
+     * say so, as the other read-only commands need no key. A key given
+     * that cannot be read is still an error. */
     if (!a->no_probe && sw_cli_secret_key(a->g, &key, &err) != 0) {
-        fprintf(stderr, "spillctl cluster %s: %s (or use --no-probe)\n", a->cmd, err.msg);
-        return SW_EXIT_FAIL;
+        if (err.code != SW_ENOENT || a->g->secret_key_file != NULL) {
+            fprintf(stderr, "spillctl cluster %s: %s (or use --no-probe)\n", a->cmd, err.msg);
+            return SW_EXIT_FAIL;
+        }
+        fprintf(stderr,
+                "spillctl cluster %s: not probing the clusters: no secret key (give "
+                "--secret-key-file FILE to probe them; --no-probe says this is meant)\n",
+                a->cmd);
+        a->no_probe = 1;
     }
     struct env e;
-    if (env_open(&e, a->redis) != 0) {
+    if (env_open(&e, a->redis, a->cmd) != 0) {
         sw_seal_key_free(key);
         return SW_EXIT_FAIL;
     }
@@ -1327,7 +1373,7 @@ static int cmd_remove(struct args *a)
         return SW_EXIT_USAGE;
     }
     struct env e;
-    if (env_open(&e, a->redis) != 0)
+    if (env_open(&e, a->redis, a->cmd) != 0)
         return SW_EXIT_FAIL;
     struct put_wait w = {0};
     rc = sw_registry_remove(e.redis, a->name, on_put, &w);
@@ -1416,7 +1462,8 @@ static const struct sw_cli_opt probe_opts[] = {
 const struct sw_cli_spec sw_cli_cluster_specs[] = {
     {.path = "cluster add",
      .summary = "check access to a cluster and register it",
-     .help = "Usage: spillctl cluster add NAME [--kubeconfig FILE] --role onprem|cloud --region R\n"
+     .help = "Usage: spillctl cluster add NAME [--kubeconfig FILE] [--context NAME]\n"
+             "                            --role onprem|cloud --region R\n"
              "                            [--pool SPEC]... [--local-queue NAME] [--spec FILE]\n"
              "                            [--namespaces LIST] [--replace] [--dry-run]\n"
              "\n"
@@ -1427,13 +1474,16 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
              "to Redis.\n"
              "\n"
              "Options:\n"
-             "  --kubeconfig FILE  the kubeconfig to reach the cluster; without it, in a pod,\n"
-             "                     the cluster the pod runs in (in-cluster configuration:\n"
+             "  --kubeconfig FILE  the kubeconfig to reach the cluster; without it, $KUBECONFIG\n"
+             "                     (files separated by ':', merged as kubectl merges them);\n"
+             "                     without either, in a pod, the cluster the pod runs in\n"
+             "                     (in-cluster configuration:\n"
              "                     KUBERNETES_SERVICE_HOST/PORT and the ServiceAccount's token\n"
              "                     and CA in " SW_SERVICEACCOUNT_DIR ",\n"
              "                     or $" SW_SERVICEACCOUNT_DIR_ENV "); the token file's path\n"
              "                     is registered, not the token, and read by the hub\n"
-             "  --context NAME     the kubeconfig context (default: its current-context)\n"
+             "  --context NAME     the kubeconfig's context (default: its current-context,\n"
+             "                     the first one set in $KUBECONFIG's files)\n"
              "  --role ROLE        onprem (owned capacity) or cloud\n"
              "  --region REGION    the cluster's region, e.g. us-east-1\n"
              "  --pool SPEC        a GPU pool, repeatable: name=N,capacity=owned|on-demand|spot,\n"
@@ -1456,8 +1506,9 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
              "  --spec FILE        role, region and pools from a cluster spec file\n"
              "                     (YAML, see docs/clusters.md); flags override it\n"
              "  --replace          overwrite an existing record of the same name\n"
-             "  --dry-run          check NAME, the spec file and the flags, print the result\n"
-             "                     and stop: no cluster, Redis or key is needed or touched\n"
+             "  --dry-run          check NAME, the spec file, the flags and the kubeconfig,\n"
+             "                     print the result (the context and server chosen) and\n"
+             "                     stop: no cluster, Redis or key is needed or touched\n"
              "\n"
              "Redis (--redis) and the key sealing credentials (--secret-key-file) are\n"
              "global options.\n",
@@ -1472,26 +1523,32 @@ const struct sw_cli_spec sw_cli_cluster_specs[] = {
      .max_pos = 1,
      .run = run_add},
     {.path = "cluster list",
+     .formats = SW_CLI_FMT_LIST,
      .summary =
          "registered clusters with health, free/total GPUs, nodes, ceiling and room per pool",
      .help = "Usage: spillctl cluster list [--no-probe] [-o table|wide|json|yaml|name]\n"
              "\n"
              "Every registered cluster, probed live (/readyz, nodes, pods) for health and\n"
-             "free/total GPUs per pool. No credential is ever printed.\n"
+             "free/total GPUs per pool. No credential is ever printed. Probing opens the\n"
+             "clusters' credentials with the sealing key (--secret-key-file); without a\n"
+             "key, the clusters are listed as Redis holds them, as --no-probe does, and\n"
+             "a line on stderr says they were not probed.\n"
              "\n"
              "Options:\n"
-             "  --no-probe         do not contact the clusters\n",
+             "  --no-probe         do not contact the clusters (no key needed)\n",
      .examples = "  spillctl cluster list\n"
                  "  spillctl cluster list -o wide --no-probe\n",
      .opts = probe_opts,
      .nopts = 1,
      .run = run_list},
     {.path = "cluster show",
+     .formats = SW_CLI_FMT_OBJECT,
      .summary = "one cluster in detail",
      .help = "Usage: spillctl cluster show NAME [--no-probe] [-o json|yaml]\n"
              "\n"
              "One cluster in detail; with -o json or yaml, the same object as one item of\n"
-             "cluster list.\n"
+             "cluster list. Without a sealing key, not probed (as --no-probe), said on\n"
+             "stderr.\n"
              "\n"
              "Options:\n"
              "  --no-probe         do not contact the cluster\n",

@@ -27,7 +27,7 @@ enum { SW_EXIT_OK = 0, SW_EXIT_FAIL = 1, SW_EXIT_USAGE = 2 };
 /*
  * Each file's commands (struct sw_cli_spec, controller/cli/args.h), listed
  * by spillctl.c: cluster add|list|show|remove; replicate ...; reseal;
- * status, explain, hub status; logs; drill ...; report chargeback;
+ * status, explain, hub status; logs; lint; drill ...; report chargeback;
  * simulate; completion; version.
  */
 #define SW_CLI_SPECS(file)                                                                         \
@@ -38,6 +38,7 @@ SW_CLI_SPECS(replicate);
 SW_CLI_SPECS(reseal);
 SW_CLI_SPECS(status);
 SW_CLI_SPECS(logs);
+SW_CLI_SPECS(lint);
 SW_CLI_SPECS(drill);
 SW_CLI_SPECS(report);
 SW_CLI_SPECS(simulate);

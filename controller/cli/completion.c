@@ -139,8 +139,11 @@ static void bash(FILE *out, const struct sw_cli_spec *const *all, size_t n)
             "  echo \"--redis-password-file --sentinel-password-file --secret-key-file --key-file");
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < all[i]->nopts; k++)
-            if (all[i]->opts[k].metavar != NULL && strstr(all[i]->opts[k].metavar, "FILE"))
+            if (all[i]->opts[k].metavar != NULL && strstr(all[i]->opts[k].metavar, "FILE")) {
                 fprintf(out, " --%s", all[i]->opts[k].name);
+                if (all[i]->opts[k].shorthand != 0) /* lint -f */
+                    fprintf(out, " -%c", all[i]->opts[k].shorthand);
+            }
     fprintf(out, "\"\n"
                  "}\n"
                  "complete -F _spillctl spillctl kubectl-spillway\n");

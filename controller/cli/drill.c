@@ -1508,6 +1508,7 @@ static const struct sw_cli_opt history_opts[] = {
 
 const struct sw_cli_spec sw_cli_drill_specs[] = {
     {.path = "drill cluster-loss",
+     .formats = SW_CLI_FMT_OBJECT,
      .summary = "fence a member cluster; the hub places its Jobs again",
      .help = "Usage: spillctl drill cluster-loss --cluster NAME [options]\n"
              "\n"
@@ -1523,6 +1524,7 @@ const struct sw_cli_spec sw_cli_drill_specs[] = {
      .nopts = NOPTS(cluster_opts),
      .run = run_cluster_loss},
     {.path = "drill region-loss",
+     .formats = SW_CLI_FMT_OBJECT,
      .summary = "fence every member in a region; check the registries read there",
      .help = "Usage: spillctl drill region-loss --region R [options]\n"
              "\n"
@@ -1537,6 +1539,7 @@ const struct sw_cli_spec sw_cli_drill_specs[] = {
      .nopts = NOPTS(region_opts),
      .run = run_region_loss},
     {.path = "drill hub-loss",
+     .formats = SW_CLI_FMT_OBJECT,
      .summary = "kill the leading spillwayd and time the standby's takeover",
      .help = "Usage: spillctl drill hub-loss [--signal KILL|STOP] [options]\n"
              "\n"
@@ -1553,6 +1556,7 @@ const struct sw_cli_spec sw_cli_drill_specs[] = {
      .nopts = NOPTS(hub_opts),
      .run = run_hub_loss},
     {.path = "drill redis-failover",
+     .formats = SW_CLI_FMT_OBJECT,
      .summary = "fail the Redis master over through Sentinel; time the hub's re-take",
      .help = "Usage: spillctl drill redis-failover [options]\n"
              "\n"
@@ -1566,6 +1570,7 @@ const struct sw_cli_spec sw_cli_drill_specs[] = {
      .nopts = NOPTS(redis_opts),
      .run = run_redis_failover},
     {.path = "drill history",
+     .formats = SW_CLI_FMT_LIST,
      .summary = "the drills that ran, or one drill's whole report",
      .help = "Usage: spillctl drill history [ID] [--limit N] [--report FILE]\n"
              "\n"

@@ -57,10 +57,15 @@ struct ctx {
     int loop_open;
 };
 
+/* The command running ("replicate list"), for messages, and whether its
+ * failure is that no Redis was given (a usage error, as for every command). */
+static const char *running = "replicate";
+static int no_redis_given;
+
 static int fail(const struct sw_error *e)
 {
-    fprintf(stderr, "spillctl replicate: %s\n", e->msg[0] ? e->msg : sw_strerror(e->code));
-    return SW_EXIT_FAIL;
+    fprintf(stderr, "spillctl %s: %s\n", running, e->msg[0] ? e->msg : sw_strerror(e->code));
+    return no_redis_given ? SW_EXIT_USAGE : SW_EXIT_FAIL;
 }
 
 static int open_redis(struct ctx *c, struct sw_error *err)
@@ -69,6 +74,7 @@ static int open_redis(struct ctx *c, struct sw_error *err)
         return 0;
     char url[SW_CLI_REDIS_URL_MAX];
     int rc = sw_cli_redis_url(c->g, url, sizeof(url), err);
+    no_redis_given = rc != 0 && c->g->redis_url == NULL;
     if (rc == 0)
         rc = sw_redis_sync_connect(url, 5000, &c->redis, err);
     memset(url, 0, sizeof(url)); /* it may hold the password */
@@ -825,6 +831,7 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a, cons
     struct sw_error err;
     char name[64];
     snprintf(name, sizeof(name), "spillctl replicate %s", what);
+    running = a->spec->path;
     /* -o applies to the listings only. */
     if (!listing && sw_cli_no_output_format(g, name, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
@@ -1066,6 +1073,7 @@ const struct sw_cli_spec sw_cli_replicate_specs[] = {
      .max_pos = 1,
      .run = run_store_add},
     {.path = "replicate store list",
+     .formats = SW_CLI_FMT_LIST,
      .summary = "registered object stores",
      .help = "Usage: spillctl replicate store list [-o table|wide|json|yaml|name]\n"
              "\n"
@@ -1104,6 +1112,7 @@ const struct sw_cli_spec sw_cli_replicate_specs[] = {
      .max_pos = 1,
      .run = run_add},
     {.path = "replicate list",
+     .formats = SW_CLI_FMT_LIST,
      .summary = "the replication rules",
      .help = "Usage: spillctl replicate list [-o table|wide|json|yaml|name]\n",
      .examples = "  spillctl replicate list -o wide\n",
@@ -1116,6 +1125,7 @@ const struct sw_cli_spec sw_cli_replicate_specs[] = {
      .max_pos = 1,
      .run = run_remove},
     {.path = "replicate status",
+     .formats = SW_CLI_FMT_LIST,
      .summary = "RPO per target and open uploads",
      .help = "Usage: spillctl replicate status [RULE] [--metrics] [-o table|wide|json|yaml]\n"
              "\n"

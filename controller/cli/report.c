@@ -41,7 +41,8 @@ static int parse_date(const char *opt, const char *s, double *out)
     const char *why = NULL;
     if (sw_parse_rfc3339(t, &ms, &why) != 0) {
         fprintf(stderr,
-                "spillctl report: %s: expected YYYY-MM-DD or an RFC 3339 time, got \"%s\"%s%s\n",
+                "spillctl report chargeback: %s: expected YYYY-MM-DD or an RFC 3339 time, got "
+                "\"%s\"%s%s\n",
                 opt, s, why ? ": " : "", why ? why : "");
         return -1;
     }
@@ -223,7 +224,7 @@ static int print_json(const struct sw_team_report *t, size_t nt, const struct sw
     char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (text == NULL) {
-        fprintf(stderr, "spillctl report: out of memory\n");
+        fprintf(stderr, "spillctl report chargeback: out of memory\n");
         return -1;
     }
     puts(text);
@@ -456,7 +457,8 @@ static int chargeback(const struct sw_cli_globals *g, const struct sw_cli_args *
             price = strtod(optv, &end);
             if (end == optv || *end != '\0' || !isfinite(price) || price < 0 || price > 1e6) {
                 fprintf(stderr,
-                        "spillctl report: --ondemand-price: expected dollars per GPU-hour, got "
+                        "spillctl report chargeback: --ondemand-price: expected dollars per "
+                        "GPU-hour, got "
                         "\"%s\"\n",
                         optv);
                 return SW_EXIT_USAGE;
@@ -481,7 +483,7 @@ static int chargeback(const struct sw_cli_globals *g, const struct sw_cli_args *
         (epoch_s != NULL && parse_date("--epoch", epoch_s, &epoch) != 0))
         return SW_EXIT_USAGE;
     if (!(to > from)) {
-        fprintf(stderr, "spillctl report: --to must be after --from\n");
+        fprintf(stderr, "spillctl report chargeback: --to must be after --from\n");
         return SW_EXIT_USAGE;
     }
     char *buf = NULL;
@@ -506,10 +508,13 @@ static int chargeback(const struct sw_cli_globals *g, const struct sw_cli_args *
             goto out;
         }
     } else {
-        if (sw__cli_read_file("report", sim, &buf, &len) != 0)
-            return SW_EXIT_FAIL;
+        /* The file named on the command line: unreadable or malformed is
+         * bad usage (2), as a bad flag is. */
+        if (sw__cli_read_file("report chargeback", sim, &buf, &len) != 0)
+            return SW_EXIT_USAGE;
         if (sw_job_usage_parse_csv(buf, len, sim, policy, &recs, &n, &err) != 0) {
-            fprintf(stderr, "spillctl report: %s\n", err.msg);
+            fprintf(stderr, "spillctl report chargeback: %s\n", err.msg);
+            status = SW_EXIT_USAGE;
             goto out;
         }
     }
@@ -517,7 +522,7 @@ static int chargeback(const struct sw_cli_globals *g, const struct sw_cli_args *
     for (size_t i = 0; i < n; i++)
         recs[i].at += epoch;
     if (sw_chargeback_report(recs, n, from, to, price, &t, &nt) != 0) {
-        fprintf(stderr, "spillctl report: out of memory\n");
+        fprintf(stderr, "spillctl report chargeback: out of memory\n");
         goto out;
     }
     if (strcmp(format, "table") == 0) {
@@ -553,6 +558,7 @@ static const struct sw_cli_opt opts[] = {
 
 const struct sw_cli_spec sw_cli_report_specs[] = {
     {.path = "report chargeback",
+     .formats = SW_CLI_FMT(SW_CLI_TABLE) | SW_CLI_FMT(SW_CLI_CSV) | SW_CLI_FMT(SW_CLI_JSON),
      .summary = "per-team chargeback: GPU-hours, cost, savings",
      .help = "Usage: spillctl report chargeback --from DATE --to DATE\n"
              "                                  --from-hub | --from-simulation FILE\n"

@@ -41,13 +41,14 @@ static const char help[] =
     "Replays a job trace against the pools of a clusters file and prints, for\n"
     "each policy, the cost (on-prem, spot, on-demand, egress), job completion\n"
     "times (mean, p50, p95, p99), waits (mean, p99, max), deadline misses, spot\n"
-    "preemptions and lost GPU-hours; then the cost/JCT frontier.\n"
+    "preemptions and lost GPU-hours; then the cost/JCT frontier. It takes no -o\n"
+    "(--csv and --json write files); a file that cannot be read or parsed exits 2.\n"
     "\n"
     "Options:\n"
     "  --trace FILE             jobs: a CSV with submit,gpus,duration,team[,deadline]\n"
     "                           or the Alibaba GPU 2023 pod list (detected by header)\n"
     "  --clusters FILE          pools, prices, egress links, quotas, budgets (JSON;\n"
-    "                           see docs/simulator.md)\n"
+    "                           see docs/simulator.md); a field it lacks is refused\n"
     "  --policy P[,P...]        policies to compare (default cost-aware,burst-now):\n"
     "                           cost-aware[:DOLLARS_PER_GPU_HOUR_OF_DELAY], local-only,\n"
     "                           burst-now, const-wait[:SECONDS], starburst[:K],\n"
@@ -542,6 +543,9 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
     struct sw_clusters clusters = {0};
     struct sw_spot_trace spot = {0}, avail = {0};
     struct sw_sim_usage *usage = NULL;
+    /* A file named on the command line that cannot be read or does not
+     * parse is bad usage (2), as a bad flag is. */
+    status = SW_EXIT_USAGE;
     if (sw__cli_read_file("simulate", trace_path, &tbuf, &tlen) != 0 ||
         sw__cli_read_file("simulate", clusters_path, &cbuf, &clen) != 0)
         goto out;
@@ -566,6 +570,7 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
             goto out;
         }
     }
+    status = SW_EXIT_FAIL;
     if (trace.n == 0) {
         fprintf(stderr, "spillctl simulate: %s: no GPU jobs in the trace (%zu rows skipped)\n",
                 trace_path, trace.skipped);

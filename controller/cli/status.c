@@ -7,6 +7,7 @@
  *
  * Read-only: these commands never write to Redis.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,68 +67,218 @@ static int cmp_keys(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Whether record `o` (key "cluster/ns/job") matches -n and the -l field selector. */
-static int selected(const struct sw_job_rec *r, const char *ns, const char *selector)
+/* The keys -l may name: fields of the hub's record. */
+static const char *const selector_keys[] = {"team",     "cluster", "namespace", "state",
+                                            "capacity", "where",   "form"};
+#define NSELECTOR_KEYS (sizeof(selector_keys) / sizeof(selector_keys[0]))
+#define SELECTOR_MAX   512 /* bytes of -l */
+#define TERMS_MAX      32  /* terms of -l */
+#define VALUES_MAX     32  /* values of one "in (...)" */
+
+/* -l, parsed as kubectl reads a label selector: comma-separated terms,
+ * all of which must hold. */
+struct selector {
+    size_t n;
+    struct term {
+        size_t key; /* index into selector_keys */
+        enum { SEL_EQ, SEL_NE, SEL_IN, SEL_NOTIN, SEL_EXISTS, SEL_ABSENT } op;
+        size_t nvalues;
+        const char *values[VALUES_MAX]; /* into text */
+    } term[TERMS_MAX];
+    char text[SELECTOR_MAX + 1]; /* -l, cut up in place */
+};
+
+/* The record's value of selector_keys[key]; "" when it has none. */
+static const char *field_of(const struct sw_job_rec *r, size_t key)
+{
+    switch (key) {
+    case 0:
+        return r->team;
+    case 1:
+        return r->cluster;
+    case 2:
+        return r->ns;
+    case 3:
+        return sw_job_state_name(r->state);
+    case 4:
+        return r->capacity;
+    case 5:
+        return r->target_cluster;
+    default:
+        return r->form == SW_FORM_DELEGATED ? "delegated" : "annotation";
+    }
+}
+
+/* Whether record `r` matches -n and every term of the -l selector. */
+static int selected(const struct sw_job_rec *r, const char *ns, const struct selector *sel)
 {
     if (ns != NULL && strcmp(r->ns, ns) != 0)
         return 0;
-    if (selector == NULL)
-        return 1;
-    char sel[512];
-    snprintf(sel, sizeof(sel), "%s", selector);
-    char *save = NULL;
-    for (char *t = strtok_r(sel, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(t, '=');
-        int neg = eq != NULL && eq > t && eq[-1] == '!';
-        if (eq == NULL)
-            return 0;
-        *(neg ? eq - 1 : eq) = '\0';
-        const char *want = eq[1] == '=' ? eq + 2 : eq + 1;
-        const char *have = strcmp(t, "team") == 0        ? r->team
-                           : strcmp(t, "cluster") == 0   ? r->cluster
-                           : strcmp(t, "namespace") == 0 ? r->ns
-                           : strcmp(t, "state") == 0     ? sw_job_state_name(r->state)
-                           : strcmp(t, "capacity") == 0  ? r->capacity
-                           : strcmp(t, "where") == 0     ? r->target_cluster
-                           : strcmp(t, "form") == 0
-                               ? (r->form == SW_FORM_DELEGATED ? "delegated" : "annotation")
-                               : "";
-        if ((strcmp(have, want) == 0) == neg)
+    for (size_t i = 0; sel != NULL && i < sel->n; i++) {
+        const struct term *t = &sel->term[i];
+        const char *have = field_of(r, t->key);
+        int in = 0;
+        for (size_t k = 0; k < t->nvalues; k++)
+            in |= strcmp(have, t->values[k]) == 0;
+        int ok = t->op == SEL_EQ || t->op == SEL_IN      ? in
+                 : t->op == SEL_NE || t->op == SEL_NOTIN ? !in
+                 : t->op == SEL_EXISTS                   ? have[0] != '\0'
+                                                         : have[0] == '\0';
+        if (!ok)
             return 0;
     }
     return 1;
 }
 
-/* The keys -l may name. */
-static const char *const selector_keys[] = {"team",     "cluster", "namespace", "state",
-                                            "capacity", "where",   "form"};
-
-static int selector_check(const char *selector, struct sw_error *err)
+static char *trim(char *s)
 {
-    char sel[512];
-    if (snprintf(sel, sizeof(sel), "%s", selector) >= (int)sizeof(sel))
-        return sw_error_set(err, SW_EINVAL, "-l: longer than %zu bytes", sizeof(sel) - 1);
-    char *save = NULL;
-    for (char *t = strtok_r(sel, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-        size_t klen = strcspn(t, "!=");
-        int known = 0;
-        for (size_t i = 0; i < sizeof(selector_keys) / sizeof(selector_keys[0]); i++)
-            known |= strlen(selector_keys[i]) == klen && strncmp(selector_keys[i], t, klen) == 0;
-        const char *op = t + klen;
-        if (!known || !(op[0] == '=' || (op[0] == '!' && op[1] == '=')))
-            return sw_error_set(err, SW_EINVAL,
-                                "-l: \"%s\": expected KEY=VALUE, KEY==VALUE or KEY!=VALUE with "
-                                "KEY one of team, cluster, namespace, state, capacity, where, form",
-                                t);
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* A word of a selector: a key or value, as kubectl allows ("" not). */
+static int selector_word(const char *s)
+{
+    if (*s == '\0')
+        return 0;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '-' || *s == '_' || *s == '.' || *s == '/'))
+            return 0;
+    return 1;
+}
+
+#define SELECTOR_GRAMMAR                                                                           \
+    "expected KEY=VALUE, KEY==VALUE, KEY!=VALUE, KEY in (V1,V2,...), KEY notin (V1,...), KEY "     \
+    "(set) or !KEY (not set), with KEY one of team, cluster, namespace, state, capacity, where, "  \
+    "form"
+
+static int selector_key(const char *k, const char *term, size_t *key, struct sw_error *err)
+{
+    for (size_t i = 0; i < NSELECTOR_KEYS; i++)
+        if (strcmp(selector_keys[i], k) == 0) {
+            *key = i;
+            return 0;
+        }
+    return sw_error_set(err, SW_EINVAL, "-l: \"%s\": " SELECTOR_GRAMMAR " (the record's fields)",
+                        term);
+}
+
+/* Parses one term (trimmed, NUL-terminated inside sel->text) into *t. */
+static int parse_term(char *s, struct term *t, struct sw_error *err)
+{
+    char shown[SELECTOR_MAX + 1];
+    snprintf(shown, sizeof(shown), "%s", s);
+    memset(t, 0, sizeof(*t));
+    char *op = strpbrk(s, "=!");
+    if (s[0] == '!') { /* !KEY */
+        t->op = SEL_ABSENT;
+        return selector_key(trim(s + 1), shown, &t->key, err);
     }
+    if (op != NULL) { /* KEY=V, KEY==V, KEY!=V */
+        int ne = op[0] == '!';
+        if (ne && op[1] != '=')
+            return sw_error_set(err, SW_EINVAL, "-l: \"%s\": " SELECTOR_GRAMMAR, shown);
+        char *v = op + (ne ? 2 : op[1] == '=' ? 2 : 1);
+        *op = '\0';
+        t->op = ne ? SEL_NE : SEL_EQ;
+        v = trim(v);
+        if (*v != '\0' && !selector_word(v))
+            return sw_error_set(err, SW_EINVAL,
+                                "-l: \"%s\": value \"%s\": expected letters, digits, '-', '_', "
+                                "'.' or '/'",
+                                shown, v);
+        t->values[t->nvalues++] = v;
+        return selector_key(trim(s), shown, &t->key, err);
+    }
+    /* KEY in (...), KEY notin (...), or KEY */
+    char *sp = s + strcspn(s, " \t(");
+    if (*sp == '\0') {
+        t->op = SEL_EXISTS;
+        return selector_key(s, shown, &t->key, err);
+    }
+    char *rest = sp;
+    char saved = *sp;
+    *sp = '\0';
+    int rc = selector_key(s, shown, &t->key, err);
+    if (rc != 0)
+        return rc;
+    *sp = saved;
+    rest = trim(rest);
+    if (strncmp(rest, "notin", 5) == 0)
+        t->op = SEL_NOTIN, rest += 5;
+    else if (strncmp(rest, "in", 2) == 0)
+        t->op = SEL_IN, rest += 2;
+    else
+        return sw_error_set(err, SW_EINVAL, "-l: \"%s\": " SELECTOR_GRAMMAR, shown);
+    rest = trim(rest);
+    size_t len = strlen(rest);
+    if (len < 2 || rest[0] != '(' || rest[len - 1] != ')')
+        return sw_error_set(err, SW_EINVAL,
+                            "-l: \"%s\": expected the values in parentheses: KEY %s (V1,V2,...)",
+                            shown, t->op == SEL_IN ? "in" : "notin");
+    rest[len - 1] = '\0';
+    rest++;
+    char *save = NULL;
+    for (char *v = strtok_r(rest, ",", &save); v != NULL; v = strtok_r(NULL, ",", &save)) {
+        v = trim(v);
+        if (!selector_word(v))
+            return sw_error_set(err, SW_EINVAL,
+                                "-l: \"%s\": value \"%s\": expected letters, digits, '-', '_', "
+                                "'.' or '/'",
+                                shown, v);
+        if (t->nvalues >= VALUES_MAX)
+            return sw_error_set(err, SW_EINVAL, "-l: \"%s\": more than %d values", shown,
+                                VALUES_MAX);
+        t->values[t->nvalues++] = v;
+    }
+    if (t->nvalues == 0)
+        return sw_error_set(err, SW_EINVAL, "-l: \"%s\": expected at least one value in (...)",
+                            shown);
     return 0;
 }
 
-enum { OPT_NS = 'n', OPT_SELECTOR = 'l', OPT_WATCH = 'w', OPT_INTERVAL = 'i' };
+/* Parses -l into *sel: terms split at the commas outside parentheses. */
+static int selector_parse(const char *selector, struct selector *sel, struct sw_error *err)
+{
+    memset(sel, 0, sizeof(*sel));
+    if (snprintf(sel->text, sizeof(sel->text), "%s", selector) >= (int)sizeof(sel->text))
+        return sw_error_set(err, SW_EINVAL, "-l: longer than %d bytes", SELECTOR_MAX);
+    char *p = sel->text;
+    for (;;) {
+        char *start = p;
+        int depth = 0;
+        while (*p != '\0' && !(*p == ',' && depth == 0)) {
+            depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+            p++;
+        }
+        int last = *p == '\0';
+        *p = '\0';
+        char *t = trim(start);
+        if (*t == '\0')
+            return sw_error_set(err, SW_EINVAL, "-l: \"%s\": an empty term", selector);
+        if (depth != 0)
+            return sw_error_set(err, SW_EINVAL, "-l: \"%s\": unbalanced parentheses", t);
+        if (sel->n >= TERMS_MAX)
+            return sw_error_set(err, SW_EINVAL, "-l: more than %d terms", TERMS_MAX);
+        int rc = parse_term(t, &sel->term[sel->n], err);
+        if (rc != 0)
+            return rc;
+        sel->n++;
+        if (last)
+            return 0;
+        p++;
+    }
+}
+
+enum { OPT_NS = 'n', OPT_ALL = 'A', OPT_SELECTOR = 'l', OPT_WATCH = 'w', OPT_INTERVAL = 'i' };
 
 /* One listing of the managed Jobs, printed to out. */
 static int status_once(const struct sw_cli_globals *g, redisContext *c, const char *ns,
-                       const char *selector, FILE *out)
+                       const struct selector *selector, FILE *out)
 {
     struct sw_error err = {0};
     redisReply *keys = NULL;
@@ -226,11 +377,20 @@ static int status_once(const struct sw_cli_globals *g, redisContext *c, const ch
 
 static int status_run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
-    const char *ns = sw_cli_arg(a, OPT_NS), *selector = sw_cli_arg(a, OPT_SELECTOR);
+    const char *ns = sw_cli_arg(a, OPT_NS), *l = sw_cli_arg(a, OPT_SELECTOR);
     struct sw_error err = {0};
-    if (selector != NULL && selector_check(selector, &err) != 0) {
-        fprintf(stderr, "spillctl status: %s\n", err.msg);
+    if (ns != NULL && sw_cli_arg(a, OPT_ALL) != NULL) {
+        fprintf(stderr, "spillctl status: -n and -A (--all-namespaces) exclude each other\n");
         return SW_EXIT_USAGE;
+    }
+    static struct selector sel;
+    const struct selector *selector = NULL;
+    if (l != NULL) {
+        if (selector_parse(l, &sel, &err) != 0) {
+            fprintf(stderr, "spillctl status: %s\n", err.msg);
+            return SW_EXIT_USAGE;
+        }
+        selector = &sel;
     }
     double every = sw_cli_arg_seconds(a, OPT_INTERVAL, 2);
     if (every < 0.1 || every > 3600) {
@@ -551,6 +711,7 @@ static int hub_run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 
 static const struct sw_cli_opt status_opts[] = {
     {"namespace", 'n', SW_CLI_VALUE, OPT_NS, "NAMESPACE"},
+    {"all-namespaces", 'A', SW_CLI_FLAG, OPT_ALL, NULL},
     {"selector", 'l', SW_CLI_VALUE, OPT_SELECTOR, "SELECTOR"},
     {"watch", 'w', SW_CLI_FLAG, OPT_WATCH, NULL},
     {"interval", 0, SW_CLI_DURATION, OPT_INTERVAL, "DURATION"},
@@ -558,9 +719,10 @@ static const struct sw_cli_opt status_opts[] = {
 
 const struct sw_cli_spec sw_cli_status_specs[] = {
     {.path = "status",
+     .formats = SW_CLI_FMT_LIST,
      .summary = "the Jobs the hub manages: where they run, state, cost",
      .help =
-         "Usage: spillctl status [-n NAMESPACE] [-l SELECTOR] [-w [--interval DURATION]]\n"
+         "Usage: spillctl status [-n NAMESPACE | -A] [-l SELECTOR] [-w [--interval DURATION]]\n"
          "                       [-o table|wide|json|yaml|name|jsonpath=TEMPLATE] [--no-headers]\n"
          "\n"
          "The Jobs the hub manages: where each was submitted and runs, its state in\n"
@@ -571,21 +733,25 @@ const struct sw_cli_spec sw_cli_status_specs[] = {
          "\n"
          "Options:\n"
          "  -n, --namespace NAMESPACE  only Jobs submitted in this namespace\n"
-         "  -l, --selector SELECTOR    only Jobs whose record matches: KEY=VALUE,\n"
-         "                             KEY==VALUE or KEY!=VALUE, comma-separated (all must\n"
-         "                             hold); KEY is one of team, cluster, namespace, state,\n"
-         "                             capacity, where, form (the record's fields, not the\n"
-         "                             Job's labels)\n"
+         "  -A, --all-namespaces       Jobs of every namespace (the default; not with -n)\n"
+         "  -l, --selector SELECTOR    only Jobs whose record matches every comma-separated\n"
+         "                             term, as kubectl's selectors: KEY=VALUE, KEY==VALUE,\n"
+         "                             KEY!=VALUE, KEY in (V1,V2), KEY notin (V1,V2), KEY\n"
+         "                             (has a value), !KEY (has none); KEY is one of team,\n"
+         "                             cluster, namespace, state, capacity, where, form (the\n"
+         "                             record's fields, not the Job's labels)\n"
          "  -w, --watch                print again whenever the listing changes, until Ctrl-C\n"
          "  --interval DURATION        with -w, how often to look (default 2s)\n",
      .examples = "  spillctl status\n"
                  "  spillctl status -n research -l state=running,capacity=spot -o wide\n"
-                 "  spillctl status -w\n"
+                 "  spillctl status -l 'state in (running,pending),team notin (ml)'\n"
+                 "  spillctl -n research status -w\n"
                  "  spillctl status -o jsonpath='{.items[*].key}'\n",
      .opts = status_opts,
      .nopts = sizeof(status_opts) / sizeof(status_opts[0]),
      .run = status_run},
     {.path = "explain",
+     .formats = SW_CLI_FMT_OBJECT,
      .summary = "the hub's decision for one Job, every option costed",
      .help = "Usage: spillctl explain CLUSTER/NAMESPACE/JOB [-o json|yaml]\n"
              "\n"
@@ -608,6 +774,7 @@ const struct sw_cli_spec sw_cli_status_specs[] = {
      .max_pos = 1,
      .run = explain_run},
     {.path = "hub status",
+     .formats = SW_CLI_FMT_OBJECT | SW_CLI_FMT(SW_CLI_WIDE),
      .summary = "leader, fencing epoch and members' health",
      .help = "Usage: spillctl hub status [-o table|wide|json|yaml]\n"
              "\n"

@@ -39,6 +39,7 @@ static int run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 
 const struct sw_cli_spec sw_cli_version_specs[] = {
     {.path = "version",
+     .formats = SW_CLI_FMT_OBJECT,
      .summary = "print spillctl's version",
      .help = "Usage: spillctl version [-o json|yaml]\n\n"
              "Prints spillctl's version: \"spillctl X.Y.Z\", or with -o json or yaml an\n"

@@ -22,8 +22,9 @@ files; never Markdown), and fails, naming the file and line, when:
     of one is completed with the two required fields), a cluster spec file
     (`spillctl cluster add NAME --spec FILE --dry-run`), a simulator
     clusters file (`spillctl simulate` on docs/examples/small-trace.csv),
-    a Kubernetes object or a Kustomize overlay (checked elsewhere: the Job
-    by the hub's unit tests, deploy/ by tests/e2e/deploy); a block that is
+    a Job with spillway.io/ annotations (`spillctl lint -f FILE`, the
+    hub's own parser), another Kubernetes object or a Kustomize overlay
+    (checked elsewhere: deploy/ by tests/e2e/deploy); a block that is
     none of these fails, so a new kind of example cannot go unchecked. So
     is every docs/examples/*.json clusters file. The binaries are given
     with --spillctl and --spillwayd (CTest does), else taken from
@@ -387,7 +388,7 @@ def check_examples(docs, files, problems):
         if EXPLICIT_BINS & set(missing):
             problems.append("examples: %s not found" % ", ".join(BINS[b] for b in missing))
         return None
-    counts = {"hub": 0, "spec": 0, "clusters": 0, "other": 0, "helm": 0}
+    counts = {"hub": 0, "spec": 0, "clusters": 0, "job": 0, "other": 0, "helm": 0}
     CHART_TOP = set(chart_values() or {})
     tmp = tempfile.mkdtemp(prefix="docs-check-")
     try:
@@ -399,6 +400,8 @@ def check_examples(docs, files, problems):
                 rc, out = run_bin([BINS["spillwayd"], "--config", path, "--validate"])
             elif kind == "spec":
                 rc, out = run_bin([BINS["spillctl"], "cluster", "add", "docs-example", "--spec", path, "--dry-run"])
+            elif kind == "job":
+                rc, out = run_bin([BINS["spillctl"], "lint", "-f", path])
             else:
                 rc, out = run_bin([BINS["spillctl"], "simulate", "--trace", os.path.join(SRC, SIM_TRACE),
                                    "--clusters", path, "--policy", "cost-aware"])
@@ -406,7 +409,8 @@ def check_examples(docs, files, problems):
             if rc != 0:
                 problems.append("%s:%d: the example does not parse as a %s (exit %d): %s"
                                 % (rel, line, {"hub": "hub configuration", "spec": "cluster spec file",
-                                               "clusters": "simulator clusters file"}[kind], rc, out))
+                                               "clusters": "simulator clusters file",
+                                               "job": "Job spillctl lint passes"}[kind], rc, out))
 
         for rel in docs:
             text = read(rel)
@@ -424,6 +428,9 @@ def check_examples(docs, files, problems):
                         parse("clusters", rel, line, body)
                     else:
                         problems.append("%s:%d: a JSON example of no kind this check knows" % (rel, line))
+                elif "apiVersion" in keys and "kind" in keys and re.search(r"^kind: Job$", body, re.M) \
+                        and "spillway.io/" in body:
+                    parse("job", rel, line, body)
                 elif "apiVersion" in keys and "kind" in keys:
                     counts["other"] += 1  # a Kubernetes object
                 elif keys and keys <= KUSTOMIZE_KEYS:
@@ -785,9 +792,10 @@ def main():
         print("examples not parsed: no spillctl and spillwayd built (give --spillctl and --spillwayd)")
     else:
         print("ok: examples parsed by the binaries: %d hub configurations, %d cluster spec files, "
-              "%d simulator clusters files; %d Helm values examples naming only the chart's values; "
-              "%d Kubernetes objects and overlays left to their own tests"
-              % (examples["hub"], examples["spec"], examples["clusters"], examples["helm"], examples["other"]))
+              "%d simulator clusters files, %d Jobs linted; %d Helm values examples naming only the "
+              "chart's values; %d Kubernetes objects and overlays left to their own tests"
+              % (examples["hub"], examples["spec"], examples["clusters"], examples["job"],
+                 examples["helm"], examples["other"]))
     return 0
 
 

@@ -44,7 +44,7 @@ export SPILLWAY_SECRET_KEY_FILE="$tmp/key"
 pass "a key file readable by others is refused, naming file and mode"
 
 # ---- usage -------------------------------------------------------------------
-"$spillctl" cluster add --help | grep -qF "cluster add NAME [--kubeconfig FILE] --role" || fail "cluster add --help lacks its usage"
+"$spillctl" cluster add --help | grep -qF "cluster add NAME [--kubeconfig FILE] [--context NAME]" || fail "cluster add --help lacks its usage"
 "$spillctl" cluster --help | grep -q "^  add  *check access" || fail "cluster --help does not list add"
 "$spillctl" cluster --help | grep -q "Global options (--redis, -o, ...): see spillctl --help" ||
     fail "cluster --help does not point to the global options"

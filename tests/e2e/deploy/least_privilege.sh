@@ -199,13 +199,13 @@ YAML
 done
 
 # ---- registration ----------------------------------------------------------
-# Outside a cluster, without --kubeconfig: refused, naming what is missing.
+# Outside a cluster, without --kubeconfig or KUBECONFIG: refused, naming what is missing.
 rc=0
-env -u KUBERNETES_SERVICE_HOST "$SPILLCTL" cluster add onprem --replace --role onprem --region onprem \
+env -u KUBERNETES_SERVICE_HOST -u KUBECONFIG "$SPILLCTL" cluster add onprem --replace --role onprem --region onprem \
     --pool name=a100,capacity=owned,product=NVIDIA-A100-SXM4-80GB,memory=81920,price=1.00 2>"$HUB_TMP/err" || rc=$?
 [ $rc = 2 ] && grep -q "is required outside a cluster (in-cluster configuration needs KUBERNETES_SERVICE_HOST" "$HUB_TMP/err" ||
     hub_fail "cluster add without a kubeconfig outside a cluster: exit $rc, $(cat "$HUB_TMP/err")"
-env "${INCLUSTER[@]}" "$SPILLCTL" cluster add onprem --replace --role onprem --region onprem \
+env -u KUBECONFIG "${INCLUSTER[@]}" "$SPILLCTL" cluster add onprem --replace --role onprem --region onprem \
     --pool name=a100,capacity=owned,product=NVIDIA-A100-SXM4-80GB,memory=81920,price=1.00 >"$HUB_TMP/add" ||
     hub_fail "cluster add onprem in-cluster: $(cat "$HUB_TMP/add")"
 grep -q "^cluster onprem added: https://$onprem_hp (Kubernetes v1.34.4), auth token" "$HUB_TMP/add" ||

@@ -338,6 +338,82 @@ static void test_load_files(void **state)
     rmdir(dir);
 }
 
+/* $KUBECONFIG's list, merged as kubectl merges it. */
+static void test_load_list(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sw-kcl-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char a[256], b[256], list[1024];
+    snprintf(a, sizeof(a), "%s/a", dir);
+    snprintf(b, sizeof(b), "%s/b", dir);
+    FILE *f = fopen(a, "w");
+    /* a: the contexts and current-context; a cluster c2 that b has too. */
+    fputs("kind: Config\ncurrent-context: one\ncontexts:\n"
+          "- {name: one, context: {cluster: c1, user: u}}\n"
+          "- {name: two, context: {cluster: c2, user: u}}\n"
+          "clusters:\n- {name: c2, cluster: {server: \"https://a.example\"}}\n",
+          f);
+    fclose(f);
+    f = fopen(b, "w");
+    fputs("kind: Config\ncurrent-context: two\nclusters:\n"
+          "- {name: c1, cluster: {server: \"https://b.example\", certificate-authority: ca.pem}}\n"
+          "- {name: c2, cluster: {server: \"https://b2.example\"}}\n"
+          "users:\n- {name: u, user: {token: t}}\n",
+          f);
+    fclose(f);
+    struct sw_kube_target *t = NULL;
+    struct sw_error err = {0};
+    /* Missing files and empty entries skipped; a's current-context; c1 from
+     * b, its CA resolved against b's folder (and missing: named). */
+    snprintf(list, sizeof(list), "%s/none::%s:%s", dir, a, b);
+    assert_int_equal(sw_kubeconfig_load_list(list, NULL, &t, &err), SW_ENOENT);
+    assert_non_null(strstr(err.msg, "ca.pem"));
+    assert_non_null(strstr(err.msg, dir));
+    f = fopen(b, "w");
+    fputs("kind: Config\ncurrent-context: two\nclusters:\n"
+          "- {name: c1, cluster: {server: \"https://b.example\"}}\n"
+          "- {name: c2, cluster: {server: \"https://b2.example\"}}\n"
+          "users:\n- {name: u, user: {token: t}}\n",
+          f);
+    fclose(f);
+    assert_int_equal(sw_kubeconfig_load_list(list, NULL, &t, &err), 0);
+    assert_string_equal(t->context, "one");
+    assert_string_equal(t->server, "https://b.example");
+    assert_string_equal(t->token, "t");
+    assert_string_equal(t->source, a);
+    sw_kube_target_free(t);
+    /* The first file with a cluster of that name wins: c2 from a. */
+    assert_int_equal(sw_kubeconfig_load_list(list, "two", &t, &err), 0);
+    assert_string_equal(t->server, "https://a.example");
+    sw_kube_target_free(t);
+    /* b first: its current-context. */
+    snprintf(list, sizeof(list), "%s:%s", b, a);
+    assert_int_equal(sw_kubeconfig_load_list(list, NULL, &t, &err), 0);
+    assert_string_equal(t->context, "two");
+    assert_string_equal(t->server, "https://b2.example");
+    sw_kube_target_free(t);
+    /* What no file has is named with the whole list. */
+    char want[1200];
+    assert_int_equal(sw_kubeconfig_load_list(list, "three", &t, &err), SW_ENOENT);
+    snprintf(want, sizeof(want),
+             "kubeconfig \"%s\": context \"three\": in the \"contexts\" of no file", list);
+    assert_string_equal(err.msg, want);
+    snprintf(list, sizeof(list), "%s/none:%s/none2", dir, dir);
+    assert_int_equal(sw_kubeconfig_load_list(list, NULL, &t, &err), SW_ENOENT);
+    assert_non_null(strstr(err.msg, "none of its files exists"));
+    /* One file: read as sw_kubeconfig_load reads it. */
+    assert_int_equal(sw_kubeconfig_load_list(a, NULL, &t, &err), SW_ENOENT);
+    snprintf(want, sizeof(want),
+             "kubeconfig \"%s\": context \"one\": cluster \"c1\": no such cluster in "
+             "\"clusters\"",
+             a);
+    assert_string_equal(err.msg, want);
+    unlink(a);
+    unlink(b);
+    rmdir(dir);
+}
+
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -372,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_malformed_inputs_named),
         cmocka_unit_test(test_map_keys),
         cmocka_unit_test(test_load_files),
+        cmocka_unit_test(test_load_list),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,13 +12,19 @@
 #    saying what a duration looks like; and one good duration in the other form
 #    (--opt=VALUE) gets past the parser.
 # Then the groups' help, --version, version -o json, unknown commands with
-# a suggestion, and the completion script itself in bash.
+# a suggestion; the edges issue 39 found against kubectl's habits (options
+# before the command, -A, -o refused where it does not apply, set-based
+# selectors, one wording of an unreachable Redis, KUBECONFIG and --context,
+# exit 2 for a bad spec or clusters file, lint -f), with a redis-server of
+# its own on a unix socket for the selectors and cluster list without a
+# key; and the completion script itself in bash.
 # Usage: cli_table.sh PATH/TO/spillctl
 set -u
 spillctl=$1
-unset SPILLWAY_REDIS_URL SPILLWAY_SECRET_KEY_FILE SPILLWAY_SECRET_KEY SPILLWAY_LOG
+unset SPILLWAY_REDIS_URL SPILLWAY_SECRET_KEY_FILE SPILLWAY_SECRET_KEY SPILLWAY_LOG KUBECONFIG
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+redis_pid=
+trap '[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 fails=0
 checks=0
 fail() {
@@ -192,6 +198,188 @@ run simulate --trace "$tmp/huge.csv" --clusters "$clusters"
 [ "$rc" = 1 ] && echo "$err" | grep -q "huge.csv: every policy rejected all 2 jobs" ||
     fail "simulate, every job rejected: exit $rc: $err"
 
+# kubectl's habits (issue 39). A command's own options before its name;
+# -A; -n and -A together refused; an option the command lacks named.
+run -n foo status
+[ "$rc" = 2 ] && echo "$err" | grep -q '^spillctl status: no Redis' || fail "-n foo status: exit $rc: $err"
+run -A status --redis redis://127.0.0.1:1
+[ "$rc" = 1 ] && echo "$err" | grep -q '^spillctl status: redis ' || fail "-A status: exit $rc: $err"
+run -n status -o json status --redis redis://127.0.0.1:1
+[ "$rc" = 1 ] && echo "$err" | grep -q '^spillctl status: redis ' || fail "-n status status (a namespace named status): exit $rc: $err"
+run -n foo -A status
+[ "$rc" = 2 ] && echo "$err" | grep -q -- '-n and -A (--all-namespaces) exclude each other' || fail "-n foo -A status: exit $rc: $err"
+run -n foo cluster list
+[ "$rc" = 2 ] && echo "$err" | grep -q -- '^spillctl cluster list: -n is not an option of this command; it belongs to "spillctl status"' ||
+    fail "-n foo cluster list: exit $rc: $err"
+run -x status
+[ "$rc" = 2 ] && echo "$err" | grep -q -- '^spillctl status: unknown option -x' || fail "-x status: exit $rc: $err"
+# -o where it does not apply: refused before anything is read, naming what is accepted.
+for c in "cluster show x --no-probe -o csv|expected table, json or yaml here" \
+    "cluster show x -o wide|expected table, json or yaml here" \
+    "explain a/b/c -o name|expected table, json or yaml here" \
+    "hub status -o csv|expected table, wide, json or yaml here" \
+    "report chargeback --from 2026-01-01 --to 2026-02-01 --from-hub --ondemand-price 3 -o yaml|expected table, json or csv here" \
+    "drill hub-loss --dry-run -o csv|expected table, json or yaml here" \
+    "completion bash -o json|this command prints no list and takes no -o" \
+    "reseal --new-secret-key-file x -o json|this command prints no list and takes no -o" \
+    "cluster add x --dry-run --role cloud --region r -o yaml|this command prints no list and takes no -o" \
+    "replicate run x --once -o json|this command prints no list and takes no -o" \
+    "lint -f x -o json|this command prints no list and takes no -o" \
+    "simulate --trace x --clusters y -o csv|this command prints no list and takes no -o"; do
+    # shellcheck disable=SC2086
+    run ${c%%|*}
+    [ "$rc" = 2 ] && echo "$err" | grep -q -- "-o [a-z]*: ${c#*|}" || fail "${c%%|*}: exit $rc: $err"
+done
+# Set-based selectors: accepted (then no Redis: 2 saying so), or refused
+# with the whole term and what is expected.
+for l in 'team in (a,b)' 'state notin (running,failed),team=ml' 'where' '!where' 'team==ml,cluster!=onprem'; do
+    run status -l "$l"
+    [ "$rc" = 2 ] && echo "$err" | grep -q '^spillctl status: no Redis' || fail "status -l '$l': exit $rc: $err"
+done
+run status -l 'colour in (red,blue)'
+[ "$rc" = 2 ] && echo "$err" | grep -q -- '-l: "colour in (red,blue)": expected KEY=VALUE, .*KEY in (V1,V2,...), KEY notin (V1,...), KEY (set) or !KEY (not set), with KEY one of team, cluster, namespace, state, capacity, where, form' ||
+    fail "status -l 'colour in (red,blue)': exit $rc: $err"
+run status -l 'team in (a,b'
+[ "$rc" = 2 ] && echo "$err" | grep -q -- '-l: "team in (a,b": unbalanced parentheses' || fail "status -l 'team in (a,b': exit $rc: $err"
+run status -l 'team in a'
+[ "$rc" = 2 ] && echo "$err" | grep -q -- 'expected the values in parentheses' || fail "status -l 'team in a': exit $rc: $err"
+# An unreachable Redis is said in the same words by every command, and a
+# unix socket's path gets no port.
+for c in "cluster list|--no-probe" "cluster remove|x" "cluster show|x --no-probe" "status|" "explain|a/b/c" \
+    "hub status|" "logs|a/b/c" "drill history|" "replicate list|" "replicate store list|" "replicate sign|" \
+    "report chargeback|--from 2026-01-01 --to 2026-02-01 --from-hub --ondemand-price 3"; do
+    # shellcheck disable=SC2086
+    run ${c%%|*} ${c#*|} --redis "unix://$tmp/no.sock"
+    [ "$rc" = 1 ] && [ "$err" = "spillctl ${c%%|*}: redis unix://$tmp/no.sock?db=0: cannot connect to $tmp/no.sock: No such file or directory" ] ||
+        fail "${c%%|*} with Redis unreachable: exit $rc: $err"
+done
+# KUBECONFIG, a list merged as kubectl merges it, and --context, read by
+# cluster add (--dry-run: the kubeconfig is read, nothing contacted).
+printf 'kind: Config\ncurrent-context: one\ncontexts:\n- name: one\n  context: {cluster: c1, user: u}\n- name: two\n  context: {cluster: c2, user: u}\n' >"$tmp/kc-a"
+printf 'kind: Config\ncurrent-context: two\nclusters:\n- name: c1\n  cluster: {server: "https://127.0.0.1:9"}\n- name: c2\n  cluster: {server: "https://127.0.0.1:10"}\nusers:\n- name: u\n  user: {token: t}\n' >"$tmp/kc-b"
+KUBECONFIG="$tmp/missing:$tmp/kc-a::$tmp/kc-b" run cluster add x --dry-run --role cloud --region r
+[ "$rc" = 0 ] && echo "$out" | grep -qx "kubeconfig \"$tmp/kc-a\": context one, server https://127.0.0.1:9" ||
+    fail "KUBECONFIG a:b: exit $rc: $out $err"
+KUBECONFIG="$tmp/kc-a:$tmp/kc-b" run cluster add x --dry-run --role cloud --region r --context two
+[ "$rc" = 0 ] && echo "$out" | grep -qx "kubeconfig \"$tmp/kc-a\": context two, server https://127.0.0.1:10" ||
+    fail "KUBECONFIG a:b --context two: exit $rc: $out $err"
+KUBECONFIG="$tmp/kc-a:$tmp/kc-b" run cluster add x --dry-run --role cloud --region r --context three
+[ "$rc" = 2 ] && [ "$err" = "spillctl cluster add x: kubeconfig \"$tmp/kc-a:$tmp/kc-b\": context \"three\": in the \"contexts\" of no file" ] ||
+    fail "KUBECONFIG --context three: exit $rc: $err"
+run cluster add x --dry-run --role cloud --region r --kubeconfig "$tmp/kc-a"
+[ "$rc" = 2 ] && echo "$err" | grep -q "kubeconfig \"$tmp/kc-a\": context \"one\": cluster \"c1\": no such cluster" ||
+    fail "--kubeconfig wins over KUBECONFIG, read alone: exit $rc: $err"
+run cluster add x --dry-run --role cloud --region r --context two
+[ "$rc" = 2 ] && echo "$err" | grep -q -- '--context needs a kubeconfig (--kubeconfig FILE or KUBECONFIG)' ||
+    fail "--context without a kubeconfig: exit $rc: $err"
+# A spec file that does not parse is bad usage (2), as a bad flag is; so
+# is simulate's clusters file, which refuses what it does not know.
+printf 'role: cloud\nregion: [\n' >"$tmp/broken.yaml"
+run cluster add x --dry-run --spec "$tmp/broken.yaml"
+[ "$rc" = 2 ] && echo "$err" | grep -q "cluster spec \"$tmp/broken.yaml\": line" || fail "cluster add --spec broken: exit $rc: $err"
+run cluster add x --dry-run --role clod --region r
+[ "$rc" = 2 ] || fail "cluster add --role clod: exit $rc"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["qoutas"]=[]; json.dump(d, open(sys.argv[2], "w"))' "$clusters" "$tmp/qoutas.json"
+run simulate --trace "$tmp/one.csv" --clusters "$tmp/qoutas.json"
+[ "$rc" = 2 ] && [ "$err" = "spillctl simulate: $tmp/qoutas.json: field \"qoutas\": unknown (expected pools, links, quotas, budgets, job_defaults, origin)" ] ||
+    fail "simulate, clusters file with qoutas: exit $rc: $err"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["pools"][0]["gpuz"]=1; json.dump(d, open(sys.argv[2], "w"))' "$clusters" "$tmp/gpuz.json"
+run simulate --trace "$tmp/one.csv" --clusters "$tmp/gpuz.json"
+[ "$rc" = 2 ] && echo "$err" | grep -q "$tmp/gpuz.json: pools\[0\]: field \"gpuz\": unknown (expected name, " || fail "simulate, a pool with gpuz: exit $rc: $err"
+run simulate --trace "$tmp/none.csv" --clusters "$clusters"
+[ "$rc" = 2 ] || fail "simulate, a trace that does not exist: exit $rc, expected 2"
+
+# lint: a Job's spillway settings checked offline by the hub's parsers,
+# every problem a line naming file, line, Job and field.
+cat >"$tmp/jobs.yaml" <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+  namespace: research
+  annotations:
+    spillway.io/burst: auto
+    spillway.io/max-price: abc
+    spillway.io/team: Team_A
+spec:
+  template:
+    spec:
+      containers:
+      - name: t
+        resources: {limits: {nvidia.com/gpu: 4}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: nogpu
+  annotations: {spillway.io/burst: auto}
+spec:
+  template: {spec: {containers: [{name: t}]}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: delegated}
+spec:
+  managedBy: spillway.io/hub
+  template: {spec: {containers: [{name: t}]}}
+YAML
+run lint -f "$tmp/jobs.yaml"
+[ "$rc" = 1 ] || fail "lint, bad Jobs: exit $rc, expected 1: $out $err"
+for want in "$tmp/jobs.yaml:8: Job research/train: annotation \"spillway.io/max-price\": value \"abc\": expected a price" \
+    "$tmp/jobs.yaml:9: Job research/train: annotation \"spillway.io/team\": value \"Team_A\": expected a DNS-1123 label" \
+    "$tmp/jobs.yaml:17: skipped: a ConfigMap is not a Job" \
+    "$tmp/jobs.yaml:21: Job nogpu: field \"spec.template.spec.containers\[\].resources\": asks for no GPU" \
+    "$tmp/jobs.yaml:33: Job delegated: field \"spec.managedBy\": \"spillway.io/hub\" hands the Job to spillway, but without" \
+    "^3 Jobs checked: 3 with problems (4 problems), 0 not spillway's; 1 other object skipped$"; do
+    echo "$out" | grep -q -- "$want" || fail "lint: no line '$want' in: $out"
+done
+printf '{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","annotations":{"spillway.io/burst":"cloud-first","spillway.io/expected-runtime":"2h"}},"spec":{"parallelism":2,"template":{"spec":{"containers":[{"name":"a","resources":{"limits":{"nvidia.com/gpu":"8"}}}]}}}}' >"$tmp/job.json"
+rc=0
+"$spillctl" lint -f - <"$tmp/job.json" >"$tmp/out" 2>"$tmp/err" || rc=$?
+checks=$((checks + 1))
+[ "$rc" = 0 ] && grep -q '^(stdin):1: Job j: ok (spillway.io/burst=cloud-first)$' "$tmp/out" || fail "lint -f - (JSON): exit $rc: $(cat "$tmp/out" "$tmp/err")"
+printf 'kind: [\n' >"$tmp/notyaml"
+run lint -f "$tmp/notyaml"
+[ "$rc" = 2 ] && echo "$err" | grep -q "^spillctl lint: $tmp/notyaml: line 2 column 1: " || fail "lint, not YAML: exit $rc: $err"
+run lint
+[ "$rc" = 2 ] && echo "$err" | grep -q -- '-f FILE is required' || fail "lint without -f: exit $rc: $err"
+
+# With a Redis of its own (a unix socket in $tmp): the selectors select,
+# and cluster list needs no sealing key (it lists without probing, and says so).
+if ! command -v redis-server >/dev/null; then
+    fail "redis-server is not installed (scripts/install-deps.sh installs it)"
+else
+    redis-server --port 0 --unixsocket "$tmp/r.sock" --save '' --appendonly no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
+    redis_pid=$!
+    for _ in $(seq 50); do [ -S "$tmp/r.sock" ] && break; sleep 0.1; done
+    rec() { # KEY TEAM STATE WHERE
+        redis-cli -s "$tmp/r.sock" SADD spillway:jobs "$1" >/dev/null
+        redis-cli -s "$tmp/r.sock" SET "spillway:job:$1" "{\"key\":\"$1\",\"cluster\":\"onprem\",\"namespace\":\"$(echo "$1" | cut -d/ -f2)\",\"name\":\"${1##*/}\",\"team\":\"$2\",\"state\":\"$3\",\"targetCluster\":\"$4\"}" >/dev/null
+    }
+    rec onprem/a/j1 ml running cloud-spot
+    rec onprem/b/j2 cv failed ""
+    rec onprem/b/j3 "" observed ""
+    sel() { "$spillctl" --redis "unix://$tmp/r.sock" status -o name "$@" 2>"$tmp/err" | tr '\n' ' '; }
+    checks=$((checks + 7))
+    [ "$(sel -l 'team in (ml,cv)')" = "onprem/a/j1 onprem/b/j2 " ] || fail "-l 'team in (ml,cv)': $(sel -l 'team in (ml,cv)') $(cat "$tmp/err")"
+    [ "$(sel -l 'state notin (running,failed)')" = "onprem/b/j3 " ] || fail "-l 'state notin (...)': $(sel -l 'state notin (running,failed)')"
+    [ "$(sel -l 'team')" = "onprem/a/j1 onprem/b/j2 " ] || fail "-l team: $(sel -l team)"
+    [ "$(sel -l '!where')" = "onprem/b/j2 onprem/b/j3 " ] || fail "-l '!where': $(sel -l '!where')"
+    [ "$(sel -l 'team in (ml,cv),state!=failed')" = "onprem/a/j1 " ] || fail "-l 'team in (ml,cv),state!=failed'"
+    [ "$(sel -A -l team)" = "onprem/a/j1 onprem/b/j2 " ] || fail "-A -l team: $(sel -A -l team)"
+    [ "$("$spillctl" --redis "unix://$tmp/r.sock" -n b status -o name | tr '\n' ' ')" = "onprem/b/j2 onprem/b/j3 " ] || fail "-n b status"
+    redis-cli -s "$tmp/r.sock" SADD spillway:clusters edge >/dev/null
+    run --redis "unix://$tmp/r.sock" cluster list -o name
+    [ "$rc" = 0 ] && echo "$err" | grep -q '^spillctl cluster list: not probing the clusters: no secret key' ||
+        fail "cluster list without a key: exit $rc: $out $err"
+    run --redis "unix://$tmp/r.sock" cluster list --secret-key-file "$tmp/no-key"
+    [ "$rc" = 1 ] && echo "$err" | grep -q "secret key file \"$tmp/no-key\"" || fail "cluster list, a key file that is not there: exit $rc: $err"
+fi
+
 # The completion script, run by bash: it completes commands, subcommands,
 # a command's options and files after a FILE option.
 complete_words() {
@@ -204,8 +392,10 @@ complete_words() {
 complete_words spillctl drill hub-loss --sig | grep -qx -- "--signal" || fail "completion: drill hub-loss --sig"
 complete_words spillctl cluster add x --kubeconfig "$tmp/com" | grep -q "$tmp/comp" || fail "completion: --kubeconfig FILE"
 [ "$(complete_words spillctl --redis redis://x cluster li)" = "list" ] || fail "completion: after a global option"
+[ "$(complete_words spillctl -n foo sta)" = "status" ] || fail "completion: after a command's option before it"
+complete_words spillctl lint -f "$tmp/jobs.y" | grep -q "$tmp/jobs.yaml" || fail "completion: lint -f FILE"
 "$spillctl" completion zsh | head -5 | grep -q bashcompinit || fail "completion zsh does not load bashcompinit"
-checks=$((checks + 7))
+checks=$((checks + 9))
 
 echo "$checks checks over $n commands, $fails failed"
 [ "$fails" = 0 ]

@@ -90,6 +90,27 @@ static void test_bad_input(void **state)
            "\"price_per_gpu_hour\":1}]}",
            SW_EPARSE, "lab.json: field \"origin\" is missing and no pool is owned");
     expect("[1", SW_EPARSE, "lab.json: malformed JSON near byte 1");
+    /* A field the format lacks is refused, naming it, where, and what is expected. */
+    expect("{\"pools\":[{\"name\":\"a\",\"region\":\"r\",\"capacity\":\"owned\",\"gpus\":8,"
+           "\"price_per_gpu_hour\":1}],\"qoutas\":[]}",
+           SW_EPARSE,
+           "lab.json: field \"qoutas\": unknown (expected pools, links, quotas, budgets, "
+           "job_defaults, origin)");
+    expect("{\"pools\":[{\"name\":\"a\",\"region\":\"r\",\"capacity\":\"owned\",\"gpus\":8,"
+           "\"price_per_gpu_hour\":1,\"mig\":[{\"profile\":\"1g.10gb\",\"per_gpu\":7,"
+           "\"gpus\":1,\"slices\":7}]}]}",
+           SW_EPARSE,
+           "lab.json: pools[0]: mig[0]: field \"slices\": unknown (expected profile, per_gpu, "
+           "gpus)");
+    expect("{\"pools\":[{\"name\":\"a\",\"region\":\"r\",\"capacity\":\"owned\",\"gpus\":8,"
+           "\"price_per_gpu_hour\":1}],\"links\":[{\"from\":\"r\",\"to\":\"s\","
+           "\"price_per_gb\":0,\"bandwidth_gbps\":1,\"latency\":1}]}",
+           SW_EPARSE,
+           "lab.json: links[0]: field \"latency\": unknown (expected from, to, price_per_gb, "
+           "bandwidth_gbps)");
+    expect("{\"pools\":[{\"name\":\"a\",\"region\":\"r\",\"capacity\":\"owned\",\"gpus\":8,"
+           "\"price_per_gpu_hour\":1}],\"budgets\":[{\"team\":\"t\",\"cap\":1,\"currency\":1}]}",
+           SW_EPARSE, "lab.json: budgets[0]: field \"currency\": unknown (expected team, cap)");
 }
 
 static void test_allocation_failures(void **state)
