@@ -214,6 +214,12 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
 
 bool sw_workload_taken_back(const struct sw_workload_facts *f)
 {
+    /* Kueue's own reasons for a deactivation (InactiveWorkload; in later
+     * versions Deactivated...): the Workload's owner paused it, and once
+     * reactivated it keeps Evicted=True until quota is reserved again. */
+    const char *r = f->evicted_reason;
+    if (strncmp(r, "InactiveWorkload", 16) == 0 || strncmp(r, "Deactivated", 11) == 0)
+        return false;
     return f->evicted && f->active && f->state != SW_WL_FINISHED;
 }
 

@@ -87,7 +87,9 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
  * reserves quota anew) while the Workload is active and not finished, for
  * whatever reason Kueue gives (its ClusterQueue or LocalQueue stopped with
  * HoldAndDrain, a preemption, a pods-ready timeout). An inactive Workload
- * (spec.active=false) is not: that eviction is its owner's pause. Its
+ * (spec.active=false), or one evicted for its deactivation (reason
+ * InactiveWorkload, which stays while a reactivated Workload waits for
+ * quota again), is not: that eviction is its owner's pause. Its
  * reason and message are f->evicted_reason and f->evicted_message. Pure.
  */
 bool sw_workload_taken_back(const struct sw_workload_facts *f);

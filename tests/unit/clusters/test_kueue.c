@@ -221,6 +221,21 @@ static void workload_taken_back(void **state)
     assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
     assert_false(sw_workload_taken_back(&f));
     cJSON_Delete(o);
+    /* Reactivated after that pause: Evicted stays True, reason
+     * InactiveWorkload, until quota is reserved again: still the owner's. */
+    o = wl("\"active\":true,", EVICTED("InactiveWorkload", "False"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_true(f.evicted && f.active);
+    assert_false(sw_workload_taken_back(&f));
+    cJSON_Delete(o);
+    o = wl("", EVICTED("DeactivatedDueToRequeuingLimitExceeded", "False"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_false(sw_workload_taken_back(&f));
+    cJSON_Delete(o);
+    o = wl("", EVICTED("PodsReadyTimeout", "False"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_true(sw_workload_taken_back(&f));
+    cJSON_Delete(o);
     /* Finished: its outcome is the Job's, not an eviction. */
     o = wl("", "\"conditions\":[{\"type\":\"Finished\",\"status\":\"True\"},"
                "{\"type\":\"Evicted\",\"status\":\"True\",\"reason\":\"ClusterQueueStopped\"}]");
