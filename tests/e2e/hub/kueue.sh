@@ -291,7 +291,7 @@ case "$rev" in *"mirror cloud-spot/$me evicted (evicted from cloud-spot (Cluster
 kc cloud-spot wait --for=delete "job/$me" -n "$NS" --timeout=30s >/dev/null 2>&1 ||
     hub_fail "the evicted mirror $me is still there"
 [ "$(record_field "$E" preemptions)" = 1 ] || hub_fail "evicted's record counts $(record_field "$E" preemptions) lost attempts"
-pass "evicted: cloud-spot's ClusterQueue gpu stopped (HoldAndDrain), mirror $me evicted by Kueue, deleted and the Job decided again in $((SECONDS - t_hold)) s (\"${rev:0:200}\")"
+pass "evicted: cloud-spot's ClusterQueue gpu stopped (HoldAndDrain), mirror $me evicted by Kueue, deleted and the Job decided again (Requeued $((SECONDS - t_hold)) s after the hold) (\"${rev:0:200}\")"
 kueue_job roomless 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
 K="onprem/$NS/roomless"
 dec=$(decided_summary "$K" 30)

@@ -169,7 +169,7 @@ origin_done bumped 60
 kc onprem wait --for=delete "job/$bm" -n "$NS" --timeout=30s >/dev/null 2>&1 || hub_fail "the preempted home mirror $bm is still there"
 one_mirror_each bumped
 [ "$(kc onprem get job vip -n "$NS" -o jsonpath='{.status.active}')" = 2 ] || hub_fail "vip does not run at home"
-pass "preempted at home: delegated bumped's home mirror $bm evicted by vip, decided again in $((SECONDS - t_vip)) s and completed once in cloud-spot (\"${bev:0:200}\")"
+pass "preempted at home: delegated bumped's home mirror $bm evicted by vip, decided again and completed once in cloud-spot $((SECONDS - t_vip)) s after vip came (\"${bev:0:200}\")"
 kc onprem delete job vip -n "$NS" --wait=true >/dev/null
 
 # ---- 4. a queue label Kueue cannot admit: the Job says why ------------------
