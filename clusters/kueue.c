@@ -182,6 +182,11 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
     const cJSON *ev = condition(status, "Evicted");
     const char *ev_reason = str(ev, "reason");
     out->preempted = out->evicted && ev_reason != NULL && strcmp(ev_reason, "Preempted") == 0;
+    if (out->evicted) {
+        copy(out->evicted_reason, sizeof(out->evicted_reason), ev_reason);
+        copy(out->evicted_message, sizeof(out->evicted_message), str(ev, "message"));
+        copy(out->evicted_at, sizeof(out->evicted_at), str(ev, "lastTransitionTime"));
+    }
     if (cond_true(status, "Finished"))
         out->state = SW_WL_FINISHED;
     else if (!out->active)
@@ -205,6 +210,17 @@ int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
     else
         out->state = SW_WL_PENDING_OTHER;
     return 0;
+}
+
+bool sw_workload_taken_back(const struct sw_workload_facts *f)
+{
+    /* Kueue's own reasons for a deactivation (InactiveWorkload; in later
+     * versions Deactivated...): the Workload's owner paused it, and once
+     * reactivated it keeps Evicted=True until quota is reserved again. */
+    const char *r = f->evicted_reason;
+    if (strncmp(r, "InactiveWorkload", 16) == 0 || strncmp(r, "Deactivated", 11) == 0)
+        return false;
+    return f->evicted && f->active && f->state != SW_WL_FINISHED;
 }
 
 /* The GPUs of one resource entry list ({name, <field>}) of a flavour. */

@@ -65,6 +65,12 @@ struct sw_workload_facts {
      * that long), 0 when absent */
     int64_t max_exec_s;
     char owner_job[254]; /* the name of its owner of kind Job, "" when none */
+    /* The Evicted condition while True: its reason (ClusterQueueStopped,
+     * LocalQueueStopped, Preempted, PodsReadyTimeout, ...), message and
+     * lastTransitionTime (RFC 3339); "" otherwise */
+    char evicted_reason[64];
+    char evicted_message[256];
+    char evicted_at[40];
 };
 
 /**
@@ -74,6 +80,19 @@ struct sw_workload_facts {
  */
 int sw_workload_facts_from_json(const cJSON *wl, struct sw_workload_facts *out,
                                 struct sw_error *err);
+
+/**
+ * Whether Kueue took back the Workload `f` of a Job it had started, and
+ * keeps the Job suspended: Evicted=True (Kueue sets it False again when it
+ * reserves quota anew) while the Workload is active and not finished, for
+ * whatever reason Kueue gives (its ClusterQueue or LocalQueue stopped with
+ * HoldAndDrain, a preemption, a pods-ready timeout). An inactive Workload
+ * (spec.active=false), or one evicted for its deactivation (reason
+ * InactiveWorkload, which stays while a reactivated Workload waits for
+ * quota again), is not: that eviction is its owner's pause. Its
+ * reason and message are f->evicted_reason and f->evicted_message. Pure.
+ */
+bool sw_workload_taken_back(const struct sw_workload_facts *f);
 
 /** "pending-quota", "pending", "new", "reserved", "admitted", "inactive", "finished",
  *  "inadmissible". */

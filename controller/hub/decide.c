@@ -929,6 +929,22 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
             snprintf(summary, sizeof(summary), "stay at home (%s): $%.2f expected, %s wait; %s",
                      p->cluster, d->chosen.cost.total, wait, sw_why_text(d->why));
     }
+    /* Decided again after its target's Kueue evicted its mirror (queue.c):
+     * the eviction first, in the words of the Requeued Event ("evicted
+     * from onprem (Preempted)"). */
+    const char *ev_end = strstr(r->reason, "): ");
+    if (r->preemptions > 0 && ev_end != NULL &&
+        strncmp(r->reason, SW_QUEUE_EVICTED, strlen(SW_QUEUE_EVICTED)) == 0 &&
+        ev_end - r->reason < 160) {
+        char head[200];
+        int n =
+            snprintf(head, sizeof(head), "mirror %.*s); ", (int)(ev_end - r->reason), r->reason);
+        size_t hl = n > 0 && (size_t)n < sizeof(head) ? (size_t)n : 0;
+        size_t sl = strnlen(summary, sizeof(summary) - 1 - hl);
+        memmove(summary + hl, summary, sl);
+        memcpy(summary, head, hl);
+        summary[hl + sl] = '\0';
+    }
     bool changed = strcmp(summary, r->summary) != 0;
     if (!move && !changed && r->state == SW_JS_OBSERVED)
         return; /* nothing new to record */

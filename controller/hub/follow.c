@@ -13,7 +13,9 @@
  * A mirror that fails because its pod was disrupted (its node reclaimed or
  * deleted: the DisruptionTarget rule dispatch.c adds), or that disappears,
  * is deleted and the Job goes back to be decided again, its preemptions
- * counted, up to the configured number of attempts. A mirror its target's
+ * counted, up to the configured number of attempts; so is one its target's
+ * Kueue evicts after it ran (its queue stopped with HoldAndDrain, a
+ * preemption there: queue.c), billed up to the eviction. A mirror its target's
  * Kueue leaves unadmitted past kueue.mirrorAdmissionSeconds is withdrawn
  * (deleted only while it never started) and decided again the same way;
  * so is one whose pods wait on a NodePool short of capacity past
@@ -423,23 +425,31 @@ static void requeued_written(struct sw_hub *h, struct sw_job *j, int rc, void *c
 }
 
 /*
- * A mirror lost (its node gone, its pod disrupted, the Job gone): the intent
- * first (state "requeued", the preemption counted), then the old mirror is
- * deleted and its live pods awaited (requeue_step), and only then is the
- * Job decided again, so that two attempts never run at once.
+ * A mirror lost (its node gone, its pod disrupted, the Job gone, its
+ * target's Kueue evicted it): the intent first (state "requeued", the
+ * preemption counted), then the old mirror is deleted and its live pods
+ * awaited (requeue_step), and only then is the Job decided again, so that
+ * two attempts never run at once. `interrupted`: its capacity was taken
+ * (counted against its NodePool's interruption rate); a queue's eviction
+ * is not.
  */
-static void requeue(struct sw_hub *h, struct sw_job *j, const char *why)
+static void requeue_as(struct sw_hub *h, struct sw_job *j, const char *why, bool interrupted)
 {
     struct sw_job_rec *r = &j->rec;
     snprintf(r->reason, sizeof(r->reason), "%s", why);
     r->state = SW_JS_REQUEUED;
     r->preemptions++;
     h->m.preemptions++;
-    sw_capacity_mirror_ended(h, r, true);
+    sw_capacity_mirror_ended(h, r, interrupted);
     SW_LOG(SW_LOG_WARN, "mirror lost; requeueing", "job=%s mirror=%s reason=%s", sw_log_q(r->key),
            sw_log_q(r->mirror), sw_log_q(r->reason));
     sw_data_outputs_stop(h, j);
     sw_rec_step(h, j, SW_FP_NONE);
+}
+
+static void requeue(struct sw_hub *h, struct sw_job *j, const char *why)
+{
+    requeue_as(h, j, why, true);
 }
 
 static void on_lost_deleted(struct sw_kube_result *res, void *ctx)
@@ -482,12 +492,17 @@ static void requeue_step(struct sw_hub *h, struct sw_job *j, struct sw_member *t
         sw_follow_event(h, r, "Warning", "BurstFailed", msg);
     } else {
         bool withdrawn = strncmp(r->reason, SW_QUEUE_WITHDRAWN, strlen(SW_QUEUE_WITHDRAWN)) == 0;
+        bool evicted = strncmp(r->reason, SW_QUEUE_EVICTED, strlen(SW_QUEUE_EVICTED)) == 0;
         snprintf(msg, sizeof(msg), "mirror %s/%s %s (%.400s); deciding again (attempt %d of %d)",
-                 r->target_cluster, r->mirror, withdrawn ? "withdrawn" : "lost", r->reason,
-                 r->attempt + 1, h->cfg.max_attempts);
+                 r->target_cluster, r->mirror,
+                 withdrawn ? "withdrawn"
+                 : evicted ? "evicted"
+                           : "lost",
+                 r->reason, r->attempt + 1, h->cfg.max_attempts);
         sw_follow_event(h, r, "Warning", "Requeued", msg);
         r->state = SW_JS_OBSERVED;
         r->started_ms = 0;
+        r->finished_ms = 0; /* an evicted attempt's end, billed above */
         r->mirror_completed_ms = 0;
         r->node_wait_ms = 0; /* the next attempt's wait is its own */
         r->node_pool[0] = r->node_claim[0] = '\0';
@@ -826,6 +841,24 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         snprintf(why, sizeof(why), "its node %s was lost", node);
         j->busy = true;
         requeue(h, j, why);
+        return;
+    }
+    /* Taken back by the target's Kueue after it ran (its queue stopped
+     * with HoldAndDrain, a preemption there, at home too): a lost attempt,
+     * billed up to the eviction only (the attempt's end, until
+     * requeue_step bills it), the target's queue set aside as for a
+     * withdrawal unless Kueue's figures show why already. */
+    int64_t evicted_ms = 0;
+    bool aside = false;
+    char evicted[sizeof(r->reason)];
+    if (live != NULL &&
+        sw_queue_mirror_evicted(h, j, live, evicted, sizeof(evicted), &evicted_ms, &aside)) {
+        r->finished_ms = evicted_ms;
+        if (aside)
+            tm->queue_aside_until_ms =
+                sw_hub_wall_ms() + (int64_t)(h->cfg.mirror_admission_s * 1000);
+        j->busy = true;
+        requeue_as(h, j, evicted, false);
         return;
     }
     /* Left unadmitted in the target's Kueue queue too long: withdrawn (a

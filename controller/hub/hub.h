@@ -750,6 +750,25 @@ int sw_queue_mirror_pause(struct sw_hub *h, struct sw_job *j, const cJSON *mirro
 bool sw_queue_mirror_unadmitted(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, char *why,
                                 size_t len);
 
+/** How the reason of a mirror Kueue evicted after it started begins. */
+#define SW_QUEUE_EVICTED "evicted from"
+/**
+ * Whether j's mirror (borrowed), queued in its target's Kueue LocalQueue and
+ * seen running, was taken back by that Kueue: suspended, its Workload
+ * evicted while active (sw_workload_taken_back: its ClusterQueue or
+ * LocalQueue stopped with HoldAndDrain, a preemption there, ...). Such an
+ * attempt is lost as one on a reclaimed node is (follow.c): Kueue would
+ * start it again only when it pleases, and its suspended time is no run.
+ * Fills `why` (who, where, Kueue's reason and message), `evicted_ms`
+ * (when Kueue evicted it, wall ms, within the attempt's start and now) and
+ * `set_aside` (whether the target's pools should count no room for a
+ * while: an eviction other than a preemption, which Kueue's figures show
+ * already) when it is. Starts the target's Kueue informers; false until
+ * they have listed.
+ */
+bool sw_queue_mirror_evicted(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, char *why,
+                             size_t len, int64_t *evicted_ms, bool *set_aside);
+
 /* ---- MultiKueue's external dispatcher (multikueue.c, decide.c) ---------- */
 
 /** A manager's Workload waiting for its dispatcher, as the engine is asked about it. */

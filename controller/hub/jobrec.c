@@ -98,6 +98,8 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
         cJSON_AddNumberToObject(k, "reservedGpus", (double)r->kueue.reserved_gpus);
         cJSON_AddNumberToObject(k, "nominalGpus", (double)r->kueue.nominal_gpus);
         cJSON_AddNumberToObject(k, "ahead", (double)r->kueue.ahead);
+        if (r->kueue.preempted)
+            cJSON_AddBoolToObject(k, "preempted", 1);
     }
     return o;
 }
@@ -180,6 +182,13 @@ static int get_kueue(const cJSON *o, struct sw_job_rec *r, struct sw_error *err)
                                 counts[i].path, (long long)v);
         memcpy((char *)q + counts[i].off, &v, sizeof(v));
     }
+    /* Absent in records written before it, and whenever false. */
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(k, "preempted");
+    if (pre != NULL && !cJSON_IsBool(pre))
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: field \"kueue.preempted\": expected a boolean, got %s", what,
+                            sw_json_type_name(pre));
+    q->preempted = cJSON_IsTrue(pre);
     if (q->local_queue[0] == '\0')
         return sw_error_set(err, SW_EPARSE, "%s: field \"kueue.localQueue\": empty", what);
     r->has_kueue = true;
@@ -345,15 +354,16 @@ static const char *workloads(int64_t n)
 
 void sw_job_kueue_text(const struct sw_job_kueue *k, char *buf, size_t len)
 {
+    const char *queued = k->preempted ? "preempted by Kueue, queued again" : "queued";
     if (k->cluster_queue[0] != '\0')
-        snprintf(buf, len, "queued in ClusterQueue %s: %lld/%lld GPUs reserved, %lld %s ahead",
+        snprintf(buf, len, "%s in ClusterQueue %s: %lld/%lld GPUs reserved, %lld %s ahead", queued,
                  k->cluster_queue, (long long)k->reserved_gpus, (long long)k->nominal_gpus,
                  (long long)k->ahead, workloads(k->ahead));
     else
         snprintf(buf, len,
-                 "queued in LocalQueue %s: %lld/%lld GPUs reserved in its cluster's "
+                 "%s in LocalQueue %s: %lld/%lld GPUs reserved in its cluster's "
                  "ClusterQueues, %lld %s ahead",
-                 k->local_queue, (long long)k->reserved_gpus, (long long)k->nominal_gpus,
+                 queued, k->local_queue, (long long)k->reserved_gpus, (long long)k->nominal_gpus,
                  (long long)k->ahead, workloads(k->ahead));
 }
 

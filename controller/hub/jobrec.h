@@ -98,6 +98,9 @@ struct sw_job_kueue {
     /* Workloads pending for quota there that spillway does not manage,
      * which the engine queued ahead of the Job */
     int64_t ahead;
+    /* Kueue preempted it at home (its Workload evicted, reason Preempted,
+     * and queued again): said first, before the queue's figures */
+    bool preempted;
 };
 
 /** The most bytes of a record's summary, its terminating NUL included. */

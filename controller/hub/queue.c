@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clusters/exec.h"
 #include "clusters/kueue.h"
 #include "clusters/record.h"
 #include "common/alloc.h"
@@ -877,6 +878,50 @@ bool sw_queue_mirror_unadmitted(struct sw_hub *h, struct sw_job *j, const cJSON 
     return true;
 }
 
+bool sw_queue_mirror_evicted(struct sw_hub *h, struct sw_job *j, const cJSON *mirror, char *why,
+                             size_t len, int64_t *evicted_ms, bool *set_aside)
+{
+    const struct sw_job_rec *r = &j->rec;
+    const cJSON *md = sw_json_child((cJSON *)mirror, "metadata");
+    const char *lq = sw_json_str(sw_json_child((cJSON *)md, "labels"), SW_KUEUE_QUEUE_LABEL);
+    const char *uid = sw_json_str(md, "uid");
+    /* Only an attempt seen running: one evicted before it ran is still
+     * "never started" to the withdrawal rule above. */
+    if (lq == NULL || uid == NULL || r->state != SW_JS_RUNNING || r->started_ms == 0)
+        return false;
+    struct sw_member *tm = sw_member_find(h, r->target_cluster);
+    if (tm == NULL || tm->cache == NULL)
+        return false;
+    sw_cluster_cache_start_kueue(tm->cache);
+    if (!sw_cluster_cache_kueue_synced(tm->cache))
+        return false;
+    /* Kueue suspends the Job it evicts before it gives the quota back; a
+     * mirror still unsuspended has pods Kueue has not stopped yet. */
+    if (!cJSON_IsTrue(sw_json_child(sw_json_child((cJSON *)mirror, "spec"), "suspend")))
+        return false;
+    const struct sw_queue_wl *e = wl_find(r->target_cluster, uid);
+    if (e == NULL || e->err[0] != '\0' || !sw_workload_taken_back(&e->f))
+        return false;
+    /* "evicted from CLUSTER (REASON)" first: the decision that follows
+     * names the eviction by it (decide.c). */
+    snprintf(why, len, "%s %s (%s): Kueue evicted mirror %s (Workload %s/%s, LocalQueue %s/%s)%s%s",
+             SW_QUEUE_EVICTED, r->target_cluster,
+             e->f.evicted_reason[0] ? e->f.evicted_reason : "no reason given", r->mirror, e->f.ns,
+             e->f.name, r->ns, lq, e->f.evicted_message[0] ? ": " : "", e->f.evicted_message);
+    /* Billed up to the eviction Kueue stamped, never before the attempt
+     * started nor after now (a clock apart, a hostile timestamp). */
+    int64_t now = sw_hub_wall_ms(), at = 0;
+    const char *bad = NULL;
+    if (e->f.evicted_at[0] == '\0' || sw_parse_rfc3339(e->f.evicted_at, &at, &bad) != 0)
+        at = now;
+    *evicted_ms = at < r->started_ms ? r->started_ms : at > now ? now : at;
+    /* A preemption is in Kueue's figures already (the Workload that took
+     * the quota holds it); a queue stopped may not be (a LocalQueue's
+     * stopPolicy is in none the hub reads). */
+    *set_aside = !e->f.preempted;
+    return true;
+}
+
 /* ---- the home queue, as Kueue has it -------------------------------------- */
 
 static void mark_managed(struct sw_hub *h, struct sw_job *j, void *ctx)
@@ -1099,6 +1144,9 @@ int sw_queue_job_kueue(const struct sw_job *j, const cJSON *origin, const struct
     for (size_t i = 0; cq == NULL && name != NULL && i < qh->ncq; i++)
         if (strcmp(qh->cq[i].name, name) == 0)
             cq = &qh->cq[i];
+    /* Evicted by a higher priority and requeued (annotation form: its own
+     * Workload, still active until the take). */
+    out->preempted = e != NULL && e->err[0] == '\0' && e->f.preempted;
     if (cq != NULL) {
         snprintf(out->cluster_queue, sizeof(out->cluster_queue), "%s", cq->name);
         out->reserved_gpus = cq->reserved_gpus;

@@ -26,9 +26,13 @@
 #      they are sent, as the hub decides: each Job completes once, in one
 #      place, whichever of Kueue or the hub takes it, and one run in the
 #      cloud was never started at home;
-#   4b. cloud-spot's only ClusterQueue held (stopPolicy Hold): its headroom
-#      is 0, the hub counts no room there, and a burstable Job goes elsewhere
-#      or waits, no mirror ever made in cloud-spot;
+#   4b. cloud-spot's only ClusterQueue stopped (stopPolicy HoldAndDrain)
+#      while a mirror runs there: Kueue evicts it, and the hub takes that as
+#      a lost attempt (Requeued Event naming the eviction, the mirror
+#      deleted, the Job decided again and run once more elsewhere); then, the
+#      queue held, its headroom is 0, the hub counts no room there, and a
+#      burstable Job goes elsewhere or waits, no mirror ever made in
+#      cloud-spot;
 #   5. cloud-spot queues mirrors in a LocalQueue whose ClusterQueue has GPU
 #      quota but a flavour whose node taint the mirror does not tolerate, so
 #      Kueue never admits it: the mirror is withdrawn after kueue.mirrorAdmissionSeconds
@@ -258,18 +262,36 @@ done
 abandoned=$(grep -c "burst abandoned" "$HUB_TMP/hub.log" || true)
 pass "race: $((ROUNDS * PER_ROUND)) Jobs in $ROUNDS rounds in $((SECONDS - t0)) s, $home ran at home (admitted by Kueue; $abandoned bursts abandoned just before the take), $away in the cloud (taken from Kueue; Kueue reserved quota for $reserved of them, none started); each succeeded once"
 
-# ---- 4b. the cloud's queue admits nothing new: no room counted there -------
-# cloud-spot queues mirrors in LocalQueue gpu; its only ClusterQueue, gpu,
-# is held (stopPolicy Hold: Kueue admits nothing new there): its headroom
-# is 0, so its pool counts no free GPUs and no room to grow, and the Job
-# goes elsewhere or waits, never into a queue that cannot admit it. (Before
-# the hub read the target's headroom it went to cloud-spot, the cheapest,
-# and was withdrawn only after kueue.mirrorAdmissionSeconds.)
-kc cloud-spot patch clusterqueue gpu --type=merge -p '{"spec":{"stopPolicy":"Hold"}}' >/dev/null
-CQ_HELD=1
+# ---- 4b. the cloud's queue stopped: its running mirror evicted, no room ----
+# cloud-spot queues mirrors in LocalQueue gpu. evicted (burstable, 20 s)
+# bursts there and runs; then its only ClusterQueue, gpu, is stopped with
+# HoldAndDrain: Kueue evicts the mirror (Evicted=True, ClusterQueueStopped;
+# the Job suspended, its pods gone) and admits nothing new. The hub takes
+# that as a lost attempt: a Requeued Event naming the eviction, the old
+# mirror deleted, the Job decided again (before, the record stayed running,
+# attempt 1, for as long as the hold lasted). Then, the queue still held,
+# its headroom is 0, so its pool counts no free GPUs and no room to grow,
+# and a Job goes elsewhere or waits, never into a queue that cannot admit
+# it. (Before the hub read the target's headroom it went to cloud-spot, the
+# cheapest, and was withdrawn only after kueue.mirrorAdmissionSeconds.)
 kueue_job fill-room 4 2 3600s no | kc onprem apply -n "$NS" -f - >/dev/null
 kc onprem wait --for=jsonpath='{.status.active}'=2 job/fill-room -n "$NS" --timeout=60s >/dev/null ||
     hub_fail "fill-room did not start"
+kueue_job evicted 4 1 20s yes | kc onprem apply -n "$NS" -f - >/dev/null
+E="onprem/$NS/evicted"
+wait_record "$E" state running 60
+[ "$(record_field "$E" targetCluster)" = cloud-spot ] || hub_fail "evicted runs in $(record_field "$E" targetCluster), not cloud-spot"
+me=$(record_field "$E" mirror)
+kc cloud-spot patch clusterqueue gpu --type=merge -p '{"spec":{"stopPolicy":"HoldAndDrain"}}' >/dev/null
+CQ_HELD=1
+t_hold=$SECONDS
+rev=$(event_message evicted Requeued 30)
+case "$rev" in *"mirror cloud-spot/$me evicted (evicted from cloud-spot (ClusterQueueStopped): Kueue evicted mirror $me (Workload $NS/"*", LocalQueue $NS/gpu)"*"; deciding again (attempt 2 of"*) ;;
+*) hub_fail "no Requeued Event naming Kueue's eviction of $me within 30 s of the hold (record: $(record_field "$E" state), attempt $(record_field "$E" attempt)): \"$rev\"" ;; esac
+kc cloud-spot wait --for=delete "job/$me" -n "$NS" --timeout=30s >/dev/null 2>&1 ||
+    hub_fail "the evicted mirror $me is still there"
+[ "$(record_field "$E" preemptions)" = 1 ] || hub_fail "evicted's record counts $(record_field "$E" preemptions) lost attempts"
+pass "evicted: cloud-spot's ClusterQueue gpu stopped (HoldAndDrain), mirror $me evicted by Kueue, deleted and the Job decided again (Requeued $((SECONDS - t_hold)) s after the hold) (\"${rev:0:200}\")"
 kueue_job roomless 4 1 5s yes | kc onprem apply -n "$NS" -f - >/dev/null
 K="onprem/$NS/roomless"
 dec=$(decided_summary "$K" 30)
@@ -284,7 +306,11 @@ kc onprem delete job fill-room -n "$NS" --wait=false >/dev/null
 wait_record "$K" state succeeded 150
 [ "$(record_field "$K" withdrawals)" = 0 ] || [ "$(record_field "$K" withdrawals)" = "" ] ||
     hub_fail "roomless was withdrawn from a queue: $(record_field "$K" withdrawals)"
-pass "held queue: cloud-spot's only ClusterQueue held, roomless decided without it (\"${dec:0:160}\"), first target ${rtgt:-none}; succeeded once as $(record_field "$K" targetCluster)"
+wait_record "$E" state succeeded 150
+[ "$(record_field "$E" attempt)" = 2 ] || hub_fail "evicted succeeded in attempt $(record_field "$E" attempt), not 2"
+[ "$(record_field "$E" mirror)" != "$me" ] || hub_fail "evicted succeeded as its evicted mirror $me"
+[ "$(mirrors_of evicted)" -le 1 ] || hub_fail "evicted has $(mirrors_of evicted) mirrors"
+pass "held queue: cloud-spot's only ClusterQueue held, evicted succeeded in attempt 2 as $(record_field "$E" targetCluster); roomless decided without it (\"${dec:0:160}\"), first target ${rtgt:-none}; succeeded once as $(record_field "$K" targetCluster)"
 
 # ---- 5. a mirror left unadmitted in the cloud's queue is decided again -------
 # cloud-spot now queues mirrors in LocalQueue held, on a ClusterQueue with

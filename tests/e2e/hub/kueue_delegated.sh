@@ -21,6 +21,10 @@
 #      (spec.suspend true on the origin): the mirror's Workload is
 #      deactivated (Kueue's own pause: it evicts the mirror), and reactivated
 #      when the origin is resumed; the Job completes once;
+#   3b. a delegated Job decided for home, its mirror in onprem's queue
+#      preempted there by a higher-priority Job: a lost attempt (Requeued
+#      Event naming the preemption), decided again and run once in
+#      cloud-spot;
 #   4. an annotated Job labelled with a LocalQueue that does not exist:
 #      Kueue cannot admit it (its Workload Inadmissible), and the hub says
 #      so: blocked with a reason naming the LocalQueue and quoting Kueue,
@@ -138,6 +142,35 @@ wait_record "$P" state succeeded 150
 origin_done paused 60
 one_mirror_each paused
 pass "paused: the origin suspended deactivated mirror $pm's Workload $pwl in $pt (Kueue suspended it); resumed, it completed once"
+
+# ---- 3b. a delegated Job's home mirror preempted by Kueue: a candidate again ----
+# The quota free, a delegated Job of 8 GPUs (priority low) is decided for
+# home: its mirror runs in onprem's LocalQueue gpu. vip (not burstable,
+# priority high, 8 GPUs) makes Kueue preempt the mirror (Evicted=True,
+# Preempted; the mirror suspended). The hub takes that as a lost attempt
+# (a Requeued Event naming the preemption), deletes the home mirror and
+# decides again: the quota held by vip, it bursts to cloud-spot and
+# completes once. (Before, it stayed running with its mirror suspended and
+# no Event until vip ended.)
+kueue_job bumped 4 2 20s yes low delegated | kc onprem apply -n "$NS" -f - >/dev/null
+B="onprem/$NS/bumped"
+wait_record "$B" state running 90
+[ "$(record_field "$B" targetCluster)" = onprem ] || hub_fail "bumped was not decided for home: $(record_field "$B" targetCluster)"
+bm=$(record_field "$B" mirror)
+kueue_job vip 4 2 3600s no high | kc onprem apply -n "$NS" -f - >/dev/null
+t_vip=$SECONDS
+bev=$(event_message bumped Requeued 45)
+case "$bev" in *"mirror onprem/$bm evicted (evicted from onprem (Preempted): Kueue evicted mirror $bm (Workload $NS/"*", LocalQueue $NS/gpu)"*"; deciding again (attempt 2 of"*) ;;
+*) hub_fail "no Requeued Event naming Kueue's preemption of the home mirror $bm within 45 s (record: $(record_field "$B" state), attempt $(record_field "$B" attempt)): \"$bev\"" ;; esac
+wait_record "$B" state succeeded 150
+[ "$(record_field "$B" targetCluster)" = cloud-spot ] || hub_fail "bumped ran again in $(record_field "$B" targetCluster), not cloud-spot"
+[ "$(record_field "$B" attempt)" = 2 ] || hub_fail "bumped succeeded in attempt $(record_field "$B" attempt), not 2"
+origin_done bumped 60
+kc onprem wait --for=delete "job/$bm" -n "$NS" --timeout=30s >/dev/null 2>&1 || hub_fail "the preempted home mirror $bm is still there"
+one_mirror_each bumped
+[ "$(kc onprem get job vip -n "$NS" -o jsonpath='{.status.active}')" = 2 ] || hub_fail "vip does not run at home"
+pass "preempted at home: delegated bumped's home mirror $bm evicted by vip, decided again and completed once in cloud-spot $((SECONDS - t_vip)) s after vip came (\"${bev:0:200}\")"
+kc onprem delete job vip -n "$NS" --wait=true >/dev/null
 
 # ---- 4. a queue label Kueue cannot admit: the Job says why ------------------
 # (the quota free again: once its LocalQueue exists, Kueue admits it at home)

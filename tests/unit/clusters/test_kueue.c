@@ -180,6 +180,80 @@ static void workload_preempted_waits_for_quota(void **state)
     cJSON_Delete(o);
 }
 
+/* Taken back by Kueue after it ran: a queue stopped with HoldAndDrain
+ * (Kueue v0.17 evicts with reason ClusterQueueStopped or LocalQueueStopped,
+ * suspends the Job and gives the quota back), a preemption; never the
+ * owner's own deactivation, a finished Workload or one readmitted. */
+#define EVICTED(ev_reason, qr)                                                                     \
+    "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"" qr "\",\"reason\":\"Pending\","    \
+    "\"message\":\"ClusterQueue gpu is inactive\"},{\"type\":\"Evicted\",\"status\":\"True\","     \
+    "\"reason\":\"" ev_reason "\",\"message\":\"The ClusterQueue is stopped\","                    \
+    "\"lastTransitionTime\":\"2026-11-29T12:00:05Z\"}]"
+
+static void workload_taken_back(void **state)
+{
+    (void)state;
+    struct sw_workload_facts f;
+    struct sw_error err = {0};
+    cJSON *o = wl("", EVICTED("ClusterQueueStopped", "False"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_true(f.evicted);
+    assert_string_equal(f.evicted_reason, "ClusterQueueStopped");
+    assert_string_equal(f.evicted_message, "The ClusterQueue is stopped");
+    assert_string_equal(f.evicted_at, "2026-11-29T12:00:05Z");
+    assert_true(sw_workload_taken_back(&f));
+    cJSON_Delete(o);
+    /* Evicted, the quota not given back yet: taken back all the same. */
+    o = wl("", EVICTED("LocalQueueStopped", "True"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_true(sw_workload_taken_back(&f));
+    assert_string_equal(f.evicted_reason, "LocalQueueStopped");
+    cJSON_Delete(o);
+    o = wl("", PREEMPTED("Preempted"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_true(sw_workload_taken_back(&f));
+    assert_string_equal(f.evicted_reason, "Preempted");
+    assert_string_equal(f.evicted_message, ""); /* none of its own */
+    assert_string_equal(f.evicted_at, "");
+    cJSON_Delete(o);
+    /* Deactivated by its owner (the hub's pause of a delegated origin). */
+    o = wl("\"active\":false,", EVICTED("InactiveWorkload", "False"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_false(sw_workload_taken_back(&f));
+    cJSON_Delete(o);
+    /* Reactivated after that pause: Evicted stays True, reason
+     * InactiveWorkload, until quota is reserved again: still the owner's. */
+    o = wl("\"active\":true,", EVICTED("InactiveWorkload", "False"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_true(f.evicted && f.active);
+    assert_false(sw_workload_taken_back(&f));
+    cJSON_Delete(o);
+    o = wl("", EVICTED("DeactivatedDueToRequeuingLimitExceeded", "False"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_false(sw_workload_taken_back(&f));
+    cJSON_Delete(o);
+    o = wl("", EVICTED("PodsReadyTimeout", "False"));
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_true(sw_workload_taken_back(&f));
+    cJSON_Delete(o);
+    /* Finished: its outcome is the Job's, not an eviction. */
+    o = wl("", "\"conditions\":[{\"type\":\"Finished\",\"status\":\"True\"},"
+               "{\"type\":\"Evicted\",\"status\":\"True\",\"reason\":\"ClusterQueueStopped\"}]");
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_false(sw_workload_taken_back(&f));
+    cJSON_Delete(o);
+    /* Readmitted: Kueue sets Evicted False again. */
+    o = wl("", "\"admission\":{\"clusterQueue\":\"gpu\",\"podSetAssignments\":[]},"
+               "\"conditions\":[{\"type\":\"QuotaReserved\",\"status\":\"True\"},"
+               "{\"type\":\"Admitted\",\"status\":\"True\"},{\"type\":\"Evicted\","
+               "\"status\":\"False\",\"reason\":\"QuotaReserved\"}]");
+    assert_int_equal(sw_workload_facts_from_json(o, &f, &err), 0);
+    assert_false(f.evicted);
+    assert_string_equal(f.evicted_reason, "");
+    assert_false(sw_workload_taken_back(&f));
+    cJSON_Delete(o);
+}
+
 static void expect_error(const char *json, const char *want)
 {
     cJSON *o = cJSON_Parse(json);
@@ -595,6 +669,7 @@ int main(void)
         cmocka_unit_test(workload_pending_for_quota),
         cmocka_unit_test(workload_other_states),
         cmocka_unit_test(workload_preempted_waits_for_quota),
+        cmocka_unit_test(workload_taken_back),
         cmocka_unit_test(workload_errors_name_the_field),
         cmocka_unit_test(cluster_queue_facts),
         cmocka_unit_test(flavours_by_capacity_type),

@@ -260,6 +260,13 @@ static void test_kueue_text(void **state)
     kueue_fill(&k, "gpu", 8, 8, 0);
     sw_job_kueue_text(&k, buf, sizeof(buf));
     assert_string_equal(buf, "queued in ClusterQueue gpu: 8/8 GPUs reserved, 0 Workloads ahead");
+    /* Preempted at home and queued again: said first. */
+    k.preempted = true;
+    sw_job_kueue_text(&k, buf, sizeof(buf));
+    assert_string_equal(buf, "preempted by Kueue, queued again in ClusterQueue gpu: 8/8 GPUs "
+                             "reserved, 0 Workloads ahead");
+    sw_job_kueue_short(&k, buf, sizeof(buf));
+    assert_string_equal(buf, "gpu 8/8, 0 ahead");
     /* Several ClusterQueues, the Job's not known: its LocalQueue, the totals. */
     kueue_fill(&k, "", 16, 24, 3);
     sw_job_kueue_text(&k, buf, sizeof(buf));
@@ -310,6 +317,18 @@ static void test_kueue_round_trip(void **state)
     assert_int_equal(b.kueue.reserved_gpus, 8);
     assert_int_equal(b.kueue.nominal_gpus, 8);
     assert_int_equal(b.kueue.ahead, 5);
+    assert_false(b.kueue.preempted);
+    /* Preempted: written only when true, read back. */
+    a.kueue.preempted = true;
+    o = sw_job_rec_to_json(&a);
+    text = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(o, "kueue"));
+    assert_string_equal(text,
+                        "{\"clusterQueue\":\"gpu\",\"localQueue\":\"gpu-lq\","
+                        "\"reservedGpus\":8,\"nominalGpus\":8,\"ahead\":5,\"preempted\":true}");
+    cJSON_free(text);
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), 0);
+    cJSON_Delete(o);
+    assert_true(b.kueue.preempted);
     /* The ClusterQueue may be unknown (""). */
     kueue_fill(&a.kueue, "", 16, 24, 0);
     o = sw_job_rec_to_json(&a);
@@ -354,6 +373,9 @@ static void test_kueue_bad(void **state)
          "job record a/b/c: field \"kueue.ahead\": expected a count of 0 or more, got -1"},
         {"{\"clusterQueue\":\"gpu\",\"localQueue\":\"gpu\",\"reservedGpus\":8,\"nominalGpus\":8}",
          "job record a/b/c: field \"kueue.ahead\": missing"},
+        {"{\"clusterQueue\":\"gpu\",\"localQueue\":\"gpu\",\"reservedGpus\":8,\"nominalGpus\":8,"
+         "\"ahead\":0,\"preempted\":\"yes\"}",
+         "job record a/b/c: field \"kueue.preempted\": expected a boolean, got a string"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char text[512];
