@@ -29,6 +29,12 @@
 #define SW_KEY_FENCE "spillway:fence"
 /* a hash: "cluster/nodepool" -> what the hub learned there (learn.h), JSON */
 #define SW_KEY_LEARNED "spillway:learned"
+/* a hash: origin Job UID -> a finished Job's runtime and features (JSON,
+ * runtimes.h), what the hub learns runtimes from; and a sorted set of the
+ * same UIDs scored by when each finished (wall ms), by which the oldest
+ * beyond SW_RUNTIMES_MAX are dropped */
+#define SW_KEY_RUNTIMES       "spillway:runtimes"
+#define SW_KEY_RUNTIMES_ORDER "spillway:runtimes:order"
 /* a hash: "cluster/nodeclaim" -> a bound NodePool's NodeClaim's life (JSON:
  * cluster, pool, nodePool, gpus, pricePerGpuHour, createdMs, deletedMs),
  * what spillctl report chargeback --from-hub bills as node-hours */

@@ -191,8 +191,10 @@ int sw_runtimes_belief(struct sw_runtimes *r, const struct sw_job_features *f, d
 
 bool sw_runtime_observation(const struct sw_job_rec *rec, struct sw_runtime_obs *out)
 {
+    /* Only a run the hub followed: a mirror (an annotation-only Job that
+     * finished at home before any burst has none, and no start seen). */
     if (rec->state != SW_JS_SUCCEEDED || rec->runtime_counted || !rec->belief_set ||
-        rec->uid[0] == '\0')
+        rec->uid[0] == '\0' || rec->mirror[0] == '\0')
         return false;
     int64_t start = rec->started_ms > 0 ? rec->started_ms : rec->dispatched_ms;
     int64_t end = rec->mirror_completed_ms > 0 ? rec->mirror_completed_ms : rec->finished_ms;
@@ -241,6 +243,32 @@ double sw_runtime_obs_error(const struct sw_runtime_obs *o)
     if (!(o->predicted_s > 0))
         return -1;
     return fabs(o->runtime_s - o->predicted_s) / o->predicted_s;
+}
+
+static double ms3(double s)
+{
+    return round(s * 1000) / 1000;
+}
+
+cJSON *sw_runtime_belief_json(const struct sw_estimate *b, double annotated_s)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (j == NULL)
+        return NULL;
+    double p90 = fmin(b->median_s * exp(SW_DEADLINE_Z * b->sigma), SW_MAX_SECONDS);
+    bool ok = cJSON_AddStringToObject(j, "source", sw_estimate_source_name(b->source)) &&
+              cJSON_AddNumberToObject(j, "median_seconds", ms3(b->median_s)) &&
+              cJSON_AddNumberToObject(j, "sigma", round(b->sigma * 1e4) / 1e4) &&
+              cJSON_AddNumberToObject(j, "p90_seconds", ms3(p90)) &&
+              cJSON_AddNumberToObject(j, "mean_seconds", ms3(sw_estimate_mean(b))) &&
+              cJSON_AddNumberToObject(j, "runs", (double)b->runs) &&
+              cJSON_AddNumberToObject(j, "level", b->level) &&
+              cJSON_AddNumberToObject(j, "annotated_seconds", annotated_s > 0 ? annotated_s : 0);
+    if (!ok) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
 }
 
 cJSON *sw_runtime_obs_to_json(const struct sw_runtime_obs *o)

@@ -98,8 +98,9 @@ bool sw_runtime_obs_valid(const struct sw_runtime_obs *o);
 /**
  * The observation record `rec` gives when it is written now, into *out:
  * true only the first time it is written succeeded (state succeeded,
- * runtime_counted not yet set) with the belief it was decided with and
- * a runtime it can tell: from the mirror's start (started_ms, seen running;
+ * runtime_counted not yet set) of a run in a mirror (`mirror` set: not a
+ * Job that finished at home before any burst), with the belief it was
+ * decided with and a runtime it can tell: from the mirror's start (started_ms, seen running;
  * else dispatched) to its completion (mirror_completed_ms, else
  * finished_ms), positive. The caller sets runtime_counted in the same
  * write as the observation, so a record read again (a new leader, a
@@ -122,6 +123,15 @@ void sw_runtime_label(const char *name, const char *generate_name, char out[SW_N
  * once the Job finished); -1 when it carries no prediction.
  */
 double sw_runtime_obs_error(const struct sw_runtime_obs *o);
+
+/**
+ * A belief for spillctl explain (new JSON object; NULL on ENOMEM):
+ *   {"source": "annotation"|"learned"|"prior", "median_seconds": M,
+ *    "sigma": S, "p90_seconds": M x exp(1.2816 S), "mean_seconds":
+ *    M x exp(S^2 / 2), "runs": N, "level": L (learned: 0 the finest key),
+ *    "annotated_seconds": A (0 none)}
+ */
+cJSON *sw_runtime_belief_json(const struct sw_estimate *b, double annotated_s);
 
 /** The observation as JSON (new; the caller deletes it), NULL on ENOMEM. */
 cJSON *sw_runtime_obs_to_json(const struct sw_runtime_obs *o);

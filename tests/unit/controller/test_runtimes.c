@@ -171,6 +171,7 @@ static void rec_fill(struct sw_job_rec *rec)
     rec->prio = SW_PRIO_PRODUCTION;
     rec->gpus = 4;
     rec->state = SW_JS_SUCCEEDED;
+    snprintf(rec->mirror, sizeof(rec->mirror), "sw-0fea0c22-1");
     rec->dispatched_ms = 1000000;
     rec->started_ms = 1002000;
     rec->mirror_completed_ms = 1062000;
@@ -214,6 +215,11 @@ static void test_observation_rule(void **state)
     assert_false(sw_runtime_observation(&rec, &o));
     rec.belief_set = true;
     rec.uid[0] = '\0';
+    assert_false(sw_runtime_observation(&rec, &o));
+    rec_fill(&rec);
+    /* Finished at home before any burst (follow.c clears the mirror): no run
+     * the hub followed, whatever times the record holds. */
+    rec.mirror[0] = '\0';
     assert_false(sw_runtime_observation(&rec, &o));
     rec_fill(&rec);
     /* Never seen running: from its dispatch; completion not seen: the finish. */
