@@ -76,10 +76,11 @@ bool sw_runtimes_has(const struct sw_runtimes *r, const char *id);
 int sw_runtimes_add(struct sw_runtimes *r, const struct sw_runtime_obs *o);
 
 /**
- * Adds `n` observations read from Redis in any order: the oldest first (by
- * finished_ms, then id), so that when more than the cap are given the
- * latest are kept. `o` is sorted in place. Returns the number added or
- * SW_ENOMEM.
+ * Adds `n` observations read from Redis in any order, their ids unique (a
+ * hash's fields): the oldest first (by finished_ms, then id), so that when
+ * more than the cap are given the latest are kept; one whose id is kept
+ * already is not added (checked only when the history is not empty). `o` is sorted in place.
+ * Returns the number added or SW_ENOMEM.
  */
 int sw_runtimes_load(struct sw_runtimes *r, struct sw_runtime_obs *o, size_t n);
 

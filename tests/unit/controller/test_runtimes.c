@@ -397,6 +397,9 @@ static void test_load(void **state)
     assert_int_equal(r.n, 0);
     assert_int_equal(sw_runtimes_load(&r, in, 5), 3);
     assert_int_equal(r.n, 3);
+    /* Loaded again over what is kept: nothing counted twice. */
+    assert_int_equal(sw_runtimes_load(&r, in, 5), 0);
+    assert_int_equal(r.n, 3);
     sw_runtimes_free(&r);
 }
 
