@@ -19,9 +19,11 @@
 #include "controller/hub/jobrec.h"
 #include "placement/estimate.h"
 
-/* Finished Jobs kept (the latest, by when they finished): in the hub about
- * 240 bytes each (about 1 MB in all), in Redis about 300 (a hash entry of
- * JSON and its place in a sorted set). */
+/* Finished Jobs kept (the latest, by when they finished): in the hub 248
+ * bytes each (1 MB in all) plus the estimator's table (192 bytes a feature
+ * key: tens of KB for a few hundred kinds of Job, at most 6.3 MB when every
+ * Job has a team and label of its own); in Redis about 400 bytes each (a
+ * hash entry of JSON and its place in a sorted set), 1.6 MB in all. */
 #define SW_RUNTIMES_MAX 4096
 
 /** One finished Job, as the estimator learns from it. */
