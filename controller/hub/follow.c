@@ -475,6 +475,11 @@ static void requeue_step(struct sw_hub *h, struct sw_job *j, struct sw_member *t
     int pods = sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, NULL);
     int lost = sw_observe_lost(h, r->target_cluster, r->ns, r->mirror, NULL, 0);
     if (pods - lost > 0) {
+        /* An attempt billed up to its eviction (follow_step) is billed
+         * on while its pods still run: their grace period is the
+         * template's, which its author chooses. */
+        if (r->finished_ms != 0)
+            r->finished_ms = sw_hub_wall_ms();
         j->next_ms = sw_hub_mono_ms() + 500;
         return;
     }

@@ -915,10 +915,13 @@ bool sw_queue_mirror_evicted(struct sw_hub *h, struct sw_job *j, const cJSON *mi
     if (e->f.evicted_at[0] == '\0' || sw_parse_rfc3339(e->f.evicted_at, &at, &bad) != 0)
         at = now;
     *evicted_ms = at < r->started_ms ? r->started_ms : at > now ? now : at;
-    /* A preemption is in Kueue's figures already (the Workload that took
-     * the quota holds it); a queue stopped may not be (a LocalQueue's
-     * stopPolicy is in none the hub reads). */
-    *set_aside = !e->f.preempted;
+    /* Only a ClusterQueue stopped sets the member's queue aside: the
+     * platform stopped it, and the hub reads no stopPolicy. A preemption
+     * is in Kueue's figures already; a LocalQueue stopped is one
+     * namespace's (a tenant who may edit its LocalQueue must not freeze a
+     * cluster's bursts for everyone), and PodsReadyTimeout and the like
+     * are one Workload's own. */
+    *set_aside = strcmp(e->f.evicted_reason, "ClusterQueueStopped") == 0;
     return true;
 }
 
