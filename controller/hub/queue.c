@@ -900,7 +900,11 @@ bool sw_queue_mirror_evicted(struct sw_hub *h, struct sw_job *j, const cJSON *mi
     if (!cJSON_IsTrue(sw_json_child(sw_json_child((cJSON *)mirror, "spec"), "suspend")))
         return false;
     const struct sw_queue_wl *e = wl_find(r->target_cluster, uid);
-    if (e == NULL || e->err[0] != '\0' || !sw_workload_taken_back(&e->f))
+    /* The Workload is found by the mirror's UID label, which whoever may
+     * create Workloads can write: only one in the mirror's own namespace
+     * speaks for it. */
+    if (e == NULL || e->err[0] != '\0' || strcmp(e->f.ns, r->ns) != 0 ||
+        !sw_workload_taken_back(&e->f))
         return false;
     /* "evicted from CLUSTER (REASON)" first: the decision that follows
      * names the eviction by it (decide.c). */
