@@ -501,6 +501,48 @@ static void print_basis(const cJSON *o)
     printf("\n");
 }
 
+/* A duration for people: seconds, minutes or hours. */
+static void fmt_dur(double s, char *buf, size_t len)
+{
+    if (s < 90)
+        snprintf(buf, len, "%.0f s", s);
+    else if (s < 5400)
+        snprintf(buf, len, "%.0f min", s / 60);
+    else
+        snprintf(buf, len, "%.1f h", s / 3600);
+}
+
+/* The runtime belief the Job was decided with (the explanation's
+ * "runtime_belief", written by the hub): its median, 90th percentile and
+ * spread, and what it rests on. Nothing when the decision predates it. */
+static void print_belief(const cJSON *eo)
+{
+    const cJSON *b = sw_json_path(eo, "runtime_belief");
+    if (!cJSON_IsObject(b))
+        return;
+    char med[32], p90[32], ann[32];
+    fmt_dur(num(b, "median_seconds"), med, sizeof(med));
+    fmt_dur(num(b, "p90_seconds"), p90, sizeof(p90));
+    fmt_dur(num(b, "annotated_seconds"), ann, sizeof(ann));
+    const char *src = text(b, "source");
+    double runs = num(b, "runs");
+    printf("Runtime:   median %s, 90th percentile %s (sigma %.2f): ", med, p90, num(b, "sigma"));
+    if (strcmp(src, "annotation") == 0 && runs >= 5)
+        printf("annotation (%s), corrected by what %.0f annotated Jobs took\n", ann, runs);
+    else if (strcmp(src, "annotation") == 0)
+        printf("annotation (%s) as given (%.0f annotated Job%s finished; 5 correct it)\n", ann,
+               runs, runs == 1 ? "" : "s");
+    else if (strcmp(src, "learned") == 0) {
+        static const char *const keys[] = {"team, priority, GPUs and label",
+                                           "team, priority and GPUs", "team and priority", "team",
+                                           "any kind"};
+        int level = (int)num(b, "level");
+        printf("learned from %.0f finished Jobs of the same %s\n", runs,
+               keys[level >= 0 && level < 5 ? level : 4]);
+    } else
+        printf("prior (no annotation, and fewer than 5 finished Jobs to learn from)\n");
+}
+
 static int explain_run(const struct sw_cli_globals *g, const struct sw_cli_args *a)
 {
     const char *key = a->pos[0];
@@ -588,10 +630,17 @@ static int explain_run(const struct sw_cli_globals *g, const struct sw_cli_args 
     }
     printf("Policy:    %s (value of delay $%.2f per GPU-hour)\n", text(eo, "policy"),
            num(eo, "delay_value_per_gpu_hour"));
-    printf("Workload:  %d GPUs, runtime %.0f s (%s), priority %s, team %s\n", (int)num(eo, "gpus"),
-           num(eo, "runtime_seconds"),
-           cJSON_IsTrue(sw_json_path(eo, "runtime_learned")) ? "learned" : "given or prior",
-           text(eo, "priority"), text(eo, "team"));
+    if (cJSON_IsObject(sw_json_path(eo, "runtime_belief")))
+        printf("Workload:  %d GPUs, expected runtime %.0f s (the belief's mean), priority %s, "
+               "team %s\n",
+               (int)num(eo, "gpus"), num(eo, "runtime_seconds"), text(eo, "priority"),
+               text(eo, "team"));
+    else
+        printf("Workload:  %d GPUs, runtime %.0f s (%s), priority %s, team %s\n",
+               (int)num(eo, "gpus"), num(eo, "runtime_seconds"),
+               cJSON_IsTrue(sw_json_path(eo, "runtime_learned")) ? "learned" : "given or prior",
+               text(eo, "priority"), text(eo, "team"));
+    print_belief(eo);
     printf("Verdict:   %s: %s\n\n", text(eo, "verdict"), text(eo, "reason_text"));
     printf("%-16s %-10s %-10s %9s %9s %9s %9s %9s %9s %s\n", "POOL", "CAPACITY", "REGION", "RUN",
            "PROVISION", "INTERRUPT", "EGRESS", "TOTAL", "WAIT", "NOTE");
@@ -767,7 +816,10 @@ const struct sw_cli_spec sw_cli_status_specs[] = {
              "learned from the shortages seen end (how many), or the prior. For a Job\n"
              "taken from a Kueue queue, a Queue line: its ClusterQueue and LocalQueue,\n"
              "the GPUs reserved of the nominal quota and the Workloads ahead of it when\n"
-             "it was decided.\n",
+             "it was decided. A Runtime line: the runtime belief it was decided with\n"
+             "(median, 90th percentile, sigma) and its source: the expected-runtime\n"
+             "annotation (as given, or corrected by what annotated Jobs took), learned\n"
+             "from finished Jobs like it (how many, by which features), or the prior.\n",
      .examples = "  spillctl explain onprem/research/train-llama\n"
                  "  spillctl explain onprem/research/train-llama -o json\n",
      .min_pos = 1,

@@ -43,7 +43,9 @@
 #include "placement/explain.h"
 
 /* Defaults a hub cannot observe; docs/hub.md lists them. */
-#define PRIOR_RUNTIME_S  3600.0 /* a Job with no expected-runtime annotation */
+/* The runtime MultiKueue's Workloads are ranked with (exact), and of a
+ * Workload ahead in a Kueue queue with no expected-runtime annotation. */
+#define PRIOR_RUNTIME_S  3600.0
 #define EGRESS_PER_GB    0.02
 #define LINK_GBPS        10.0
 #define BLOCKED_RETRY_MS 30000
@@ -769,7 +771,22 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     /* A share of a time-sliced GPU, or slices of a MIG profile. */
     w->gpu_milli = ask.gpu_milli;
     memcpy(w->mig_profile, ask.mig_profile, sizeof(w->mig_profile));
-    w->runtime_s = spec.runtime_s > 0 ? spec.runtime_s : PRIOR_RUNTIME_S;
+    /* Its runtime as a belief (runtimes.h, placement/estimate.c): the
+     * annotation corrected by what annotated Jobs took, else what finished
+     * Jobs like it took, else the prior; kept with the record, which a
+     * success teaches the next beliefs from. */
+    struct sw_job_rec *r = &j->rec;
+    sw_runtime_label(j->rec.name, sw_json_str(sw_json_child(origin, "metadata"), "generateName"),
+                     r->label);
+    struct sw_job_features f = {
+        .team = team, .label = r->label, .prio = spec.prio, .gpus = sw_workload_gpus(w)};
+    sw_runtimes_belief(&h->runtimes, &f, spec.runtime_s, &r->belief);
+    r->belief_set = true;
+    r->annotated_s = spec.runtime_s > 0 ? spec.runtime_s : 0;
+    r->prio = spec.prio;
+    w->runtime_s = r->belief.median_s;
+    w->runtime_sigma = r->belief.sigma;
+    snprintf(w->label, sizeof(w->label), "%s", r->label);
     w->checkpoint_s = spec.checkpoint_s;
     w->deadline = spec.deadline;
     w->max_price = spec.max_price;
@@ -853,6 +870,14 @@ static char *explain(const struct round *rd, const struct sw_snapshot *snap,
         ok = add_basis(rd, snap, chosen);
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(e, "options")) ok =
         ok && add_basis(rd, snap, o);
+    /* The runtime belief it was decided with, and where it came from. */
+    const struct sw_job_rec *r = &rd->jobs[d->workload]->rec;
+    if (ok && r->belief_set) {
+        cJSON *b = sw_runtime_belief_json(&r->belief, r->annotated_s);
+        ok = b != NULL && cJSON_AddItemToObject(e, "runtime_belief", b);
+        if (!ok)
+            cJSON_Delete(b);
+    }
     /* cJSON allocates through sw_malloc (sw_json_init_hooks): sw_free frees it. */
     char *text = ok ? cJSON_PrintUnformatted(e) : NULL;
     cJSON_Delete(e);

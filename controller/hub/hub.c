@@ -272,6 +272,11 @@ int sw_hub_run(struct sw_hub *h)
         SW_LOG(SW_LOG_ERROR, "cannot size the data gate's pool", "workers=%d", h->cfg.gate_workers);
         return 1;
     }
+    if (sw_runtimes_init(&h->runtimes, SW_RUNTIMES_MAX, NULL) != 0) {
+        SW_LOG(SW_LOG_ERROR, "cannot make room for the runtimes history", "max=%d",
+               SW_RUNTIMES_MAX);
+        return 1;
+    }
     if (sw_metrics_start(h, &err) != 0) {
         SW_LOG(SW_LOG_ERROR, "cannot serve metrics", "listen=%s err=%s", sw_log_q(h->cfg.listen),
                sw_log_q(err.msg));

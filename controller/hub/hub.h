@@ -45,6 +45,7 @@
 #include "controller/hub/jobrec.h"
 #include "controller/hub/learn.h"
 #include "controller/hub/mirror.h"
+#include "controller/hub/runtimes.h"
 #include "net/http.h"
 #include "placement/engine.h"
 #include "replication/gate.h"
@@ -264,6 +265,12 @@ struct sw_hub_metrics {
         uint64_t n;
     } kueue_bursts[SW_HUB_MAX_KUEUE_SERIES];
     size_t nkueue_bursts;
+    /* finished Jobs' runtimes counted, and the error of the belief each was
+     * decided with, |actual - predicted| / predicted, by the belief's
+     * source (annotation, learned, prior) */
+    uint64_t rt_err_buckets[3][8];
+    double rt_err_sum[3];
+    uint64_t rt_count[3];
 };
 
 struct sw_hub {
@@ -342,6 +349,10 @@ struct sw_hub {
         struct sw_learned seen;
     } * learned;
     size_t nlearned;
+    /* Finished Jobs' runtimes (runtimes.h), loaded from Redis by the
+     * leader and added to as Jobs succeed: the beliefs decide.c gives the
+     * engine. */
+    struct sw_runtimes runtimes;
 
     /* metrics and health */
     struct sw_hub_metrics m;
@@ -409,6 +420,13 @@ int sw_rec_end(struct sw_hub *h, struct sw_job *j, const char *why);
 void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j);
 /** Loads every record into the hub's table, then calls done. */
 int sw_rec_load_all(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc));
+/**
+ * Loads the finished Jobs' runtimes (SW_KEY_RUNTIMES) into h->runtimes,
+ * replacing what it held: each entry checked (runtimes.h), a bad one
+ * skipped and logged; then calls done (rc SW_EUNAVAIL when Redis did not
+ * answer, the history then unchanged).
+ */
+int sw_rec_runtimes_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc));
 
 /* ---- members.c ------------------------------------------------------------ */
 
@@ -1110,6 +1128,8 @@ void sw_rules_tick(struct sw_hub *h);
 int sw_metrics_start(struct sw_hub *h, struct sw_error *err);
 /** Counts one decision by outcome and pool. */
 void sw_metrics_decision(struct sw_hub *h, enum sw_verdict v, const char *pool);
+/** Counts a finished Job's runtime and its belief's error (spillway_runtime_*). */
+void sw_metrics_runtime(struct sw_hub *h, const struct sw_runtime_obs *o);
 /** Records one dispatch's latency in seconds. */
 void sw_metrics_dispatch_latency(struct sw_hub *h, double s);
 /**

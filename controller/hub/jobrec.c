@@ -1,6 +1,7 @@
 /*
  * jobrec.c - the hub's per-Job record and its JSON form (jobrec.h).
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,6 +102,18 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
         if (r->kueue.preempted)
             cJSON_AddBoolToObject(k, "preempted", 1);
     }
+    if (r->belief_set) {
+        cJSON *b = cJSON_AddObjectToObject(o, "runtimeBelief");
+        cJSON_AddNumberToObject(b, "medianSeconds", r->belief.median_s);
+        cJSON_AddNumberToObject(b, "sigma", r->belief.sigma);
+        cJSON_AddStringToObject(b, "source", sw_estimate_source_name(r->belief.source));
+        cJSON_AddNumberToObject(b, "runs", (double)r->belief.runs);
+        cJSON_AddNumberToObject(b, "level", r->belief.level);
+        cJSON_AddNumberToObject(b, "annotatedSeconds", r->annotated_s);
+        cJSON_AddStringToObject(b, "priority", sw_priority_name(r->prio));
+        cJSON_AddStringToObject(b, "label", r->label);
+    }
+    cJSON_AddBoolToObject(o, "runtimeCounted", r->runtime_counted);
     return o;
 }
 
@@ -192,6 +205,77 @@ static int get_kueue(const cJSON *o, struct sw_job_rec *r, struct sw_error *err)
     if (q->local_queue[0] == '\0')
         return sw_error_set(err, SW_EPARSE, "%s: field \"kueue.localQueue\": empty", what);
     r->has_kueue = true;
+    return 0;
+}
+
+/* A number of the belief, finite and within [lo, hi] (a record is untrusted). */
+static int belief_num(const cJSON *b, const char *k, double lo, double hi, const char *key,
+                      double *out, struct sw_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, k);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > hi)
+        return sw_error_set(err, SW_EPARSE,
+                            "job record %s: field \"runtimeBelief.%s\": %s, expected a number "
+                            "from %g to %g",
+                            key, k, v == NULL ? "missing" : "not one in range", lo, hi);
+    *out = v->valuedouble;
+    return 0;
+}
+
+/* The record's "runtimeBelief" (absent in records written before it): every
+ * field required and checked once the object is there. */
+static int get_belief(const cJSON *o, struct sw_job_rec *r, struct sw_error *err)
+{
+    const cJSON *rc_ = cJSON_GetObjectItemCaseSensitive(o, "runtimeCounted");
+    if (rc_ != NULL && !cJSON_IsBool(rc_))
+        return sw_error_set(err, SW_EPARSE,
+                            "job record %s: field \"runtimeCounted\": expected true or false",
+                            r->key);
+    r->runtime_counted = cJSON_IsTrue(rc_);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "runtimeBelief");
+    if (b == NULL || cJSON_IsNull(b))
+        return 0;
+    if (!cJSON_IsObject(b))
+        return sw_error_set(err, SW_EPARSE,
+                            "job record %s: field \"runtimeBelief\": expected an object", r->key);
+    double med, sg, runs, level, ann;
+    int rc;
+    if ((rc = belief_num(b, "medianSeconds", 1e-3, SW_MAX_SECONDS, r->key, &med, err)) != 0 ||
+        (rc = belief_num(b, "sigma", 0, SW_MAX_SIGMA, r->key, &sg, err)) != 0 ||
+        (rc = belief_num(b, "runs", 0, 9e15, r->key, &runs, err)) != 0 ||
+        (rc = belief_num(b, "level", 0, 4, r->key, &level, err)) != 0 ||
+        (rc = belief_num(b, "annotatedSeconds", 0, SW_MAX_SECONDS, r->key, &ann, err)) != 0)
+        return rc;
+    const char *src = sw_json_str(b, "source"), *prio = sw_json_str(b, "priority");
+    const char *label = sw_json_str(b, "label");
+    enum sw_estimate_source es;
+    if (src != NULL && strcmp(src, "annotation") == 0)
+        es = SW_EST_ANNOTATION;
+    else if (src != NULL && strcmp(src, "learned") == 0)
+        es = SW_EST_LEARNED;
+    else if (src != NULL && strcmp(src, "prior") == 0)
+        es = SW_EST_PRIOR;
+    else
+        return sw_error_set(err, SW_EPARSE,
+                            "job record %s: field \"runtimeBelief.source\": expected "
+                            "\"annotation\", \"learned\" or \"prior\"",
+                            r->key);
+    if (prio == NULL || sw_priority_parse(prio, &r->prio) != 0)
+        return sw_error_set(err, SW_EPARSE,
+                            "job record %s: field \"runtimeBelief.priority\": expected a "
+                            "priority class (best-effort, development, training, production)",
+                            r->key);
+    if (label == NULL || strlen(label) >= sizeof(r->label))
+        return sw_error_set(err, SW_EPARSE,
+                            "job record %s: field \"runtimeBelief.label\": expected a string of "
+                            "at most %zu bytes",
+                            r->key, sizeof(r->label) - 1);
+    snprintf(r->label, sizeof(r->label), "%s", label);
+    r->belief = (struct sw_estimate){
+        .median_s = med, .sigma = sg, .source = es, .runs = (size_t)runs, .level = (int)level};
+    r->annotated_s = ann;
+    r->belief_set = true;
     return 0;
 }
 
@@ -302,6 +386,8 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     }
     if (r->key[0] == '\0')
         return sw_error_set(err, SW_EINVAL, "%s: field \"key\": missing", what);
+    if ((rc = get_belief(o, r, err)) != 0)
+        return rc;
     return get_kueue(o, r, err);
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "placement/estimate.h"
 
 /* Redis keys. */
 #define SW_KEY_LEASE   "spillway:hub:leader"
@@ -28,6 +29,12 @@
 #define SW_KEY_FENCE "spillway:fence"
 /* a hash: "cluster/nodepool" -> what the hub learned there (learn.h), JSON */
 #define SW_KEY_LEARNED "spillway:learned"
+/* a hash: origin Job UID -> a finished Job's runtime and features (JSON,
+ * runtimes.h), what the hub learns runtimes from; and a sorted set of the
+ * same UIDs scored by when each finished (wall ms), by which the oldest
+ * beyond SW_RUNTIMES_MAX are dropped */
+#define SW_KEY_RUNTIMES       "spillway:runtimes"
+#define SW_KEY_RUNTIMES_ORDER "spillway:runtimes:order"
 /* a hash: "cluster/nodeclaim" -> a bound NodePool's NodeClaim's life (JSON:
  * cluster, pool, nodePool, gpus, pricePerGpuHour, createdMs, deletedMs),
  * what spillctl report chargeback --from-hub bills as node-hours */
@@ -171,6 +178,18 @@ struct sw_job_rec {
     char copied_to[SW_REC_MAX_COPIED][64];
     bool has_kueue; /* the last decision took it from a Kueue queue: kueue says which */
     struct sw_job_kueue kueue;
+    /* The runtime belief it was last decided with (runtimes.h; the record's
+     * "runtimeBelief") and what it is learned by once it finishes; absent
+     * (belief_set false) in records written before it, which teach
+     * nothing. */
+    bool belief_set;
+    struct sw_estimate belief;
+    double annotated_s; /* spillway.io/expected-runtime when decided; 0 none */
+    enum sw_priority_class prio;
+    char label[64]; /* sw_runtime_label */
+    /* Its runtime was counted (written with the observation, in one script):
+     * a record read again is never counted twice. */
+    bool runtime_counted;
 };
 
 /** The record as JSON (new; the caller deletes it). */

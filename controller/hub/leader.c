@@ -67,7 +67,8 @@ static void on_loaded(struct sw_hub *h, int rc)
 {
     h->loading = false;
     if (rc != 0) {
-        SW_LOG(SW_LOG_ERROR, "cannot load the job records or the learned figures; trying again",
+        SW_LOG(SW_LOG_ERROR,
+               "cannot load the job records, the learned figures or the runtimes; trying again",
                "epoch=%lld", (long long)h->epoch);
         return;
     }
@@ -88,10 +89,18 @@ void sw_leader_lost(struct sw_hub *h, const char *why)
 
 static void load_records(struct sw_hub *h);
 
+/* The learned figures are in: the finished Jobs' runtimes last (record.c). */
+static void on_figures(struct sw_hub *h, int rc)
+{
+    if (rc == 0 && sw_rec_runtimes_load(h, on_loaded) == 0)
+        return;
+    on_loaded(h, rc != 0 ? rc : SW_EUNAVAIL);
+}
+
 /* The records are in: the NodePools' learned figures next (capacity.c). */
 static void on_records(struct sw_hub *h, int rc)
 {
-    if (rc == 0 && sw_capacity_load(h, on_loaded) == 0)
+    if (rc == 0 && sw_capacity_load(h, on_figures) == 0)
         return;
     on_loaded(h, rc != 0 ? rc : SW_EUNAVAIL);
 }

@@ -48,6 +48,23 @@ void sw_metrics_decision(struct sw_hub *h, enum sw_verdict v, const char *pool)
     h->m.by_pool[i].n[v]++;
 }
 
+/* |actual - predicted| / predicted: within 5% .. ten times off. */
+static const double RT_BOUNDS[] = {0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10};
+#define NRT (sizeof(RT_BOUNDS) / sizeof(RT_BOUNDS[0]))
+
+void sw_metrics_runtime(struct sw_hub *h, const struct sw_runtime_obs *o)
+{
+    unsigned s = (unsigned)o->source < 3 ? (unsigned)o->source : SW_EST_PRIOR;
+    double e = sw_runtime_obs_error(o);
+    if (e < 0)
+        return;
+    for (size_t i = 0; i < NRT; i++)
+        if (e <= RT_BOUNDS[i])
+            h->m.rt_err_buckets[s][i]++;
+    h->m.rt_err_sum[s] += e;
+    h->m.rt_count[s]++;
+}
+
 void sw_metrics_dispatch_latency(struct sw_hub *h, double s)
 {
     if (s < 0)
@@ -419,6 +436,33 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
     sw_buf_addf(b, "spillway_dispatch_latency_seconds_sum %.6f\n", h->m.lat_sum);
     sw_buf_addf(b, "spillway_dispatch_latency_seconds_count %llu\n",
                 (unsigned long long)h->m.lat_count);
+    sw_buf_adds(b, "# HELP spillway_runtime_history Finished Jobs' runtimes kept to learn "
+                   "from (at most 4096).\n"
+                   "# TYPE spillway_runtime_history gauge\n");
+    sw_buf_addf(b, "spillway_runtime_history %zu\n", h->runtimes.n);
+    sw_buf_adds(b, "# HELP spillway_runtime_observations_total Finished Jobs' runtimes counted "
+                   "while this hub led, by the source of the belief each was decided with.\n"
+                   "# TYPE spillway_runtime_observations_total counter\n");
+    for (unsigned s = 0; s < 3; s++)
+        sw_buf_addf(b, "spillway_runtime_observations_total{source=\"%s\"} %llu\n",
+                    sw_estimate_source_name((enum sw_estimate_source)s),
+                    (unsigned long long)h->m.rt_count[s]);
+    sw_buf_adds(b, "# HELP spillway_runtime_error_ratio The runtime belief's error once a Job "
+                   "finished: |actual - predicted median| / predicted median, by the belief's "
+                   "source.\n"
+                   "# TYPE spillway_runtime_error_ratio histogram\n");
+    for (unsigned s = 0; s < 3; s++) {
+        const char *src = sw_estimate_source_name((enum sw_estimate_source)s);
+        for (size_t i = 0; i < NRT; i++)
+            sw_buf_addf(b, "spillway_runtime_error_ratio_bucket{source=\"%s\",le=\"%g\"} %llu\n",
+                        src, RT_BOUNDS[i], (unsigned long long)h->m.rt_err_buckets[s][i]);
+        sw_buf_addf(b, "spillway_runtime_error_ratio_bucket{source=\"%s\",le=\"+Inf\"} %llu\n", src,
+                    (unsigned long long)h->m.rt_count[s]);
+        sw_buf_addf(b, "spillway_runtime_error_ratio_sum{source=\"%s\"} %.6f\n", src,
+                    h->m.rt_err_sum[s]);
+        sw_buf_addf(b, "spillway_runtime_error_ratio_count{source=\"%s\"} %llu\n", src,
+                    (unsigned long long)h->m.rt_count[s]);
+    }
     sw_buf_adds(b, "# HELP spillway_cloud_spend_dollars_total Cloud spend (GPUs x price x hours) "
                    "of the burst attempts that ended while this hub led, by team, cluster, pool "
                    "and capacity type.\n"

@@ -6,6 +6,8 @@
  *   spillway:explain:KEY        the stored decision's explanation (JSON)
  *   spillway:hub:epoch          the fencing epoch (leader.c increments it)
  *   spillway:ended              records that ended, for reports (jobrec.h)
+ *   spillway:runtimes           finished Jobs' runtimes, by origin UID (runtimes.h)
+ *   spillway:runtimes:order     their UIDs by when they finished, for the bound
  *
  * Every write goes through one Lua script that compares the writer's epoch
  * with spillway:hub:epoch inside Redis and refuses the write when they
@@ -20,6 +22,11 @@
 #include "common/log.h"
 #include "controller/hub/hub.h"
 
+/* With a finished Job's runtime (ARGV[5] its UID, ARGV[6] the observation,
+ * ARGV[7] when it finished, ARGV[8] the bound), the record that says it was
+ * counted and the observation go in together: a UID kept already is not
+ * added again (a write retried after a lost reply), and the oldest beyond
+ * the bound are dropped. */
 static const char WRITE_LUA[] =
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
     "  return redis.error_reply('FENCED epoch ' .. ARGV[1] .. ' is not the current one')\n"
@@ -27,6 +34,16 @@ static const char WRITE_LUA[] =
     "redis.call('SET', KEYS[2], ARGV[2])\n"
     "redis.call('SADD', KEYS[3], ARGV[3])\n"
     "if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4]) end\n"
+    "if ARGV[5] ~= '' and redis.call('HEXISTS', KEYS[5], ARGV[5]) == 0 then\n"
+    "  redis.call('HSET', KEYS[5], ARGV[5], ARGV[6])\n"
+    "  redis.call('ZADD', KEYS[6], ARGV[7], ARGV[5])\n"
+    "  local over = redis.call('ZCARD', KEYS[6]) - tonumber(ARGV[8])\n"
+    "  if over > 0 then\n"
+    "    local old = redis.call('ZRANGE', KEYS[6], 0, over - 1)\n"
+    "    redis.call('ZREMRANGEBYRANK', KEYS[6], 0, over - 1)\n"
+    "    for _, k in ipairs(old) do redis.call('HDEL', KEYS[5], k) end\n"
+    "  end\n"
+    "end\n"
     "return 1\n";
 
 /* Ends a record: into the archive (when ARGV[3] is a record, scored by
@@ -50,6 +67,8 @@ struct write_ctx {
     struct sw_job *j;
     sw_rec_cb cb;
     void *ctx;
+    bool observed; /* the write carries obs: a finished Job's runtime */
+    struct sw_runtime_obs obs;
 };
 
 static void on_written(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
@@ -77,6 +96,13 @@ static void on_written(struct sw_redis *r, redisReply *reply, const char *errs, 
         j->saved = j->rec;
         sw_free(j->explain);
         j->explain = NULL;
+        /* In Redis now: learned from by this hub's beliefs as well. */
+        if (w->observed && sw_runtimes_add(&h->runtimes, &w->obs) == 1) {
+            sw_metrics_runtime(h, &w->obs);
+            SW_LOG(SW_LOG_INFO, "runtime learned", "job=%s runtime=%.1f predicted=%.1f source=%s",
+                   sw_log_q(j->rec.key), w->obs.runtime_s, w->obs.predicted_s,
+                   sw_estimate_source_name(w->obs.source));
+        }
     }
     /* While a re-take after a Redis failover is pending, the epoch there
      * may differ from this hub's (a lost increment): the re-take decides,
@@ -95,36 +121,56 @@ static void on_written(struct sw_redis *r, redisReply *reply, const char *errs, 
 int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx)
 {
     j->rec.epoch = h->epoch;
+    /* A Job's first success is counted with the record that says so. */
+    struct sw_runtime_obs obs;
+    bool observed = sw_runtime_observation(&j->rec, &obs);
+    if (observed)
+        j->rec.runtime_counted = true;
     cJSON *o = sw_job_rec_to_json(&j->rec);
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
-    if (text == NULL)
-        return SW_ENOMEM;
-    struct write_ctx *w = malloc(sizeof(*w));
+    cJSON *oj = observed ? sw_runtime_obs_to_json(&obs) : NULL;
+    char *otext = oj ? cJSON_PrintUnformatted(oj) : NULL;
+    cJSON_Delete(oj);
+    struct write_ctx *w = text && (!observed || otext) ? malloc(sizeof(*w)) : NULL;
     if (w == NULL) {
         cJSON_free(text);
+        cJSON_free(otext);
+        if (observed)
+            j->rec.runtime_counted = false;
         return SW_ENOMEM;
     }
-    *w = (struct write_ctx){h, j, cb, ctx};
-    char epoch[32], key[300], ekey[300];
+    *w = (struct write_ctx){h, j, cb, ctx, observed, obs};
+    char epoch[32], key[300], ekey[300], score[32], cap[32];
     snprintf(epoch, sizeof(epoch), "%lld", (long long)h->epoch);
     snprintf(key, sizeof(key), SW_KEY_JOB "%s", j->rec.key);
     snprintf(ekey, sizeof(ekey), SW_KEY_EXPLAIN "%s", j->rec.key);
+    snprintf(score, sizeof(score), "%lld", (long long)(observed ? obs.finished_ms : 0));
+    snprintf(cap, sizeof(cap), "%d", SW_RUNTIMES_MAX);
     const char *argv[] = {"EVAL",
                           WRITE_LUA,
-                          "4",
+                          "6",
                           SW_KEY_EPOCH,
                           key,
                           SW_KEY_JOBS,
                           ekey,
+                          SW_KEY_RUNTIMES,
+                          SW_KEY_RUNTIMES_ORDER,
                           epoch,
                           text,
                           j->rec.key,
-                          j->explain ? j->explain : ""};
-    int rc = sw_redis_command_argv(h->redis, on_written, w, 11, argv, NULL);
+                          j->explain ? j->explain : "",
+                          observed ? obs.id : "",
+                          otext ? otext : "",
+                          score,
+                          cap};
+    int rc = sw_redis_command_argv(h->redis, on_written, w, 17, argv, NULL);
     cJSON_free(text);
+    cJSON_free(otext);
     if (rc != 0) {
         free(w);
+        if (observed)
+            j->rec.runtime_counted = false;
         if (j->persisted)
             j->rec = j->saved; /* never act on a state that is not in Redis */
         return rc;
@@ -329,6 +375,82 @@ int sw_rec_load_all(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc))
     l->h = h;
     l->done = done;
     int rc = sw_redis_command(h->redis, on_members, l, "SMEMBERS %s", SW_KEY_JOBS);
+    if (rc != 0)
+        free(l);
+    return rc;
+}
+
+/* ---- finished Jobs' runtimes ---------------------------------------------- */
+
+struct runtimes_ctx {
+    struct sw_hub *h;
+    void (*done)(struct sw_hub *h, int rc);
+};
+
+static void on_runtimes(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
+{
+    (void)r;
+    struct runtimes_ctx *l = ctx;
+    struct sw_hub *h = l->h;
+    void (*done)(struct sw_hub *, int) = l->done;
+    free(l);
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
+        SW_LOG(SW_LOG_WARN, "cannot read the finished Jobs' runtimes", "err=%s",
+               sw_log_q(reply && reply->type == REDIS_REPLY_ERROR ? reply->str
+                        : errs                                    ? errs
+                                                                  : "no reply"));
+        done(h, SW_EUNAVAIL);
+        return;
+    }
+    size_t n = reply->elements / 2, got = 0, bad = 0;
+    struct sw_runtime_obs *t = n ? sw_calloc(n, sizeof(*t)) : NULL;
+    if (n > 0 && t == NULL) {
+        done(h, SW_ENOMEM);
+        return;
+    }
+    for (size_t i = 0; i + 1 < reply->elements; i += 2) {
+        const redisReply *k = reply->element[i], *v = reply->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            continue;
+        char id[sizeof(t[0].id)];
+        snprintf(id, sizeof(id), "%.*s", (int)(k->len < sizeof(id) ? k->len : sizeof(id) - 1),
+                 k->str);
+        struct sw_error err = {0};
+        cJSON *o = NULL;
+        if (k->len >= sizeof(id) || memchr(k->str, '\0', k->len) != NULL)
+            sw_error_set(&err, SW_EPARSE,
+                         "runtime observation %s...: its UID is longer than %zu bytes", id,
+                         sizeof(id) - 1);
+        else if (sw_json_parse(v->str, v->len, id, &o, &err) == 0)
+            sw_runtime_obs_from_json(o, id, &t[got], &err);
+        cJSON_Delete(o);
+        if (err.msg[0] != '\0') {
+            /* One bad entry costs that Job's runtime, nothing else. */
+            if (bad++ < 10)
+                SW_LOG(SW_LOG_WARN, "skipping an unreadable runtime observation", "err=%s",
+                       sw_log_q(err.msg));
+            continue;
+        }
+        got++;
+    }
+    int rc = sw_runtimes_clear(&h->runtimes);
+    int added = rc == 0 ? sw_runtimes_load(&h->runtimes, t, got) : rc;
+    sw_free(t);
+    if (added < 0) {
+        done(h, added);
+        return;
+    }
+    SW_LOG(SW_LOG_INFO, "finished Jobs' runtimes loaded", "kept=%d skipped=%zu", added, bad);
+    done(h, 0);
+}
+
+int sw_rec_runtimes_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc))
+{
+    struct runtimes_ctx *l = malloc(sizeof(*l));
+    if (l == NULL)
+        return SW_ENOMEM;
+    *l = (struct runtimes_ctx){h, done};
+    int rc = sw_redis_command(h->redis, on_runtimes, l, "HGETALL %s", SW_KEY_RUNTIMES);
     if (rc != 0)
         free(l);
     return rc;

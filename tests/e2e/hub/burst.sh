@@ -11,6 +11,9 @@
 #   - a missing input blocks the burst with the input named, no mirror
 #   - a Job with a pod running at home is not burst
 #   - deleting an origin deletes its mirror
+#   - the Jobs that succeeded are counted once in spillway:runtimes and
+#     /metrics, and a later Job's belief is its annotation corrected by
+#     what they took (explain's Runtime line)
 # The hub and spillctl reach Redis over TLS (rediss://, the lab's TLS port);
 # SW_HUB_REDIS_TLS=0 runs it over plain redis:// instead.
 set -euo pipefail
@@ -201,6 +204,27 @@ for _ in $(seq 1 40); do
 done
 [ "$(kc cloud-spot get job "$pm" -n "$NS" -o jsonpath='{.spec.suspend}')" = true ] || hub_fail "mirror $pm not suspended"
 pass "a delegated origin suspended: its mirror $pm suspended"
+
+# ---- runtimes learned from the Jobs that succeeded ---------------------------
+# Five annotated Jobs (1h each) succeeded before pause was decided (train-a,
+# train-d, train-o, refs, refs2; the lab runs them 3 to 8 s): each counted
+# once, with its record, and pause's belief is its annotation corrected by
+# what they took (seconds, not the hour). pause runs 120 s: not yet counted.
+[ "$(rcli HLEN spillway:runtimes)" = 5 ] && [ "$(rcli ZCARD spillway:runtimes:order)" = 5 ] ||
+    hub_fail "spillway:runtimes holds $(rcli HLEN spillway:runtimes) runtimes, $(rcli ZCARD spillway:runtimes:order) in order, not 5"
+[ "$(rcli GET "spillway:job:$A" | jq -r .runtimeCounted)" = true ] || hub_fail "train-a's record does not say its runtime was counted"
+"$SPILLCTL" explain "$P" -o json | jq -e '.decision.runtime_belief | .source == "annotation" and .runs == 5
+    and .annotated_seconds == 3600 and .median_seconds < 120 and .p90_seconds > .median_seconds' >/dev/null ||
+    hub_fail "pause's belief is not its annotation corrected by 5 runs: $("$SPILLCTL" explain "$P" -o json | jq -c .decision.runtime_belief)"
+"$SPILLCTL" explain "$P" >"$HUB_TMP/explain-pause"
+grep -Eq "^Runtime: +median [0-9]+ s, 90th percentile .*: annotation \(60 min\), corrected by what 5 annotated Jobs took$" "$HUB_TMP/explain-pause" ||
+    hub_fail "explain's Runtime line: $(grep Runtime "$HUB_TMP/explain-pause")"
+curl -sf http://127.0.0.1:19464/metrics >"$HUB_TMP/metrics-rt" || hub_fail "no /metrics"
+grep -q '^spillway_runtime_observations_total{source="annotation"} 5$' "$HUB_TMP/metrics-rt" &&
+    grep -q '^spillway_runtime_history 5$' "$HUB_TMP/metrics-rt" &&
+    grep -q '^spillway_runtime_error_ratio_count{source="annotation"} 5$' "$HUB_TMP/metrics-rt" ||
+    hub_fail "metrics: runtimes $(grep spillway_runtime_ "$HUB_TMP/metrics-rt" | grep -v '^#' | grep -v _bucket)"
+pass "runtimes learned: 5 counted once in spillway:runtimes and /metrics; pause decided on \"$(grep Runtime "$HUB_TMP/explain-pause")\""
 
 # ---- a member removed and added while the hub runs -------------------------
 "$SPILLCTL" cluster remove cloud-ondemand >/dev/null

@@ -12,10 +12,12 @@
 #     decided with `ts` waiting, charged the queue's congestion from the
 #     shares running there: 8 pods of 250 milli-GPUs would rent 8 whole GPUs
 #     in the cloud for their 2 GPUs at home (r = 4), so (4 x $2.10 - $1.00)
-#     x 0.25 x 1 h = $1.85; the whole-GPU pool a100 (r = 1) is charged
-#     ($2.10 - $1.00) x 1 GPU (a share there takes a whole one) x 1 h =
-#     $1.10. Read as one lump of 2000 milli-GPUs, as before, `ts` gave r =
-#     1 and $0.28.
+#     x 0.25 x R = $2.10, R = 1.133 h the expected runtime (the belief's
+#     mean: its 1 h annotation with sigma 0.5, x exp(0.5^2 / 2), before
+#     any annotated Job finished); the whole-GPU pool a100 (r = 1) is
+#     charged ($2.10 - $1.00) x 1 GPU (a share there takes a whole one) x R
+#     = $1.25. Read as one lump of 2000 milli-GPUs, as before, `ts` gave r =
+#     1 and $0.31.
 #   - it bursts and completes once.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -88,12 +90,12 @@ wait_record "$S" state succeeded 120
 ts_row=$(grep -E "^onprem/ts +owned " "$HUB_TMP/explain" || true)
 a100_row=$(grep -E "^onprem/a100 +owned " "$HUB_TMP/explain" || true)
 [ -n "$ts_row" ] || hub_fail "explain has no row for ts: $(cat "$HUB_TMP/explain")"
-[[ "$ts_row" == *"congestion 1.85;"* ]] ||
-    hub_fail "ts's row does not carry the congestion of 8 quarter-GPU pods (1.85): $ts_row"
-[[ "$a100_row" == *"congestion 1.10;"* ]] ||
-    hub_fail "a100's row does not carry a whole GPU's congestion (1.10): $a100_row"
+[[ "$ts_row" == *"congestion 2.10;"* ]] ||
+    hub_fail "ts's row does not carry the congestion of 8 quarter-GPU pods (2.10): $ts_row"
+[[ "$a100_row" == *"congestion 1.25;"* ]] ||
+    hub_fail "a100's row does not carry a whole GPU's congestion (1.25): $a100_row"
 [ "$(record_field "$S" targetCluster)" != onprem ] || hub_fail "the share stayed at home"
 [ "$(mirrors_of share)" = 1 ] || hub_fail "share has $(mirrors_of share) mirrors"
-pass "a quarter-GPU Job: ts waiting is charged 1.85 (r = 4), a100 1.10; burst to $(record_field "$S" targetCluster), ran once"
+pass "a quarter-GPU Job: ts waiting is charged 2.10 (r = 4), a100 1.25; burst to $(record_field "$S" targetCluster), ran once"
 
 watcher_check

@@ -416,6 +416,72 @@ static void test_kueue_bad(void **state)
     cJSON_Delete(o);
 }
 
+/* The runtime belief a Job was decided with, and whether its runtime was
+ * counted: round-trip; absent in records from before; checked when there. */
+static void test_belief(void **state)
+{
+    (void)state;
+    struct sw_job_rec a, b;
+    fill(&a);
+    a.belief_set = true;
+    a.belief = (struct sw_estimate){
+        .median_s = 2037.5, .sigma = 0.31, .source = SW_EST_LEARNED, .runs = 12, .level = 1};
+    a.annotated_s = 0;
+    a.prio = SW_PRIO_PRODUCTION;
+    snprintf(a.label, sizeof(a.label), "train-llama");
+    a.runtime_counted = true;
+    cJSON *o = sw_job_rec_to_json(&a);
+    struct sw_error err = {0};
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), 0);
+    assert_true(b.belief_set && b.runtime_counted);
+    assert_true(b.belief.median_s == 2037.5 && b.belief.sigma == 0.31);
+    assert_int_equal(b.belief.source, SW_EST_LEARNED);
+    assert_int_equal(b.belief.runs, 12);
+    assert_int_equal(b.belief.level, 1);
+    assert_int_equal(b.prio, SW_PRIO_PRODUCTION);
+    assert_string_equal(b.label, "train-llama");
+    /* A record from before: no belief, not counted. */
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "runtimeBelief");
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "runtimeCounted");
+    assert_int_equal(sw_job_rec_from_json(o, &b, &err), 0);
+    assert_false(b.belief_set || b.runtime_counted);
+    cJSON_Delete(o);
+    static const struct {
+        const char *belief;
+        const char *msg;
+    } cases[] = {
+        {"\"runtimeBelief\":7", "job record a/b/c: field \"runtimeBelief\": expected an object"},
+        {"\"runtimeBelief\":{\"medianSeconds\":0,\"sigma\":0,\"runs\":0,\"level\":0,"
+         "\"annotatedSeconds\":0,\"source\":\"prior\",\"priority\":\"training\",\"label\":\"\"}",
+         "job record a/b/c: field \"runtimeBelief.medianSeconds\": not one in range, expected a "
+         "number from 0.001 to 1e+15"},
+        {"\"runtimeBelief\":{\"medianSeconds\":60,\"sigma\":1e999,\"runs\":0,\"level\":0,"
+         "\"annotatedSeconds\":0,\"source\":\"prior\",\"priority\":\"training\",\"label\":\"\"}",
+         "job record a/b/c: field \"runtimeBelief.sigma\": not one in range, expected a number "
+         "from 0 to 4"},
+        {"\"runtimeBelief\":{\"medianSeconds\":60,\"sigma\":0,\"runs\":0,\"level\":0,"
+         "\"annotatedSeconds\":0,\"source\":\"oracle\",\"priority\":\"training\",\"label\":\"\"}",
+         "job record a/b/c: field \"runtimeBelief.source\": expected \"annotation\", \"learned\" "
+         "or \"prior\""},
+        {"\"runtimeBelief\":{\"medianSeconds\":60,\"sigma\":0,\"runs\":0,\"level\":0,"
+         "\"annotatedSeconds\":0,\"source\":\"prior\",\"priority\":\"urgent\",\"label\":\"\"}",
+         "job record a/b/c: field \"runtimeBelief.priority\": expected a priority class "
+         "(best-effort, development, training, production)"},
+        {"\"runtimeCounted\":1",
+         "job record a/b/c: field \"runtimeCounted\": expected true or false"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[1024];
+        snprintf(text, sizeof(text), "{\"key\":\"a/b/c\",\"state\":\"succeeded\",%s}",
+                 cases[i].belief);
+        cJSON *p = cJSON_Parse(text);
+        assert_non_null(p);
+        assert_int_equal(sw_job_rec_from_json(p, &b, &err), SW_EPARSE);
+        assert_string_equal(err.msg, cases[i].msg);
+        cJSON_Delete(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,7 +489,7 @@ int main(void)
         cmocka_unit_test(test_copied_to),   cmocka_unit_test(test_state_names),
         cmocka_unit_test(test_bad_records), cmocka_unit_test(test_cost),
         cmocka_unit_test(test_kueue_text),  cmocka_unit_test(test_kueue_round_trip),
-        cmocka_unit_test(test_kueue_bad),
+        cmocka_unit_test(test_kueue_bad),   cmocka_unit_test(test_belief),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

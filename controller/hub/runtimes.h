@@ -1,0 +1,155 @@
+/*
+ * runtimes.h - what the hub learns of Jobs' runtimes: the finished Jobs it
+ * has seen (their features, the runtime they declared and the one they
+ * took), kept in Redis and bounded, and the belief it gives the placement
+ * engine about a Job still to run. The beliefs are placement/estimate.c's,
+ * the code the simulator learns with; this file only keeps its history.
+ * Pure: records in, observations and beliefs out (no clock, no I/O).
+ */
+#ifndef SW_CONTROLLER_HUB_RUNTIMES_H
+#define SW_CONTROLLER_HUB_RUNTIMES_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/limits.h"
+#include "controller/hub/jobrec.h"
+#include "placement/estimate.h"
+
+/* Finished Jobs kept (the latest, by when they finished): in the hub 248
+ * bytes each (1 MB in all) plus the estimator's table (192 bytes a feature
+ * key: tens of KB for a few hundred kinds of Job, at most 6.3 MB when every
+ * Job has a team and label of its own); in Redis about 400 bytes each (a
+ * hash entry of JSON and its place in a sorted set), 1.6 MB in all. */
+#define SW_RUNTIMES_MAX 4096
+
+/** One finished Job, as the estimator learns from it. */
+struct sw_runtime_obs {
+    char id[64]; /* the origin Job's UID: counted once */
+    char team[SW_NAME_MAX];
+    char label[SW_NAME_MAX];
+    enum sw_priority_class prio;
+    int gpus;
+    double annotated_s; /* spillway.io/expected-runtime; 0 none */
+    double runtime_s;   /* what it took (> 0) */
+    /* The belief it was decided with, for the belief's error (/metrics). */
+    double predicted_s; /* its median */
+    double sigma;
+    enum sw_estimate_source source;
+    int64_t finished_ms; /* wall ms: orders observations, oldest dropped first */
+};
+
+/**
+ * The history (plain struct; the caller owns it, sw_runtimes_init and
+ * sw_runtimes_free): up to `cap` observations, oldest first, and the
+ * estimator built from them, rebuilt when one is dropped.
+ */
+struct sw_runtimes {
+    struct sw_runtime_obs *obs; /* ring of cap entries */
+    size_t cap, n, head;        /* head: the oldest */
+    struct sw_estimator_params params;
+    struct sw_estimator *est;
+    bool stale; /* est no longer matches obs (one was dropped) */
+};
+
+/**
+ * Makes an empty history of at most `cap` (>= 1) observations learning
+ * with `p` (copied; NULL: the estimator's defaults). Returns 0, SW_EINVAL
+ * or SW_ENOMEM.
+ */
+int sw_runtimes_init(struct sw_runtimes *r, size_t cap, const struct sw_estimator_params *p);
+/** Frees what the history holds (it may be initialised again). */
+void sw_runtimes_free(struct sw_runtimes *r);
+/** Forgets every observation (a new leader loads them again). */
+int sw_runtimes_clear(struct sw_runtimes *r);
+
+/** Whether an observation of `id` is kept. */
+bool sw_runtimes_has(const struct sw_runtimes *r, const char *id);
+
+/**
+ * Adds `o` (copied): 1 when added (the oldest dropped when full, the
+ * estimator rebuilt at the next belief), 0 when an observation of the same
+ * id is kept already (nothing changes: a Job is counted once), or SW_EINVAL
+ * for an observation sw_runtime_obs_valid refuses, SW_ENOMEM.
+ */
+int sw_runtimes_add(struct sw_runtimes *r, const struct sw_runtime_obs *o);
+
+/**
+ * Adds `n` observations read from Redis in any order, their ids unique (a
+ * hash's fields): the oldest first (by finished_ms, then id), so that when
+ * more than the cap are given the latest are kept; one whose id is kept
+ * already is not added (checked only when the history is not empty). `o` is sorted in place.
+ * Returns the number added or SW_ENOMEM.
+ */
+int sw_runtimes_load(struct sw_runtimes *r, struct sw_runtime_obs *o, size_t n);
+
+/**
+ * The belief about a Job of features `f` (borrowed) declaring `annotated_s`
+ * (<= 0: none), from the observations kept (sw_estimator_estimate). Returns
+ * 0, or SW_ENOMEM when a rebuild of the estimator failed (`out` is then
+ * the prior, or the annotation with the estimator's first spread).
+ */
+int sw_runtimes_belief(struct sw_runtimes *r, const struct sw_job_features *f, double annotated_s,
+                       struct sw_estimate *out);
+
+/** Whether `o` holds what an observation must (the same checks as the JSON reader). */
+bool sw_runtime_obs_valid(const struct sw_runtime_obs *o);
+
+/**
+ * The observation record `rec` gives when it is written now, into *out:
+ * true only the first time it is written succeeded (state succeeded,
+ * runtime_counted not yet set) of a run in a mirror (`mirror` set: not a
+ * Job that finished at home before any burst), with the belief it was
+ * decided with and a runtime it can tell: from the mirror's start (started_ms, seen running;
+ * else dispatched) to its completion (mirror_completed_ms, else
+ * finished_ms), positive. The caller sets runtime_counted in the same
+ * write as the observation, so a record read again (a new leader, a
+ * retried write) is never counted twice.
+ */
+bool sw_runtime_observation(const struct sw_job_rec *rec, struct sw_runtime_obs *out);
+
+/**
+ * A Job's label for learning (the estimator's finest key): its
+ * metadata.generateName when it has one, else its name, without trailing
+ * '-' and '.' and numbers after them ("train-llama-0042", "train-llama-3-1"
+ * and generateName "train-llama-" -> "train-llama"; "resnet50" stays), cut
+ * to SW_NAME_MAX - 1 bytes.
+ * `generate_name` may be NULL.
+ */
+void sw_runtime_label(const char *name, const char *generate_name, char out[SW_NAME_MAX]);
+
+/**
+ * |actual - predicted| / predicted of an observation (the belief's error
+ * once the Job finished); -1 when it carries no prediction.
+ */
+double sw_runtime_obs_error(const struct sw_runtime_obs *o);
+
+/**
+ * A belief for spillctl explain (new JSON object; NULL on ENOMEM):
+ *   {"source": "annotation"|"learned"|"prior", "median_seconds": M,
+ *    "sigma": S, "p90_seconds": M x exp(1.2816 S), "mean_seconds":
+ *    M x exp(S^2 / 2), "runs": N, "level": L (learned: 0 the finest key),
+ *    "annotated_seconds": A (0 none)}
+ */
+cJSON *sw_runtime_belief_json(const struct sw_estimate *b, double annotated_s);
+
+/** The observation as JSON (new; the caller deletes it), NULL on ENOMEM. */
+cJSON *sw_runtime_obs_to_json(const struct sw_runtime_obs *o);
+
+/**
+ * Reads an observation (borrowed, a Redis hash value: untrusted) into *out.
+ * `what` names it in errors (its hash field, the id). Every field is
+ * required: id (1 to 63 bytes, equal to `what` when `what` is not NULL),
+ * team and label (at most SW_NAME_MAX - 1 bytes), priority (a priority
+ * class name), gpus (1 to 1,048,576), runtimeSeconds (finite, above 0, at
+ * most 1e15), annotatedSeconds and predictedSeconds (0, or as
+ * runtimeSeconds), sigma (0 to 4), source ("annotation", "learned" or
+ * "prior"), finishedMs (0 to 9e15). *out is untouched on error.
+ */
+int sw_runtime_obs_from_json(const cJSON *o, const char *what, struct sw_runtime_obs *out,
+                             struct sw_error *err);
+
+#endif
