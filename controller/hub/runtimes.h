@@ -26,13 +26,17 @@
  * most (the same rule in Redis), so a team that floods it drops its own.
  * Memory: the history 248 bytes a Job (1 MB) and a team table of at most
  * SW_RUNTIMES_MAX teams (96 bytes each, 0.4 MB); estimators for at most
- * SW_RUNTIMES_TEAMS_EST teams at once (the least recently used freed and
- * rebuilt from its team's history when asked again), each 12 KB empty and
- * growing with its own team's feature keys (192 bytes a slot, at most
- * 16 x a team's Jobs + 24 slots): all of them together at most 256 x 12 KB
- * + 16 x 4,096 x 192 bytes, about 16.9 MB (12.6 MB of it for one team
- * holding the whole history with a label per Job), and half its largest
- * estimator more while that one grows. In Redis about 500 bytes a Job (a
+ * SW_RUNTIMES_TEAMS_EST teams at once (the least recently asked freed and
+ * rebuilt from its team's history when asked again), each 12 KB empty
+ * (64 slots of 192 bytes) and growing with its own team's feature keys: a
+ * team's Jobs give at most 2 keys each (its label, its GPU count) and 6
+ * more, so at most the larger of 64 and 8 x its Jobs + 44 slots. All of
+ * them together at most 256 x 64 + 8 x 4,096 + 44 x 256 slots, 11.6 MB;
+ * and half the largest
+ * estimator more while it grows (a rebuild frees the team's old one
+ * first). Measured: 4,096 teams with a label per Job, 4.6 MB in all; one
+ * team holding the whole history with a label and GPU count per Job,
+ * 7.7 MB in all (6.3 MB its estimator). In Redis about 500 bytes a Job (a
  * hash entry of JSON, its place in two sorted sets), 2 MB in all. */
 #define SW_RUNTIMES_MAX       4096
 #define SW_RUNTIMES_TEAMS_EST 256
