@@ -32,9 +32,8 @@
  * team's Jobs give at most 2 keys each (its label, its GPU count) and 6
  * more, so at most the larger of 64 and 8 x its Jobs + 44 slots. All of
  * them together at most 256 x 64 + 8 x 4,096 + 44 x 256 slots, 11.6 MB;
- * and half the largest
- * estimator more while it grows (a rebuild frees the team's old one
- * first). Measured: 4,096 teams with a label per Job, 4.6 MB in all; one
+ * and half the largest estimator more while it grows (a rebuild frees
+ * the team's old one first). Measured: 4,096 teams with a label per Job, 4.6 MB in all; one
  * team holding the whole history with a label and GPU count per Job,
  * 7.7 MB in all (6.3 MB its estimator). In Redis about 500 bytes a Job (a
  * hash entry of JSON, its place in two sorted sets), 2 MB in all. */
