@@ -422,7 +422,9 @@ void sw_hub_job_drop(struct sw_hub *h, struct sw_job *j);
 int sw_rec_load_all(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc));
 /**
  * Loads the finished Jobs' runtimes (SW_KEY_RUNTIMES) into h->runtimes,
- * replacing what it held: each entry checked (runtimes.h), a bad one
+ * replacing what it held: the latest SW_RUNTIMES_MAX ids of
+ * SW_KEY_RUNTIMES_ORDER (ZREVRANGE), then their values (HMGET), never
+ * more whatever Redis holds; each entry checked (runtimes.h), a bad one
  * skipped and logged; then calls done (rc SW_EUNAVAIL when Redis did not
  * answer, the history then unchanged).
  */

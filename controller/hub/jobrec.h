@@ -35,6 +35,10 @@
  * beyond SW_RUNTIMES_MAX are dropped */
 #define SW_KEY_RUNTIMES       "spillway:runtimes"
 #define SW_KEY_RUNTIMES_ORDER "spillway:runtimes:order"
+/* Per team: members "TEAM\0FINISHEDMS(16 digits)\0UID" (score 0, by bytes),
+ * and each team's count (a sorted set scored by it), for the per-team drop. */
+#define SW_KEY_RUNTIMES_BYTEAM "spillway:runtimes:byteam"
+#define SW_KEY_RUNTIMES_TEAMS  "spillway:runtimes:teams"
 /* a hash: "cluster/nodeclaim" -> a bound NodePool's NodeClaim's life (JSON:
  * cluster, pool, nodePool, gpus, pricePerGpuHour, createdMs, deletedMs),
  * what spillctl report chargeback --from-hub bills as node-hours */

@@ -8,6 +8,8 @@
  *   spillway:ended              records that ended, for reports (jobrec.h)
  *   spillway:runtimes           finished Jobs' runtimes, by origin UID (runtimes.h)
  *   spillway:runtimes:order     their UIDs by when they finished, for the bound
+ *   spillway:runtimes:byteam    "TEAM\0FINISHEDMS\0UID" by bytes: a team's oldest
+ *   spillway:runtimes:teams     teams scored by how many they hold
  *
  * Every write goes through one Lua script that compares the writer's epoch
  * with spillway:hub:epoch inside Redis and refuses the write when they
@@ -23,10 +25,16 @@
 #include "controller/hub/hub.h"
 
 /* With a finished Job's runtime (ARGV[5] its UID, ARGV[6] the observation,
- * ARGV[7] when it finished, ARGV[8] the bound), the record that says it was
+ * ARGV[7] when it finished, ARGV[8] the bound, ARGV[9] its team, ARGV[10]
+ * its per-team member "TEAM\0FINISHEDMS\0UID"), the record that says it was
  * counted and the observation go in together: a UID kept already is not
- * added again (a write retried after a lost reply), and the oldest beyond
- * the bound are dropped. */
+ * added again (a write retried after a lost reply). Beyond the bound, the
+ * entry dropped is the oldest of the team holding the most (ties: the
+ * greatest name by bytes, ZREVRANGE's order; runtimes.c drops the same),
+ * so a team flooding the history drops its own. While some entries are in
+ * no team's set (written by a hub before the per-team sets), the oldest
+ * of all goes instead (and its team's entry with it, if it has one), until
+ * every entry is a team's. */
 static const char WRITE_LUA[] =
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
     "  return redis.error_reply('FENCED epoch ' .. ARGV[1] .. ' is not the current one')\n"
@@ -37,11 +45,39 @@ static const char WRITE_LUA[] =
     "if ARGV[5] ~= '' and redis.call('HEXISTS', KEYS[5], ARGV[5]) == 0 then\n"
     "  redis.call('HSET', KEYS[5], ARGV[5], ARGV[6])\n"
     "  redis.call('ZADD', KEYS[6], ARGV[7], ARGV[5])\n"
-    "  local over = redis.call('ZCARD', KEYS[6]) - tonumber(ARGV[8])\n"
-    "  if over > 0 then\n"
-    "    local old = redis.call('ZRANGE', KEYS[6], 0, over - 1)\n"
-    "    redis.call('ZREMRANGEBYRANK', KEYS[6], 0, over - 1)\n"
-    "    for _, k in ipairs(old) do redis.call('HDEL', KEYS[5], k) end\n"
+    "  redis.call('ZADD', KEYS[7], 0, ARGV[10])\n"
+    "  redis.call('ZINCRBY', KEYS[8], 1, ARGV[9])\n"
+    "  local cap = tonumber(ARGV[8])\n"
+    "  while redis.call('ZCARD', KEYS[6]) > cap do\n"
+    "    local top = redis.call('ZREVRANGE', KEYS[8], 0, 0)[1]\n"
+    "    local m = nil\n"
+    "    if top and redis.call('ZCARD', KEYS[6]) <= redis.call('ZCARD', KEYS[7]) then\n"
+    "      m = redis.call('ZRANGEBYLEX', KEYS[7], '[' .. top .. '\\0', '(' .. top .. '\\1',"
+    " 'LIMIT', 0, 1)[1]\n"
+    "    end\n"
+    "    if m then\n"
+    "      local id = string.sub(m, #top + 19)\n"
+    "      redis.call('ZREM', KEYS[7], m)\n"
+    "      redis.call('ZREM', KEYS[6], id)\n"
+    "      redis.call('HDEL', KEYS[5], id)\n"
+    "      if tonumber(redis.call('ZINCRBY', KEYS[8], -1, top)) <= 0 then\n"
+    "        redis.call('ZREM', KEYS[8], top)\n"
+    "      end\n"
+    "    else\n"
+    "      local old = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')\n"
+    "      if not old[1] then break end\n"
+    "      local ok, o = pcall(cjson.decode, redis.call('HGET', KEYS[5], old[1]) or '')\n"
+    "      if ok and type(o) == 'table' and type(o.team) == 'string' then\n"
+    "        local t = o.team\n"
+    "        local tm = t .. '\\0' .. string.format('%016d', tonumber(old[2])) .. '\\0' .. old[1]\n"
+    "        if redis.call('ZREM', KEYS[7], tm) == 1 and\n"
+    "           tonumber(redis.call('ZINCRBY', KEYS[8], -1, t)) <= 0 then\n"
+    "          redis.call('ZREM', KEYS[8], t)\n"
+    "        end\n"
+    "      end\n"
+    "      redis.call('ZREM', KEYS[6], old[1])\n"
+    "      redis.call('HDEL', KEYS[5], old[1])\n"
+    "    end\n"
     "  end\n"
     "end\n"
     "return 1\n";
@@ -142,6 +178,18 @@ int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx)
     }
     *w = (struct write_ctx){h, j, cb, ctx, observed, obs};
     char epoch[32], key[300], ekey[300], score[32], cap[32];
+    /* "TEAM\0FINISHEDMS\0UID": a team's entries together, oldest first. */
+    char member[sizeof(obs.team) + 18 + sizeof(obs.id)];
+    size_t mlen = 0;
+    if (observed) {
+        size_t tl = strlen(obs.team), il = strlen(obs.id);
+        memcpy(member, obs.team, tl);
+        snprintf(member + tl, sizeof(member) - tl, "%c%016lld%c", 'x', (long long)obs.finished_ms,
+                 'x');
+        member[tl] = member[tl + 17] = '\0';
+        memcpy(member + tl + 18, obs.id, il);
+        mlen = tl + 18 + il;
+    }
     snprintf(epoch, sizeof(epoch), "%lld", (long long)h->epoch);
     snprintf(key, sizeof(key), SW_KEY_JOB "%s", j->rec.key);
     snprintf(ekey, sizeof(ekey), SW_KEY_EXPLAIN "%s", j->rec.key);
@@ -149,13 +197,15 @@ int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx)
     snprintf(cap, sizeof(cap), "%d", SW_RUNTIMES_MAX);
     const char *argv[] = {"EVAL",
                           WRITE_LUA,
-                          "6",
+                          "8",
                           SW_KEY_EPOCH,
                           key,
                           SW_KEY_JOBS,
                           ekey,
                           SW_KEY_RUNTIMES,
                           SW_KEY_RUNTIMES_ORDER,
+                          SW_KEY_RUNTIMES_BYTEAM,
+                          SW_KEY_RUNTIMES_TEAMS,
                           epoch,
                           text,
                           j->rec.key,
@@ -163,8 +213,14 @@ int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx)
                           observed ? obs.id : "",
                           otext ? otext : "",
                           score,
-                          cap};
-    int rc = sw_redis_command_argv(h->redis, on_written, w, 17, argv, NULL);
+                          cap,
+                          observed ? obs.team : "",
+                          observed ? member : ""};
+    size_t lens[21];
+    for (size_t i = 0; i < 21; i++)
+        lens[i] = strlen(argv[i]);
+    lens[20] = mlen; /* binary: NULs inside */
+    int rc = sw_redis_command_argv(h->redis, on_written, w, 21, argv, lens);
     cJSON_free(text);
     cJSON_free(otext);
     if (rc != 0) {
@@ -385,43 +441,48 @@ int sw_rec_load_all(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc))
 struct runtimes_ctx {
     struct sw_hub *h;
     void (*done)(struct sw_hub *h, int rc);
+    char (*ids)[sizeof(((struct sw_runtime_obs *)0)->id)]; /* asked for, in order */
+    size_t nids;
 };
 
+static void runtimes_failed(struct runtimes_ctx *l, redisReply *reply, const char *errs, int rc)
+{
+    struct sw_hub *h = l->h;
+    void (*done)(struct sw_hub *, int) = l->done;
+    SW_LOG(SW_LOG_WARN, "cannot read the finished Jobs' runtimes", "err=%s",
+           sw_log_q(reply && reply->type == REDIS_REPLY_ERROR ? reply->str
+                    : errs                                    ? errs
+                                                              : "no reply"));
+    sw_free(l->ids);
+    free(l);
+    done(h, rc);
+}
+
+/* The values of the ids asked for (HMGET: nil for one dropped since). */
 static void on_runtimes(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
 {
     (void)r;
     struct runtimes_ctx *l = ctx;
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY || reply->elements != l->nids) {
+        runtimes_failed(l, reply, errs, SW_EUNAVAIL);
+        return;
+    }
     struct sw_hub *h = l->h;
     void (*done)(struct sw_hub *, int) = l->done;
-    free(l);
-    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
-        SW_LOG(SW_LOG_WARN, "cannot read the finished Jobs' runtimes", "err=%s",
-               sw_log_q(reply && reply->type == REDIS_REPLY_ERROR ? reply->str
-                        : errs                                    ? errs
-                                                                  : "no reply"));
-        done(h, SW_EUNAVAIL);
-        return;
-    }
-    size_t n = reply->elements / 2, got = 0, bad = 0;
+    size_t n = l->nids, got = 0, bad = 0;
     struct sw_runtime_obs *t = n ? sw_calloc(n, sizeof(*t)) : NULL;
     if (n > 0 && t == NULL) {
-        done(h, SW_ENOMEM);
+        runtimes_failed(l, NULL, "out of memory", SW_ENOMEM);
         return;
     }
-    for (size_t i = 0; i + 1 < reply->elements; i += 2) {
-        const redisReply *k = reply->element[i], *v = reply->element[i + 1];
-        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
-            continue;
-        char id[sizeof(t[0].id)];
-        snprintf(id, sizeof(id), "%.*s", (int)(k->len < sizeof(id) ? k->len : sizeof(id) - 1),
-                 k->str);
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *v = reply->element[i];
+        const char *id = l->ids[i];
+        if (v->type != REDIS_REPLY_STRING)
+            continue; /* dropped between the two reads */
         struct sw_error err = {0};
         cJSON *o = NULL;
-        if (k->len >= sizeof(id) || memchr(k->str, '\0', k->len) != NULL)
-            sw_error_set(&err, SW_EPARSE,
-                         "runtime observation %s...: its UID is longer than %zu bytes", id,
-                         sizeof(id) - 1);
-        else if (sw_json_parse(v->str, v->len, id, &o, &err) == 0)
+        if (sw_json_parse(v->str, v->len, id, &o, &err) == 0)
             sw_runtime_obs_from_json(o, id, &t[got], &err);
         cJSON_Delete(o);
         if (err.msg[0] != '\0') {
@@ -433,6 +494,8 @@ static void on_runtimes(struct sw_redis *r, redisReply *reply, const char *errs,
         }
         got++;
     }
+    sw_free(l->ids);
+    free(l);
     int rc = sw_runtimes_clear(&h->runtimes);
     int added = rc == 0 ? sw_runtimes_load(&h->runtimes, t, got) : rc;
     sw_free(t);
@@ -444,13 +507,74 @@ static void on_runtimes(struct sw_redis *r, redisReply *reply, const char *errs,
     done(h, 0);
 }
 
+/* The latest SW_RUNTIMES_MAX ids (never more, whatever Redis holds), then
+ * their values. */
+static void on_runtime_ids(struct sw_redis *r, redisReply *reply, const char *errs, void *ctx)
+{
+    struct runtimes_ctx *l = ctx;
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
+        runtimes_failed(l, reply, errs, SW_EUNAVAIL);
+        return;
+    }
+    size_t n = reply->elements < SW_RUNTIMES_MAX ? reply->elements : SW_RUNTIMES_MAX, bad = 0;
+    l->ids = n ? sw_calloc(n, sizeof(*l->ids)) : NULL;
+    const char **argv = sw_calloc(n + 2, sizeof(*argv));
+    size_t *lens = sw_calloc(n + 2, sizeof(*lens));
+    if ((n > 0 && l->ids == NULL) || argv == NULL || lens == NULL) {
+        sw_free(argv);
+        sw_free(lens);
+        runtimes_failed(l, NULL, "out of memory", SW_ENOMEM);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *k = reply->element[i];
+        if (k->type != REDIS_REPLY_STRING || k->len >= sizeof(l->ids[0]) || k->len == 0 ||
+            memchr(k->str, '\0', k->len) != NULL) {
+            if (bad++ < 10)
+                SW_LOG(SW_LOG_WARN, "skipping an unreadable runtime observation", "err=%s",
+                       sw_log_q("its UID in spillway:runtimes:order is empty, not a string or "
+                                "longer than 63 bytes"));
+            continue;
+        }
+        memcpy(l->ids[l->nids], k->str, k->len);
+        l->ids[l->nids][k->len] = '\0';
+        argv[2 + l->nids] = l->ids[l->nids];
+        lens[2 + l->nids] = k->len;
+        l->nids++;
+    }
+    int rc = 0;
+    if (l->nids == 0) {
+        /* Nothing to read: an empty history. */
+        struct sw_hub *h = l->h;
+        void (*done)(struct sw_hub *, int) = l->done;
+        sw_free(argv);
+        sw_free(lens);
+        sw_free(l->ids);
+        free(l);
+        rc = sw_runtimes_clear(&h->runtimes);
+        SW_LOG(SW_LOG_INFO, "finished Jobs' runtimes loaded", "kept=0 skipped=%zu", bad);
+        done(h, rc);
+        return;
+    }
+    argv[0] = "HMGET";
+    argv[1] = SW_KEY_RUNTIMES;
+    lens[0] = strlen(argv[0]);
+    lens[1] = strlen(argv[1]);
+    rc = sw_redis_command_argv(r, on_runtimes, l, (int)(l->nids + 2), argv, lens);
+    sw_free(argv);
+    sw_free(lens);
+    if (rc != 0)
+        runtimes_failed(l, NULL, "cannot send HMGET", rc);
+}
+
 int sw_rec_runtimes_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc))
 {
     struct runtimes_ctx *l = malloc(sizeof(*l));
     if (l == NULL)
         return SW_ENOMEM;
-    *l = (struct runtimes_ctx){h, done};
-    int rc = sw_redis_command(h->redis, on_runtimes, l, "HGETALL %s", SW_KEY_RUNTIMES);
+    *l = (struct runtimes_ctx){h, done, NULL, 0};
+    int rc = sw_redis_command(h->redis, on_runtime_ids, l, "ZREVRANGE %s 0 %d",
+                              SW_KEY_RUNTIMES_ORDER, SW_RUNTIMES_MAX - 1);
     if (rc != 0)
         free(l);
     return rc;

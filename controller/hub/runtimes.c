@@ -22,42 +22,46 @@ int sw_runtimes_init(struct sw_runtimes *r, size_t cap, const struct sw_estimato
         r->params = *p;
     else
         sw_estimator_params_default(&r->params);
-    int rc = sw_estimator_new(&r->params, &r->est);
+    int rc = sw_estimator_new(&r->params, &r->empty);
     if (rc != 0)
         return rc;
-    r->obs = sw_calloc(cap, sizeof(*r->obs));
-    if (r->obs == NULL) {
-        sw_estimator_free(r->est);
-        r->est = NULL;
+    /* One more than the cap: a new one goes in before the drop, as in Redis. */
+    r->obs = sw_calloc(cap + 1, sizeof(*r->obs));
+    r->teams = sw_calloc(cap + 1, sizeof(*r->teams));
+    if (r->obs == NULL || r->teams == NULL) {
+        sw_free(r->obs);
+        sw_free(r->teams);
+        sw_estimator_free(r->empty);
+        memset(r, 0, sizeof(*r));
         return SW_ENOMEM;
     }
     r->cap = cap;
+    r->max_est = SW_RUNTIMES_TEAMS_EST;
     return 0;
+}
+
+static void drop_teams(struct sw_runtimes *r)
+{
+    for (size_t i = 0; i < r->nteams; i++)
+        sw_estimator_free(r->teams[i].est);
+    r->nteams = r->nest = 0;
 }
 
 void sw_runtimes_free(struct sw_runtimes *r)
 {
+    if (r->teams != NULL)
+        drop_teams(r);
     sw_free(r->obs);
-    sw_estimator_free(r->est);
+    sw_free(r->teams);
+    sw_estimator_free(r->empty);
     memset(r, 0, sizeof(*r));
 }
 
 int sw_runtimes_clear(struct sw_runtimes *r)
 {
-    struct sw_estimator *e = NULL;
-    int rc = sw_estimator_new(&r->params, &e);
-    if (rc != 0)
-        return rc;
-    sw_estimator_free(r->est);
-    r->est = e;
-    r->n = r->head = 0;
-    r->stale = false;
+    drop_teams(r);
+    r->n = 0;
     return 0;
-}
-
-static const struct sw_runtime_obs *at(const struct sw_runtimes *r, size_t i)
-{
-    return &r->obs[(r->head + i) % r->cap];
 }
 
 bool sw_runtimes_has(const struct sw_runtimes *r, const char *id)
@@ -65,9 +69,28 @@ bool sw_runtimes_has(const struct sw_runtimes *r, const char *id)
     /* A linear look: at most SW_RUNTIMES_MAX short strings, once per Job
      * that finishes. */
     for (size_t i = 0; i < r->n; i++)
-        if (strcmp(at(r, i)->id, id) == 0)
+        if (strcmp(r->obs[i].id, id) == 0)
             return true;
     return false;
+}
+
+static struct sw_runtime_team *team_find(struct sw_runtimes *r, const char *name)
+{
+    /* Linear: at most SW_RUNTIMES_MAX names, once per belief or Job. */
+    for (size_t i = 0; i < r->nteams; i++)
+        if (strcmp(r->teams[i].name, name) == 0)
+            return &r->teams[i];
+    return NULL;
+}
+
+static void team_drop_est(struct sw_runtimes *r, struct sw_runtime_team *t)
+{
+    if (t->est != NULL) {
+        sw_estimator_free(t->est);
+        t->est = NULL;
+        r->nest--;
+    }
+    t->stale = false;
 }
 
 static void features_of(const struct sw_runtime_obs *o, struct sw_job_features *f)
@@ -98,41 +121,72 @@ bool sw_runtime_obs_valid(const struct sw_runtime_obs *o)
            o->finished_ms >= 0 && (double)o->finished_ms <= 9e15;
 }
 
-static int add(struct sw_runtimes *r, const struct sw_runtime_obs *o, bool check)
-{
-    if (!sw_runtime_obs_valid(o))
-        return SW_EINVAL;
-    if (check && sw_runtimes_has(r, o->id))
-        return 0;
-    if (r->n == r->cap) {
-        /* The oldest goes; Welford's sums cannot forget one, so the
-         * estimator is built again, once, before the next belief. */
-        r->head = (r->head + 1) % r->cap;
-        r->n--;
-        r->stale = true;
-    }
-    r->obs[(r->head + r->n) % r->cap] = *o;
-    r->n++;
-    if (!r->stale) {
-        struct sw_job_features f;
-        features_of(o, &f);
-        if (sw_estimator_observe(r->est, &f, o->annotated_s, o->runtime_s) != 0)
-            r->stale = true; /* rebuilt at the next belief */
-    }
-    return 1;
-}
-
-int sw_runtimes_add(struct sw_runtimes *r, const struct sw_runtime_obs *o)
-{
-    return add(r, o, true);
-}
-
 static int cmp_obs(const void *a, const void *b)
 {
     const struct sw_runtime_obs *x = a, *y = b;
     if (x->finished_ms != y->finished_ms)
         return x->finished_ms < y->finished_ms ? -1 : 1;
     return strcmp(x->id, y->id);
+}
+
+/* When full: the oldest (by finished_ms, then id: Redis's order) of the
+ * team holding the most, ties to the greatest name by bytes (ZREVRANGE's
+ * order in Redis), so a team flooding the history drops its own. */
+static void drop_one(struct sw_runtimes *r)
+{
+    struct sw_runtime_team *top = NULL;
+    for (size_t i = 0; i < r->nteams; i++) {
+        struct sw_runtime_team *t = &r->teams[i];
+        if (top == NULL || t->n > top->n || (t->n == top->n && strcmp(t->name, top->name) > 0))
+            top = t;
+    }
+    size_t old = r->n;
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->obs[i].team, top->name) == 0 &&
+            (old == r->n || cmp_obs(&r->obs[i], &r->obs[old]) < 0))
+            old = i;
+    r->obs[old] = r->obs[--r->n];
+    /* Welford's sums cannot forget one: that team's estimator is built
+     * again, once, before its next belief. */
+    if (--top->n == 0) {
+        team_drop_est(r, top);
+        *top = r->teams[--r->nteams];
+    } else if (top->est != NULL) {
+        top->stale = true;
+    }
+}
+
+static int add(struct sw_runtimes *r, const struct sw_runtime_obs *o, bool check)
+{
+    if (!sw_runtime_obs_valid(o))
+        return SW_EINVAL;
+    if (check && sw_runtimes_has(r, o->id))
+        return 0;
+    struct sw_runtime_team *t = team_find(r, o->team);
+    if (t == NULL) {
+        /* Teams <= observations <= cap + 1: there is room. */
+        t = &r->teams[r->nteams++];
+        memset(t, 0, sizeof(*t));
+        snprintf(t->name, sizeof(t->name), "%s", o->team);
+    }
+    r->obs[r->n++] = *o;
+    t->n++;
+    if (t->est != NULL && !t->stale) {
+        struct sw_job_features f;
+        features_of(o, &f);
+        if (sw_estimator_observe(t->est, &f, o->annotated_s, o->runtime_s) != 0)
+            t->stale = true; /* rebuilt at its next belief */
+    }
+    /* Counted first, then the drop (the same order as the Lua script): a
+     * team that floods the history holds the most and drops its own. */
+    if (r->n > r->cap)
+        drop_one(r);
+    return 1;
+}
+
+int sw_runtimes_add(struct sw_runtimes *r, const struct sw_runtime_obs *o)
+{
+    return add(r, o, true);
 }
 
 int sw_runtimes_load(struct sw_runtimes *r, struct sw_runtime_obs *o, size_t n)
@@ -154,46 +208,58 @@ int sw_runtimes_load(struct sw_runtimes *r, struct sw_runtime_obs *o, size_t n)
     return added;
 }
 
-static int rebuild(struct sw_runtimes *r)
+/* The team's estimator from its own observations: the old one freed
+ * first (never two of a team at once), the least recently used of
+ * another team freed when max_est are held. */
+static int team_build(struct sw_runtimes *r, struct sw_runtime_team *t)
 {
+    team_drop_est(r, t);
+    if (r->nest >= r->max_est) {
+        struct sw_runtime_team *lru = NULL;
+        for (size_t i = 0; i < r->nteams; i++)
+            if (r->teams[i].est != NULL && (lru == NULL || r->teams[i].used < lru->used))
+                lru = &r->teams[i];
+        if (lru != NULL)
+            team_drop_est(r, lru);
+    }
     struct sw_estimator *e = NULL;
     int rc = sw_estimator_new(&r->params, &e);
     if (rc != 0)
         return rc;
     for (size_t i = 0; i < r->n; i++) {
+        const struct sw_runtime_obs *o = &r->obs[i];
+        if (strcmp(o->team, t->name) != 0)
+            continue;
         struct sw_job_features f;
-        const struct sw_runtime_obs *o = at(r, i);
         features_of(o, &f);
         if ((rc = sw_estimator_observe(e, &f, o->annotated_s, o->runtime_s)) != 0) {
             sw_estimator_free(e);
             return rc;
         }
     }
-    sw_estimator_free(r->est);
-    r->est = e;
-    r->stale = false;
+    t->est = e;
+    t->stale = false;
+    r->nest++;
     return 0;
 }
 
 int sw_runtimes_belief(struct sw_runtimes *r, const struct sw_job_features *f, double annotated_s,
                        struct sw_estimate *out)
 {
-    int rc = r->stale ? rebuild(r) : 0;
+    struct sw_runtime_team *t = team_find(r, f->team != NULL ? f->team : "");
+    if (t == NULL) {
+        /* No history of its own: the prior (never another team's). */
+        sw_estimator_estimate(r->empty, f, annotated_s, out);
+        return 0;
+    }
+    t->used = ++r->tick;
+    int rc = t->est == NULL || t->stale ? team_build(r, t) : 0;
     if (rc != 0) {
         /* No history to trust now: what is known without it. */
-        struct sw_estimator *e = NULL;
-        if (sw_estimator_new(&r->params, &e) == 0) {
-            sw_estimator_estimate(e, f, annotated_s, out);
-            sw_estimator_free(e);
-        } else {
-            *out = (struct sw_estimate){
-                .median_s = annotated_s > 0 ? annotated_s : r->params.prior_median_s,
-                .sigma = annotated_s > 0 ? r->params.annotation_sigma : r->params.prior_sigma,
-                .source = annotated_s > 0 ? SW_EST_ANNOTATION : SW_EST_PRIOR};
-        }
+        sw_estimator_estimate(r->empty, f, annotated_s, out);
         return rc;
     }
-    sw_estimator_estimate(r->est, f, annotated_s, out);
+    sw_estimator_estimate(t->est, f, annotated_s, out);
     return 0;
 }
 

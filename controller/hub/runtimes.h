@@ -19,12 +19,26 @@
 #include "controller/hub/jobrec.h"
 #include "placement/estimate.h"
 
-/* Finished Jobs kept (the latest, by when they finished): in the hub 248
- * bytes each (1 MB in all) plus the estimator's table (192 bytes a feature
- * key: tens of KB for a few hundred kinds of Job, at most 6.3 MB when every
- * Job has a team and label of its own); in Redis about 400 bytes each (a
- * hash entry of JSON and its place in a sorted set), 1.6 MB in all. */
-#define SW_RUNTIMES_MAX 4096
+/* Finished Jobs kept, learned from per team: a team's beliefs (every level
+ * of the estimator's fallback, the annotation correction, the prior when
+ * it has no history) come only from its own finished Jobs. When the
+ * history is full, the entry dropped is the oldest of the team holding the
+ * most (the same rule in Redis), so a team that floods it drops its own.
+ * Memory: the history 248 bytes a Job (1 MB) and a team table of at most
+ * SW_RUNTIMES_MAX teams (96 bytes each, 0.4 MB); estimators for at most
+ * SW_RUNTIMES_TEAMS_EST teams at once (the least recently asked freed and
+ * rebuilt from its team's history when asked again), each 12 KB empty
+ * (64 slots of 192 bytes) and growing with its own team's feature keys: a
+ * team's Jobs give at most 2 keys each (its label, its GPU count) and 6
+ * more, so at most the larger of 64 and 8 x its Jobs + 44 slots. All of
+ * them together at most 256 x 64 + 8 x 4,096 + 44 x 256 slots, 11.6 MB;
+ * and half the largest estimator more while it grows (a rebuild frees
+ * the team's old one first). Measured: 4,096 teams with a label per Job, 4.6 MB in all; one
+ * team holding the whole history with a label and GPU count per Job,
+ * 7.7 MB in all (6.3 MB its estimator). In Redis about 500 bytes a Job (a
+ * hash entry of JSON, its place in two sorted sets), 2 MB in all. */
+#define SW_RUNTIMES_MAX       4096
+#define SW_RUNTIMES_TEAMS_EST 256
 
 /** One finished Job, as the estimator learns from it. */
 struct sw_runtime_obs {
@@ -42,17 +56,29 @@ struct sw_runtime_obs {
     int64_t finished_ms; /* wall ms: orders observations, oldest dropped first */
 };
 
+/** A team in the history: its count and its estimator (NULL: built on demand). */
+struct sw_runtime_team {
+    char name[SW_NAME_MAX];
+    size_t n;                 /* its observations kept */
+    struct sw_estimator *est; /* from its observations only; NULL: not held */
+    bool stale;               /* est no longer matches (one was dropped) */
+    uint64_t used;            /* when its estimator was last asked (LRU) */
+};
+
 /**
  * The history (plain struct; the caller owns it, sw_runtimes_init and
- * sw_runtimes_free): up to `cap` observations, oldest first, and the
- * estimator built from them, rebuilt when one is dropped.
+ * sw_runtimes_free): up to `cap` observations (in no order) and, per team
+ * that has any, an estimator built from that team's observations only.
  */
 struct sw_runtimes {
-    struct sw_runtime_obs *obs; /* ring of cap entries */
-    size_t cap, n, head;        /* head: the oldest */
+    struct sw_runtime_obs *obs; /* cap + 1 entries (one in before a drop), n used */
+    size_t cap, n;
+    struct sw_runtime_team *teams; /* cap + 1 entries (a team has >= 1 observation) */
+    size_t nteams, nest;           /* teams; estimators held (<= max_est) */
+    size_t max_est;                /* SW_RUNTIMES_TEAMS_EST */
+    uint64_t tick;
     struct sw_estimator_params params;
-    struct sw_estimator *est;
-    bool stale; /* est no longer matches obs (one was dropped) */
+    struct sw_estimator *empty; /* a team without history: the prior, annotations as declared */
 };
 
 /**
@@ -70,10 +96,11 @@ int sw_runtimes_clear(struct sw_runtimes *r);
 bool sw_runtimes_has(const struct sw_runtimes *r, const char *id);
 
 /**
- * Adds `o` (copied): 1 when added (the oldest dropped when full, the
- * estimator rebuilt at the next belief), 0 when an observation of the same
- * id is kept already (nothing changes: a Job is counted once), or SW_EINVAL
- * for an observation sw_runtime_obs_valid refuses, SW_ENOMEM.
+ * Adds `o` (copied): 1 when added (when full, the oldest observation of
+ * the team holding the most is dropped, ties to the greatest team name by
+ * bytes, as in Redis; that team's estimator rebuilt at its next belief), 0 when an observation of
+ * the same id is kept already (nothing changes: a Job is counted once), or SW_EINVAL for an
+ * observation sw_runtime_obs_valid refuses, SW_ENOMEM.
  */
 int sw_runtimes_add(struct sw_runtimes *r, const struct sw_runtime_obs *o);
 
@@ -88,7 +115,8 @@ int sw_runtimes_load(struct sw_runtimes *r, struct sw_runtime_obs *o, size_t n);
 
 /**
  * The belief about a Job of features `f` (borrowed) declaring `annotated_s`
- * (<= 0: none), from the observations kept (sw_estimator_estimate). Returns
+ * (<= 0: none), from the observations of f->team kept (sw_estimator_estimate
+ * on that team's estimator; a team without any: the prior). Returns
  * 0, or SW_ENOMEM when a rebuild of the estimator failed (`out` is then
  * the prior, or the annotation with the estimator's first spread).
  */

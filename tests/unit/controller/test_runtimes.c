@@ -1,8 +1,10 @@
 /*
  * Tests for controller/hub/runtimes.c: beliefs from the history are what
  * placement/estimate.c gives for the same runs (the prior, learned per
- * feature key, the annotation corrected); the history is bounded, the
- * oldest dropped and the beliefs rebuilt without it; a Job is counted once
+ * feature key, the annotation corrected); learning is per team (a team's
+ * beliefs from its own Jobs only, a new team the prior); the history is
+ * bounded, the oldest of the team holding the most dropped and that
+ * team's beliefs rebuilt without it; estimators held are bounded; a Job is counted once
  * (by id, and by its record's state); observations read from Redis are
  * checked field by field and a bad one names the field; labels.
  */
@@ -81,11 +83,17 @@ static void test_prior_then_learned(void **state)
     sw_estimator_estimate(ref, &f, 0, &want);
     assert_float_equal(e.median_s, want.median_s, 0);
     assert_float_equal(e.sigma, want.sigma, 0);
-    /* Another team's Job learns from every Job (level 4). */
+    /* Another team's Job learns nothing from them: the prior. */
     struct sw_job_features g = {.team = "nlp", .label = "x", .prio = SW_PRIO_TRAINING, .gpus = 1};
     assert_int_equal(sw_runtimes_belief(&r, &g, 0, &e), 0);
+    assert_int_equal(e.source, SW_EST_PRIOR);
+    assert_float_equal(e.median_s, 3600, 1e-9);
+    /* A Job of the same team with another label: its team's runs (level 3). */
+    struct sw_job_features h = {
+        .team = "vision", .label = "x", .prio = SW_PRIO_DEVELOPMENT, .gpus = 1};
+    assert_int_equal(sw_runtimes_belief(&r, &h, 0, &e), 0);
     assert_int_equal(e.source, SW_EST_LEARNED);
-    assert_int_equal(e.level, 4);
+    assert_int_equal(e.level, 3);
     sw_estimator_free(ref);
     sw_runtimes_free(&r);
 }
@@ -136,7 +144,8 @@ static void test_bounded(void **state)
     assert_int_equal(e.runs, 8);
     assert_float_equal(e.median_s, 100, 1e-6);
     assert_float_equal(e.sigma, 0, 1e-12);
-    assert_false(r.stale);
+    assert_int_equal(r.nteams, 1);
+    assert_false(r.teams[0].stale);
     sw_runtimes_free(&r);
 }
 
@@ -426,6 +435,240 @@ static void test_label(void **state)
     assert_int_equal(strlen(out), SW_NAME_MAX - 1);
 }
 
+/* The belief of team `team` compared with an estimator fed only `team`'s
+ * observations among `o`: the same figures, exactly. */
+static void same_as_own(struct sw_runtimes *r, const struct sw_runtime_obs *o, size_t n,
+                        const struct sw_job_features *f, double annotated_s)
+{
+    struct sw_estimator_params p;
+    sw_estimator_params_default(&p);
+    struct sw_estimator *ref;
+    assert_int_equal(sw_estimator_new(&p, &ref), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(o[i].team, f->team) != 0)
+            continue;
+        struct sw_job_features of = {
+            .team = o[i].team, .label = o[i].label, .prio = o[i].prio, .gpus = o[i].gpus};
+        assert_int_equal(sw_estimator_observe(ref, &of, o[i].annotated_s, o[i].runtime_s), 0);
+    }
+    struct sw_estimate want, got;
+    sw_estimator_estimate(ref, f, annotated_s, &want);
+    assert_int_equal(sw_runtimes_belief(r, f, annotated_s, &got), 0);
+    assert_int_equal(got.source, want.source);
+    assert_int_equal(got.level, want.level);
+    assert_int_equal(got.runs, want.runs);
+    assert_float_equal(got.median_s, want.median_s, 0);
+    assert_float_equal(got.sigma, want.sigma, 0);
+    sw_estimator_free(ref);
+}
+
+static void test_per_team(void **state)
+{
+    (void)state;
+    enum { N = 6 + 5 + 400 };
+    static struct sw_runtime_obs o[N];
+    size_t n = 0;
+    struct sw_runtimes r;
+    assert_int_equal(sw_runtimes_init(&r, 4096, NULL), 0);
+    /* Team vision: annotated Jobs that take twice what they declare, and
+     * five runs of "train". */
+    for (int i = 0; i < 6; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "v-a-%d", i);
+        double ann = 300.0 * (i + 1);
+        o[n] = obs(id, "vision", "eval", 1, ann, 2 * ann * (i % 2 ? 1.1 : 1 / 1.1), 1000 + i);
+        assert_int_equal(sw_runtimes_add(&r, &o[n++]), 1);
+    }
+    for (int i = 0; i < 5; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "v-t-%d", i);
+        o[n] = obs(id, "vision", "train", 8, 0, 100.0 * (1 << i), 2000 + i);
+        assert_int_equal(sw_runtimes_add(&r, &o[n++]), 1);
+    }
+    struct sw_job_features vt = {
+        .team = "vision", .label = "train", .prio = SW_PRIO_TRAINING, .gpus = 8};
+    struct sw_job_features vn = {
+        .team = "vision", .label = "new", .prio = SW_PRIO_PRODUCTION, .gpus = 2};
+    struct sw_estimate before[3], after[3];
+    assert_int_equal(sw_runtimes_belief(&r, &vt, 0, &before[0]), 0);
+    assert_int_equal(sw_runtimes_belief(&r, &vt, 1000, &before[1]), 0);
+    assert_int_equal(sw_runtimes_belief(&r, &vn, 0, &before[2]), 0);
+    assert_int_equal(before[1].source, SW_EST_ANNOTATION);
+    assert_float_equal(before[1].median_s, 2000, 1e-6);
+    /* Another tenant floods: 200 Jobs declaring 720 h that exit after 1 s,
+     * and 200 of vision's label and shape taking 1 s. */
+    for (int i = 0; i < 400; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "x-%d", i);
+        o[n] = i < 200 ? obs(id, "mallory", "train", 8, 720 * 3600.0, 1, 3000 + i)
+                       : obs(id, "mallory", "train", 8, 0, 1, 3000 + i);
+        assert_int_equal(sw_runtimes_add(&r, &o[n++]), 1);
+    }
+    assert_int_equal(sw_runtimes_belief(&r, &vt, 0, &after[0]), 0);
+    assert_int_equal(sw_runtimes_belief(&r, &vt, 1000, &after[1]), 0);
+    assert_int_equal(sw_runtimes_belief(&r, &vn, 0, &after[2]), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(after[i].source, before[i].source);
+        assert_int_equal(after[i].level, before[i].level);
+        assert_int_equal(after[i].runs, before[i].runs);
+        assert_float_equal(after[i].median_s, before[i].median_s, 0);
+        assert_float_equal(after[i].sigma, before[i].sigma, 0);
+    }
+    /* Every level and the annotation from vision's own Jobs only. */
+    same_as_own(&r, o, n, &vt, 0);
+    same_as_own(&r, o, n, &vt, 1000);
+    same_as_own(&r, o, n, &vn, 0);
+    same_as_own(&r, o, n, &vn, 3600);
+    /* The flood corrects mallory's own annotations (1 s for 720 h). */
+    struct sw_job_features m = {
+        .team = "mallory", .label = "train", .prio = SW_PRIO_TRAINING, .gpus = 8};
+    struct sw_estimate e;
+    assert_int_equal(sw_runtimes_belief(&r, &m, 720 * 3600.0, &e), 0);
+    assert_int_equal(e.source, SW_EST_ANNOTATION);
+    assert_float_equal(e.median_s, 1, 1e-6);
+    same_as_own(&r, o, n, &m, 720 * 3600.0);
+    sw_runtimes_free(&r);
+}
+
+static void test_new_team_prior(void **state)
+{
+    (void)state;
+    struct sw_runtimes r;
+    assert_int_equal(sw_runtimes_init(&r, 64, NULL), 0);
+    for (int i = 0; i < 20; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "j-%d", i);
+        struct sw_runtime_obs o = obs(id, i % 2 ? "a" : "b", "", 1, 100, 5, i);
+        assert_int_equal(sw_runtimes_add(&r, &o), 1);
+    }
+    /* A team with no history: the prior, and an annotation as declared
+     * with its first spread; nothing of teams a and b. */
+    struct sw_job_features f = {.team = "new", .label = "", .prio = SW_PRIO_TRAINING, .gpus = 1};
+    struct sw_estimate e;
+    assert_int_equal(sw_runtimes_belief(&r, &f, 0, &e), 0);
+    assert_int_equal(e.source, SW_EST_PRIOR);
+    assert_float_equal(e.median_s, 3600, 1e-9);
+    assert_float_equal(e.sigma, 2.0, 1e-12);
+    assert_int_equal(e.runs, 0);
+    assert_int_equal(sw_runtimes_belief(&r, &f, 100, &e), 0);
+    assert_int_equal(e.source, SW_EST_ANNOTATION);
+    assert_float_equal(e.median_s, 100, 1e-9);
+    assert_float_equal(e.sigma, 0.5, 1e-12);
+    assert_int_equal(e.runs, 0);
+    /* Team a's annotations are corrected by its own (5 s for 100 s). */
+    f.team = "a";
+    assert_int_equal(sw_runtimes_belief(&r, &f, 100, &e), 0);
+    assert_int_equal(e.runs, 10);
+    assert_float_equal(e.median_s, 5, 1e-9);
+    sw_runtimes_free(&r);
+}
+
+static void test_flood_evicts_own(void **state)
+{
+    (void)state;
+    struct sw_runtimes r;
+    assert_int_equal(sw_runtimes_init(&r, 16, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "a-%d", i);
+        struct sw_runtime_obs o = obs(id, "a", "l", 1, 0, 100, i);
+        assert_int_equal(sw_runtimes_add(&r, &o), 1);
+        snprintf(id, sizeof(id), "b-%d", i);
+        o = obs(id, "b", "l", 1, 0, 200, i);
+        assert_int_equal(sw_runtimes_add(&r, &o), 1);
+    }
+    struct sw_job_features fa = {.team = "a", .label = "l", .prio = SW_PRIO_TRAINING, .gpus = 1};
+    struct sw_estimate e0, e;
+    assert_int_equal(sw_runtimes_belief(&r, &fa, 0, &e0), 0);
+    /* A team finishes 100 Jobs, far more than the history holds: it drops
+     * its own oldest, never a's or b's. */
+    for (int i = 0; i < 100; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "z-%03d", i);
+        struct sw_runtime_obs o = obs(id, "z", "l", 1, 0, 1, 1000 + i);
+        assert_int_equal(sw_runtimes_add(&r, &o), 1);
+        assert_true(r.n <= 16);
+    }
+    assert_int_equal(r.n, 16);
+    for (int i = 0; i < 4; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "a-%d", i);
+        assert_true(sw_runtimes_has(&r, id));
+        snprintf(id, sizeof(id), "b-%d", i);
+        assert_true(sw_runtimes_has(&r, id));
+    }
+    assert_false(sw_runtimes_has(&r, "z-091"));
+    for (int i = 92; i < 100; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "z-%03d", i);
+        assert_true(sw_runtimes_has(&r, id));
+    }
+    assert_int_equal(sw_runtimes_belief(&r, &fa, 0, &e), 0);
+    assert_int_equal(e.runs, e0.runs);
+    assert_float_equal(e.median_s, e0.median_s, 0);
+    /* a 4, b 4, z 8. Jobs of a: z, the largest, drops its oldest until a
+     * holds as many as z... */
+    struct sw_runtime_obs o = obs("a-4", "a", "l", 1, 0, 100, 10);
+    assert_int_equal(sw_runtimes_add(&r, &o), 1);
+    assert_false(sw_runtimes_has(&r, "z-092"));
+    o = obs("a-5", "a", "l", 1, 0, 100, 11);
+    assert_int_equal(sw_runtimes_add(&r, &o), 1);
+    assert_false(sw_runtimes_has(&r, "z-093"));
+    /* ...then a holds the most (7 to 6): a drops its own oldest. */
+    o = obs("a-6", "a", "l", 1, 0, 100, 12);
+    assert_int_equal(sw_runtimes_add(&r, &o), 1);
+    assert_false(sw_runtimes_has(&r, "a-0"));
+    assert_true(sw_runtimes_has(&r, "z-094"));
+    /* A tie (a 6, z 6, b 5): the greatest name drops, as the Lua script's
+     * ZREVRANGE orders equal counts. */
+    o = obs("b-4", "b", "l", 1, 0, 200, 13);
+    assert_int_equal(sw_runtimes_add(&r, &o), 1);
+    assert_false(sw_runtimes_has(&r, "z-094"));
+    assert_true(sw_runtimes_has(&r, "z-095") && sw_runtimes_has(&r, "a-1") &&
+                sw_runtimes_has(&r, "b-0") && sw_runtimes_has(&r, "b-4"));
+    assert_int_equal(r.n, 16);
+    assert_int_equal(r.nteams, 3);
+    sw_runtimes_free(&r);
+    /* A team whose only observation is dropped leaves the team table. */
+    assert_int_equal(sw_runtimes_init(&r, 1, NULL), 0);
+    o = obs("a-0", "a", "l", 1, 0, 100, 1);
+    assert_int_equal(sw_runtimes_add(&r, &o), 1);
+    o = obs("y-0", "y", "l", 1, 0, 100, 2);
+    assert_int_equal(sw_runtimes_add(&r, &o), 1);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.nteams, 1);
+    assert_true(sw_runtimes_has(&r, "a-0"));
+    assert_false(sw_runtimes_has(&r, "y-0"));
+    sw_runtimes_free(&r);
+}
+
+static void test_estimators_bounded(void **state)
+{
+    (void)state;
+    static struct sw_runtime_obs o[60];
+    struct sw_runtimes r;
+    assert_int_equal(sw_runtimes_init(&r, 64, NULL), 0);
+    r.max_est = 2;
+    const char *teams[] = {"t0", "t1", "t2", "t3", "t4", "t5"};
+    for (int i = 0; i < 60; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "j-%d", i);
+        o[i] = obs(id, teams[i % 6], "l", 1, i % 3 ? 0 : 50, 10.0 + i, i);
+        assert_int_equal(sw_runtimes_add(&r, &o[i]), 1);
+    }
+    /* Six teams asked in turn with two estimators held: each freed and
+     * rebuilt from its own team's runs, the same figures. */
+    for (int round = 0; round < 3; round++)
+        for (int t = 0; t < 6; t++) {
+            struct sw_job_features f = {
+                .team = teams[t], .label = "l", .prio = SW_PRIO_TRAINING, .gpus = 1};
+            same_as_own(&r, o, 60, &f, 0);
+            same_as_own(&r, o, 60, &f, 40);
+            assert_true(r.nest <= 2);
+        }
+    sw_runtimes_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +681,10 @@ int main(void)
         cmocka_unit_test(test_codec_bad),
         cmocka_unit_test(test_load),
         cmocka_unit_test(test_label),
+        cmocka_unit_test(test_per_team),
+        cmocka_unit_test(test_new_team_prior),
+        cmocka_unit_test(test_flood_evicts_own),
+        cmocka_unit_test(test_estimators_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
