@@ -778,8 +778,11 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     struct sw_job_rec *r = &j->rec;
     sw_runtime_label(j->rec.name, sw_json_str(sw_json_child(origin, "metadata"), "generateName"),
                      r->label);
+    const struct sw_grant *lg = sw_tenancy_find(&h->cfg.tenancy, j->rec.cluster, j->rec.ns);
+    char learner[SW_NAME_MAX];
+    sw_runtime_learner(lg != NULL && lg->nteams > 0, team, j->rec.cluster, j->rec.ns, learner);
     struct sw_job_features f = {
-        .team = team, .label = r->label, .prio = spec.prio, .gpus = sw_workload_gpus(w)};
+        .team = learner, .label = r->label, .prio = spec.prio, .gpus = sw_workload_gpus(w)};
     sw_runtimes_belief(&h->runtimes, &f, spec.runtime_s, &r->belief);
     r->belief_set = true;
     r->annotated_s = spec.runtime_s > 0 ? spec.runtime_s : 0;

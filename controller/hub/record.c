@@ -160,6 +160,12 @@ int sw_rec_write(struct sw_hub *h, struct sw_job *j, sw_rec_cb cb, void *ctx)
     /* A Job's first success is counted with the record that says so. */
     struct sw_runtime_obs obs;
     bool observed = sw_runtime_observation(&j->rec, &obs);
+    if (observed) {
+        /* Learned with its learner (runtimes.h), not its bare team. */
+        const struct sw_grant *g = sw_tenancy_find(&h->cfg.tenancy, j->rec.cluster, j->rec.ns);
+        observed = sw_runtime_learner(g != NULL && g->nteams > 0, j->rec.team, j->rec.cluster,
+                                      j->rec.ns, obs.team);
+    }
     if (observed)
         j->rec.runtime_counted = true;
     cJSON *o = sw_job_rec_to_json(&j->rec);

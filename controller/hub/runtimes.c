@@ -457,3 +457,16 @@ int sw_runtime_obs_from_json(const cJSON *o, const char *what, struct sw_runtime
     *out = t;
     return 0;
 }
+
+bool sw_runtime_learner(bool team_granted, const char *team, const char *cluster, const char *ns,
+                        char out[SW_NAME_MAX])
+{
+    int n = team_granted
+                ? snprintf(out, SW_NAME_MAX, "%s", team ? team : "")
+                : snprintf(out, SW_NAME_MAX, "%s/%s", cluster ? cluster : "", ns ? ns : "");
+    if (n <= 0 || n >= SW_NAME_MAX) {
+        out[0] = '\0';
+        return false;
+    }
+    return true;
+}

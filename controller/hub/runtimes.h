@@ -150,6 +150,19 @@ bool sw_runtime_observation(const struct sw_job_rec *rec, struct sw_runtime_obs 
 void sw_runtime_label(const char *name, const char *generate_name, char out[SW_NAME_MAX]);
 
 /**
+ * Whom a Job learns with and from (the features' team): its team when a
+ * grant names the grant's teams (the platform chose to group those
+ * namespaces), else its own namespace of its cluster, "CLUSTER/NS", which
+ * no team name can equal (a team is a DNS label): an ungranted namespace
+ * whose implicit team is its bare name never shares beliefs with a granted
+ * team of that name, nor with a namespace of that name in another cluster.
+ * Returns false (out "") when the key does not fit: such a Job learns
+ * nothing and is given the prior. Pure.
+ */
+bool sw_runtime_learner(bool team_granted, const char *team, const char *cluster, const char *ns,
+                        char out[SW_NAME_MAX]);
+
+/**
  * |actual - predicted| / predicted of an observation (the belief's error
  * once the Job finished); -1 when it carries no prediction.
  */

@@ -669,6 +669,29 @@ static void test_estimators_bounded(void **state)
     sw_runtimes_free(&r);
 }
 
+/* Whom a Job learns with: a granted team, else its own namespace of its
+ * cluster, which no team (a DNS label) can equal. */
+static void test_learner(void **state)
+{
+    (void)state;
+    char k[SW_NAME_MAX];
+    assert_true(sw_runtime_learner(true, "cv", "onprem", "team-a", k));
+    assert_string_equal(k, "cv");
+    /* Ungranted namespace "cv": not the granted team "cv". */
+    assert_true(sw_runtime_learner(false, "cv", "onprem", "cv", k));
+    assert_string_equal(k, "onprem/cv");
+    /* The same namespace name on another cluster: another learner. */
+    char k2[SW_NAME_MAX];
+    assert_true(sw_runtime_learner(false, "cv", "edge", "cv", k2));
+    assert_string_not_equal(k, k2);
+    /* Too long to key: learns nothing, given the prior. */
+    char longns[64];
+    memset(longns, 'n', 63);
+    longns[63] = '\0';
+    assert_false(sw_runtime_learner(false, longns, "onprem", longns, k));
+    assert_string_equal(k, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -682,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_load),
         cmocka_unit_test(test_label),
         cmocka_unit_test(test_per_team),
+        cmocka_unit_test(test_learner),
         cmocka_unit_test(test_new_team_prior),
         cmocka_unit_test(test_flood_evicts_own),
         cmocka_unit_test(test_estimators_bounded),
