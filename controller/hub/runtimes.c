@@ -208,17 +208,29 @@ int sw_runtimes_load(struct sw_runtimes *r, struct sw_runtime_obs *o, size_t n)
     return added;
 }
 
+/* A team whose estimator is cheap to build again: few observations. At
+ * most cap / SW_RUNTIMES_SMALL_TEAM teams (64 of 4,096) are not, fewer
+ * than the estimators held, so the costly ones stay held. */
+#define SW_RUNTIMES_SMALL_TEAM 64
+
 /* The team's estimator from its own observations: the old one freed
- * first (never two of a team at once), the least recently used of
- * another team freed when max_est are held. */
+ * first (never two of a team at once), and when max_est are held the
+ * least recently used of another team freed, a small team's first: the
+ * decisions of one round may ask for more teams than are held, and must
+ * not rebuild a large team's estimator Job after Job on the hub's loop. */
 static int team_build(struct sw_runtimes *r, struct sw_runtime_team *t)
 {
     team_drop_est(r, t);
     if (r->nest >= r->max_est) {
         struct sw_runtime_team *lru = NULL;
-        for (size_t i = 0; i < r->nteams; i++)
-            if (r->teams[i].est != NULL && (lru == NULL || r->teams[i].used < lru->used))
-                lru = &r->teams[i];
+        for (int pass = 0; pass < 2 && lru == NULL; pass++)
+            for (size_t i = 0; i < r->nteams; i++) {
+                const struct sw_runtime_team *c = &r->teams[i];
+                if (c->est == NULL || (pass == 0 && c->n > SW_RUNTIMES_SMALL_TEAM))
+                    continue;
+                if (lru == NULL || c->used < lru->used)
+                    lru = &r->teams[i];
+            }
         if (lru != NULL)
             team_drop_est(r, lru);
     }

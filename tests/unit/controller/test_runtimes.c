@@ -669,6 +669,54 @@ static void test_estimators_bounded(void **state)
     sw_runtimes_free(&r);
 }
 
+/* More teams asked in a round than estimators held: the small teams'
+ * estimators are freed and rebuilt (cheap), a large team's stays held, so
+ * its thousands of runs are not observed again Job after Job. */
+static void test_large_team_stays_held(void **state)
+{
+    (void)state;
+    static struct sw_runtime_obs o[80];
+    struct sw_runtimes r;
+    assert_int_equal(sw_runtimes_init(&r, 128, NULL), 0);
+    r.max_est = 2;
+    const char *small[] = {"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"};
+    int n = 0;
+    for (int i = 0; i < 70; i++, n++) {
+        char id[16];
+        snprintf(id, sizeof(id), "big-%d", i);
+        o[n] = obs(id, "big", "l", 1, 0, 10.0 + i, i);
+        assert_int_equal(sw_runtimes_add(&r, &o[n]), 1);
+    }
+    for (int i = 0; i < 8; i++, n++) {
+        char id[16];
+        snprintf(id, sizeof(id), "small-%d", i);
+        o[n] = obs(id, small[i], "l", 1, 0, 20.0 + i, 100 + i);
+        assert_int_equal(sw_runtimes_add(&r, &o[n]), 1);
+    }
+    /* Each round: the large team asked, then two small ones (least
+     * recently used: the large one, which plain LRU would free). */
+    for (int t = 0; t + 1 < 8; t += 2) {
+        struct sw_job_features fb = {
+            .team = "big", .label = "l", .prio = SW_PRIO_TRAINING, .gpus = 1};
+        same_as_own(&r, o, (size_t)n, &fb, 0);
+        const struct sw_estimator *held = NULL;
+        for (size_t k = 0; k < r.nteams; k++)
+            if (strcmp(r.teams[k].name, "big") == 0)
+                held = r.teams[k].est;
+        assert_non_null(held);
+        for (int u = t; u < t + 2; u++) {
+            struct sw_job_features fs = {
+                .team = small[u], .label = "l", .prio = SW_PRIO_TRAINING, .gpus = 1};
+            same_as_own(&r, o, (size_t)n, &fs, 0);
+            assert_true(r.nest <= 2);
+        }
+        for (size_t k = 0; k < r.nteams; k++)
+            if (strcmp(r.teams[k].name, "big") == 0)
+                assert_ptr_equal(r.teams[k].est, held);
+    }
+    sw_runtimes_free(&r);
+}
+
 /* Whom a Job learns with: a granted team, else its own namespace of its
  * cluster, which no team (a DNS label) can equal. */
 static void test_learner(void **state)
@@ -706,6 +754,7 @@ int main(void)
         cmocka_unit_test(test_label),
         cmocka_unit_test(test_per_team),
         cmocka_unit_test(test_learner),
+        cmocka_unit_test(test_large_team_stays_held),
         cmocka_unit_test(test_new_team_prior),
         cmocka_unit_test(test_flood_evicts_own),
         cmocka_unit_test(test_estimators_bounded),
