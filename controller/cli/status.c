@@ -535,8 +535,10 @@ static void print_belief(const cJSON *eo)
     else if (strcmp(src, "learned") == 0) {
         static const char *const keys[] = {"team, priority, GPUs and label",
                                            "team, priority and GPUs", "team and priority", "team",
-                                           "any kind"};
-        int level = (int)num(b, "level");
+                                           "team, any Job of it"};
+        /* (A record's number: range-checked before it becomes an int.) */
+        double lv = num(b, "level");
+        int level = lv >= 0 && lv < 5 ? (int)lv : 4;
         printf("learned from %.0f finished Jobs of the same %s\n", runs,
                keys[level >= 0 && level < 5 ? level : 4]);
     } else

@@ -34,7 +34,9 @@
  * so a team flooding the history drops its own. While some entries are in
  * no team's set (written by a hub before the per-team sets), the oldest
  * of all goes instead (and its team's entry with it, if it has one), until
- * every entry is a team's. */
+ * every entry is a team's. At most 64 entries go in one write: a history
+ * swollen by a Redis writer drains over several writes rather than
+ * holding Redis in one script. */
 static const char WRITE_LUA[] =
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"
     "  return redis.error_reply('FENCED epoch ' .. ARGV[1] .. ' is not the current one')\n"
@@ -48,7 +50,9 @@ static const char WRITE_LUA[] =
     "  redis.call('ZADD', KEYS[7], 0, ARGV[10])\n"
     "  redis.call('ZINCRBY', KEYS[8], 1, ARGV[9])\n"
     "  local cap = tonumber(ARGV[8])\n"
-    "  while redis.call('ZCARD', KEYS[6]) > cap do\n"
+    "  local drops = 0\n"
+    "  while drops < 64 and redis.call('ZCARD', KEYS[6]) > cap do\n"
+    "    drops = drops + 1\n"
     "    local top = redis.call('ZREVRANGE', KEYS[8], 0, 0)[1]\n"
     "    local m = nil\n"
     "    if top and redis.call('ZCARD', KEYS[6]) <= redis.call('ZCARD', KEYS[7]) then\n"
