@@ -55,3 +55,14 @@ spec:
             nvidia.com/gpu: "$3"
 YAML
 }
+
+# lab_lock: the lab's lock (the hub tests' flock, tests/e2e/hub/lib.sh), on
+# descriptor 8 until the test exits, for a test that switches a mode other
+# tests use; `testbed` commands it runs go on under it.
+lab_lock() {
+    exec 8>"$SW_LAB_DIR/hub-e2e.lock"
+    if ! flock -n 8; then
+        echo "waiting for the lab's lock ($SW_LAB_DIR/hub-e2e.lock): a hub test, benchmark or the demo holds it" >&2
+        flock -w 1800 8 || fail "the lab's lock was held for 30 minutes"
+    fi
+}
