@@ -74,7 +74,8 @@ t=$SECONDS
 echo "1. testbed jobset on in $((SECONDS - t)) s"
 for c in $SW_LAB_CLUSTERS; do
     ip=$(kc "$c" config view --minify -o jsonpath='{.clusters[0].cluster.server}' | sed 's|https://||; s|:.*||')
-    curl -sf "http://$ip:29581/readyz" >/dev/null || fail "the JobSet controller of $c does not answer /readyz on $ip:29581"
+    port=${SW_LAB_JOBSET_HEALTH_PORT:-29581}
+    curl -sf "http://$ip:$port/readyz" >/dev/null || fail "the JobSet controller of $c does not answer /readyz on $ip:$port"
     [ "$(kueue_frameworks "$c")" = "batch/job,jobset.x-k8s.io/jobset" ] ||
         fail "Kueue of $c loaded frameworks '$(kueue_frameworks "$c")', expected batch/job,jobset.x-k8s.io/jobset"
     n=$(kueue_jobset_hooks "$c")
