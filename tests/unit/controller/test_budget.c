@@ -1,0 +1,272 @@
+/* Tests for controller/hub/budget.c and the config's budgets: periods in
+ * UTC, committed spend inside a period, bursts in flight counted once, the
+ * limit itself, and a team without a budget. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "controller/hub/budget.h"
+#include "controller/hub/config.h"
+
+#define HOUR_MS 3600000LL
+/* 2026-11-29T15:00:00Z, a Sunday. */
+#define NOW   1795964400000LL
+#define NOV_1 1793491200000LL
+#define DEC_1 1796083200000LL
+
+static void test_periods(void **state)
+{
+    (void)state;
+    assert_int_equal(sw_budget_period_start(SW_PERIOD_MONTH, NOW), NOV_1);
+    assert_int_equal(sw_budget_period_end(SW_PERIOD_MONTH, NOW), DEC_1);
+    /* The week starts on Monday 2026-11-23. */
+    assert_int_equal(sw_budget_period_start(SW_PERIOD_WEEK, NOW), 1795392000000LL);
+    assert_int_equal(sw_budget_period_end(SW_PERIOD_WEEK, NOW), 1795996800000LL);
+    assert_int_equal(sw_budget_period_start(SW_PERIOD_DAY, NOW), 1795910400000LL);
+    assert_int_equal(sw_budget_period_end(SW_PERIOD_DAY, NOW), 1795996800000LL);
+    /* Exactly at a period's start it is that period's; a millisecond
+     * before, the one before. */
+    assert_int_equal(sw_budget_period_start(SW_PERIOD_MONTH, DEC_1), DEC_1);
+    assert_int_equal(sw_budget_period_start(SW_PERIOD_MONTH, DEC_1 - 1), NOV_1);
+    /* December ends in the next year; a leap February on the 29th. */
+    assert_int_equal(sw_budget_period_end(SW_PERIOD_MONTH, DEC_1), 1798761600000LL);
+    assert_int_equal(sw_budget_period_start(SW_PERIOD_MONTH, 1835438400000LL), 1832976000000LL);
+    assert_int_equal(sw_budget_period_end(SW_PERIOD_MONTH, 1835438400000LL), 1835481600000LL);
+    /* Before 1970 too (floor, not truncation). */
+    assert_int_equal(sw_budget_period_start(SW_PERIOD_MONTH, -43200000LL), -2678400000LL);
+    assert_int_equal(sw_budget_period_start(SW_PERIOD_WEEK, -43200000LL), -259200000LL);
+    enum sw_budget_period p;
+    assert_int_equal(sw_budget_period_parse("week", &p), 0);
+    assert_int_equal(p, SW_PERIOD_WEEK);
+    assert_int_equal(sw_budget_period_parse("Month", &p), SW_EINVAL);
+    assert_string_equal(sw_budget_period_name(SW_PERIOD_DAY), "day");
+}
+
+/* A record of team `team` on `capacity` at $price per GPU-hour, 2 GPUs. */
+static void rec(struct sw_job_rec *r, const char *uid, const char *team, const char *capacity,
+                enum sw_job_state st, double price, int64_t started, int64_t finished,
+                double expected)
+{
+    memset(r, 0, sizeof(*r));
+    snprintf(r->uid, sizeof(r->uid), "%s", uid);
+    snprintf(r->team, sizeof(r->team), "%s", team);
+    snprintf(r->ns, sizeof(r->ns), "ns-%s", team);
+    snprintf(r->capacity, sizeof(r->capacity), "%s", capacity);
+    r->state = st;
+    r->gpus = 2;
+    r->price_gpu_h = price;
+    r->started_ms = started;
+    r->finished_ms = finished;
+    r->expected_cost = expected;
+}
+
+static const struct sw_team_budget budgets[] = {
+    {"ml", 100.0, SW_PERIOD_MONTH},
+    {"cv", 50.0, SW_PERIOD_DAY},
+};
+
+/* A run across a period's start counts only its hours inside the period:
+ * the rollover gives the new month its own budget. */
+static void test_rollover(void **state)
+{
+    (void)state;
+    struct sw_job_rec r;
+    /* 2026-10-31T23:00Z to 2026-11-01T01:00Z, 2 GPUs at $2.50: $5 an hour. */
+    rec(&r, "u1", "ml", "spot", SW_JS_SUCCEEDED, 2.5, NOV_1 - HOUR_MS, NOV_1 + HOUR_MS, 10);
+    struct sw_budget_run run;
+    sw_budget_run_of(&r, &run);
+    assert_true(run.cloud);
+    assert_float_equal(sw_budget_run_committed(&run, NOV_1, NOW), 5.0, 1e-9);
+    /* Seen from October's last half hour: that month's half of it so far. */
+    int64_t oct_1 = 1790812800000LL, now = NOV_1 - HOUR_MS / 2;
+    assert_float_equal(sw_budget_run_committed(&run, oct_1, now), 2.5, 1e-9);
+    /* A run that ended before the period costs it nothing. */
+    rec(&r, "u2", "ml", "spot", SW_JS_SUCCEEDED, 2.5, NOV_1 - 2 * HOUR_MS, NOV_1, 10);
+    sw_budget_run_of(&r, &run);
+    assert_float_equal(sw_budget_run_committed(&run, NOV_1, NOW), 0.0, 0);
+    /* Owned capacity is never charged; a run that never started neither. */
+    rec(&r, "u3", "ml", "owned", SW_JS_SUCCEEDED, 2.5, NOV_1, NOV_1 + HOUR_MS, 10);
+    sw_budget_run_of(&r, &run);
+    assert_float_equal(sw_budget_run_committed(&run, NOV_1, NOW), 0.0, 0);
+    rec(&r, "u4", "ml", "spot", SW_JS_DECIDED, 2.5, 0, 0, 10);
+    sw_budget_run_of(&r, &run);
+    assert_float_equal(sw_budget_run_committed(&run, NOV_1, NOW), 0.0, 0);
+}
+
+/* In flight: what was expected less what it cost so far, never below 0,
+ * only while decided to running; the tally counts a Job once whether it is
+ * live, archived, or both while it is being archived. */
+static void test_in_flight_once(void **state)
+{
+    (void)state;
+    struct sw_job_rec running, decided, over, done, owned, other;
+    /* Running 2 h at $5 an hour: $10 committed, $30 of the $40 expected left. */
+    rec(&running, "a", "ml", "on-demand", SW_JS_RUNNING, 2.5, NOW - 2 * HOUR_MS, 0, 40);
+    assert_float_equal(sw_budget_in_flight(&running, NOW), 30.0, 1e-9);
+    rec(&decided, "b", "ml", "spot", SW_JS_DISPATCHING, 1.0, 0, 0, 20);
+    assert_float_equal(sw_budget_in_flight(&decided, NOW), 20.0, 1e-9);
+    /* Ran longer than expected: nothing more in flight, all committed. */
+    rec(&over, "c", "ml", "spot", SW_JS_RUNNING, 2.5, NOW - 3 * HOUR_MS, 0, 5);
+    assert_float_equal(sw_budget_in_flight(&over, NOW), 0.0, 0);
+    /* Finished: committed only. */
+    rec(&done, "d", "ml", "spot", SW_JS_SUCCEEDED, 2.5, NOV_1, NOV_1 + HOUR_MS, 99);
+    assert_float_equal(sw_budget_in_flight(&done, NOW), 0.0, 0);
+    rec(&owned, "e", "ml", "owned", SW_JS_RUNNING, 0, NOW - HOUR_MS, 0, 3);
+    assert_float_equal(sw_budget_in_flight(&owned, NOW), 0.0, 0);
+    /* A team without a budget: counted nowhere. */
+    rec(&other, "f", "nlp", "spot", SW_JS_RUNNING, 2.5, NOW - HOUR_MS, 0, 1000);
+
+    const struct sw_job_rec *live[] = {&running, &decided, &over, &done, &owned, &other};
+    /* "d" is being archived (live and ended), "g" ended twice (read twice),
+     * "h" ended in October (outside the period), "i" is cv's. */
+    struct sw_budget_run ended[5];
+    sw_budget_run_of(&done, &ended[0]);
+    struct sw_job_rec g, hrec, i;
+    rec(&g, "g", "ml", "spot", SW_JS_SUCCEEDED, 2.5, NOV_1 + HOUR_MS, NOV_1 + 3 * HOUR_MS, 9);
+    sw_budget_run_of(&g, &ended[1]);
+    sw_budget_run_of(&g, &ended[2]);
+    rec(&hrec, "h", "ml", "spot", SW_JS_SUCCEEDED, 2.5, NOV_1 - 5 * HOUR_MS, NOV_1 - HOUR_MS, 9);
+    sw_budget_run_of(&hrec, &ended[3]);
+    rec(&i, "i", "cv", "spot", SW_JS_SUCCEEDED, 2.5, NOW - 2 * HOUR_MS, NOW - HOUR_MS, 9);
+    sw_budget_run_of(&i, &ended[4]);
+
+    struct sw_budget_status st[2];
+    assert_int_equal(sw_budget_tally(budgets, 2, live, 6, ended, 5, NOW, st), 0);
+    assert_string_equal(st[0].team, "ml");
+    /* committed: running $10 + over $15 + done $5 + g $10 (once) = $40;
+     * in flight: running $30 + decided $20 = $50. */
+    assert_float_equal(st[0].committed, 40.0, 1e-9);
+    assert_float_equal(st[0].in_flight, 50.0, 1e-9);
+    assert_float_equal(sw_budget_left(&st[0]), 10.0, 1e-9);
+    assert_int_equal(st[0].start_ms, NOV_1);
+    assert_int_equal(st[0].end_ms, DEC_1);
+    /* cv's day: i ran 1 h today. */
+    assert_string_equal(st[1].team, "cv");
+    assert_float_equal(st[1].committed, 5.0, 1e-9);
+    assert_float_equal(st[1].in_flight, 0.0, 0);
+    assert_int_equal(st[1].period, SW_PERIOD_DAY);
+    /* The same records tallied again (a new leader reading them) give the
+     * same figures: nothing is added to a counter. */
+    struct sw_budget_status again[2];
+    assert_int_equal(sw_budget_tally(budgets, 2, live, 6, ended, 5, NOW, again), 0);
+    assert_memory_equal(st, again, sizeof(st));
+}
+
+/* Exactly at the limit fits; a cent over does not; the engine is given the
+ * same figure (cap - spent is what is left). */
+static void test_at_limit(void **state)
+{
+    (void)state;
+    struct sw_budget_status s = {.team = "ml", .amount = 100, .committed = 60, .in_flight = 30};
+    assert_true(sw_budget_fits(&s, 10.0));
+    assert_false(sw_budget_fits(&s, 10.01));
+    assert_float_equal(sw_budget_left(&s), 10.0, 1e-9);
+    struct sw_budget b;
+    sw_budget_engine(&s, &b);
+    assert_string_equal(b.team, "ml");
+    assert_float_equal(b.cap, 100.0, 0);
+    assert_float_equal(b.spent, 90.0, 1e-9);
+    /* Spent past it (a run longer than expected): nothing left, not negative. */
+    s.committed = 120;
+    assert_float_equal(sw_budget_left(&s), 0.0, 0);
+    assert_false(sw_budget_fits(&s, 0.01));
+    /* A zero budget lets nothing burst but a free option. */
+    struct sw_budget_status z = {.team = "cv", .amount = 0};
+    assert_true(sw_budget_fits(&z, 0.0));
+    assert_false(sw_budget_fits(&z, 0.01));
+    /* No budgets: no statuses, nothing allocated. */
+    assert_int_equal(sw_budget_tally(budgets, 0, NULL, 0, NULL, 0, NOW, NULL), 0);
+}
+
+/* The team a record is charged to: its team, else its namespace's name. */
+static void test_team_of(void **state)
+{
+    (void)state;
+    struct sw_job_rec r;
+    rec(&r, "u", "ml", "spot", SW_JS_RUNNING, 1, 0, 0, 0);
+    assert_string_equal(sw_budget_team_of(&r), "ml");
+    r.team[0] = '\0';
+    assert_string_equal(sw_budget_team_of(&r), "ns-ml");
+}
+
+static int parse(const char *budgets_yaml, struct sw_hub_config *c, struct sw_error *err)
+{
+    char text[2048];
+    snprintf(text, sizeof(text), "redis: {url: \"redis://127.0.0.1:6379/0\"}\nsecretKeyFile: k\n%s",
+             budgets_yaml);
+    return sw_hub_config_parse(text, strlen(text), "hub.yaml", c, err);
+}
+
+static void test_config(void **state)
+{
+    (void)state;
+    struct sw_hub_config c;
+    struct sw_error err = {0};
+    assert_int_equal(parse("budgets:\n"
+                           "- team: ml-research\n"
+                           "  amount: 5000\n"
+                           "- team: cv\n"
+                           "  amount: 12.5\n"
+                           "  period: week\n",
+                           &c, &err),
+                     0);
+    assert_int_equal(c.nbudgets, 2);
+    assert_string_equal(c.budgets[0].team, "ml-research");
+    assert_float_equal(c.budgets[0].amount, 5000, 0);
+    assert_int_equal(c.budgets[0].period, SW_PERIOD_MONTH);
+    assert_int_equal(c.budgets[1].period, SW_PERIOD_WEEK);
+    sw_hub_config_free(&c);
+    /* None given: none. */
+    assert_int_equal(parse("", &c, &err), 0);
+    assert_int_equal(c.nbudgets, 0);
+    sw_hub_config_free(&c);
+
+    static const struct {
+        const char *yaml, *msg;
+    } bad[] = {
+        {"budgets: {team: ml}\n", "hub.yaml:3: field \"budgets\": expected a list of budgets"},
+        {"budgets:\n- team: ml\n",
+         "hub.yaml:4: field \"budgets[0]\": expected an amount, got none"},
+        {"budgets:\n- amount: 5\n", "hub.yaml:4: field \"budgets[0]\": expected a team, got none"},
+        {"budgets:\n- team: ML\n  amount: 5\n",
+         "hub.yaml:4: field \"budgets[0].team\": expected a team name (a DNS-1123 label"},
+        {"budgets:\n- team: ml\n  amount: -1\n",
+         "hub.yaml:5: field \"budgets[0].amount\": expected US dollars per period, a number from "
+         "0 to 1e+09, got \"-1\""},
+        {"budgets:\n- team: ml\n  amount: 5k\n",
+         "field \"budgets[0].amount\": expected US dollars"},
+        {"budgets:\n- team: ml\n  amount: [5]\n",
+         "field \"budgets[0].amount\": expected US dollars"},
+        {"budgets:\n- team: ml\n  amount: 5\n  period: year\n",
+         "hub.yaml:6: field \"budgets[0].period\": expected month, week or day, got \"year\""},
+        {"budgets:\n- team: ml\n  amount: 5\n  cap: 3\n",
+         "hub.yaml:6: field \"budgets[0].cap\": unknown (expected team, amount, period)"},
+        {"budgets:\n- team: ml\n  amount: 5\n  amount: 6\n",
+         "field \"budgets[0].amount\": given twice"},
+        {"budgets:\n- team: ml\n  amount: 5\n- team: ml\n  amount: 6\n",
+         "hub.yaml:6: field \"budgets[1].team\": a second budget for team ml (first: budgets[0])"},
+        {"budgets:\n- ml\n", "hub.yaml:4: field \"budgets[0]\": expected a mapping"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&err, 0, sizeof(err));
+        if (parse(bad[i].yaml, &c, &err) == 0)
+            fail_msg("accepted: %s", bad[i].yaml);
+        if (strstr(err.msg, bad[i].msg) == NULL)
+            fail_msg("for %s: got \"%s\", expected \"%s\"", bad[i].yaml, err.msg, bad[i].msg);
+        sw_hub_config_free(&c);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_periods),        cmocka_unit_test(test_rollover),
+        cmocka_unit_test(test_in_flight_once), cmocka_unit_test(test_at_limit),
+        cmocka_unit_test(test_team_of),        cmocka_unit_test(test_config),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
