@@ -98,6 +98,9 @@ struct round {
     size_t nhomes, cap_homes, cap_home_of;
     struct pending_queue *kq; /* per pending workload */
     size_t cap_kq;
+    /* every team budget: what is left of it, for the engine (spend.c) */
+    struct sw_budget budgets[SW_HUB_MAX_BUDGETS];
+    size_t nbudgets;
     /* MultiKueue dispatch (sw_decide_workers): only these members' pools */
     bool only_set;
     const char (*only)[SW_MK_NAME_MAX];
@@ -887,6 +890,54 @@ static char *explain(const struct round *rd, const struct sw_snapshot *snap,
     return text;
 }
 
+/*
+ * The option a team's budget kept a Job from, or NULL: the cheapest cloud
+ * option excluded by the budget alone (SW_EX_BUDGET comes after every
+ * other check) when the Job does not burst and that option would have
+ * completed before the one chosen (or nothing was chosen).
+ */
+static const struct sw_option *budget_held(const struct sw_decision *d)
+{
+    if (d->verdict == SW_VERDICT_BURST)
+        return NULL;
+    const struct sw_option *held = NULL;
+    for (size_t k = 0; k < d->n_options; k++) {
+        const struct sw_option *o = &d->options[k];
+        if (o->stay || o->excluded != SW_EX_BUDGET)
+            continue;
+        if (d->verdict != SW_VERDICT_REJECT && !(o->completion < d->chosen.completion))
+            continue;
+        if (held == NULL || o->cost.total < held->cost.total)
+            held = o;
+    }
+    return held;
+}
+
+/* "the budget of team ml ($5000.00 a month, $12.30 left) cannot cover a
+ * burst expected to cost $41.20": BudgetExhausted's message. What is left
+ * is rounded to the dollar, so that a running burst's cost growing by
+ * cents does not make a new message (and Event) every round. */
+#define BUDGET_REASON_HEAD "the cloud budget of team "
+static void budget_text(const struct sw_hub *h, const char *team, const struct sw_option *o,
+                        char *buf, size_t len)
+{
+    for (size_t i = 0; i < h->nbudget_status; i++) {
+        const struct sw_budget_status *s = &h->budget_status[i];
+        if (strcmp(s->team, team) != 0)
+            continue;
+        snprintf(buf, len,
+                 "the cloud budget of team %s ($%.2f a %s, about $%.0f left) cannot cover a "
+                 "burst expected to cost $%.2f; it stays at home (spillctl report budget)",
+                 team, s->amount, sw_budget_period_name(s->period), floor(sw_budget_left(s)),
+                 o->cost.total);
+        return;
+    }
+    snprintf(buf, len,
+             "the cloud budget of team %s cannot cover a burst expected to cost $%.2f; it stays "
+             "at home (spillctl report budget)",
+             team, o->cost.total);
+}
+
 static void apply(struct round *rd, const struct sw_snapshot *snap, const struct sw_decision *d)
 {
     struct sw_hub *h = rd->h;
@@ -973,6 +1024,32 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         memcpy(summary, head, hl);
         summary[hl + sl] = '\0';
     }
+    /* Held by its team's budget: it stays home (or goes nowhere) while a
+     * cloud option only the budget excluded would have finished sooner. */
+    const struct sw_option *held = budget_held(d);
+    char held_why[sizeof(r->reason)];
+    if (held != NULL) {
+        budget_text(h, r->team, held, held_why, sizeof(held_why));
+        /* An annotation-only Job waits at home, its pods pending there:
+         * blocked with the reason (Event, annotation, explain), decided
+         * again every 30 s like any block, so that it bursts once the
+         * budget has room (the next period, or bursts that cost less
+         * than expected). */
+        if (!move && r->form == SW_FORM_ANNOTATION) {
+            snprintf(r->summary, sizeof(r->summary), "%s", summary);
+            sw_free(j->explain);
+            j->explain = explain(rd, snap, d);
+            j->busy = true;
+            sw_follow_block(h, j, "BudgetExhausted", held_why);
+            sw_rec_step(h, j, SW_FP_NONE);
+            return;
+        }
+        /* A Job that runs at home in a mirror (delegated, or put back
+         * after a lost mirror) is placed there; the Event says why not in
+         * the cloud. */
+        if (strcmp(summary, r->summary) != 0)
+            sw_follow_event(h, r, "Warning", "BudgetExhausted", held_why);
+    }
     bool changed = strcmp(summary, r->summary) != 0;
     if (!move && !changed && r->state == SW_JS_OBSERVED)
         return; /* nothing new to record */
@@ -1002,6 +1079,11 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
                sw_log_q(p->cluster), sw_log_q(r->capacity), sw_log_q(summary));
     } else if (r->state == SW_JS_BLOCKED) {
         r->state = SW_JS_OBSERVED;
+        /* Its budget held it and no longer does: the origin stops saying so. */
+        if (strncmp(r->reason, BUDGET_REASON_HEAD, strlen(BUDGET_REASON_HEAD)) == 0) {
+            r->reason[0] = '\0';
+            sw_follow_show_blocked(h, r, false);
+        }
     }
     sw_free(j->explain);
     j->explain = explain(rd, snap, d);
@@ -1024,6 +1106,8 @@ static struct sw_snapshot snapshot_of(const struct round *rd)
         .n_queues = rd->nqueues,
         .pending = rd->work,
         .n_pending = rd->nwork,
+        .budgets = rd->nbudgets > 0 ? rd->budgets : NULL,
+        .n_budgets = rd->nbudgets,
     };
 }
 
@@ -1180,9 +1264,23 @@ void sw_decide_round(struct sw_hub *h)
     add_pools(&rd);
     if (rd.npools == 0)
         goto out;
+    /* Budgets are decided only from a complete spend: until the ended
+     * records are read (spend.c), no round. */
+    if (h->cfg.nbudgets > 0 && !h->budget_loaded)
+        goto out;
     sw_hub_jobs_foreach(h, add_job, &rd);
+    if (h->cfg.nbudgets > 0 && sw_spend_tally(h) == 0) {
+        for (size_t i = 0; i < h->nbudget_status; i++)
+            sw_budget_engine(&h->budget_status[i], &rd.budgets[i]);
+        rd.nbudgets = h->nbudget_status;
+    }
     if (rd.nwork == 0)
         goto out;
+    if (h->cfg.nbudgets > 0 && rd.nbudgets == 0) {
+        SW_LOG(SW_LOG_WARN, "no decision this round: the budgets' spend could not be counted",
+               "jobs=%zu", rd.nwork);
+        goto out;
+    }
     add_queues(&rd);
     struct sw_snapshot snap = snapshot_of(&rd);
     struct sw_decision *out = sw_calloc(rd.nwork, sizeof(*out));

@@ -68,7 +68,8 @@ static void on_loaded(struct sw_hub *h, int rc)
     h->loading = false;
     if (rc != 0) {
         SW_LOG(SW_LOG_ERROR,
-               "cannot load the job records, the learned figures or the runtimes; trying again",
+               "cannot load the job records, the learned figures, the runtimes or the ended "
+               "records the budgets count; trying again",
                "epoch=%lld", (long long)h->epoch);
         return;
     }
@@ -89,10 +90,18 @@ void sw_leader_lost(struct sw_hub *h, const char *why)
 
 static void load_records(struct sw_hub *h);
 
-/* The learned figures are in: the finished Jobs' runtimes last (record.c). */
+/* The runtimes are in: the ended records the budgets count last (spend.c). */
+static void on_runtimes(struct sw_hub *h, int rc)
+{
+    if (rc == 0 && sw_spend_load(h, on_loaded) == 0)
+        return;
+    on_loaded(h, rc != 0 ? rc : SW_EUNAVAIL);
+}
+
+/* The learned figures are in: the finished Jobs' runtimes next (record.c). */
 static void on_figures(struct sw_hub *h, int rc)
 {
-    if (rc == 0 && sw_rec_runtimes_load(h, on_loaded) == 0)
+    if (rc == 0 && sw_rec_runtimes_load(h, on_runtimes) == 0)
         return;
     on_loaded(h, rc != 0 ? rc : SW_EUNAVAIL);
 }

@@ -1,0 +1,198 @@
+/*
+ * spend.c - what each team with a budget has spent in its period, for the
+ * decisions (decide.c gives the engine each budget) and /metrics.
+ *
+ * The live records are the hub's own; the records that ended (retired,
+ * spillway:ended) are read from Redis by the leader before its first
+ * decision and every minute after, from the start of the earliest budget's
+ * period (a record's score there is when its Job finished, so those are
+ * the only ones that can have run in it). A record this hub ends is kept at
+ * once, so that it does not drop out of the spend until the next read;
+ * replies come in the order the commands were sent, so a read answered
+ * after that end includes it, and one answered before it is replaced by
+ * it. The tally counts an ended run once, and not at all while a live
+ * record has its UID (budget.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "controller/hub/hub.h"
+
+#define REREAD_MS 60000
+
+struct load_ctx {
+    struct sw_hub *h;
+    void (*done)(struct sw_hub *h, int rc);
+};
+
+/* The start of the earliest current period of every budget. */
+static int64_t earliest_start(const struct sw_hub *h, int64_t now_ms)
+{
+    int64_t from = now_ms;
+    for (size_t i = 0; i < h->cfg.nbudgets; i++) {
+        int64_t s = sw_budget_period_start(h->cfg.budgets[i].period, now_ms);
+        if (s < from)
+            from = s;
+    }
+    return from;
+}
+
+static int keep(struct sw_budget_run **runs, size_t *n, size_t *cap, const struct sw_job_rec *r)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        struct sw_budget_run *nr = sw_realloc(*runs, nc * sizeof(*nr));
+        if (nr == NULL)
+            return SW_ENOMEM;
+        *runs = nr;
+        *cap = nc;
+    }
+    sw_budget_run_of(r, &(*runs)[(*n)++]);
+    return 0;
+}
+
+static void on_ended(struct sw_redis *rd, redisReply *reply, const char *errs, void *ctx)
+{
+    (void)rd;
+    struct load_ctx *l = ctx;
+    struct sw_hub *h = l->h;
+    void (*done)(struct sw_hub *, int) = l->done;
+    sw_free(l);
+    h->budget_loading = false;
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
+        SW_LOG(SW_LOG_WARN, "cannot read the ended records for the budgets", "err=%s",
+               sw_log_q(reply && reply->type == REDIS_REPLY_ERROR ? reply->str
+                        : errs                                    ? errs
+                                                                  : "not a list"));
+        if (done)
+            done(h, SW_EUNAVAIL);
+        return;
+    }
+    struct sw_budget_run *runs = NULL;
+    size_t n = 0, cap = 0, skipped = 0;
+    for (size_t i = 0; i < reply->elements; i++) {
+        redisReply *e = reply->element[i];
+        if (e->type != REDIS_REPLY_STRING)
+            continue;
+        cJSON *o = NULL;
+        struct sw_job_rec r;
+        struct sw_error err = {0};
+        if (sw_json_parse(e->str, e->len, SW_KEY_ENDED, &o, &err) != 0 ||
+            sw_job_rec_from_json(o, &r, &err) != 0) {
+            /* A record that does not parse bills nothing: said, not fatal. */
+            skipped++;
+            cJSON_Delete(o);
+            continue;
+        }
+        cJSON_Delete(o);
+        if (r.started_ms == 0)
+            continue;
+        if (keep(&runs, &n, &cap, &r) != 0) {
+            sw_free(runs);
+            if (done)
+                done(h, SW_ENOMEM);
+            return;
+        }
+    }
+    if (skipped > 0)
+        SW_LOG(SW_LOG_WARN, "ended records that do not parse count for no budget", "records=%zu",
+               skipped);
+    sw_free(h->budget_ended);
+    h->budget_ended = runs;
+    h->nbudget_ended = n;
+    h->cap_budget_ended = cap;
+    if (!h->budget_loaded)
+        SW_LOG(SW_LOG_INFO, "ended records read for the budgets", "runs=%zu", n);
+    h->budget_loaded = true;
+    if (done)
+        done(h, 0);
+}
+
+int sw_spend_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc))
+{
+    if (h->cfg.nbudgets == 0) {
+        h->budget_loaded = true;
+        if (done)
+            done(h, 0);
+        return 0;
+    }
+    struct load_ctx *l = sw_calloc(1, sizeof(*l));
+    if (l == NULL)
+        return SW_ENOMEM;
+    *l = (struct load_ctx){h, done};
+    h->budget_loading = true;
+    h->budget_read_ms = sw_hub_mono_ms();
+    int rc = sw_redis_command(h->redis, on_ended, l, "ZRANGEBYSCORE %s %lld +inf", SW_KEY_ENDED,
+                              (long long)earliest_start(h, sw_hub_wall_ms()));
+    if (rc != 0) {
+        h->budget_loading = false;
+        sw_free(l);
+    }
+    return rc;
+}
+
+void sw_spend_tick(struct sw_hub *h)
+{
+    if (h->cfg.nbudgets == 0 || h->budget_loading ||
+        sw_hub_mono_ms() - h->budget_read_ms < REREAD_MS)
+        return;
+    sw_spend_load(h, NULL);
+}
+
+void sw_spend_ended(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    if (h->cfg.nbudgets == 0 || r->started_ms == 0)
+        return;
+    if (keep(&h->budget_ended, &h->nbudget_ended, &h->cap_budget_ended, r) != 0)
+        SW_LOG(SW_LOG_WARN,
+               "out of memory keeping an ended run for the budgets until the next read", "job=%s",
+               sw_log_q(r->key));
+}
+
+struct gather {
+    const struct sw_job_rec **recs;
+    size_t n, cap;
+    bool oom;
+};
+
+static void gather_one(struct sw_hub *h, struct sw_job *j, void *ctx)
+{
+    (void)h;
+    struct gather *g = ctx;
+    if (g->oom)
+        return;
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 256;
+        const struct sw_job_rec **nr = sw_realloc(g->recs, nc * sizeof(*nr));
+        if (nr == NULL) {
+            g->oom = true;
+            return;
+        }
+        g->recs = nr;
+        g->cap = nc;
+    }
+    /* The record as this hub has it: a decision whose write is still under
+     * way counts already (its Job is busy, never decided twice), so the
+     * next round cannot spend the same money; a write that fails puts it
+     * back. */
+    g->recs[g->n++] = &j->rec;
+}
+
+int sw_spend_tally(struct sw_hub *h)
+{
+    struct gather g = {0};
+    sw_hub_jobs_foreach(h, gather_one, &g);
+    struct sw_budget_status st[SW_HUB_MAX_BUDGETS];
+    int rc = g.oom ? SW_ENOMEM
+                   : sw_budget_tally(h->cfg.budgets, h->cfg.nbudgets, g.recs, g.n, h->budget_ended,
+                                     h->nbudget_ended, sw_hub_wall_ms(), st);
+    sw_free(g.recs);
+    if (rc != 0)
+        return rc;
+    memcpy(h->budget_status, st, h->cfg.nbudgets * sizeof(st[0]));
+    h->nbudget_status = h->cfg.nbudgets;
+    return 0;
+}
