@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ctype.h>
+#include <math.h>
+
 #include "common/alloc.h"
 #include "common/error.h"
 
@@ -251,5 +254,61 @@ int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_j
     }
     sw_free(seen);
     sw_free(order);
+    return 0;
+}
+
+static bool dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
+            return false;
+    return true;
+}
+
+int sw_budgets_from_json(const cJSON *o, struct sw_team_budget *out, size_t *n,
+                         struct sw_error *err)
+{
+    *n = 0;
+    const cJSON *a = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "budgets") : NULL;
+    if (!cJSON_IsArray(a))
+        return sw_error_set(err, SW_EPARSE, "%s: expected an object with a list \"budgets\"",
+                            SW_KEY_BUDGETS);
+    size_t i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a)
+    {
+        if (i == SW_HUB_MAX_BUDGETS)
+            return sw_error_set(err, SW_EPARSE, "%s: more than %d budgets", SW_KEY_BUDGETS,
+                                SW_HUB_MAX_BUDGETS);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "team");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "amount");
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "period");
+        struct sw_team_budget *b = &out[i];
+        memset(b, 0, sizeof(*b));
+        if (!cJSON_IsString(t) || !dns_label(t->valuestring))
+            return sw_error_set(err, SW_EPARSE,
+                                "%s: budgets[%zu].team: expected a team name (a DNS-1123 label)",
+                                SW_KEY_BUDGETS, i);
+        if (!cJSON_IsNumber(m) || !isfinite(m->valuedouble) || m->valuedouble < 0 ||
+            m->valuedouble > SW_BUDGET_MAX_AMOUNT)
+            return sw_error_set(err, SW_EPARSE,
+                                "%s: budgets[%zu].amount: expected US dollars from 0 to %g",
+                                SW_KEY_BUDGETS, i, SW_BUDGET_MAX_AMOUNT);
+        if (!cJSON_IsString(p) || sw_budget_period_parse(p->valuestring, &b->period) != 0)
+            return sw_error_set(err, SW_EPARSE,
+                                "%s: budgets[%zu].period: expected month, week or day",
+                                SW_KEY_BUDGETS, i);
+        snprintf(b->team, sizeof(b->team), "%s", t->valuestring);
+        b->amount = m->valuedouble;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(out[j].team, b->team) == 0)
+                return sw_error_set(err, SW_EPARSE, "%s: budgets[%zu].team: %s given twice",
+                                    SW_KEY_BUDGETS, i, b->team);
+        i++;
+    }
+    *n = i;
     return 0;
 }

@@ -129,4 +129,15 @@ int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_j
                     size_t nlive, const struct sw_budget_run *ended, size_t nended, int64_t now_ms,
                     struct sw_budget_status *out);
 
+/**
+ * Parses the budgets the leading hub published (SW_KEY_BUDGETS, borrowed
+ * `o`: {"budgets": [{"team", "amount", "period"}], ...}) into `out` (room
+ * for SW_HUB_MAX_BUDGETS), `*n` of them. A Redis record is input: each
+ * team must be a DNS-1123 label, each amount a number from 0 to
+ * SW_BUDGET_MAX_AMOUNT, each period a period's name, no team twice;
+ * SW_EPARSE names the entry and the field otherwise.
+ */
+int sw_budgets_from_json(const cJSON *o, struct sw_team_budget *out, size_t *n,
+                         struct sw_error *err);
+
 #endif

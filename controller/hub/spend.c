@@ -111,9 +111,34 @@ static void on_ended(struct sw_redis *rd, redisReply *reply, const char *errs, v
         done(h, 0);
 }
 
+/* The budgets this hub enforces, for spillctl report budget: written with
+ * every read of the ended records (a leader's config is what counts). */
+static void publish(struct sw_hub *h)
+{
+    cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "budgets");
+    for (size_t i = 0; a != NULL && i < h->cfg.nbudgets; i++) {
+        const struct sw_team_budget *b = &h->cfg.budgets[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "team", b->team);
+        cJSON_AddNumberToObject(e, "amount", b->amount);
+        cJSON_AddStringToObject(e, "period", sw_budget_period_name(b->period));
+        cJSON_AddItemToArray(a, e);
+    }
+    cJSON_AddNumberToObject(o, "epoch", (double)h->epoch);
+    cJSON_AddNumberToObject(o, "writtenMs", (double)sw_hub_wall_ms());
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (text == NULL)
+        return;
+    const char *argv[] = {"SET", SW_KEY_BUDGETS, text};
+    sw_redis_command_argv(h->redis, NULL, NULL, 3, argv, NULL);
+    cJSON_free(text);
+}
+
 int sw_spend_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc))
 {
     if (h->cfg.nbudgets == 0) {
+        publish(h); /* none: a list an earlier leader wrote is not shown */
         h->budget_loaded = true;
         if (done)
             done(h, 0);
@@ -125,6 +150,7 @@ int sw_spend_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc))
     *l = (struct load_ctx){h, done};
     h->budget_loading = true;
     h->budget_read_ms = sw_hub_mono_ms();
+    publish(h);
     int rc = sw_redis_command(h->redis, on_ended, l, "ZRANGEBYSCORE %s %lld +inf", SW_KEY_ENDED,
                               (long long)earliest_start(h, sw_hub_wall_ms()));
     if (rc != 0) {

@@ -261,12 +261,57 @@ static void test_config(void **state)
     }
 }
 
+/* The budgets a hub published in Redis: input, checked field by field. */
+static void test_published(void **state)
+{
+    (void)state;
+    struct sw_team_budget b[SW_HUB_MAX_BUDGETS];
+    size_t n = 99;
+    struct sw_error err = {0};
+    cJSON *o = cJSON_Parse("{\"budgets\": [{\"team\": \"ml\", \"amount\": 5000, \"period\": "
+                           "\"month\"}, {\"team\": \"cv\", \"amount\": 0, \"period\": \"day\"}], "
+                           "\"epoch\": 3}");
+    assert_int_equal(sw_budgets_from_json(o, b, &n, &err), 0);
+    cJSON_Delete(o);
+    assert_int_equal(n, 2);
+    assert_string_equal(b[1].team, "cv");
+    assert_int_equal(b[1].period, SW_PERIOD_DAY);
+    static const struct {
+        const char *json, *msg;
+    } bad[] = {
+        {"[]", "spillway:budgets: expected an object with a list \"budgets\""},
+        {"{\"budgets\": [{\"team\": \"ML\", \"amount\": 1, \"period\": \"day\"}]}",
+         "budgets[0].team: expected a team name"},
+        {"{\"budgets\": [{\"team\": \"ml\", \"amount\": -1, \"period\": \"day\"}]}",
+         "budgets[0].amount: expected US dollars from 0 to 1e+09"},
+        {"{\"budgets\": [{\"team\": \"ml\", \"amount\": \"5\", \"period\": \"day\"}]}",
+         "budgets[0].amount"},
+        {"{\"budgets\": [{\"team\": \"ml\", \"amount\": 1e300, \"period\": \"day\"}]}",
+         "budgets[0].amount"},
+        {"{\"budgets\": [{\"team\": \"ml\", \"amount\": 1, \"period\": \"year\"}]}",
+         "budgets[0].period: expected month, week or day"},
+        {"{\"budgets\": [{\"team\": \"ml\", \"amount\": 1, \"period\": \"day\"}, {\"team\": "
+         "\"ml\", \"amount\": 2, \"period\": \"day\"}]}",
+         "budgets[1].team: ml given twice"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        o = cJSON_Parse(bad[i].json);
+        assert_non_null(o);
+        memset(&err, 0, sizeof(err));
+        assert_int_equal(sw_budgets_from_json(o, b, &n, &err), SW_EPARSE);
+        cJSON_Delete(o);
+        if (strstr(err.msg, bad[i].msg) == NULL)
+            fail_msg("for %s: got \"%s\", expected \"%s\"", bad[i].json, err.msg, bad[i].msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_periods),        cmocka_unit_test(test_rollover),
         cmocka_unit_test(test_in_flight_once), cmocka_unit_test(test_at_limit),
         cmocka_unit_test(test_team_of),        cmocka_unit_test(test_config),
+        cmocka_unit_test(test_published),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
