@@ -284,6 +284,24 @@ static void test_budget_at_limit_and_max_price(void **state)
     assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
     assert_int_equal(d.options[pool].excluded, SW_EX_BUDGET);
     assert_true(d.verdict != SW_VERDICT_BURST || d.pool != pool);
+    /* A burst that reserves twice its expected cost (budget_reserve, a
+     * pessimistic runtime): room for the cost alone is not enough, room
+     * for twice it is; the choice itself is the same. */
+    l.budgets[0].spent = 100.0 - cost;
+    l.pending[0].budget_reserve = 2.0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.options[pool].excluded, SW_EX_BUDGET);
+    l.budgets[0].spent = 100.0 - 2 * cost - 0.001;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    assert_int_equal(d.pool, pool);
+    assert_float_equal(d.chosen.cost.total, cost, 1e-9);
+    /* Not a number, or beyond SW_MAX_BUDGET_RESERVE: the snapshot is refused. */
+    struct sw_error err = {0};
+    l.pending[0].budget_reserve = 2 * SW_MAX_BUDGET_RESERVE;
+    assert_int_not_equal(sw_snapshot_validate(&l.snap, &err), 0);
+    assert_non_null(strstr(err.msg, "budget_reserve"));
+    l.pending[0].budget_reserve = 0;
     /* Spent past the cap (a run longer than expected): nothing left. */
     l.budgets[0].spent = 250.0;
     assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
