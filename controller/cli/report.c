@@ -572,8 +572,8 @@ static int parse_rec(const char *what, const char *text, size_t len, struct sw_j
     return rc;
 }
 
-static int budget_read(redisContext *c, int64_t from_ms, struct budget_input *in,
-                       struct sw_error *err)
+static int budget_read(redisContext *c, const struct sw_tenancy *t, int64_t from_ms,
+                       struct budget_input *in, struct sw_error *err)
 {
     redisReply *keys = NULL, *ended = NULL;
     int rc = sw_redis_sync_command(c, &keys, err, "SMEMBERS %s", SW_KEY_JOBS);
@@ -617,7 +617,13 @@ static int budget_read(redisContext *c, int64_t from_ms, struct budget_input *in
             in->ended = nr;
             in->cap_ended = nc;
         }
-        sw_budget_run_of(&r, &in->ended[in->nended++]);
+        if (sw_budget_run_of(t, &r, &in->ended[in->nended]) == 0)
+            in->nended++;
+        else
+            fprintf(stderr,
+                    "spillctl report budget: skipping ended record %s: its price or expected "
+                    "cost is out of bounds\n",
+                    r.key);
     }
     if (keys)
         freeReplyObject(keys);
@@ -626,6 +632,55 @@ static int budget_read(redisContext *c, int64_t from_ms, struct budget_input *in
     if (rc == SW_ENOMEM)
         sw_error_set(err, SW_ENOMEM, "out of memory");
     return rc;
+}
+
+/* The published budgets' "epoch" (a whole number from 0) and "writtenMs"
+ * (wall ms, a whole number from 0 to the year 9999): a Redis record is
+ * input, each field named when it is wrong. */
+static int published_stamp(const cJSON *o, double *epoch, double *written, struct sw_error *err)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "epoch");
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "writtenMs");
+    if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0 ||
+        e->valuedouble > 9e15 || e->valuedouble != floor(e->valuedouble))
+        return sw_error_set(err, SW_EPARSE, "%s: field \"epoch\": expected a whole number from 0",
+                            SW_KEY_BUDGETS);
+    if (!cJSON_IsNumber(w) || !isfinite(w->valuedouble) || w->valuedouble < 0 ||
+        w->valuedouble > 253402300800000.0 || w->valuedouble != floor(w->valuedouble))
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: field \"writtenMs\": expected wall milliseconds (a whole number "
+                            "from 0 to the year 9999)",
+                            SW_KEY_BUDGETS);
+    *epoch = e->valuedouble;
+    *written = w->valuedouble;
+    return 0;
+}
+
+/* Says on stderr when the budgets were written under an epoch other than
+ * the current one (a new leader has not written its own yet) or more than
+ * 5 minutes ago (the leader rewrites them every minute). */
+static void published_note(redisContext *c, double epoch, double written, int64_t now)
+{
+    redisReply *cur = NULL;
+    struct sw_error err = {0};
+    if (sw_redis_sync_command(c, &cur, &err, "GET %s", SW_KEY_EPOCH) == 0 &&
+        cur->type == REDIS_REPLY_STRING) {
+        char *end = NULL;
+        errno = 0;
+        long long ce = strtoll(cur->str, &end, 10);
+        if (errno == 0 && end != cur->str && *end == '\0' && (double)ce != epoch)
+            fprintf(stderr,
+                    "spillctl report budget: note: the budgets were written under epoch %.0f, "
+                    "the current one is %lld (a new leader writes its own within a minute)\n",
+                    epoch, ce);
+    }
+    if (cur)
+        freeReplyObject(cur);
+    if ((double)now - written > 300000.0)
+        fprintf(stderr,
+                "spillctl report budget: note: the budgets were written %.0f min ago; a leading "
+                "hub rewrites them every minute (is one leading?)\n",
+                ((double)now - written) / 60000.0);
 }
 
 static void utc_date(int64_t ms, char *buf, size_t len)
@@ -714,6 +769,7 @@ static int budget(const struct sw_cli_globals *g, const struct sw_cli_args *a)
     redisReply *pub = NULL;
     struct sw_error err = {0};
     struct budget_input in = {0};
+    struct sw_tenancy grants = {0};
     struct sw_team_budget *budgets = sw_calloc(SW_HUB_MAX_BUDGETS, sizeof(*budgets));
     struct sw_budget_status *st = sw_calloc(SW_HUB_MAX_BUDGETS, sizeof(*st));
     size_t nb = 0;
@@ -730,13 +786,17 @@ static int budget(const struct sw_cli_globals *g, const struct sw_cli_args *a)
     }
     if (pub->type == REDIS_REPLY_STRING) {
         cJSON *o = NULL;
+        double epoch = 0, written = 0;
         if (sw_json_parse(pub->str, pub->len, SW_KEY_BUDGETS, &o, &err) != 0 ||
-            sw_budgets_from_json(o, budgets, &nb, &err) != 0) {
+            sw_budgets_from_json(o, budgets, &nb, &err) != 0 ||
+            sw_budget_grants_from_json(o, &grants, &err) != 0 ||
+            published_stamp(o, &epoch, &written, &err) != 0) {
             cJSON_Delete(o);
             fprintf(stderr, "spillctl report budget: %s\n", err.msg);
             goto out;
         }
         cJSON_Delete(o);
+        published_note(c, epoch, written, now_ms());
     }
     int64_t now = now_ms(), from = now;
     for (size_t i = 0; i < nb; i++) {
@@ -745,7 +805,7 @@ static int budget(const struct sw_cli_globals *g, const struct sw_cli_args *a)
             from = s;
     }
     if (nb > 0) {
-        if (budget_read(c, from, &in, &err) != 0) {
+        if (budget_read(c, &grants, from, &in, &err) != 0) {
             fprintf(stderr, "spillctl report budget: %s\n", err.msg);
             goto out;
         }
@@ -756,7 +816,14 @@ static int budget(const struct sw_cli_globals *g, const struct sw_cli_args *a)
         }
         for (size_t i = 0; i < in.nlive; i++)
             live[i] = &in.live[i];
-        int rc = sw_budget_tally(budgets, nb, live, in.nlive, in.ended, in.nended, now, st);
+        size_t bad = 0;
+        int rc = sw_budget_tally(budgets, nb, &grants, live, in.nlive, in.ended, in.nended, now, st,
+                                 &bad);
+        if (bad > 0)
+            fprintf(stderr,
+                    "spillctl report budget: %zu live record(s) whose price or expected cost is "
+                    "out of bounds count for no budget\n",
+                    bad);
         sw_free(live);
         if (rc != 0) {
             fprintf(stderr, "spillctl report budget: out of memory\n");
@@ -776,6 +843,7 @@ out:
     sw_redis_sync_free(c);
     sw_free(in.live);
     sw_free(in.ended);
+    sw_tenancy_free(&grants);
     sw_free(budgets);
     sw_free(st);
     return status;

@@ -14,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "controller/hub/runtimes.h"
 
 #define MS_PER_DAY 86400000LL
 
@@ -104,9 +105,14 @@ int64_t sw_budget_period_end(enum sw_budget_period p, int64_t now_ms)
     }
 }
 
-const char *sw_budget_team_of(const struct sw_job_rec *r)
+void sw_budget_key_of(const struct sw_tenancy *t, const struct sw_job_rec *r, char out[SW_NAME_MAX])
 {
-    return r->team[0] ? r->team : r->ns;
+    const struct sw_grant *g = sw_tenancy_find(t, r->cluster, r->ns);
+    bool named = false;
+    for (size_t i = 0; g != NULL && r->team[0] && i < g->nteams && !named; i++)
+        named = strcmp(g->teams[i], r->team) == 0;
+    /* The same keys as the runtimes' learners (runtimes.c). */
+    sw_runtime_learner(named, r->team, r->cluster, r->ns, out);
 }
 
 static bool cloud_capacity(const char *capacity)
@@ -114,17 +120,51 @@ static bool cloud_capacity(const char *capacity)
     return strcmp(capacity, "spot") == 0 || strcmp(capacity, "on-demand") == 0;
 }
 
-void sw_budget_run_of(const struct sw_job_rec *r, struct sw_budget_run *out)
+/* A rate (USD per ms) and an expected cost a budget believes. */
+static bool sane_rate(double per_ms)
+{
+    return isfinite(per_ms) && per_ms >= 0 && per_ms <= SW_BUDGET_MAX_RATE_H / 3.6e6;
+}
+
+static bool sane_cost(double usd)
+{
+    return isfinite(usd) && usd >= 0 && usd <= SW_BUDGET_MAX_COST;
+}
+
+int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
+                     struct sw_budget_run *out)
 {
     memset(out, 0, sizeof(*out));
-    snprintf(out->team, sizeof(out->team), "%.*s", (int)sizeof(out->team) - 1,
-             sw_budget_team_of(r));
+    sw_budget_key_of(t, r, out->team);
     snprintf(out->uid, sizeof(out->uid), "%.*s", (int)sizeof(out->uid) - 1, r->uid);
+    double gpus = sw_job_rec_billed_gpus(r);
+    /* No GPUs or a zero price bill nothing; a price that is not a number,
+     * or negative, is out of bounds. */
+    double rate = gpus > 0 && r->price_gpu_h != 0 ? gpus * r->price_gpu_h / 3.6e6 : 0;
+    if (!sane_rate(rate) || !sane_cost(r->expected_cost > 0 ? r->expected_cost : 0))
+        return SW_ERANGE;
     out->cloud = cloud_capacity(r->capacity);
     out->started_ms = r->started_ms;
+    /* Dispatched and never seen running (a readiness probe that never
+     * passes, say): billed from the dispatch, as the hub bills it when it
+     * ends (follow.c). */
+    if (out->started_ms <= 0 && r->state == SW_JS_DISPATCHED && r->dispatched_ms > 0)
+        out->started_ms = r->dispatched_ms;
     out->finished_ms = r->finished_ms;
-    double rate = sw_job_rec_billed_gpus(r) * r->price_gpu_h / 3.6e6;
-    out->dollars_per_ms = rate > 0 ? rate : 0;
+    out->dollars_per_ms = rate;
+    return 0;
+}
+
+double sw_budget_reserve_s(const struct sw_estimate *b, size_t min_runs, double prior_mean_s)
+{
+    double mean = sw_estimate_mean(b);
+    double p90 = b->median_s * exp(SW_BUDGET_RESERVE_Z * b->sigma);
+    double r = isfinite(p90) && p90 > mean ? p90 : mean;
+    if (b->source == SW_EST_ANNOTATION && b->runs < min_runs && prior_mean_s > r)
+        r = prior_mean_s;
+    if (!isfinite(r) || r > SW_MAX_SECONDS)
+        r = SW_MAX_SECONDS;
+    return r;
 }
 
 double sw_budget_run_committed(const struct sw_budget_run *run, int64_t start_ms, int64_t now_ms)
@@ -150,10 +190,18 @@ double sw_budget_in_flight(const struct sw_job_rec *r, int64_t now_ms)
     default:
         return 0;
     }
-    if (!cloud_capacity(r->capacity) || !(r->expected_cost > 0))
+    if (!cloud_capacity(r->capacity) || !(r->expected_cost > 0) || !sane_cost(r->expected_cost))
         return 0;
-    double left = r->expected_cost - sw_job_rec_cost(r, now_ms);
-    return left > 0 ? left : 0;
+    /* Less what it has cost so far, from when the budget counts it
+     * committed (sw_budget_run_of: a dispatched mirror from its dispatch). */
+    int64_t from = r->started_ms;
+    if (from <= 0 && r->state == SW_JS_DISPATCHED && r->dispatched_ms > 0)
+        from = r->dispatched_ms;
+    double so_far = 0;
+    if (from > 0 && now_ms > from)
+        so_far = sw_job_rec_billed_gpus(r) * r->price_gpu_h * (double)(now_ms - from) / 3.6e6;
+    double left = r->expected_cost - so_far;
+    return left > 0 && left <= SW_BUDGET_MAX_COST ? left : 0;
 }
 
 double sw_budget_left(const struct sw_budget_status *s)
@@ -172,7 +220,9 @@ void sw_budget_engine(const struct sw_budget_status *s, struct sw_budget *out)
     memset(out, 0, sizeof(*out));
     snprintf(out->team, sizeof(out->team), "%.*s", (int)sizeof(out->team) - 1, s->team);
     out->cap = s->amount;
-    out->spent = s->committed + s->in_flight;
+    /* Never more than the cap, nor a number the engine refuses. */
+    double spent = s->committed + s->in_flight;
+    out->spent = isfinite(spent) && spent >= 0 && spent < s->amount ? spent : s->amount;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -197,10 +247,13 @@ static int find_budget(const struct sw_team_budget *b, size_t nb, const char *te
     return -1;
 }
 
-int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_job_rec *const *live,
-                    size_t nlive, const struct sw_budget_run *ended, size_t nended, int64_t now_ms,
-                    struct sw_budget_status *out)
+int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_tenancy *t,
+                    const struct sw_job_rec *const *live, size_t nlive,
+                    const struct sw_budget_run *ended, size_t nended, int64_t now_ms,
+                    struct sw_budget_status *out, size_t *nbad)
 {
+    if (nbad)
+        *nbad = 0;
     for (size_t i = 0; i < nb; i++) {
         struct sw_budget_status *s = &out[i];
         memset(s, 0, sizeof(*s));
@@ -224,11 +277,15 @@ int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_j
         const struct sw_job_rec *r = live[i];
         if (r->uid[0])
             seen[nseen++] = r->uid;
-        int k = find_budget(b, nb, sw_budget_team_of(r));
+        struct sw_budget_run run;
+        if (sw_budget_run_of(t, r, &run) != 0) {
+            if (nbad)
+                (*nbad)++;
+            continue;
+        }
+        int k = find_budget(b, nb, run.team);
         if (k < 0)
             continue;
-        struct sw_budget_run run;
-        sw_budget_run_of(r, &run);
         out[k].committed += sw_budget_run_committed(&run, out[k].start_ms, now_ms);
         out[k].in_flight += sw_budget_in_flight(r, now_ms);
     }
@@ -310,5 +367,88 @@ int sw_budgets_from_json(const cJSON *o, struct sw_team_budget *out, size_t *n,
         i++;
     }
     *n = i;
+    return 0;
+}
+
+int sw_budget_grants_to_json(const struct sw_tenancy *t, cJSON *o)
+{
+    cJSON *a = cJSON_AddArrayToObject(o, "grants");
+    if (a == NULL)
+        return SW_ENOMEM;
+    for (size_t i = 0; t != NULL && i < t->n; i++) {
+        const struct sw_grant *g = &t->grants[i];
+        if (g->nteams == 0)
+            continue;
+        cJSON *e = cJSON_CreateObject(), *teams = NULL;
+        if (e == NULL || !cJSON_AddItemToArray(a, e) ||
+            cJSON_AddStringToObject(e, "cluster", g->cluster) == NULL ||
+            cJSON_AddStringToObject(e, "namespace", g->ns) == NULL ||
+            (teams = cJSON_AddArrayToObject(e, "teams")) == NULL)
+            return SW_ENOMEM;
+        for (size_t k = 0; k < g->nteams; k++) {
+            cJSON *s = cJSON_CreateString(g->teams[k]);
+            if (s == NULL || !cJSON_AddItemToArray(teams, s)) {
+                cJSON_Delete(s);
+                return SW_ENOMEM;
+            }
+        }
+    }
+    return 0;
+}
+
+static bool short_string(const cJSON *s, size_t len)
+{
+    return cJSON_IsString(s) && s->valuestring[0] != '\0' && strlen(s->valuestring) < len;
+}
+
+int sw_budget_grants_from_json(const cJSON *o, struct sw_tenancy *out, struct sw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const cJSON *a = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "grants") : NULL;
+    if (a == NULL)
+        return 0;
+    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (n < 0 || n > SW_TENANCY_MAX_GRANTS)
+        return sw_error_set(err, SW_EPARSE, "%s: field \"grants\": expected a list of at most %d",
+                            SW_KEY_BUDGETS, SW_TENANCY_MAX_GRANTS);
+    out->grants = sw_calloc((size_t)n + 1, sizeof(*out->grants));
+    if (out->grants == NULL)
+        return sw_error_set(err, SW_ENOMEM, "out of memory");
+    const cJSON *e;
+    size_t i = 0;
+    cJSON_ArrayForEach(e, a)
+    {
+        struct sw_grant *g = &out->grants[i];
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "cluster");
+        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(e, "namespace");
+        const cJSON *teams = cJSON_GetObjectItemCaseSensitive(e, "teams");
+        const char *bad = !short_string(c, sizeof(g->cluster)) ? "cluster"
+                          : !short_string(ns, sizeof(g->ns))   ? "namespace"
+                          : !cJSON_IsArray(teams) || cJSON_GetArraySize(teams) < 1 ||
+                                  cJSON_GetArraySize(teams) > SW_GRANT_MAX_TEAMS
+                              ? "teams"
+                              : NULL;
+        const cJSON *t;
+        cJSON_ArrayForEach(t, teams)
+        {
+            if (bad != NULL)
+                break;
+            if (!cJSON_IsString(t) || !dns_label(t->valuestring))
+                bad = "teams";
+            else
+                snprintf(g->teams[g->nteams++], sizeof(g->teams[0]), "%s", t->valuestring);
+        }
+        if (bad != NULL) {
+            sw_tenancy_free(out);
+            return sw_error_set(
+                err, SW_EPARSE, "%s: grants[%zu].%s: expected %s", SW_KEY_BUDGETS, i, bad,
+                strcmp(bad, "teams") == 0 ? "a list of 1 to 8 team names (DNS-1123 labels)"
+                                          : "a name shorter than 64 bytes");
+        }
+        snprintf(g->cluster, sizeof(g->cluster), "%s", c->valuestring);
+        snprintf(g->ns, sizeof(g->ns), "%s", ns->valuestring);
+        i++;
+    }
+    out->n = i;
     return 0;
 }

@@ -363,6 +363,8 @@ struct sw_hub {
     bool budget_loaded;     /* the ended runs are in: budgets can be decided */
     bool budget_loading;    /* a read is under way */
     int64_t budget_read_ms; /* monotonic ms of the last read sent */
+    bool budget_partial;    /* the last read took MAX_READ records: short of the oldest */
+    size_t budget_bad;      /* live records out of bounds at the last tally (said once) */
     struct sw_budget_status budget_status[SW_HUB_MAX_BUDGETS];
     size_t nbudget_status;
 
@@ -1140,9 +1142,10 @@ void sw_rules_tick(struct sw_hub *h);
 
 /**
  * Reads the ended records that count against the budgets (those that
- * finished since the earliest budget's period began) and keeps their runs,
- * replacing what was kept; then calls `done` (0, or an error: nothing
- * kept is changed). With no budget configured it reads nothing.
+ * finished since the earliest budget's period began, the newest 10000 at
+ * most) and keeps their runs, replacing what was kept; then calls `done`
+ * (0, or an error: nothing kept is changed, the read is tried again in
+ * 5 s). With no budget configured it reads nothing.
  */
 int sw_spend_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc));
 /** Reads them again every minute while leading (no read overlaps another). */

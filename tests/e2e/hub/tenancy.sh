@@ -513,7 +513,7 @@ vmirrors() {
 }
 for _ in $(seq 1 240); do [ "$(vann bud-held state)" = blocked ] && break; sleep 0.25; done
 r=$(vann bud-held reason)
-[ "$(vann bud-held state)" = blocked ] && echo "$r" | grep -qF "the cloud budget of team $BTEAM (\$5.00 a month, about \$0 left)" ||
+[ "$(vann bud-held state)" = blocked ] && echo "$r" | grep -qF "the cloud budget of team $BTEAM (a month's) cannot cover a burst" ||
     hub_fail "bud-held (team $BTEAM, budget spent) is \"$(vann bud-held state)\", reason \"$r\""
 for i in $(seq 1 40); do
     [ "$(kc onprem get events -n "$BNS" --field-selector "involvedObject.name=bud-held,reason=BudgetExhausted,type=Warning" -o name | wc -l)" -ge 1 ] && break
