@@ -113,7 +113,8 @@ static void charge(struct sw_engine *e, const struct wctx *c, const struct sw_op
             int qi = e->team_quota[(size_t)c->team * e->idx.flavours.n + (size_t)p->flavour];
             sw_quota_charge(&e->qs[qi], e->qg, c->gpus);
         }
-        e->budget_left[c->team] -= p->cap == SW_CAP_OWNED ? o->cost.egress_cost : o->cost.total;
+        e->budget_left[c->team] -=
+            p->cap == SW_CAP_OWNED ? o->cost.egress_cost : sw__budget_charge(c->w, o->cost.total);
     }
 }
 

@@ -297,6 +297,12 @@ static inline void cap_levels_update(struct sw_engine *e, size_t pi, int old)
 }
 
 /* When the workload was last queued: its wait is bounded from then. */
+/* What a burst of `w` costing `total` takes from its team's budget. */
+static inline double sw__budget_charge(const struct sw_workload *w, double total)
+{
+    return w->budget_reserve > 1 ? total * w->budget_reserve : total;
+}
+
 static inline double pending_since(const struct sw_workload *w)
 {
     return w->pending_since > w->submit_time ? w->pending_since : w->submit_time;

@@ -339,6 +339,8 @@ static int validate_workload(const struct sw_snapshot *s, size_t i, struct sw__i
         (rc = check_time(err, "workload", w->name, "deadline", w->deadline)) != 0 ||
         (rc = check_num(err, "workload", w->name, "max_price_per_gpu_hour", w->max_price,
                         SW_MAX_PRICE)) != 0 ||
+        (rc = check_num(err, "workload", w->name, "budget_reserve", w->budget_reserve,
+                        SW_MAX_BUDGET_RESERVE)) != 0 ||
         (rc = check_num(err, "workload", w->name, "min_gpu_memory_gb", w->min_gpu_mem_gb,
                         SW_MAX_GB)) != 0)
         return rc;

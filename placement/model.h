@@ -38,13 +38,14 @@
  * hours x interruptions, with every factor at its bound, stays below 1e45.
  * A NaN would otherwise win or lose every comparison silently.
  */
-#define SW_MAX_SECONDS       1e15 /* any time or duration: 31 million years */
-#define SW_MAX_PRICE         1e6  /* dollars per GPU-hour or per GB */
-#define SW_MAX_INTERRUPTIONS 3600 /* spot interruptions per hour */
-#define SW_MAX_GB            1e12 /* data sizes and GPU memory */
-#define SW_MIN_GBPS          1e-6 /* link bandwidth, gigabits per second */
-#define SW_MAX_GBPS          1e9
-#define SW_MAX_SIGMA         4.0 /* log-space spread of a runtime estimate */
+#define SW_MAX_SECONDS        1e15 /* any time or duration: 31 million years */
+#define SW_MAX_BUDGET_RESERVE 1e6  /* sw_workload.budget_reserve */
+#define SW_MAX_PRICE          1e6  /* dollars per GPU-hour or per GB */
+#define SW_MAX_INTERRUPTIONS  3600 /* spot interruptions per hour */
+#define SW_MAX_GB             1e12 /* data sizes and GPU memory */
+#define SW_MIN_GBPS           1e-6 /* link bandwidth, gigabits per second */
+#define SW_MAX_GBPS           1e9
+#define SW_MAX_SIGMA          4.0 /* log-space spread of a runtime estimate */
 
 /* Points of a pool's capacity-wait distribution a snapshot may carry. */
 #define SW_WAIT_POINTS 8
@@ -116,6 +117,11 @@ struct sw_workload {
      * engine prices the expected runtime, runtime_s x exp(sigma^2 / 2), and
      * checks deadlines against the SW_DEADLINE_QUANTILE quantile. */
     double runtime_sigma;
+    /* What a burst of it takes from its team's budget: the option's cost x
+     * this (a pessimistic runtime over the expected one, set by the hub
+     * for a team with a budget); 0 or 1: the cost itself. At most
+     * SW_MAX_BUDGET_RESERVE. Owned options are charged their egress. */
+    double budget_reserve;
     double checkpoint_s; /* checkpoint interval; 0 means none */
     double restart_s;    /* restart overhead after an interruption */
     double deadline;     /* absolute time; 0 means none */

@@ -263,7 +263,7 @@ ALWAYS_INLINE void evaluate_rest(struct sw_engine *e, const struct sw_snapshot *
     o->deadline_ok = deadline_ok;
     o->deadline_median_ok = deadline_median_ok;
     if (team >= 0) {
-        double charge = p->cap == SW_CAP_OWNED ? egress : cost.total;
+        double charge = p->cap == SW_CAP_OWNED ? egress : sw__budget_charge(c->w, cost.total);
         if (charge > e->budget_left[team]) {
             o->excluded = SW_EX_BUDGET;
             return;

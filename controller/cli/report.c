@@ -24,6 +24,7 @@
 #include "controller/cli/commands.h"
 #include "common/json.h"
 #include "controller/cli/globals.h"
+#include "controller/hub/budget.h"
 #include "controller/hub/jobrec.h"
 #include "store/redis.h"
 #include "placement/chargeback.h"
@@ -546,6 +547,308 @@ out:
     return status;
 }
 
+/* ---- report budget --------------------------------------------------------- */
+
+/* The records a budget tally reads: the live ones and the runs of ended
+ * ones since `from_ms`. A record that does not parse is skipped with a
+ * message (it counts for no team), as chargeback does. */
+struct budget_input {
+    struct sw_job_rec *live;
+    size_t nlive, cap_live;
+    struct sw_budget_run *ended;
+    size_t nended, cap_ended;
+};
+
+static int parse_rec(const char *what, const char *text, size_t len, struct sw_job_rec *r)
+{
+    cJSON *o = NULL;
+    struct sw_error e = {0};
+    int rc = sw_json_parse(text, len, what, &o, &e);
+    if (rc == 0)
+        rc = sw_job_rec_from_json(o, r, &e);
+    cJSON_Delete(o);
+    if (rc != 0)
+        fprintf(stderr, "spillctl report budget: skipping record %s: %s\n", what, e.msg);
+    return rc;
+}
+
+static int budget_read(redisContext *c, const struct sw_tenancy *t, int64_t from_ms,
+                       struct budget_input *in, struct sw_error *err)
+{
+    redisReply *keys = NULL, *ended = NULL;
+    int rc = sw_redis_sync_command(c, &keys, err, "SMEMBERS %s", SW_KEY_JOBS);
+    for (size_t i = 0; rc == 0 && keys->type == REDIS_REPLY_ARRAY && i < keys->elements; i++) {
+        redisReply *v = NULL;
+        if (keys->element[i]->type != REDIS_REPLY_STRING ||
+            sw_redis_sync_command(c, &v, err, "GET %s%s", SW_KEY_JOB, keys->element[i]->str) != 0)
+            continue;
+        if (v->type == REDIS_REPLY_STRING) {
+            if (in->nlive == in->cap_live) {
+                size_t nc = in->cap_live ? in->cap_live * 2 : 64;
+                struct sw_job_rec *nr = sw_realloc(in->live, nc * sizeof(*nr));
+                if (nr == NULL) {
+                    freeReplyObject(v);
+                    rc = SW_ENOMEM;
+                    break;
+                }
+                in->live = nr;
+                in->cap_live = nc;
+            }
+            if (parse_rec(keys->element[i]->str, v->str, v->len, &in->live[in->nlive]) == 0)
+                in->nlive++;
+        }
+        freeReplyObject(v);
+    }
+    if (rc == 0)
+        rc = sw_redis_sync_command(c, &ended, err, "ZRANGEBYSCORE %s %lld +inf", SW_KEY_ENDED,
+                                   (long long)from_ms);
+    for (size_t i = 0; rc == 0 && ended->type == REDIS_REPLY_ARRAY && i < ended->elements; i++) {
+        struct sw_job_rec r;
+        redisReply *e = ended->element[i];
+        if (e->type != REDIS_REPLY_STRING || parse_rec("(ended record)", e->str, e->len, &r) != 0)
+            continue;
+        if (in->nended == in->cap_ended) {
+            size_t nc = in->cap_ended ? in->cap_ended * 2 : 64;
+            struct sw_budget_run *nr = sw_realloc(in->ended, nc * sizeof(*nr));
+            if (nr == NULL) {
+                rc = SW_ENOMEM;
+                break;
+            }
+            in->ended = nr;
+            in->cap_ended = nc;
+        }
+        if (sw_budget_run_of(t, &r, &in->ended[in->nended]) == 0)
+            in->nended++;
+        else
+            fprintf(stderr,
+                    "spillctl report budget: skipping ended record %s: its price or expected "
+                    "cost is out of bounds\n",
+                    r.key);
+    }
+    if (keys)
+        freeReplyObject(keys);
+    if (ended)
+        freeReplyObject(ended);
+    if (rc == SW_ENOMEM)
+        sw_error_set(err, SW_ENOMEM, "out of memory");
+    return rc;
+}
+
+/* The published budgets' "epoch" (a whole number from 0) and "writtenMs"
+ * (wall ms, a whole number from 0 to the year 9999): a Redis record is
+ * input, each field named when it is wrong. */
+static int published_stamp(const cJSON *o, double *epoch, double *written, struct sw_error *err)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "epoch");
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "writtenMs");
+    if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0 ||
+        e->valuedouble > 9e15 || e->valuedouble != floor(e->valuedouble))
+        return sw_error_set(err, SW_EPARSE, "%s: field \"epoch\": expected a whole number from 0",
+                            SW_KEY_BUDGETS);
+    if (!cJSON_IsNumber(w) || !isfinite(w->valuedouble) || w->valuedouble < 0 ||
+        w->valuedouble > 253402300800000.0 || w->valuedouble != floor(w->valuedouble))
+        return sw_error_set(err, SW_EPARSE,
+                            "%s: field \"writtenMs\": expected wall milliseconds (a whole number "
+                            "from 0 to the year 9999)",
+                            SW_KEY_BUDGETS);
+    *epoch = e->valuedouble;
+    *written = w->valuedouble;
+    return 0;
+}
+
+/* Says on stderr when the budgets were written under an epoch other than
+ * the current one (a new leader has not written its own yet) or more than
+ * 5 minutes ago (the leader rewrites them every minute). */
+static void published_note(redisContext *c, double epoch, double written, int64_t now)
+{
+    redisReply *cur = NULL;
+    struct sw_error err = {0};
+    if (sw_redis_sync_command(c, &cur, &err, "GET %s", SW_KEY_EPOCH) == 0 &&
+        cur->type == REDIS_REPLY_STRING) {
+        char *end = NULL;
+        errno = 0;
+        long long ce = strtoll(cur->str, &end, 10);
+        if (errno == 0 && end != cur->str && *end == '\0' && (double)ce != epoch)
+            fprintf(stderr,
+                    "spillctl report budget: note: the budgets were written under epoch %.0f, "
+                    "the current one is %lld (a new leader writes its own within a minute)\n",
+                    epoch, ce);
+    }
+    if (cur)
+        freeReplyObject(cur);
+    if ((double)now - written > 300000.0)
+        fprintf(stderr,
+                "spillctl report budget: note: the budgets were written %.0f min ago; a leading "
+                "hub rewrites them every minute (is one leading?)\n",
+                ((double)now - written) / 60000.0);
+}
+
+static void utc_date(int64_t ms, char *buf, size_t len)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%d", &tm);
+}
+
+static double used_fraction(const struct sw_budget_status *s)
+{
+    double spent = s->committed + s->in_flight;
+    if (s->amount > 0)
+        return spent / s->amount;
+    return spent > 0 ? 1.0 : 0.0;
+}
+
+static int budget_print_json(const struct sw_budget_status *st, size_t n)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *teams = root ? cJSON_AddArrayToObject(root, "teams") : NULL;
+    bool ok = teams != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        const struct sw_budget_status *s = &st[i];
+        char from[16], to[16];
+        utc_date(s->start_ms, from, sizeof(from));
+        utc_date(s->end_ms, to, sizeof(to));
+        cJSON *o = cJSON_CreateObject();
+        ok = o != NULL && cJSON_AddItemToArray(teams, o);
+        if (!ok) {
+            cJSON_Delete(o);
+            break;
+        }
+        ok = cJSON_AddStringToObject(o, "team", s->team) &&
+             cJSON_AddStringToObject(o, "period", sw_budget_period_name(s->period)) &&
+             cJSON_AddStringToObject(o, "from", from) && cJSON_AddStringToObject(o, "to", to) &&
+             cJSON_AddNumberToObject(o, "budget", round(s->amount * 100) / 100) &&
+             cJSON_AddNumberToObject(o, "committed", round(s->committed * 100) / 100) &&
+             cJSON_AddNumberToObject(o, "inFlight", round(s->in_flight * 100) / 100) &&
+             cJSON_AddNumberToObject(o, "left", round(sw_budget_left(s) * 100) / 100) &&
+             cJSON_AddNumberToObject(o, "usedFraction", round(used_fraction(s) * 10000) / 10000);
+    }
+    char *text = ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (text == NULL) {
+        fprintf(stderr, "spillctl report budget: out of memory\n");
+        return -1;
+    }
+    puts(text);
+    cJSON_free(text);
+    return 0;
+}
+
+static void budget_print_table(const struct sw_budget_status *st, size_t n)
+{
+    if (n == 0) {
+        printf("No team budgets: the leading hub's configuration sets none (budgets).\n");
+        return;
+    }
+    printf("%-24s %-6s %-23s %14s %14s %14s %14s %7s\n", "TEAM", "PERIOD", "FROM-TO", "BUDGET",
+           "COMMITTED", "IN FLIGHT", "LEFT", "USED");
+    for (size_t i = 0; i < n; i++) {
+        const struct sw_budget_status *s = &st[i];
+        char from[16], to[16], range[40], a[48], b[48], c[48], d[48];
+        utc_date(s->start_ms, from, sizeof(from));
+        utc_date(s->end_ms, to, sizeof(to));
+        snprintf(range, sizeof(range), "%s-%s", from, to);
+        printf("%-24s %-6s %-23s %14s %14s %14s %14s %6.1f%%\n", s->team,
+               sw_budget_period_name(s->period), range, money(s->amount, 2, a, sizeof(a)),
+               money(s->committed, 2, b, sizeof(b)), money(s->in_flight, 2, c, sizeof(c)),
+               money(sw_budget_left(s), 2, d, sizeof(d)), 100.0 * used_fraction(s));
+    }
+}
+
+static int budget(const struct sw_cli_globals *g, const struct sw_cli_args *a)
+{
+    (void)a;
+    const char *format = sw_cli_format_name(g->output);
+    if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0) {
+        fprintf(stderr, "spillctl report budget: -o: expected table or json, got \"%s\"\n", format);
+        return SW_EXIT_USAGE;
+    }
+    char url[SW_CLI_REDIS_URL_MAX];
+    redisContext *c = NULL;
+    redisReply *pub = NULL;
+    struct sw_error err = {0};
+    struct budget_input in = {0};
+    struct sw_tenancy grants = {0};
+    struct sw_team_budget *budgets = sw_calloc(SW_HUB_MAX_BUDGETS, sizeof(*budgets));
+    struct sw_budget_status *st = sw_calloc(SW_HUB_MAX_BUDGETS, sizeof(*st));
+    size_t nb = 0;
+    int status = SW_EXIT_FAIL;
+    if (budgets == NULL || st == NULL) {
+        fprintf(stderr, "spillctl report budget: out of memory\n");
+        goto out;
+    }
+    if (sw_cli_redis_url(g, url, sizeof(url), &err) != 0 ||
+        sw_redis_sync_connect(url, 5000, &c, &err) != 0 ||
+        sw_redis_sync_command(c, &pub, &err, "GET %s", SW_KEY_BUDGETS) != 0) {
+        fprintf(stderr, "spillctl report budget: %s\n", err.msg);
+        goto out;
+    }
+    if (pub->type == REDIS_REPLY_STRING) {
+        cJSON *o = NULL;
+        double epoch = 0, written = 0;
+        if (sw_json_parse(pub->str, pub->len, SW_KEY_BUDGETS, &o, &err) != 0 ||
+            sw_budgets_from_json(o, budgets, &nb, &err) != 0 ||
+            sw_budget_grants_from_json(o, &grants, &err) != 0 ||
+            published_stamp(o, &epoch, &written, &err) != 0) {
+            cJSON_Delete(o);
+            fprintf(stderr, "spillctl report budget: %s\n", err.msg);
+            goto out;
+        }
+        cJSON_Delete(o);
+        published_note(c, epoch, written, now_ms());
+    }
+    int64_t now = now_ms(), from = now;
+    for (size_t i = 0; i < nb; i++) {
+        int64_t s = sw_budget_period_start(budgets[i].period, now);
+        if (s < from)
+            from = s;
+    }
+    if (nb > 0) {
+        if (budget_read(c, &grants, from, &in, &err) != 0) {
+            fprintf(stderr, "spillctl report budget: %s\n", err.msg);
+            goto out;
+        }
+        const struct sw_job_rec **live = sw_calloc(in.nlive + 1, sizeof(*live));
+        if (live == NULL) {
+            fprintf(stderr, "spillctl report budget: out of memory\n");
+            goto out;
+        }
+        for (size_t i = 0; i < in.nlive; i++)
+            live[i] = &in.live[i];
+        size_t bad = 0;
+        int rc = sw_budget_tally(budgets, nb, &grants, live, in.nlive, in.ended, in.nended, now, st,
+                                 &bad);
+        if (bad > 0)
+            fprintf(stderr,
+                    "spillctl report budget: %zu live record(s) whose price or expected cost is "
+                    "out of bounds count for no budget\n",
+                    bad);
+        sw_free(live);
+        if (rc != 0) {
+            fprintf(stderr, "spillctl report budget: out of memory\n");
+            goto out;
+        }
+    }
+    if (strcmp(format, "json") == 0) {
+        if (budget_print_json(st, nb) != 0)
+            goto out;
+    } else {
+        budget_print_table(st, nb);
+    }
+    status = SW_EXIT_OK;
+out:
+    if (pub)
+        freeReplyObject(pub);
+    sw_redis_sync_free(c);
+    sw_free(in.live);
+    sw_free(in.ended);
+    sw_tenancy_free(&grants);
+    sw_free(budgets);
+    sw_free(st);
+    return status;
+}
+
 static const struct sw_cli_opt opts[] = {
     {"from", 0, SW_CLI_VALUE, 'f', "DATE"},
     {"to", 0, SW_CLI_VALUE, 't', "DATE"},
@@ -595,5 +898,27 @@ const struct sw_cli_spec sw_cli_report_specs[] = {
      .opts = opts,
      .nopts = sizeof(opts) / sizeof(opts[0]),
      .run = chargeback},
+    {.path = "report budget",
+     .formats = SW_CLI_FMT(SW_CLI_TABLE) | SW_CLI_FMT(SW_CLI_JSON),
+     .summary = "per-team cloud budgets: budget, committed, in flight, left",
+     .help = "Usage: spillctl report budget [-o table|json]\n"
+             "\n"
+             "Per team with a budget (the leading hub's configuration, budgets): its\n"
+             "period (month, week or day, UTC) and the dates it runs from and to, the\n"
+             "budget, what is committed (its Jobs' runs on spot and on-demand inside the\n"
+             "period: GPUs billed x price x hours), what is in flight (bursts decided or\n"
+             "running: their expected cost not yet run), what is left and the share used.\n"
+             "The same tally the hub decides with, from the records in Redis (the global\n"
+             "--redis), live and ended (spillway:ended) of Jobs that finished in the\n"
+             "period: a burst that does not fit in what is left stays at home\n"
+             "(BudgetExhausted).\n"
+             "\n"
+             "Options:\n"
+             "  -o FORMAT                table (default) or json (the global -o)\n",
+     .examples = "  spillctl report budget\n"
+                 "  spillctl report budget -o json\n",
+     .opts = NULL,
+     .nopts = 0,
+     .run = budget},
 };
-const size_t sw_cli_report_nspecs = 1;
+const size_t sw_cli_report_nspecs = 2;

@@ -106,6 +106,7 @@ enum field_id {
     F_SHORTAGE_WITHDRAW,
     F_TENANCY,
     F_GRANTS,
+    F_BUDGETS,
     F__COUNT
 };
 
@@ -201,6 +202,7 @@ static const struct field top_fields[] = {
     {"records", F_RECORDS, "a mapping", records_fields, N(records_fields), 0, 0},
     {"karpenter", F_KARPENTER, "a mapping", karpenter_fields, N(karpenter_fields), 0, 0},
     {"tenancy", F_TENANCY, "a mapping", tenancy_fields, N(tenancy_fields), 0, 0},
+    {"budgets", F_BUDGETS, "a list of budgets (team, amount, period)", NULL, 0, 0, 0},
 };
 
 /* ---- YAML helpers ------------------------------------------------------- */
@@ -875,6 +877,111 @@ static int grants_field(struct cfg_doc *cd, yaml_node_t *k, yaml_node_t *v)
     return 0;
 }
 
+/* ---- budgets -------------------------------------------------------------- */
+
+static int one_budget(struct cfg_doc *cd, yaml_node_t *bn, const char *bf, struct sw_team_budget *b)
+{
+    if (bn == NULL || bn->type != YAML_MAPPING_NODE)
+        return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected a mapping, got %s",
+                            cd->path, sw_yaml_line(bn), bf,
+                            sw_yaml_is_null(bn) ? "null" : sw_yaml_kind(bn));
+    static const char *const keys[] = {"team", "amount", "period"};
+    bool have[3] = {false, false, false};
+    b->period = SW_PERIOD_MONTH;
+    for (yaml_node_pair_t *p = bn->data.mapping.pairs.start; p < bn->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(cd->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(cd->doc, p->value);
+        if (!sw_yaml_is_text(k))
+            return sw_error_set(cd->err, SW_EINVAL,
+                                "%s:%zu: a key of \"%s\": expected a field name, got %s", cd->path,
+                                sw_yaml_line(k), bf, sw_yaml_not_text(k));
+        const char *key = (const char *)k->data.scalar.value;
+        size_t which = 0;
+        while (which < N(keys) && strcmp(keys[which], key) != 0)
+            which++;
+        if (which == N(keys))
+            return sw_error_set(cd->err, SW_EINVAL,
+                                "%s:%zu: field \"%s.%.60s\": unknown (expected team, amount, "
+                                "period)",
+                                cd->path, sw_yaml_line(k), bf, key);
+        if (have[which])
+            return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s.%s\": given twice",
+                                cd->path, sw_yaml_line(k), bf, key);
+        have[which] = true;
+        const char *t = sw_yaml_is_text(v) ? (const char *)v->data.scalar.value : NULL;
+        double d;
+        switch (which) {
+        case 0:
+            if (t == NULL || !dns_label(t))
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: field \"%s.team\": expected a team name (a DNS-1123 "
+                                    "label: 1-63 of a-z, 0-9 and '-'), got %s%.70s%s",
+                                    cd->path, sw_yaml_line(k), bf, t ? "\"" : "",
+                                    t ? t : sw_yaml_not_text(v), t ? "\"" : "");
+            snprintf(b->team, sizeof(b->team), "%s", t);
+            break;
+        case 1:
+            if (t == NULL || parse_decimal(t, &d) != 0 || d < 0 || d > SW_BUDGET_MAX_AMOUNT)
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: field \"%s.amount\": expected US dollars per period, "
+                                    "a number from 0 to %g, got %s%.40s%s",
+                                    cd->path, sw_yaml_line(k), bf, SW_BUDGET_MAX_AMOUNT,
+                                    t ? "\"" : "", t ? t : sw_yaml_not_text(v), t ? "\"" : "");
+            b->amount = d;
+            break;
+        default:
+            if (t == NULL || sw_budget_period_parse(t, &b->period) != 0)
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: field \"%s.period\": expected month, week or day, "
+                                    "got %s%.40s%s",
+                                    cd->path, sw_yaml_line(k), bf, t ? "\"" : "",
+                                    t ? t : sw_yaml_not_text(v), t ? "\"" : "");
+        }
+    }
+    if (!have[0] || !have[1])
+        return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected %s, got none",
+                            cd->path, sw_yaml_line(bn), bf, !have[0] ? "a team" : "an amount");
+    return 0;
+}
+
+/* budgets: a list of team budgets, one per team. */
+static int budgets_field(struct cfg_doc *cd, yaml_node_t *k, yaml_node_t *v)
+{
+    struct sw_hub_config *c = cd->out;
+    if (v == NULL || v->type != YAML_SEQUENCE_NODE)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"budgets\": expected a list of budgets (team, amount, "
+                            "period), got %s",
+                            cd->path, sw_yaml_line(k),
+                            sw_yaml_is_null(v) ? "null" : sw_yaml_kind(v));
+    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    if (n > SW_HUB_MAX_BUDGETS)
+        return sw_error_set(cd->err, SW_EINVAL,
+                            "%s:%zu: field \"budgets\": %zu budgets, expected at most %d", cd->path,
+                            sw_yaml_line(k), n, SW_HUB_MAX_BUDGETS);
+    c->nbudgets = 0;
+    size_t i = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++, i++) {
+        yaml_node_t *bn = yaml_document_get_node(cd->doc, *it);
+        char bf[32];
+        snprintf(bf, sizeof(bf), "budgets[%zu]", i);
+        struct sw_team_budget *b = &c->budgets[i];
+        memset(b, 0, sizeof(*b));
+        int rc = one_budget(cd, bn, bf, b);
+        if (rc != 0)
+            return rc;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(c->budgets[j].team, b->team) == 0)
+                return sw_error_set(cd->err, SW_EINVAL,
+                                    "%s:%zu: field \"%s.team\": a second budget for team %s "
+                                    "(first: budgets[%zu])",
+                                    cd->path, sw_yaml_line(bn), bf, b->team, j);
+        c->nbudgets = i + 1;
+    }
+    return 0;
+}
+
 void sw_hub_config_free(struct sw_hub_config *c)
 {
     if (c != NULL)
@@ -935,6 +1042,8 @@ static int walk(struct cfg_doc *cd, yaml_node_t *m, const char *in, const struct
             rc = buckets_field(cd, k, v);
         } else if (f->id == F_GRANTS) {
             rc = grants_field(cd, k, v);
+        } else if (f->id == F_BUDGETS) {
+            rc = budgets_field(cd, k, v);
         } else if (f->sub != NULL) {
             if (v == NULL || v->type != YAML_MAPPING_NODE)
                 return sw_error_set(

@@ -60,6 +60,10 @@
  *       write: ["s3://checkpoints/team-cv/"]  # its outputs; default none
  *       useExistingNamespace: false       # mirrors into a same-named namespace spillway
  *                                         # did not create; default false
+ *   budgets:                              # cloud spend per team and period (budget.h)
+ *   - team: ml-research                   # a granted team, or an ungranted namespace's name
+ *     amount: 5000                        # US dollars per period, 0 to 1e9
+ *     period: month                       # month (default), week or day (UTC)
  *
  * The file is spillway's own format, so it is read strictly: an unknown or
  * repeated key at any level, a value of the wrong shape or null, a number
@@ -74,6 +78,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "controller/hub/budget.h"
 #include "controller/hub/tenancy.h"
 
 #define SW_HUB_PATH_MAX 1024
@@ -135,6 +140,10 @@ struct sw_hub_config {
     /* tenancy.grants: what each origin namespace may do (tenancy.h); none
      * by default. Heap: sw_hub_config_free. */
     struct sw_tenancy tenancy;
+    /* budgets: each team's cloud spend per period (budget.h); none by
+     * default, and a team without one is not limited. */
+    struct sw_team_budget budgets[SW_HUB_MAX_BUDGETS];
+    size_t nbudgets;
 };
 
 /** Frees what a parsed config holds on the heap (its grants). */

@@ -98,6 +98,9 @@ struct round {
     size_t nhomes, cap_homes, cap_home_of;
     struct pending_queue *kq; /* per pending workload */
     size_t cap_kq;
+    /* every team budget: what is left of it, for the engine (spend.c) */
+    struct sw_budget budgets[SW_HUB_MAX_BUDGETS];
+    size_t nbudgets;
     /* MultiKueue dispatch (sw_decide_workers): only these members' pools */
     bool only_set;
     const char (*only)[SW_MK_NAME_MAX];
@@ -789,6 +792,27 @@ static void add_job(struct sw_hub *h, struct sw_job *j, void *ctx)
     r->prio = spec.prio;
     w->runtime_s = r->belief.median_s;
     w->runtime_sigma = r->belief.sigma;
+    /* The budget it counts against (budget.h): its granted team's, else
+     * CLUSTER/NS, which no budget names. A burst of a team with a budget
+     * reserves its cost from a pessimistic runtime, not the expected one
+     * (sw_budget_reserve_s: the belief's 90th percentile, and while an
+     * annotation is unlearned never below what the team's Jobs take
+     * without one), so that an annotation that understates the runtime
+     * cannot start more than the budget covers. */
+    sw_budget_key_of(&h->cfg.tenancy, r, w->team);
+    w->budget_reserve = 0;
+    for (size_t b = 0; b < h->cfg.nbudgets; b++) {
+        if (strcmp(h->cfg.budgets[b].team, w->team) != 0)
+            continue;
+        struct sw_estimate prior;
+        sw_runtimes_belief(&h->runtimes, &f, 0, &prior);
+        double mean = sw_estimate_mean(&r->belief);
+        double res =
+            sw_budget_reserve_s(&r->belief, h->runtimes.params.min_runs, sw_estimate_mean(&prior));
+        double k = mean > 0 ? res / mean : 1;
+        w->budget_reserve = isfinite(k) && k > 1 ? fmin(k, SW_MAX_BUDGET_RESERVE) : 1;
+        break;
+    }
     snprintf(w->label, sizeof(w->label), "%s", r->label);
     w->checkpoint_s = spec.checkpoint_s;
     w->deadline = spec.deadline;
@@ -859,6 +883,9 @@ static bool add_basis(const struct round *rd, const struct sw_snapshot *snap, cJ
     return true;
 }
 
+static bool budget_json(const struct round *rd, const struct sw_snapshot *snap,
+                        const struct sw_decision *d, cJSON *e);
+
 /* The decision's explanation (placement/explain.h) with, for every option,
  * what its pool's figures rest on; compact JSON (sw_free), NULL on ENOMEM. */
 static char *explain(const struct round *rd, const struct sw_snapshot *snap,
@@ -881,10 +908,99 @@ static char *explain(const struct round *rd, const struct sw_snapshot *snap,
         if (!ok)
             cJSON_Delete(b);
     }
+    if (ok)
+        ok = budget_json(rd, snap, d, e);
     /* cJSON allocates through sw_malloc (sw_json_init_hooks): sw_free frees it. */
     char *text = ok ? cJSON_PrintUnformatted(e) : NULL;
     cJSON_Delete(e);
     return text;
+}
+
+/*
+ * The option a team's budget kept a Job from, or NULL: the cheapest cloud
+ * option excluded by the budget alone (SW_EX_BUDGET comes after every
+ * other check) when the Job does not burst and that option would have
+ * completed before the one chosen (or nothing was chosen).
+ */
+static const struct sw_option *budget_held(const struct sw_decision *d)
+{
+    if (d->verdict == SW_VERDICT_BURST)
+        return NULL;
+    const struct sw_option *held = NULL;
+    for (size_t k = 0; k < d->n_options; k++) {
+        const struct sw_option *o = &d->options[k];
+        if (o->stay || o->excluded != SW_EX_BUDGET)
+            continue;
+        if (d->verdict != SW_VERDICT_REJECT && !(o->completion < d->chosen.completion))
+            continue;
+        if (held == NULL || o->cost.total < held->cost.total)
+            held = o;
+    }
+    return held;
+}
+
+/* BudgetExhausted's message: "the cloud budget of team ml (a month's)
+ * cannot cover a burst; it stays at home (spillctl report budget)". The
+ * same text while the team and its period stay, so that a Job held round
+ * after round is one block, not a new message (and Event, and origin
+ * patch) each time; the figures are in its explanation (budget_json). */
+#define BUDGET_REASON_HEAD "the cloud budget of team "
+static void budget_text(const struct sw_hub *h, const char *team, char *buf, size_t len)
+{
+    for (size_t i = 0; i < h->nbudget_status; i++) {
+        const struct sw_budget_status *s = &h->budget_status[i];
+        if (strcmp(s->team, team) != 0)
+            continue;
+        snprintf(buf, len,
+                 BUDGET_REASON_HEAD "%s (a %s's) cannot cover a burst; it stays at home "
+                                    "(spillctl report budget)",
+                 team, sw_budget_period_name(s->period));
+        return;
+    }
+    snprintf(buf, len,
+             BUDGET_REASON_HEAD "%s cannot cover a burst; it stays at home "
+                                "(spillctl report budget)",
+             team);
+}
+
+/* The explanation's "budget" (a Job of a team with a budget): the team,
+ * its budget and spend as the round began, what a burst reserves (x the
+ * expected cost), and when the budget held it, the figures in words. */
+static bool budget_json(const struct round *rd, const struct sw_snapshot *snap,
+                        const struct sw_decision *d, cJSON *e)
+{
+    const struct sw_workload *w = &snap->pending[d->workload];
+    const struct sw_hub *h = rd->h;
+    for (size_t i = 0; i < h->nbudget_status; i++) {
+        const struct sw_budget_status *s = &h->budget_status[i];
+        if (strcmp(s->team, w->team) != 0)
+            continue;
+        cJSON *b = cJSON_CreateObject();
+        if (b == NULL || !cJSON_AddItemToObject(e, "budget", b)) {
+            cJSON_Delete(b);
+            return false;
+        }
+        double k = w->budget_reserve > 1 ? w->budget_reserve : 1;
+        bool ok = cJSON_AddStringToObject(b, "team", s->team) &&
+                  cJSON_AddStringToObject(b, "period", sw_budget_period_name(s->period)) &&
+                  cJSON_AddNumberToObject(b, "amount", s->amount) &&
+                  cJSON_AddNumberToObject(b, "committed", s->committed) &&
+                  cJSON_AddNumberToObject(b, "inFlight", s->in_flight) &&
+                  cJSON_AddNumberToObject(b, "left", sw_budget_left(s)) &&
+                  cJSON_AddNumberToObject(b, "reserveFactor", k);
+        const struct sw_option *held = budget_held(d);
+        if (ok && held != NULL) {
+            char text[400];
+            snprintf(text, sizeof(text),
+                     BUDGET_REASON_HEAD "%s ($%.2f a %s, $%.2f left as the round began) cannot "
+                                        "cover a burst that reserves $%.2f ($%.2f expected)",
+                     s->team, s->amount, sw_budget_period_name(s->period), sw_budget_left(s),
+                     held->cost.total * k, held->cost.total);
+            ok = cJSON_AddStringToObject(b, "held", text) != NULL;
+        }
+        return ok;
+    }
+    return true;
 }
 
 static void apply(struct round *rd, const struct sw_snapshot *snap, const struct sw_decision *d)
@@ -973,6 +1089,32 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         memcpy(summary, head, hl);
         summary[hl + sl] = '\0';
     }
+    /* Held by its team's budget: it stays home (or goes nowhere) while a
+     * cloud option only the budget excluded would have finished sooner. */
+    const struct sw_option *held = budget_held(d);
+    char held_why[sizeof(r->reason)];
+    if (held != NULL) {
+        budget_text(h, snap->pending[d->workload].team, held_why, sizeof(held_why));
+        /* An annotation-only Job waits at home, its pods pending there:
+         * blocked with the reason (Event, annotation, explain), decided
+         * again every 30 s like any block, so that it bursts once the
+         * budget has room (the next period, or bursts that cost less
+         * than expected). */
+        if (!move && r->form == SW_FORM_ANNOTATION) {
+            snprintf(r->summary, sizeof(r->summary), "%s", summary);
+            sw_free(j->explain);
+            j->explain = explain(rd, snap, d);
+            j->busy = true;
+            sw_follow_block(h, j, "BudgetExhausted", held_why);
+            sw_rec_step(h, j, SW_FP_NONE);
+            return;
+        }
+        /* A Job that runs at home in a mirror (delegated, or put back
+         * after a lost mirror) is placed there; the Event says why not in
+         * the cloud. */
+        if (strcmp(summary, r->summary) != 0)
+            sw_follow_event(h, r, "Warning", "BudgetExhausted", held_why);
+    }
     bool changed = strcmp(summary, r->summary) != 0;
     if (!move && !changed && r->state == SW_JS_OBSERVED)
         return; /* nothing new to record */
@@ -990,7 +1132,9 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         snprintf(r->capacity, sizeof(r->capacity), "%s", sw_capacity_name(p->capacity));
         r->price_gpu_h = p->price_gpu_h;
         r->billed_gpus = billed_gpus(w, p);
-        r->expected_cost = d->chosen.cost.total;
+        /* For a team with a budget, what the burst reserves of it. */
+        r->expected_cost =
+            w->budget_reserve > 1 ? d->chosen.cost.total * w->budget_reserve : d->chosen.cost.total;
         r->reason[0] = '\0';
         r->has_kueue = pq->set && d->verdict == SW_VERDICT_BURST;
         if (r->has_kueue)
@@ -1002,6 +1146,11 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
                sw_log_q(p->cluster), sw_log_q(r->capacity), sw_log_q(summary));
     } else if (r->state == SW_JS_BLOCKED) {
         r->state = SW_JS_OBSERVED;
+        /* Its budget held it and no longer does: the origin stops saying so. */
+        if (strncmp(r->reason, BUDGET_REASON_HEAD, strlen(BUDGET_REASON_HEAD)) == 0) {
+            r->reason[0] = '\0';
+            sw_follow_show_blocked(h, r, false);
+        }
     }
     sw_free(j->explain);
     j->explain = explain(rd, snap, d);
@@ -1024,6 +1173,8 @@ static struct sw_snapshot snapshot_of(const struct round *rd)
         .n_queues = rd->nqueues,
         .pending = rd->work,
         .n_pending = rd->nwork,
+        .budgets = rd->nbudgets > 0 ? rd->budgets : NULL,
+        .n_budgets = rd->nbudgets,
     };
 }
 
@@ -1180,9 +1331,23 @@ void sw_decide_round(struct sw_hub *h)
     add_pools(&rd);
     if (rd.npools == 0)
         goto out;
+    /* Budgets are decided only from a complete spend: until the ended
+     * records are read (spend.c), no round. */
+    if (h->cfg.nbudgets > 0 && !h->budget_loaded)
+        goto out;
     sw_hub_jobs_foreach(h, add_job, &rd);
+    if (h->cfg.nbudgets > 0 && sw_spend_tally(h) == 0) {
+        for (size_t i = 0; i < h->nbudget_status; i++)
+            sw_budget_engine(&h->budget_status[i], &rd.budgets[i]);
+        rd.nbudgets = h->nbudget_status;
+    }
     if (rd.nwork == 0)
         goto out;
+    if (h->cfg.nbudgets > 0 && rd.nbudgets == 0) {
+        SW_LOG(SW_LOG_WARN, "no decision this round: the budgets' spend could not be counted",
+               "jobs=%zu", rd.nwork);
+        goto out;
+    }
     add_queues(&rd);
     struct sw_snapshot snap = snapshot_of(&rd);
     struct sw_decision *out = sw_calloc(rd.nwork, sizeof(*out));

@@ -225,6 +225,7 @@ static void tick(uv_timer_t *t)
     sw_capacity_shortage_tick(h);
     sw_capacity_flush(h);
     sw_rules_tick(h);
+    sw_spend_tick(h);
     if (h->dispatch_backlog == 0)
         sw_follow_flush_events(h, 10); /* 50 a second: a member's default QPS */
     sw_observe_scan(h);

@@ -41,6 +41,7 @@
 #include "clusters/rest.h"
 #include "common/failpoint.h"
 #include "controller/hub/annotations.h"
+#include "controller/hub/budget.h"
 #include "controller/hub/config.h"
 #include "controller/hub/jobrec.h"
 #include "controller/hub/learn.h"
@@ -353,6 +354,19 @@ struct sw_hub {
      * leader and added to as Jobs succeed: the beliefs decide.c gives the
      * engine. */
     struct sw_runtimes runtimes;
+    /* Team budgets (spend.c, budget.h): the runs of ended records that
+     * finished since the earliest budget's period began, read by the
+     * leader before it decides and again every minute, and added to as
+     * this hub ends records; and every budget's status at the last round. */
+    struct sw_budget_run *budget_ended;
+    size_t nbudget_ended, cap_budget_ended;
+    bool budget_loaded;     /* the ended runs are in: budgets can be decided */
+    bool budget_loading;    /* a read is under way */
+    int64_t budget_read_ms; /* monotonic ms of the last read sent */
+    bool budget_partial;    /* the last read took MAX_READ records: short of the oldest */
+    size_t budget_bad;      /* live records out of bounds at the last tally (said once) */
+    struct sw_budget_status budget_status[SW_HUB_MAX_BUDGETS];
+    size_t nbudget_status;
 
     /* metrics and health */
     struct sw_hub_metrics m;
@@ -1123,6 +1137,26 @@ int sw_loss_fence_origin(struct sw_hub *h, struct sw_job *j);
 void sw_rules_set(struct sw_hub *h, char **names, size_t n);
 /** Each tick on the leader: starts the runs that are due. */
 void sw_rules_tick(struct sw_hub *h);
+
+/* ---- spend.c -------------------------------------------------------------- */
+
+/**
+ * Reads the ended records that count against the budgets (those that
+ * finished since the earliest budget's period began, the newest 10000 at
+ * most) and keeps their runs, replacing what was kept; then calls `done`
+ * (0, or an error: nothing kept is changed, the read is tried again in
+ * 5 s). With no budget configured it reads nothing.
+ */
+int sw_spend_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc));
+/** Reads them again every minute while leading (no read overlaps another). */
+void sw_spend_tick(struct sw_hub *h);
+/** Keeps the run of a record this hub has just ended (archived). */
+void sw_spend_ended(struct sw_hub *h, const struct sw_job_rec *r);
+/**
+ * Every budget's status now (h->budget_status), from the live records and
+ * the ended runs kept. SW_ENOMEM leaves the previous statuses.
+ */
+int sw_spend_tally(struct sw_hub *h);
 
 /* ---- metrics.c ------------------------------------------------------------ */
 

@@ -1,6 +1,7 @@
 /*
  * jobrec.c - the hub's per-Job record and its JSON form (jobrec.h).
  */
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -293,6 +294,16 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     if ((rc = get_num(o, k, &d, what, err)) != 0)                                                  \
         return rc;                                                                                 \
     r->f = (T)d;
+/* An integer field: range-checked before the cast (a double out of the
+ * type's range is undefined behaviour to convert). */
+#define NI(k, f, T, lo, hi)                                                                        \
+    if ((rc = get_num(o, k, &d, what, err)) != 0)                                                  \
+        return rc;                                                                                 \
+    if (!(d >= (lo) && d <= (hi)))                                                                 \
+        return sw_error_set(err, SW_EPARSE,                                                        \
+                            "%s %s: field \"%s\": expected a number from %.0f to %.0f", what,      \
+                            r->key, k, (double)(lo), (double)(hi));                                \
+    r->f = (T)d;
     S("key", key);
     S("cluster", cluster);
     S("namespace", ns);
@@ -306,9 +317,9 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     if (sw_job_state_parse(tmp, &r->state) != 0)
         return sw_error_set(err, SW_EINVAL, "%s %s: field \"state\": unknown state \"%s\"", what,
                             r->key, tmp);
-    N("attempt", attempt, int);
-    N("preemptions", preemptions, int);
-    N("withdrawals", withdrawals, int);
+    NI("attempt", attempt, int, INT_MIN, INT_MAX);
+    NI("preemptions", preemptions, int, INT_MIN, INT_MAX);
+    NI("withdrawals", withdrawals, int, INT_MIN, INT_MAX);
     S("targetCluster", target_cluster);
     S("targetPool", target_pool);
     S("targetRegion", target_region);
@@ -316,7 +327,7 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     S("mirror", mirror);
     S("team", team);
     S("outputs", outputs);
-    N("gpus", gpus, int);
+    NI("gpus", gpus, int, INT_MIN, INT_MAX);
     N("billedGpus", billed_gpus, double);
     N("pricePerGpuHour", price_gpu_h, double);
     N("expectedCost", expected_cost, double);
@@ -324,23 +335,24 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     N("burstNowCost", burst_now_cost, double);
     S("summary", summary);
     S("reason", reason);
-    N("inputBytes", input_bytes, int64_t);
+    NI("inputBytes", input_bytes, int64_t, -9.2e18, 9.2e18);
     N("created", created, double);
-    N("observedMs", observed_ms, int64_t);
-    N("decidedMs", decided_ms, int64_t);
-    N("dataReadyMs", data_ready_ms, int64_t);
-    N("dispatchedMs", dispatched_ms, int64_t);
-    N("startedMs", started_ms, int64_t);
-    N("finishedMs", finished_ms, int64_t);
-    N("mirrorCompletedMs", mirror_completed_ms, int64_t);
-    N("nodeWaitMs", node_wait_ms, int64_t);
+    NI("observedMs", observed_ms, int64_t, -9.2e18, 9.2e18);
+    NI("decidedMs", decided_ms, int64_t, -9.2e18, 9.2e18);
+    NI("dataReadyMs", data_ready_ms, int64_t, -9.2e18, 9.2e18);
+    NI("dispatchedMs", dispatched_ms, int64_t, -9.2e18, 9.2e18);
+    NI("startedMs", started_ms, int64_t, -9.2e18, 9.2e18);
+    NI("finishedMs", finished_ms, int64_t, -9.2e18, 9.2e18);
+    NI("mirrorCompletedMs", mirror_completed_ms, int64_t, -9.2e18, 9.2e18);
+    NI("nodeWaitMs", node_wait_ms, int64_t, -9.2e18, 9.2e18);
     S("nodePool", node_pool);
     S("nodeClaim", node_claim);
     N("nodeWaitExpectedSeconds", node_wait_expected_s, double);
     N("nodeWaitSeconds", node_wait_s, double);
-    N("epoch", epoch, int64_t);
+    NI("epoch", epoch, int64_t, -9.2e18, 9.2e18);
 #undef S
 #undef N
+#undef NI
     if ((rc = get_str(o, "onClusterLoss", tmp, sizeof(tmp), what, err)) != 0)
         return rc;
     r->wait_on_loss = strcmp(tmp, "wait") == 0;
@@ -364,6 +376,11 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
             return sw_error_set(err, SW_EINVAL,
                                 "%s %s: field \"staleMirrors\": an entry without cluster or name",
                                 what, r->key);
+        if (!(d >= 0 && d <= INT_MAX))
+            return sw_error_set(err, SW_EPARSE,
+                                "%s %s: field \"staleMirrors\": attempt: expected a number from 0 "
+                                "to %d",
+                                what, r->key, INT_MAX);
         sm->attempt = (int)d;
         r->nstale++;
     }

@@ -49,6 +49,10 @@
  * records.archiveDays; spillctl report chargeback --from-hub reads it
  * beside the live records */
 #define SW_KEY_ENDED "spillway:ended"
+/* the leading hub's team budgets (JSON: {"budgets": [{team, amount,
+ * period}], "epoch", "writtenMs"}), written when it reads the ended
+ * records; what spillctl report budget tallies against */
+#define SW_KEY_BUDGETS "spillway:budgets"
 
 /** A Job's place in the burst lifecycle (the record's "state"). */
 enum sw_job_state {

@@ -89,10 +89,22 @@ void sw_leader_lost(struct sw_hub *h, const char *why)
 
 static void load_records(struct sw_hub *h);
 
-/* The learned figures are in: the finished Jobs' runtimes last (record.c). */
+/* The runtimes are in: leading. The ended records the budgets count are
+ * read next (spend.c), not as part of taking leadership: no decision
+ * waits for them but those of a hub with budgets (decide.c), and a read
+ * that fails is tried again on its own (sw_spend_tick). */
+static void on_runtimes(struct sw_hub *h, int rc)
+{
+    on_loaded(h, rc);
+    if (rc == 0 && sw_spend_load(h, NULL) != 0)
+        SW_LOG(SW_LOG_WARN, "cannot ask for the ended records the budgets count; trying again",
+               "epoch=%lld", (long long)h->epoch);
+}
+
+/* The learned figures are in: the finished Jobs' runtimes next (record.c). */
 static void on_figures(struct sw_hub *h, int rc)
 {
-    if (rc == 0 && sw_rec_runtimes_load(h, on_loaded) == 0)
+    if (rc == 0 && sw_rec_runtimes_load(h, on_runtimes) == 0)
         return;
     on_loaded(h, rc != 0 ? rc : SW_EUNAVAIL);
 }

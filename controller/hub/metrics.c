@@ -475,6 +475,28 @@ static void render_metrics(struct sw_hub *h, struct sw_buf *b)
                     ESC(l1, sp->team), ESC(l2, sp->cluster), ESC(l3, sp->pool),
                     ESC(l4, sp->capacity), sp->dollars);
     }
+    /* Team budgets (spend.c): the leader's tally now, from every record. */
+    if (h->cfg.nbudgets > 0 && sw_hub_acting(h) && h->budget_loaded && sw_spend_tally(h) == 0) {
+        sw_buf_adds(b, "# HELP spillway_team_budget_usd A team's cloud budget for its current "
+                       "period (the hub's budgets), by team and period.\n"
+                       "# TYPE spillway_team_budget_usd gauge\n");
+        for (size_t i = 0; i < h->nbudget_status; i++) {
+            const struct sw_budget_status *bs = &h->budget_status[i];
+            sw_buf_addf(b, "spillway_team_budget_usd{team=\"%s\",period=\"%s\"} %.2f\n",
+                        ESC(l1, bs->team), sw_budget_period_name(bs->period), bs->amount);
+        }
+        sw_buf_adds(b, "# HELP spillway_team_spend_usd A team's cloud spend in its budget's "
+                       "current period: committed (run so far) and in_flight (bursts decided or "
+                       "running, expected cost not yet run), by team and kind.\n"
+                       "# TYPE spillway_team_spend_usd gauge\n");
+        for (size_t i = 0; i < h->nbudget_status; i++) {
+            const struct sw_budget_status *bs = &h->budget_status[i];
+            sw_buf_addf(b, "spillway_team_spend_usd{team=\"%s\",kind=\"committed\"} %.4f\n",
+                        ESC(l1, bs->team), bs->committed);
+            sw_buf_addf(b, "spillway_team_spend_usd{team=\"%s\",kind=\"in_flight\"} %.4f\n",
+                        ESC(l1, bs->team), bs->in_flight);
+        }
+    }
     sw_buf_adds(b, "# HELP spillway_kueue_bursts_total Bursts of Jobs taken from a Kueue queue "
                    "(mirrors created in another cluster), by origin cluster and ClusterQueue.\n"
                    "# TYPE spillway_kueue_bursts_total counter\n");

@@ -269,6 +269,7 @@ static void on_deleted(struct sw_redis *r, redisReply *reply, const char *errs, 
         return;
     }
     SW_LOG(SW_LOG_INFO, "record ended", "job=%s why=%s", sw_log_q(j->rec.key), sw_log_q(why));
+    sw_spend_ended(h, &j->rec); /* archived: its run still counts against its budget */
     sw_hub_job_drop(h, j);
 }
 

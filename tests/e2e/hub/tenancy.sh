@@ -36,6 +36,13 @@
 #      flight across a restart with its record stripped of the outputs
 #      field and its mirror of the proof is followed once, its outputs
 #      held to the grant and copied home.
+#  10. team budgets (docs/hub.md, "Team budgets"): namespace BNS's team
+#      BTEAM has $5 a month, spent already (an ended record of a $10 run
+#      this month, there before the restart, read by the new leader); a
+#      burstable Job of BNS stays at home blocked with BudgetExhausted, no
+#      mirror anywhere,
+#      while team ANS's Jobs (a budget of $100,000) burst and complete;
+#      spillctl report budget and /metrics show both teams' figures.
 # Then the audit logs: the hub's identity made no request in VNS, kube-system
 # or any namespace but ANS (cluster-wide list and watch aside); the attacker
 # Jobs were all created by the attacker's identity. Last, the same Jobs
@@ -82,7 +89,9 @@ VNS="vic-$SUF"
 VTEAM="vteam-$SUF"
 SCRATCH="scratch-$SUF"
 UNS="nogrant-$SUF"
-HUB_EXTRA_NS+=("$ANS" "$VNS" "$UNS")
+BNS="budget-$SUF"
+BTEAM="bteam-$SUF"
+HUB_EXTRA_NS+=("$ANS" "$VNS" "$UNS" "$BNS")
 AKC="$HUB_TMP/attacker.kubeconfig"
 akc() { "$SW_LAB_KUBECTL" --kubeconfig "$AKC" --request-timeout=20s "$@"; }
 # fail_later MSG: a failure that does not stop the attempts after it; the
@@ -144,6 +153,7 @@ kc onprem create namespace "$ANS" >/dev/null
 kc onprem label namespace "$ANS" pod-security.kubernetes.io/enforce=restricted >/dev/null
 kc onprem create namespace "$VNS" >/dev/null
 kc onprem create namespace "$UNS" >/dev/null
+kc onprem create namespace "$BNS" >/dev/null
 kc onprem create serviceaccount attacker -n "$ANS" >/dev/null
 kc onprem create role jobs-only -n "$ANS" --verb=create,get,list,watch,delete --resource=jobs.batch >/dev/null
 kc onprem create rolebinding jobs-only -n "$ANS" --role=jobs-only --serviceaccount="$ANS:attacker" >/dev/null
@@ -209,6 +219,15 @@ tenancy:
     priorities: [training, production]
     read: ["s3://datasets/$VNS/"]
     write: ["s3://checkpoints/$VNS/"]
+  - cluster: onprem
+    namespace: $BNS
+    teams: [$BTEAM]
+budgets:
+- team: $BTEAM
+  amount: 5
+- team: $ANS
+  amount: 100000
+  period: month
 YAML
 
 # ---- the Jobs ---------------------------------------------------------------
@@ -456,6 +475,16 @@ wait "$HUB_PID" 2>/dev/null || true
 rcli SET "spillway:job:$UPK" "$(rcli GET "spillway:job:$UPK" | jq -c 'del(.outputs)')" >/dev/null
 [ -z "$(record_field "$UPK" outputs)" ] || hub_fail "up-out's record still has its outputs field"
 kc "$UPC" annotate job "$UPM" -n "$ANS" spillway.io/proof- >/dev/null
+# 10. BTEAM's budget spent before the new leader starts: an ended record
+# (ok-first's, made BNS's and BTEAM's) of a $10 run on spot that finished
+# 5 s ago (1 GPU at $7,200 an hour for 5 s).
+NOWMS=$(($(date +%s%3N)))
+rcli GET "spillway:job:onprem/$ANS/ok-first" | jq -c --arg ns "$BNS" --arg team "$BTEAM" --argjson now "$NOWMS" \
+    '.key = "onprem/\($ns)/spent-before" | .namespace = $ns | .name = "spent-before" | .uid = "budget-seed-\($ns)"
+     | .team = $team | .capacity = "spot" | .state = "succeeded" | .gpus = 1 | .billedGpus = 1
+     | .pricePerGpuHour = 7200 | .startedMs = ($now - 10000) | .finishedMs = ($now - 5000)' >"$HUB_TMP/seed.json"
+[ -s "$HUB_TMP/seed.json" ] || hub_fail "no record of ok-first to seed BTEAM's spend from"
+rcli ZADD spillway:ended "$((NOWMS - 5000))" "$(cat "$HUB_TMP/seed.json")" >/dev/null
 hub_start "$HUB_TMP/hub.yaml"
 for _ in $(seq 1 80); do [ "$(leader_of "$PORT")" = 1 ] && break; sleep 0.25; done
 [ "$(leader_of "$PORT")" = 1 ] || hub_fail "the restarted hub did not take the lease"
@@ -468,6 +497,34 @@ else
     kc "$OC" annotate namespace "$ANS" spillway.io/made-for="onprem/$ANS" --overwrite >/dev/null
 fi
 pass "4. cloud namespace $ANS made by the hub in $TC (enforce=restricted, made-for onprem/$ANS); re-marked for other/$ANS, after a restart: blocked, \"$r\"; restored"
+
+# ---- 10. team budgets --------------------------------------------------------
+# A burstable Job of team BTEAM (created by the platform): home is
+# saturated, its team's budget spent.
+job bud-held annotation | kc onprem create -n "$BNS" -f - >/dev/null
+vann() { kc onprem get job "$1" -n "$BNS" -o jsonpath="{.metadata.annotations.spillway\.io/$2}"; }
+vmirrors() {
+    local uid c n=0
+    uid=$(kc onprem get job "$1" -n "$BNS" -o jsonpath='{.metadata.uid}')
+    for c in "${CLUSTERS[@]}"; do
+        n=$((n + $(kc "$c" get jobs -A -l "spillway.io/origin-uid=$uid" -o name | wc -l)))
+    done
+    echo "$n"
+}
+for _ in $(seq 1 240); do [ "$(vann bud-held state)" = blocked ] && break; sleep 0.25; done
+r=$(vann bud-held reason)
+[ "$(vann bud-held state)" = blocked ] && echo "$r" | grep -qF "the cloud budget of team $BTEAM (a month's) cannot cover a burst" ||
+    hub_fail "bud-held (team $BTEAM, budget spent) is \"$(vann bud-held state)\", reason \"$r\""
+for i in $(seq 1 40); do
+    [ "$(kc onprem get events -n "$BNS" --field-selector "involvedObject.name=bud-held,reason=BudgetExhausted,type=Warning" -o name | wc -l)" -ge 1 ] && break
+    sleep 0.25
+done
+[ "$i" -lt 40 ] || hub_fail "bud-held: no Warning Event BudgetExhausted"
+[ "$(vmirrors bud-held)" = 0 ] || hub_fail "bud-held: held by its budget, yet it has a mirror"
+"$SPILLCTL" explain "onprem/$BNS/bud-held" >"$HUB_TMP/explain-bud" 2>&1 || true
+grep -qF "the cloud budget of team $BTEAM" "$HUB_TMP/explain-bud" && grep -q "budget" "$HUB_TMP/explain-bud" ||
+    hub_fail "spillctl explain does not say bud-held's budget: $(cat "$HUB_TMP/explain-bud")"
+pass "10. team $BTEAM's budget spent: bud-held stays at home, \"$r\" (BudgetExhausted)"
 
 # ---- the same Jobs with what the grant allows ------------------------------
 kc onprem create secret generic pull -n "$ANS" --from-literal=token=mine >/dev/null
@@ -491,6 +548,24 @@ done
 s3get "$SW_LAB_S3_ENDPOINT_US_EAST_1" us-east-1 datasets "$ANS/in/part-0.bin" >/dev/null ||
     hub_fail "ok-in's own input is not in us-east-1"
 pass "own prefixes, a restricted pod, an own Secret, its own team, the namespace restored: ${OK_JOBS[*]} succeeded, one mirror each"
+# 10. Team ANS burst under its budget meanwhile; the report and /metrics
+# say what each team has.
+"$SPILLCTL" report budget -o json >"$HUB_TMP/budget.json" || hub_fail "spillctl report budget failed"
+jq -e --arg v "$BTEAM" '.teams[] | select(.team == $v) | .period == "month" and .budget == 5 and .committed == 10
+    and .inFlight == 0 and .left == 0 and .usedFraction == 2' "$HUB_TMP/budget.json" >/dev/null ||
+    hub_fail "report budget: team $BTEAM is not budget 5, committed 10, left 0: $(cat "$HUB_TMP/budget.json")"
+jq -e --arg a "$ANS" '.teams[] | select(.team == $a) | .budget == 100000 and .left > 99000' "$HUB_TMP/budget.json" >/dev/null ||
+    hub_fail "report budget: team $ANS is not budget 100000 with most of it left: $(cat "$HUB_TMP/budget.json")"
+"$SPILLCTL" report budget >"$HUB_TMP/budget.txt"
+grep -E "^$BTEAM +month .* 5\.00 +10\.00 +0\.00 +0\.00 +200\.0%" "$HUB_TMP/budget.txt" >/dev/null ||
+    hub_fail "report budget's table does not show $BTEAM spent: $(cat "$HUB_TMP/budget.txt")"
+ac=$(metric "$PORT" "spillway_team_spend_usd{team=\"$ANS\",kind=\"committed\"}")
+vc=$(metric "$PORT" "spillway_team_spend_usd{team=\"$BTEAM\",kind=\"committed\"}")
+awk -v a="${ac:-0}" -v v="${vc:-0}" 'BEGIN { exit !(a > 0 && v == 10) }' ||
+    hub_fail "/metrics: committed spend of $ANS \"$ac\" (expected > 0, its bursts ran) and of $BTEAM \"$vc\" (expected 10)"
+[ "$(vann bud-held state)" = blocked ] && [ "$(vmirrors bud-held)" = 0 ] ||
+    hub_fail "bud-held is no longer blocked, or has a mirror: \"$(vann bud-held state)\""
+pass "10. team $ANS (budget \$100,000) burst meanwhile, committed \$$ac; report budget: $BTEAM 5 / committed 10 / left 0, $ANS most left; bud-held still at home, no mirror"
 s3get "$SW_LAB_S3_ENDPOINT_ONPREM" onprem checkpoints "$ANS/up/model.pt" >"$HUB_TMP/up-back" ||
     hub_fail "up-out's output was not copied home"
 # shellcheck disable=SC2086
@@ -562,15 +637,15 @@ watcher_check
 
 # ---- the audit logs ---------------------------------------------------------
 sleep 1 # the last responses written
-"$PY" - "$SINCE" "$HUB_USER" "$ATK_USER" "$ANS" "$VNS" "${#ATTACKS[@]}" "$UNS" \
+"$PY" - "$SINCE" "$HUB_USER" "$ATK_USER" "$ANS" "$VNS" "${#ATTACKS[@]}" "$UNS" "$BNS" \
     onprem="$SW_LAB_DIR/onprem" cloud-spot="$SW_LAB_DIR/cloud-spot" cloud-ondemand="$SW_LAB_DIR/cloud-ondemand" \
     >"$HUB_TMP/audit" <<'EOF' || { cat "$HUB_TMP/audit" >&2; hub_fail "audit logs"; }
 import collections, glob, json, sys
-since, hub, atk, ans, vns, nattacks, uns = sys.argv[1:8]
+since, hub, atk, ans, vns, nattacks, uns, bns = sys.argv[1:9]
 problems, seen = [], set()
 hub_in = collections.Counter()
 atk_creates = 0
-for arg in sys.argv[8:]:
+for arg in sys.argv[9:]:
     cluster, _, d = arg.partition("=")
     for log in sorted(glob.glob(d + "/audit*.log")):
         for line in open(log):
@@ -599,8 +674,8 @@ for arg in sys.argv[8:]:
                     continue
                 problems.append("%s: the hub's cluster-scoped %s %s" % (cluster, verb, uri))
                 continue
-            if ns == uns:
-                continue  # case 9's own Jobs, in the namespace with no grant
+            if ns in (uns, bns):
+                continue  # cases 9's and 10's own Jobs, in namespaces of their own
             if ns != ans:
                 what = "the victim's namespace" if ns == vns else ("kube-system" if ns == "kube-system" else "namespace " + ns)
                 problems.append("%s: the hub's %s %s in %s (HTTP %s)" % (
@@ -623,6 +698,6 @@ for p in problems:
 sys.exit(1 if problems else 0)
 EOF
 cat "$HUB_TMP/audit"
-pass "audit: the hub's identity made no request in $VNS, kube-system or any namespace but $ANS and $UNS (case 9's; cluster-wide list/watch aside); the attacker's Jobs all created as $ATK_USER"
+pass "audit: the hub's identity made no request in $VNS, kube-system or any namespace but $ANS, $UNS and $BNS (cases 9's and 10's; cluster-wide list/watch aside); the attacker's Jobs all created as $ATK_USER"
 [ ${#LATER[@]} = 0 ] || hub_fail "${#LATER[@]} check(s) failed above: $(printf '%s; ' "${LATER[@]}")"
 pass "tenancy shown in $(($(date +%s) - T0)) s"

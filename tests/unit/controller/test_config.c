@@ -349,7 +349,7 @@ static void test_errors_exact(void **state)
         {BASE "lisen: 1.2.3.4:80\n", SW_EINVAL,
          "hub.yaml:4: field \"lisen\": unknown (expected redis, secretKeyFile, listen, placement, "
          "leader, outputs, maxAttempts, members, replication, buckets, logLevel, kueue, records, "
-         "karpenter, tenancy)"},
+         "karpenter, tenancy, budgets)"},
         {BASE "records:\n  retireAfterSeconds: 0\n", SW_EINVAL,
          "hub.yaml:5: field \"records.retireAfterSeconds\": expected a number of seconds >= 1, "
          "got \"0\""},

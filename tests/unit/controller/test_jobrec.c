@@ -205,6 +205,16 @@ static void test_bad_records(void **state)
     assert_int_not_equal(sw_job_rec_from_json(o, &r, &err), 0);
     assert_non_null(strstr(err.msg, "attempt"));
     cJSON_Delete(o);
+    /* Out of an integer field's range: refused before any cast (review of
+     * budgets, finding 3), the field named. */
+    o = cJSON_Parse("{\"key\":\"a/b/c\",\"state\":\"observed\",\"gpus\":1e300}");
+    assert_int_equal(sw_job_rec_from_json(o, &r, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "job record a/b/c: field \"gpus\": expected a number"));
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"key\":\"a/b/c\",\"state\":\"observed\",\"startedMs\":-1e19}");
+    assert_int_equal(sw_job_rec_from_json(o, &r, &err), SW_EPARSE);
+    assert_non_null(strstr(err.msg, "field \"startedMs\""));
+    cJSON_Delete(o);
     o = cJSON_Parse("{\"state\":\"observed\"}");
     assert_int_equal(sw_job_rec_from_json(o, &r, &err), SW_EINVAL);
     assert_string_equal(err.msg, "job record: field \"key\": missing");

@@ -257,6 +257,66 @@ static void test_budget_cap(void **state)
     assert_int_equal(d[1].verdict, SW_VERDICT_STAY);
 }
 
+/* The hub's budgets at their edge: what is left exactly equal to the burst's
+ * expected cost fits, a cent less does not; spillway.io/max-price still
+ * excludes what is dearer first, whatever the budget. */
+static void test_budget_at_limit_and_max_price(void **state)
+{
+    (void)state;
+    struct lab l;
+    lab_init(&l);
+    lab_workload(&l.pending[0], "a", "ml", SW_PRIO_TRAINING, 1, 8, 7200);
+    l.snap.n_pending = 1;
+    struct sw_decision d;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    int pool = d.pool;
+    double cost = d.chosen.cost.total;
+    assert_true(cost > 0);
+    /* cap - spent == cost: exactly at the limit, it bursts to the same pool. */
+    l.budgets[0] = (struct sw_budget){"ml", 100.0, 100.0 - cost};
+    l.snap.n_budgets = 1;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    assert_int_equal(d.pool, pool);
+    /* A cent short: that pool is excluded for the budget. */
+    l.budgets[0].spent += 0.01;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.options[pool].excluded, SW_EX_BUDGET);
+    assert_true(d.verdict != SW_VERDICT_BURST || d.pool != pool);
+    /* A burst that reserves twice its expected cost (budget_reserve, a
+     * pessimistic runtime): room for the cost alone is not enough, room
+     * for twice it is; the choice itself is the same. */
+    l.budgets[0].spent = 100.0 - cost;
+    l.pending[0].budget_reserve = 2.0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.options[pool].excluded, SW_EX_BUDGET);
+    l.budgets[0].spent = 100.0 - 2 * cost - 0.001;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.verdict, SW_VERDICT_BURST);
+    assert_int_equal(d.pool, pool);
+    assert_float_equal(d.chosen.cost.total, cost, 1e-9);
+    /* Not a number, or beyond SW_MAX_BUDGET_RESERVE: the snapshot is refused. */
+    struct sw_error err = {0};
+    l.pending[0].budget_reserve = 2 * SW_MAX_BUDGET_RESERVE;
+    assert_int_not_equal(sw_snapshot_validate(&l.snap, &err), 0);
+    assert_non_null(strstr(err.msg, "budget_reserve"));
+    l.pending[0].budget_reserve = 0;
+    /* Spent past the cap (a run longer than expected): nothing left. */
+    l.budgets[0].spent = 250.0;
+    assert_int_equal(decide(&l, SW_POLICY_COST_AWARE, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.options[1].excluded, SW_EX_BUDGET);
+    assert_int_equal(d.options[2].excluded, SW_EX_BUDGET);
+    assert_true(d.verdict != SW_VERDICT_BURST);
+    /* A price cap under a roomy budget: the dearer pool is excluded for its
+     * price, not the budget, and the Job never pays more than it asked. */
+    l.budgets[0] = (struct sw_budget){"ml", 1e6, 0};
+    l.pending[0].max_price = 2.0;
+    assert_int_equal(decide(&l, SW_POLICY_BURST_NOW, SW_DECIDE_EXPLAIN, &d), 0);
+    assert_int_equal(d.options[2].excluded, SW_EX_MAX_PRICE);
+    assert_true(d.verdict != SW_VERDICT_BURST || l.pools[d.pool].price_gpu_h <= 2.0);
+}
+
 /* A later Job cannot take what an earlier, higher-priority one was given. */
 static void test_priority_order(void **state)
 {
@@ -1824,6 +1884,7 @@ int main(void)
         cmocka_unit_test(test_greedy_ignores_egress),
         cmocka_unit_test(test_quota_and_borrowing),
         cmocka_unit_test(test_budget_cap),
+        cmocka_unit_test(test_budget_at_limit_and_max_price),
         cmocka_unit_test(test_priority_order),
         cmocka_unit_test(test_gpu_attributes),
         cmocka_unit_test(test_deadline_and_burst_never),
