@@ -18,8 +18,9 @@
 # lowest CPU priority (nice 19: the lab's servers come first), their output
 # kept and printed after the end-to-end suite's (SW_TEST_SERIAL=1 runs every
 # suite one after the other instead). Within the end-to-end suite, tests
-# that share nothing the others disturb run two at a time (tests/e2e:
-# every test that needs the lab to itself holds the resource lock "lab").
+# run two at a time, each holding the CTest resource locks it names
+# (LOCKS: lab, servers, s3; tests/CMakeLists.txt), so that two tests that
+# disturb each other never run at once.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
