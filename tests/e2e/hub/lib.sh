@@ -231,8 +231,24 @@ hub_setup() {
     "$SPILLCTL" replicate store add onprem-s3 --endpoint "${HUB_STORE_ENDPOINT[onprem]:-$SW_LAB_S3_ENDPOINT_ONPREM}" --region onprem >/dev/null
     "$SPILLCTL" replicate store add us-east-1-s3 --endpoint "${HUB_STORE_ENDPOINT[us-east-1]:-$SW_LAB_S3_ENDPOINT_US_EAST_1}" --region us-east-1 >/dev/null
     "$SPILLCTL" replicate store add us-west-2-s3 --endpoint "${HUB_STORE_ENDPOINT[us-west-2]:-$SW_LAB_S3_ENDPOINT_US_WEST_2}" --region us-west-2 >/dev/null
-    for c in onprem cloud-spot cloud-ondemand; do kc "$c" create namespace "$NS" >/dev/null; done
+    for c in onprem cloud-spot cloud-ondemand; do
+        printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n  labels: {%s: "%s"}\n' \
+            "$NS" "$HUB_SELECT_LABEL" "$NS" | kc "$c" create -f - >/dev/null
+    done
     hub_config "$HUB_TMP/hub.yaml" 19464
+}
+
+# The test's namespace $NS carries the label HUB_SELECT_LABEL=$NS on every
+# cluster. With HUB_SELECT=1 (set before hub_setup), every hub config
+# hub_config writes has namespaceSelector "HUB_SELECT_LABEL=$NS": the
+# test's hubs serve only its own namespaces (docs/hub.md, "Serving some
+# namespaces"), and a namespace the test makes itself is served once
+# hub_serve_ns labels it.
+HUB_SELECT_LABEL=spillway.io/e2e
+HUB_SELECT=${HUB_SELECT:-0}
+# hub_serve_ns CLUSTER NS: namespace NS of CLUSTER labelled for the test's hubs.
+hub_serve_ns() {
+    kc "$1" label namespace "$2" "$HUB_SELECT_LABEL=$NS" --overwrite >/dev/null
 }
 
 # hub_tenancy: the buckets and grants the lab's hub tests use (tenancy.h,
@@ -267,7 +283,8 @@ YAML
 }
 
 # hub_config FILE PORT [LEASE_TTL]: writes a hub config (hub_tenancy's
-# grants included, unless HUB_NO_TENANCY=1).
+# grants included, unless HUB_NO_TENANCY=1; the test's namespaceSelector
+# with HUB_SELECT=1).
 hub_config() {
     [ "${HUB_NO_TENANCY:-0}" = 1 ] || hub_tenancy >"$1.tenancy"
     cat >"$1" <<YAML
@@ -285,6 +302,7 @@ outputs:
   syncSeconds: 2
 logLevel: info
 YAML
+    [ "$HUB_SELECT" != 1 ] || echo "namespaceSelector: \"$HUB_SELECT_LABEL=$NS\"" >>"$1"
     if [ "${HUB_NO_TENANCY:-0}" != 1 ]; then
         cat "$1.tenancy" >>"$1"
     fi
