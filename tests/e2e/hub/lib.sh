@@ -204,9 +204,12 @@ hub_setup() {
     # Jobs (label spillway-demo=1 and their mirrors, in the Kueue teams'
     # namespaces; namespace demo before) in place for a look; clear them
     # first, keeping the namespaces (their LocalQueues are the lab's).
-    # One look per cluster finds them (nothing to do after `testbed clean`).
-    local c t j
-    for c in onprem cloud-spot cloud-ondemand; do
+    # One look per cluster finds them (nothing to do after `testbed clean`:
+    # `make test` and `make e2e` say so with SW_LAB_CLEANED=1, and the look,
+    # about a second of kubectl per test, is skipped).
+    local c t j look="onprem cloud-spot cloud-ondemand"
+    [ "${SW_LAB_CLEANED:-0}" != 1 ] || look=""
+    for c in $look; do
         if kc "$c" get namespace demo >/dev/null 2>&1; then
             drop_namespace "$c" demo
             kc "$c" wait --for=delete namespace/demo --timeout=60s >/dev/null 2>&1 || true
