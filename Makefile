@@ -52,7 +52,7 @@ bench: build
 e2e: build
 	@tests/testbed/testbed up >/dev/null
 	@tests/testbed/testbed clean
-	@eval "$$(tests/testbed/testbed env)" && ctest --test-dir $(BUILD) -L e2e --output-on-failure
+	@eval "$$(tests/testbed/testbed env)" && SW_LAB_CLEANED=1 ctest --test-dir $(BUILD) -L e2e --output-on-failure
 
 # The chaos suite, all of it (tests/e2e/hub/chaos.sh full; its fast cases
 # run in `make test`): faults injected into the lab while Jobs burst, the

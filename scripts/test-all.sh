@@ -18,8 +18,9 @@
 # lowest CPU priority (nice 19: the lab's servers come first), their output
 # kept and printed after the end-to-end suite's (SW_TEST_SERIAL=1 runs every
 # suite one after the other instead). Within the end-to-end suite, tests
-# that share nothing the others disturb run two at a time (tests/e2e:
-# every test that needs the lab to itself holds the resource lock "lab").
+# run two at a time, each holding the CTest resource locks it names
+# (LOCKS: lab, servers, s3; tests/CMakeLists.txt), so that two tests that
+# disturb each other never run at once.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
@@ -128,9 +129,16 @@ if tests/testbed/testbed up; then
     # The lab's etcd and Redis outlive every run: a test or benchmark
     # stopped midway (or the demo) leaves Jobs and namespaces behind, and
     # the suite is sized for an empty lab.
-    tests/testbed/testbed clean || record lab-clean 0 1
+    # (SW_LAB_CLEANED: the hub tests skip their own look for what the
+    # demo left, tests/e2e/hub/lib.sh.)
+    if tests/testbed/testbed clean; then
+        export SW_LAB_CLEANED=1
+    else
+        record lab-clean 0 1
+    fi
     step "end-to-end tests on the lab"
     run_ctest e2e "$BUILD" e2e -j "$JOBS"
+    unset SW_LAB_CLEANED
 else
     echo "test-all: the lab did not come up; see its logs" >&2
     record lab 0 1

@@ -105,6 +105,7 @@ enum field_id {
     F_KARPENTER,
     F_SHORTAGE_WITHDRAW,
     F_TENANCY,
+    F_NS_SELECTOR,
     F_GRANTS,
     F_BUDGETS,
     F__COUNT
@@ -203,6 +204,10 @@ static const struct field top_fields[] = {
     {"karpenter", F_KARPENTER, "a mapping", karpenter_fields, N(karpenter_fields), 0, 0},
     {"tenancy", F_TENANCY, "a mapping", tenancy_fields, N(tenancy_fields), 0, 0},
     {"budgets", F_BUDGETS, "a list of budgets (team, amount, period)", NULL, 0, 0, 0},
+    {"namespaceSelector", F_NS_SELECTOR,
+     "a label selector over the members' namespaces, such as \"spillway.io/hub=a\" or "
+     "\"team in (cv,nlp)\"",
+     NULL, 0, 0, 0},
 };
 
 /* ---- YAML helpers ------------------------------------------------------- */
@@ -514,6 +519,14 @@ static int set_field(struct cfg_doc *cd, const struct field *f, size_t line, con
             return rc;
         c->archive_days = (int)d;
         return 0;
+    case F_NS_SELECTOR: {
+        struct sw_error e;
+        sw_error_clear(&e);
+        if (sw_nssel_parse(v, &c->ns_selector, &e) != 0)
+            return sw_error_set(cd->err, SW_EINVAL, "%s:%zu: field \"%s\": expected %s: %s",
+                                cd->path, line, name, f->expect, e.msg);
+        return 0;
+    }
     case F_LOG_LEVEL:
         if (strcmp(v, "debug") != 0 && strcmp(v, "info") != 0 && strcmp(v, "warn") != 0 &&
             strcmp(v, "error") != 0)

@@ -50,6 +50,8 @@
  *   karpenter:
  *     shortageWithdrawSeconds: 120        # a mirror whose pods wait this long on a NodePool
  *                                         # short of capacity is withdrawn, decided again
+ *   namespaceSelector: "spillway.io/hub=a"  # the origin namespaces this hub serves
+ *                                         # (nsselect.h); default every namespace
  *   tenancy:
  *     grants:                             # what each origin namespace may do (tenancy.h)
  *     - cluster: onprem                   # the origin cluster and namespace, both required
@@ -79,6 +81,7 @@
 
 #include "common/error.h"
 #include "controller/hub/budget.h"
+#include "controller/hub/nsselect.h"
 #include "controller/hub/tenancy.h"
 
 #define SW_HUB_PATH_MAX 1024
@@ -137,6 +140,10 @@ struct sw_hub_config {
     /* records.deletedOriginSeconds: the longest a deleted origin keeps
      * spillway's finalizer while its mirror and copies are cleaned; 300 */
     double deleted_origin_s;
+    /* namespaceSelector: the origin Jobs this hub serves are those in the
+     * members' namespaces whose labels match it (nsselect.h); empty (no
+     * term) by default, every namespace. */
+    struct sw_nssel ns_selector;
     /* tenancy.grants: what each origin namespace may do (tenancy.h); none
      * by default. Heap: sw_hub_config_free. */
     struct sw_tenancy tenancy;

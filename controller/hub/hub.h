@@ -1006,6 +1006,17 @@ bool sw_dispatch_keep_origin(struct sw_hub *h, struct sw_job *j);
 cJSON *sw_dispatch_origin_patch(const cJSON *origin, const struct sw_job_rec *r, bool dispatching,
                                 bool suspend);
 
+/* ---- nsscope.c ------------------------------------------------------------ */
+
+/**
+ * Whether this hub serves origin namespace `ns` of member `m`: always
+ * without namespaceSelector; with one, once the namespace's labels, read
+ * from the member (and read again every 30 s while asked), match it.
+ * Asking starts that read when it is due; until its answer the namespace
+ * is not served. A Job in a namespace not served is never touched.
+ */
+bool sw_nsscope_serves(struct sw_hub *h, const struct sw_member *m, const char *ns);
+
 /* ---- nsguard.c ------------------------------------------------------------ */
 
 /**

@@ -422,10 +422,24 @@ static void scan_job(const char *key, const void *obj, void *ctx)
     if (sw_job_record_annotation(rec, SW_ANN_BURST) == NULL ||
         sw_job_record_label(rec, SW_LBL_ORIGIN_UID) != NULL)
         return;
-    sw_queue_seen(js->m, rec);
     char k[256];
     snprintf(k, sizeof(k), "%s/%s", js->m->rec.name, key);
     struct sw_job *j = sw_hub_job_find(h, k);
+    /* A Job in a namespace this hub does not serve (namespaceSelector,
+     * nsscope.c) is another hub's or nobody's: never touched, annotated or
+     * counted here. One this hub already holds a record of is followed to
+     * its end wherever its namespace goes. The key is "namespace/name". */
+    if (!(j && j->persisted && rec->uid && strcmp(j->rec.uid, rec->uid) == 0)) {
+        const char *slash = strchr(key, '/');
+        char kns[64];
+        if (slash == NULL || (size_t)(slash - key) >= sizeof(kns))
+            return;
+        memcpy(kns, key, (size_t)(slash - key));
+        kns[slash - key] = '\0';
+        if (!sw_nsscope_serves(h, js->m, kns))
+            return;
+    }
+    sw_queue_seen(js->m, rec);
     /* Decided on the compact record too, before any JSON view: a Job the
      * hub knows, or one whose record ended (retire.h), costs a lookup. */
     if (j && j->persisted && rec->uid && strcmp(j->rec.uid, rec->uid) == 0)

@@ -269,7 +269,7 @@ FENCE = re.compile(r"^```(yaml|yml|json)[ \t]*\n(.*?)^```", re.M | re.S)
 TOP_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]*):", re.M)
 HUB_KEYS = {"redis", "secretKeyFile", "listen", "placement", "leader", "outputs", "maxAttempts",
             "members", "replication", "buckets", "logLevel", "kueue", "records", "karpenter",
-            "tenancy", "budgets"}
+            "tenancy", "budgets", "namespaceSelector"}
 SPEC_KEYS = {"role", "region", "pools", "localQueue", "namespaces"}
 KUSTOMIZE_KEYS = {"resources", "components", "patches", "namespace", "images", "configMapGenerator",
                   "secretGenerator", "replicas", "labels"}

@@ -14,11 +14,17 @@
 #   - the Jobs that succeeded are counted once in spillway:runtimes and
 #     /metrics, and a later Job's belief is its annotation corrected by
 #     what they took (explain's Runtime line)
+#   - the hub serves only the test's namespace (namespaceSelector,
+#     HUB_SELECT=1): burstable Jobs in an unlabelled namespace on the
+#     saturated onprem, one of each form and one with a bad annotation,
+#     are never touched (no record, annotation, finalizer, suspension or
+#     Event) while the test's own burst
 # The hub and spillctl reach Redis over TLS (rediss://, the lab's TLS port);
 # SW_HUB_REDIS_TLS=0 runs it over plain redis:// instead.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [ "${SW_HUB_REDIS_TLS:-1}" = 0 ] || hub_use_tls
+HUB_SELECT=1
 hub_setup burst
 watcher_start
 saturate
@@ -35,6 +41,15 @@ rc=0
 grep -qF "$HUB_TMP/bad.yaml:5: field \"leader.leaseTTLSeconds\"" "$HUB_TMP/err" ||
     hub_fail "bad config message: $(cat "$HUB_TMP/err")"
 pass "spillwayd refuses a bad config with exit 2: $(cat "$HUB_TMP/err")"
+
+# Burstable Jobs in a namespace the hub does not serve (no label): onprem
+# is saturated, so a hub serving it would burst them.
+OUT="$NS-out"
+HUB_EXTRA_NS+=("$OUT")
+kc onprem create namespace "$OUT" >/dev/null
+burst_job outside 4 5s | kc onprem apply -n "$OUT" -f - >/dev/null
+burst_job outside-d 4 5s delegated | kc onprem apply -n "$OUT" -f - >/dev/null
+burst_job outside-bad 4 5s "" "    spillway.io/max-price: cheap" | kc onprem apply -n "$OUT" -f - >/dev/null
 
 hub_start
 burst_job train-a 4 5s "" "    spillway.io/inputs: s3://datasets/$NS/in/
@@ -68,6 +83,23 @@ grep -q "^Completed: completed in cloud-spot" "$HUB_TMP/ev" || hub_fail "no Comp
 [ "$(kc onprem get job train-a -n "$NS" -o jsonpath='{.metadata.annotations.spillway\.io/state}')" = succeeded ] ||
     hub_fail "origin annotation state is not succeeded"
 pass "annotation-only Job: suspended at home, inputs verified in us-east-1 first, mirror $mirror succeeded on cloud-spot"
+
+# ---- a namespace the hub does not serve: nothing touched --------------------
+grep -q "msg=\"namespace not served\" cluster=onprem namespace=$OUT " "$HUB_TMP/hub.log" ||
+    hub_fail "the hub's log does not say namespace $OUT is not served"
+grep -q "msg=\"namespace served\" cluster=onprem namespace=$NS " "$HUB_TMP/hub.log" ||
+    hub_fail "the hub's log does not say namespace $NS is served"
+for j in outside outside-d outside-bad; do
+    [ -z "$(rcli GET "spillway:job:onprem/$OUT/$j")" ] || hub_fail "$OUT/$j, outside the selector, got a record"
+    got=$(kc onprem get job "$j" -n "$OUT" -o json | jq -c '[(.metadata.annotations // {} | keys[] |
+        select(startswith("spillway.io/") and . != "spillway.io/burst" and . != "spillway.io/expected-runtime" and
+        . != "spillway.io/max-price")), (.metadata.finalizers // [])[], (.spec.suspend // false | select(.))]')
+    [ "$got" = "[]" ] || hub_fail "$OUT/$j, outside the selector, was touched: $got"
+done
+rcli SMEMBERS spillway:jobs | grep -q "/$OUT/" && hub_fail "a Job of $OUT is in spillway:jobs"
+ev=$(kc onprem get events -n "$OUT" -o jsonpath='{range .items[*]}{.source.component}/{.reason}{"\n"}{end}' | grep '^spillway' || true)
+[ -z "$ev" ] || hub_fail "the hub wrote Events in $OUT, outside the selector: $ev"
+pass "namespaceSelector $HUB_SELECT_LABEL=$NS: 3 burstable Jobs in $OUT (annotation, delegated, bad annotation) on the saturated onprem untouched while train-a burst"
 
 # ---- delegated: the origin's status is the mirror's -------------------------
 kc onprem wait --for=condition=complete job/train-d -n "$NS" --timeout=120s >/dev/null ||

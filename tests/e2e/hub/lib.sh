@@ -204,9 +204,12 @@ hub_setup() {
     # Jobs (label spillway-demo=1 and their mirrors, in the Kueue teams'
     # namespaces; namespace demo before) in place for a look; clear them
     # first, keeping the namespaces (their LocalQueues are the lab's).
-    # One look per cluster finds them (nothing to do after `testbed clean`).
-    local c t j
-    for c in onprem cloud-spot cloud-ondemand; do
+    # One look per cluster finds them (nothing to do after `testbed clean`:
+    # `make test` and `make e2e` say so with SW_LAB_CLEANED=1, and the look,
+    # about a second of kubectl per test, is skipped).
+    local c t j look="onprem cloud-spot cloud-ondemand"
+    [ "${SW_LAB_CLEANED:-0}" != 1 ] || look=""
+    for c in $look; do
         if kc "$c" get namespace demo >/dev/null 2>&1; then
             drop_namespace "$c" demo
             kc "$c" wait --for=delete namespace/demo --timeout=60s >/dev/null 2>&1 || true
@@ -231,8 +234,24 @@ hub_setup() {
     "$SPILLCTL" replicate store add onprem-s3 --endpoint "${HUB_STORE_ENDPOINT[onprem]:-$SW_LAB_S3_ENDPOINT_ONPREM}" --region onprem >/dev/null
     "$SPILLCTL" replicate store add us-east-1-s3 --endpoint "${HUB_STORE_ENDPOINT[us-east-1]:-$SW_LAB_S3_ENDPOINT_US_EAST_1}" --region us-east-1 >/dev/null
     "$SPILLCTL" replicate store add us-west-2-s3 --endpoint "${HUB_STORE_ENDPOINT[us-west-2]:-$SW_LAB_S3_ENDPOINT_US_WEST_2}" --region us-west-2 >/dev/null
-    for c in onprem cloud-spot cloud-ondemand; do kc "$c" create namespace "$NS" >/dev/null; done
+    for c in onprem cloud-spot cloud-ondemand; do
+        printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n  labels: {%s: "%s"}\n' \
+            "$NS" "$HUB_SELECT_LABEL" "$NS" | kc "$c" create -f - >/dev/null
+    done
     hub_config "$HUB_TMP/hub.yaml" 19464
+}
+
+# The test's namespace $NS carries the label HUB_SELECT_LABEL=$NS on every
+# cluster. With HUB_SELECT=1 (set before hub_setup), every hub config
+# hub_config writes has namespaceSelector "HUB_SELECT_LABEL=$NS": the
+# test's hubs serve only its own namespaces (docs/hub.md, "Serving some
+# namespaces"), and a namespace the test makes itself is served once
+# hub_serve_ns labels it.
+HUB_SELECT_LABEL=spillway.io/e2e
+HUB_SELECT=${HUB_SELECT:-0}
+# hub_serve_ns CLUSTER NS: namespace NS of CLUSTER labelled for the test's hubs.
+hub_serve_ns() {
+    kc "$1" label namespace "$2" "$HUB_SELECT_LABEL=$NS" --overwrite >/dev/null
 }
 
 # hub_tenancy: the buckets and grants the lab's hub tests use (tenancy.h,
@@ -267,7 +286,8 @@ YAML
 }
 
 # hub_config FILE PORT [LEASE_TTL]: writes a hub config (hub_tenancy's
-# grants included, unless HUB_NO_TENANCY=1).
+# grants included, unless HUB_NO_TENANCY=1; the test's namespaceSelector
+# with HUB_SELECT=1).
 hub_config() {
     [ "${HUB_NO_TENANCY:-0}" = 1 ] || hub_tenancy >"$1.tenancy"
     cat >"$1" <<YAML
@@ -285,6 +305,7 @@ outputs:
   syncSeconds: 2
 logLevel: info
 YAML
+    [ "$HUB_SELECT" != 1 ] || echo "namespaceSelector: \"$HUB_SELECT_LABEL=$NS\"" >>"$1"
     if [ "${HUB_NO_TENANCY:-0}" != 1 ]; then
         cat "$1.tenancy" >>"$1"
     fi

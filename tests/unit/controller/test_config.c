@@ -158,6 +158,7 @@ static void test_defaults(void **state)
     assert_string_equal(c.policy, "cost-aware");
     assert_true(c.recheck_s == 5);
     assert_true(c.lease_ttl_s == 10);
+    assert_int_equal(c.ns_selector.nterms, 0); /* every namespace */
     /* The deadline guard is on unless turned off. */
     assert_int_equal(c.deadline_guard, 1);
     const char *ng = "redis: {url: \"redis://r\"}\nsecretKeyFile: key\n"
@@ -337,6 +338,21 @@ static void test_buckets(void **state)
     assert_int_equal(c.nbucket_maps, SW_HUB_MAX_BUCKET_MAPS);
 }
 
+static void test_namespace_selector(void **state)
+{
+    (void)state;
+    const char *y = BASE "namespaceSelector: \"spillway.io/test=burst, team notin (x)\"\n";
+    struct sw_hub_config c;
+    struct sw_error err;
+    sw_error_clear(&err);
+    assert_int_equal(sw_hub_config_parse(y, strlen(y), "hub.yaml", &c, &err), 0);
+    assert_int_equal(c.ns_selector.nterms, 2);
+    assert_string_equal(c.ns_selector.text, "spillway.io/test=burst, team notin (x)");
+    assert_string_equal(c.ns_selector.terms[0].key, "spillway.io/test");
+    assert_int_equal(c.ns_selector.terms[1].op, SW_NSSEL_NOTIN);
+    sw_hub_config_free(&c);
+}
+
 static void test_errors_exact(void **state)
 {
     (void)state;
@@ -349,7 +365,15 @@ static void test_errors_exact(void **state)
         {BASE "lisen: 1.2.3.4:80\n", SW_EINVAL,
          "hub.yaml:4: field \"lisen\": unknown (expected redis, secretKeyFile, listen, placement, "
          "leader, outputs, maxAttempts, members, replication, buckets, logLevel, kueue, records, "
-         "karpenter, tenancy, budgets)"},
+         "karpenter, tenancy, budgets, namespaceSelector)"},
+        /* namespaceSelector: a label selector, the term that is wrong named */
+        {BASE "namespaceSelector: \"hub=a, team in cv\"\n", SW_EINVAL,
+         "hub.yaml:4: field \"namespaceSelector\": expected a label selector over the members' "
+         "namespaces, such as \"spillway.io/hub=a\" or \"team in (cv,nlp)\": term 2 (\"team in "
+         "cv\"): expected \"(\" after \"in\""},
+        {BASE "namespaceSelector: [a]\n", SW_EINVAL,
+         "hub.yaml:4: field \"namespaceSelector\": expected a label selector over the members' "
+         "namespaces, such as \"spillway.io/hub=a\" or \"team in (cv,nlp)\", got a list"},
         {BASE "records:\n  retireAfterSeconds: 0\n", SW_EINVAL,
          "hub.yaml:5: field \"records.retireAfterSeconds\": expected a number of seconds >= 1, "
          "got \"0\""},
@@ -718,7 +742,7 @@ int main(void)
         cmocka_unit_test(test_relative_paths), cmocka_unit_test(test_errors_exact),
         cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_load),
         cmocka_unit_test(test_password),       cmocka_unit_test(test_sentinel),
-        cmocka_unit_test(test_buckets),
+        cmocka_unit_test(test_buckets),        cmocka_unit_test(test_namespace_selector),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
