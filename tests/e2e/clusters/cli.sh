@@ -38,7 +38,7 @@ head -c 32 /dev/urandom | base64 >"$tmp/key"
 chmod 644 "$tmp/key"
 out=$("$spillctl" cluster add "${names[0]}" --kubeconfig "$SW_LAB_KUBECONFIG_DIR/onprem-cert.kubeconfig" \
     --role onprem --region onprem --secret-key-file "$tmp/key" 2>&1) && fail "a 0644 key file was accepted"
-echo "$out" | grep -q "secret key file \"$tmp/key\": mode 0644" || fail "unexpected message: $out"
+grep -q "secret key file \"$tmp/key\": mode 0644" <<<"$out" || fail "unexpected message: $out"
 chmod 600 "$tmp/key"
 export SPILLWAY_SECRET_KEY_FILE="$tmp/key"
 pass "a key file readable by others is refused, naming file and mode"
@@ -57,7 +57,7 @@ rc=0
 "$spillctl" cluster add x --bogus 2>/dev/null || rc=$?
 [ $rc = 2 ] || fail "an unknown option is not a usage error (exit $rc)"
 out=$("$spillctl" cluster add e2e-x --kubeconfig "$tmp/missing" --role onprem --region r 2>&1) && fail "missing kubeconfig accepted"
-echo "$out" | grep -q "kubeconfig \"$tmp/missing\": cannot open" || fail "unexpected message: $out"
+grep -q "kubeconfig \"$tmp/missing\": cannot open" <<<"$out" || fail "unexpected message: $out"
 pass "usage errors and help"
 
 # ---- missing permissions are named -------------------------------------------
@@ -68,19 +68,19 @@ out=$("$spillctl" cluster add "e2e-lim-$suffix" --kubeconfig "$tmp/lim.kubeconfi
     fail "add with no permissions succeeded: $out"
 for p in "list jobs.batch" "watch pods" "create jobs.batch" "patch jobs/status.batch" "create events" "list nodes" \
     "create namespaces" "get configmaps" "create secrets" "patch workloads.kueue.x-k8s.io"; do
-    echo "$out" | grep -q -- "- $p (in all namespaces)\$" || fail "missing permission '$p' not named in: $out"
+    grep -q -- "- $p (in all namespaces)\$" <<<"$out" || fail "missing permission '$p' not named in: $out"
 done
-echo "$out" | grep -q "Nothing was stored" || fail "no word on storage: $out"
+grep -q "Nothing was stored" <<<"$out" || fail "no word on storage: $out"
 [ -z "$(rcli GET "spillway:cluster:e2e-lim-$suffix")" ] || fail "a record was stored"
-echo "$out" | grep -q "$SW_LAB_LIMITED_TOKEN" && fail "the token was printed"
+grep -q "$SW_LAB_LIMITED_TOKEN" <<<"$out" && fail "the token was printed"
 kc onprem create clusterrole "e2e-lim-$suffix" --verb=list,watch,create,patch,delete \
     --resource=jobs.batch,jobs.batch/status >/dev/null
 kc onprem create clusterrolebinding "e2e-lim-$suffix" --clusterrole="e2e-lim-$suffix" --user=spillway-limited >/dev/null
 sleep 1
 out=$("$spillctl" cluster add "e2e-lim-$suffix" --kubeconfig "$tmp/lim.kubeconfig" --role onprem --region onprem 2>&1) &&
     fail "add with partial permissions succeeded"
-echo "$out" | grep -q -- "- list jobs.batch" && fail "a granted permission is still named: $out"
-echo "$out" | grep -q -- "- watch pods (in all namespaces)$" || fail "pods not named: $out"
+grep -q -- "- list jobs.batch" <<<"$out" && fail "a granted permission is still named: $out"
+grep -q -- "- watch pods (in all namespaces)$" <<<"$out" || fail "pods not named: $out"
 n=$(echo "$out" | grep -c -- '^  - ')
 total=$(python3 -c 'import sys, yaml
 rules = yaml.safe_load(open(sys.argv[1]))["rules"]
@@ -123,7 +123,7 @@ grep -q "auth exec" "$tmp/out" || fail "$(cat "$tmp/out")"
 grep -q "Kubernetes v1.34.4" "$tmp/out" || fail "$(cat "$tmp/out")"
 out=$("$spillctl" cluster add "${names[0]}" --kubeconfig "$SW_LAB_KUBECONFIG_DIR/onprem-cert.kubeconfig" --role onprem --region onprem 2>&1) &&
     fail "a duplicate add succeeded"
-echo "$out" | grep -q "already registered" || fail "$out"
+grep -q "already registered" <<<"$out" || fail "$out"
 pass "cluster add with client certificate, exec plugin and token"
 
 # ---- no credential in clear in Redis ------------------------------------------
@@ -147,12 +147,12 @@ for k in $(rcli --scan --pattern 'spillway:*'); do
     hash) dump+=$(rcli HGETALL "$k") ;;
     esac
 done
-echo "$dump" | grep -q "swseal:v1:" || fail "no sealed envelope in the records"
+grep -q "swseal:v1:" <<<"$dump" || fail "no sealed envelope in the records"
 for s in "${secrets[@]}"; do
     [ ${#s} -ge 16 ] || fail "a secret to look for is too short: '${#s}' chars"
-    echo "$dump" | grep -qF -- "$s" && fail "a credential is stored in clear in Redis"
+    grep -qF -- "$s" <<<"$dump" && fail "a credential is stored in clear in Redis"
 done
-echo "$dump" | grep -q "PRIVATE KEY" && fail "a private key is stored in clear in Redis"
+grep -q "PRIVATE KEY" <<<"$dump" && fail "a private key is stored in clear in Redis"
 pass "Redis holds no credential in clear (${#secrets[@]} secrets grepped in $(echo "$dump" | wc -c) bytes)"
 
 # ---- capacity equals kubectl's view ----------------------------------------------
@@ -185,7 +185,7 @@ for pair in "onprem:${names[0]}" "cloud-spot:${names[1]}" "cloud-ondemand:${name
     c=${pair%%:*} n=${pair#*:}
     want=$(kubectl_free_total "$c")
     row=$(grep -m 1 "^$n " "$tmp/list") || fail "$n not listed"
-    echo "$row" | grep -q " Ready " || fail "$n is not Ready: $row"
+    grep -q " Ready " <<<"$row" || fail "$n is not Ready: $row"
     got=$(echo "$row" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) {print $i; exit}}')
     [ "$got" = "$want" ] || fail "$n ($c): spillctl says $got free/total, kubectl says $want"
     echo "  $c: free/total $got (kubectl: $want)"
@@ -236,7 +236,7 @@ for n in "${names[@]}"; do
     "$spillctl" cluster remove "$n" >/dev/null || fail "remove $n"
 done
 out=$("$spillctl" cluster remove "${names[0]}" 2>&1) && fail "removing twice succeeded"
-echo "$out" | grep -q "is not registered" || fail "$out"
+grep -q "is not registered" <<<"$out" || fail "$out"
 [ -z "$(rcli GET "spillway:cluster:${names[0]}")" ] || fail "the record is still in Redis"
 [ "$(rcli SISMEMBER spillway:clusters "${names[0]}")" = 0 ] || fail "the name is still in the set"
 pass "cluster show and remove"

@@ -142,7 +142,7 @@ k create --dry-run=server -f "$tmp/pods.yaml" >"$tmp/pods.out" 2>&1 || fail "pod
 grep -qi warning "$tmp/pods.out" && fail "Pod Security warned: $(cat "$tmp/pods.out")"
 sed 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/' "$tmp/pods.yaml" >"$tmp/bad-pods.yaml"
 out=$(k create --dry-run=server -f "$tmp/bad-pods.yaml" 2>&1) && fail "an escalating pod was admitted: $out"
-echo "$out" | grep -q "violates PodSecurity" || fail "not refused by Pod Security: $out"
+grep -q "violates PodSecurity" <<<"$out" || fail "not refused by Pod Security: $out"
 pass "the hub's and Redis' pods pass Pod Security 'restricted' (a pod allowing escalation is refused)"
 
 # ---- the test's CRDs catch a typo ------------------------------------------------------

@@ -61,7 +61,7 @@ n=$("$PY" "$here/chart_compare.py" same "$tmp/base.yaml" "$tmp/default.yaml") ||
 [ "$n" = 7 ] || fail "the base renders $n objects, expected 7"
 "$HELM" template spillway "$chart" --set replicaCount=3 >"$tmp/three.yaml" 2>"$tmp/err" || fail "helm template --set: $(cat "$tmp/err")"
 out=$("$PY" "$here/chart_compare.py" same "$tmp/base.yaml" "$tmp/three.yaml" 2>&1) && fail "3 replicas compared equal to the base's 2"
-echo "$out" | grep -q "Deployment spillway/spillway-hub: .spec.replicas: Kustomize's 2, the chart's 3" ||
+grep -q "Deployment spillway/spillway-hub: .spec.replicas: Kustomize's 2, the chart's 3" <<<"$out" ||
     fail "3 replicas: not the difference expected: $out"
 pass "the chart's defaults render the Kustomize base's $n objects (and 3 replicas are told apart)"
 
@@ -118,7 +118,7 @@ refused() { # refused WHAT ARGS...: helm template must fail naming WHAT
     local what=$1 out
     shift
     out=$("$HELM" template spillway "$chart" "$@" 2>&1) && fail "helm template $* was accepted"
-    echo "$out" | grep -qF "$what" || fail "helm template $*: refused without naming $what: $out"
+    grep -qF "$what" <<<"$out" || fail "helm template $*: refused without naming $what: $out"
 }
 refused 'redis.sentinel.hosts: empty' --set redis.sentinel.enabled=true --set redis.sentinel.masterName=m
 refused 'redis.sentinel.masterName' --set redis.sentinel.enabled=true --set 'redis.sentinel.hosts={a:26379}'
@@ -141,7 +141,7 @@ refused "at '/localMember/enabled': got string, want boolean" --set-string local
 printf 'localMember:\n  enabled: "false"\nnamespace:\n  create: "false"\n' >"$tmp/strbool.yaml"
 out=$("$HELM" template spillway "$chart" -f "$tmp/strbool.yaml" 2>&1) && fail "enabled: \"false\" (a string) was accepted"
 for v in localMember/enabled namespace/create; do
-    echo "$out" | grep -qF "at '/$v': got string, want boolean" || fail "a string for $v: refused without naming it: $out"
+    grep -qF "at '/$v': got string, want boolean" <<<"$out" || fail "a string for $v: refused without naming it: $out"
 done
 refused "at '/redis/username': '" --set redis.username=hub:x
 refused "at '/redis/username': '" --set redis.username=hub@x

@@ -111,7 +111,7 @@ pass "delegated Job: kubectl wait --for=condition=complete returned on onprem; i
 
 # ---- bad annotation ---------------------------------------------------------
 ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=bad,reason=BadAnnotation -o jsonpath='{.items[0].message}')
-echo "$ev" | grep -q 'annotation "spillway.io/max-price": value "cheap"' || hub_fail "bad annotation event: $ev"
+grep -q 'annotation "spillway.io/max-price": value "cheap"' <<<"$ev" || hub_fail "bad annotation event: $ev"
 [ -z "$(rcli GET "spillway:job:onprem/$NS/bad")" ] || hub_fail "a Job with a bad annotation got a record"
 [ "$(kc onprem get job bad -n "$NS" -o jsonpath='{.spec.suspend}')" != true ] || hub_fail "a Job with a bad annotation was suspended"
 pass "bad annotation: Warning Event \"$ev\"; the Job is left alone"

@@ -86,7 +86,7 @@ metrics=$(curl -sf http://127.0.0.1:19464/metrics)
 grep -q 'spillway_member_lost{cluster="cloud-spot",fenced="false"} 1' <<<"$metrics" ||
     hub_fail "/metrics has no spillway_member_lost 1 for cloud-spot"
 ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=req,reason=ClusterLost -o jsonpath='{.items[0].message}')
-echo "$ev" | grep -q "cluster cloud-spot lost" || hub_fail "no ClusterLost Event on the origin: $ev"
+grep -q "cluster cloud-spot lost" <<<"$ev" || hub_fail "no ClusterLost Event on the origin: $ev"
 pass "the loss is in Redis, spillctl cluster list, /metrics and an Event (\"$ev\")"
 
 # Outputs fenced by attempt: the zombie writes after the loss, attempt 2 too.
@@ -109,7 +109,7 @@ if kc cloud-spot get job "$m1" -n "$NS" >/dev/null 2>&1; then
         hub_fail "the stale mirror $m1 is still there and not being deleted"
 fi
 del_ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=req,reason=StaleMirrorDeleted -o jsonpath='{.items[0].message}')
-echo "$del_ev" | grep -q "$m1" || hub_fail "no StaleMirrorDeleted Event: $del_ev"
+grep -q "$m1" <<<"$del_ev" || hub_fail "no StaleMirrorDeleted Event: $del_ev"
 pass "cloud-spot back: stale mirror $m1 deleted (\"$del_ev\")"
 
 # New work went there only after the stale mirror was gone (the hub's log

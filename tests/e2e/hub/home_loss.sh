@@ -94,7 +94,7 @@ done
 for _ in $(seq 1 60); do [ "$(home_running runreq)" = 0 ] && break; sleep 0.5; done
 [ "$(home_running runreq)" = 0 ] || hub_fail "runreq's pod still runs at home"
 ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=runreq,reason=HomeRunStopped -o jsonpath='{.items[0].message}')
-echo "$ev" | grep -q "cluster onprem is back" || hub_fail "no HomeRunStopped Event on runreq: $ev"
+grep -q "cluster onprem is back" <<<"$ev" || hub_fail "no HomeRunStopped Event on runreq: $ev"
 for k in "$RR" "$Q"; do
     [ "$(record_field "$k" state)" = running ] || hub_fail "$k is $(record_field "$k" state) after the return"
 done

@@ -156,7 +156,7 @@ for _ in $(seq 1 60); do
     [ -n "$wev" ] && break
     sleep 0.5
 done
-echo "$wev" | grep -q "NodeClaim $claim of NodePool gpu-spot is being provisioned in cloud-spot (expected 60 s)" ||
+grep -q "NodeClaim $claim of NodePool gpu-spot is being provisioned in cloud-spot (expected 60 s)" <<<"$wev" ||
     hub_fail "no WaitingForNode Event on zero naming NodeClaim $claim, gpu-spot, cloud-spot and the 60 s prior: \"$wev\""
 [ "$(record_field "$Z" nodeClaim)" = "$claim" ] && [ "$(record_field "$Z" nodePool)" = gpu-spot ] ||
     hub_fail "zero's record names NodeClaim \"$(record_field "$Z" nodeClaim)\" of \"$(record_field "$Z" nodePool)\", not $claim of gpu-spot"
@@ -237,7 +237,7 @@ wait_record "$I" state succeeded 300
 [ "$(record_field "$I" attempt)" = 2 ] || hub_fail "intr's attempt is $(record_field "$I" attempt), not 2"
 [ "$(record_field "$I" mirror)" != "$imirror" ] || hub_fail "attempt 2 reused the interrupted mirror's name"
 ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=intr,reason=Requeued -o jsonpath='{.items[0].message}')
-echo "$ev" | grep -q "NodeClaim $iclaim deleted" || hub_fail "no Requeued event naming the NodeClaim: $ev"
+grep -q "NodeClaim $iclaim deleted" <<<"$ev" || hub_fail "no Requeued event naming the NodeClaim: $ev"
 irate=$(metric spillway_nodepool_interrupt_rate_per_hour "cluster=\"$icluster\",nodepool=\"gpu-spot\"")
 after=$(metric spillway_nodepool_interruptions_total "cluster=\"$icluster\",nodepool=\"gpu-spot\"")
 [ "${after:-0}" -ge $((${before:-0} + 1)) ] ||
@@ -287,7 +287,7 @@ for _ in $(seq 1 40); do
     [ "$(echo "$stored" | python3 -c 'import json,sys; print(json.load(sys.stdin)["provisions"])' 2>/dev/null)" = "$n1" ] && break
     sleep 0.25
 done
-echo "$stored" | grep -q "\"provisions\":$n1," || hub_fail "Redis does not hold gpu-spot's $n1 provisions: \"$stored\""
+grep -q "\"provisions\":$n1," <<<"$stored" || hub_fail "Redis does not hold gpu-spot's $n1 provisions: \"$stored\""
 kill -9 "$HUB_PID"
 hub_start_leading "$HUB_TMP/hub.yaml" 19464
 d2=""

@@ -244,7 +244,7 @@ wait_until 120 "mk-b succeeded on cloud-ondemand" succeeded_on cloud-ondemand mk
 why=$(kc onprem get events -n "$NS" --field-selector "involvedObject.name=$WB,reason=Nominated" -o jsonpath='{.items[0].message}')
 # The engine's explanation: cloud-ondemand nominated, cloud-spot excluded
 # for capacity (the filler holds its GPUs).
-echo "$why" | grep -q "nominated cloud-ondemand (on-demand) \$[0-9.]* expected; excluded: cloud-spot (spot): no free or autoscalable GPUs" ||
+grep -q "nominated cloud-ondemand (on-demand) \$[0-9.]* expected; excluded: cloud-spot (spot): no free or autoscalable GPUs" <<<"$why" ||
     mk_fail "the Nominated Event on $WB does not nominate cloud-ondemand and exclude cloud-spot for capacity: $why"
 [ "$(seen cloud-spot workloads "$WB")" = 0 ] ||
     mk_fail "cloud-spot got a copy of $WB: $(cat "$HUB_TMP/watch-cloud-spot-workloads")"

@@ -208,7 +208,7 @@ rm_mirror=$(mirror_of r-annotation)
 "$SPILLCTL" cluster remove "$LONG" >/dev/null
 wait_record "onprem/$NS/r-annotation" state failed 60
 reason=$(record_field "onprem/$NS/r-annotation" reason)
-echo "$reason" | grep -qF "$LONG/$NS/$rm_mirror" || hub_fail "the reason does not name the mirror: $reason"
+grep -qF "$LONG/$NS/$rm_mirror" <<<"$reason" || hub_fail "the reason does not name the mirror: $reason"
 kc onprem get events -n "$NS" --field-selector involvedObject.name=r-annotation -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}' |
     grep -q "^BurstFailed$" || hub_fail "no BurstFailed Event on the origin"
 sleep 3

@@ -45,8 +45,8 @@ for k in "$A" "$D"; do
     done
     [ "$st" = failed ] || hub_fail "$k is $st after 150 s"
     why=$(record_field "$k" reason)
-    echo "$why" | grep -q "^outputs not copied back (3 tries): " || hub_fail "$k: reason \"$why\""
-    echo "$why" | grep -q "$NB" || hub_fail "$k: the reason does not name the bucket: $why"
+    grep -q "^outputs not copied back (3 tries): " <<<"$why" || hub_fail "$k: reason \"$why\""
+    grep -q "$NB" <<<"$why" || hub_fail "$k: the reason does not name the bucket: $why"
     m=$(record_field "$k" mirror)
     c=$(record_field "$k" targetCluster)
     [ "$(kc "$c" get job "$m" -n "$NS" -o jsonpath='{.status.succeeded}')" = 1 ] ||
@@ -62,7 +62,7 @@ done
 kc onprem wait --for=condition=failed job/lost-d -n "$NS" --timeout=60s >/dev/null ||
     hub_fail "kubectl wait --for=condition=failed on the delegated origin did not return"
 msg=$(kc onprem get job lost-d -n "$NS" -o jsonpath='{.status.conditions[?(@.type=="Failed")].message}')
-echo "$msg" | grep -q "outputs not copied back" || hub_fail "delegated origin's Failed condition: \"$msg\""
+grep -q "outputs not copied back" <<<"$msg" || hub_fail "delegated origin's Failed condition: \"$msg\""
 [ -z "$(kc onprem get job lost-d -n "$NS" -o jsonpath='{.status.conditions[?(@.type=="Complete")].status}')" ] ||
     hub_fail "the delegated origin shows Complete too"
 pass "origins: spillway.io/state failed; delegated Failed condition \"$(echo "$msg" | cut -c1-100)...\""

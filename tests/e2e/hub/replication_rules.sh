@@ -102,11 +102,11 @@ python3 -c "import sys; t=[float(x) for x in sys.argv[1:]]; assert max(t) <= 60,
 pass "model versions v1 v2 v3 (8 MiB + 2 KiB each) in us-east-1 after ${times[*]} s (modelRegistrySeconds 2, objective 60 s)"
 
 m=$(curl -sf http://127.0.0.1:19464/metrics)
-echo "$m" | grep -q "spillway_replication_rpo_seconds{rule=\"$RULE\",target=\"us-east-1-s3\"}" ||
+grep -q "spillway_replication_rpo_seconds{rule=\"$RULE\",target=\"us-east-1-s3\"}" <<<"$m" ||
     hub_fail "/metrics has no RPO for the rule: $(echo "$m" | grep replication)"
-echo "$m" | grep -q "spillway_replication_rpo_objective_seconds{rule=\"$RULE\"} 60" ||
+grep -q "spillway_replication_rpo_objective_seconds{rule=\"$RULE\"} 60" <<<"$m" ||
     hub_fail "/metrics has no objective 60 for the rule"
-echo "$m" | grep -q "spillway_replication_last_run_age_seconds{rule=\"$RULE\"" || hub_fail "/metrics has no last run age"
+grep -q "spillway_replication_last_run_age_seconds{rule=\"$RULE\"" <<<"$m" || hub_fail "/metrics has no last run age"
 pass "/metrics: RPO, last run age and objective of $RULE"
 
 # A second runner is refused while the hub runs the rule.

@@ -36,6 +36,6 @@ if kc cloud-spot get job "$mirror" -n "$NS" >/dev/null 2>&1; then
 fi
 [ "$(record_field "$L" mirror)" != "$mirror" ] || hub_fail "attempt 2 reused the lost mirror's name"
 ev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=lost,reason=Requeued -o jsonpath='{.items[0].message}')
-echo "$ev" | grep -q "node $node was lost" || hub_fail "no Requeued event naming the node: $ev"
+grep -q "node $node was lost" <<<"$ev" || hub_fail "no Requeued event naming the node: $ev"
 pass "spot node $node deleted: mirror $mirror deleted, Job requeued (\"$ev\") and succeeded in $(record_field "$L" targetCluster), attempt 2"
 watcher_check

@@ -109,7 +109,7 @@ for _ in $(seq 1 60); do
     [ -n "$ev" ] && break
     sleep 0.5
 done
-echo "$ev" | grep -qE "^withdrawn from cloud-spot: mirror $amirror's pods waited [0-9]+ s for NodePool gpu-spot, short of capacity for [0-9]+ s .*karpenter.shortageWithdrawSeconds \(20 s\)" ||
+grep -qE "^withdrawn from cloud-spot: mirror $amirror's pods waited [0-9]+ s for NodePool gpu-spot, short of capacity for [0-9]+ s .*karpenter.shortageWithdrawSeconds \(20 s\)" <<<"$ev" ||
     hub_fail "no MirrorWithdrawn Event on a naming gpu-spot and the bound: \"$ev\""
 for _ in $(seq 1 60); do
     [ -z "$(kc cloud-spot get job "$amirror" -n "$NS" -o name 2>/dev/null)" ] && break
@@ -160,7 +160,7 @@ wait_metric spillway_nodepool_shortages_observed_total "v == 1" 120
 learned=""
 for _ in $(seq 1 40); do
     learned=$(rcli HGET spillway:learned cloud-spot/gpu-spot)
-    echo "$learned" | grep -q '"shortages":1,' && break
+    grep -q '"shortages":1,' <<<"$learned" && break
     sleep 0.25
 done
 d1=$(echo "$learned" | python3 -c 'import json,sys; l=json.load(sys.stdin); assert l["shortages"] == 1 and l["shortSinceMs"] == 0, l; print(l["shortageSeconds"][0])') ||

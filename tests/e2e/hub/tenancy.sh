@@ -364,7 +364,7 @@ blocked() {
     [ "$st" = blocked ] || hub_fail "$n: spillway.io/state is \"$st\" after 60 s, not blocked (reason \"$(origin_ann "$n" reason)\")"
     why=$(origin_ann "$n" reason)
     for t in "$@"; do
-        echo "$why" | grep -qF -- "$t" || hub_fail "$n: the reason \"$why\" does not say \"$t\""
+        grep -qF -- "$t" <<<"$why" || hub_fail "$n: the reason \"$why\" does not say \"$t\""
     done
     for i in $(seq 1 40); do
         [ "$(kc onprem get events -n "$ANS" --field-selector "involvedObject.name=$n,reason=$ev,type=Warning" -o name | wc -l)" -ge 1 ] && break
@@ -401,7 +401,7 @@ grep -q "would violate PodSecurity \"restricted" "$HUB_TMP/warn-priv" ||
 r=$(blocked priv BurstRefused "home cluster onprem would not admit" "PodSecurity \"restricted" "privileged" "hostNetwork")
 # The record's reason (and so the annotation) is cut; the Event is whole.
 ev=$(kc onprem get events -n "$ANS" --field-selector involvedObject.name=priv,reason=BurstRefused -o jsonpath='{.items[*].message}')
-echo "$ev" | grep -qF 'restricted volume type "hostPath"' ||
+grep -qF 'restricted volume type "hostPath"' <<<"$ev" ||
     fail_later "priv: the BurstRefused Event does not carry admission's message whole (the hostPath volume unnamed): $ev"
 pass "3. privileged, hostNetwork, hostPath / pod: blocked with home's admission, Event \"$ev\""
 
@@ -513,7 +513,7 @@ vmirrors() {
 }
 for _ in $(seq 1 240); do [ "$(vann bud-held state)" = blocked ] && break; sleep 0.25; done
 r=$(vann bud-held reason)
-[ "$(vann bud-held state)" = blocked ] && echo "$r" | grep -qF "the cloud budget of team $BTEAM (a month's) cannot cover a burst" ||
+[ "$(vann bud-held state)" = blocked ] && grep -qF "the cloud budget of team $BTEAM (a month's) cannot cover a burst" <<<"$r" ||
     hub_fail "bud-held (team $BTEAM, budget spent) is \"$(vann bud-held state)\", reason \"$r\""
 for i in $(seq 1 40); do
     [ "$(kc onprem get events -n "$BNS" --field-selector "involvedObject.name=bud-held,reason=BudgetExhausted,type=Warning" -o name | wc -l)" -ge 1 ] && break
@@ -583,7 +583,7 @@ done
 [ "$(uann ng-plain state)" = succeeded ] ||
     hub_fail "ng-plain (no data, namespace without a grant) is \"$(uann ng-plain state)\", not succeeded: $(uann ng-plain reason)"
 r=$(uann ng-in reason)
-[ "$(uann ng-in state)" = blocked ] && echo "$r" | grep -qF "namespace $UNS of cluster onprem has no grant" ||
+[ "$(uann ng-in state)" = blocked ] && grep -qF "namespace $UNS of cluster onprem has no grant" <<<"$r" ||
     hub_fail "ng-in (inputs, namespace without a grant) is \"$(uann ng-in state)\", reason \"$r\""
 n=0
 for nm in ng-plain ng-in; do

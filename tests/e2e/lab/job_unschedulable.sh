@@ -18,7 +18,7 @@ done
 [ "$running" = 2 ] || fail "expected 2 running pods, got $running"
 [ "$(echo "$pending" | wc -l)" = 1 ] || fail "expected exactly one unschedulable pod, got: $pending"
 msg=$(kc onprem get pod -n "$ns" "$pending" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}')
-echo "$msg" | grep -q "Insufficient nvidia.com/gpu" || fail "unexpected scheduler message: $msg"
+grep -q "Insufficient nvidia.com/gpu" <<<"$msg" || fail "unexpected scheduler message: $msg"
 phase=$(kc onprem get pod -n "$ns" "$pending" -o jsonpath='{.status.phase}')
 [ "$phase" = Pending ] || fail "expected phase Pending, got $phase"
 kc onprem delete job -n "$ns" too-big --cascade=foreground --wait=false >/dev/null

@@ -8,7 +8,7 @@ hostport=${hostport%%/*}
 host=${hostport%:*}
 port=${hostport##*:}
 out=$(redis-cli -h "$host" -p "$port" ping 2>&1 || true)
-echo "$out" | grep -q NOAUTH || fail "without a password Redis answered '$out', expected a NOAUTH error"
+grep -q NOAUTH <<<"$out" || fail "without a password Redis answered '$out', expected a NOAUTH error"
 out=$(redis-cli -h "$host" -p "$port" -a wrong-password --no-auth-warning ping 2>&1 || true)
 echo "$out" | grep -Eq "WRONGPASS|invalid password" || fail "with a wrong password Redis answered '$out'"
 out=$(redis-cli -h "$host" -p "$port" -a "$password" --no-auth-warning ping)

@@ -83,13 +83,13 @@ echo "$out" | grep -Eq "aborted [1-9][0-9]* stale upload" || fail "the resume ab
 # Every byte verified; nothing open; journal empty.
 vout=$("$S" replicate verify "$ID" 2>&1) || fail "verify failed: $vout"
 echo "$vout"
-echo "$vout" | grep -q "23 object copies checked byte for byte, 0 mismatched, 0 missing, 0 open multipart uploads" \
+grep -q "23 object copies checked byte for byte, 0 mismatched, 0 missing, 0 open multipart uploads" <<<"$vout" \
     || fail "unexpected verify result"
 [ "$("$T" "$DST_EP" "$DST_REGION" uploads datasets "$ID/")" = 0 ] || fail "uploads left open"
 [ "$(rcli HLEN "sw:repl:$ID:uploads")" = 0 ] || fail "journal not empty"
 # A third run has nothing to do.
 out=$("$S" replicate run "$ID" --once --progress none 2>&1)
-echo "$out" | grep -q "copied 0, skipped 23" || fail "third run not idempotent: $out"
+grep -q "copied 0, skipped 23" <<<"$out" || fail "third run not idempotent: $out"
 # status -o json: the target is caught up and nothing is open.
 st=$("$S" replicate status "$ID" -o json) || fail "status -o json failed"
 python3 -c '
