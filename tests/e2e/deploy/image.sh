@@ -59,8 +59,10 @@ image_cleanup() {
 trap image_cleanup EXIT
 
 # ---- build ------------------------------------------------------------------
-image_id() { buildah inspect --type image --format '{{.FromImageID}}' "$1" 2>/dev/null || true; }
-old_ids="$(image_id "$IMAGE") $(image_id localhost/spillway-build:dev)"
+# One build at a time on the machine (two clones' tests): the pruning below
+# must not take another build's newest step for a leftover.
+exec 7>"$SW_LAB_DIR/image-build.lock"
+flock -w 1200 7 || fail "another image build held $SW_LAB_DIR/image-build.lock for 20 minutes"
 t0=$(date +%s%N)
 buildah bud --pull-never --isolation chroot --layers -f "$SW_SOURCE_DIR/deploy/Dockerfile" \
     -t "$IMAGE" "$SW_SOURCE_DIR" >"$HUB_TMP/build.log" 2>&1 ||
@@ -71,18 +73,28 @@ buildah bud --pull-never --isolation chroot --layers -f "$SW_SOURCE_DIR/deploy/D
 ms=$((($(date +%s%N) - t0) / 1000000))
 steps=$(grep -cE '^\[[0-9]/[0-9]\] STEP' "$HUB_TMP/build.log")
 cached=$(grep -c '^--> Using cache' "$HUB_TMP/build.log" || true)
-# The build stage tagged too (every step from the cache: no time), and the
-# images of the previous build removed once nothing names them (their
-# layers that the new build shares, the apt ones, stay): the storage does
-# not grow with every change of the sources.
+# The build stage tagged too (every step from the cache: no time), and
+# what earlier builds left removed: the dangling images built on the lab's
+# bases (their label io.spillway.base), again until none is left, so that
+# an earlier build's chain goes step by step. The steps of this build have
+# a name or a child, so they stay (the apt layers, the cache, with them),
+# and no other image of the machine is touched: the storage does not grow
+# with every change of the sources.
 buildah bud --pull-never --isolation chroot --layers --target build -f "$SW_SOURCE_DIR/deploy/Dockerfile" \
     -t localhost/spillway-build:dev "$SW_SOURCE_DIR" >>"$HUB_TMP/build.log" 2>&1 ||
     fail "tagging the build stage failed: $(tail -5 "$HUB_TMP/build.log")"
-new_ids="$(image_id "$IMAGE") $(image_id localhost/spillway-build:dev)"
-for id in $old_ids; do
-    grep -qw "$id" <<<"$new_ids" || buildah rmi "$id" >/dev/null 2>&1 || true
+pruned=0
+for _ in $(seq 1 30); do
+    n=0
+    for id in $(buildah images -a -q --filter dangling=true); do
+        [ -n "$(buildah inspect --type image --format '{{index .OCIv1.Config.Labels "io.spillway.base"}}' "$id" 2>/dev/null)" ] || continue
+        buildah rmi "$id" >/dev/null 2>&1 && n=$((n + 1))
+    done
+    pruned=$((pruned + n))
+    [ $n -gt 0 ] || break
 done
-pass "$IMAGE built from deploy/Dockerfile in $((ms / 1000)).$((ms % 1000 / 100)) s, $cached of $steps steps from the layer cache"
+exec 7>&-
+pass "$IMAGE built from deploy/Dockerfile in $((ms / 1000)).$((ms % 1000 / 100)) s, $cached of $steps steps from the layer cache; $pruned images of earlier builds removed"
 
 # ---- size, user, entrypoint ---------------------------------------------------
 buildah inspect --type image "$IMAGE" >"$HUB_TMP/inspect.json"
