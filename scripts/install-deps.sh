@@ -21,6 +21,9 @@ PACKAGES=(
     python3-yaml
     # promtool, which checks and unit-tests the alert and recording rules
     prometheus
+    # the image test: its base images made from Debian's packages
+    # (debootstrap), deploy/Dockerfile built and run with buildah
+    debootstrap buildah
 )
 
 missing=()
