@@ -16,6 +16,10 @@
 #     NodeClaim launches, the shortage ends, its duration is learned
 #     (/metrics, spillway:learned), matching what the test reads from the
 #     claim and the record
+#   - cloud-spot's Karpenter killed just before a Job is sent there: not a
+#     shortage; the mirror withdrawn, the origin no longer naming it, the
+#     Job on on-demand within 90 s, nothing learned; started again, gpu-spot
+#     takes the next Job
 #   - a new shortage: a decision during it is given the learned wait (the
 #     first shortage's duration less how long this one has lasted), shown by
 #     spillctl explain, and the Job is not sent to cloud-spot
@@ -185,12 +189,75 @@ pass "outage over (on $((t_off - t_on)) s): NodeClaim $claim launched for a pod,
 # gpu-spot back at zero nodes first, so that no idle GPU there serves the
 # next pods: its claim deleted (Karpenter drains and removes the node; its
 # own consolidation would take 30 s after the node emptied).
-kc cloud-spot delete nodeclaims -l karpenter.sh/nodepool=gpu-spot --wait=false >/dev/null
-for _ in $(seq 1 120); do
-    [ "$(spot_claims)" = 0 ] && break
-    sleep 1
+spot_to_zero() {
+    kc cloud-spot delete nodeclaims -l karpenter.sh/nodepool=gpu-spot --wait=false >/dev/null
+    for _ in $(seq 1 120); do
+        [ "$(spot_claims)" = 0 ] && break
+        sleep 1
+    done
+    [ "$(spot_claims)" = 0 ] || hub_fail "gpu-spot's node was not consolidated: $(kc cloud-spot get nodeclaims)"
+}
+spot_to_zero
+
+# ---- a crashed Karpenter is not a shortage ----------------------------------------
+# cloud-spot's controller killed (SIGKILL: its Lease is left held, no longer
+# renewed) just before a Job is sent there: the mirror's pod waits with no
+# NodeClaim, as in a shortage, but Karpenter says nothing. Within 20 s of
+# the Lease's expiry (15 s) the hub takes the controller as down, not the
+# NodePool as short: the mirror is withdrawn (its pods waited the test's
+# 20 s bound), the origin stops naming it in the same step, and the Job is
+# decided again at once: to on-demand, within 90 s of the kill (a shortage
+# would have been given ~100 s learned or the 30 min prior). Nothing is
+# learned from it. Started again, the controller renews its Lease and
+# gpu-spot takes the next Job at once.
+"$TB" karpenter stop cloud-spot >"$KLOG" 2>&1 || hub_fail "testbed karpenter stop: $(tail -5 "$KLOG")"
+t_kill=$(date +%s)
+burst_job c 8 60s | kc onprem apply -n "$NS" -f - >/dev/null
+C="onprem/$NS/c"
+wait_record "$C" state dispatched 60
+[ "$(record_field "$C" targetCluster)" = cloud-spot ] ||
+    hub_fail "c was sent to \"$(record_field "$C" targetCluster)\", not cloud-spot (its Karpenter had just been killed): $(record_field "$C" summary)"
+cmirror=$(record_field "$C" mirror)
+wait_record "$C" withdrawals 1 60
+t_cwd=$(date +%s)
+# The origin names no withdrawn mirror from then on.
+oann() { kc onprem get job c -n "$NS" -o jsonpath="{.metadata.annotations.spillway\.io/$1}"; }
+[ "$(oann mirror)" != "$cmirror" ] && [[ "$(oann placed-in)" != *"$cmirror"* ]] ||
+    hub_fail "c's origin still names its withdrawn mirror $cmirror: state \"$(oann state)\", placed-in \"$(oann placed-in)\""
+cev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=c,reason=MirrorWithdrawn -o jsonpath='{.items[0].message}' 2>/dev/null || true)
+echo "$cev" | grep -qE "^withdrawn from cloud-spot: mirror $cmirror's pods waited [0-9]+ s for NodePool gpu-spot, whose Karpenter does not answer \(its Lease kube-system/karpenter-leader-election not renewed for [0-9]+ s\)" ||
+    hub_fail "no MirrorWithdrawn Event on c naming its Karpenter down: \"$cev\""
+cst=""
+for _ in $(seq 1 $(((t_kill + 90 - $(date +%s)) * 2))); do
+    cst=$(record_field "$C" state)
+    [ "$(record_field "$C" targetCluster)" = cloud-ondemand ] && [ "$cst" = running ] && break
+    sleep 0.5
 done
-[ "$(spot_claims)" = 0 ] || hub_fail "gpu-spot's node was not consolidated: $(kc cloud-spot get nodeclaims)"
+[ "$(record_field "$C" targetCluster)" = cloud-ondemand ] && [ "$cst" = running ] ||
+    hub_fail "c is not running on cloud-ondemand 90 s after cloud-spot's Karpenter was killed (state $cst, target $(record_field "$C" targetCluster)): $(record_field "$C" summary)"
+t_crun=$(date +%s)
+[ "$(oann mirror)" = "$(record_field "$C" mirror)" ] || hub_fail "c's origin names mirror \"$(oann mirror)\", not $(record_field "$C" mirror)"
+"$SPILLCTL" explain "$C" >"$HUB_TMP/explain"
+grep -qE "^  cloud-spot +provisioning .*; its Karpenter does not answer \(Lease kube-system/karpenter-leader-election not renewed for [0-9]+ s\): no node added" "$HUB_TMP/explain" ||
+    hub_fail "explain does not say cloud-spot's Karpenter was down: $(cat "$HUB_TMP/explain")"
+[ "$(metric spillway_nodepool_shortages_observed_total "$NPL")" = 1 ] && [ "$(metric spillway_nodepool_short_seconds "$NPL")" = 0 ] ||
+    hub_fail "the crash was taken as a shortage: short $(metric spillway_nodepool_short_seconds "$NPL") s, $(metric spillway_nodepool_shortages_observed_total "$NPL") seen end"
+pass "Karpenter of cloud-spot killed: c's mirror $cmirror withdrawn $((t_cwd - t_kill)) s after the kill (\"$cev\"), the origin no longer naming it; c running on cloud-ondemand $((t_crun - t_kill)) s after the kill; nothing learned; explain: $(grep -E '^  cloud-spot ' "$HUB_TMP/explain" | sed 's/  */ /g')"
+"$TB" karpenter start cloud-spot >"$KLOG" 2>&1 || hub_fail "testbed karpenter start: $(tail -5 "$KLOG")"
+t_start=$(date +%s)
+burst_job d 8 60s | kc onprem apply -n "$NS" -f - >/dev/null
+D="onprem/$NS/d"
+dst=""
+for _ in $(seq 1 120); do
+    dst=$(record_field "$D" state)
+    [ "$(record_field "$D" targetCluster)" = cloud-spot ] && [ "$dst" = running ] && break
+    sleep 0.5
+done
+[ "$(record_field "$D" targetCluster)" = cloud-spot ] && [ "$dst" = running ] ||
+    hub_fail "d is not running on cloud-spot 60 s after its Karpenter started again (state $dst, target $(record_field "$D" targetCluster)): $(record_field "$D" summary)"
+pass "Karpenter of cloud-spot started again: d running there $(($(date +%s) - t_start)) s later: $(record_field "$D" summary)"
+kc onprem delete job c d -n "$NS" --wait=false >/dev/null
+spot_to_zero
 outage on
 probe p2
 wait_metric spillway_nodepool_short_seconds "v > 0" 90
