@@ -898,9 +898,15 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         return;
     }
     /* Running, or about to: a block shown earlier is over. */
-    if (sw_json_str(sw_json_child(sw_json_child(origin, "metadata"), "annotations"),
-                    SW_ANN_REASON) != NULL)
+    const cJSON *oann = sw_json_child(sw_json_child(origin, "metadata"), "annotations");
+    if (sw_json_str(oann, SW_ANN_REASON) != NULL)
         sw_follow_show_blocked(h, r, false);
+    /* The origin names this attempt's mirror: an attempt after a withdrawal
+     * or a loss is dispatched with no patch of an origin suspended already,
+     * and the withdrawal removed the old name. */
+    const char *named = sw_json_str(oann, SW_ANN_MIRROR);
+    if (origin != NULL && (named == NULL || strcmp(named, r->mirror) != 0))
+        sw_follow_annotate(h, r);
     const cJSON *ms = sw_json_child(mirror, "status");
     int active = count_of(ms, "active");
     int ready = count_of(ms, "ready");
