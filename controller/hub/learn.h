@@ -127,8 +127,12 @@ double sw_learn_capacity_wait(const struct sw_learned *l, int64_t now_ms, double
 
 /* A capacity controller (Karpenter) whose leader-election Lease the hub has
  * seen no renewal of for its lease duration and this much more does not
- * answer: its pools cannot grow until a renewal is seen again. */
-#define SW_CTL_GRACE_S 5.0
+ * answer: its pools cannot grow until a renewal is seen again. A process
+ * restarted at once takes a Lease its predecessor did not release after a
+ * lease duration from its own first look, plus its start and one retry
+ * (2 s, with jitter): 17-19 s on the lab with 15 s leases, which this
+ * grace keeps from reading as down. */
+#define SW_CTL_GRACE_S 15.0
 /* The lease duration assumed when a Lease gives none (controller-runtime's). */
 #define SW_CTL_LEASE_S 15.0
 /* The longest lease duration taken from a Lease (a member's answer is

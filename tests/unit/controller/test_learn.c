@@ -365,15 +365,15 @@ static void test_ctl_lease(void **state)
     }
     t += 60000;
     assert_int_equal(s.renewed_ms, t);
-    /* Killed: the same renewTime, seen each second; down only past 15 + 5 s. */
+    /* Killed: the same renewTime, seen each second; down only past 15 + 15 s. */
     const char *last = "2026-11-29T16:00:00.000000Z";
-    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 20000), 0);
+    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 30000), 0);
     assert_int_equal(s.down_since_ms, 0);
-    assert_float_equal(sw_learn_ctl_silent_s(&s, t + 20000), 20, 1e-9);
-    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 20001), 1);
-    assert_int_equal(s.down_since_ms, t + 20001);
+    assert_float_equal(sw_learn_ctl_silent_s(&s, t + 30000), 30, 1e-9);
+    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 30001), 1);
+    assert_int_equal(s.down_since_ms, t + 30001);
     assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 40000), 0);
-    assert_int_equal(s.down_since_ms, t + 20001);
+    assert_int_equal(s.down_since_ms, t + 30001);
     /* A Lease gone from the cache is no renewal: still down. */
     assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, t + 41000), 0);
     assert_true(s.down_since_ms != 0);
@@ -392,17 +392,28 @@ static void test_ctl_lease(void **state)
     assert_int_equal(s.renewed_ms, t + 7000);
     assert_int_equal(s.down_since_ms, 0);
     /* Released and not taken again: down after the (released) duration of
-     * 1 s plus the grace. */
+     * 1 s plus the grace, 15 s. */
     t += 7000;
     assert_int_equal(sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 1000),
                      0);
-    assert_int_equal(sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 6001),
-                     1);
-    /* A hostile duration is capped: down after 300 + 5 s, not a day. */
+    assert_int_equal(
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 16000), 0);
+    assert_int_equal(
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 16001), 1);
+    /* A process killed and restarted at once takes the Lease 19 s after the
+     * last renewal (a lease duration from its first look, its start, a
+     * retry): never down. */
+    struct sw_ctl_seen k = {0};
+    assert_int_equal(sw_learn_ctl_observe(&k, true, "a", "k_1", 15, 0), 0);
+    for (int64_t ms = 1000; ms < 19000; ms += 1000)
+        assert_int_equal(sw_learn_ctl_observe(&k, true, "a", "k_1", 15, ms), 0);
+    assert_int_equal(sw_learn_ctl_observe(&k, true, "b", "k_2", 15, 19000), 0);
+    assert_int_equal(k.down_since_ms, 0);
+    /* A hostile duration is capped: down after 300 + 15 s, not a day. */
     struct sw_ctl_seen h = {0};
     assert_int_equal(sw_learn_ctl_observe(&h, true, "x", "k", 86400, 0), 0);
     assert_float_equal(h.lease_s, SW_CTL_LEASE_MAX_S, 0);
-    assert_int_equal(sw_learn_ctl_observe(&h, true, "x", "k", 86400, 305001), 1);
+    assert_int_equal(sw_learn_ctl_observe(&h, true, "x", "k", 86400, 315001), 1);
 }
 
 int main(void)
