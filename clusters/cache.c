@@ -9,11 +9,13 @@
 #include "clusters/cache.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "clusters/nodepool.h"
 #include "clusters/record.h"
 #include "common/alloc.h"
+#include "common/json.h"
 
 /* Finished Jobs deleted from the cluster whose last state is kept. */
 #define TOMBSTONES 512
@@ -34,6 +36,10 @@ struct sw_cluster_cache {
     /* NULL until sw_cluster_cache_start_kueue */
     struct sw_informer *workloads, *cqueues, *rflavors;
     struct sw_informer *nodepools, *nodeclaims; /* NULL until watched */
+    /* Karpenter's leader-election Leases, by name in every namespace: what
+     * tells a controller that answers from one that does not. Not part of
+     * being synced: credentials that may not read Leases still place. */
+    struct sw_informer *ctl_leases;
     struct sw_kube_client *client;
     struct sw_intern *strings; /* shared by the three informers' records */
     sw_cache_change_cb on_change;
@@ -118,6 +124,7 @@ static void on_event(struct sw_informer *inf, enum sw_watch_type type, const cha
                           : inf == cc->rflavors   ? SW_KIND_RESOURCEFLAVOR
                           : inf == cc->nodepools  ? SW_KIND_NODEPOOL
                           : inf == cc->nodeclaims ? SW_KIND_NODECLAIM
+                          : inf == cc->ctl_leases ? SW_KIND_LEASE
                                                   : SW_KIND_NODE;
     if (cc->on_change)
         cc->on_change(cc, k, key, cc->ctx);
@@ -243,6 +250,7 @@ void sw_cluster_cache_free(struct sw_cluster_cache *cc)
     sw_informer_free(cc->rflavors);
     sw_informer_free(cc->nodepools);
     sw_informer_free(cc->nodeclaims);
+    sw_informer_free(cc->ctl_leases);
     if (cc->strings != NULL)
         sw_intern_free(cc->strings);
     for (size_t i = 0; i < TOMBSTONES; i++)
@@ -292,15 +300,55 @@ int sw_cluster_cache_watch_karpenter(struct sw_cluster_cache *cc)
     o.kind = SW_KIND_NODECLAIM;
     if (rc == 0)
         rc = sw_informer_new(cc->client, &o, &cc->nodeclaims);
+    o.kind = SW_KIND_LEASE;
+    o.field_selector = "metadata.name=" SW_KARPENTER_LEASE;
+    if (rc == 0)
+        rc = sw_informer_new(cc->client, &o, &cc->ctl_leases);
     if (rc != 0) {
         sw_informer_free(cc->nodepools);
         sw_informer_free(cc->nodeclaims);
-        cc->nodepools = cc->nodeclaims = NULL;
+        sw_informer_free(cc->ctl_leases);
+        cc->nodepools = cc->nodeclaims = cc->ctl_leases = NULL;
         return rc;
     }
     sw_informer_start(cc->nodepools);
     sw_informer_start(cc->nodeclaims);
+    sw_informer_start(cc->ctl_leases);
     return 0;
+}
+
+struct lease_pick {
+    struct sw_ctl_lease *out;
+    bool found;
+};
+
+/* The Lease renewed last wins (RFC 3339 times of one format sort as text). */
+static void pick_lease(const char *key, const void *obj, void *ctx)
+{
+    struct lease_pick *lp = ctx;
+    const cJSON *spec = sw_json_child(obj, "spec");
+    const char *renew = sw_json_str(spec, "renewTime");
+    const char *holder = sw_json_str(spec, "holderIdentity");
+    const cJSON *dur = sw_json_child(spec, "leaseDurationSeconds");
+    if (lp->found && (renew == NULL || strcmp(renew, lp->out->renew) <= 0))
+        return;
+    memset(lp->out, 0, sizeof(*lp->out));
+    snprintf(lp->out->key, sizeof(lp->out->key), "%.*s", (int)sizeof(lp->out->key) - 1, key);
+    snprintf(lp->out->renew, sizeof(lp->out->renew), "%.*s", (int)sizeof(lp->out->renew) - 1,
+             renew ? renew : "");
+    snprintf(lp->out->holder, sizeof(lp->out->holder), "%.*s", (int)sizeof(lp->out->holder) - 1,
+             holder ? holder : "");
+    lp->out->duration_s = cJSON_IsNumber(dur) ? dur->valuedouble : 0;
+    lp->found = true;
+}
+
+int sw_cluster_cache_karpenter_lease(struct sw_cluster_cache *cc, struct sw_ctl_lease *out)
+{
+    if (cc->ctl_leases == NULL || !sw_informer_synced(cc->ctl_leases))
+        return SW_ESTATE;
+    struct lease_pick lp = {out, false};
+    sw_informer_foreach(cc->ctl_leases, pick_lease, &lp);
+    return lp.found ? 0 : SW_ENOENT;
 }
 
 bool sw_cluster_cache_karpenter(const struct sw_cluster_cache *cc)

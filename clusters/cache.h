@@ -110,11 +110,32 @@ long sw_cluster_cache_kueue_list_failed(const struct sw_cluster_cache *cc);
 
 /**
  * Also watches Karpenter's NodePools and NodeClaims (idempotent): for a
- * cluster with a pool bound to a NodePool. From then on the cache is synced
- * only once they are listed too (a cluster without Karpenter's CRDs never
+ * cluster with a pool bound to a NodePool, and its leader-election Lease
+ * (sw_cluster_cache_karpenter_lease). From then on the cache is synced
+ * only once the first two are listed too (a cluster without Karpenter's CRDs never
  * is: the informers retry, and the member is not used).
  */
 int sw_cluster_cache_watch_karpenter(struct sw_cluster_cache *cc);
+
+/* The name of Karpenter's leader-election Lease (its default,
+ * LEADER_ELECTION_NAME), watched in every namespace with the NodePools. */
+#define SW_KARPENTER_LEASE "karpenter-leader-election"
+
+/** A capacity controller's leader-election Lease, as cached (copied). */
+struct sw_ctl_lease {
+    char key[160];     /* "namespace/name" */
+    char renew[48];    /* spec.renewTime, "" when unset */
+    char holder[160];  /* spec.holderIdentity, "" when released */
+    double duration_s; /* spec.leaseDurationSeconds, 0 when unset */
+};
+
+/**
+ * Karpenter's Lease (SW_KARPENTER_LEASE) in any namespace, the one renewed
+ * last, into *out: 0; SW_ENOENT when there is none (Karpenter runs
+ * without leader election, or under another name); SW_ESTATE when Leases
+ * are not watched or not listed yet (credentials that may not read them).
+ */
+int sw_cluster_cache_karpenter_lease(struct sw_cluster_cache *cc, struct sw_ctl_lease *out);
 
 /** Whether the cache watches NodePools and NodeClaims. */
 bool sw_cluster_cache_karpenter(const struct sw_cluster_cache *cc);

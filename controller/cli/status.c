@@ -498,6 +498,10 @@ static void print_basis(const cJSON *o)
         printf("; capacity short for %.0f s, back in %.0f s expected, the prior (no shortage of "
                "its NodePool seen end yet)",
                num(b, "shortForSeconds"), num(b, "capacityWaitSeconds"));
+    /* Its Karpenter did not answer when decided: no room past idle GPUs. */
+    if (num(b, "controllerDownSeconds") > 0)
+        printf("; its Karpenter does not answer (Lease %s not renewed for %.0f s): no node added",
+               text(b, "controllerLease"), num(b, "controllerDownSeconds"));
     printf("\n");
 }
 

@@ -27,6 +27,12 @@
  *             Karpenter shows when none of its offerings is available) the
  *             engine is told how much longer it is expected to last
  *             (sw_learn_capacity_wait), until a claim of it launches.
+ *             Karpenter's own silence is told apart: while its
+ *             leader-election Lease is not renewed (sw_learn_ctl_observe)
+ *             its NodePools offer no room past their idle GPUs, mirrors
+ *             waiting there are withdrawn, and no shortage begins (nor is
+ *             learned) from pods it left waiting; once a renewal is seen
+ *             the pools offer their room again.
  *
  * decide.c asks the source of each pool and never looks at which one it is.
  */
@@ -205,6 +211,13 @@ static int nodepool_figures(struct sw_hub *h, struct sw_member *m, const struct 
     out->seen = &s->seen;
     out->capacity_wait_s = sw_learn_capacity_wait(
         &s->seen, sw_hub_wall_ms(), out->capacity_wait_points, &out->n_capacity_wait_points);
+    /* Its Karpenter does not answer: no node is added for anyone until it
+     * does; its idle GPUs still take pods (the scheduler binds them). */
+    if (m->karp.down_since_ms > 0) {
+        out->ceiling = out->total;
+        out->controller_down_s = sw_learn_ctl_silent_s(&m->karp, sw_hub_wall_ms());
+        out->controller_lease = m->karp_lease;
+    }
     return 0;
 }
 
@@ -478,6 +491,24 @@ void sw_capacity_shortage_tick(struct sw_hub *h)
             now - m->shortage_checked_ms < 1000)
             continue;
         m->shortage_checked_ms = now;
+        /* Its Karpenter first: pods left waiting with no NodeClaim while it
+         * does not answer are its silence, not a shortage. */
+        struct sw_ctl_lease l;
+        bool have = sw_cluster_cache_karpenter_lease(m->cache, &l) == 0;
+        if (have)
+            snprintf(m->karp_lease, sizeof(m->karp_lease), "%s", l.key);
+        int turned = sw_learn_ctl_observe(&m->karp, have, have ? l.renew : NULL,
+                                          have ? l.holder : NULL, have ? l.duration_s : 0, now);
+        if (turned > 0)
+            SW_LOG(SW_LOG_WARN,
+                   "Karpenter does not answer; its NodePools add no node and are not taken as "
+                   "short until it does",
+                   "cluster=%s lease=%s silent=%.0f", sw_log_q(m->rec.name),
+                   sw_log_q(m->karp_lease), sw_learn_ctl_silent_s(&m->karp, now));
+        else if (turned < 0)
+            SW_LOG(SW_LOG_INFO, "Karpenter answers again", "cluster=%s lease=%s",
+                   sw_log_q(m->rec.name), sw_log_q(m->karp_lease));
+        bool down = m->karp.down_since_ms > 0;
         for (size_t p = 0; p < m->rec.spec.npools; p++) {
             const struct sw_pool_spec *ps = &m->rec.spec.pools[p];
             if (!ps->nodepool[0])
@@ -497,7 +528,9 @@ void sw_capacity_shortage_tick(struct sw_hub *h)
                 s->full_since_ms = now;
             /* Pods no idle GPU or launching claim covers, and room for
              * them under the limit: Karpenter would have made a claim. */
-            if (!sw_nodepool_stalled(&c)) {
+            /* Not while its Karpenter is down (the grace counts again
+             * from when it answers). */
+            if (down || !sw_nodepool_stalled(&c)) {
                 s->stuck_since_ms = 0;
                 continue;
             }
@@ -530,9 +563,13 @@ bool sw_capacity_mirror_short(struct sw_hub *h, const struct sw_job_rec *r, char
     struct sw_nodepool_state *s = sw_capacity_nodepool_state(h, m, ps->nodepool);
     if (s == NULL)
         return false;
-    /* Short of capacity, or else at its limit: since when it cannot grow. */
-    bool is_short = s->seen.short_since_ms > 0;
-    int64_t since = is_short ? s->seen.short_since_ms : s->full_since_ms;
+    /* Its Karpenter down (since its last renewal seen), else short of
+     * capacity, else at its limit: since when it cannot grow. */
+    bool down = m->karp.down_since_ms > 0;
+    bool is_short = !down && s->seen.short_since_ms > 0;
+    int64_t since = down       ? m->karp.renewed_ms
+                    : is_short ? s->seen.short_since_ms
+                               : s->full_since_ms;
     if (since <= 0)
         return false;
     int bound = 0;
@@ -545,7 +582,14 @@ bool sw_capacity_mirror_short(struct sw_hub *h, const struct sw_job_rec *r, char
     if (waited < h->cfg.shortage_withdraw_s)
         return false;
     double for_s = (double)(now - since) / 1000.0;
-    if (is_short)
+    if (down)
+        snprintf(why, len,
+                 "%s %s: mirror %s's pods waited %.0f s for NodePool %s, whose Karpenter does not "
+                 "answer (its Lease %s not renewed for %.0f s), past "
+                 "karpenter.shortageWithdrawSeconds (%.0f s)",
+                 SW_QUEUE_WITHDRAWN, r->target_cluster, r->mirror, waited, s->name, m->karp_lease,
+                 for_s, h->cfg.shortage_withdraw_s);
+    else if (is_short)
         snprintf(why, len,
                  "%s %s: mirror %s's pods waited %.0f s for NodePool %s, short of capacity for "
                  "%.0f s (no NodeClaim of it launched since), past "

@@ -878,6 +878,15 @@ static bool add_basis(const struct round *rd, const struct sw_snapshot *snap, cJ
         cJSON *b = sw_learn_basis_json(f->nodepool, f->seen, snap->pools[p].provision_s,
                                        snap->pools[p].interrupt_per_h,
                                        snap->pools[p].capacity_wait_s, (int64_t)(snap->now * 1000));
+        /* Its capacity controller did not answer: no node added. */
+        if (b != NULL && f->controller_down_s > 0 &&
+            (!cJSON_AddNumberToObject(b, "controllerDownSeconds",
+                                      round(f->controller_down_s * 1000) / 1000) ||
+             !cJSON_AddStringToObject(b, "controllerLease",
+                                      f->controller_lease ? f->controller_lease : ""))) {
+            cJSON_Delete(b);
+            return false;
+        }
         return b != NULL && cJSON_AddItemToObject(o, "basis", b);
     }
     return true;

@@ -202,6 +202,21 @@ void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r)
     cJSON_Delete(p);
 }
 
+void sw_follow_show_unplaced(struct sw_hub *h, const struct sw_job_rec *r)
+{
+    struct sw_member *m = sw_member_find(h, r->cluster);
+    if (m == NULL || m->client == NULL)
+        return;
+    cJSON *p = cJSON_CreateObject();
+    cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(p, "metadata"), "annotations");
+    cJSON_AddStringToObject(ann, SW_ANN_STATE, sw_job_state_name(SW_JS_OBSERVED));
+    cJSON_AddStringToObject(ann, SW_ANN_REASON, r->reason);
+    cJSON_AddNullToObject(ann, SW_ANN_PLACED);
+    cJSON_AddNullToObject(ann, SW_ANN_MIRROR);
+    sw_kube_merge_patch(m->client, SW_KIND_JOB, r->ns, r->name, p, NULL, ignore, "annotate");
+    cJSON_Delete(p);
+}
+
 void sw_follow_show_blocked(struct sw_hub *h, const struct sw_job_rec *r, bool blocked)
 {
     struct sw_member *m = sw_member_find(h, r->cluster);
@@ -613,10 +628,11 @@ static void withdrawn(struct sw_kube_result *res, struct sw_job *j, bool short_p
     }
     struct sw_member *tm = sw_member_find(h, r->target_cluster);
     if (short_pool) {
-        /* The pool stays short until a NodeClaim of it launches: the
-         * engine is given the wait for it (capacity.c), nothing else. */
+        /* The pool stays short until a NodeClaim of it launches (the
+         * engine is given the wait for it), or offers no room while its
+         * Karpenter does not answer (capacity.c), nothing else. */
         sw_capacity_withdrawn(h, r);
-        SW_LOG(SW_LOG_WARN, "mirror withdrawn from a NodePool short of capacity; deciding again",
+        SW_LOG(SW_LOG_WARN, "mirror withdrawn from a NodePool that cannot grow; deciding again",
                "job=%s reason=%s", sw_log_q(r->key), sw_log_q(r->reason));
     } else {
         if (tm != NULL)
@@ -626,6 +642,9 @@ static void withdrawn(struct sw_kube_result *res, struct sw_job *j, bool short_p
                sw_log_q(r->key), sw_log_q(r->reason));
     }
     sw_follow_event(h, r, "Warning", "MirrorWithdrawn", r->reason);
+    /* The origin names the withdrawn mirror no more: back to observed, with
+     * the reason, in this same step (dispatch names the next one). */
+    sw_follow_show_unplaced(h, r);
     r->state = SW_JS_REQUEUED;
     r->withdrawals++;
     sw_data_outputs_stop(h, j);
@@ -879,9 +898,15 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         return;
     }
     /* Running, or about to: a block shown earlier is over. */
-    if (sw_json_str(sw_json_child(sw_json_child(origin, "metadata"), "annotations"),
-                    SW_ANN_REASON) != NULL)
+    const cJSON *oann = sw_json_child(sw_json_child(origin, "metadata"), "annotations");
+    if (sw_json_str(oann, SW_ANN_REASON) != NULL)
         sw_follow_show_blocked(h, r, false);
+    /* The origin names this attempt's mirror: an attempt after a withdrawal
+     * or a loss is dispatched with no patch of an origin suspended already,
+     * and the withdrawal removed the old name. */
+    const char *named = sw_json_str(oann, SW_ANN_MIRROR);
+    if (origin != NULL && (named == NULL || strcmp(named, r->mirror) != 0))
+        sw_follow_annotate(h, r);
     const cJSON *ms = sw_json_child(mirror, "status");
     int active = count_of(ms, "active");
     int ready = count_of(ms, "ready");

@@ -181,6 +181,10 @@ struct sw_member {
     bool flavors_warned;
     /* When its NodePools were last looked at for a shortage (wall ms). */
     int64_t shortage_checked_ms;
+    /* Its Karpenter's leader-election Lease as seen (capacity.c): while it
+     * is down its NodePools add no node and are not taken as short. */
+    struct sw_ctl_seen karp;
+    char karp_lease[160]; /* the Lease's "namespace/name", "" never seen */
     /* NodePools of its pools (capacity.c), and the NodeClaims whose
      * provisioning delay was counted already (a ring of names). */
     struct sw_nodepool_state nodepools[SW_MAX_POOLS];
@@ -515,6 +519,12 @@ struct sw_pool_figures {
     double capacity_wait_s;
     double capacity_wait_points[SW_LEARN_WAIT_POINTS];
     int n_capacity_wait_points;
+    /* Its capacity controller does not answer (a NodePool's Karpenter whose
+     * Lease is not renewed): for how long no renewal was seen (0: it
+     * answers), and the Lease ("namespace/name", borrowed for the round).
+     * No room is offered past its idle GPUs then. */
+    double controller_down_s;
+    const char *controller_lease;
 };
 
 /** A mirror waiting for a node its pool is provisioning (sw_capacity_node_wait). */
@@ -599,8 +609,9 @@ void sw_capacity_flush(struct sw_hub *h);
 void sw_capacity_shortage_tick(struct sw_hub *h);
 /**
  * Whether the record's mirror (dispatched, a pod not bound to a node) waits
- * on a pool whose NodePool cannot grow for it: short of capacity, or else
- * at its GPU limit with pods waiting beyond it (sw_nodepool_full), while
+ * on a pool whose NodePool cannot grow for it: its Karpenter does not
+ * answer (its Lease not renewed: sw_learn_ctl_observe), short of capacity,
+ * or else at its GPU limit with pods waiting beyond it (sw_nodepool_full), while
  * the mirror existed, for karpenter.shortageWithdrawSeconds or longer.
  * Fills `why` (beginning with SW_QUEUE_WITHDRAWN: where, which NodePool,
  * why and how long) when it does.
@@ -1102,6 +1113,12 @@ void sw_follow_event(struct sw_hub *h, const struct sw_job_rec *r, const char *t
 void sw_follow_flush_events(struct sw_hub *h, size_t max);
 /** Patches annotations on the origin Job (best effort, no callback). */
 void sw_follow_annotate(struct sw_hub *h, const struct sw_job_rec *r);
+/**
+ * Shows on the origin Job that its mirror was withdrawn: spillway.io/state
+ * back to observed with spillway.io/reason the record's reason, and
+ * spillway.io/placed-in and spillway.io/mirror removed (best effort).
+ */
+void sw_follow_show_unplaced(struct sw_hub *h, const struct sw_job_rec *r);
 /**
  * Shows on the origin Job that its burst is blocked (`blocked`, with the
  * record's reason) or no longer is: spillway.io/state and spillway.io/reason

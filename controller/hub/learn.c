@@ -6,6 +6,7 @@
 #include "placement/estimate.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,4 +263,37 @@ double sw_learn_queued_runtime(double declared_s, double max_s, double prior_s)
 {
     double r = declared_s > 0 ? declared_s : prior_s;
     return max_s > 0 && max_s < r ? max_s : r;
+}
+
+int sw_learn_ctl_observe(struct sw_ctl_seen *s, bool present, const char *renew, const char *holder,
+                         double lease_s, int64_t now_ms)
+{
+    if (present) {
+        if (renew == NULL)
+            renew = "";
+        bool held = holder != NULL && holder[0] != '\0';
+        if (!s->seen || (held && strncmp(renew, s->renew, sizeof(s->renew) - 1) != 0))
+            s->renewed_ms = now_ms;
+        s->seen = true;
+        snprintf(s->renew, sizeof(s->renew), "%.*s", (int)sizeof(s->renew) - 1, renew);
+        s->lease_s = lease_s > 0 ? (lease_s < SW_CTL_LEASE_MAX_S ? lease_s : SW_CTL_LEASE_MAX_S)
+                                 : SW_CTL_LEASE_S;
+    }
+    if (!s->seen)
+        return 0;
+    bool down = (double)(now_ms - s->renewed_ms) / 1000.0 > s->lease_s + SW_CTL_GRACE_S;
+    if (down && s->down_since_ms == 0) {
+        s->down_since_ms = now_ms;
+        return 1;
+    }
+    if (!down && s->down_since_ms != 0) {
+        s->down_since_ms = 0;
+        return -1;
+    }
+    return 0;
+}
+
+double sw_learn_ctl_silent_s(const struct sw_ctl_seen *s, int64_t now_ms)
+{
+    return s->seen && now_ms > s->renewed_ms ? (double)(now_ms - s->renewed_ms) / 1000.0 : 0;
 }

@@ -125,6 +125,49 @@ double sw_learn_shortage_end(struct sw_learned *l, int64_t at_ms);
 double sw_learn_capacity_wait(const struct sw_learned *l, int64_t now_ms, double *points,
                               int *npoints);
 
+/* A capacity controller (Karpenter) whose leader-election Lease the hub has
+ * seen no renewal of for its lease duration and this much more does not
+ * answer: its pools cannot grow until a renewal is seen again. A process
+ * restarted at once takes a Lease its predecessor did not release after a
+ * lease duration from its own first look, plus its start and one retry
+ * (2 s, with jitter): 17-19 s on the lab with 15 s leases, which this
+ * grace keeps from reading as down. */
+#define SW_CTL_GRACE_S 15.0
+/* The lease duration assumed when a Lease gives none (controller-runtime's). */
+#define SW_CTL_LEASE_S 15.0
+/* The longest lease duration taken from a Lease (a member's answer is
+ * input: a huge one must not hide a controller that is down). */
+#define SW_CTL_LEASE_MAX_S 300.0
+
+/**
+ * What the hub has seen of a capacity controller's leader-election Lease.
+ * Times are the hub's own (when it saw a change), never the Lease's, so a
+ * member's clock does not matter.
+ */
+struct sw_ctl_seen {
+    bool seen;             /* a Lease was seen once */
+    char renew[48];        /* its renewTime as last seen */
+    double lease_s;        /* its leaseDurationSeconds as last seen */
+    int64_t renewed_ms;    /* when a renewal by a holder was last seen (or the Lease first seen) */
+    int64_t down_since_ms; /* when the hub took it as down; 0: it answers, or is not known */
+};
+
+/**
+ * The Lease as seen at `now_ms` (`present` false: none cached; else its
+ * renewTime, holderIdentity ("" when released) and leaseDurationSeconds,
+ * <= 0 for SW_CTL_LEASE_S, capped at SW_CTL_LEASE_MAX_S). A renewTime that changed with a holder is
+ * a renewal; the first sight counts as one (the hub gives a controller it has just met a lease
+ * duration). The controller is down once no renewal has been seen for lease_s + SW_CTL_GRACE_S (a
+ * Lease released and not taken again, one deleted, one whose holder stopped renewing), and answers
+ * again at the next renewal seen. A controller never seen is not known: never down. Returns 1 when
+ * it went down now, -1 when it came back now, 0 otherwise.
+ */
+int sw_learn_ctl_observe(struct sw_ctl_seen *s, bool present, const char *renew, const char *holder,
+                         double lease_s, int64_t now_ms);
+
+/** How long no renewal has been seen, at `now_ms` (seconds; 0 never seen). */
+double sw_learn_ctl_silent_s(const struct sw_ctl_seen *s, int64_t now_ms);
+
 /** The learned figures as JSON (new; the caller deletes it), NULL on ENOMEM. */
 cJSON *sw_learned_to_json(const struct sw_learned *l);
 

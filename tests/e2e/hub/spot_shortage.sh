@@ -19,6 +19,10 @@
 #   - a new shortage: a decision during it is given the learned wait (the
 #     first shortage's duration less how long this one has lasted), shown by
 #     spillctl explain, and the Job is not sent to cloud-spot
+#   - (the outage over) cloud-spot's Karpenter killed just before a Job is sent there: not a
+#     shortage; the mirror withdrawn, the origin no longer naming it, the
+#     Job on on-demand within 90 s, nothing learned; started again, gpu-spot
+#     takes the next Job
 # The lab is put back as it was (testbed karpenter down) when it ends.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -80,7 +84,7 @@ wait_metric() {
         [ -n "$v" ] && awk -v v="$v" "BEGIN { exit !($2) }" && return 0
         sleep 0.5
     done
-    hub_fail "$1 is \"$(metric "$1" "$NPL")\", not $2, after $3 s"
+    hub_fail "$1 is \"$(metric "$1" "$NPL")\", not $2, after $3 s; gpu-spot: $(curl -sf http://127.0.0.1:19464/metrics | grep -F "$NPL" | tr '\n' ' '); cloud-spot: $(kc cloud-spot get nodes,nodeclaims -o name | tr '\n' ' '); $(kc cloud-spot get pods -A -o wide --no-headers | tr '\n' ';')"
 }
 
 # ---- a burst to spot during a shortage the hub does not know of yet -----------
@@ -185,12 +189,26 @@ pass "outage over (on $((t_off - t_on)) s): NodeClaim $claim launched for a pod,
 # gpu-spot back at zero nodes first, so that no idle GPU there serves the
 # next pods: its claim deleted (Karpenter drains and removes the node; its
 # own consolidation would take 30 s after the node emptied).
-kc cloud-spot delete nodeclaims -l karpenter.sh/nodepool=gpu-spot --wait=false >/dev/null
-for _ in $(seq 1 120); do
-    [ "$(spot_claims)" = 0 ] && break
-    sleep 1
-done
-[ "$(spot_claims)" = 0 ] || hub_fail "gpu-spot's node was not consolidated: $(kc cloud-spot get nodeclaims)"
+# A claim deleted before its node registered leaves that node behind
+# (Karpenter's kwok provider makes it after the claim is gone), counted as
+# idle GPUs of gpu-spot: it is deleted too.
+spot_nodes() { kc cloud-spot get nodes -l karpenter.sh/nodepool=gpu-spot -o name 2>/dev/null | wc -l; }
+spot_to_zero() {
+    kc cloud-spot delete nodeclaims -l karpenter.sh/nodepool=gpu-spot --wait=false >/dev/null
+    for _ in $(seq 1 120); do
+        [ "$(spot_claims)" = 0 ] && break
+        sleep 1
+    done
+    [ "$(spot_claims)" = 0 ] || hub_fail "gpu-spot's node was not consolidated: $(kc cloud-spot get nodeclaims)"
+    kc cloud-spot delete nodes -l karpenter.sh/nodepool=gpu-spot --wait=false >/dev/null 2>&1 || true
+    for _ in $(seq 1 60); do
+        [ "$(spot_nodes)" = 0 ] && break
+        sleep 0.5
+    done
+    [ "$(spot_nodes)" = 0 ] || hub_fail "gpu-spot's nodes are still there: $(kc cloud-spot get nodes -l karpenter.sh/nodepool=gpu-spot -o name)"
+}
+spot_to_zero
+
 outage on
 probe p2
 wait_metric spillway_nodepool_short_seconds "v > 0" 90
@@ -217,5 +235,88 @@ sleep 5
 [ "$(kc cloud-spot get jobs -n "$NS" -l "spillway.io/origin-uid=$(kc onprem get job b -n "$NS" -o jsonpath='{.metadata.uid}')" -o name | wc -l)" = 0 ] ||
     hub_fail "b was sent to cloud-spot while it was short: $bsum"
 pass "a new shortage ($bfor s in when decided): b was given ${bwait} s for cloud-spot (learned ${d1} s less ${bfor} s); \"$bsum\"; explain: $(grep -E '^  cloud-spot ' "$HUB_TMP/explain" | sed 's/  */ /g')"
+# b (waiting at home) and p2 no longer needed; the outage over, p2 gets
+# its NodeClaim first, which ends the second shortage.
+kc onprem delete job b -n "$NS" --wait=false >/dev/null
 outage off
+wait_metric spillway_nodepool_shortages_observed_total "v == 2" 120
+kc cloud-spot delete pod p2 -n "$NS" --wait=false >/dev/null
+spot_to_zero
+
+# ---- a crashed Karpenter is not a shortage ----------------------------------------
+# cloud-spot's controller killed (SIGKILL: its Lease is left held, no longer
+# renewed) just before a Job is sent there: the mirror's pod waits with no
+# NodeClaim, as in a shortage, but Karpenter says nothing. 30 s after its
+# last renewal (the Lease's 15 s and 15 s more) the hub takes the
+# controller as down, not the
+# NodePool as short: the mirror is withdrawn (its pods waited the test's
+# 20 s bound), the origin stops naming it in the same step, and the Job is
+# decided again at once: to on-demand, within 90 s of the kill (a shortage
+# would have been given ~100 s learned or the 30 min prior). Nothing is
+# learned from it. Started again, the controller renews its Lease and
+# gpu-spot takes the next Job at once.
+lease_holder() { kc cloud-spot get lease karpenter-leader-election -n kube-system -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
+holder0=$(lease_holder)
+[ -n "$holder0" ] || hub_fail "cloud-spot's Karpenter holds no Lease kube-system/karpenter-leader-election"
+"$TB" karpenter stop cloud-spot >"$KLOG" 2>&1 || hub_fail "testbed karpenter stop: $(tail -5 "$KLOG")"
+t_kill=$(date +%s)
+# A deadline home cannot keep (its 67 min queue and the runtime's 90th
+# percentile, 114 min) but spot (checkpoints every 10 min) and on-demand can:
+# without cloud-spot the Job goes on-demand rather than wait at home.
+burst_job c 8 60s "" "    spillway.io/deadline: 165m
+    spillway.io/checkpoint-interval: 10m" | kc onprem apply -n "$NS" -f - >/dev/null
+C="onprem/$NS/c"
+wait_record "$C" state dispatched 60
+[ "$(record_field "$C" targetCluster)" = cloud-spot ] ||
+    hub_fail "c was sent to \"$(record_field "$C" targetCluster)\", not cloud-spot (its Karpenter had just been killed): $(record_field "$C" summary)"
+cmirror=$(record_field "$C" mirror)
+wait_record "$C" withdrawals 1 60
+t_cwd=$(date +%s)
+# The origin names no withdrawn mirror from then on.
+oann() { kc onprem get job c -n "$NS" -o jsonpath="{.metadata.annotations.spillway\.io/$1}"; }
+[ "$(oann mirror)" != "$cmirror" ] && [[ "$(oann placed-in)" != *"$cmirror"* ]] ||
+    hub_fail "c's origin still names its withdrawn mirror $cmirror: state \"$(oann state)\", placed-in \"$(oann placed-in)\""
+cev=$(kc onprem get events -n "$NS" --field-selector involvedObject.name=c,reason=MirrorWithdrawn -o jsonpath='{.items[0].message}' 2>/dev/null || true)
+echo "$cev" | grep -qE "^withdrawn from cloud-spot: mirror $cmirror's pods waited [0-9]+ s for NodePool gpu-spot, whose Karpenter does not answer \(its Lease kube-system/karpenter-leader-election not renewed for [0-9]+ s\)" ||
+    hub_fail "no MirrorWithdrawn Event on c naming its Karpenter down: \"$cev\""
+cst=""
+for _ in $(seq 1 $(((t_kill + 90 - $(date +%s)) * 2))); do
+    cst=$(record_field "$C" state)
+    [ "$(record_field "$C" targetCluster)" = cloud-ondemand ] && [ "$cst" = running ] && break
+    sleep 0.5
+done
+[ "$(record_field "$C" targetCluster)" = cloud-ondemand ] && [ "$cst" = running ] ||
+    hub_fail "c is not running on cloud-ondemand 90 s after cloud-spot's Karpenter was killed (state $cst, target $(record_field "$C" targetCluster)): $(record_field "$C" summary)"
+t_crun=$(date +%s)
+[ "$(oann mirror)" = "$(record_field "$C" mirror)" ] || hub_fail "c's origin names mirror \"$(oann mirror)\", not $(record_field "$C" mirror)"
+"$SPILLCTL" explain "$C" >"$HUB_TMP/explain"
+grep -qE "^  cloud-spot +provisioning .*; its Karpenter does not answer \(Lease kube-system/karpenter-leader-election not renewed for [0-9]+ s\): no node added" "$HUB_TMP/explain" ||
+    hub_fail "explain does not say cloud-spot's Karpenter was down: $(cat "$HUB_TMP/explain")"
+[ "$(metric spillway_nodepool_shortages_observed_total "$NPL")" = 2 ] && [ "$(metric spillway_nodepool_short_seconds "$NPL")" = 0 ] ||
+    hub_fail "the crash was taken as a shortage: short $(metric spillway_nodepool_short_seconds "$NPL") s, $(metric spillway_nodepool_shortages_observed_total "$NPL") seen end"
+pass "Karpenter of cloud-spot killed: c's mirror $cmirror withdrawn $((t_cwd - t_kill)) s after the kill (\"$cev\"), the origin no longer naming it; c running on cloud-ondemand $((t_crun - t_kill)) s after the kill; nothing learned; explain: $(grep -E '^  cloud-spot ' "$HUB_TMP/explain" | sed 's/  */ /g')"
+"$TB" karpenter start cloud-spot >"$KLOG" 2>&1 || hub_fail "testbed karpenter start: $(tail -5 "$KLOG")"
+# It leads once it has seen the dead one's Lease unrenewed for 15 s.
+holder=""
+for _ in $(seq 1 90); do
+    holder=$(lease_holder)
+    [ -n "$holder" ] && [ "$holder" != "$holder0" ] && break
+    sleep 0.5
+done
+[ -n "$holder" ] && [ "$holder" != "$holder0" ] || hub_fail "cloud-spot's restarted Karpenter did not take its Lease within 45 s (holder \"$holder\")"
+# The hub looks at the Lease once a second.
+sleep 2
+t_start=$(date +%s)
+burst_job d 8 60s | kc onprem apply -n "$NS" -f - >/dev/null
+D="onprem/$NS/d"
+dst=""
+for _ in $(seq 1 120); do
+    dst=$(record_field "$D" state)
+    [ "$(record_field "$D" targetCluster)" = cloud-spot ] && [ "$dst" = running ] && break
+    sleep 0.5
+done
+[ "$(record_field "$D" targetCluster)" = cloud-spot ] && [ "$dst" = running ] ||
+    hub_fail "d is not running on cloud-spot 60 s after its Karpenter took its Lease again (state $dst, target $(record_field "$D" targetCluster)): $(record_field "$D" summary)"
+pass "Karpenter of cloud-spot started again: d running there $(($(date +%s) - t_start)) s after it took its Lease: $(record_field "$D" summary)"
+kc onprem delete job c d -n "$NS" --wait=false >/dev/null
 watcher_check

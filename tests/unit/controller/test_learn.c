@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 #include <string.h>
 
@@ -340,6 +341,81 @@ static void test_basis_capacity_wait(void **state)
     cJSON_Delete(b);
 }
 
+/* A controller's Lease: renewals seen keep it answering; none seen for its
+ * duration plus the grace, it is down (from then); a renewal brings it back. */
+static void test_ctl_lease(void **state)
+{
+    (void)state;
+    struct sw_ctl_seen s = {0};
+    /* Never seen: not known, never down. */
+    assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, 1000000), 0);
+    assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, 9000000), 0);
+    assert_int_equal(s.down_since_ms, 0);
+    assert_float_equal(sw_learn_ctl_silent_s(&s, 9000000), 0, 0);
+    /* First seen: counts as a renewal. */
+    int64_t t = 10000000;
+    assert_int_equal(sw_learn_ctl_observe(&s, true, "2026-11-29T16:00:00.000000Z", "k_1", 15, t),
+                     0);
+    assert_int_equal(s.renewed_ms, t);
+    /* Renewed every 2 s for a minute: answers. */
+    for (int i = 1; i <= 30; i++) {
+        char r[48];
+        snprintf(r, sizeof(r), "2026-11-29T16:00:%02d.000000Z", 2 * i % 60);
+        assert_int_equal(sw_learn_ctl_observe(&s, true, r, "k_1", 15, t + 2000 * i), 0);
+    }
+    t += 60000;
+    assert_int_equal(s.renewed_ms, t);
+    /* Killed: the same renewTime, seen each second; down only past 15 + 15 s. */
+    const char *last = "2026-11-29T16:00:00.000000Z";
+    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 30000), 0);
+    assert_int_equal(s.down_since_ms, 0);
+    assert_float_equal(sw_learn_ctl_silent_s(&s, t + 30000), 30, 1e-9);
+    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 30001), 1);
+    assert_int_equal(s.down_since_ms, t + 30001);
+    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 40000), 0);
+    assert_int_equal(s.down_since_ms, t + 30001);
+    /* A Lease gone from the cache is no renewal: still down. */
+    assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, t + 41000), 0);
+    assert_true(s.down_since_ms != 0);
+    /* A restarted controller takes the Lease: a new renewTime with a holder. */
+    assert_int_equal(
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:45.000000Z", "k_2", 15, t + 45000), -1);
+    assert_int_equal(s.down_since_ms, 0);
+    /* A clean stop releases it (no holder): a new renewTime that is no
+     * renewal; a restart within the lease duration never shows as down. */
+    t += 45000;
+    assert_int_equal(sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:50.000000Z", "", 1, t + 5000),
+                     0);
+    assert_int_equal(s.renewed_ms, t);
+    assert_int_equal(
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:52.000000Z", "k_3", 15, t + 7000), 0);
+    assert_int_equal(s.renewed_ms, t + 7000);
+    assert_int_equal(s.down_since_ms, 0);
+    /* Released and not taken again: down after the (released) duration of
+     * 1 s plus the grace, 15 s. */
+    t += 7000;
+    assert_int_equal(sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 1000),
+                     0);
+    assert_int_equal(
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 16000), 0);
+    assert_int_equal(
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 16001), 1);
+    /* A process killed and restarted at once takes the Lease 19 s after the
+     * last renewal (a lease duration from its first look, its start, a
+     * retry): never down. */
+    struct sw_ctl_seen k = {0};
+    assert_int_equal(sw_learn_ctl_observe(&k, true, "a", "k_1", 15, 0), 0);
+    for (int64_t ms = 1000; ms < 19000; ms += 1000)
+        assert_int_equal(sw_learn_ctl_observe(&k, true, "a", "k_1", 15, ms), 0);
+    assert_int_equal(sw_learn_ctl_observe(&k, true, "b", "k_2", 15, 19000), 0);
+    assert_int_equal(k.down_since_ms, 0);
+    /* A hostile duration is capped: down after 300 + 15 s, not a day. */
+    struct sw_ctl_seen h = {0};
+    assert_int_equal(sw_learn_ctl_observe(&h, true, "x", "k", 86400, 0), 0);
+    assert_float_equal(h.lease_s, SW_CTL_LEASE_MAX_S, 0);
+    assert_int_equal(sw_learn_ctl_observe(&h, true, "x", "k", 86400, 315001), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_interrupt_rate),
         cmocka_unit_test(test_home_remaining),
         cmocka_unit_test(test_max_exec_bounds),
+        cmocka_unit_test(test_ctl_lease),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
