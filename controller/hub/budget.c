@@ -131,6 +131,25 @@ static bool sane_cost(double usd)
     return isfinite(usd) && usd >= 0 && usd <= SW_BUDGET_MAX_COST;
 }
 
+int64_t sw_budget_start_of(const struct sw_job_rec *r)
+{
+    if (r->started_ms > 0)
+        return r->started_ms;
+    /* A mirror dispatched and never seen running (a readiness probe that
+     * never passes, say): billed from its dispatch, while it is out there
+     * and once it has ended (failed, its origin deleted), as the hub bills
+     * it (follow.c finish). */
+    switch (r->state) {
+    case SW_JS_DISPATCHED:
+    case SW_JS_RUNNING:
+    case SW_JS_SUCCEEDED:
+    case SW_JS_FAILED:
+        return r->dispatched_ms > 0 ? r->dispatched_ms : 0;
+    default:
+        return 0;
+    }
+}
+
 int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
                      struct sw_budget_run *out)
 {
@@ -144,12 +163,7 @@ int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
     if (!sane_rate(rate) || !sane_cost(r->expected_cost > 0 ? r->expected_cost : 0))
         return SW_ERANGE;
     out->cloud = cloud_capacity(r->capacity);
-    out->started_ms = r->started_ms;
-    /* Dispatched and never seen running (a readiness probe that never
-     * passes, say): billed from the dispatch, as the hub bills it when it
-     * ends (follow.c). */
-    if (out->started_ms <= 0 && r->state == SW_JS_DISPATCHED && r->dispatched_ms > 0)
-        out->started_ms = r->dispatched_ms;
+    out->started_ms = sw_budget_start_of(r);
     out->finished_ms = r->finished_ms;
     out->dollars_per_ms = rate;
     return 0;
@@ -194,9 +208,7 @@ double sw_budget_in_flight(const struct sw_job_rec *r, int64_t now_ms)
         return 0;
     /* Less what it has cost so far, from when the budget counts it
      * committed (sw_budget_run_of: a dispatched mirror from its dispatch). */
-    int64_t from = r->started_ms;
-    if (from <= 0 && r->state == SW_JS_DISPATCHED && r->dispatched_ms > 0)
-        from = r->dispatched_ms;
+    int64_t from = sw_budget_start_of(r);
     double so_far = 0;
     if (from > 0 && now_ms > from)
         so_far = sw_job_rec_billed_gpus(r) * r->price_gpu_h * (double)(now_ms - from) / 3.6e6;

@@ -93,9 +93,16 @@ struct sw_budget_run {
 };
 
 /**
- * The run of a record (its current attempt), keyed with `t`: started when
- * it started, else (a mirror dispatched that never reported running, as
- * the hub bills it when it ends) when it was dispatched. Returns 0, or
+ * When a record's current attempt began to cost: its start, else, for a
+ * record dispatched, running or ended (a mirror dispatched that never
+ * reported running, failed or whose origin was deleted), its dispatch;
+ * 0 when it has nothing to bill.
+ */
+int64_t sw_budget_start_of(const struct sw_job_rec *r);
+
+/**
+ * The run of a record (its current attempt), keyed with `t`: started at
+ * sw_budget_start_of. Returns 0, or
  * SW_ERANGE when its rate (billed GPUs x price) is not a number from 0 to
  * SW_BUDGET_MAX_RATE_H or its expected cost not one from 0 to
  * SW_BUDGET_MAX_COST: `out` then counts for nothing (not cloud).

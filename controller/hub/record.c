@@ -281,7 +281,7 @@ int sw_rec_end(struct sw_hub *h, struct sw_job *j, const char *why)
     *w = (struct end_ctx){h, j, why};
     /* A record with nothing run to bill is not archived. */
     char *text = NULL;
-    if (j->rec.started_ms > 0) {
+    if (sw_budget_start_of(&j->rec) > 0) {
         cJSON *o = sw_job_rec_to_json(&j->rec);
         text = o ? cJSON_PrintUnformatted(o) : NULL;
         cJSON_Delete(o);

@@ -311,6 +311,25 @@ static void test_dispatched_and_reserve(void **state)
     assert_int_equal(sw_budget_run_of(&T, &r, &run), 0);
     assert_int_equal(run.started_ms, 0);
     assert_float_equal(sw_budget_in_flight(&r, NOW), 40.0, 1e-9);
+    /* Failed without ever reporting running (its origin deleted, its
+     * cluster lost): still billed from its dispatch to its end, so that
+     * deleting the origin does not wipe its spend. */
+    r.state = SW_JS_FAILED;
+    r.finished_ms = NOW - HOUR_MS;
+    assert_int_equal(sw_budget_start_of(&r), NOW - 2 * HOUR_MS);
+    assert_int_equal(sw_budget_run_of(&T, &r, &run), 0);
+    assert_float_equal(sw_budget_run_committed(&run, NOV_1, NOW), 5.0, 1e-9);
+    assert_float_equal(sw_budget_in_flight(&r, NOW), 0.0, 0);
+    /* Requeued and deciding again: the old dispatch bills nothing. */
+    r.state = SW_JS_OBSERVED;
+    r.finished_ms = 0;
+    assert_int_equal(sw_budget_start_of(&r), 0);
+    r.state = SW_JS_DECIDED;
+    assert_int_equal(sw_budget_start_of(&r), 0);
+    /* A start it has wins over its dispatch. */
+    r.state = SW_JS_SUCCEEDED;
+    r.started_ms = NOW - HOUR_MS;
+    assert_int_equal(sw_budget_start_of(&r), NOW - HOUR_MS);
 
     /* The reservation: the 90th percentile of a learned belief... */
     struct sw_estimate b = {.median_s = 3600, .sigma = 0.5, .source = SW_EST_LEARNED, .runs = 9};
