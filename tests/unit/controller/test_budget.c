@@ -396,8 +396,12 @@ static void test_grants_json(void **state)
 
 static int parse(const char *budgets_yaml, struct sw_hub_config *c, struct sw_error *err)
 {
+    /* The grants come after the budgets, so the budgets' lines are 3 on. */
     char text[2048];
-    snprintf(text, sizeof(text), "redis: {url: \"redis://127.0.0.1:6379/0\"}\nsecretKeyFile: k\n%s",
+    snprintf(text, sizeof(text),
+             "redis: {url: \"redis://127.0.0.1:6379/0\"}\nsecretKeyFile: k\n%s"
+             "tenancy:\n  grants:\n  - {cluster: c1, namespace: ns-ml, teams: [ml-research, ml]}\n"
+             "  - {cluster: c1, namespace: ns-cv, teams: [cv]}\n",
              budgets_yaml);
     return sw_hub_config_parse(text, strlen(text), "hub.yaml", c, err);
 }
@@ -451,6 +455,10 @@ static void test_config(void **state)
         {"budgets:\n- team: ml\n  amount: 5\n- team: ml\n  amount: 6\n",
          "hub.yaml:6: field \"budgets[1].team\": a second budget for team ml (first: budgets[0])"},
         {"budgets:\n- ml\n", "hub.yaml:4: field \"budgets[0]\": expected a mapping"},
+        /* A team no grant names: its budget would limit nothing. */
+        {"budgets:\n- team: ml\n  amount: 5\n- team: nlp\n  amount: 6\n",
+         "hub.yaml:6: field \"budgets[1].team\": team nlp is named by no grant "
+         "(tenancy.grants[].teams), so its budget would limit nothing"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         memset(&err, 0, sizeof(err));
