@@ -160,7 +160,8 @@ int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
     /* No GPUs or a zero price bill nothing; a price that is not a number,
      * or negative, is out of bounds. */
     double rate = gpus > 0 && r->price_gpu_h != 0 ? gpus * r->price_gpu_h / 3.6e6 : 0;
-    if (!sane_rate(rate) || !sane_cost(r->expected_cost > 0 ? r->expected_cost : 0))
+    if (!sane_rate(rate) || !sane_cost(r->expected_cost > 0 ? r->expected_cost : 0) ||
+        !sane_cost(r->reserved_cost > 0 ? r->reserved_cost : 0))
         return SW_ERANGE;
     out->cloud = cloud_capacity(r->capacity);
     out->started_ms = sw_budget_start_of(r);
@@ -204,7 +205,10 @@ double sw_budget_in_flight(const struct sw_job_rec *r, int64_t now_ms)
     default:
         return 0;
     }
-    if (!cloud_capacity(r->capacity) || !(r->expected_cost > 0) || !sane_cost(r->expected_cost))
+    /* What its decision reserved; a record without a reservation (no
+     * budget then, or written before): its expected cost. */
+    double reserved = r->reserved_cost > 0 ? r->reserved_cost : r->expected_cost;
+    if (!cloud_capacity(r->capacity) || !(reserved > 0) || !sane_cost(reserved))
         return 0;
     /* Less what it has cost so far, from when the budget counts it
      * committed (sw_budget_run_of: a dispatched mirror from its dispatch). */
@@ -212,7 +216,7 @@ double sw_budget_in_flight(const struct sw_job_rec *r, int64_t now_ms)
     double so_far = 0;
     if (from > 0 && now_ms > from)
         so_far = sw_job_rec_billed_gpus(r) * r->price_gpu_h * (double)(now_ms - from) / 3.6e6;
-    double left = r->expected_cost - so_far;
+    double left = reserved - so_far;
     return left > 0 && left <= SW_BUDGET_MAX_COST ? left : 0;
 }
 

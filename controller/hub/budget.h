@@ -128,10 +128,10 @@ double sw_budget_reserve_s(const struct sw_estimate *b, size_t min_runs, double 
 double sw_budget_run_committed(const struct sw_budget_run *run, int64_t start_ms, int64_t now_ms);
 
 /**
- * What a record's burst still is expected to cost: for a record decided,
- * data-ready, dispatching, dispatched or running on cloud capacity, its
- * decision's expected cost less what it has cost so far (never below 0);
- * 0 for any other record.
+ * What a record's burst still holds of its budget: for a record decided,
+ * data-ready, dispatching, dispatched or running on cloud capacity, what
+ * its decision reserved (reserved_cost; without one, its expected cost)
+ * less what it has cost so far (never below 0); 0 for any other record.
  */
 double sw_budget_in_flight(const struct sw_job_rec *r, int64_t now_ms);
 

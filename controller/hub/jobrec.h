@@ -150,7 +150,11 @@ struct sw_job_rec {
      * (docs/cost-model.md); 0 in a record written before: gpus. */
     double billed_gpus;
     double price_gpu_h;
-    double expected_cost;  /* the chosen option's expected total */
+    double expected_cost; /* the chosen option's expected total */
+    /* What a budgeted burst reserves of its team's budget (the expected
+     * cost x its budget_reserve); 0 (a team without a budget, or a record
+     * written before): its expected cost. */
+    double reserved_cost;
     double home_wait_s;    /* the stay option's expected wait */
     double burst_now_cost; /* what burst-immediately (on-demand now) would cost */
     /* "burst to cloud-spot (spot): $41.20 expected vs 47 min wait at home",

@@ -119,6 +119,11 @@ static void test_in_flight_once(void **state)
     assert_float_equal(sw_budget_in_flight(&running, NOW), 30.0, 1e-9);
     rec(&decided, "b", "ml", "spot", SW_JS_DISPATCHING, 1.0, 0, 0, 20);
     assert_float_equal(sw_budget_in_flight(&decided, NOW), 20.0, 1e-9);
+    /* A reservation apart from the expected cost holds the reservation:
+     * $160 reserved on $40 expected, $10 spent, $150 in flight. */
+    running.reserved_cost = 160;
+    assert_float_equal(sw_budget_in_flight(&running, NOW), 150.0, 1e-9);
+    running.reserved_cost = 0;
     /* Ran longer than expected: nothing more in flight, all committed. */
     rec(&over, "c", "ml", "spot", SW_JS_RUNNING, 2.5, NOW - 3 * HOUR_MS, 0, 5);
     assert_float_equal(sw_budget_in_flight(&over, NOW), 0.0, 0);
@@ -265,6 +270,10 @@ static void test_out_of_bounds(void **state)
     rec(&nan_price, "n", "ml", "spot", SW_JS_RUNNING, NAN, NOW - HOUR_MS, 0, 10);
     assert_int_equal(sw_budget_run_of(&T, &nan_price, &run), SW_ERANGE);
     rec(&fine, "f", "ml", "spot", SW_JS_RUNNING, 2.5, NOW - HOUR_MS, 0, 10);
+    fine.reserved_cost = 1e300; /* a reservation no budget believes */
+    assert_int_equal(sw_budget_run_of(&T, &fine, &run), SW_ERANGE);
+    assert_float_equal(sw_budget_in_flight(&fine, NOW), 0.0, 0);
+    fine.reserved_cost = 0;
     assert_int_equal(sw_budget_run_of(&T, &fine, &run), 0);
     const struct sw_job_rec *live[] = {&huge, &inf_cost, &nan_price, &fine};
     struct sw_budget_status st[2];
