@@ -14,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json.h"
 #include "controller/hub/runtimes.h"
 
 #define MS_PER_DAY 86400000LL
@@ -115,7 +116,7 @@ void sw_budget_key_of(const struct sw_tenancy *t, const struct sw_job_rec *r, ch
     sw_runtime_learner(named, r->team, r->cluster, r->ns, out);
 }
 
-static bool cloud_capacity(const char *capacity)
+bool sw_budget_cloud(const char *capacity)
 {
     return strcmp(capacity, "spot") == 0 || strcmp(capacity, "on-demand") == 0;
 }
@@ -150,6 +151,98 @@ int64_t sw_budget_start_of(const struct sw_job_rec *r)
     }
 }
 
+char *sw_budget_spend_entry(const struct sw_job_rec *r, int64_t end_ms)
+{
+    int64_t start = sw_budget_start_of(r);
+    if (!sw_budget_cloud(r->capacity) || start <= 0)
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL)
+        return NULL;
+    bool ok = cJSON_AddStringToObject(o, "uid", r->uid) &&
+              cJSON_AddStringToObject(o, "cluster", r->cluster) &&
+              cJSON_AddStringToObject(o, "namespace", r->ns) &&
+              cJSON_AddStringToObject(o, "team", r->team) &&
+              cJSON_AddStringToObject(o, "capacity", r->capacity) &&
+              cJSON_AddNumberToObject(o, "billedGpus", sw_job_rec_billed_gpus(r)) &&
+              cJSON_AddNumberToObject(o, "pricePerGpuHour", r->price_gpu_h) &&
+              cJSON_AddNumberToObject(o, "startedMs", (double)start) &&
+              cJSON_AddNumberToObject(o, "finishedMs", (double)end_ms);
+    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return text;
+}
+
+/* Wall ms from 0 to the year 9999. */
+#define SPEND_MAX_MS 253402300800000.0
+
+static int spend_str(const cJSON *o, const char *k, char *out, size_t cap, bool needed,
+                     struct sw_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsString(v) || strlen(v->valuestring) >= cap || (needed && !v->valuestring[0]))
+        return sw_error_set(err, SW_EPARSE,
+                            "%s entry: field \"%s\": expected a string of %s%zu characters",
+                            SW_KEY_SPEND, k, needed ? "1 to " : "at most ", cap - 1);
+    memcpy(out, v->valuestring, strlen(v->valuestring) + 1);
+    return 0;
+}
+
+static int spend_num(const cJSON *o, const char *k, double lo, double hi, double *out,
+                     struct sw_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+        return sw_error_set(err, SW_EPARSE,
+                            "%s entry: field \"%s\": expected a number from %g to %g", SW_KEY_SPEND,
+                            k, lo, hi);
+    *out = v->valuedouble;
+    return 0;
+}
+
+int sw_budget_spend_parse(const char *text, size_t len, struct sw_job_rec *r, struct sw_error *err)
+{
+    memset(r, 0, sizeof(*r));
+    cJSON *o = NULL;
+    int rc = sw_json_parse(text, len, SW_KEY_SPEND, &o, err);
+    if (rc != 0)
+        return SW_EPARSE;
+    double gpus = 0, price = 0, start = 0, end = 0;
+    if (!cJSON_IsObject(o))
+        rc = sw_error_set(err, SW_EPARSE, "%s entry: expected an object", SW_KEY_SPEND);
+    if (rc == 0)
+        rc = spend_str(o, "uid", r->uid, sizeof(r->uid), true, err);
+    if (rc == 0)
+        rc = spend_str(o, "cluster", r->cluster, sizeof(r->cluster), true, err);
+    if (rc == 0)
+        rc = spend_str(o, "namespace", r->ns, sizeof(r->ns), true, err);
+    if (rc == 0)
+        rc = spend_str(o, "team", r->team, sizeof(r->team), false, err);
+    if (rc == 0)
+        rc = spend_str(o, "capacity", r->capacity, sizeof(r->capacity), true, err);
+    /* The rate's bounds are the budget's (sw_budget_run_of): out of them
+     * the entry still parses, and the tally fails closed on it. */
+    if (rc == 0)
+        rc = spend_num(o, "billedGpus", -1e300, 1e300, &gpus, err);
+    if (rc == 0)
+        rc = spend_num(o, "pricePerGpuHour", -1e300, 1e300, &price, err);
+    if (rc == 0)
+        rc = spend_num(o, "startedMs", 1, SPEND_MAX_MS, &start, err);
+    if (rc == 0)
+        rc = spend_num(o, "finishedMs", 0, SPEND_MAX_MS, &end, err);
+    cJSON_Delete(o);
+    if (rc != 0) {
+        memset(r, 0, sizeof(*r));
+        return SW_EPARSE;
+    }
+    r->state = SW_JS_SUCCEEDED;
+    r->billed_gpus = gpus;
+    r->price_gpu_h = price;
+    r->started_ms = (int64_t)start;
+    r->finished_ms = (int64_t)end;
+    return 0;
+}
+
 int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
                      struct sw_budget_run *out)
 {
@@ -163,7 +256,7 @@ int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
     if (!sane_rate(rate) || !sane_cost(r->expected_cost > 0 ? r->expected_cost : 0) ||
         !sane_cost(r->reserved_cost > 0 ? r->reserved_cost : 0))
         return SW_ERANGE;
-    out->cloud = cloud_capacity(r->capacity);
+    out->cloud = sw_budget_cloud(r->capacity);
     out->started_ms = sw_budget_start_of(r);
     out->finished_ms = r->finished_ms;
     out->dollars_per_ms = rate;
@@ -208,7 +301,7 @@ double sw_budget_in_flight(const struct sw_job_rec *r, int64_t now_ms)
     /* What its decision reserved; a record without a reservation (no
      * budget then, or written before): its expected cost. */
     double reserved = r->reserved_cost > 0 ? r->reserved_cost : r->expected_cost;
-    if (!cloud_capacity(r->capacity) || !(reserved > 0) || !sane_cost(reserved))
+    if (!sw_budget_cloud(r->capacity) || !(reserved > 0) || !sane_cost(reserved))
         return 0;
     /* Less what it has cost so far, from when the budget counts it
      * committed (sw_budget_run_of: a dispatched mirror from its dispatch). */

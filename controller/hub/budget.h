@@ -100,6 +100,29 @@ struct sw_budget_run {
  */
 int64_t sw_budget_start_of(const struct sw_job_rec *r);
 
+/** Whether a capacity ("spot", "on-demand") is charged to a budget. */
+bool sw_budget_cloud(const char *capacity);
+
+/* How long a spend entry is kept (the longest period, a month of 31 days,
+ * and a margin) and how many one read of them takes at a time. */
+#define SW_SPEND_KEEP_MS (40LL * 86400000LL)
+#define SW_SPEND_PAGE    1000
+
+/**
+ * The compact spend entry (SW_KEY_SPEND) of a record that ended, `end_ms`
+ * when its run ended: a new JSON string (cJSON_free), or NULL when it has
+ * nothing a budget counts (not on spot or on-demand, or never started:
+ * sw_budget_start_of) or on no memory.
+ */
+char *sw_budget_spend_entry(const struct sw_job_rec *r, int64_t end_ms);
+
+/**
+ * Reads a spend entry (Redis input: every field checked) into the fields
+ * of `r` that sw_budget_run_of reads (the rest zeroed; state succeeded).
+ * Returns 0 or SW_EPARSE naming the field, with nothing kept.
+ */
+int sw_budget_spend_parse(const char *text, size_t len, struct sw_job_rec *r, struct sw_error *err);
+
 /**
  * The run of a record (its current attempt), keyed with `t`: started at
  * sw_budget_start_of. Returns 0, or

@@ -53,6 +53,13 @@
  * period}], "epoch", "writtenMs"}), written when it reads the ended
  * records; what spillctl report budget tallies against */
 #define SW_KEY_BUDGETS "spillway:budgets"
+/* a sorted set: the runs on cloud capacity of records that ended, each a
+ * compact JSON entry (sw_budget_spend_entry: uid, cluster, namespace,
+ * team, capacity, billedGpus, pricePerGpuHour, startedMs, finishedMs),
+ * scored by when the run ended (wall ms), added as the record is archived
+ * and kept SW_SPEND_KEEP_MS; what the budgets read, page by page, from the
+ * earliest budget's period start (the hub and spillctl report budget) */
+#define SW_KEY_SPEND "spillway:spend"
 
 /** A Job's place in the burst lifecycle (the record's "state"). */
 enum sw_job_state {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "controller/hub/budget.h"
 #include "controller/hub/config.h"
 
@@ -359,6 +360,81 @@ static void test_dispatched_and_reserve(void **state)
     assert_true(sw_budget_reserve_s(&w, 5, 0) <= SW_MAX_SECONDS);
 }
 
+/* The compact spend entry an ended record leaves for the budgets: only a
+ * run on cloud capacity, read back into what sw_budget_run_of needs; an
+ * entry from Redis is input, each field checked. */
+static void test_spend_entry(void **state)
+{
+    (void)state;
+    struct sw_job_rec r, back;
+    struct sw_budget_run a, b;
+    struct sw_error err = {0};
+    rec(&r, "u-1", "ml", "spot", SW_JS_SUCCEEDED, 2.5, NOV_1, NOV_1 + HOUR_MS, 10);
+    char *e = sw_budget_spend_entry(&r, NOV_1 + HOUR_MS);
+    assert_non_null(e);
+    assert_int_equal(sw_budget_spend_parse(e, strlen(e), &back, &err), 0);
+    cJSON_free(e);
+    assert_int_equal(sw_budget_run_of(&T, &r, &a), 0);
+    assert_int_equal(sw_budget_run_of(&T, &back, &b), 0);
+    assert_string_equal(b.team, "ml");
+    assert_string_equal(b.uid, "u-1");
+    assert_true(b.cloud);
+    assert_int_equal(b.started_ms, a.started_ms);
+    assert_int_equal(b.finished_ms, a.finished_ms);
+    assert_float_equal(b.dollars_per_ms, a.dollars_per_ms, 1e-18);
+    assert_float_equal(sw_budget_run_committed(&b, NOV_1, NOW), 5.0, 1e-9);
+    /* A dispatched mirror that failed without running: from its dispatch. */
+    rec(&r, "u-2", "ml", "on-demand", SW_JS_FAILED, 2.5, 0, NOV_1 + HOUR_MS, 10);
+    r.dispatched_ms = NOV_1;
+    e = sw_budget_spend_entry(&r, NOV_1 + HOUR_MS);
+    assert_non_null(e);
+    assert_int_equal(sw_budget_spend_parse(e, strlen(e), &back, &err), 0);
+    cJSON_free(e);
+    assert_int_equal(back.started_ms, NOV_1);
+    /* Owned capacity, or a run that never started: no entry. */
+    rec(&r, "u-3", "ml", "owned", SW_JS_SUCCEEDED, 0, NOV_1, NOV_1 + HOUR_MS, 0);
+    assert_null(sw_budget_spend_entry(&r, NOV_1 + HOUR_MS));
+    rec(&r, "u-4", "ml", "spot", SW_JS_FAILED, 2.5, 0, NOV_1, 10);
+    assert_null(sw_budget_spend_entry(&r, NOV_1));
+
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"not json", ""},
+        {"[1]", "expected an object"},
+        {"{\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\",\"capacity\":\"spot\","
+         "\"billedGpus\":2,\"pricePerGpuHour\":2.5,\"startedMs\":1,\"finishedMs\":2}",
+         "field \"uid\": expected a string of 1 to 63 characters"},
+        {"{\"uid\":\"u\",\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\",\"capacity\":"
+         "\"spot-but-much-too-long\",\"billedGpus\":2,\"pricePerGpuHour\":2.5,\"startedMs\":1,"
+         "\"finishedMs\":2}",
+         "field \"capacity\": expected a string of 1 to 15 characters"},
+        {"{\"uid\":\"u\",\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\",\"capacity\":"
+         "\"spot\",\"billedGpus\":\"2\",\"pricePerGpuHour\":2.5,\"startedMs\":1,\"finishedMs\":2}",
+         "field \"billedGpus\": expected a number"},
+        {"{\"uid\":\"u\",\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\",\"capacity\":"
+         "\"spot\",\"billedGpus\":2,\"pricePerGpuHour\":2.5,\"startedMs\":0,\"finishedMs\":2}",
+         "field \"startedMs\": expected a number from 1 to"},
+        {"{\"uid\":\"u\",\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\",\"capacity\":"
+         "\"spot\",\"billedGpus\":2,\"pricePerGpuHour\":2.5,\"startedMs\":1,\"finishedMs\":1e300}",
+         "field \"finishedMs\": expected a number from 0 to"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&err, 0, sizeof(err));
+        if (sw_budget_spend_parse(bad[i].text, strlen(bad[i].text), &back, &err) == 0)
+            fail_msg("accepted: %s", bad[i].text);
+        if (strstr(err.msg, bad[i].msg) == NULL)
+            fail_msg("for %s: got \"%s\", expected \"%s\"", bad[i].text, err.msg, bad[i].msg);
+        assert_string_equal(back.uid, "");
+    }
+    /* A price no budget believes parses, and the run is out of bounds. */
+    const char *huge = "{\"uid\":\"u\",\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\","
+                       "\"capacity\":\"spot\",\"billedGpus\":1e200,\"pricePerGpuHour\":1e200,"
+                       "\"startedMs\":1,\"finishedMs\":2}";
+    assert_int_equal(sw_budget_spend_parse(huge, strlen(huge), &back, &err), 0);
+    assert_int_equal(sw_budget_run_of(&T, &back, &b), SW_ERANGE);
+}
+
 /* The grants the hub publishes with its budgets, read back as the CLI
  * does; a bad entry is named. */
 static void test_grants_json(void **state)
@@ -536,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_out_of_bounds),
         cmocka_unit_test(test_dispatched_and_reserve),
         cmocka_unit_test(test_grants_json),
+        cmocka_unit_test(test_spend_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
