@@ -652,13 +652,12 @@ static int budget_read(redisContext *c, const struct sw_tenancy *t, int64_t from
                 in->ended = nr;
                 in->cap_ended = nc;
             }
-            if (sw_budget_run_of(t, &r, &in->ended[in->nended]) == 0)
-                in->nended++;
-            else
+            if (sw_budget_run_of(t, &r, &in->ended[in->nended]) != 0)
                 fprintf(stderr,
-                        "spillctl report budget: skipping the spend entry of %s/%s (uid %s): its "
-                        "price is out of bounds\n",
+                        "spillctl report budget: the spend entry of %s/%s (uid %s) has a price "
+                        "out of bounds: it charges its team's whole budget\n",
                         r.cluster, r.ns, r.uid);
+            in->nended++;
         }
         freeReplyObject(ended);
         ended = NULL;
@@ -862,7 +861,7 @@ static int budget(const struct sw_cli_globals *g, const struct sw_cli_args *a)
         if (bad > 0)
             fprintf(stderr,
                     "spillctl report budget: %zu live record(s) whose price or expected cost is "
-                    "out of bounds count for no budget\n",
+                    "out of bounds charge their team's whole budget\n",
                     bad);
         sw_free(live);
         if (rc != 0) {

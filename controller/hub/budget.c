@@ -251,11 +251,15 @@ int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
     snprintf(out->uid, sizeof(out->uid), "%.*s", (int)sizeof(out->uid) - 1, r->uid);
     double gpus = sw_job_rec_billed_gpus(r);
     /* No GPUs or a zero price bill nothing; a price that is not a number,
-     * or negative, is out of bounds. */
+     * or a negative factor (two of them would make a positive rate), is
+     * out of bounds. */
     double rate = gpus > 0 && r->price_gpu_h != 0 ? gpus * r->price_gpu_h / 3.6e6 : 0;
-    if (!sane_rate(rate) || !sane_cost(r->expected_cost > 0 ? r->expected_cost : 0) ||
+    out->bad = true;
+    if (r->gpus < 0 || r->billed_gpus < 0 || !(r->price_gpu_h >= 0) || !sane_rate(rate) ||
+        !sane_cost(r->expected_cost > 0 ? r->expected_cost : 0) ||
         !sane_cost(r->reserved_cost > 0 ? r->reserved_cost : 0))
         return SW_ERANGE;
+    out->bad = false;
     out->cloud = sw_budget_cloud(r->capacity);
     out->started_ms = sw_budget_start_of(r);
     out->finished_ms = r->finished_ms;
@@ -387,14 +391,16 @@ int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_t
         if (r->uid[0])
             seen[nseen++] = r->uid;
         struct sw_budget_run run;
-        if (sw_budget_run_of(t, r, &run) != 0) {
-            if (nbad)
-                (*nbad)++;
-            continue;
-        }
+        int bad = sw_budget_run_of(t, r, &run);
+        if (bad != 0 && nbad)
+            (*nbad)++;
         int k = find_budget(b, nb, run.team);
         if (k < 0)
             continue;
+        if (bad != 0) {
+            out[k].committed += b[k].amount; /* fail closed: nothing left */
+            continue;
+        }
         out[k].committed += sw_budget_run_committed(&run, out[k].start_ms, now_ms);
         out[k].in_flight += sw_budget_in_flight(r, now_ms);
     }
@@ -416,7 +422,8 @@ int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_t
         }
         int k = find_budget(b, nb, run->team);
         if (k >= 0)
-            out[k].committed += sw_budget_run_committed(run, out[k].start_ms, now_ms);
+            out[k].committed += run->bad ? b[k].amount /* fail closed */
+                                         : sw_budget_run_committed(run, out[k].start_ms, now_ms);
     }
     sw_free(seen);
     sw_free(order);

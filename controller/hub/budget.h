@@ -39,7 +39,8 @@
  * The most a run may bill per hour (USD: billed GPUs x price per
  * GPU-hour) and a burst may be expected to cost (USD) for a budget to
  * count it: a record beyond either is not believed (a hostile or broken
- * record), counts for no budget and is reported (sw_budget_tally).
+ * record): it charges its team the whole amount (fail closed) and is
+ * reported (sw_budget_tally).
  */
 #define SW_BUDGET_MAX_RATE_H 1e6
 #define SW_BUDGET_MAX_COST   SW_BUDGET_MAX_AMOUNT
@@ -90,6 +91,7 @@ struct sw_budget_run {
     int64_t started_ms;     /* 0: never ran */
     int64_t finished_ms;    /* 0: still running */
     double dollars_per_ms;  /* billed GPUs x price per GPU-hour / 3.6e6 */
+    bool bad;               /* figures no budget believes: charged its team's whole amount */
 };
 
 /**
@@ -125,10 +127,11 @@ int sw_budget_spend_parse(const char *text, size_t len, struct sw_job_rec *r, st
 
 /**
  * The run of a record (its current attempt), keyed with `t`: started at
- * sw_budget_start_of. Returns 0, or
- * SW_ERANGE when its rate (billed GPUs x price) is not a number from 0 to
- * SW_BUDGET_MAX_RATE_H or its expected cost not one from 0 to
- * SW_BUDGET_MAX_COST: `out` then counts for nothing (not cloud).
+ * sw_budget_start_of. Returns 0, or SW_ERANGE when its GPUs, billed GPUs
+ * or price is negative, its rate (billed GPUs x price) not a number from 0
+ * to SW_BUDGET_MAX_RATE_H, or its expected or reserved cost not one from 0
+ * to SW_BUDGET_MAX_COST: `out` then has its key and UID and `bad` set
+ * (not cloud, no rate), and the tally charges its team the whole amount.
  */
 int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
                      struct sw_budget_run *out);
@@ -195,8 +198,10 @@ void sw_budget_engine(const struct sw_budget_status *s, struct sw_budget *out);
  * so that a record being archived, or read twice, is counted once. Records
  * of teams without a budget count for nothing: such a team is unlimited.
  * Live records are keyed with `t` (sw_budget_key_of). A live record whose
- * figures are out of bounds (sw_budget_run_of) counts for nothing and is
- * counted in `*nbad` (may be NULL) for the caller to report.
+ * figures are out of bounds (sw_budget_run_of), or an ended run marked
+ * `bad`, charges its team's budget the whole amount (fail closed: nothing
+ * is left this period); such live records are counted in `*nbad` (may be
+ * NULL) for the caller to report.
  * Returns 0, or SW_ENOMEM (`out` then holds the budgets with no spend).
  */
 int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_tenancy *t,

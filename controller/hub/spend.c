@@ -59,7 +59,8 @@ static bool budgeted(const struct sw_hub *h, const char *team)
 
 /* Keeps the run of `r` when a budget counts it (a team with a budget, run
  * on cloud capacity); one whose figures no budget believes is counted in
- * *bad and not kept. */
+ * *bad and kept as such when its team has a budget (the tally charges that
+ * team the whole amount). */
 static int keep(struct sw_hub *h, struct sw_budget_run **runs, size_t *n, size_t *cap,
                 const struct sw_job_rec *r, size_t *bad)
 {
@@ -72,10 +73,13 @@ static int keep(struct sw_hub *h, struct sw_budget_run **runs, size_t *n, size_t
         *cap = nc;
     }
     struct sw_budget_run *run = &(*runs)[*n];
-    if (sw_budget_run_of(&h->cfg.tenancy, r, run) != 0)
+    if (sw_budget_run_of(&h->cfg.tenancy, r, run) != 0) {
         (*bad)++;
-    else if (run->cloud && run->started_ms > 0 && budgeted(h, run->team))
+        if (budgeted(h, run->team))
+            (*n)++;
+    } else if (run->cloud && run->started_ms > 0 && budgeted(h, run->team)) {
         (*n)++;
+    }
     return 0;
 }
 
@@ -105,7 +109,8 @@ static void read_done(struct sw_spend_read *l)
         SW_LOG(SW_LOG_WARN, "spend entries that do not parse count for no budget",
                "key=%s entries=%zu", SW_KEY_SPEND, l->skipped);
     if (l->bad > 0)
-        SW_LOG(SW_LOG_WARN, "spend entries whose price is out of bounds count for no budget",
+        SW_LOG(SW_LOG_WARN,
+               "spend entries whose price is out of bounds charge their team's whole budget",
                "key=%s entries=%zu max_usd_per_hour=%g", SW_KEY_SPEND, l->bad,
                SW_BUDGET_MAX_RATE_H);
     sw_free(h->budget_ended);
@@ -342,7 +347,8 @@ int sw_spend_tally(struct sw_hub *h)
     /* Said when their number changes, not every round and scrape. */
     if (bad != h->budget_bad)
         SW_LOG(bad > 0 ? SW_LOG_WARN : SW_LOG_INFO,
-               "job records whose price or expected cost is out of bounds count for no budget",
+               "job records whose price or expected cost is out of bounds charge their team's "
+               "whole budget",
                "records=%zu max_usd_per_hour=%g max_cost_usd=%g", bad, SW_BUDGET_MAX_RATE_H,
                SW_BUDGET_MAX_COST);
     h->budget_bad = bad;

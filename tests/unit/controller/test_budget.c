@@ -276,14 +276,41 @@ static void test_out_of_bounds(void **state)
     assert_float_equal(sw_budget_in_flight(&fine, NOW), 0.0, 0);
     fine.reserved_cost = 0;
     assert_int_equal(sw_budget_run_of(&T, &fine, &run), 0);
-    const struct sw_job_rec *live[] = {&huge, &inf_cost, &nan_price, &fine};
+    /* Negative GPUs x a negative price: a positive rate, still refused. */
+    struct sw_job_rec neg, nlp_bad;
+    rec(&neg, "g", "cv", "spot", SW_JS_RUNNING, -2.5, NOW - HOUR_MS, 0, 10);
+    neg.gpus = -2;
+    assert_int_equal(sw_budget_run_of(&T, &neg, &run), SW_ERANGE);
+    assert_true(run.bad);
+    assert_string_equal(run.team, "cv");
+    neg.gpus = 2;
+    neg.billed_gpus = -1;
+    neg.price_gpu_h = 2.5;
+    assert_int_equal(sw_budget_run_of(&T, &neg, &run), SW_ERANGE);
+    neg.billed_gpus = 2;
+    neg.price_gpu_h = -2.5;
+    assert_int_equal(sw_budget_run_of(&T, &neg, &run), SW_ERANGE);
+    /* A team without a budget: its broken record limits nobody. */
+    rec(&nlp_bad, "x", "nlp", "spot", SW_JS_RUNNING, NAN, NOW - HOUR_MS, 0, 10);
+    const struct sw_job_rec *live[] = {&huge, &inf_cost, &nan_price, &fine, &neg, &nlp_bad};
     struct sw_budget_status st[2];
     size_t bad = 0;
-    assert_int_equal(sw_budget_tally(budgets, 2, &T, live, 4, NULL, 0, NOW, st, &bad), 0);
-    assert_int_equal(bad, 3);
-    /* fine: 1 h at $5 committed, $5 of its $10 in flight. */
-    assert_float_equal(st[0].committed, 5.0, 1e-9);
+    assert_int_equal(sw_budget_tally(budgets, 2, &T, live, 6, NULL, 0, NOW, st, &bad), 0);
+    assert_int_equal(bad, 5);
+    /* Fail closed: each of ml's three broken records charges its whole
+     * $100; fine adds 1 h at $5 committed, $5 of its $10 in flight. cv's
+     * one broken record takes its whole $50. */
+    assert_float_equal(st[0].committed, 305.0, 1e-9);
     assert_float_equal(st[0].in_flight, 5.0, 1e-9);
+    assert_float_equal(st[1].committed, 50.0, 1e-9);
+    assert_float_equal(sw_budget_left(&st[1]), 0.0, 0);
+    /* An ended run marked bad does as well, once per UID. */
+    struct sw_budget_run ended[2];
+    assert_int_equal(sw_budget_run_of(&T, &neg, &ended[0]), SW_ERANGE);
+    ended[1] = ended[0];
+    assert_int_equal(sw_budget_tally(budgets, 2, &T, NULL, 0, ended, 2, NOW, st, NULL), 0);
+    assert_float_equal(st[1].committed, 50.0, 1e-9);
+    assert_float_equal(st[0].committed, 0.0, 0);
     /* The engine's spent: the cap when the sum is not finite or past it. */
     struct sw_budget b;
     struct sw_budget_status s = {.team = "ml", .amount = 100, .committed = INFINITY};
