@@ -119,8 +119,8 @@ struct sw_workload {
     double runtime_sigma;
     /* What a burst of it takes from its team's budget: the option's cost x
      * this (a pessimistic runtime over the expected one, set by the hub
-     * for a team with a budget); 0 or 1: the cost itself. At most
-     * SW_MAX_BUDGET_RESERVE. Owned options are charged their egress. */
+     * for a team with a budget); 1 or less (0 included): the cost
+     * itself. From 0 to SW_MAX_BUDGET_RESERVE. Owned options are charged their egress. */
     double budget_reserve;
     double checkpoint_s; /* checkpoint interval; 0 means none */
     double restart_s;    /* restart overhead after an interruption */

@@ -599,32 +599,71 @@ static int budget_read(redisContext *c, const struct sw_tenancy *t, int64_t from
         }
         freeReplyObject(v);
     }
-    if (rc == 0)
-        rc = sw_redis_sync_command(c, &ended, err, "ZRANGEBYSCORE %s %lld +inf", SW_KEY_ENDED,
-                                   (long long)from_ms);
-    for (size_t i = 0; rc == 0 && ended->type == REDIS_REPLY_ARRAY && i < ended->elements; i++) {
-        struct sw_job_rec r;
-        redisReply *e = ended->element[i];
-        if (e->type != REDIS_REPLY_STRING || parse_rec("(ended record)", e->str, e->len, &r) != 0)
-            continue;
-        if (in->nended == in->cap_ended) {
-            size_t nc = in->cap_ended ? in->cap_ended * 2 : 64;
-            struct sw_budget_run *nr = sw_realloc(in->ended, nc * sizeof(*nr));
-            if (nr == NULL) {
-                rc = SW_ENOMEM;
+    /* The spend entries (SW_KEY_SPEND) of runs that ended from `from_ms`
+     * on, page by page as the hub reads them, all of them. */
+    char from[32], cursor[64] = "";
+    size_t skip = 0, skipped = 0;
+    snprintf(from, sizeof(from), "%lld", (long long)from_ms);
+    for (bool more = rc == 0; more && rc == 0;) {
+        char skips[32], page[32];
+        snprintf(skips, sizeof(skips), "%zu", cursor[0] ? skip : (size_t)0);
+        snprintf(page, sizeof(page), "%d", SW_SPEND_PAGE);
+        const char *argv[] = {"ZRANGEBYSCORE", SW_KEY_SPEND, cursor[0] ? cursor : from,
+                              "+inf",          "WITHSCORES", "LIMIT",
+                              skips,           page};
+        rc = sw_redis_sync_command_argv(c, &ended, err, 8, argv, NULL);
+        if (rc != 0)
+            break;
+        if (ended->type != REDIS_REPLY_ARRAY || ended->elements % 2 != 0) {
+            rc = sw_error_set(err, SW_EPARSE, "redis: %s is not a sorted set", SW_KEY_SPEND);
+            break;
+        }
+        size_t k = ended->elements / 2;
+        more = k == SW_SPEND_PAGE;
+        for (size_t i = 0; i < k; i++) {
+            redisReply *e = ended->element[2 * i], *sc = ended->element[2 * i + 1];
+            if (sc->type != REDIS_REPLY_STRING || sc->len == 0 || sc->len >= sizeof(cursor)) {
+                rc = sw_error_set(err, SW_EPARSE, "redis: %s: a score that is not a number",
+                                  SW_KEY_SPEND);
                 break;
             }
-            in->ended = nr;
-            in->cap_ended = nc;
-        }
-        if (sw_budget_run_of(t, &r, &in->ended[in->nended]) == 0)
+            if (strcmp(sc->str, cursor) == 0) {
+                skip++;
+            } else {
+                memcpy(cursor, sc->str, sc->len + 1);
+                skip = 1;
+            }
+            struct sw_job_rec r;
+            struct sw_error pe = {0};
+            if (e->type != REDIS_REPLY_STRING ||
+                sw_budget_spend_parse(e->str, e->len, &r, &pe) != 0) {
+                if (skipped++ == 0)
+                    fprintf(stderr, "spillctl report budget: skipping a spend entry: %s\n",
+                            pe.msg[0] ? pe.msg : "not a string");
+                continue;
+            }
+            if (in->nended == in->cap_ended) {
+                size_t nc = in->cap_ended ? in->cap_ended * 2 : 64;
+                struct sw_budget_run *nr = sw_realloc(in->ended, nc * sizeof(*nr));
+                if (nr == NULL) {
+                    rc = SW_ENOMEM;
+                    break;
+                }
+                in->ended = nr;
+                in->cap_ended = nc;
+            }
+            if (sw_budget_run_of(t, &r, &in->ended[in->nended]) != 0)
+                fprintf(stderr,
+                        "spillctl report budget: the spend entry of %s/%s (uid %s) has a price "
+                        "out of bounds: it charges its team's whole budget\n",
+                        r.cluster, r.ns, r.uid);
             in->nended++;
-        else
-            fprintf(stderr,
-                    "spillctl report budget: skipping ended record %s: its price or expected "
-                    "cost is out of bounds\n",
-                    r.key);
+        }
+        freeReplyObject(ended);
+        ended = NULL;
     }
+    if (skipped > 1)
+        fprintf(stderr, "spillctl report budget: %zu spend entries skipped in all\n", skipped);
     if (keys)
         freeReplyObject(keys);
     if (ended)
@@ -822,7 +861,7 @@ static int budget(const struct sw_cli_globals *g, const struct sw_cli_args *a)
         if (bad > 0)
             fprintf(stderr,
                     "spillctl report budget: %zu live record(s) whose price or expected cost is "
-                    "out of bounds count for no budget\n",
+                    "out of bounds charge their team's whole budget\n",
                     bad);
         sw_free(live);
         if (rc != 0) {
@@ -907,11 +946,11 @@ const struct sw_cli_spec sw_cli_report_specs[] = {
              "period (month, week or day, UTC) and the dates it runs from and to, the\n"
              "budget, what is committed (its Jobs' runs on spot and on-demand inside the\n"
              "period: GPUs billed x price x hours), what is in flight (bursts decided or\n"
-             "running: their expected cost not yet run), what is left and the share used.\n"
-             "The same tally the hub decides with, from the records in Redis (the global\n"
-             "--redis), live and ended (spillway:ended) of Jobs that finished in the\n"
-             "period: a burst that does not fit in what is left stays at home\n"
-             "(BudgetExhausted).\n"
+             "running: what they reserved not yet run), what is left and the share used.\n"
+             "The same tally the hub decides with, from Redis (the global --redis): the\n"
+             "live records and the runs of ended ones that finished in the period\n"
+             "(spillway:spend, read whole, page by page): a burst that does not fit in\n"
+             "what is left stays at home (BudgetExhausted).\n"
              "\n"
              "Options:\n"
              "  -o FORMAT                table (default) or json (the global -o)\n",

@@ -14,6 +14,7 @@
 
 #include "common/alloc.h"
 #include "common/error.h"
+#include "common/json.h"
 #include "controller/hub/runtimes.h"
 
 #define MS_PER_DAY 86400000LL
@@ -115,7 +116,7 @@ void sw_budget_key_of(const struct sw_tenancy *t, const struct sw_job_rec *r, ch
     sw_runtime_learner(named, r->team, r->cluster, r->ns, out);
 }
 
-static bool cloud_capacity(const char *capacity)
+bool sw_budget_cloud(const char *capacity)
 {
     return strcmp(capacity, "spot") == 0 || strcmp(capacity, "on-demand") == 0;
 }
@@ -131,6 +132,117 @@ static bool sane_cost(double usd)
     return isfinite(usd) && usd >= 0 && usd <= SW_BUDGET_MAX_COST;
 }
 
+int64_t sw_budget_start_of(const struct sw_job_rec *r)
+{
+    if (r->started_ms > 0)
+        return r->started_ms;
+    /* A mirror dispatched and never seen running (a readiness probe that
+     * never passes, say): billed from its dispatch, while it is out there
+     * and once it has ended (failed, its origin deleted), as the hub bills
+     * it (follow.c finish). */
+    switch (r->state) {
+    case SW_JS_DISPATCHED:
+    case SW_JS_RUNNING:
+    case SW_JS_SUCCEEDED:
+    case SW_JS_FAILED:
+        return r->dispatched_ms > 0 ? r->dispatched_ms : 0;
+    default:
+        return 0;
+    }
+}
+
+char *sw_budget_spend_entry(const struct sw_job_rec *r, int64_t end_ms)
+{
+    int64_t start = sw_budget_start_of(r);
+    if (!sw_budget_cloud(r->capacity) || start <= 0)
+        return NULL;
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL)
+        return NULL;
+    bool ok = cJSON_AddStringToObject(o, "uid", r->uid) &&
+              cJSON_AddStringToObject(o, "cluster", r->cluster) &&
+              cJSON_AddStringToObject(o, "namespace", r->ns) &&
+              cJSON_AddStringToObject(o, "team", r->team) &&
+              cJSON_AddStringToObject(o, "capacity", r->capacity) &&
+              cJSON_AddNumberToObject(o, "billedGpus", sw_job_rec_billed_gpus(r)) &&
+              cJSON_AddNumberToObject(o, "pricePerGpuHour", r->price_gpu_h) &&
+              cJSON_AddNumberToObject(o, "startedMs", (double)start) &&
+              cJSON_AddNumberToObject(o, "finishedMs", (double)end_ms);
+    char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return text;
+}
+
+/* Wall ms from 0 to the year 9999. */
+#define SPEND_MAX_MS 253402300800000.0
+
+static int spend_str(const cJSON *o, const char *k, char *out, size_t cap, bool needed,
+                     struct sw_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsString(v) || strlen(v->valuestring) >= cap || (needed && !v->valuestring[0]))
+        return sw_error_set(err, SW_EPARSE,
+                            "%s entry: field \"%s\": expected a string of %s%zu characters",
+                            SW_KEY_SPEND, k, needed ? "1 to " : "at most ", cap - 1);
+    memcpy(out, v->valuestring, strlen(v->valuestring) + 1);
+    return 0;
+}
+
+static int spend_num(const cJSON *o, const char *k, double lo, double hi, double *out,
+                     struct sw_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+        return sw_error_set(err, SW_EPARSE,
+                            "%s entry: field \"%s\": expected a number from %g to %g", SW_KEY_SPEND,
+                            k, lo, hi);
+    *out = v->valuedouble;
+    return 0;
+}
+
+int sw_budget_spend_parse(const char *text, size_t len, struct sw_job_rec *r, struct sw_error *err)
+{
+    memset(r, 0, sizeof(*r));
+    cJSON *o = NULL;
+    int rc = sw_json_parse(text, len, SW_KEY_SPEND, &o, err);
+    if (rc != 0)
+        return SW_EPARSE;
+    double gpus = 0, price = 0, start = 0, end = 0;
+    if (!cJSON_IsObject(o))
+        rc = sw_error_set(err, SW_EPARSE, "%s entry: expected an object", SW_KEY_SPEND);
+    if (rc == 0)
+        rc = spend_str(o, "uid", r->uid, sizeof(r->uid), true, err);
+    if (rc == 0)
+        rc = spend_str(o, "cluster", r->cluster, sizeof(r->cluster), true, err);
+    if (rc == 0)
+        rc = spend_str(o, "namespace", r->ns, sizeof(r->ns), true, err);
+    if (rc == 0)
+        rc = spend_str(o, "team", r->team, sizeof(r->team), false, err);
+    if (rc == 0)
+        rc = spend_str(o, "capacity", r->capacity, sizeof(r->capacity), true, err);
+    /* The rate's bounds are the budget's (sw_budget_run_of): out of them
+     * the entry still parses, and the tally fails closed on it. */
+    if (rc == 0)
+        rc = spend_num(o, "billedGpus", -1e300, 1e300, &gpus, err);
+    if (rc == 0)
+        rc = spend_num(o, "pricePerGpuHour", -1e300, 1e300, &price, err);
+    if (rc == 0)
+        rc = spend_num(o, "startedMs", 1, SPEND_MAX_MS, &start, err);
+    if (rc == 0)
+        rc = spend_num(o, "finishedMs", 0, SPEND_MAX_MS, &end, err);
+    cJSON_Delete(o);
+    if (rc != 0) {
+        memset(r, 0, sizeof(*r));
+        return SW_EPARSE;
+    }
+    r->state = SW_JS_SUCCEEDED;
+    r->billed_gpus = gpus;
+    r->price_gpu_h = price;
+    r->started_ms = (int64_t)start;
+    r->finished_ms = (int64_t)end;
+    return 0;
+}
+
 int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
                      struct sw_budget_run *out)
 {
@@ -139,17 +251,17 @@ int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
     snprintf(out->uid, sizeof(out->uid), "%.*s", (int)sizeof(out->uid) - 1, r->uid);
     double gpus = sw_job_rec_billed_gpus(r);
     /* No GPUs or a zero price bill nothing; a price that is not a number,
-     * or negative, is out of bounds. */
+     * or a negative factor (two of them would make a positive rate), is
+     * out of bounds. */
     double rate = gpus > 0 && r->price_gpu_h != 0 ? gpus * r->price_gpu_h / 3.6e6 : 0;
-    if (!sane_rate(rate) || !sane_cost(r->expected_cost > 0 ? r->expected_cost : 0))
+    out->bad = true;
+    if (r->gpus < 0 || r->billed_gpus < 0 || !(r->price_gpu_h >= 0) || !sane_rate(rate) ||
+        !sane_cost(r->expected_cost > 0 ? r->expected_cost : 0) ||
+        !sane_cost(r->reserved_cost > 0 ? r->reserved_cost : 0))
         return SW_ERANGE;
-    out->cloud = cloud_capacity(r->capacity);
-    out->started_ms = r->started_ms;
-    /* Dispatched and never seen running (a readiness probe that never
-     * passes, say): billed from the dispatch, as the hub bills it when it
-     * ends (follow.c). */
-    if (out->started_ms <= 0 && r->state == SW_JS_DISPATCHED && r->dispatched_ms > 0)
-        out->started_ms = r->dispatched_ms;
+    out->bad = false;
+    out->cloud = sw_budget_cloud(r->capacity);
+    out->started_ms = sw_budget_start_of(r);
     out->finished_ms = r->finished_ms;
     out->dollars_per_ms = rate;
     return 0;
@@ -190,17 +302,18 @@ double sw_budget_in_flight(const struct sw_job_rec *r, int64_t now_ms)
     default:
         return 0;
     }
-    if (!cloud_capacity(r->capacity) || !(r->expected_cost > 0) || !sane_cost(r->expected_cost))
+    /* What its decision reserved; a record without a reservation (no
+     * budget then, or written before): its expected cost. */
+    double reserved = r->reserved_cost > 0 ? r->reserved_cost : r->expected_cost;
+    if (!sw_budget_cloud(r->capacity) || !(reserved > 0) || !sane_cost(reserved))
         return 0;
     /* Less what it has cost so far, from when the budget counts it
      * committed (sw_budget_run_of: a dispatched mirror from its dispatch). */
-    int64_t from = r->started_ms;
-    if (from <= 0 && r->state == SW_JS_DISPATCHED && r->dispatched_ms > 0)
-        from = r->dispatched_ms;
+    int64_t from = sw_budget_start_of(r);
     double so_far = 0;
     if (from > 0 && now_ms > from)
         so_far = sw_job_rec_billed_gpus(r) * r->price_gpu_h * (double)(now_ms - from) / 3.6e6;
-    double left = r->expected_cost - so_far;
+    double left = reserved - so_far;
     return left > 0 && left <= SW_BUDGET_MAX_COST ? left : 0;
 }
 
@@ -278,14 +391,16 @@ int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_t
         if (r->uid[0])
             seen[nseen++] = r->uid;
         struct sw_budget_run run;
-        if (sw_budget_run_of(t, r, &run) != 0) {
-            if (nbad)
-                (*nbad)++;
-            continue;
-        }
+        int bad = sw_budget_run_of(t, r, &run);
+        if (bad != 0 && nbad)
+            (*nbad)++;
         int k = find_budget(b, nb, run.team);
         if (k < 0)
             continue;
+        if (bad != 0) {
+            out[k].committed += b[k].amount; /* fail closed: nothing left */
+            continue;
+        }
         out[k].committed += sw_budget_run_committed(&run, out[k].start_ms, now_ms);
         out[k].in_flight += sw_budget_in_flight(r, now_ms);
     }
@@ -307,7 +422,8 @@ int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_t
         }
         int k = find_budget(b, nb, run->team);
         if (k >= 0)
-            out[k].committed += sw_budget_run_committed(run, out[k].start_ms, now_ms);
+            out[k].committed += run->bad ? b[k].amount /* fail closed */
+                                         : sw_budget_run_committed(run, out[k].start_ms, now_ms);
     }
     sw_free(seen);
     sw_free(order);

@@ -39,7 +39,8 @@
  * The most a run may bill per hour (USD: billed GPUs x price per
  * GPU-hour) and a burst may be expected to cost (USD) for a budget to
  * count it: a record beyond either is not believed (a hostile or broken
- * record), counts for no budget and is reported (sw_budget_tally).
+ * record): it charges its team the whole amount (fail closed) and is
+ * reported (sw_budget_tally).
  */
 #define SW_BUDGET_MAX_RATE_H 1e6
 #define SW_BUDGET_MAX_COST   SW_BUDGET_MAX_AMOUNT
@@ -90,15 +91,47 @@ struct sw_budget_run {
     int64_t started_ms;     /* 0: never ran */
     int64_t finished_ms;    /* 0: still running */
     double dollars_per_ms;  /* billed GPUs x price per GPU-hour / 3.6e6 */
+    bool bad;               /* figures no budget believes: charged its team's whole amount */
 };
 
 /**
- * The run of a record (its current attempt), keyed with `t`: started when
- * it started, else (a mirror dispatched that never reported running, as
- * the hub bills it when it ends) when it was dispatched. Returns 0, or
- * SW_ERANGE when its rate (billed GPUs x price) is not a number from 0 to
- * SW_BUDGET_MAX_RATE_H or its expected cost not one from 0 to
- * SW_BUDGET_MAX_COST: `out` then counts for nothing (not cloud).
+ * When a record's current attempt began to cost: its start, else, for a
+ * record dispatched, running or ended (a mirror dispatched that never
+ * reported running, failed or whose origin was deleted), its dispatch;
+ * 0 when it has nothing to bill.
+ */
+int64_t sw_budget_start_of(const struct sw_job_rec *r);
+
+/** Whether a capacity ("spot", "on-demand") is charged to a budget. */
+bool sw_budget_cloud(const char *capacity);
+
+/* How long a spend entry is kept (the longest period, a month of 31 days,
+ * and a margin) and how many one read of them takes at a time. */
+#define SW_SPEND_KEEP_MS (40LL * 86400000LL)
+#define SW_SPEND_PAGE    1000
+
+/**
+ * The compact spend entry (SW_KEY_SPEND) of a record that ended, `end_ms`
+ * when its run ended: a new JSON string (cJSON_free), or NULL when it has
+ * nothing a budget counts (not on spot or on-demand, or never started:
+ * sw_budget_start_of) or on no memory.
+ */
+char *sw_budget_spend_entry(const struct sw_job_rec *r, int64_t end_ms);
+
+/**
+ * Reads a spend entry (Redis input: every field checked) into the fields
+ * of `r` that sw_budget_run_of reads (the rest zeroed; state succeeded).
+ * Returns 0 or SW_EPARSE naming the field, with nothing kept.
+ */
+int sw_budget_spend_parse(const char *text, size_t len, struct sw_job_rec *r, struct sw_error *err);
+
+/**
+ * The run of a record (its current attempt), keyed with `t`: started at
+ * sw_budget_start_of. Returns 0, or SW_ERANGE when its GPUs, billed GPUs
+ * or price is negative, its rate (billed GPUs x price) not a number from 0
+ * to SW_BUDGET_MAX_RATE_H, or its expected or reserved cost not one from 0
+ * to SW_BUDGET_MAX_COST: `out` then has its key and UID and `bad` set
+ * (not cloud, no rate), and the tally charges its team the whole amount.
  */
 int sw_budget_run_of(const struct sw_tenancy *t, const struct sw_job_rec *r,
                      struct sw_budget_run *out);
@@ -121,10 +154,10 @@ double sw_budget_reserve_s(const struct sw_estimate *b, size_t min_runs, double 
 double sw_budget_run_committed(const struct sw_budget_run *run, int64_t start_ms, int64_t now_ms);
 
 /**
- * What a record's burst still is expected to cost: for a record decided,
- * data-ready, dispatching, dispatched or running on cloud capacity, its
- * decision's expected cost less what it has cost so far (never below 0);
- * 0 for any other record.
+ * What a record's burst still holds of its budget: for a record decided,
+ * data-ready, dispatching, dispatched or running on cloud capacity, what
+ * its decision reserved (reserved_cost; without one, its expected cost)
+ * less what it has cost so far (never below 0); 0 for any other record.
  */
 double sw_budget_in_flight(const struct sw_job_rec *r, int64_t now_ms);
 
@@ -165,8 +198,10 @@ void sw_budget_engine(const struct sw_budget_status *s, struct sw_budget *out);
  * so that a record being archived, or read twice, is counted once. Records
  * of teams without a budget count for nothing: such a team is unlimited.
  * Live records are keyed with `t` (sw_budget_key_of). A live record whose
- * figures are out of bounds (sw_budget_run_of) counts for nothing and is
- * counted in `*nbad` (may be NULL) for the caller to report.
+ * figures are out of bounds (sw_budget_run_of), or an ended run marked
+ * `bad`, charges its team's budget the whole amount (fail closed: nothing
+ * is left this period); such live records are counted in `*nbad` (may be
+ * NULL) for the caller to report.
  * Returns 0, or SW_ENOMEM (`out` then holds the budgets with no spend).
  */
 int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_tenancy *t,

@@ -217,7 +217,8 @@ struct cfg_doc {
     const char *path;
     struct sw_hub_config *out;
     struct sw_error *err;
-    size_t line[F__COUNT]; /* where each field was given; 0 = not given */
+    size_t line[F__COUNT];                  /* where each field was given; 0 = not given */
+    size_t budget_line[SW_HUB_MAX_BUDGETS]; /* where each budget was given */
 };
 
 /* "url, passwordFile, passwordEnv": the keys a mapping accepts. */
@@ -990,7 +991,29 @@ static int budgets_field(struct cfg_doc *cd, yaml_node_t *k, yaml_node_t *v)
                                     "%s:%zu: field \"%s.team\": a second budget for team %s "
                                     "(first: budgets[%zu])",
                                     cd->path, sw_yaml_line(bn), bf, b->team, j);
+        cd->budget_line[i] = sw_yaml_line(bn);
         c->nbudgets = i + 1;
+    }
+    return 0;
+}
+
+/* Every budget's team is one a grant names (tenancy.grants[].teams): a
+ * budget no Job can count against would limit nothing. */
+static int budgets_granted(struct cfg_doc *cd)
+{
+    const struct sw_hub_config *c = cd->out;
+    const struct sw_tenancy *t = &c->tenancy;
+    for (size_t i = 0; i < c->nbudgets; i++) {
+        bool named = false;
+        for (size_t g = 0; g < t->n && !named; g++)
+            for (size_t k = 0; k < t->grants[g].nteams && !named; k++)
+                named = strcmp(t->grants[g].teams[k], c->budgets[i].team) == 0;
+        if (!named)
+            return sw_error_set(cd->err, SW_EINVAL,
+                                "%s:%zu: field \"budgets[%zu].team\": team %s is named by no "
+                                "grant (tenancy.grants[].teams), so its budget would limit "
+                                "nothing; expected a team a grant names",
+                                cd->path, cd->budget_line[i], i, c->budgets[i].team);
     }
     return 0;
 }
@@ -1093,6 +1116,8 @@ static int parse_root(struct cfg_doc *cd, yaml_node_t *root)
                             sw_yaml_is_null(root) ? "null" : sw_yaml_kind(root));
     int rc = walk(cd, root, "", top_fields, N(top_fields));
     if (rc != 0)
+        return rc;
+    if ((rc = budgets_granted(cd)) != 0)
         return rc;
     if (cd->line[F_REDIS_PASSWORD_FILE] != 0 && cd->line[F_REDIS_PASSWORD_ENV] != 0) {
         size_t l = cd->line[F_REDIS_PASSWORD_FILE] > cd->line[F_REDIS_PASSWORD_ENV]

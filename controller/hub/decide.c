@@ -1141,9 +1141,10 @@ static void apply(struct round *rd, const struct sw_snapshot *snap, const struct
         snprintf(r->capacity, sizeof(r->capacity), "%s", sw_capacity_name(p->capacity));
         r->price_gpu_h = p->price_gpu_h;
         r->billed_gpus = billed_gpus(w, p);
-        /* For a team with a budget, what the burst reserves of it. */
-        r->expected_cost =
-            w->budget_reserve > 1 ? d->chosen.cost.total * w->budget_reserve : d->chosen.cost.total;
+        /* The chosen option's cost; for a team with a budget, what the
+         * burst reserves of it apart (money in flight, not an expectation). */
+        r->expected_cost = d->chosen.cost.total;
+        r->reserved_cost = w->budget_reserve > 1 ? d->chosen.cost.total * w->budget_reserve : 0;
         r->reason[0] = '\0';
         r->has_kueue = pq->set && d->verdict == SW_VERDICT_BURST;
         if (r->has_kueue)

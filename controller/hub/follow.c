@@ -1106,6 +1106,10 @@ void sw_follow_origin_gone(struct sw_hub *h, struct sw_job *j, const cJSON *orig
     if (origin && !let_go && drop_finalizer(h, j, origin))
         return;
     if (!sw_job_state_terminal(r->state) && origin == NULL) {
+        /* A mirror dispatched that never reported running is billed from
+         * its dispatch, as finish() bills it. */
+        if (r->started_ms == 0)
+            r->started_ms = sw_budget_start_of(r);
         r->state = SW_JS_FAILED;
         r->finished_ms = sw_hub_wall_ms();
         sw_metrics_spend(h, j);

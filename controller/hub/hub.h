@@ -358,17 +358,18 @@ struct sw_hub {
      * leader and added to as Jobs succeed: the beliefs decide.c gives the
      * engine. */
     struct sw_runtimes runtimes;
-    /* Team budgets (spend.c, budget.h): the runs of ended records that
-     * finished since the earliest budget's period began, read by the
+    /* Team budgets (spend.c, budget.h): the runs on cloud capacity of
+     * ended records (SW_KEY_SPEND) that finished since the earliest
+     * budget's period began, read whole, page by page, by the
      * leader before it decides and again every minute, and added to as
      * this hub ends records; and every budget's status at the last round. */
     struct sw_budget_run *budget_ended;
     size_t nbudget_ended, cap_budget_ended;
-    bool budget_loaded;     /* the ended runs are in: budgets can be decided */
-    bool budget_loading;    /* a read is under way */
-    int64_t budget_read_ms; /* monotonic ms of the last read sent */
-    bool budget_partial;    /* the last read took MAX_READ records: short of the oldest */
-    size_t budget_bad;      /* live records out of bounds at the last tally (said once) */
+    bool budget_loaded;                /* the ended runs are in: budgets can be decided */
+    bool budget_loading;               /* a read is under way */
+    struct sw_spend_read *budget_read; /* that read (spend.c) */
+    int64_t budget_read_ms;            /* monotonic ms of the last read sent */
+    size_t budget_bad; /* live records out of bounds at the last tally (said once) */
     struct sw_budget_status budget_status[SW_HUB_MAX_BUDGETS];
     size_t nbudget_status;
 
@@ -1169,9 +1170,11 @@ void sw_rules_tick(struct sw_hub *h);
 /* ---- spend.c -------------------------------------------------------------- */
 
 /**
- * Reads the ended records that count against the budgets (those that
- * finished since the earliest budget's period began, the newest 10000 at
- * most) and keeps their runs, replacing what was kept; then calls `done`
+ * Reads the runs of ended records that count against the budgets (the
+ * spend entries, SW_KEY_SPEND, of runs that ended since the earliest
+ * budget's period began, all of them, page by page) and keeps those of
+ * teams with a budget, replacing what was kept once the whole read is in;
+ * then calls `done`
  * (0, or an error: nothing kept is changed, the read is tried again in
  * 5 s). With no budget configured it reads nothing.
  */

@@ -62,6 +62,8 @@ cJSON *sw_job_rec_to_json(const struct sw_job_rec *r)
     cJSON_AddNumberToObject(o, "billedGpus", r->billed_gpus);
     cJSON_AddNumberToObject(o, "pricePerGpuHour", r->price_gpu_h);
     cJSON_AddNumberToObject(o, "expectedCost", r->expected_cost);
+    if (r->reserved_cost > 0)
+        cJSON_AddNumberToObject(o, "reservedCost", r->reserved_cost);
     cJSON_AddNumberToObject(o, "homeWaitSeconds", r->home_wait_s);
     cJSON_AddNumberToObject(o, "burstNowCost", r->burst_now_cost);
     cJSON_AddStringToObject(o, "summary", r->summary);
@@ -331,6 +333,7 @@ int sw_job_rec_from_json(const cJSON *o, struct sw_job_rec *r, struct sw_error *
     N("billedGpus", billed_gpus, double);
     N("pricePerGpuHour", price_gpu_h, double);
     N("expectedCost", expected_cost, double);
+    N("reservedCost", reserved_cost, double);
     N("homeWaitSeconds", home_wait_s, double);
     N("burstNowCost", burst_now_cost, double);
     S("summary", summary);

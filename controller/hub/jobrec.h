@@ -53,6 +53,13 @@
  * period}], "epoch", "writtenMs"}), written when it reads the ended
  * records; what spillctl report budget tallies against */
 #define SW_KEY_BUDGETS "spillway:budgets"
+/* a sorted set: the runs on cloud capacity of records that ended, each a
+ * compact JSON entry (sw_budget_spend_entry: uid, cluster, namespace,
+ * team, capacity, billedGpus, pricePerGpuHour, startedMs, finishedMs),
+ * scored by when the run ended (wall ms), added as the record is archived
+ * and kept SW_SPEND_KEEP_MS; what the budgets read, page by page, from the
+ * earliest budget's period start (the hub and spillctl report budget) */
+#define SW_KEY_SPEND "spillway:spend"
 
 /** A Job's place in the burst lifecycle (the record's "state"). */
 enum sw_job_state {
@@ -150,7 +157,11 @@ struct sw_job_rec {
      * (docs/cost-model.md); 0 in a record written before: gpus. */
     double billed_gpus;
     double price_gpu_h;
-    double expected_cost;  /* the chosen option's expected total */
+    double expected_cost; /* the chosen option's expected total */
+    /* What a budgeted burst reserves of its team's budget (the expected
+     * cost x its budget_reserve); 0 (a team without a budget, or a record
+     * written before): its expected cost. */
+    double reserved_cost;
     double home_wait_s;    /* the stay option's expected wait */
     double burst_now_cost; /* what burst-immediately (on-demand now) would cost */
     /* "burst to cloud-spot (spot): $41.20 expected vs 47 min wait at home",

@@ -229,6 +229,8 @@ static void move_off(struct sw_hub *h, struct sw_job *j, const struct sw_member 
     double lost_for = (double)(sw_hub_wall_ms() - since) / 1000.0;
     if (r->mirror[0] && sw_job_rec_add_stale(r, r->target_cluster, r->mirror, r->attempt) != 0) {
         /* Too many stale mirrors to remember: never place it again. */
+        if (r->started_ms == 0)
+            r->started_ms = sw_budget_start_of(r); /* billed from its dispatch */
         r->state = SW_JS_FAILED;
         r->finished_ms = sw_hub_wall_ms();
         snprintf(r->reason, sizeof(r->reason),
@@ -246,6 +248,8 @@ static void move_off(struct sw_hub *h, struct sw_job *j, const struct sw_member 
     sw_metrics_spend(h, j);
     char msg[700];
     if (r->attempt >= h->cfg.max_attempts) {
+        if (r->started_ms == 0)
+            r->started_ms = sw_budget_start_of(r); /* billed from its dispatch */
         r->state = SW_JS_FAILED;
         r->finished_ms = sw_hub_wall_ms();
         snprintf(r->reason, sizeof(r->reason), "cluster %s lost with attempt %d (max %d attempts)",
@@ -428,6 +432,8 @@ static bool unknown_target(struct sw_hub *h, struct sw_job *j)
     SW_LOG(SW_LOG_WARN, "target cluster removed while the job was there; job failed",
            "job=%s cluster=%s mirror=%s", sw_log_q(r->key), sw_log_q(last), sw_log_q(r->mirror));
     sw_data_outputs_stop(h, j);
+    if (r->started_ms == 0)
+        r->started_ms = sw_budget_start_of(r); /* billed from its dispatch */
     r->state = SW_JS_FAILED;
     r->finished_ms = sw_hub_wall_ms();
     sw_follow_event(h, r, "Warning", "BurstFailed", r->reason);

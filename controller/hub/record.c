@@ -97,6 +97,10 @@ static const char DELETE_LUA[] =
     "  redis.call('ZADD', KEYS[6], ARGV[4], ARGV[3])\n"
     "  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. ARGV[5])\n"
     "end\n"
+    "if ARGV[6] ~= '' then\n"
+    "  redis.call('ZADD', KEYS[7], ARGV[4], ARGV[6])\n"
+    "  redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', '(' .. ARGV[7])\n"
+    "end\n"
     "redis.call('DEL', KEYS[2], KEYS[4])\n"
     "redis.call('SREM', KEYS[3], ARGV[2])\n"
     "redis.call('HDEL', KEYS[5], ARGV[2])\n"
@@ -281,7 +285,7 @@ int sw_rec_end(struct sw_hub *h, struct sw_job *j, const char *why)
     *w = (struct end_ctx){h, j, why};
     /* A record with nothing run to bill is not archived. */
     char *text = NULL;
-    if (j->rec.started_ms > 0) {
+    if (sw_budget_start_of(&j->rec) > 0) {
         cJSON *o = sw_job_rec_to_json(&j->rec);
         text = o ? cJSON_PrintUnformatted(o) : NULL;
         cJSON_Delete(o);
@@ -292,19 +296,43 @@ int sw_rec_end(struct sw_hub *h, struct sw_job *j, const char *why)
     }
     int64_t now = sw_hub_wall_ms();
     int64_t keep_ms = (int64_t)h->cfg.archive_days * 86400000LL;
-    char epoch[32], key[300], ekey[300], score[32], floor[32];
+    char epoch[32], key[300], ekey[300], score[32], floor[32], sfloor[32];
     snprintf(epoch, sizeof(epoch), "%lld", (long long)h->epoch);
     snprintf(key, sizeof(key), SW_KEY_JOB "%s", j->rec.key);
     snprintf(ekey, sizeof(ekey), SW_KEY_EXPLAIN "%s", j->rec.key);
     snprintf(score, sizeof(score), "%lld",
              (long long)(j->rec.finished_ms > 0 ? j->rec.finished_ms : now));
     snprintf(floor, sizeof(floor), "%lld", (long long)(now - keep_ms));
-    const char *argv[] = {"EVAL",       DELETE_LUA,  "6",        SW_KEY_EPOCH,
-                          key,          SW_KEY_JOBS, ekey,       SW_KEY_OUTPUTS_SYNCED,
-                          SW_KEY_ENDED, epoch,       j->rec.key, text ? text : "",
-                          score,        floor};
-    int rc = sw_redis_command_argv(h->redis, on_deleted, w, 14, argv, NULL);
+    /* Its run on cloud capacity, compact, for the budgets (SW_KEY_SPEND),
+     * scored as the archive is: when it ended. */
+    int64_t end_ms = j->rec.finished_ms > 0 ? j->rec.finished_ms : now;
+    char *spend = sw_budget_spend_entry(&j->rec, end_ms);
+    if (spend == NULL && sw_budget_cloud(j->rec.capacity) && sw_budget_start_of(&j->rec) > 0) {
+        cJSON_free(text);
+        free(w);
+        return SW_ENOMEM;
+    }
+    snprintf(sfloor, sizeof(sfloor), "%lld", (long long)(now - SW_SPEND_KEEP_MS));
+    const char *argv[] = {"EVAL",
+                          DELETE_LUA,
+                          "7",
+                          SW_KEY_EPOCH,
+                          key,
+                          SW_KEY_JOBS,
+                          ekey,
+                          SW_KEY_OUTPUTS_SYNCED,
+                          SW_KEY_ENDED,
+                          SW_KEY_SPEND,
+                          epoch,
+                          j->rec.key,
+                          text ? text : "",
+                          score,
+                          floor,
+                          spend ? spend : "",
+                          sfloor};
+    int rc = sw_redis_command_argv(h->redis, on_deleted, w, 17, argv, NULL);
     cJSON_free(text);
+    cJSON_free(spend);
     if (rc != 0)
         free(w);
     return rc;

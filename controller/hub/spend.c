@@ -2,16 +2,18 @@
  * spend.c - what each team with a budget has spent in its period, for the
  * decisions (decide.c gives the engine each budget) and /metrics.
  *
- * The live records are the hub's own; the records that ended (retired,
- * spillway:ended) are read from Redis by the leader before its first
- * decision and every minute after, from the start of the earliest budget's
- * period (a record's score there is when its Job finished, so those are
- * the only ones that can have run in it). A record this hub ends is kept at
- * once, so that it does not drop out of the spend until the next read;
- * replies come in the order the commands were sent, so a read answered
- * after that end includes it, and one answered before it is replaced by
- * it. The tally counts an ended run once, and not at all while a live
- * record has its UID (budget.h).
+ * The live records are the hub's own; the runs of records that ended are
+ * the compact spend entries (SW_KEY_SPEND: only runs on cloud capacity,
+ * scored by when they ended, so those from the earliest budget's period
+ * start on are the only ones that can have run in it), read by the leader
+ * before its first decision and every minute after, page by page
+ * (SW_SPEND_PAGE at a time, each page after the last score seen), all of
+ * them: no number of other Jobs can push a team's runs out of the read.
+ * The figures read before stay until a whole read is in. A record this hub
+ * ends is kept at once (and in the read under way, should it have passed
+ * its score already), so that it does not drop out of the spend until the
+ * next read. The tally counts an ended run once, and not at all while a
+ * live record has its UID (budget.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +26,15 @@
 #define REREAD_MS 60000
 /* A read that failed is tried again after this. */
 #define RETRY_MS 5000
-/* The most ended records one read takes: the newest of the period. Beyond
- * it the budgets are short of the oldest runs, and the hub says so. */
-#define MAX_READ 10000
 
-struct load_ctx {
+struct sw_spend_read {
     struct sw_hub *h;
     void (*done)(struct sw_hub *h, int rc);
+    struct sw_budget_run *runs; /* what this read has kept so far */
+    size_t n, cap, skipped, bad, pages;
+    char cursor[64]; /* the last score seen ("" before the first page) */
+    size_t skip;     /* entries at that score already seen */
+    char from[32];   /* the earliest period's start */
 };
 
 /* The start of the earliest current period of every budget. */
@@ -45,8 +49,18 @@ static int64_t earliest_start(const struct sw_hub *h, int64_t now_ms)
     return from;
 }
 
-/* Keeps the run of `r`; one whose figures no budget believes is counted
- * in *bad and not kept. */
+static bool budgeted(const struct sw_hub *h, const char *team)
+{
+    for (size_t i = 0; i < h->cfg.nbudgets; i++)
+        if (strcmp(h->cfg.budgets[i].team, team) == 0)
+            return true;
+    return false;
+}
+
+/* Keeps the run of `r` when a budget counts it (a team with a budget, run
+ * on cloud capacity); one whose figures no budget believes is counted in
+ * *bad and kept as such when its team has a budget (the tally charges that
+ * team the whole amount). */
 static int keep(struct sw_hub *h, struct sw_budget_run **runs, size_t *n, size_t *cap,
                 const struct sw_job_rec *r, size_t *bad)
 {
@@ -58,86 +72,128 @@ static int keep(struct sw_hub *h, struct sw_budget_run **runs, size_t *n, size_t
         *runs = nr;
         *cap = nc;
     }
-    if (sw_budget_run_of(&h->cfg.tenancy, r, &(*runs)[*n]) != 0)
+    struct sw_budget_run *run = &(*runs)[*n];
+    if (sw_budget_run_of(&h->cfg.tenancy, r, run) != 0) {
         (*bad)++;
-    else
+        if (budgeted(h, run->team))
+            (*n)++;
+    } else if (run->cloud && run->started_ms > 0 && budgeted(h, run->team)) {
         (*n)++;
+    }
     return 0;
 }
 
-static void on_ended(struct sw_redis *rd, redisReply *reply, const char *errs, void *ctx)
+static int send_page(struct sw_spend_read *l);
+
+static void read_failed(struct sw_spend_read *l, const char *why)
 {
-    (void)rd;
-    struct load_ctx *l = ctx;
     struct sw_hub *h = l->h;
     void (*done)(struct sw_hub *, int) = l->done;
+    SW_LOG(SW_LOG_WARN, "cannot read the spend of ended runs for the budgets; trying again",
+           "key=%s err=%s page=%zu retry_s=%d", SW_KEY_SPEND, sw_log_q(why), l->pages,
+           RETRY_MS / 1000);
+    sw_free(l->runs);
     sw_free(l);
+    h->budget_read = NULL;
     h->budget_loading = false;
-    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
-        SW_LOG(SW_LOG_WARN, "cannot read the ended records for the budgets; trying again",
-               "err=%s retry_s=%d",
-               sw_log_q(reply && reply->type == REDIS_REPLY_ERROR ? reply->str
-                        : errs                                    ? errs
-                                                                  : "not a list"),
-               RETRY_MS / 1000);
-        h->budget_read_ms = sw_hub_mono_ms() - REREAD_MS + RETRY_MS;
-        if (done)
-            done(h, SW_EUNAVAIL);
-        return;
-    }
-    struct sw_budget_run *runs = NULL;
-    size_t n = 0, cap = 0, skipped = 0, bad = 0;
-    for (size_t i = 0; i < reply->elements; i++) {
-        redisReply *e = reply->element[i];
-        if (e->type != REDIS_REPLY_STRING)
-            continue;
-        cJSON *o = NULL;
-        struct sw_job_rec r;
-        struct sw_error err = {0};
-        if (sw_json_parse(e->str, e->len, SW_KEY_ENDED, &o, &err) != 0 ||
-            sw_job_rec_from_json(o, &r, &err) != 0) {
-            /* A record that does not parse bills nothing: said, not fatal. */
-            skipped++;
-            cJSON_Delete(o);
-            continue;
-        }
-        cJSON_Delete(o);
-        if (r.started_ms == 0)
-            continue;
-        if (keep(h, &runs, &n, &cap, &r, &bad) != 0) {
-            sw_free(runs);
-            if (done)
-                done(h, SW_ENOMEM);
-            return;
-        }
-    }
-    if (skipped > 0)
-        SW_LOG(SW_LOG_WARN, "ended records that do not parse count for no budget", "records=%zu",
-               skipped);
-    if (bad > 0)
+    h->budget_read_ms = sw_hub_mono_ms() - REREAD_MS + RETRY_MS;
+    if (done)
+        done(h, SW_EUNAVAIL);
+}
+
+static void read_done(struct sw_spend_read *l)
+{
+    struct sw_hub *h = l->h;
+    void (*done)(struct sw_hub *, int) = l->done;
+    if (l->skipped > 0)
+        SW_LOG(SW_LOG_WARN, "spend entries that do not parse count for no budget",
+               "key=%s entries=%zu", SW_KEY_SPEND, l->skipped);
+    if (l->bad > 0)
         SW_LOG(SW_LOG_WARN,
-               "ended records whose price or expected cost is out of bounds count for no budget",
-               "records=%zu max_usd_per_hour=%g max_cost_usd=%g", bad, SW_BUDGET_MAX_RATE_H,
-               SW_BUDGET_MAX_COST);
-    bool partial = reply->elements >= MAX_READ;
-    if (partial && !h->budget_partial)
-        SW_LOG(SW_LOG_WARN,
-               "more ended records in the budgets' periods than one read takes: the oldest "
-               "runs count for no budget, the teams' spend is short of them",
-               "read=%d", MAX_READ);
-    h->budget_partial = partial;
+               "spend entries whose price is out of bounds charge their team's whole budget",
+               "key=%s entries=%zu max_usd_per_hour=%g", SW_KEY_SPEND, l->bad,
+               SW_BUDGET_MAX_RATE_H);
     sw_free(h->budget_ended);
-    h->budget_ended = runs;
-    h->nbudget_ended = n;
-    h->cap_budget_ended = cap;
+    h->budget_ended = l->runs;
+    h->nbudget_ended = l->n;
+    h->cap_budget_ended = l->cap;
+    h->budget_read = NULL;
+    h->budget_loading = false;
     bool first = !h->budget_loaded;
     if (first)
-        SW_LOG(SW_LOG_INFO, "ended records read for the budgets", "runs=%zu", n);
+        SW_LOG(SW_LOG_INFO, "ended runs read for the budgets", "runs=%zu pages=%zu", l->n,
+               l->pages);
     h->budget_loaded = true;
+    sw_free(l);
     if (first)
         sw_hub_want_decide(h); /* the rounds waited for it */
     if (done)
         done(h, 0);
+}
+
+static void on_page(struct sw_redis *rd, redisReply *reply, const char *errs, void *ctx)
+{
+    (void)rd;
+    struct sw_spend_read *l = ctx;
+    struct sw_hub *h = l->h;
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 0) {
+        read_failed(l, reply && reply->type == REDIS_REPLY_ERROR ? reply->str
+                       : errs                                    ? errs
+                              : "not a list of entries and scores");
+        return;
+    }
+    size_t k = reply->elements / 2;
+    l->pages++;
+    for (size_t i = 0; i < k; i++) {
+        redisReply *e = reply->element[2 * i], *sc = reply->element[2 * i + 1];
+        if (sc->type != REDIS_REPLY_STRING || sc->len == 0 || sc->len >= sizeof(l->cursor)) {
+            read_failed(l, "a score that is not a number");
+            return;
+        }
+        /* The cursor: the last score seen, and how many entries at it. */
+        if (strcmp(sc->str, l->cursor) == 0) {
+            l->skip++;
+        } else {
+            memcpy(l->cursor, sc->str, sc->len + 1);
+            l->skip = 1;
+        }
+        struct sw_job_rec r;
+        struct sw_error err = {0};
+        if (e->type != REDIS_REPLY_STRING || sw_budget_spend_parse(e->str, e->len, &r, &err) != 0) {
+            l->skipped++; /* bills nothing: said, not fatal */
+            continue;
+        }
+        if (keep(h, &l->runs, &l->n, &l->cap, &r, &l->bad) != 0) {
+            read_failed(l, "out of memory");
+            return;
+        }
+    }
+    if (k < SW_SPEND_PAGE) {
+        read_done(l);
+        return;
+    }
+    if (send_page(l) != 0)
+        read_failed(l, "cannot send the next page");
+}
+
+/* The next page: entries from the cursor's score on, past those at it
+ * already seen (one added meanwhile at an earlier score is missed by this
+ * read and kept by sw_spend_ended; one at the cursor's may be read twice,
+ * and counts once by its UID). */
+static int send_page(struct sw_spend_read *l)
+{
+    char skip[32], page[32];
+    snprintf(skip, sizeof(skip), "%zu", l->cursor[0] ? l->skip : (size_t)0);
+    snprintf(page, sizeof(page), "%d", SW_SPEND_PAGE);
+    const char *argv[] = {"ZRANGEBYSCORE",
+                          SW_KEY_SPEND,
+                          l->cursor[0] ? l->cursor : l->from,
+                          "+inf",
+                          "WITHSCORES",
+                          "LIMIT",
+                          skip,
+                          page};
+    return sw_redis_command_argv(l->h->redis, on_page, l, 8, argv, NULL);
 }
 
 /* The budgets this hub enforces, for spillctl report budget: written with
@@ -206,20 +262,20 @@ int sw_spend_load(struct sw_hub *h, void (*done)(struct sw_hub *h, int rc))
             done(h, 0);
         return 0;
     }
-    struct load_ctx *l = sw_calloc(1, sizeof(*l));
+    struct sw_spend_read *l = sw_calloc(1, sizeof(*l));
     if (l == NULL)
         return SW_ENOMEM;
-    *l = (struct load_ctx){h, done};
+    l->h = h;
+    l->done = done;
+    snprintf(l->from, sizeof(l->from), "%lld", (long long)earliest_start(h, sw_hub_wall_ms()));
     h->budget_loading = true;
+    h->budget_read = l;
     h->budget_read_ms = sw_hub_mono_ms();
     publish(h);
-    /* The newest first, at most MAX_READ of them (one reply parsed on the
-     * loop stays bounded). */
-    int rc =
-        sw_redis_command(h->redis, on_ended, l, "ZREVRANGEBYSCORE %s +inf %lld LIMIT 0 %d",
-                         SW_KEY_ENDED, (long long)earliest_start(h, sw_hub_wall_ms()), MAX_READ);
+    int rc = send_page(l);
     if (rc != 0) {
         h->budget_loading = false;
+        h->budget_read = NULL;
         h->budget_read_ms = sw_hub_mono_ms() - REREAD_MS + RETRY_MS;
         sw_free(l);
     }
@@ -236,10 +292,12 @@ void sw_spend_tick(struct sw_hub *h)
 
 void sw_spend_ended(struct sw_hub *h, const struct sw_job_rec *r)
 {
-    if (h->cfg.nbudgets == 0 || r->started_ms == 0)
+    if (h->cfg.nbudgets == 0 || sw_budget_start_of(r) <= 0)
         return;
     size_t bad = 0;
-    if (keep(h, &h->budget_ended, &h->nbudget_ended, &h->cap_budget_ended, r, &bad) != 0)
+    struct sw_spend_read *l = h->budget_read;
+    if (keep(h, &h->budget_ended, &h->nbudget_ended, &h->cap_budget_ended, r, &bad) != 0 ||
+        (l != NULL && keep(h, &l->runs, &l->n, &l->cap, r, &l->bad) != 0))
         SW_LOG(SW_LOG_WARN,
                "out of memory keeping an ended run for the budgets until the next read", "job=%s",
                sw_log_q(r->key));
@@ -289,7 +347,8 @@ int sw_spend_tally(struct sw_hub *h)
     /* Said when their number changes, not every round and scrape. */
     if (bad != h->budget_bad)
         SW_LOG(bad > 0 ? SW_LOG_WARN : SW_LOG_INFO,
-               "job records whose price or expected cost is out of bounds count for no budget",
+               "job records whose price or expected cost is out of bounds charge their team's "
+               "whole budget",
                "records=%zu max_usd_per_hour=%g max_cost_usd=%g", bad, SW_BUDGET_MAX_RATE_H,
                SW_BUDGET_MAX_COST);
     h->budget_bad = bad;

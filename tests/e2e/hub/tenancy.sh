@@ -37,8 +37,9 @@
 #      field and its mirror of the proof is followed once, its outputs
 #      held to the grant and copied home.
 #  10. team budgets (docs/hub.md, "Team budgets"): namespace BNS's team
-#      BTEAM has $5 a month, spent already (an ended record of a $10 run
-#      this month, there before the restart, read by the new leader); a
+#      BTEAM has $5 a month, spent already (the spend entry of a $10 run
+#      this month, there before the restart behind 1,500 other runs' and
+#      read by the new leader page by page); a
 #      burstable Job of BNS stays at home blocked with BudgetExhausted, no
 #      mirror anywhere,
 #      while team ANS's Jobs (a budget of $100,000) burst and complete;
@@ -485,6 +486,18 @@ rcli GET "spillway:job:onprem/$ANS/ok-first" | jq -c --arg ns "$BNS" --arg team 
      | .pricePerGpuHour = 7200 | .startedMs = ($now - 10000) | .finishedMs = ($now - 5000)' >"$HUB_TMP/seed.json"
 [ -s "$HUB_TMP/seed.json" ] || hub_fail "no record of ok-first to seed BTEAM's spend from"
 rcli ZADD spillway:ended "$((NOWMS - 5000))" "$(cat "$HUB_TMP/seed.json")" >/dev/null
+# The budgets read its spend entry, behind 1,500 entries of other runs
+# that ended just before it (more than a page, all at one score; of a
+# namespace without a grant, counted for no budget), and one that does not
+# parse: the read pages through all of them.
+jq -c '{uid, cluster, namespace, team, capacity, billedGpus, pricePerGpuHour, startedMs, finishedMs}' \
+    "$HUB_TMP/seed.json" >"$HUB_TMP/seed-spend.json"
+FLOOD=()
+for i in $(seq 1 1500); do
+    FLOOD+=("$((NOWMS - 6000))" "{\"uid\":\"flood-$i\",\"cluster\":\"onprem\",\"namespace\":\"flood\",\"team\":\"\",\"capacity\":\"spot\",\"billedGpus\":1,\"pricePerGpuHour\":0.01,\"startedMs\":$((NOWMS - 7000)),\"finishedMs\":$((NOWMS - 6000))}")
+done
+rcli ZADD spillway:spend "${FLOOD[@]}" "$((NOWMS - 5500))" "not json" \
+    "$((NOWMS - 5000))" "$(cat "$HUB_TMP/seed-spend.json")" >/dev/null
 hub_start "$HUB_TMP/hub.yaml"
 for _ in $(seq 1 80); do [ "$(leader_of "$PORT")" = 1 ] && break; sleep 0.25; done
 [ "$(leader_of "$PORT")" = 1 ] || hub_fail "the restarted hub did not take the lease"

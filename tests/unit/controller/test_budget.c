@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "controller/hub/budget.h"
 #include "controller/hub/config.h"
 
@@ -119,6 +120,11 @@ static void test_in_flight_once(void **state)
     assert_float_equal(sw_budget_in_flight(&running, NOW), 30.0, 1e-9);
     rec(&decided, "b", "ml", "spot", SW_JS_DISPATCHING, 1.0, 0, 0, 20);
     assert_float_equal(sw_budget_in_flight(&decided, NOW), 20.0, 1e-9);
+    /* A reservation apart from the expected cost holds the reservation:
+     * $160 reserved on $40 expected, $10 spent, $150 in flight. */
+    running.reserved_cost = 160;
+    assert_float_equal(sw_budget_in_flight(&running, NOW), 150.0, 1e-9);
+    running.reserved_cost = 0;
     /* Ran longer than expected: nothing more in flight, all committed. */
     rec(&over, "c", "ml", "spot", SW_JS_RUNNING, 2.5, NOW - 3 * HOUR_MS, 0, 5);
     assert_float_equal(sw_budget_in_flight(&over, NOW), 0.0, 0);
@@ -265,15 +271,46 @@ static void test_out_of_bounds(void **state)
     rec(&nan_price, "n", "ml", "spot", SW_JS_RUNNING, NAN, NOW - HOUR_MS, 0, 10);
     assert_int_equal(sw_budget_run_of(&T, &nan_price, &run), SW_ERANGE);
     rec(&fine, "f", "ml", "spot", SW_JS_RUNNING, 2.5, NOW - HOUR_MS, 0, 10);
+    fine.reserved_cost = 1e300; /* a reservation no budget believes */
+    assert_int_equal(sw_budget_run_of(&T, &fine, &run), SW_ERANGE);
+    assert_float_equal(sw_budget_in_flight(&fine, NOW), 0.0, 0);
+    fine.reserved_cost = 0;
     assert_int_equal(sw_budget_run_of(&T, &fine, &run), 0);
-    const struct sw_job_rec *live[] = {&huge, &inf_cost, &nan_price, &fine};
+    /* Negative GPUs x a negative price: a positive rate, still refused. */
+    struct sw_job_rec neg, nlp_bad;
+    rec(&neg, "g", "cv", "spot", SW_JS_RUNNING, -2.5, NOW - HOUR_MS, 0, 10);
+    neg.gpus = -2;
+    assert_int_equal(sw_budget_run_of(&T, &neg, &run), SW_ERANGE);
+    assert_true(run.bad);
+    assert_string_equal(run.team, "cv");
+    neg.gpus = 2;
+    neg.billed_gpus = -1;
+    neg.price_gpu_h = 2.5;
+    assert_int_equal(sw_budget_run_of(&T, &neg, &run), SW_ERANGE);
+    neg.billed_gpus = 2;
+    neg.price_gpu_h = -2.5;
+    assert_int_equal(sw_budget_run_of(&T, &neg, &run), SW_ERANGE);
+    /* A team without a budget: its broken record limits nobody. */
+    rec(&nlp_bad, "x", "nlp", "spot", SW_JS_RUNNING, NAN, NOW - HOUR_MS, 0, 10);
+    const struct sw_job_rec *live[] = {&huge, &inf_cost, &nan_price, &fine, &neg, &nlp_bad};
     struct sw_budget_status st[2];
     size_t bad = 0;
-    assert_int_equal(sw_budget_tally(budgets, 2, &T, live, 4, NULL, 0, NOW, st, &bad), 0);
-    assert_int_equal(bad, 3);
-    /* fine: 1 h at $5 committed, $5 of its $10 in flight. */
-    assert_float_equal(st[0].committed, 5.0, 1e-9);
+    assert_int_equal(sw_budget_tally(budgets, 2, &T, live, 6, NULL, 0, NOW, st, &bad), 0);
+    assert_int_equal(bad, 5);
+    /* Fail closed: each of ml's three broken records charges its whole
+     * $100; fine adds 1 h at $5 committed, $5 of its $10 in flight. cv's
+     * one broken record takes its whole $50. */
+    assert_float_equal(st[0].committed, 305.0, 1e-9);
     assert_float_equal(st[0].in_flight, 5.0, 1e-9);
+    assert_float_equal(st[1].committed, 50.0, 1e-9);
+    assert_float_equal(sw_budget_left(&st[1]), 0.0, 0);
+    /* An ended run marked bad does as well, once per UID. */
+    struct sw_budget_run ended[2];
+    assert_int_equal(sw_budget_run_of(&T, &neg, &ended[0]), SW_ERANGE);
+    ended[1] = ended[0];
+    assert_int_equal(sw_budget_tally(budgets, 2, &T, NULL, 0, ended, 2, NOW, st, NULL), 0);
+    assert_float_equal(st[1].committed, 50.0, 1e-9);
+    assert_float_equal(st[0].committed, 0.0, 0);
     /* The engine's spent: the cap when the sum is not finite or past it. */
     struct sw_budget b;
     struct sw_budget_status s = {.team = "ml", .amount = 100, .committed = INFINITY};
@@ -311,6 +348,25 @@ static void test_dispatched_and_reserve(void **state)
     assert_int_equal(sw_budget_run_of(&T, &r, &run), 0);
     assert_int_equal(run.started_ms, 0);
     assert_float_equal(sw_budget_in_flight(&r, NOW), 40.0, 1e-9);
+    /* Failed without ever reporting running (its origin deleted, its
+     * cluster lost): still billed from its dispatch to its end, so that
+     * deleting the origin does not wipe its spend. */
+    r.state = SW_JS_FAILED;
+    r.finished_ms = NOW - HOUR_MS;
+    assert_int_equal(sw_budget_start_of(&r), NOW - 2 * HOUR_MS);
+    assert_int_equal(sw_budget_run_of(&T, &r, &run), 0);
+    assert_float_equal(sw_budget_run_committed(&run, NOV_1, NOW), 5.0, 1e-9);
+    assert_float_equal(sw_budget_in_flight(&r, NOW), 0.0, 0);
+    /* Requeued and deciding again: the old dispatch bills nothing. */
+    r.state = SW_JS_OBSERVED;
+    r.finished_ms = 0;
+    assert_int_equal(sw_budget_start_of(&r), 0);
+    r.state = SW_JS_DECIDED;
+    assert_int_equal(sw_budget_start_of(&r), 0);
+    /* A start it has wins over its dispatch. */
+    r.state = SW_JS_SUCCEEDED;
+    r.started_ms = NOW - HOUR_MS;
+    assert_int_equal(sw_budget_start_of(&r), NOW - HOUR_MS);
 
     /* The reservation: the 90th percentile of a learned belief... */
     struct sw_estimate b = {.median_s = 3600, .sigma = 0.5, .source = SW_EST_LEARNED, .runs = 9};
@@ -329,6 +385,81 @@ static void test_dispatched_and_reserve(void **state)
     /* Never past SW_MAX_SECONDS. */
     struct sw_estimate w = {.median_s = 1e15, .sigma = 10, .source = SW_EST_PRIOR};
     assert_true(sw_budget_reserve_s(&w, 5, 0) <= SW_MAX_SECONDS);
+}
+
+/* The compact spend entry an ended record leaves for the budgets: only a
+ * run on cloud capacity, read back into what sw_budget_run_of needs; an
+ * entry from Redis is input, each field checked. */
+static void test_spend_entry(void **state)
+{
+    (void)state;
+    struct sw_job_rec r, back;
+    struct sw_budget_run a, b;
+    struct sw_error err = {0};
+    rec(&r, "u-1", "ml", "spot", SW_JS_SUCCEEDED, 2.5, NOV_1, NOV_1 + HOUR_MS, 10);
+    char *e = sw_budget_spend_entry(&r, NOV_1 + HOUR_MS);
+    assert_non_null(e);
+    assert_int_equal(sw_budget_spend_parse(e, strlen(e), &back, &err), 0);
+    cJSON_free(e);
+    assert_int_equal(sw_budget_run_of(&T, &r, &a), 0);
+    assert_int_equal(sw_budget_run_of(&T, &back, &b), 0);
+    assert_string_equal(b.team, "ml");
+    assert_string_equal(b.uid, "u-1");
+    assert_true(b.cloud);
+    assert_int_equal(b.started_ms, a.started_ms);
+    assert_int_equal(b.finished_ms, a.finished_ms);
+    assert_float_equal(b.dollars_per_ms, a.dollars_per_ms, 1e-18);
+    assert_float_equal(sw_budget_run_committed(&b, NOV_1, NOW), 5.0, 1e-9);
+    /* A dispatched mirror that failed without running: from its dispatch. */
+    rec(&r, "u-2", "ml", "on-demand", SW_JS_FAILED, 2.5, 0, NOV_1 + HOUR_MS, 10);
+    r.dispatched_ms = NOV_1;
+    e = sw_budget_spend_entry(&r, NOV_1 + HOUR_MS);
+    assert_non_null(e);
+    assert_int_equal(sw_budget_spend_parse(e, strlen(e), &back, &err), 0);
+    cJSON_free(e);
+    assert_int_equal(back.started_ms, NOV_1);
+    /* Owned capacity, or a run that never started: no entry. */
+    rec(&r, "u-3", "ml", "owned", SW_JS_SUCCEEDED, 0, NOV_1, NOV_1 + HOUR_MS, 0);
+    assert_null(sw_budget_spend_entry(&r, NOV_1 + HOUR_MS));
+    rec(&r, "u-4", "ml", "spot", SW_JS_FAILED, 2.5, 0, NOV_1, 10);
+    assert_null(sw_budget_spend_entry(&r, NOV_1));
+
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"not json", ""},
+        {"[1]", "expected an object"},
+        {"{\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\",\"capacity\":\"spot\","
+         "\"billedGpus\":2,\"pricePerGpuHour\":2.5,\"startedMs\":1,\"finishedMs\":2}",
+         "field \"uid\": expected a string of 1 to 63 characters"},
+        {"{\"uid\":\"u\",\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\",\"capacity\":"
+         "\"spot-but-much-too-long\",\"billedGpus\":2,\"pricePerGpuHour\":2.5,\"startedMs\":1,"
+         "\"finishedMs\":2}",
+         "field \"capacity\": expected a string of 1 to 15 characters"},
+        {"{\"uid\":\"u\",\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\",\"capacity\":"
+         "\"spot\",\"billedGpus\":\"2\",\"pricePerGpuHour\":2.5,\"startedMs\":1,\"finishedMs\":2}",
+         "field \"billedGpus\": expected a number"},
+        {"{\"uid\":\"u\",\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\",\"capacity\":"
+         "\"spot\",\"billedGpus\":2,\"pricePerGpuHour\":2.5,\"startedMs\":0,\"finishedMs\":2}",
+         "field \"startedMs\": expected a number from 1 to"},
+        {"{\"uid\":\"u\",\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\",\"capacity\":"
+         "\"spot\",\"billedGpus\":2,\"pricePerGpuHour\":2.5,\"startedMs\":1,\"finishedMs\":1e300}",
+         "field \"finishedMs\": expected a number from 0 to"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&err, 0, sizeof(err));
+        if (sw_budget_spend_parse(bad[i].text, strlen(bad[i].text), &back, &err) == 0)
+            fail_msg("accepted: %s", bad[i].text);
+        if (strstr(err.msg, bad[i].msg) == NULL)
+            fail_msg("for %s: got \"%s\", expected \"%s\"", bad[i].text, err.msg, bad[i].msg);
+        assert_string_equal(back.uid, "");
+    }
+    /* A price no budget believes parses, and the run is out of bounds. */
+    const char *huge = "{\"uid\":\"u\",\"cluster\":\"c1\",\"namespace\":\"ns-ml\",\"team\":\"ml\","
+                       "\"capacity\":\"spot\",\"billedGpus\":1e200,\"pricePerGpuHour\":1e200,"
+                       "\"startedMs\":1,\"finishedMs\":2}";
+    assert_int_equal(sw_budget_spend_parse(huge, strlen(huge), &back, &err), 0);
+    assert_int_equal(sw_budget_run_of(&T, &back, &b), SW_ERANGE);
 }
 
 /* The grants the hub publishes with its budgets, read back as the CLI
@@ -377,8 +508,12 @@ static void test_grants_json(void **state)
 
 static int parse(const char *budgets_yaml, struct sw_hub_config *c, struct sw_error *err)
 {
+    /* The grants come after the budgets, so the budgets' lines are 3 on. */
     char text[2048];
-    snprintf(text, sizeof(text), "redis: {url: \"redis://127.0.0.1:6379/0\"}\nsecretKeyFile: k\n%s",
+    snprintf(text, sizeof(text),
+             "redis: {url: \"redis://127.0.0.1:6379/0\"}\nsecretKeyFile: k\n%s"
+             "tenancy:\n  grants:\n  - {cluster: c1, namespace: ns-ml, teams: [ml-research, ml]}\n"
+             "  - {cluster: c1, namespace: ns-cv, teams: [cv]}\n",
              budgets_yaml);
     return sw_hub_config_parse(text, strlen(text), "hub.yaml", c, err);
 }
@@ -432,6 +567,10 @@ static void test_config(void **state)
         {"budgets:\n- team: ml\n  amount: 5\n- team: ml\n  amount: 6\n",
          "hub.yaml:6: field \"budgets[1].team\": a second budget for team ml (first: budgets[0])"},
         {"budgets:\n- ml\n", "hub.yaml:4: field \"budgets[0]\": expected a mapping"},
+        /* A team no grant names: its budget would limit nothing. */
+        {"budgets:\n- team: ml\n  amount: 5\n- team: nlp\n  amount: 6\n",
+         "hub.yaml:6: field \"budgets[1].team\": team nlp is named by no grant "
+         "(tenancy.grants[].teams), so its budget would limit nothing"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         memset(&err, 0, sizeof(err));
@@ -500,6 +639,7 @@ int main(void)
         cmocka_unit_test(test_out_of_bounds),
         cmocka_unit_test(test_dispatched_and_reserve),
         cmocka_unit_test(test_grants_json),
+        cmocka_unit_test(test_spend_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@ static void fill(struct sw_job_rec *r)
     r->billed_gpus = 8.0 / 7.0;
     r->price_gpu_h = 2.1;
     r->expected_cost = 41.2;
+    r->reserved_cost = 164.8;
     r->home_wait_s = 2820;
     r->burst_now_cost = 111.68;
     snprintf(r->summary, sizeof(r->summary),
@@ -85,6 +86,7 @@ static void test_round_trip(void **state)
     assert_true(sw_job_rec_billed_gpus(&b) == 8.0);
     b.billed_gpus = a.billed_gpus;
     assert_true(b.price_gpu_h == 2.1 && b.expected_cost == 41.2 && b.burst_now_cost == 111.68);
+    assert_true(b.reserved_cost == 164.8);
     assert_int_equal(b.input_bytes, 1114113);
     assert_int_equal(b.observed_ms, 1795416356149);
     assert_int_equal(b.dispatched_ms, 1795416356848);
