@@ -4,17 +4,19 @@
  * it (nsselect.h; docs/hub.md, "Serving some namespaces").
  *
  * The hub learns a namespace's labels the first time it sees a burstable
- * Job there, with one GET of the namespace at that member (the permission
- * nsguard.c already needs: the narrow member role grants it in the burst
- * namespaces), and again every NSSCOPE_REFRESH_MS while Jobs there are
+ * Job there that it holds no record of (observe.c asks only then), with
+ * one GET of the namespace at that member (the permission nsguard.c
+ * already needs: the narrow member role grants it in the burst
+ * namespaces), and again every NSSCOPE_REFRESH_MS while such Jobs are
  * seen, so a label added or removed takes effect within that time. Until
  * the first answer the namespace is not served: a Job there is not
  * touched, annotated or counted, and is taken at the first scan after the
  * answer says it is in. An answer that is not that namespace (another name,
  * labels that are not an object of strings) serves nothing; a namespace
  * that is not found, or may not be read, is not served. A namespace that
- * leaves the selector ends no burst under way: the Jobs that have a record
- * are followed to their end; only new ones are not taken.
+ * leaves the selector ends no burst under way: the Jobs that have a record,
+ * or a mirror carrying this hub's proof (a record Redis lost), are followed
+ * to their end; only new ones are not taken.
  *
  * One hub per process, on one loop: the table is this file's.
  */

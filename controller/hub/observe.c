@@ -425,11 +425,31 @@ static void scan_job(const char *key, const void *obj, void *ctx)
     char k[256];
     snprintf(k, sizeof(k), "%s/%s", js->m->rec.name, key);
     struct sw_job *j = sw_hub_job_find(h, k);
+    /* Decided on the compact record too, before any JSON view or namespace
+     * lookup: a Job the hub knows, or one whose record ended (retire.h),
+     * costs a lookup. A Job this hub holds a record of is followed to its
+     * end wherever its namespace goes (namespaceSelector). */
+    if (j && j->persisted && rec->uid && strcmp(j->rec.uid, rec->uid) == 0) {
+        sw_queue_seen(js->m, rec);
+        return; /* known */
+    }
+    if (j && j->busy) {
+        sw_queue_seen(js->m, rec); /* its record is being written: taken here */
+        return;
+    }
+    if (j && j->persisted && !sw_job_state_terminal(j->rec.state))
+        return; /* the old Job of this name is still being cleaned up */
+    /* Seen finished (a Complete or Failed condition, or the outcome of a
+     * burst of its own UID in its annotations): no record follows it, and
+     * none is needed. Never burst a Job seen finished. */
+    if (sw_retire_origin_done(rec))
+        return;
     /* A Job in a namespace this hub does not serve (namespaceSelector,
      * nsscope.c) is another hub's or nobody's: never touched, annotated or
-     * counted here. One this hub already holds a record of is followed to
-     * its end wherever its namespace goes. The key is "namespace/name". */
-    if (!(j && j->persisted && rec->uid && strcmp(j->rec.uid, rec->uid) == 0)) {
+     * counted here. Except one with a mirror carrying this hub's proof: it
+     * placed that Job and Redis lost the record, which is re-derived below
+     * wherever its namespace went. The key is "namespace/name". */
+    if (!sw_adopt_proven(rec->uid)) {
         const char *slash = strchr(key, '/');
         char kns[64];
         if (slash == NULL || (size_t)(slash - key) >= sizeof(kns))
@@ -440,19 +460,6 @@ static void scan_job(const char *key, const void *obj, void *ctx)
             return;
     }
     sw_queue_seen(js->m, rec);
-    /* Decided on the compact record too, before any JSON view: a Job the
-     * hub knows, or one whose record ended (retire.h), costs a lookup. */
-    if (j && j->persisted && rec->uid && strcmp(j->rec.uid, rec->uid) == 0)
-        return; /* known */
-    if (j && j->busy)
-        return;
-    if (j && j->persisted && !sw_job_state_terminal(j->rec.state))
-        return; /* the old Job of this name is still being cleaned up */
-    /* Seen finished (a Complete or Failed condition, or the outcome of a
-     * burst of its own UID in its annotations): no record follows it, and
-     * none is needed. Never burst a Job seen finished. */
-    if (sw_retire_origin_done(rec))
-        return;
     const cJSON *job = view_of(h, rec);
     const cJSON *md = sw_json_child(job, "metadata");
     const cJSON *ann = sw_json_child(md, "annotations");
