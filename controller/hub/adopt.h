@@ -104,6 +104,8 @@ struct sw_job;
 
 /** Indexes every member's mirrors by origin UID (called at the start of each scan). */
 void sw_adopt_index(struct sw_hub *h);
+/** Whether every member's cache has synced: a mirror not seen yet is not proof of none. */
+bool sw_adopt_all_synced(const struct sw_hub *h);
 /**
  * Whether the index (as of the last sw_adopt_index) holds a mirror of the
  * origin `origin_uid` carrying this hub's proof: a Job this hub placed

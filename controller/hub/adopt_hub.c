@@ -182,7 +182,7 @@ static size_t mirrors_of(const char *uid, struct sw_adopt_mirror *out, size_t ca
 }
 
 /* Whether every member's cache has synced: a mirror not seen yet is not proof of none. */
-static bool all_synced(const struct sw_hub *h)
+bool sw_adopt_all_synced(const struct sw_hub *h)
 {
     for (size_t i = 0; i < h->nmembers; i++)
         if (h->members[i]->cache == NULL || !sw_cluster_cache_synced(h->members[i]->cache))
@@ -250,7 +250,7 @@ static void round_one(struct sw_hub *h, struct sw_job *j, void *ctx)
 
 void sw_adopt_round(struct sw_hub *h)
 {
-    if (!all_synced(h))
+    if (!sw_adopt_all_synced(h))
         return;
     sw_hub_jobs_foreach(h, round_one, NULL);
 }
