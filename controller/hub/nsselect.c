@@ -8,7 +8,7 @@
 /* A letter or digit; the characters a label name or value may hold. */
 static bool alnum(char c)
 {
-    return isascii((unsigned char)c) && isalnum((unsigned char)c);
+    return (unsigned char)c < 0x80 && isalnum((unsigned char)c); /* isascii is not C11 */
 }
 static bool word_char(char c)
 {
