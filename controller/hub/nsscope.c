@@ -119,19 +119,14 @@ static void on_namespace(struct sw_kube_result *res, void *ctx)
         return;
     }
     e->pending = false;
-    if (res->rc == 0) {
-        const char *name = sw_json_str(sw_json_child(res->body, "metadata"), "name");
-        if (name == NULL || strcmp(name, g->ns) != 0)
-            set_verdict(g->h, e, false, "the API server answered with another object");
-        else
-            set_verdict(
-                g->h, e,
-                sw_nssel_match(&g->h->cfg.ns_selector, sw_json_path(res->body, "metadata.labels")),
-                "its labels");
-    } else if (res->status == 404 || res->status == 403) {
-        /* Gone, or not ours to read: not served (a Job there is not ours
-         * either: the narrow member role grants every burst namespace). */
-        set_verdict(g->h, e, false, res->err.msg);
+    const char *why = NULL;
+    enum sw_nssel_verdict v =
+        sw_nssel_answer(&g->h->cfg.ns_selector, g->ns, res->rc, res->status, res->body, &why);
+    if (v != SW_NSSEL_NO_ANSWER) {
+        /* 404 or 403: gone, or not ours to read: not served (a Job there is
+         * not ours either: the narrow member role grants every burst
+         * namespace). */
+        set_verdict(g->h, e, v == SW_NSSEL_SERVED, res->rc == 0 ? why : res->err.msg);
     } else {
         /* No answer: the last verdict stands, asked again soon. */
         e->next_ms = sw_hub_mono_ms() + NSSCOPE_RETRY_MS;
