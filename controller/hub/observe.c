@@ -484,10 +484,10 @@ static void scan_job(const char *key, const void *obj, void *ctx)
 
     /* A Job whose spillway.io/mirror annotation names a mirror of its own
      * UID (retire.h), of which this hub holds no record and no mirror with
-     * its proof: another hub
-     * placed it (its namespace moved to this one while it ran), or Redis
-     * lost its record before any mirror existed. Taking it could run it
-     * twice: it is left alone, with a Warning Event saying what to do. */
+     * its proof: another hub placed it (its namespace moved to this one
+     * while it ran), or Redis lost its record before any mirror existed.
+     * Taking it could run it twice: it is left alone, with a Warning Event
+     * saying what to do. */
     if (sw_retire_origin_claimed(rec) && !sw_adopt_proven(uid)) {
         if (!sw_adopt_all_synced(h))
             return; /* its mirror may be in a member not listed yet */
