@@ -104,6 +104,15 @@ struct sw_job;
 
 /** Indexes every member's mirrors by origin UID (called at the start of each scan). */
 void sw_adopt_index(struct sw_hub *h);
+/** Whether every member's cache has synced: a mirror not seen yet is not proof of none. */
+bool sw_adopt_all_synced(const struct sw_hub *h);
+/**
+ * Whether the index (as of the last sw_adopt_index) holds a mirror of the
+ * origin `origin_uid` carrying this hub's proof: a Job this hub placed
+ * before, whether or not its record still exists (observe.c serves it
+ * wherever its namespace went, and takes it back after Redis lost it).
+ */
+bool sw_adopt_proven(const char *origin_uid);
 /**
  * For a record being created for a Job seen without one (observe.c): when
  * a mirror of its origin exists, fills the record from it. Returns true

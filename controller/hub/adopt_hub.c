@@ -182,7 +182,7 @@ static size_t mirrors_of(const char *uid, struct sw_adopt_mirror *out, size_t ca
 }
 
 /* Whether every member's cache has synced: a mirror not seen yet is not proof of none. */
-static bool all_synced(const struct sw_hub *h)
+bool sw_adopt_all_synced(const struct sw_hub *h)
 {
     for (size_t i = 0; i < h->nmembers; i++)
         if (h->members[i]->cache == NULL || !sw_cluster_cache_synced(h->members[i]->cache))
@@ -222,6 +222,16 @@ static bool adopt(struct sw_hub *h, struct sw_job *j)
     return false;
 }
 
+bool sw_adopt_proven(const char *origin_uid)
+{
+    if (origin_uid == NULL || origin_uid[0] == '\0')
+        return false;
+    for (const struct entry *e = by_uid[uid_hash(origin_uid)]; e; e = e->next_uid)
+        if (e->m.proven && strcmp(e->m.origin_uid, origin_uid) == 0)
+            return true;
+    return false;
+}
+
 bool sw_adopt_new_record(struct sw_hub *h, struct sw_job *j)
 {
     return adopt(h, j);
@@ -240,7 +250,7 @@ static void round_one(struct sw_hub *h, struct sw_job *j, void *ctx)
 
 void sw_adopt_round(struct sw_hub *h)
 {
-    if (!all_synced(h))
+    if (!sw_adopt_all_synced(h))
         return;
     sw_hub_jobs_foreach(h, round_one, NULL);
 }

@@ -375,10 +375,6 @@ static void scan_one(const char *key, const void *obj, void *ctx)
     struct sw_error err = {0};
     if (sw_mk_workload_from_json(obj, &it.w, &err) != 0)
         return; /* not one the dispatcher can read: Kueue's own (queue.c warns for Jobs) */
-    /* A Workload in a namespace this hub does not serve (namespaceSelector,
-     * nsscope.c) is another hub's to dispatch, or nobody's. */
-    if (!sw_nsscope_serves(sc->h, sc->m, it.w.f.ns))
-        return;
     snprintf(it.key, sizeof(it.key), "%s", key);
     for (size_t c = 0; c < it.w.nchecks; c++) {
         const struct sw_mk_config *cfg = config_of(sc->s, it.w.checks[c].name);
@@ -411,6 +407,13 @@ static void scan_one(const char *key, const void *obj, void *ctx)
                 apply_status(sc->m, &it.w, MK_HANDOVER, (const char(*)[SW_MK_NAME_MAX])name, 1);
             }
             if (nwon > 0)
+                return;
+            /* A Workload in a namespace this hub does not serve
+             * (namespaceSelector, nsscope.c) is another hub's to nominate,
+             * or nobody's. One already nominated is handed over (above) and
+             * released (handed-over branch) whatever its namespace's labels
+             * now say: Kueue's choice, the same from any hub. */
+            if (!sw_nsscope_serves(sc->h, sc->m, it.w.f.ns))
                 return;
             if (sc->n == sc->cap) {
                 size_t nc = sc->cap ? sc->cap * 2 : 16;

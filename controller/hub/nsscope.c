@@ -4,17 +4,19 @@
  * it (nsselect.h; docs/hub.md, "Serving some namespaces").
  *
  * The hub learns a namespace's labels the first time it sees a burstable
- * Job there, with one GET of the namespace at that member (the permission
- * nsguard.c already needs: the narrow member role grants it in the burst
- * namespaces), and again every NSSCOPE_REFRESH_MS while Jobs there are
+ * Job there that it holds no record of (observe.c asks only then), with
+ * one GET of the namespace at that member (the permission nsguard.c
+ * already needs: the narrow member role grants it in the burst
+ * namespaces), and again every NSSCOPE_REFRESH_MS while such Jobs are
  * seen, so a label added or removed takes effect within that time. Until
  * the first answer the namespace is not served: a Job there is not
  * touched, annotated or counted, and is taken at the first scan after the
  * answer says it is in. An answer that is not that namespace (another name,
  * labels that are not an object of strings) serves nothing; a namespace
  * that is not found, or may not be read, is not served. A namespace that
- * leaves the selector ends no burst under way: the Jobs that have a record
- * are followed to their end; only new ones are not taken.
+ * leaves the selector ends no burst under way: the Jobs that have a record,
+ * or a mirror carrying this hub's proof (a record Redis lost), are followed
+ * to their end; only new ones are not taken.
  *
  * One hub per process, on one loop: the table is this file's.
  */
@@ -117,19 +119,14 @@ static void on_namespace(struct sw_kube_result *res, void *ctx)
         return;
     }
     e->pending = false;
-    if (res->rc == 0) {
-        const char *name = sw_json_str(sw_json_child(res->body, "metadata"), "name");
-        if (name == NULL || strcmp(name, g->ns) != 0)
-            set_verdict(g->h, e, false, "the API server answered with another object");
-        else
-            set_verdict(
-                g->h, e,
-                sw_nssel_match(&g->h->cfg.ns_selector, sw_json_path(res->body, "metadata.labels")),
-                "its labels");
-    } else if (res->status == 404 || res->status == 403) {
-        /* Gone, or not ours to read: not served (a Job there is not ours
-         * either: the narrow member role grants every burst namespace). */
-        set_verdict(g->h, e, false, res->err.msg);
+    const char *why = NULL;
+    enum sw_nssel_verdict v =
+        sw_nssel_answer(&g->h->cfg.ns_selector, g->ns, res->rc, res->status, res->body, &why);
+    if (v != SW_NSSEL_NO_ANSWER) {
+        /* 404 or 403: gone, or not ours to read: not served (a Job there is
+         * not ours either: the narrow member role grants every burst
+         * namespace). */
+        set_verdict(g->h, e, v == SW_NSSEL_SERVED, res->rc == 0 ? why : res->err.msg);
     } else {
         /* No answer: the last verdict stands, asked again soon. */
         e->next_ms = sw_hub_mono_ms() + NSSCOPE_RETRY_MS;

@@ -8,7 +8,7 @@
 /* A letter or digit; the characters a label name or value may hold. */
 static bool alnum(char c)
 {
-    return isascii((unsigned char)c) && isalnum((unsigned char)c);
+    return (unsigned char)c < 0x80 && isalnum((unsigned char)c); /* isascii is not C11 */
 }
 static bool word_char(char c)
 {
@@ -312,4 +312,27 @@ bool sw_nssel_match(const struct sw_nssel *s, const cJSON *labels)
             return false;
     }
     return true;
+}
+
+enum sw_nssel_verdict sw_nssel_answer(const struct sw_nssel *s, const char *ns, int rc, int status,
+                                      const cJSON *body, const char **why)
+{
+    if (rc == 0) {
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(body, "metadata");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+        if (!cJSON_IsString(name) || ns == NULL || strcmp(name->valuestring, ns) != 0) {
+            *why = "the API server answered with another object";
+            return SW_NSSEL_NOT_SERVED;
+        }
+        *why = "its labels";
+        return sw_nssel_match(s, cJSON_GetObjectItemCaseSensitive(md, "labels"))
+                   ? SW_NSSEL_SERVED
+                   : SW_NSSEL_NOT_SERVED;
+    }
+    if (status == 404 || status == 403) {
+        *why = status == 404 ? "not found" : "forbidden";
+        return SW_NSSEL_NOT_SERVED;
+    }
+    *why = "no answer";
+    return SW_NSSEL_NO_ANSWER;
 }

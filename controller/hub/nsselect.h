@@ -76,4 +76,20 @@ int sw_nssel_parse(const char *text, struct sw_nssel *out, struct sw_error *err)
  */
 bool sw_nssel_match(const struct sw_nssel *s, const cJSON *labels);
 
+/** What an API answer to GET namespace says of serving it (sw_nssel_answer). */
+enum sw_nssel_verdict {
+    SW_NSSEL_SERVED,     /* that namespace, its labels match */
+    SW_NSSEL_NOT_SERVED, /* its labels do not match, another object, 404 or 403 */
+    SW_NSSEL_NO_ANSWER,  /* no answer (a timeout, a 5xx, ...): the last verdict stands */
+};
+
+/**
+ * The verdict of one answer to GET namespace `ns` (nsscope.c): `rc` the
+ * request's result (0 for a 2xx), `status` the HTTP status (0 when none
+ * came), `body` the answer (borrowed; may be NULL). *why (static text) says
+ * which rule decided.
+ */
+enum sw_nssel_verdict sw_nssel_answer(const struct sw_nssel *s, const char *ns, int rc, int status,
+                                      const cJSON *body, const char **why);
+
 #endif

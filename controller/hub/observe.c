@@ -413,6 +413,17 @@ static void on_new_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx
     }
 }
 
+/* The Warning Event on a Job another hub (or a lost record) holds. */
+#define HELD_ELSEWHERE_MSG                                                                         \
+    "spillway: this Job's " SW_ANN_MIRROR " annotation names a mirror of it, but this hub holds "  \
+    "no record of it and no mirror it placed: another hub placed it (its namespace was moved to "  \
+    "this hub while it ran), or this hub's Redis lost its record before its mirror was created. "  \
+    "Left alone so that it never runs twice. Let it finish on the hub that placed it (move a "     \
+    "namespace between hubs only once its burstable Jobs have finished); if no hub follows it, "   \
+    "delete any mirror of it (label spillway.io/origin-uid=<this Job's UID> in the target "        \
+    "clusters), then remove the finalizer " SW_FINALIZER " and the annotations " SW_ANN_MIRROR     \
+    " and " SW_ANN_PLACED ": this hub then takes it as a new Job."
+
 static void scan_job(const char *key, const void *obj, void *ctx)
 {
     struct job_scan *js = ctx;
@@ -425,11 +436,31 @@ static void scan_job(const char *key, const void *obj, void *ctx)
     char k[256];
     snprintf(k, sizeof(k), "%s/%s", js->m->rec.name, key);
     struct sw_job *j = sw_hub_job_find(h, k);
+    /* Decided on the compact record too, before any JSON view or namespace
+     * lookup: a Job the hub knows, or one whose record ended (retire.h),
+     * costs a lookup. A Job this hub holds a record of is followed to its
+     * end wherever its namespace goes (namespaceSelector). */
+    if (j && j->persisted && rec->uid && strcmp(j->rec.uid, rec->uid) == 0) {
+        sw_queue_seen(js->m, rec);
+        return; /* known */
+    }
+    if (j && j->busy) {
+        sw_queue_seen(js->m, rec); /* its record is being written: taken here */
+        return;
+    }
+    if (j && j->persisted && !sw_job_state_terminal(j->rec.state))
+        return; /* the old Job of this name is still being cleaned up */
+    /* Seen finished (a Complete or Failed condition, or the outcome of a
+     * burst of its own UID in its annotations): no record follows it, and
+     * none is needed. Never burst a Job seen finished. */
+    if (sw_retire_origin_done(rec))
+        return;
     /* A Job in a namespace this hub does not serve (namespaceSelector,
      * nsscope.c) is another hub's or nobody's: never touched, annotated or
-     * counted here. One this hub already holds a record of is followed to
-     * its end wherever its namespace goes. The key is "namespace/name". */
-    if (!(j && j->persisted && rec->uid && strcmp(j->rec.uid, rec->uid) == 0)) {
+     * counted here. Except one with a mirror carrying this hub's proof: it
+     * placed that Job and Redis lost the record, which is re-derived below
+     * wherever its namespace went. The key is "namespace/name". */
+    if (!sw_adopt_proven(rec->uid)) {
         const char *slash = strchr(key, '/');
         char kns[64];
         if (slash == NULL || (size_t)(slash - key) >= sizeof(kns))
@@ -440,19 +471,6 @@ static void scan_job(const char *key, const void *obj, void *ctx)
             return;
     }
     sw_queue_seen(js->m, rec);
-    /* Decided on the compact record too, before any JSON view: a Job the
-     * hub knows, or one whose record ended (retire.h), costs a lookup. */
-    if (j && j->persisted && rec->uid && strcmp(j->rec.uid, rec->uid) == 0)
-        return; /* known */
-    if (j && j->busy)
-        return;
-    if (j && j->persisted && !sw_job_state_terminal(j->rec.state))
-        return; /* the old Job of this name is still being cleaned up */
-    /* Seen finished (a Complete or Failed condition, or the outcome of a
-     * burst of its own UID in its annotations): no record follows it, and
-     * none is needed. Never burst a Job seen finished. */
-    if (sw_retire_origin_done(rec))
-        return;
     const cJSON *job = view_of(h, rec);
     const cJSON *md = sw_json_child(job, "metadata");
     const cJSON *ann = sw_json_child(md, "annotations");
@@ -463,6 +481,33 @@ static void scan_job(const char *key, const void *obj, void *ctx)
     const char *ns = sw_json_str(md, "namespace"), *name = sw_json_str(md, "name");
     if (uid == NULL || ns == NULL || name == NULL)
         return;
+
+    /* A Job whose spillway.io/mirror annotation names a mirror of its own
+     * UID (retire.h), of which this hub holds no record and no mirror with
+     * its proof: another hub placed it (its namespace moved to this one
+     * while it ran), or Redis lost its record before any mirror existed.
+     * Taking it could run it twice: it is left alone, with a Warning Event
+     * saying what to do. */
+    if (sw_retire_origin_claimed(rec) && !sw_adopt_proven(uid)) {
+        if (!sw_adopt_all_synced(h))
+            return; /* its mirror may be in a member not listed yet */
+        if (j == NULL)
+            j = sw_hub_job_get(h, k);
+        if (j && !j->warned) {
+            j->warned = true;
+            struct sw_job_rec tmp = {0};
+            snprintf(tmp.cluster, sizeof(tmp.cluster), "%s", js->m->rec.name);
+            snprintf(tmp.ns, sizeof(tmp.ns), "%s", ns);
+            snprintf(tmp.name, sizeof(tmp.name), "%s", name);
+            snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
+            SW_LOG(SW_LOG_WARN,
+                   "Job names a mirror of its own but this hub holds no record or proven mirror "
+                   "of it; leaving it alone",
+                   "job=%s uid=%s", sw_log_q(k), sw_log_q(uid));
+            sw_follow_event(h, &tmp, "Warning", "HeldByAnotherHub", HELD_ELSEWHERE_MSG);
+        }
+        return;
+    }
 
     struct sw_burst_spec spec;
     struct sw_error err = {0};

@@ -24,11 +24,20 @@ bool sw_retire_origin_done(const struct sw_job_record *o)
     if (condition_true(o, "Complete") || condition_true(o, "Failed"))
         return true;
     const char *state = sw_job_record_annotation(o, SW_ANN_STATE);
-    const char *mirror = sw_job_record_annotation(o, SW_ANN_MIRROR);
-    if (state == NULL || mirror == NULL || o->uid == NULL || o->uid[0] == '\0')
+    if (state == NULL)
         return false;
     if (strcmp(state, sw_job_state_name(SW_JS_SUCCEEDED)) != 0 &&
         strcmp(state, sw_job_state_name(SW_JS_FAILED)) != 0)
+        return false;
+    return sw_retire_origin_claimed(o);
+}
+
+bool sw_retire_origin_claimed(const struct sw_job_record *o)
+{
+    if (o == NULL)
+        return false;
+    const char *mirror = sw_job_record_annotation(o, SW_ANN_MIRROR);
+    if (mirror == NULL || o->uid == NULL || o->uid[0] == '\0')
         return false;
     /* The mirror's name is "sw-" UID "-" attempt (sw_mirror_name). */
     char prefix[64];

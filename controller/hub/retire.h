@@ -38,6 +38,15 @@ enum sw_retire_verdict {
  * UID, annotations and all, is not taken for finished. NULL is false.
  */
 bool sw_retire_origin_done(const struct sw_job_record *o);
+/**
+ * Whether a hub placed this Job, from the cache's compact record `o`
+ * (borrowed): its `spillway.io/mirror` annotation names a mirror of its own
+ * UID (`sw-UID-N`, written with spillway's finalizer when a hub dispatches
+ * it). A copy of a Job created under a new UID, annotations and all, is not
+ * claimed. observe.c leaves a claimed Job alone when this hub holds no
+ * record of it and no mirror with its proof. NULL is false.
+ */
+bool sw_retire_origin_claimed(const struct sw_job_record *o);
 
 /**
  * What to do at `now_ms` (wall) with the record `r` of a settled Job whose

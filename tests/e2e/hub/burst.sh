@@ -18,7 +18,9 @@
 #     HUB_SELECT=1): burstable Jobs in an unlabelled namespace on the
 #     saturated onprem, one of each form and one with a bad annotation,
 #     are never touched (no record, annotation, finalizer, suspension or
-#     Event) while the test's own burst
+#     Event) while the test's own burst; once that namespace is labelled
+#     for the hub, a Job there whose spillway.io/mirror names its mirror
+#     (another hub placed it) is left alone with a HeldByAnotherHub Event
 # The hub and spillctl reach Redis over TLS (rediss://, the lab's TLS port);
 # SW_HUB_REDIS_TLS=0 runs it over plain redis:// instead.
 set -euo pipefail
@@ -100,6 +102,29 @@ rcli SMEMBERS spillway:jobs | grep -q "/$OUT/" && hub_fail "a Job of $OUT is in 
 ev=$(kc onprem get events -n "$OUT" -o jsonpath='{range .items[*]}{.source.component}/{.reason}{"\n"}{end}' | grep '^spillway' || true)
 [ -z "$ev" ] || hub_fail "the hub wrote Events in $OUT, outside the selector: $ev"
 pass "namespaceSelector $HUB_SELECT_LABEL=$NS: 3 burstable Jobs in $OUT (annotation, delegated, bad annotation) on the saturated onprem untouched while train-a burst"
+
+# ---- a Job another hub placed, its namespace moved to this hub: left alone ----
+# outside as another hub's dispatch leaves it (its mirror's name on the
+# origin; that hub's mirror is not this hub's to see), then $OUT labelled
+# for this hub (asked again within 30 s): no record, not suspended, a
+# Warning Event HeldByAnotherHub saying what to do.
+kc onprem delete job outside-d -n "$OUT" --wait=true >/dev/null
+ouid=$(kc onprem get job outside -n "$OUT" -o jsonpath='{.metadata.uid}')
+kc onprem annotate job outside -n "$OUT" "spillway.io/mirror=sw-$ouid-1" >/dev/null
+hub_serve_ns onprem "$OUT"
+ev=""
+for _ in $(seq 1 120); do
+    ev=$(kc onprem get events -n "$OUT" --field-selector involvedObject.name=outside,reason=HeldByAnotherHub \
+        -o jsonpath='{.items[*].message}')
+    [ -n "$ev" ] && break
+    sleep 0.5
+done
+echo "$ev" | grep -q "Let it finish on the hub that placed it" ||
+    hub_fail "no HeldByAnotherHub Event on $OUT/outside once its namespace was served: \"$ev\""
+[ -z "$(rcli GET "spillway:job:onprem/$OUT/outside")" ] || hub_fail "$OUT/outside, placed by another hub, got a record"
+[ "$(kc onprem get job outside -n "$OUT" -o jsonpath='{.spec.suspend}')" != true ] ||
+    hub_fail "$OUT/outside, placed by another hub, was suspended"
+pass "a Job another hub placed (its spillway.io/mirror names its mirror) in a namespace moved to this hub: left alone, Warning Event HeldByAnotherHub"
 
 # ---- delegated: the origin's status is the mirror's -------------------------
 kc onprem wait --for=condition=complete job/train-d -n "$NS" --timeout=120s >/dev/null ||

@@ -198,13 +198,58 @@ static void test_limits(void **state)
     assert_non_null(strstr(err.msg, "512 bytes, expected at most 511"));
 }
 
+/* One answer to GET namespace: served, not served, or no answer (the last
+ * verdict stands). */
+static void test_answer(void **state)
+{
+    (void)state;
+    struct sw_nssel s;
+    struct sw_error err = {0};
+    assert_int_equal(sw_nssel_parse("spillway.io/hub=a", &s, &err), 0);
+    struct {
+        int rc, status;
+        const char *body;
+        enum sw_nssel_verdict v;
+        const char *why;
+    } rows[] = {
+        {0, 200, "{\"metadata\":{\"name\":\"team\",\"labels\":{\"spillway.io/hub\":\"a\"}}}",
+         SW_NSSEL_SERVED, "its labels"},
+        {0, 200, "{\"metadata\":{\"name\":\"team\",\"labels\":{\"spillway.io/hub\":\"b\"}}}",
+         SW_NSSEL_NOT_SERVED, "its labels"},
+        {0, 200, "{\"metadata\":{\"name\":\"team\"}}", SW_NSSEL_NOT_SERVED, "its labels"},
+        /* Another object, or none: not served. */
+        {0, 200, "{\"metadata\":{\"name\":\"other\",\"labels\":{\"spillway.io/hub\":\"a\"}}}",
+         SW_NSSEL_NOT_SERVED, "another object"},
+        {0, 200, "{\"metadata\":{\"name\":7}}", SW_NSSEL_NOT_SERVED, "another object"},
+        {0, 200, NULL, SW_NSSEL_NOT_SERVED, "another object"},
+        /* Labels that are not an object of strings: not served. */
+        {0, 200, "{\"metadata\":{\"name\":\"team\",\"labels\":[\"spillway.io/hub\"]}}",
+         SW_NSSEL_NOT_SERVED, "its labels"},
+        /* Gone or not ours to read: not served. */
+        {-1, 404, NULL, SW_NSSEL_NOT_SERVED, "not found"},
+        {-1, 403, "{\"kind\":\"Status\"}", SW_NSSEL_NOT_SERVED, "forbidden"},
+        /* No answer: the last verdict stands. */
+        {-1, 500, NULL, SW_NSSEL_NO_ANSWER, "no answer"},
+        {-1, 503, NULL, SW_NSSEL_NO_ANSWER, "no answer"},
+        {-1, 0, NULL, SW_NSSEL_NO_ANSWER, "no answer"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        cJSON *b = rows[i].body ? cJSON_Parse(rows[i].body) : NULL;
+        const char *why = NULL;
+        enum sw_nssel_verdict v = sw_nssel_answer(&s, "team", rows[i].rc, rows[i].status, b, &why);
+        if (v != rows[i].v || why == NULL || strstr(why, rows[i].why) == NULL)
+            fail_msg("row %zu: verdict %d (%s), expected %d (%s)", i, (int)v, why ? why : "(null)",
+                     (int)rows[i].v, rows[i].why);
+        cJSON_Delete(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rows),
-        cmocka_unit_test(test_parsed_terms),
-        cmocka_unit_test(test_bad),
-        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_rows),   cmocka_unit_test(test_parsed_terms),
+        cmocka_unit_test(test_bad),    cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

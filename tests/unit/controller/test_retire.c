@@ -128,6 +128,43 @@ static void test_done_by_burst_annotations(void **state)
     }
 }
 
+/* Claimed by a hub (observe.c leaves it alone without a record or proven
+ * mirror): its spillway.io/mirror names a mirror of its own UID, whatever
+ * its state; a copy under a new UID, or a name that only looks like a
+ * mirror's, is not claimed. */
+static void test_claimed(void **state)
+{
+    (void)state;
+    const char *states[] = {"dispatching", "running", "succeeded"};
+    for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+        char ann[256];
+        snprintf(ann, sizeof(ann),
+                 "\"spillway.io/state\":\"%s\",\"spillway.io/mirror\":\"sw-" UID "-1\"", states[i]);
+        struct sw_job_record *r = job(UID, ann, "", true);
+        assert_true(sw_retire_origin_claimed(r));
+        sw_job_record_free(tbl, r);
+    }
+    struct sw_job_record *bare = job(UID, "\"spillway.io/mirror\":\"sw-" UID "-3\"", "", false);
+    assert_true(sw_retire_origin_claimed(bare));
+    sw_job_record_free(tbl, bare);
+
+    struct sw_job_record *none = job(UID, "\"spillway.io/state\":\"blocked\"", "", false);
+    assert_false(sw_retire_origin_claimed(none));
+    sw_job_record_free(tbl, none);
+    struct sw_job_record *copy = job(OTHER, BURST_DONE, "", false);
+    assert_false(sw_retire_origin_claimed(copy));
+    sw_job_record_free(tbl, copy);
+    const char *bad[] = {"sw-" UID "-", "sw-" UID "-0", "sw-" UID "-2x", "xsw-" UID "-2", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char ann[256];
+        snprintf(ann, sizeof(ann), "\"spillway.io/mirror\":\"%s\"", bad[i]);
+        struct sw_job_record *b = job(UID, ann, "", false);
+        assert_false(sw_retire_origin_claimed(b));
+        sw_job_record_free(tbl, b);
+    }
+    assert_false(sw_retire_origin_claimed(NULL));
+}
+
 /* Due only after the wait, and only for the record's own Job. */
 static void test_check(void **state)
 {
@@ -172,6 +209,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_done_by_condition),
         cmocka_unit_test(test_done_by_burst_annotations),
+        cmocka_unit_test(test_claimed),
         cmocka_unit_test(test_check),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
