@@ -289,6 +289,7 @@ done
     hub_fail "c is not running on cloud-ondemand 90 s after cloud-spot's Karpenter was killed (state $cst, target $(record_field "$C" targetCluster)): $(record_field "$C" summary)"
 t_crun=$(date +%s)
 [ "$(oann mirror)" = "$(record_field "$C" mirror)" ] || hub_fail "c's origin names mirror \"$(oann mirror)\", not $(record_field "$C" mirror)"
+[ -z "$(oann reason)" ] || hub_fail "c's origin still shows a reason once its next mirror runs: \"$(oann reason)\""
 "$SPILLCTL" explain "$C" >"$HUB_TMP/explain"
 grep -qE "^  cloud-spot +provisioning .*; its Karpenter does not answer \(Lease kube-system/karpenter-leader-election not renewed for [0-9]+ s\): no node added" "$HUB_TMP/explain" ||
     hub_fail "explain does not say cloud-spot's Karpenter was down: $(cat "$HUB_TMP/explain")"
