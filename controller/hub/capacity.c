@@ -215,7 +215,7 @@ static int nodepool_figures(struct sw_hub *h, struct sw_member *m, const struct 
      * does; its idle GPUs still take pods (the scheduler binds them). */
     if (m->karp.down_since_ms > 0) {
         out->ceiling = out->total;
-        out->controller_down_s = sw_learn_ctl_silent_s(&m->karp, sw_hub_wall_ms());
+        out->controller_down_s = sw_learn_ctl_silent_s(&m->karp, sw_hub_mono_ms());
         out->controller_lease = m->karp_lease;
     }
     return 0;
@@ -497,14 +497,17 @@ void sw_capacity_shortage_tick(struct sw_hub *h)
         bool have = sw_cluster_cache_karpenter_lease(m->cache, &l) == 0;
         if (have)
             snprintf(m->karp_lease, sizeof(m->karp_lease), "%s", l.key);
+        /* Its times are monotonic: a step of the wall clock neither
+         * makes it down nor hides a crash. */
+        int64_t mono = sw_hub_mono_ms();
         int turned = sw_learn_ctl_observe(&m->karp, have, have ? l.renew : NULL,
-                                          have ? l.holder : NULL, have ? l.duration_s : 0, now);
+                                          have ? l.holder : NULL, have ? l.duration_s : 0, mono);
         if (turned > 0)
             SW_LOG(SW_LOG_WARN,
                    "Karpenter does not answer; its NodePools add no node and are not taken as "
                    "short until it does",
                    "cluster=%s lease=%s silent=%.0f", sw_log_q(m->rec.name),
-                   sw_log_q(m->karp_lease), sw_learn_ctl_silent_s(&m->karp, now));
+                   sw_log_q(m->karp_lease), sw_learn_ctl_silent_s(&m->karp, mono));
         else if (turned < 0)
             SW_LOG(SW_LOG_INFO, "Karpenter answers again", "cluster=%s lease=%s",
                    sw_log_q(m->rec.name), sw_log_q(m->karp_lease));
@@ -567,16 +570,19 @@ bool sw_capacity_mirror_short(struct sw_hub *h, const struct sw_job_rec *r, char
      * capacity, else at its limit: since when it cannot grow. */
     bool down = m->karp.down_since_ms > 0;
     bool is_short = !down && s->seen.short_since_ms > 0;
-    int64_t since = down       ? m->karp.renewed_ms
-                    : is_short ? s->seen.short_since_ms
-                               : s->full_since_ms;
+    int64_t now = sw_hub_wall_ms();
+    /* The last renewal seen is a monotonic time: as wall time, now less
+     * the silence. */
+    int64_t since =
+        down       ? now - (int64_t)(sw_learn_ctl_silent_s(&m->karp, sw_hub_mono_ms()) * 1000.0)
+        : is_short ? s->seen.short_since_ms
+                   : s->full_since_ms;
     if (since <= 0)
         return false;
     int bound = 0;
     int pods = sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, &bound);
     if (pods <= bound)
         return false; /* no pod waits for a node */
-    int64_t now = sw_hub_wall_ms();
     int64_t from = r->dispatched_ms > since ? r->dispatched_ms : since;
     double waited = (double)(now - from) / 1000.0;
     if (waited < h->cfg.shortage_withdraw_s)

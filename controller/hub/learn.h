@@ -141,8 +141,9 @@ double sw_learn_capacity_wait(const struct sw_learned *l, int64_t now_ms, double
 
 /**
  * What the hub has seen of a capacity controller's leader-election Lease.
- * Times are the hub's own (when it saw a change), never the Lease's, so a
- * member's clock does not matter.
+ * Times are the hub's own monotonic clock (when it saw a change), never the
+ * Lease's, so neither a member's clock nor a step of the hub's wall clock
+ * matters.
  */
 struct sw_ctl_seen {
     bool seen;             /* a Lease was seen once */
