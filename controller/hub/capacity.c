@@ -511,6 +511,9 @@ void sw_capacity_shortage_tick(struct sw_hub *h)
         else if (turned < 0)
             SW_LOG(SW_LOG_INFO, "Karpenter answers again", "cluster=%s lease=%s",
                    sw_log_q(m->rec.name), sw_log_q(m->karp_lease));
+        /* Its NodePools' room changed: the Jobs are decided again now. */
+        if (turned != 0)
+            sw_hub_want_decide(h);
         bool down = m->karp.down_since_ms > 0;
         for (size_t p = 0; p < m->rec.spec.npools; p++) {
             const struct sw_pool_spec *ps = &m->rec.spec.pools[p];
