@@ -138,6 +138,12 @@ struct sw_ctl_lease {
  */
 int sw_cluster_cache_karpenter_lease(struct sw_cluster_cache *cc, struct sw_ctl_lease *out);
 
+/**
+ * Whether the Lease's informer is synced and its watch open now: only then
+ * does a Lease not renewed in the cache say Karpenter is silent.
+ */
+bool sw_cluster_cache_karpenter_lease_watched(const struct sw_cluster_cache *cc);
+
 /** Whether the cache watches NodePools and NodeClaims. */
 bool sw_cluster_cache_karpenter(const struct sw_cluster_cache *cc);
 

@@ -480,6 +480,50 @@ static void shortage_claim(struct sw_hub *h, struct sw_member *m,
            sw_log_q(s->name), sw_log_q(f->name), d, (unsigned long long)s->seen.shortages);
 }
 
+/* One read of a member's Karpenter Lease, to confirm a silence before the
+ * hub takes it as down (the member looked up again by name: it may be gone). */
+struct lease_read {
+    struct sw_hub *h;
+    char cluster[128];
+};
+
+static void on_lease_read(struct sw_kube_result *res, void *ctx)
+{
+    struct lease_read *lr = ctx;
+    /* Canceled: the member's client is being freed (the hub may be too). */
+    struct sw_member *m = res->rc == SW_ECANCELED ? NULL : sw_member_find(lr->h, lr->cluster);
+    if (m != NULL) {
+        m->karp_reading = false;
+        bool ok = res->rc == 0 || res->status == 404;
+        const cJSON *spec = res->rc == 0 ? sw_json_child(res->body, "spec") : NULL;
+        if (!ok)
+            SW_LOG(SW_LOG_WARN, "cannot read Karpenter's Lease; not taken as down",
+                   "cluster=%s err=%s", sw_log_q(lr->cluster), sw_log_q(res->err.msg));
+        sw_learn_ctl_confirm(&m->karp, ok, res->rc == 0, sw_json_str(spec, "renewTime"),
+                             sw_json_str(spec, "holderIdentity"), sw_hub_mono_ms());
+    }
+    sw_free(lr);
+}
+
+static void read_lease(struct sw_hub *h, struct sw_member *m, int64_t mono)
+{
+    if (m->karp_reading || mono < m->karp_read_after_ms || m->client == NULL)
+        return;
+    struct lease_read *lr = sw_calloc(1, sizeof(*lr));
+    if (lr == NULL)
+        return;
+    lr->h = h;
+    snprintf(lr->cluster, sizeof(lr->cluster), "%s", m->rec.name);
+    /* One read per transition; a failed one is tried again 5 s later. */
+    m->karp_read_after_ms = mono + 5000;
+    m->karp_reading = true;
+    if (sw_kube_get(m->client, SW_KIND_LEASE, SW_KARPENTER_LEASE_NS, SW_KARPENTER_LEASE,
+                    on_lease_read, lr) != 0) {
+        m->karp_reading = false;
+        sw_free(lr);
+    }
+}
+
 void sw_capacity_shortage_tick(struct sw_hub *h)
 {
     int64_t now = sw_hub_wall_ms();
@@ -500,8 +544,16 @@ void sw_capacity_shortage_tick(struct sw_hub *h)
         /* Its times are monotonic: a step of the wall clock neither
          * makes it down nor hides a crash. */
         int64_t mono = sw_hub_mono_ms();
-        int turned = sw_learn_ctl_observe(&m->karp, have, have ? l.renew : NULL,
-                                          have ? l.holder : NULL, have ? l.duration_s : 0, mono);
+        /* Silence counts only while the Lease's watch is open and the
+         * member reachable; a read of the Lease confirms it first. */
+        bool trusted = sw_member_reachable(m) && sw_cluster_cache_karpenter_lease_watched(m->cache);
+        int turned =
+            sw_learn_ctl_observe(&m->karp, have, have ? l.renew : NULL, have ? l.holder : NULL,
+                                 have ? l.duration_s : 0, mono, trusted);
+        if (turned == SW_CTL_CONFIRM) {
+            read_lease(h, m, mono);
+            turned = 0;
+        }
         if (turned > 0)
             SW_LOG(SW_LOG_WARN,
                    "Karpenter does not answer; its NodePools add no node and are not taken as "
