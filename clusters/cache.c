@@ -354,6 +354,11 @@ int sw_cluster_cache_karpenter_lease(struct sw_cluster_cache *cc, struct sw_ctl_
     return lp.found ? 0 : SW_ENOENT;
 }
 
+long sw_cluster_cache_karpenter_lease_failed(const struct sw_cluster_cache *cc)
+{
+    return cc->ctl_leases != NULL ? sw_informer_list_failed(cc->ctl_leases) : 0;
+}
+
 bool sw_cluster_cache_karpenter_lease_watched(const struct sw_cluster_cache *cc)
 {
     return cc->ctl_leases != NULL && sw_informer_watching(cc->ctl_leases);

@@ -144,6 +144,9 @@ int sw_cluster_cache_karpenter_lease(struct sw_cluster_cache *cc, struct sw_ctl_
  */
 bool sw_cluster_cache_karpenter_lease_watched(const struct sw_cluster_cache *cc);
 
+/** The HTTP status of the Lease's last list if it failed (sw_informer_list_failed), else 0. */
+long sw_cluster_cache_karpenter_lease_failed(const struct sw_cluster_cache *cc);
+
 /** Whether the cache watches NodePools and NodeClaims. */
 bool sw_cluster_cache_karpenter(const struct sw_cluster_cache *cc);
 

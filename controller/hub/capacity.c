@@ -547,6 +547,15 @@ void sw_capacity_shortage_tick(struct sw_hub *h)
         /* Silence counts only while the Lease's watch is open and the
          * member reachable; a read of the Lease confirms it first. */
         bool trusted = sw_member_reachable(m) && sw_cluster_cache_karpenter_lease_watched(m->cache);
+        /* Credentials that may not read it: said once per member. */
+        if (sw_cluster_cache_karpenter_lease_failed(m->cache) == 403 && !m->karp_forbidden_said) {
+            m->karp_forbidden_said = true;
+            SW_LOG(SW_LOG_WARN,
+                   "Karpenter's Lease may not be read: a Karpenter that does not answer is taken "
+                   "as a shortage (grant deploy/rbac/member-karpenter-clusterrole.yaml)",
+                   "cluster=%s lease=%s", sw_log_q(m->rec.name),
+                   sw_log_q(SW_KARPENTER_LEASE_NS "/" SW_KARPENTER_LEASE));
+        }
         int turned =
             sw_learn_ctl_observe(&m->karp, have, have ? l.renew : NULL, have ? l.holder : NULL,
                                  have ? l.duration_s : 0, mono, trusted);

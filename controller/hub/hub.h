@@ -185,6 +185,7 @@ struct sw_member {
     struct sw_ctl_seen karp;
     char karp_lease[160];       /* the Lease's "namespace/name", "" never seen */
     bool karp_reading;          /* a read of the Lease confirming a silence is under way */
+    bool karp_forbidden_said;   /* the Lease's 403 logged */
     int64_t karp_read_after_ms; /* no new read before (mono ms) */
     /* NodePools of its pools (capacity.c), and the NodeClaims whose
      * provisioning delay was counted already (a ring of names). */
