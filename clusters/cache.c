@@ -36,7 +36,8 @@ struct sw_cluster_cache {
     /* NULL until sw_cluster_cache_start_kueue */
     struct sw_informer *workloads, *cqueues, *rflavors;
     struct sw_informer *nodepools, *nodeclaims; /* NULL until watched */
-    /* Karpenter's leader-election Leases, by name in every namespace: what
+    /* Karpenter's leader-election Lease, by name in SW_KARPENTER_LEASE_NS
+     * only (a tenant's Lease of that name elsewhere is not seen): what
      * tells a controller that answers from one that does not. Not part of
      * being synced: credentials that may not read Leases still place. */
     struct sw_informer *ctl_leases;
@@ -301,6 +302,7 @@ int sw_cluster_cache_watch_karpenter(struct sw_cluster_cache *cc)
     if (rc == 0)
         rc = sw_informer_new(cc->client, &o, &cc->nodeclaims);
     o.kind = SW_KIND_LEASE;
+    o.ns = SW_KARPENTER_LEASE_NS;
     o.field_selector = "metadata.name=" SW_KARPENTER_LEASE;
     if (rc == 0)
         rc = sw_informer_new(cc->client, &o, &cc->ctl_leases);
@@ -322,16 +324,17 @@ struct lease_pick {
     bool found;
 };
 
-/* The Lease renewed last wins (RFC 3339 times of one format sort as text). */
+/* The one Lease of that name in that namespace (the watch asks for no
+ * other; anything else the answer holds is ignored). */
 static void pick_lease(const char *key, const void *obj, void *ctx)
 {
     struct lease_pick *lp = ctx;
+    if (lp->found || strcmp(key, SW_KARPENTER_LEASE_NS "/" SW_KARPENTER_LEASE) != 0)
+        return;
     const cJSON *spec = sw_json_child(obj, "spec");
     const char *renew = sw_json_str(spec, "renewTime");
     const char *holder = sw_json_str(spec, "holderIdentity");
     const cJSON *dur = sw_json_child(spec, "leaseDurationSeconds");
-    if (lp->found && (renew == NULL || strcmp(renew, lp->out->renew) <= 0))
-        return;
     memset(lp->out, 0, sizeof(*lp->out));
     snprintf(lp->out->key, sizeof(lp->out->key), "%.*s", (int)sizeof(lp->out->key) - 1, key);
     snprintf(lp->out->renew, sizeof(lp->out->renew), "%.*s", (int)sizeof(lp->out->renew) - 1,
@@ -349,6 +352,16 @@ int sw_cluster_cache_karpenter_lease(struct sw_cluster_cache *cc, struct sw_ctl_
     struct lease_pick lp = {out, false};
     sw_informer_foreach(cc->ctl_leases, pick_lease, &lp);
     return lp.found ? 0 : SW_ENOENT;
+}
+
+long sw_cluster_cache_karpenter_lease_failed(const struct sw_cluster_cache *cc)
+{
+    return cc->ctl_leases != NULL ? sw_informer_list_failed(cc->ctl_leases) : 0;
+}
+
+bool sw_cluster_cache_karpenter_lease_watched(const struct sw_cluster_cache *cc)
+{
+    return cc->ctl_leases != NULL && sw_informer_watching(cc->ctl_leases);
 }
 
 bool sw_cluster_cache_karpenter(const struct sw_cluster_cache *cc)

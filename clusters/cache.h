@@ -118,8 +118,10 @@ long sw_cluster_cache_kueue_list_failed(const struct sw_cluster_cache *cc);
 int sw_cluster_cache_watch_karpenter(struct sw_cluster_cache *cc);
 
 /* The name of Karpenter's leader-election Lease (its default,
- * LEADER_ELECTION_NAME), watched in every namespace with the NodePools. */
-#define SW_KARPENTER_LEASE "karpenter-leader-election"
+ * LEADER_ELECTION_NAME) and the namespace where it is watched, with the
+ * NodePools: Karpenter's own (the chart's default); no other is read. */
+#define SW_KARPENTER_LEASE    "karpenter-leader-election"
+#define SW_KARPENTER_LEASE_NS "kube-system"
 
 /** A capacity controller's leader-election Lease, as cached (copied). */
 struct sw_ctl_lease {
@@ -130,12 +132,20 @@ struct sw_ctl_lease {
 };
 
 /**
- * Karpenter's Lease (SW_KARPENTER_LEASE) in any namespace, the one renewed
- * last, into *out: 0; SW_ENOENT when there is none (Karpenter runs
- * without leader election, or under another name); SW_ESTATE when Leases
- * are not watched or not listed yet (credentials that may not read them).
+ * Karpenter's Lease (SW_KARPENTER_LEASE in SW_KARPENTER_LEASE_NS) into *out: 0; SW_ENOENT when
+ * there is none (Karpenter runs without leader election, or under another name); SW_ESTATE when
+ * Leases are not watched or not listed yet (credentials that may not read them).
  */
 int sw_cluster_cache_karpenter_lease(struct sw_cluster_cache *cc, struct sw_ctl_lease *out);
+
+/**
+ * Whether the Lease's informer is synced and its watch open now: only then
+ * does a Lease not renewed in the cache say Karpenter is silent.
+ */
+bool sw_cluster_cache_karpenter_lease_watched(const struct sw_cluster_cache *cc);
+
+/** The HTTP status of the Lease's last list if it failed (sw_informer_list_failed), else 0. */
+long sw_cluster_cache_karpenter_lease_failed(const struct sw_cluster_cache *cc);
 
 /** Whether the cache watches NodePools and NodeClaims. */
 bool sw_cluster_cache_karpenter(const struct sw_cluster_cache *cc);

@@ -269,6 +269,11 @@ bool sw_informer_synced(const struct sw_informer *inf)
     return inf->synced;
 }
 
+bool sw_informer_watching(const struct sw_informer *inf)
+{
+    return inf->synced && inf->watch_op != NULL && inf->list_pending == 0;
+}
+
 long sw_informer_list_failed(const struct sw_informer *inf)
 {
     return inf->list_failed;

@@ -77,6 +77,9 @@ void sw_informer_free(struct sw_informer *inf);
 /** Whether the first list has completed. */
 bool sw_informer_synced(const struct sw_informer *inf);
 
+/** Whether it is synced and its watch open now (not listing, not waiting to retry). */
+bool sw_informer_watching(const struct sw_informer *inf);
+
 /**
  * The HTTP status of the informer's last list if it failed (404 when the
  * API server does not serve the kind, 403 when the credentials may not list

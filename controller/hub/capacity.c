@@ -215,7 +215,7 @@ static int nodepool_figures(struct sw_hub *h, struct sw_member *m, const struct 
      * does; its idle GPUs still take pods (the scheduler binds them). */
     if (m->karp.down_since_ms > 0) {
         out->ceiling = out->total;
-        out->controller_down_s = sw_learn_ctl_silent_s(&m->karp, sw_hub_wall_ms());
+        out->controller_down_s = sw_learn_ctl_silent_s(&m->karp, sw_hub_mono_ms());
         out->controller_lease = m->karp_lease;
     }
     return 0;
@@ -480,6 +480,50 @@ static void shortage_claim(struct sw_hub *h, struct sw_member *m,
            sw_log_q(s->name), sw_log_q(f->name), d, (unsigned long long)s->seen.shortages);
 }
 
+/* One read of a member's Karpenter Lease, to confirm a silence before the
+ * hub takes it as down (the member looked up again by name: it may be gone). */
+struct lease_read {
+    struct sw_hub *h;
+    char cluster[128];
+};
+
+static void on_lease_read(struct sw_kube_result *res, void *ctx)
+{
+    struct lease_read *lr = ctx;
+    /* Canceled: the member's client is being freed (the hub may be too). */
+    struct sw_member *m = res->rc == SW_ECANCELED ? NULL : sw_member_find(lr->h, lr->cluster);
+    if (m != NULL) {
+        m->karp_reading = false;
+        bool ok = res->rc == 0 || res->status == 404;
+        const cJSON *spec = res->rc == 0 ? sw_json_child(res->body, "spec") : NULL;
+        if (!ok)
+            SW_LOG(SW_LOG_WARN, "cannot read Karpenter's Lease; not taken as down",
+                   "cluster=%s err=%s", sw_log_q(lr->cluster), sw_log_q(res->err.msg));
+        sw_learn_ctl_confirm(&m->karp, ok, res->rc == 0, sw_json_str(spec, "renewTime"),
+                             sw_json_str(spec, "holderIdentity"), sw_hub_mono_ms());
+    }
+    sw_free(lr);
+}
+
+static void read_lease(struct sw_hub *h, struct sw_member *m, int64_t mono)
+{
+    if (m->karp_reading || mono < m->karp_read_after_ms || m->client == NULL)
+        return;
+    struct lease_read *lr = sw_calloc(1, sizeof(*lr));
+    if (lr == NULL)
+        return;
+    lr->h = h;
+    snprintf(lr->cluster, sizeof(lr->cluster), "%s", m->rec.name);
+    /* One read per transition; a failed one is tried again 5 s later. */
+    m->karp_read_after_ms = mono + 5000;
+    m->karp_reading = true;
+    if (sw_kube_get(m->client, SW_KIND_LEASE, SW_KARPENTER_LEASE_NS, SW_KARPENTER_LEASE,
+                    on_lease_read, lr) != 0) {
+        m->karp_reading = false;
+        sw_free(lr);
+    }
+}
+
 void sw_capacity_shortage_tick(struct sw_hub *h)
 {
     int64_t now = sw_hub_wall_ms();
@@ -497,17 +541,40 @@ void sw_capacity_shortage_tick(struct sw_hub *h)
         bool have = sw_cluster_cache_karpenter_lease(m->cache, &l) == 0;
         if (have)
             snprintf(m->karp_lease, sizeof(m->karp_lease), "%s", l.key);
-        int turned = sw_learn_ctl_observe(&m->karp, have, have ? l.renew : NULL,
-                                          have ? l.holder : NULL, have ? l.duration_s : 0, now);
+        /* Its times are monotonic: a step of the wall clock neither
+         * makes it down nor hides a crash. */
+        int64_t mono = sw_hub_mono_ms();
+        /* Silence counts only while the Lease's watch is open and the
+         * member reachable; a read of the Lease confirms it first. */
+        bool trusted = sw_member_reachable(m) && sw_cluster_cache_karpenter_lease_watched(m->cache);
+        /* Credentials that may not read it: said once per member. */
+        if (sw_cluster_cache_karpenter_lease_failed(m->cache) == 403 && !m->karp_forbidden_said) {
+            m->karp_forbidden_said = true;
+            SW_LOG(SW_LOG_WARN,
+                   "Karpenter's Lease may not be read: a Karpenter that does not answer is taken "
+                   "as a shortage (grant deploy/rbac/member-karpenter-clusterrole.yaml)",
+                   "cluster=%s lease=%s", sw_log_q(m->rec.name),
+                   sw_log_q(SW_KARPENTER_LEASE_NS "/" SW_KARPENTER_LEASE));
+        }
+        int turned =
+            sw_learn_ctl_observe(&m->karp, have, have ? l.renew : NULL, have ? l.holder : NULL,
+                                 have ? l.duration_s : 0, mono, trusted);
+        if (turned == SW_CTL_CONFIRM) {
+            read_lease(h, m, mono);
+            turned = 0;
+        }
         if (turned > 0)
             SW_LOG(SW_LOG_WARN,
                    "Karpenter does not answer; its NodePools add no node and are not taken as "
                    "short until it does",
                    "cluster=%s lease=%s silent=%.0f", sw_log_q(m->rec.name),
-                   sw_log_q(m->karp_lease), sw_learn_ctl_silent_s(&m->karp, now));
+                   sw_log_q(m->karp_lease), sw_learn_ctl_silent_s(&m->karp, mono));
         else if (turned < 0)
             SW_LOG(SW_LOG_INFO, "Karpenter answers again", "cluster=%s lease=%s",
                    sw_log_q(m->rec.name), sw_log_q(m->karp_lease));
+        /* Its NodePools' room changed: the Jobs are decided again now. */
+        if (turned != 0)
+            sw_hub_want_decide(h);
         bool down = m->karp.down_since_ms > 0;
         for (size_t p = 0; p < m->rec.spec.npools; p++) {
             const struct sw_pool_spec *ps = &m->rec.spec.pools[p];
@@ -567,16 +634,19 @@ bool sw_capacity_mirror_short(struct sw_hub *h, const struct sw_job_rec *r, char
      * capacity, else at its limit: since when it cannot grow. */
     bool down = m->karp.down_since_ms > 0;
     bool is_short = !down && s->seen.short_since_ms > 0;
-    int64_t since = down       ? m->karp.renewed_ms
-                    : is_short ? s->seen.short_since_ms
-                               : s->full_since_ms;
+    int64_t now = sw_hub_wall_ms();
+    /* The last renewal seen is a monotonic time: as wall time, now less
+     * the silence. */
+    int64_t since =
+        down       ? now - (int64_t)(sw_learn_ctl_silent_s(&m->karp, sw_hub_mono_ms()) * 1000.0)
+        : is_short ? s->seen.short_since_ms
+                   : s->full_since_ms;
     if (since <= 0)
         return false;
     int bound = 0;
     int pods = sw_observe_pods(h, r->target_cluster, r->ns, r->mirror, &bound);
     if (pods <= bound)
         return false; /* no pod waits for a node */
-    int64_t now = sw_hub_wall_ms();
     int64_t from = r->dispatched_ms > since ? r->dispatched_ms : since;
     double waited = (double)(now - from) / 1000.0;
     if (waited < h->cfg.shortage_withdraw_s)

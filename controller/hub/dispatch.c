@@ -623,6 +623,14 @@ cJSON *sw_dispatch_origin_patch(const cJSON *origin, const struct sw_job_rec *r,
     if (dispatching) {
         cJSON_AddStringToObject(ann, SW_ANN_STATE, "dispatching");
         cJSON_AddStringToObject(ann, SW_ANN_DECISION, r->summary);
+        /* A withdrawal's reason (shown with the state back to observed)
+         * is over with the next attempt; a block's is removed by follow
+         * with its condition (sw_follow_show_blocked). */
+        const cJSON *oann = sw_json_child((cJSON *)omd, "annotations");
+        const char *ostate = sw_json_str(oann, SW_ANN_STATE);
+        if (sw_json_str(oann, SW_ANN_REASON) != NULL && ostate != NULL &&
+            strcmp(ostate, sw_job_state_name(SW_JS_OBSERVED)) == 0)
+            cJSON_AddNullToObject(ann, SW_ANN_REASON);
     }
     if (r->target_cluster[0] && r->mirror[0]) {
         char placed[256];
@@ -813,8 +821,15 @@ void sw_dispatch_step(struct sw_hub *h, struct sw_job *j)
     bool need_suspend = r->form == SW_FORM_ANNOTATION && !suspended;
     const struct sw_queue *q = sw_queue_of(origin);
     bool take = q->holds(origin);
+    /* An attempt after a withdrawal or a loss finds the origin with its
+     * finalizer and suspended already: it is patched all the same when it
+     * does not name this attempt's mirror (one patch per attempt, made
+     * against the answer kept while the cache is behind). */
+    const char *named = sw_json_str(
+        sw_json_child(sw_json_child((cJSON *)origin, "metadata"), "annotations"), SW_ANN_MIRROR);
+    bool rename = named == NULL || strcmp(named, r->mirror) != 0;
     cJSON *patch = NULL;
-    if ((!fin || need_suspend || take) && !home_lost) {
+    if ((!fin || need_suspend || take || rename) && !home_lost) {
         /* Home lost: the origin is fenced on return instead (sw_loss_step). */
         int bound = 0;
         sw_observe_pods(h, r->cluster, r->ns, r->name, &bound);

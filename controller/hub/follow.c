@@ -897,16 +897,14 @@ void sw_follow_step(struct sw_hub *h, struct sw_job *j)
         withdraw(h, j, tm, live, true);
         return;
     }
-    /* Running, or about to: a block shown earlier is over. */
+    /* Running, or about to: a block shown earlier is over (a withdrawal's
+     * reason is removed by the next attempt's dispatch patch, which also
+     * names its mirror). */
     const cJSON *oann = sw_json_child(sw_json_child(origin, "metadata"), "annotations");
-    if (sw_json_str(oann, SW_ANN_REASON) != NULL)
+    const char *ostate = sw_json_str(oann, SW_ANN_STATE);
+    if (sw_json_str(oann, SW_ANN_REASON) != NULL &&
+        (ostate == NULL || strcmp(ostate, sw_job_state_name(SW_JS_OBSERVED)) != 0))
         sw_follow_show_blocked(h, r, false);
-    /* The origin names this attempt's mirror: an attempt after a withdrawal
-     * or a loss is dispatched with no patch of an origin suspended already,
-     * and the withdrawal removed the old name. */
-    const char *named = sw_json_str(oann, SW_ANN_MIRROR);
-    if (origin != NULL && (named == NULL || strcmp(named, r->mirror) != 0))
-        sw_follow_annotate(h, r);
     const cJSON *ms = sw_json_child(mirror, "status");
     int active = count_of(ms, "active");
     int ready = count_of(ms, "ready");

@@ -184,7 +184,10 @@ struct sw_member {
     /* Its Karpenter's leader-election Lease as seen (capacity.c): while it
      * is down its NodePools add no node and are not taken as short. */
     struct sw_ctl_seen karp;
-    char karp_lease[160]; /* the Lease's "namespace/name", "" never seen */
+    char karp_lease[160];       /* the Lease's "namespace/name", "" never seen */
+    bool karp_reading;          /* a read of the Lease confirming a silence is under way */
+    bool karp_forbidden_said;   /* the Lease's 403 logged */
+    int64_t karp_read_after_ms; /* no new read before (mono ms) */
     /* NodePools of its pools (capacity.c), and the NodeClaims whose
      * provisioning delay was counted already (a ring of names). */
     struct sw_nodepool_state nodepools[SW_MAX_POOLS];

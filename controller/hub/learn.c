@@ -265,24 +265,47 @@ double sw_learn_queued_runtime(double declared_s, double max_s, double prior_s)
     return max_s > 0 && max_s < r ? max_s : r;
 }
 
-int sw_learn_ctl_observe(struct sw_ctl_seen *s, bool present, const char *renew, const char *holder,
-                         double lease_s, int64_t now_ms)
+/* A renewTime changed with a holder: a renewal (dated now). */
+static bool renewed(struct sw_ctl_seen *s, const char *renew, const char *holder, int64_t now_ms)
 {
+    if (renew == NULL)
+        renew = "";
+    bool held = holder != NULL && holder[0] != '\0';
+    bool r = !s->seen || (held && strncmp(renew, s->renew, sizeof(s->renew) - 1) != 0);
+    if (r) {
+        s->renewed_ms = now_ms;
+        s->confirmed = false;
+    }
+    s->seen = true;
+    snprintf(s->renew, sizeof(s->renew), "%.*s", (int)sizeof(s->renew) - 1, renew);
+    return r;
+}
+
+int sw_learn_ctl_observe(struct sw_ctl_seen *s, bool present, const char *renew, const char *holder,
+                         double lease_s, int64_t now_ms, bool trusted)
+{
+    int64_t looked = s->looked_ms;
+    s->looked_ms = now_ms;
     if (present) {
-        if (renew == NULL)
-            renew = "";
-        bool held = holder != NULL && holder[0] != '\0';
-        if (!s->seen || (held && strncmp(renew, s->renew, sizeof(s->renew) - 1) != 0))
-            s->renewed_ms = now_ms;
-        s->seen = true;
-        snprintf(s->renew, sizeof(s->renew), "%.*s", (int)sizeof(s->renew) - 1, renew);
+        renewed(s, renew, holder, now_ms);
         s->lease_s = lease_s > 0 ? (lease_s < SW_CTL_LEASE_MAX_S ? lease_s : SW_CTL_LEASE_MAX_S)
                                  : SW_CTL_LEASE_S;
     }
     if (!s->seen)
         return 0;
+    /* What the hub could not see is no silence: the last renewal moves on. */
+    if (!trusted) {
+        if (s->down_since_ms == 0 && looked > 0 && now_ms > looked) {
+            s->renewed_ms += now_ms - looked;
+            if (s->renewed_ms > now_ms)
+                s->renewed_ms = now_ms;
+        }
+        return 0;
+    }
     bool down = (double)(now_ms - s->renewed_ms) / 1000.0 > s->lease_s + SW_CTL_GRACE_S;
     if (down && s->down_since_ms == 0) {
+        if (!s->confirmed)
+            return SW_CTL_CONFIRM;
         s->down_since_ms = now_ms;
         return 1;
     }
@@ -291,6 +314,16 @@ int sw_learn_ctl_observe(struct sw_ctl_seen *s, bool present, const char *renew,
         return -1;
     }
     return 0;
+}
+
+void sw_learn_ctl_confirm(struct sw_ctl_seen *s, bool ok, bool present, const char *renew,
+                          const char *holder, int64_t now_ms)
+{
+    if (!ok || !s->seen)
+        return;
+    if (present && renewed(s, renew, holder, now_ms))
+        return;
+    s->confirmed = true;
 }
 
 double sw_learn_ctl_silent_s(const struct sw_ctl_seen *s, int64_t now_ms)

@@ -141,16 +141,24 @@ double sw_learn_capacity_wait(const struct sw_learned *l, int64_t now_ms, double
 
 /**
  * What the hub has seen of a capacity controller's leader-election Lease.
- * Times are the hub's own (when it saw a change), never the Lease's, so a
- * member's clock does not matter.
+ * Times are the hub's own monotonic clock (when it saw a change), never the
+ * Lease's, so neither a member's clock nor a step of the hub's wall clock
+ * matters.
  */
 struct sw_ctl_seen {
     bool seen;             /* a Lease was seen once */
     char renew[48];        /* its renewTime as last seen */
     double lease_s;        /* its leaseDurationSeconds as last seen */
-    int64_t renewed_ms;    /* when a renewal by a holder was last seen (or the Lease first seen) */
+    int64_t renewed_ms;    /* when a renewal by a holder was last seen (or the Lease first seen);
+                              moved on by the time the hub could not see (not trusted) */
     int64_t down_since_ms; /* when the hub took it as down; 0: it answers, or is not known */
+    int64_t looked_ms;     /* the last observation, 0 none */
+    bool confirmed;        /* a read of the Lease itself found the silence (sw_learn_ctl_confirm) */
 };
+
+/* sw_learn_ctl_observe: silent long enough, but not confirmed by a read of
+ * the Lease itself yet. */
+#define SW_CTL_CONFIRM 2
 
 /**
  * The Lease as seen at `now_ms` (`present` false: none cached; else its
@@ -159,11 +167,24 @@ struct sw_ctl_seen {
  * a renewal; the first sight counts as one (the hub gives a controller it has just met a lease
  * duration). The controller is down once no renewal has been seen for lease_s + SW_CTL_GRACE_S (a
  * Lease released and not taken again, one deleted, one whose holder stopped renewing), and answers
- * again at the next renewal seen. A controller never seen is not known: never down. Returns 1 when
- * it went down now, -1 when it came back now, 0 otherwise.
+ * again at the next renewal seen. A controller never seen is not known: never down. Silence is
+ * counted only while `trusted` (the Lease's watch open, its member reachable): the time the hub
+ * could not see moves the last renewal on, and a renewal seen counts even then. Once silent long
+ * enough it is down only after a read of the Lease confirmed it (sw_learn_ctl_confirm). Returns 1
+ * when it went down now, -1 when it came back now, SW_CTL_CONFIRM when silent long enough but not
+ * confirmed (read the Lease), 0 otherwise.
  */
 int sw_learn_ctl_observe(struct sw_ctl_seen *s, bool present, const char *renew, const char *holder,
-                         double lease_s, int64_t now_ms);
+                         double lease_s, int64_t now_ms, bool trusted);
+
+/**
+ * The answer of one read of the Lease itself (`ok` false: no answer; else
+ * `present` false: none): a renewTime changed with a holder is a renewal
+ * seen now (the watch was behind); the same, or no Lease, confirms the
+ * silence. No answer confirms nothing.
+ */
+void sw_learn_ctl_confirm(struct sw_ctl_seen *s, bool ok, bool present, const char *renew,
+                          const char *holder, int64_t now_ms);
 
 /** How long no renewal has been seen, at `now_ms` (seconds; 0 never seen). */
 double sw_learn_ctl_silent_s(const struct sw_ctl_seen *s, int64_t now_ms);

@@ -116,6 +116,10 @@ static void on_cache_change(struct sw_cluster_cache *cc, enum sw_kube_kind kind,
                             void *ctx)
 {
     struct sw_hub *h = ctx;
+    /* A Karpenter Lease renewed (every 2 s) changes nothing by itself: the
+     * capacity poll of the regular tick looks at it once a second. */
+    if (kind == SW_KIND_LEASE)
+        return;
     /* A pod turning Unschedulable, a node going away, a Job added, a
      * Workload's admission or a NodePool's room changing may change a
      * decision; everything else only needs the next step. */

@@ -338,6 +338,21 @@ static void render_nodepools(struct sw_hub *h, struct sw_buf *b)
             }
         }
     }
+    /* Its Karpenter taken as down: a Lease never renewed again (leader
+     * election switched off, Karpenter moved or uninstalled) stays so. */
+    sw_buf_adds(b, "# HELP spillway_karpenter_down_seconds How long the member's Karpenter has "
+                   "gone without a Lease renewal seen while taken as not answering (0: it "
+                   "answers, or its Lease is not known).\n"
+                   "# TYPE spillway_karpenter_down_seconds gauge\n");
+    int64_t mono = sw_hub_mono_ms();
+    for (size_t i = 0; i < h->nmembers; i++) {
+        const struct sw_member *m = h->members[i];
+        if (m->cache == NULL || !sw_cluster_cache_karpenter(m->cache))
+            continue;
+        char cl[SW_PROM_LABEL_MAX];
+        sw_buf_addf(b, "spillway_karpenter_down_seconds{cluster=\"%s\"} %g\n", ESC(cl, m->rec.name),
+                    m->karp.down_since_ms > 0 ? sw_learn_ctl_silent_s(&m->karp, mono) : 0.0);
+    }
 }
 
 static void render_metrics(struct sw_hub *h, struct sw_buf *b)

@@ -272,6 +272,9 @@ wait_record "$C" state dispatched 60
 cmirror=$(record_field "$C" mirror)
 wait_record "$C" withdrawals 1 60
 t_cwd=$(date +%s)
+kdown=$(metric spillway_karpenter_down_seconds 'cluster="cloud-spot"')
+awk -v v="${kdown:-0}" 'BEGIN { exit !(v > 30) }' ||
+    hub_fail "spillway_karpenter_down_seconds{cluster=\"cloud-spot\"} is \"$kdown\" once c's mirror was withdrawn (its Karpenter down)"
 # The origin names no withdrawn mirror from then on.
 oann() { kc onprem get job c -n "$NS" -o jsonpath="{.metadata.annotations.spillway\.io/$1}"; }
 [ "$(oann mirror)" != "$cmirror" ] && [[ "$(oann placed-in)" != *"$cmirror"* ]] ||
@@ -289,6 +292,7 @@ done
     hub_fail "c is not running on cloud-ondemand 90 s after cloud-spot's Karpenter was killed (state $cst, target $(record_field "$C" targetCluster)): $(record_field "$C" summary)"
 t_crun=$(date +%s)
 [ "$(oann mirror)" = "$(record_field "$C" mirror)" ] || hub_fail "c's origin names mirror \"$(oann mirror)\", not $(record_field "$C" mirror)"
+[ -z "$(oann reason)" ] || hub_fail "c's origin still shows a reason once its next mirror runs: \"$(oann reason)\""
 "$SPILLCTL" explain "$C" >"$HUB_TMP/explain"
 grep -qE "^  cloud-spot +provisioning .*; its Karpenter does not answer \(Lease kube-system/karpenter-leader-election not renewed for [0-9]+ s\): no node added" "$HUB_TMP/explain" ||
     hub_fail "explain does not say cloud-spot's Karpenter was down: $(cat "$HUB_TMP/explain")"
@@ -317,6 +321,8 @@ for _ in $(seq 1 120); do
 done
 [ "$(record_field "$D" targetCluster)" = cloud-spot ] && [ "$dst" = running ] ||
     hub_fail "d is not running on cloud-spot 60 s after its Karpenter took its Lease again (state $dst, target $(record_field "$D" targetCluster)): $(record_field "$D" summary)"
+[ "$(metric spillway_karpenter_down_seconds 'cluster="cloud-spot"')" = 0 ] ||
+    hub_fail "spillway_karpenter_down_seconds{cluster=\"cloud-spot\"} is not 0 once its Karpenter answers again"
 pass "Karpenter of cloud-spot started again: d running there $(($(date +%s) - t_start)) s after it took its Lease: $(record_field "$D" summary)"
 kc onprem delete job c d -n "$NS" --wait=false >/dev/null
 watcher_check

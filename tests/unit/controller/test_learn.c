@@ -348,72 +348,120 @@ static void test_ctl_lease(void **state)
     (void)state;
     struct sw_ctl_seen s = {0};
     /* Never seen: not known, never down. */
-    assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, 1000000), 0);
-    assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, 9000000), 0);
+    assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, 1000000, true), 0);
+    assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, 9000000, true), 0);
     assert_int_equal(s.down_since_ms, 0);
     assert_float_equal(sw_learn_ctl_silent_s(&s, 9000000), 0, 0);
     /* First seen: counts as a renewal. */
     int64_t t = 10000000;
-    assert_int_equal(sw_learn_ctl_observe(&s, true, "2026-11-29T16:00:00.000000Z", "k_1", 15, t),
-                     0);
+    assert_int_equal(
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:00:00.000000Z", "k_1", 15, t, true), 0);
     assert_int_equal(s.renewed_ms, t);
     /* Renewed every 2 s for a minute: answers. */
     for (int i = 1; i <= 30; i++) {
         char r[48];
         snprintf(r, sizeof(r), "2026-11-29T16:00:%02d.000000Z", 2 * i % 60);
-        assert_int_equal(sw_learn_ctl_observe(&s, true, r, "k_1", 15, t + 2000 * i), 0);
+        assert_int_equal(sw_learn_ctl_observe(&s, true, r, "k_1", 15, t + 2000 * i, true), 0);
     }
     t += 60000;
     assert_int_equal(s.renewed_ms, t);
     /* Killed: the same renewTime, seen each second; down only past 15 + 15 s. */
     const char *last = "2026-11-29T16:00:00.000000Z";
-    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 30000), 0);
+    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 30000, true), 0);
     assert_int_equal(s.down_since_ms, 0);
     assert_float_equal(sw_learn_ctl_silent_s(&s, t + 30000), 30, 1e-9);
-    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 30001), 1);
+    /* Silent long enough: down once a read of the Lease confirms it. */
+    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 30001, true),
+                     SW_CTL_CONFIRM);
+    assert_int_equal(s.down_since_ms, 0);
+    sw_learn_ctl_confirm(&s, false, false, NULL, NULL, t + 30001); /* no answer */
+    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 30001, true),
+                     SW_CTL_CONFIRM);
+    sw_learn_ctl_confirm(&s, true, true, last, "k_1", t + 30001);
+    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 30001, true), 1);
     assert_int_equal(s.down_since_ms, t + 30001);
-    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 40000), 0);
+    assert_int_equal(sw_learn_ctl_observe(&s, true, last, "k_1", 15, t + 40000, true), 0);
     assert_int_equal(s.down_since_ms, t + 30001);
     /* A Lease gone from the cache is no renewal: still down. */
-    assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, t + 41000), 0);
+    assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, t + 41000, true), 0);
     assert_true(s.down_since_ms != 0);
     /* A restarted controller takes the Lease: a new renewTime with a holder. */
     assert_int_equal(
-        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:45.000000Z", "k_2", 15, t + 45000), -1);
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:45.000000Z", "k_2", 15, t + 45000, true),
+        -1);
     assert_int_equal(s.down_since_ms, 0);
     /* A clean stop releases it (no holder): a new renewTime that is no
      * renewal; a restart within the lease duration never shows as down. */
     t += 45000;
-    assert_int_equal(sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:50.000000Z", "", 1, t + 5000),
-                     0);
+    assert_int_equal(
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:50.000000Z", "", 1, t + 5000, true), 0);
     assert_int_equal(s.renewed_ms, t);
     assert_int_equal(
-        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:52.000000Z", "k_3", 15, t + 7000), 0);
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:52.000000Z", "k_3", 15, t + 7000, true),
+        0);
     assert_int_equal(s.renewed_ms, t + 7000);
     assert_int_equal(s.down_since_ms, 0);
     /* Released and not taken again: down after the (released) duration of
      * 1 s plus the grace, 15 s. */
     t += 7000;
-    assert_int_equal(sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 1000),
-                     0);
     assert_int_equal(
-        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 16000), 0);
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 1000, true), 0);
     assert_int_equal(
-        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 16001), 1);
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 16000, true), 0);
+    assert_int_equal(
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 16001, true),
+        SW_CTL_CONFIRM);
+    sw_learn_ctl_confirm(&s, true, false, NULL, NULL, t + 16001); /* deleted meanwhile */
+    assert_int_equal(
+        sw_learn_ctl_observe(&s, true, "2026-11-29T16:01:53.000000Z", "", 1, t + 16001, true), 1);
     /* A process killed and restarted at once takes the Lease 19 s after the
      * last renewal (a lease duration from its first look, its start, a
      * retry): never down. */
     struct sw_ctl_seen k = {0};
-    assert_int_equal(sw_learn_ctl_observe(&k, true, "a", "k_1", 15, 0), 0);
+    assert_int_equal(sw_learn_ctl_observe(&k, true, "a", "k_1", 15, 0, true), 0);
     for (int64_t ms = 1000; ms < 19000; ms += 1000)
-        assert_int_equal(sw_learn_ctl_observe(&k, true, "a", "k_1", 15, ms), 0);
-    assert_int_equal(sw_learn_ctl_observe(&k, true, "b", "k_2", 15, 19000), 0);
+        assert_int_equal(sw_learn_ctl_observe(&k, true, "a", "k_1", 15, ms, true), 0);
+    assert_int_equal(sw_learn_ctl_observe(&k, true, "b", "k_2", 15, 19000, true), 0);
     assert_int_equal(k.down_since_ms, 0);
     /* A hostile duration is capped: down after 300 + 15 s, not a day. */
     struct sw_ctl_seen h = {0};
-    assert_int_equal(sw_learn_ctl_observe(&h, true, "x", "k", 86400, 0), 0);
+    assert_int_equal(sw_learn_ctl_observe(&h, true, "x", "k", 86400, 0, true), 0);
     assert_float_equal(h.lease_s, SW_CTL_LEASE_MAX_S, 0);
-    assert_int_equal(sw_learn_ctl_observe(&h, true, "x", "k", 86400, 315001), 1);
+    assert_int_equal(sw_learn_ctl_observe(&h, true, "x", "k", 86400, 315001, true), SW_CTL_CONFIRM);
+}
+
+/* Silence counts only while the hub can see: a watch not open or a member
+ * unreachable moves the last renewal on; a read of the Lease that finds a
+ * renewal the watch missed is one. */
+static void test_ctl_lease_trust(void **state)
+{
+    (void)state;
+    struct sw_ctl_seen s = {0};
+    assert_int_equal(sw_learn_ctl_observe(&s, true, "a", "k_1", 15, 1000, true), 0);
+    /* 60 s the hub cannot see (its watch retrying, the member unreachable). */
+    for (int64_t ms = 2000; ms <= 61000; ms += 1000)
+        assert_int_equal(sw_learn_ctl_observe(&s, false, NULL, NULL, 0, ms, false), 0);
+    assert_int_equal(s.down_since_ms, 0);
+    assert_float_equal(sw_learn_ctl_silent_s(&s, 61000), 0, 1e-9);
+    /* Seen again: the silence counts from there, 30 s more. */
+    assert_int_equal(sw_learn_ctl_observe(&s, true, "a", "k_1", 15, 91000, true), 0);
+    assert_int_equal(sw_learn_ctl_observe(&s, true, "a", "k_1", 15, 91001, true), SW_CTL_CONFIRM);
+    /* The read finds a renewTime the watch did not bring: a renewal. */
+    sw_learn_ctl_confirm(&s, true, true, "b", "k_1", 91001);
+    assert_int_equal(s.renewed_ms, 91001);
+    assert_false(s.confirmed);
+    assert_int_equal(sw_learn_ctl_observe(&s, true, "a", "k_1", 15, 92000, true), 0);
+    /* A renewal seen while not trusted counts all the same. */
+    assert_int_equal(sw_learn_ctl_observe(&s, true, "c", "k_1", 15, 95000, false), 0);
+    assert_int_equal(s.renewed_ms, 95000);
+    /* Down already: not seeing keeps it down (no renewal seen). */
+    struct sw_ctl_seen d = {0};
+    assert_int_equal(sw_learn_ctl_observe(&d, true, "a", "k_1", 15, 1000, true), 0);
+    assert_int_equal(sw_learn_ctl_observe(&d, true, "a", "k_1", 15, 32000, true), SW_CTL_CONFIRM);
+    sw_learn_ctl_confirm(&d, true, true, "a", "k_1", 32000);
+    assert_int_equal(sw_learn_ctl_observe(&d, true, "a", "k_1", 15, 33000, true), 1);
+    assert_int_equal(sw_learn_ctl_observe(&d, false, NULL, NULL, 0, 60000, false), 0);
+    assert_int_equal(d.down_since_ms, 33000);
 }
 
 int main(void)
@@ -431,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_home_remaining),
         cmocka_unit_test(test_max_exec_bounds),
         cmocka_unit_test(test_ctl_lease),
+        cmocka_unit_test(test_ctl_lease_trust),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
