@@ -114,6 +114,12 @@ bool sw_adopt_all_synced(const struct sw_hub *h);
  */
 bool sw_adopt_proven(const char *origin_uid);
 /**
+ * Whether the index (as of the last sw_adopt_index) holds any mirror of the
+ * origin `origin_uid`, with this hub's proof or without (another hub's, a
+ * copy): observe.c leaves alone a Job with such a mirror and no record.
+ */
+bool sw_adopt_any(const char *origin_uid);
+/**
  * For a record being created for a Job seen without one (observe.c): when
  * a mirror of its origin exists, fills the record from it. Returns true
  * when it did.

@@ -232,6 +232,16 @@ bool sw_adopt_proven(const char *origin_uid)
     return false;
 }
 
+bool sw_adopt_any(const char *origin_uid)
+{
+    if (origin_uid == NULL || origin_uid[0] == '\0')
+        return false;
+    for (const struct entry *e = by_uid[uid_hash(origin_uid)]; e; e = e->next_uid)
+        if (strcmp(e->m.origin_uid, origin_uid) == 0)
+            return true;
+    return false;
+}
+
 bool sw_adopt_new_record(struct sw_hub *h, struct sw_job *j)
 {
     return adopt(h, j);

@@ -415,14 +415,13 @@ static void on_new_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx
 
 /* The Warning Event on a Job another hub (or a lost record) holds. */
 #define HELD_ELSEWHERE_MSG                                                                         \
-    "spillway: this Job's " SW_ANN_MIRROR " annotation names a mirror of it, but this hub holds "  \
-    "no record of it and no mirror it placed: another hub placed it (its namespace was moved to "  \
-    "this hub while it ran), or this hub's Redis lost its record before its mirror was created. "  \
-    "Left alone so that it never runs twice. Let it finish on the hub that placed it (move a "     \
-    "namespace between hubs only once its burstable Jobs have finished); if no hub follows it, "   \
-    "delete any mirror of it (label spillway.io/origin-uid=<this Job's UID> in the target "        \
-    "clusters), then remove the finalizer " SW_FINALIZER " and the annotations " SW_ANN_MIRROR     \
-    " and " SW_ANN_PLACED ": this hub then takes it as a new Job."
+    "spillway: this Job's " SW_ANN_MIRROR " annotation names a mirror of it and a mirror of it "   \
+    "exists, but this hub holds no record of it and did not place that mirror: another hub "       \
+    "placed it (its namespace was moved to this hub while it ran). Left alone so that it never "   \
+    "runs twice. Let it finish on the hub that placed it (move a namespace between hubs only "     \
+    "once its burstable Jobs have finished); if no hub follows it, delete its mirrors (label "     \
+    "spillway.io/origin-uid=<this Job's UID> in the target clusters): this hub then takes it as "  \
+    "a new Job."
 
 static void scan_job(const char *key, const void *obj, void *ctx)
 {
@@ -483,30 +482,34 @@ static void scan_job(const char *key, const void *obj, void *ctx)
         return;
 
     /* A Job whose spillway.io/mirror annotation names a mirror of its own
-     * UID (retire.h), of which this hub holds no record and no mirror with
-     * its proof: another hub placed it (its namespace moved to this one
-     * while it ran), or Redis lost its record before any mirror existed.
-     * Taking it could run it twice: it is left alone, with a Warning Event
-     * saying what to do. */
+     * UID (retire.h), of which this hub holds no record, while a mirror of
+     * it exists that does not carry this hub's proof: another hub placed it
+     * (its namespace moved to this one while it ran). Taking it could run
+     * it twice: it is left alone, with a Warning Event saying what to do.
+     * With no mirror of it anywhere (every member listed), Redis lost its
+     * record before a mirror existed or after the last one went: it is
+     * taken as new, as docs/dr.md says. */
     if (sw_retire_origin_claimed(rec) && !sw_adopt_proven(uid)) {
         if (!sw_adopt_all_synced(h))
             return; /* its mirror may be in a member not listed yet */
-        if (j == NULL)
-            j = sw_hub_job_get(h, k);
-        if (j && !j->warned) {
-            j->warned = true;
-            struct sw_job_rec tmp = {0};
-            snprintf(tmp.cluster, sizeof(tmp.cluster), "%s", js->m->rec.name);
-            snprintf(tmp.ns, sizeof(tmp.ns), "%s", ns);
-            snprintf(tmp.name, sizeof(tmp.name), "%s", name);
-            snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
-            SW_LOG(SW_LOG_WARN,
-                   "Job names a mirror of its own but this hub holds no record or proven mirror "
-                   "of it; leaving it alone",
-                   "job=%s uid=%s", sw_log_q(k), sw_log_q(uid));
-            sw_follow_event(h, &tmp, "Warning", "HeldByAnotherHub", HELD_ELSEWHERE_MSG);
+        if (sw_adopt_any(uid)) {
+            if (j == NULL)
+                j = sw_hub_job_get(h, k);
+            if (j && !j->warned) {
+                j->warned = true;
+                struct sw_job_rec tmp = {0};
+                snprintf(tmp.cluster, sizeof(tmp.cluster), "%s", js->m->rec.name);
+                snprintf(tmp.ns, sizeof(tmp.ns), "%s", ns);
+                snprintf(tmp.name, sizeof(tmp.name), "%s", name);
+                snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
+                SW_LOG(SW_LOG_WARN,
+                       "Job with a mirror this hub did not place and no record here; leaving it "
+                       "alone",
+                       "job=%s uid=%s", sw_log_q(k), sw_log_q(uid));
+                sw_follow_event(h, &tmp, "Warning", "HeldByAnotherHub", HELD_ELSEWHERE_MSG);
+            }
+            return;
         }
-        return;
     }
 
     struct sw_burst_spec spec;

@@ -20,7 +20,8 @@
 #     are never touched (no record, annotation, finalizer, suspension or
 #     Event) while the test's own burst; once that namespace is labelled
 #     for the hub, a Job there whose spillway.io/mirror names its mirror
-#     (another hub placed it) is left alone with a HeldByAnotherHub Event
+#     (another hub placed it, and its mirror without this hub's proof
+#     exists) is left alone with a HeldByAnotherHub Event
 # The hub and spillctl reach Redis over TLS (rediss://, the lab's TLS port);
 # SW_HUB_REDIS_TLS=0 runs it over plain redis:// instead.
 set -euo pipefail
@@ -111,6 +112,22 @@ pass "namespaceSelector $HUB_SELECT_LABEL=$NS: 3 burstable Jobs in $OUT (annotat
 kc onprem delete job outside-d -n "$OUT" --wait=true >/dev/null
 ouid=$(kc onprem get job outside -n "$OUT" -o jsonpath='{.metadata.uid}')
 kc onprem annotate job outside -n "$OUT" "spillway.io/mirror=sw-$ouid-1" >/dev/null
+# The other hub's mirror of it in cloud-spot (suspended; without this hub's
+# proof): with no mirror anywhere the Job would be taken as new (docs/dr.md).
+kc cloud-spot create namespace "$OUT" >/dev/null
+kc cloud-spot apply -n "$OUT" -f - >/dev/null <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: sw-$ouid-1
+  labels: {spillway.io/origin-uid: "$ouid", spillway.io/attempt: "1"}
+spec:
+  suspend: true
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+EOF
 hub_serve_ns onprem "$OUT"
 ev=""
 for _ in $(seq 1 120); do
@@ -119,7 +136,7 @@ for _ in $(seq 1 120); do
     [ -n "$ev" ] && break
     sleep 0.5
 done
-echo "$ev" | grep -q "Let it finish on the hub that placed it" ||
+grep -q "Let it finish on the hub that placed it" <<<"$ev" ||
     hub_fail "no HeldByAnotherHub Event on $OUT/outside once its namespace was served: \"$ev\""
 [ -z "$(rcli GET "spillway:job:onprem/$OUT/outside")" ] || hub_fail "$OUT/outside, placed by another hub, got a record"
 [ "$(kc onprem get job outside -n "$OUT" -o jsonpath='{.spec.suspend}')" != true ] ||
