@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <math.h>
 
+#include "common/dns1123.h"
 #include "common/alloc.h"
 #include "common/error.h"
 #include "common/json.h"
@@ -430,17 +431,6 @@ int sw_budget_tally(const struct sw_team_budget *b, size_t nb, const struct sw_t
     return 0;
 }
 
-static bool dns_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
-            return false;
-    return true;
-}
-
 int sw_budgets_from_json(const cJSON *o, struct sw_team_budget *out, size_t *n,
                          struct sw_error *err)
 {
@@ -461,7 +451,7 @@ int sw_budgets_from_json(const cJSON *o, struct sw_team_budget *out, size_t *n,
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "period");
         struct sw_team_budget *b = &out[i];
         memset(b, 0, sizeof(*b));
-        if (!cJSON_IsString(t) || !dns_label(t->valuestring))
+        if (!cJSON_IsString(t) || !sw_dns1123_label(t->valuestring))
             return sw_error_set(err, SW_EPARSE,
                                 "%s: budgets[%zu].team: expected a team name (a DNS-1123 label)",
                                 SW_KEY_BUDGETS, i);
@@ -549,7 +539,7 @@ int sw_budget_grants_from_json(const cJSON *o, struct sw_tenancy *out, struct sw
         {
             if (bad != NULL)
                 break;
-            if (!cJSON_IsString(t) || !dns_label(t->valuestring))
+            if (!cJSON_IsString(t) || !sw_dns1123_label(t->valuestring))
                 bad = "teams";
             else
                 snprintf(g->teams[g->nteams++], sizeof(g->teams[0]), "%s", t->valuestring);

@@ -21,6 +21,7 @@
 #include <yaml.h>
 
 #include "clusters/ratelimit.h"
+#include "common/dns1123.h"
 #include "common/alloc.h"
 #include "common/assert.h"
 #include "common/yamlnode.h"
@@ -654,18 +655,6 @@ const char *sw_hub_config_bucket(const struct sw_hub_config *c, const char *buck
 
 /* ---- tenancy.grants ------------------------------------------------------- */
 
-/* A DNS-1123 label: 1-63 of a-z, 0-9 and '-', a letter or digit at each end. */
-static bool dns_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
-            return false;
-    return true;
-}
-
 /* A sequence of text items at `v` for grant field `field`: each handed to
  * `item` with its index; a scalar alone is refused (a list is expected). */
 typedef int (*seq_item_fn)(struct cfg_doc *cd, yaml_node_t *n, const char *field, size_t i,
@@ -698,7 +687,7 @@ static int team_item(struct cfg_doc *cd, yaml_node_t *n, const char *field, size
                      struct sw_grant *g)
 {
     (void)i;
-    if (!dns_label(v))
+    if (!sw_dns1123_label(v))
         return sw_error_set(cd->err, SW_EINVAL,
                             "%s:%zu: field \"%s\": expected a team name (a DNS-1123 label: 1-63 "
                             "of a-z, 0-9 and '-'), got \"%.70s\"",
@@ -792,7 +781,7 @@ static int one_grant(struct cfg_doc *cd, yaml_node_t *gn, const char *gf, struct
         case 0:
         case 1: {
             char *dst = which == 0 ? g->cluster : g->ns;
-            if (!sw_yaml_is_text(v) || !dns_label((const char *)v->data.scalar.value))
+            if (!sw_yaml_is_text(v) || !sw_dns1123_label((const char *)v->data.scalar.value))
                 return sw_error_set(
                     cd->err, SW_EINVAL,
                     "%s:%zu: field \"%s\": expected a %s name (a DNS-1123 label), "
@@ -926,7 +915,7 @@ static int one_budget(struct cfg_doc *cd, yaml_node_t *bn, const char *bf, struc
         double d;
         switch (which) {
         case 0:
-            if (t == NULL || !dns_label(t))
+            if (t == NULL || !sw_dns1123_label(t))
                 return sw_error_set(cd->err, SW_EINVAL,
                                     "%s:%zu: field \"%s.team\": expected a team name (a DNS-1123 "
                                     "label: 1-63 of a-z, 0-9 and '-'), got %s%.70s%s",

@@ -414,6 +414,20 @@ static void on_new_written(struct sw_hub *h, struct sw_job *j, int rc, void *ctx
 }
 
 /* The Warning Event on a Job another hub (or a lost record) holds. */
+/* A Warning Event on an origin Job the hub keeps no record of (a bad
+ * annotation, a Job another hub holds): once per Job and hub process. */
+static void warn_once(struct sw_hub *h, struct sw_job *j, const char *cluster, const char *ns,
+                      const char *name, const char *uid, const char *reason, const char *msg)
+{
+    j->warned = true;
+    struct sw_job_rec tmp = {0};
+    snprintf(tmp.cluster, sizeof(tmp.cluster), "%s", cluster);
+    snprintf(tmp.ns, sizeof(tmp.ns), "%s", ns);
+    snprintf(tmp.name, sizeof(tmp.name), "%s", name);
+    snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
+    sw_follow_event(h, &tmp, "Warning", reason, msg);
+}
+
 #define HELD_ELSEWHERE_MSG                                                                         \
     "spillway: this Job's " SW_ANN_MIRROR " annotation names a mirror of it and a mirror of it "   \
     "exists, but this hub holds no record of it and did not place that mirror: another hub "       \
@@ -496,17 +510,12 @@ static void scan_job(const char *key, const void *obj, void *ctx)
             if (j == NULL)
                 j = sw_hub_job_get(h, k);
             if (j && !j->warned) {
-                j->warned = true;
-                struct sw_job_rec tmp = {0};
-                snprintf(tmp.cluster, sizeof(tmp.cluster), "%s", js->m->rec.name);
-                snprintf(tmp.ns, sizeof(tmp.ns), "%s", ns);
-                snprintf(tmp.name, sizeof(tmp.name), "%s", name);
-                snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
                 SW_LOG(SW_LOG_WARN,
                        "Job with a mirror this hub did not place and no record here; leaving it "
                        "alone",
                        "job=%s uid=%s", sw_log_q(k), sw_log_q(uid));
-                sw_follow_event(h, &tmp, "Warning", "HeldByAnotherHub", HELD_ELSEWHERE_MSG);
+                warn_once(h, j, js->m->rec.name, ns, name, uid, "HeldByAnotherHub",
+                          HELD_ELSEWHERE_MSG);
             }
             return;
         }
@@ -532,15 +541,9 @@ static void scan_job(const char *key, const void *obj, void *ctx)
         if (j == NULL)
             j = sw_hub_job_get(h, k);
         if (j && !j->warned) {
-            j->warned = true;
-            struct sw_job_rec tmp = {0};
-            snprintf(tmp.cluster, sizeof(tmp.cluster), "%s", js->m->rec.name);
-            snprintf(tmp.ns, sizeof(tmp.ns), "%s", ns);
-            snprintf(tmp.name, sizeof(tmp.name), "%s", name);
-            snprintf(tmp.uid, sizeof(tmp.uid), "%s", uid);
             SW_LOG(SW_LOG_WARN, "bad spillway annotation or GPU request; leaving the Job alone",
                    "job=%s err=%s", sw_log_q(k), sw_log_q(err.msg));
-            sw_follow_event(h, &tmp, "Warning", reason, err.msg);
+            warn_once(h, j, js->m->rec.name, ns, name, uid, reason, err.msg);
         }
         return;
     }

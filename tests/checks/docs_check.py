@@ -464,7 +464,7 @@ def check_examples(docs, files, problems):
 # The hub's Event recorders and the index of the reason among their
 # arguments. A file of controller/hub/ that creates an Event (SW_KIND_EVENT)
 # must define one of them.
-RECORDERS = {"sw_follow_event": 3, "sw_follow_block": 2, "wl_event": 3}
+RECORDERS = {"sw_follow_event": 3, "sw_follow_block": 2, "wl_event": 3, "warn_once": 6}
 EVENTS_DOC = "docs/events.md"
 TROUBLE_DOC = "docs/troubleshooting.md"
 RULES = "deploy/monitoring/spillway-rules.yaml"
