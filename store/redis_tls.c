@@ -33,6 +33,57 @@
 
 #include "common/alloc.h"
 
+/*
+ * The relays' threads are detached and end on their own time, freeing
+ * their SSL objects; one may still be doing so when the process exits,
+ * while OpenSSL's atexit cleanup frees the library's global state under
+ * it (a double free in glibc's malloc, seen once in `spillctl cluster
+ * remove` over rediss://). So an exit waits for them: a handler
+ * registered after OpenSSL's own (so run before it) wakes every relay by
+ * the stop pipe and waits, a bounded time, until none runs; each frees its
+ * thread's OpenSSL state itself (OPENSSL_thread_stop) before it counts as
+ * done, rather than leaving it to a thread key destructor that would race
+ * OPENSSL_cleanup.
+ */
+#define RELAYS_EXIT_WAIT_MS 2000
+static pthread_mutex_t relays_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t relays_cv = PTHREAD_COND_INITIALIZER;
+static int relays_live;
+static int relays_stop[2] = {-1, -1}; /* written to at exit; relays poll its read end */
+static pthread_once_t relays_once = PTHREAD_ONCE_INIT;
+
+static pid_t relays_pid; /* a child forked without exec leaves the parent's relays alone */
+
+static void relays_wait_all(void)
+{
+    if (getpid() != relays_pid)
+        return;
+    if (relays_stop[1] >= 0) {
+        char c = 0;
+        ssize_t w = write(relays_stop[1], &c, 1);
+        (void)w;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += RELAYS_EXIT_WAIT_MS / 1000;
+    pthread_mutex_lock(&relays_mu);
+    while (relays_live > 0)
+        if (pthread_cond_timedwait(&relays_cv, &relays_mu, &until) != 0)
+            break;
+    pthread_mutex_unlock(&relays_mu);
+}
+
+static void relays_init(void)
+{
+    /* OpenSSL registers its cleanup here (if no call did before): ours,
+     * registered after, runs before it. */
+    OPENSSL_init_ssl(0, NULL);
+    relays_pid = getpid();
+    if (pipe2(relays_stop, O_CLOEXEC | O_NONBLOCK) != 0)
+        relays_stop[0] = relays_stop[1] = -1;
+    atexit(relays_wait_all);
+}
+
 struct relay {
     SSL_CTX *ctx;
     SSL *ssl;
@@ -271,12 +322,14 @@ static void pump(struct relay *r, int local)
 {
     char buf[16384];
     for (;;) {
-        struct pollfd p[2] = {{local, POLLIN, 0}, {r->tcp, POLLIN, 0}};
-        if (poll(p, 2, -1) < 0) {
+        struct pollfd p[3] = {{local, POLLIN, 0}, {r->tcp, POLLIN, 0}, {relays_stop[0], POLLIN, 0}};
+        if (poll(p, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             return;
         }
+        if (p[2].revents)
+            return; /* the process is exiting */
         if (p[1].revents) {
             /* Read every record there is; a record without application
              * data (a session ticket) ends with WANT_READ like an empty one. */
@@ -331,8 +384,17 @@ static void *relay_main(void *arg)
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe, NULL);
-    if (wait_fd(r->listen, POLLIN, now_ms() + r->accept_ms) == 1)
-        local = accept4(r->listen, NULL, NULL, SOCK_CLOEXEC);
+    struct pollfd a[2] = {{r->listen, POLLIN, 0}, {relays_stop[0], POLLIN, 0}};
+    int64_t deadline = now_ms() + r->accept_ms;
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        int n = left > 0 ? poll(a, 2, (int)left) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n > 0 && a[0].revents && !a[1].revents)
+            local = accept4(r->listen, NULL, NULL, SOCK_CLOEXEC);
+        break;
+    }
     if (local >= 0 && !sw_redis_tls_peer_is_us(local)) {
         close(local); /* another process: it gets nothing, and the relay ends */
         local = -1;
@@ -349,6 +411,13 @@ static void *relay_main(void *arg)
         close(local);
     }
     relay_free(r);
+    /* The thread's own OpenSSL state, freed now rather than by a thread
+     * key destructor after the count below says this relay is done. */
+    OPENSSL_thread_stop();
+    pthread_mutex_lock(&relays_mu);
+    if (--relays_live == 0)
+        pthread_cond_broadcast(&relays_cv);
+    pthread_mutex_unlock(&relays_mu);
     return NULL;
 }
 
@@ -395,6 +464,7 @@ int sw_redis_tls_open(const char *host, int port, const struct sw_redis_tls_opts
     /* hiredis connects from the loop once it gets round to it. */
     r->accept_ms = timeout_ms < 10000 ? 10000 : timeout_ms;
     int64_t deadline = now_ms() + timeout_ms;
+    pthread_once(&relays_once, relays_init);
     ERR_clear_error();
     int rc = 0;
     r->ctx = SSL_CTX_new(TLS_client_method());
@@ -428,9 +498,15 @@ int sw_redis_tls_open(const char *host, int port, const struct sw_redis_tls_opts
     pthread_t t;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_mutex_lock(&relays_mu);
+    relays_live++;
+    pthread_mutex_unlock(&relays_mu);
     int pe = pthread_create(&t, &attr, relay_main, r);
     pthread_attr_destroy(&attr);
     if (pe != 0) {
+        pthread_mutex_lock(&relays_mu);
+        relays_live--;
+        pthread_mutex_unlock(&relays_mu);
         rc = sw_error_set(err, SW_ENOMEM, "rediss %s: cannot start the relay thread: %s", hp,
                           strerror(pe));
         goto fail;

@@ -35,7 +35,8 @@ struct sw_redis_tls_opts {
  * success starts the relay's thread, writes into `path` (pathlen bytes)
  * the unix socket to connect to, and returns 0. The socket accepts one
  * connection within `timeout_ms`, then is removed; the thread ends when
- * either side closes.
+ * either side closes, or when the process exits: exit() waits for the
+ * relays' threads (up to 2 s) before OpenSSL's own cleanup.
  *
  * Errors name host:port and the reason: SW_ENET (cannot connect),
  * SW_ETIMEDOUT, SW_ETLS (the handshake failed: not a TLS server, say, or
